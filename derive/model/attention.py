@@ -1,0 +1,78 @@
+"""The attention model over a row of symbolic length n.
+
+Row i of attention normalizes the scores s_it over its *allowed* keys. The allowed set
+is described by a mask M with M[i, t] ∈ {0, 1}: all keys (M ≡ 1), a causal prefix
+(M[i, t] = [t ≤ i]) or any set at all. A row sum is the symbolic sum
+Σ_{t=1}^{n} M[i, t]·f(t), so every statement proved here holds for symbolic n and for
+every allowed set (which must be non-empty for the row to be defined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy as sp
+
+from derive.model.vectors import Dot
+
+__all__ = [
+    "d",
+    "n",
+    "i",
+    "j",
+    "t",
+    "u",
+    "MaskBase",
+    "M",
+    "ScalarBase",
+    "scale",
+    "row_sum",
+    "softmax_weight",
+    "mixed_output",
+    "Score",
+]
+
+d = sp.Symbol("d", integer=True, positive=True)
+n = sp.Symbol("n", integer=True, positive=True)
+i = sp.Symbol("i", integer=True, positive=True)
+j = sp.Symbol("j", integer=True, positive=True)
+t = sp.Symbol("t", integer=True, positive=True)
+u = sp.Symbol("u", integer=True, positive=True)
+
+
+class MaskBase(sp.IndexedBase):
+    """M[i, t] ∈ {0, 1}: whether key t is allowed for query row i."""
+
+
+class ScalarBase(sp.IndexedBase):
+    """A table of real numbers, e.g. raw scores s[i, t] or per-token shifts."""
+
+
+M = MaskBase("M")
+
+Score = Callable[[sp.Expr], sp.Expr]
+"""A score is a function of the key index: ``lambda key: Dot(q[i], k[key]) / sqrt(d)``."""
+
+
+def scale(expr: sp.Expr) -> sp.Expr:
+    """The 1/√d scaling of scaled dot-product attention."""
+    return expr / sp.sqrt(d)
+
+
+def dot_score(query: sp.Expr, key: Callable[[sp.Expr], sp.Expr]) -> Score:
+    return lambda idx: scale(Dot(query, key(idx)))
+
+
+def row_sum(f: Callable[[sp.Expr], sp.Expr], dummy: sp.Symbol = t) -> sp.Expr:
+    """Σ over the allowed keys of row i: Σ_{t=1}^{n} M[i, t]·f(t)."""
+    return sp.Sum(M[i, dummy] * f(dummy), (dummy, 1, n))
+
+
+def softmax_weight(score: Score, key: sp.Expr = j) -> sp.Expr:
+    """p_i,key = M[i,key]·exp(s(key)) / Σ_t M[i,t]·exp(s(t))."""
+    return M[i, key] * sp.exp(score(key)) / row_sum(lambda x: sp.exp(score(x)))
+
+
+def mixed_output(weight: Callable[[sp.Expr], sp.Expr], value: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
+    """out_i = Σ_u p_iu·v_u, a vector-valued sum over the keys."""
+    return sp.Sum(weight(u) * value(u), (u, 1, n))

@@ -1,0 +1,76 @@
+"""Prove or refute ``lhs = rhs`` for symbolic d, n and masks.
+
+A proof is a chain of SymPy rewrites that brings ``lhs − rhs`` to 0: expanding every
+⟨·,·⟩ by bilinearity, exp(a + b) = exp(a)·exp(b), merging sums over the same range, and
+finally ``simplify``, each under a time bound. If none reaches 0, a certified numeric
+counterexample refutes the claim; with neither, the verdict is *undecided*. A numeric
+agreement never yields *proved*.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.simplify.simplify import sum_simplify
+
+from derive.crosscheck.witness import find_witness
+from derive.model.vectors import expand_dot
+from derive.prove.timeout import TimeLimit, time_limit
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.settings import DEFAULT, Settings
+
+__all__ = ["prove_equal", "normal_form", "prove_zero"]
+
+
+def _expand(e: sp.Expr) -> sp.Expr:
+    return sp.expand(expand_dot(e), power_exp=True)
+
+
+def _sums(e: sp.Expr) -> sp.Expr:
+    e = e.replace(lambda x: isinstance(x, sp.Sum), lambda x: sp.Sum(_expand(x.function), *x.limits))
+    return sum_simplify(sp.expand(e, power_exp=True))
+
+
+_PASSES = (
+    ("expanding ⟨·,·⟩ by bilinearity and exp(a+b) = exp(a)·exp(b)", _expand),
+    ("merging sums over the same range", _sums),
+    ("simplification (common factors cancelled)", sp.simplify),
+)
+
+
+def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
+    """``expr`` rewritten by the passes above, stopping at 0; returns (form, last pass)."""
+    form, how = expr, "as written"
+    if form == 0:
+        return form, how
+    with time_limit(cfg.time_limit):
+        for how, rewrite in _PASSES:
+            form = rewrite(form)
+            if form == 0:
+                break
+    return form, how
+
+
+def prove_zero(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[bool, str, sp.Expr | None]:
+    """(True, method, 0) when ``expr`` is identically 0; (False, why, residue) otherwise."""
+    try:
+        form, how = normal_form(expr, cfg)
+    except TimeLimit as exc:
+        return False, str(exc), None
+    except (TypeError, ValueError, NotImplementedError, RecursionError) as exc:
+        return False, f"the simplifier failed: {type(exc).__name__}", None
+    return (form == 0), how, form
+
+
+def prove_equal(lhs: sp.Expr, rhs: sp.Expr, *, cfg: Settings = DEFAULT, fixed: dict | None = None,
+                search: bool = True) -> Verdict:
+    """Verdict on ``lhs = rhs`` for all values of every symbol in them."""
+    ok, how, residue = prove_zero(lhs - rhs, cfg)
+    if ok:
+        return Verdict(PROVED, "the difference reduces to 0", method=how)
+    witness = find_witness(lhs, rhs, fixed=fixed, cfg=cfg) if search else None
+    if witness is not None:
+        shown = sp.sstr(residue) if residue is not None else "not reduced"
+        return Verdict(REFUTED, f"the difference does not vanish: {shown}", method="counterexample",
+                       witness=witness)
+    why = how if residue is None else f"the difference did not reduce to 0 ({sp.sstr(residue)}) and no counterexample was found"
+    return Verdict(UNDECIDED, why)
