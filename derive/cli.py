@@ -1,0 +1,62 @@
+"""The ``derive`` command line: one subcommand per module in :mod:`derive.commands`.
+
+Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+User mistakes (:class:`~derive.errors.InputError`) print one line and exit 2; no
+traceback is shown for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from derive import __version__
+from derive.errors import InputError
+
+__all__ = ["main", "COMMANDS"]
+
+COMMANDS = ("build", "check", "diff", "examples", "impl")
+
+
+def _parser(available: dict) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="derive",
+        description="Machine-checked derivations of attention-mechanism properties.",
+    )
+    parser.add_argument("--version", action="version", version=f"derive {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module in available.items():
+        p = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def _available() -> dict:
+    found = {}
+    for name in COMMANDS:
+        try:
+            found[name] = importlib.import_module(f"derive.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"derive.commands.{name}":
+                raise
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser(_available())
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except InputError as exc:
+        print(f"derive: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("derive: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
