@@ -80,6 +80,7 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
         mask=st.sampled_from(MASK_KINDS),
     )
     def run(d, n, seed, mask):
+        n = max(n, sig.min_n)
         inst, env = make_instance(sig, d, n, np.random.default_rng(seed), bound=cfg.bound, mask=mask)
         env.update(assume or {})
         a, b = _flat(evaluate(lhs, inst, "float", env)), _flat(evaluate(rhs, inst, "float", env))

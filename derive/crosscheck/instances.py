@@ -30,10 +30,12 @@ class Signature:
     masks: tuple[str, ...]
     scalars: tuple[sp.Symbol, ...]
     indices: tuple[sp.Symbol, ...]
+    min_n: int = 1  # the largest concrete key index used (e.g. k[2] needs n ≥ 2)
 
 
 def signature(*exprs: sp.Basic) -> Signature:
     vecs, fams, tabs, masks, scal, idx = set(), set(), set(), set(), set(), set()
+    min_n = 1
     labels = {ind.base.label for e in exprs for ind in e.atoms(sp.Indexed)}
     for e in exprs:
         for s in e.free_symbols:
@@ -60,6 +62,8 @@ def signature(*exprs: sp.Basic) -> Signature:
             else:
                 tabs.add(base.name)
             for a in ind.indices:
+                if a.is_Integer:
+                    min_n = max(min_n, int(a))
                 for s in a.free_symbols:
                     if s.is_integer and s not in (D, N):
                         idx.add(s)
@@ -74,6 +78,7 @@ def signature(*exprs: sp.Basic) -> Signature:
         tuple(sorted(masks)),
         tuple(sorted(scal, key=key)),
         tuple(sorted(idx, key=key)),
+        min_n,
     )
 
 

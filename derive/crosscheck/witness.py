@@ -52,7 +52,7 @@ def _norm(x):
 @st.composite
 def _instances(draw, sig: Signature, fixed: dict, max_d: int, max_n: int, bound: int):
     d = draw(st.integers(1, max_d))
-    n = draw(st.integers(max(2, max(fixed.values(), default=1)), max_n))
+    n = draw(st.integers(max(2, sig.min_n, max(fixed.values(), default=1)), max(max_n, sig.min_n)))
     ints = st.integers(-bound, bound)
     inst = Instance(d=d, n=n)
     for v in sig.vectors:

@@ -1,0 +1,51 @@
+"""LaTeX for engine expressions: SymPy's printer with derive's notation.
+
+⟨a, b⟩ for the bilinear form, R_p x for rotations, subscripts for token families
+(``k^0[j]`` → ``k^{0}_{j}``), and ``\\exp`` kept as ``e^{…}`` like SymPy does.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.printing.latex import LatexPrinter
+
+__all__ = ["DeriveLatexPrinter", "tex"]
+
+
+class DeriveLatexPrinter(LatexPrinter):
+    def _print_Dot(self, expr):
+        # Display order only (the engine's canonical order serves cancellation): the query
+        # side first, as in q·k.
+        a, b = sorted(expr.args, key=_display_rank)
+        return rf"\langle {self._print(a)}, {self._print(b)} \rangle"
+
+    def _print_Indexed(self, expr):
+        base = self._print(expr.base.label)
+        idx = ",".join(self._print(x) for x in expr.indices) if len(expr.indices) > 1 else self._print(expr.indices[0])
+        if "^" in base:
+            head, sup = base.split("^", 1)
+            return f"{head}^{sup}_{{{idx}}}"
+        return f"{base}_{{{idx}}}"
+
+    def _print_Sum(self, expr):
+        body, *limits = expr.args
+        out = ""
+        for var, lo, hi in limits:
+            out += rf"\sum_{{{self._print(var)}={self._print(lo)}}}^{{{self._print(hi)}}} "
+        return out + self.parenthesize(body, 45)
+
+
+def _display_rank(arg) -> tuple:
+    names = sorted(str(getattr(x, "base", x)) for x in arg.atoms(sp.Symbol, sp.Indexed))
+    query_side = any(nm.startswith(("q", "b_Q")) for nm in names)
+    return (0 if query_side else 1, sp.default_sort_key(arg))
+
+
+_PRINTER = DeriveLatexPrinter({"mul_symbol": None, "order": "none"})
+
+
+def tex(expr) -> str:
+    """LaTeX of a SymPy expression (or a string passed through unchanged)."""
+    if isinstance(expr, str):
+        return expr
+    return _PRINTER.doprint(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr)

@@ -1,0 +1,62 @@
+"""Render a checked document into its files (Markdown and JSON for ``docs/``, LaTeX and
+figure PDFs for ``build/``), as bytes in memory; writing them is the build's job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from derive.render.figures import render_figure
+from derive.render.view import to_json, view
+
+__all__ = ["Rendered", "render_document", "template_dir", "environment"]
+
+
+def template_dir() -> Path:
+    """``derive/templates`` in an installed wheel, the top-level ``templates/`` in a checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("derive's templates are missing: reinstall derive")
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+@dataclass
+class Rendered:
+    docs: dict[str, bytes] = field(default_factory=dict)  # file name → content, for docs/
+    build: dict[str, bytes] = field(default_factory=dict)  # file name → content, for build/
+
+
+def render_document(doc) -> Rendered:
+    env = environment()
+    out = Rendered()
+    md = env.get_template("document.md.j2").render(**view(doc, "md"))
+    out.docs[f"{doc.slug}.md"] = _tidy(md).encode()
+    out.docs[f"{doc.slug}.json"] = to_json(doc).encode()
+    out.build[f"{doc.slug}.tex"] = _tidy(env.get_template("document.tex.j2").render(**view(doc, "tex"))).encode()
+    for b in doc.blocks:
+        if b.kind == "figure":
+            out.docs[f"{b.slug}.svg"] = render_figure(b.draw, "svg")
+            out.build[f"{b.slug}.pdf"] = render_figure(b.draw, "pdf")
+    return out
+
+
+def _tidy(text: str) -> str:
+    """Collapse runs of blank lines left by template control blocks."""
+    lines, blank = [], 0
+    for line in text.splitlines():
+        blank = blank + 1 if not line.strip() else 0
+        if blank <= 1:
+            lines.append(line.rstrip())
+    return "\n".join(lines).strip() + "\n"

@@ -1,0 +1,61 @@
+"""Prose markup for both targets: ``$…$`` inline math, ``**bold**``, `` `code` ``.
+
+Markdown gets ``$`…`$`` (the form GitHub and GitLab both render, safe with ``_`` and
+``\\\\``); LaTeX gets ``$…$`` with the text around it escaped.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["to_markdown", "to_latex", "escape_latex_text", "md_math", "md_table_math"]
+
+_MATH = re.compile(r"\$([^$]+)\$")
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "{": r"\{",
+    "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "$": r"\$",
+}
+_TEX_UNICODE = {
+    "→": r"$\to$", "−": "-", "·": r"$\cdot$", "√": r"$\sqrt{\ }$", "≠": r"$\neq$", "≤": r"$\leq$",
+    "≥": r"$\geq$", "∞": r"$\infty$", "—": "---", "–": "--", "…": r"\dots{}", "≡": r"$\equiv$",
+    "‖": r"$\|$", "⟨": r"$\langle$", "⟩": r"$\rangle$", "×": r"$\times$", "“": "``", "”": "''",
+    "’": "'", "✅": "proved", "❌": "refuted", "❓": "undecided", "⟂": r"$\perp$",
+    "γ": r"$\gamma$", "δ": r"$\delta$", "ζ": r"$\zeta$", "σ": r"$\sigma$", "Σ": r"$\Sigma$",
+    "∂": r"$\partial$", "≈": r"$\approx$", "±": r"$\pm$", "∈": r"$\in$",
+}
+_TEX_UNICODE.update({c: f"$^{{{k}}}$" for c, k in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")})
+_TEX_UNICODE.update({c: f"$_{{{k}}}$" for c, k in zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖ", "0123456789ijk")})
+
+
+def md_math(latex: str) -> str:
+    return f"$`{latex}`$"
+
+
+def md_table_math(latex: str) -> str:
+    """Inline math inside a Markdown table cell: a bare ``|`` would end the cell."""
+    return md_math(latex.replace("|", r"\vert "))
+
+
+def to_markdown(text: str) -> str:
+    return _MATH.sub(lambda m: md_math(m.group(1)), text)
+
+
+def escape_latex_text(text: str) -> str:
+    out = "".join(_TEX_SPECIAL.get(c, c) for c in text)
+    return "".join(_TEX_UNICODE.get(c, c) for c in out)
+
+
+def to_latex(text: str) -> str:
+    parts, pos = [], 0
+    for m in _MATH.finditer(text):
+        parts.append(_text_latex(text[pos:m.start()]))
+        parts.append(f"${m.group(1)}$")
+        pos = m.end()
+    parts.append(_text_latex(text[pos:]))
+    return "".join(parts)
+
+
+def _text_latex(text: str) -> str:
+    text = escape_latex_text(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", text)
+    return re.sub(r"`(.+?)`", r"\\texttt{\1}", text)

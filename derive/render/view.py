@@ -1,0 +1,141 @@
+"""From a checked :class:`~derive.document.api.Document` to what the templates print.
+
+The same view serves Markdown and LaTeX: math is LaTeX in both; prose and table cells are
+converted per target by :mod:`derive.render.prose`. Numbers are formatted here, once, so
+that every output is byte-identical across builds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sympy as sp
+
+from derive import __version__
+from derive.render import prose
+from derive.render.latex import tex
+
+__all__ = ["view", "to_json", "fmt_num"]
+
+
+def fmt_num(x: float) -> str:
+    return f"{x:.2e}" if x else "0"
+
+
+def _check_text(c) -> str:
+    if c is None:
+        return ""
+    return (f"cross-checked on {c.examples} random instances (d ≤ 64, n ≤ 64, random masks): "
+            f"max abs error {fmt_num(c.max_abs_error)}, max rel error {fmt_num(c.max_rel_error)}, "
+            f"tolerance |a − b| ≤ {c.tolerance:g} + {c.tolerance:g}·max(|a|, |b|)")
+
+
+def _cell(value, target: str) -> str:
+    if isinstance(value, sp.Basic):
+        return prose.md_table_math(tex(value)) if target == "md" else f"${tex(value)}$"
+    text = str(value)
+    if target == "md":
+        return prose.to_markdown(text).replace("|", r"\|")
+    return prose.to_latex(text)
+
+
+def _text(value: str, target: str) -> str:
+    return prose.to_markdown(value) if target == "md" else prose.to_latex(value)
+
+
+def _block(b, target: str) -> dict:
+    out = {"kind": b.kind}
+    if b.kind == "section":
+        out["title"] = _text(b.title, target)
+    elif b.kind == "prose":
+        out["text"] = _text(b.text, target)
+    elif b.kind == "equation":
+        out.update(name=b.name, math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
+                   verdict=b.verdict.status, method=b.verdict.method, check=_text(_check_text(b.check), target))
+    elif b.kind == "chain":
+        lines = [f"{tex(b.exprs[0])}"] + [f"&= {tex(e)}" for e in b.exprs[1:]]
+        lines[0] = lines[0] + " " + lines[1]
+        math = r"\begin{aligned}" + " \\\\\n".join([lines[0]] + lines[2:]) + r"\end{aligned}"
+        out.update(name=b.name, math=math,
+                   whys=[_text(w, target) + f" ({v.method})" for w, v in zip(b.whys, b.verdicts)],
+                   verdict="proved", check=_text(_check_text(b.check), target))
+    elif b.kind == "classification":
+        rows = []
+        for label, c in b.rows:
+            var = tex(c.index)
+            evidence = (f"proved: $f({var}_1) - f({var}_2)$ reduces to $0$ ({c.verdict.method})"
+                        if c.verdict.proved else _witness_text(c.verdict.witness))
+            rows.append({
+                "label": _cell(label, target),
+                "expr": _cell(c.expr, target),
+                "verdict": c.label,
+                "evidence": _cell(evidence, target),
+            })
+        out.update(name=b.name, rows=rows, why=_text(b.why, target), index=tex(b.index))
+    elif b.kind == "table":
+        out.update(headers=[_cell(h, target) for h in b.headers],
+                   rows=[[_cell(c, target) for c in r] for r in b.rows], caption=_text(b.caption, target))
+    elif b.kind == "figure":
+        out.update(slug=b.slug, caption=_text(b.caption, target))
+    return out
+
+
+def _witness_text(w: dict | None) -> str:
+    if not w:
+        return ""
+    inst = w["instance"]
+    parts = [f"{k} = {v}" for k, v in inst.items()]
+    idx = ", ".join(f"{k} = {v}" for k, v in w["indices"].items())
+    return f"witness: {'; '.join(parts)}; {idx}: values {w['lhs']:.6g} vs {w['rhs']:.6g}" if isinstance(
+        w["lhs"], float) else f"witness: {'; '.join(parts)}; {idx}"
+
+
+def view(doc, target: str) -> dict:
+    """Template context for ``target`` in {"md", "tex"}."""
+    return {
+        "slug": doc.slug,
+        "title": _text(doc.title, target),
+        "summary": _text(doc.summary, target),
+        "blocks": [_block(b, target) for b in doc.blocks],
+        "version": __version__,
+        "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
+        "n_checks": len(doc.checks),
+        "checks": [_check_row(c, target) for c in doc.checks],
+    }
+
+
+def _check_row(c, target: str) -> list[str]:
+    j = c.as_json()
+    rel = j["max_rel_error"]
+    return [_cell(j["name"], target), j["kind"], str(j["examples"]), fmt_num(j["max_abs_error"]),
+            "—" if rel is None else fmt_num(rel), j["verdict"]]
+
+
+def _steps_json(doc) -> list[dict]:
+    steps = []
+    for b in doc.blocks:
+        if b.kind == "equation":
+            steps.append({"name": b.name, "kind": "equation", "statement": f"{tex(b.lhs)} = {tex(b.rhs)}",
+                          "why": b.why, "verdict": b.verdict.status, "method": b.verdict.method})
+        elif b.kind == "chain":
+            steps.append({"name": b.name, "kind": "chain", "statement": " = ".join(tex(e) for e in b.exprs),
+                          "why": b.whys, "verdict": "proved", "method": [v.method for v in b.verdicts]})
+        elif b.kind == "classification":
+            for label, c in b.rows:
+                w = c.verdict.witness
+                steps.append({"name": f"{b.name}: {label}", "kind": "classification", "statement": tex(c.expr),
+                              "why": b.why, "verdict": c.verdict.status, "classification": c.label,
+                              "witness": {k: v for k, v in w.items() if not k.startswith("_")} if w else None})
+    return steps
+
+
+def to_json(doc) -> str:
+    payload = {
+        "derive_version": __version__,
+        "document": doc.slug,
+        "title": doc.title,
+        "data": doc.data,
+        "steps": _steps_json(doc),
+        "checks": [c.as_json() for c in doc.checks],
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
