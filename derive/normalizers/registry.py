@@ -10,6 +10,14 @@ Each entry gives, for a row of scores x (symbolic n, mask M):
   precision, for one row given as a list (masked entries are ``None``-free: pass
   ``mask``).
 
+Optional fields (with defaults) feed the generic property provers of
+:mod:`derive.normalizers.properties`: ``domain`` (the parameter ranges, as symbols with
+assumptions or expressions in them), ``sample`` (in-domain parameter values used for
+counterexamples and plots), ``shift_effect`` (a *claim*, proved or refuted by the prover,
+that a common shift c of the scores equals this or another entry with changed
+parameters), ``extra_value`` (the entry mixes a value vector of its own into the output)
+and ``definition`` (LaTeX for documents).
+
 Adding a normalizer is one :class:`Normalizer` entry in :data:`REGISTRY`; every property
 and check is derived from these definitions by generic machinery.
 """
@@ -17,7 +25,7 @@ and check is derived from these definitions by generic machinery.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mpmath
 import numpy as np
@@ -26,7 +34,7 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["Normalizer", "REGISTRY", "get", "names"]
+__all__ = ["Normalizer", "REGISTRY", "get", "names", "register"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +46,20 @@ class Normalizer:
     stable: Callable[..., np.ndarray]
     reference: Callable[..., list]
     latex: str
+    definition: str = ""
+    domain: dict = field(default_factory=dict)  # param → symbol/expression with assumptions
+    domain_text: str = ""
+    sample: dict = field(default_factory=dict)  # param → in-domain value (counterexamples, plots)
+    shift_effect: Callable | None = None  # (c, params) → (entry name, params) claimed equal
+    extra_value: bool = False  # mixes a value vector of its own into the output
+    note: str = ""
 
-    def symbols(self) -> dict[str, sp.Symbol]:
-        return {p: sp.Symbol(p, real=True) for p in self.params}
+    def symbols(self) -> dict[str, sp.Expr]:
+        """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
+        return {p: self.domain.get(p, sp.Symbol(p, real=True)) for p in self.params}
+
+    def sample_values(self) -> dict[str, sp.Expr]:
+        return {p: sp.nsimplify(self.sample.get(p, 0)) for p in self.params}
 
 
 # ---- softmax family: exp(x_j) / (exp(s) + Σ_t exp(x_t)), s = −∞ for softmax -------------
@@ -58,17 +77,20 @@ def _masked(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return x if mask is None else np.where(mask, x, -np.inf)
 
 
-def _sink_stable(x: np.ndarray, mask: np.ndarray | None, sink: float | None) -> np.ndarray:
+def _sink_stable(x: np.ndarray, mask: np.ndarray | None, sink) -> np.ndarray:
     """exp(x − m) / (exp(s − m) + Σ exp(x − m)), m = max(s, max x): never overflows."""
     x = _masked(x, mask)
     m = np.max(x, axis=-1, keepdims=True)
     if sink is not None:
+        sink = np.asarray(sink, dtype=x.dtype)
+        if sink.ndim:
+            sink = sink[..., None]
         m = np.maximum(m, sink)
     m = np.where(np.isfinite(m), m, 0)
     e = np.exp(x - m)
     den = e.sum(axis=-1, keepdims=True)
     if sink is not None:
-        den = den + np.exp(np.asarray(sink, dtype=x.dtype) - m)
+        den = den + np.exp(sink - m)
     with np.errstate(invalid="ignore", divide="ignore"):
         return e / den
 
@@ -82,6 +104,60 @@ def _sink_reference(x, mask, sink) -> list:
     return [v / den for v in e]
 
 
+def _augmented_stable(x, mask, extra) -> np.ndarray:
+    """Prepend one more key with score ``extra`` (a number or one per row), run the plain
+    softmax over the longer row and drop the extra key's weight: an implementation of the
+    token view, independent of the sink formula."""
+    x = _masked(x, mask)
+    extra = np.broadcast_to(np.asarray(extra, dtype=x.dtype), x.shape[:-1])[..., None]
+    full = np.concatenate([extra, x], axis=-1)
+    return _sink_stable(full, None, None)[..., 1:]
+
+
+# ---- elementwise and clipped ----------------------------------------------------------
+
+
+def _sigmoid_stable(x, mask, b) -> np.ndarray:
+    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    z = x + np.asarray(b, dtype=x.dtype)
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(z))
+        out = np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+    return out if mask is None else np.where(mask, out, 0)
+
+
+def _sigmoid_reference(x, mask, b) -> list:
+    return [mpmath.mpf(0) if (mask is not None and not mask[k]) else 1 / (1 + mpmath.exp(-(mpmath.mpf(v) + b)))
+            for k, v in enumerate(x)]
+
+
+def _clipped_stable(x, mask, zeta, gamma) -> np.ndarray:
+    p = _sink_stable(x, mask, None)
+    out = np.clip((zeta - gamma) * p + gamma, 0, 1)
+    return out if mask is None else np.where(mask, out, 0)
+
+
+def _clipped_reference(x, mask, zeta, gamma) -> list:
+    p = _sink_reference(x, mask, None)
+    out = []
+    for k, v in enumerate(p):
+        if mask is not None and not mask[k]:
+            out.append(mpmath.mpf(0))
+        else:
+            out.append(min(mpmath.mpf(1), max(mpmath.mpf(0), (mpmath.mpf(zeta) - gamma) * v + gamma)))
+    return out
+
+
+def _softcap_reference(x, mask, c) -> list:
+    capped = [c * mpmath.tanh(mpmath.mpf(v) / c) if v != -np.inf else -np.inf for v in x]
+    return _sink_reference(capped, mask, None)
+
+
+def _softcap_stable(x, mask, c) -> np.ndarray:
+    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    return _sink_stable(c * np.tanh(x / c), mask, None)
+
+
 REGISTRY: dict[str, Normalizer] = {}
 
 
@@ -89,6 +165,13 @@ def register(entry: Normalizer) -> Normalizer:
     REGISTRY[entry.name] = entry
     return entry
 
+
+_s = sp.Symbol("s", real=True)
+_b = sp.Symbol("b", real=True)
+_sstar = sp.Symbol("s^*_i", real=True)
+_zeta = sp.Symbol("zeta", real=True)
+_gamma = sp.Symbol("gamma", real=True)
+_cap = sp.Symbol("c", positive=True)
 
 register(Normalizer(
     name="softmax",
@@ -98,6 +181,7 @@ register(Normalizer(
     stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
     reference=lambda x, mask=None, **p: _sink_reference(x, mask, None),
     latex=r"\operatorname{softmax}",
+    definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
 ))
 register(Normalizer(
     name="softmax1",
@@ -107,15 +191,94 @@ register(Normalizer(
     stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
     reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
     latex=r"\operatorname{softmax}_1",
+    definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
+    shift_effect=lambda c, p: ("sink", {"s": -c}),
 ))
 register(Normalizer(
     name="sink",
     title="sink logit s (gpt-oss)",
     params=("s",),
-    weight=lambda score, key=j, s=sp.Symbol("s", real=True), **p: _sink_weight(score, key, s),
+    weight=lambda score, key=j, s=_s, **p: _sink_weight(score, key, s),
     stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
     reference=lambda x, mask=None, s=0.0, **p: _sink_reference(x, mask, s),
     latex=r"\operatorname{sink}_s",
+    definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
+    domain={"s": _s},
+    domain_text="s real (learned per head)",
+    sample={"s": 1},
+    shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
+))
+register(Normalizer(
+    name="zero_token",
+    title="zero-token attention (add_zero_attn)",
+    params=(),
+    # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
+    weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
+    stable=lambda x, mask=None, **p: _augmented_stable(x, mask, 0.0),
+    reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
+    latex=r"\operatorname{zero}",
+    definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
+    shift_effect=lambda c, p: ("sink", {"s": -c}),
+    note="the extra key's score is exactly 0 and its value is the zero vector",
+))
+register(Normalizer(
+    name="bias_kv",
+    title="learned key/value token (add_bias_kv)",
+    params=("s_star",),
+    # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
+    # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
+    weight=lambda score, key=j, s_star=_sstar, **p: _sink_weight(score, key, s_star),
+    stable=lambda x, mask=None, s_star=0.0, **p: _augmented_stable(x, mask, s_star),
+    reference=lambda x, mask=None, s_star=0.0, **p: _sink_reference(x, mask, s_star),
+    latex=r"\operatorname{kv}^{*}",
+    definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
+    domain={"s_star": _sstar},
+    domain_text="s*_i = ⟨q_i, k*⟩/√d real, one per query row",
+    sample={"s_star": 1},
+    shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
+    extra_value=True,
+    note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
+))
+register(Normalizer(
+    name="sigmoid",
+    title="sigmoid attention",
+    params=("b",),
+    weight=lambda score, key=j, b=_b, **p: M[i, key] / (1 + sp.exp(-(score(key) + b))),
+    stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
+    reference=lambda x, mask=None, b=0.0, **p: _sigmoid_reference(x, mask, b),
+    latex=r"\sigma",
+    definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
+    domain={"b": _b},
+    domain_text="b real",
+    sample={"b": 0},
+    shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
+))
+register(Normalizer(
+    name="clipped",
+    title="clipped softmax (Quantizable Transformers)",
+    params=("zeta", "gamma"),
+    weight=lambda score, key=j, zeta=_zeta, gamma=_gamma, **p: M[i, key] * sp.Min(
+        1, sp.Max(0, (zeta - gamma) * _sink_weight(score, key, None) + gamma)),
+    stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
+    reference=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_reference(x, mask, zeta, gamma),
+    latex=r"\operatorname{clip}",
+    definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
+    domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
+    domain_text="ζ ≥ 1, γ ≤ 0",
+    sample={"zeta": 1, "gamma": sp.Rational(-1, 2)},
+))
+register(Normalizer(
+    name="softcap",
+    title="soft-capped softmax (Gemma 2)",
+    params=("c",),
+    weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
+    stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
+    reference=lambda x, mask=None, c=50.0, **p: _softcap_reference(x, mask, c),
+    latex=r"\operatorname{softmax}\circ\operatorname{cap}_c",
+    definition=r"p_j = \operatorname{softmax}\bigl(c \tanh(x/c)\bigr)_j",
+    domain={"c": _cap},
+    domain_text="c > 0 (50 in Gemma 2)",
+    sample={"c": 1},
 ))
 
 

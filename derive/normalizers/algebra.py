@@ -1,0 +1,260 @@
+"""Shared symbolic machinery for the normalizer property provers.
+
+A row is the score table ``x[i, t]`` with the engine's mask ``M[i, t]`` and symbolic n.
+The helpers here build an entry's weights and total mass, prove or refute equalities
+(symbolic parameters for the proof; the entry's in-domain ``sample`` parameters for a
+counterexample), recognise the two shapes most normalizers take — the *row form*
+p_j = M_j·F(x_j)·R(Z) with Z = Σ_t M_t F(x_t), and the *elementwise form*
+p_j = M_j·g(x_j) — and decide signs of expressions with SymPy's assumptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from derive.crosscheck.instances import make_instance, signature
+from derive.crosscheck.witness import certified_difference, find_witness
+from derive.model.attention import M, ScalarBase, i, j, n, t, u
+from derive.prove.equality import prove_zero
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.render.latex import tex
+from derive.settings import DEFAULT
+
+__all__ = ["Derivation", "X", "Z", "N", "CFG", "score", "weight", "mass", "canon_sums", "settle", "prove_congruent",
+           "RowForm", "row_form", "elementwise", "sign_of", "plain_witness", "tex"]
+
+X = ScalarBase("x")
+Z = sp.Symbol("Z", positive=True)  # Σ over the allowed keys of F(x_t)
+N = sp.Symbol("N_i", integer=True, positive=True)  # number of allowed keys of the row
+CFG = DEFAULT.merge(time_limit=8.0, witness_examples=150)
+
+
+def score(k):
+    return X[i, k]
+
+
+def weight(entry, params: dict, sc=score, key=j) -> sp.Expr:
+    return entry.weight(sc, key=key, **params)
+
+
+def canon_sums(e: sp.Expr) -> sp.Expr:
+    """Every Σ with dummy t, its key-independent factors pulled out (an identity)."""
+
+    def fix(s):
+        body, (var, lo, hi) = s.function, s.limits[0]
+        body = body.xreplace({var: t}) if var != t else body
+        dep, ind = [], []
+        for a in sp.Mul.make_args(sp.expand(body, power_exp=True, mul=False, multinomial=False)):
+            (dep if t in a.free_symbols else ind).append(a)
+        return sp.Mul(*ind) * sp.Sum(sp.Mul(*dep), (t, lo, hi))
+
+    for _ in range(3):
+        new = e.replace(lambda z: isinstance(z, sp.Sum), fix)
+        if new == e:
+            break
+        e = new
+    return e
+
+
+def mass(entry, params: dict, sc=score) -> sp.Expr:
+    """Σ_u p_u over the row (weights of masked keys are 0)."""
+    return canon_sums(sp.Sum(weight(entry, params, sc, u), (u, 1, n)))
+
+
+def prove_congruent(a: sp.Expr, b: sp.Expr, depth: int = 6) -> tuple[bool, str]:
+    """a = b by rewriting a − b to 0, else argument by argument (f(x) = f(y) if x = y)."""
+    try:
+        ok, how, _ = prove_zero(a - b, CFG)
+    except Exception as exc:  # noqa: BLE001 - a SymPy internal error is "not proved", never a crash
+        ok, how = False, f"the simplifier failed: {type(exc).__name__}"
+    if ok:
+        return True, how
+    if depth and a.func == b.func and len(a.args) == len(b.args) and a.args:
+        hows = []
+        for x, y in zip(a.args, b.args):
+            if x == y:
+                continue
+            ok, how = prove_congruent(x, y, depth - 1)
+            if not ok:
+                return False, how
+            hows.append(how)
+        return True, "argument by argument (" + "; ".join(dict.fromkeys(hows)) + ")"
+    return False, how
+
+
+def plain_witness(w: dict | None) -> dict | None:
+    return None if w is None else {k: v for k, v in w.items() if not k.startswith("_")}
+
+
+def settle(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None,
+           sample: dict | None = None) -> Verdict:
+    """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
+    the entry's in-domain sample parameters, else undecided."""
+    values = sample if sample is not None else entry_sample_subs(entry, params)
+    a, b = lhs.subs(values), rhs.subs(values)
+    w = quick_witness(a, b, fixed)  # a certified counterexample settles it: no proof can exist
+    if w is None:
+        ok, how = prove_congruent(lhs, rhs)
+        if ok:
+            return Verdict(PROVED, "the difference reduces to 0", method=how)
+        w = find_witness(a, b, fixed=fixed, cfg=CFG)
+    else:
+        how = "refuted before a proof was attempted"
+    if w is not None:
+        w = plain_witness(w)
+        if values:
+            w["parameters"] = {str(k): _num(v) for k, v in values.items()}
+        return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)
+    return Verdict(UNDECIDED, f"no symbolic proof ({how}) and no counterexample found")
+
+
+def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | None:
+    """A few small integer instances tried before Hypothesis's search (same certification)."""
+    sig = signature(a, b)
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        nn = max(2, sig.min_n) + seed % 2
+        inst, env = make_instance(sig, 2, nn, rng, bound=2, integers=True, mask="full", fixed=fixed)
+        got = certified_difference(a, b, inst, env)
+        if got is not None:
+            return {"instance": inst.describe(), "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
+                    "lhs": _json(got[0]), "rhs": _json(got[1])}
+    return None
+
+
+def _json(x):
+    if isinstance(x, np.ndarray):
+        return [float(v) for v in x]
+    return float(x)
+
+
+def _num(v):
+    f = float(v)
+    return int(f) if f.is_integer() else f
+
+
+def entry_sample_subs(entry, params: dict) -> dict:
+    """Map each still-symbolic parameter (its free symbols) to the entry's sample value."""
+    out = {}
+    for name, value in entry.sample_values().items():
+        expr = params.get(name)
+        if isinstance(expr, sp.Basic) and expr.free_symbols:
+            sol = sp.solve(sp.Eq(expr, value), list(expr.free_symbols)[0], dict=True)
+            if sol:
+                out.update(sol[0])
+    return out
+
+
+@dataclass(frozen=True)
+class RowForm:
+    """p_j = M_j·F(x_j)·R(Z), Z = Σ_t M_t·F(x_t); total mass f(Z) = Z·R(Z)."""
+
+    F: sp.Lambda
+    R: sp.Expr
+    f: sp.Expr
+    identity_scores: bool  # F = exp: Z takes every value in (0, ∞)
+
+
+def row_form(W: sp.Expr) -> RowForm | None:
+    sums = {canon_sums(s) for s in W.atoms(sp.Sum)}
+    W = canon_sums(W)
+    if len(sums) != 1:
+        return None
+    (S,) = sums
+    body = S.function
+    rest = sp.simplify(body / M[i, t])
+    if rest.has(M):
+        return None
+    y = sp.Symbol("y", real=True)
+    F = sp.Lambda(y, rest.xreplace({X[i, t]: y}))
+    if F(y).has(X) or F(y).is_positive is not True:
+        return None
+    Wz = W.xreplace({S: Z})
+    R = sp.simplify(Wz / (M[i, j] * F(X[i, j])))
+    if R.has(X) or R.has(M) or j in R.free_symbols:
+        return None
+    return RowForm(F, R, sp.simplify(Z * R), F(y) == sp.exp(y))
+
+
+def elementwise(W: sp.Expr) -> sp.Lambda | None:
+    """g with p_j = M_j·g(x_j), when the weight of a key depends on its own score only."""
+    if W.atoms(sp.Sum):
+        return None
+    y = sp.Symbol("y", real=True)
+    g = sp.simplify(W.subs(M[i, j], 1)).xreplace({X[i, j]: y})
+    if g.has(X) or g.has(M):
+        return None
+    if sp.simplify(W - M[i, j] * g.xreplace({y: X[i, j]})) != 0:
+        return None
+    return sp.Lambda(y, g)
+
+
+def sign_of(expr: sp.Expr) -> str | None:
+    """'+', '-', '0', or None (undecided), from the assumptions on the symbols."""
+    e = sp.simplify(expr)
+    if e == 0:
+        return "0"
+    for form in (e, sp.factor(e), sp.simplify(e.rewrite(sp.exp))):
+        if form.is_positive:
+            return "+"
+        if form.is_negative:
+            return "-"
+        if form.is_zero:
+            return "0"
+    return None
+
+
+@dataclass
+class Derivation:
+    """A decided property of one normalizer: the verdict, the claim, and the steps shown.
+
+    Each step is ``(justification, latex)``; an equality among them was proved by
+    :func:`settle`/``prove_zero``, a sign by :func:`sign_of`, a limit by SymPy's ``limit``.
+    """
+
+    normalizer: str
+    prop: str
+    claim: str
+    verdict: Verdict
+    value: str = ""  # a short result for the table: a range, a limit, a sign …
+    steps: list = None
+    note: str = ""
+
+    def __post_init__(self):
+        if self.steps is None:
+            self.steps = []
+
+    def step(self, why: str, math) -> None:
+        self.steps.append((why, math))
+
+    def latex_steps(self) -> list[tuple[str, str]]:
+        """The steps with the entry's parameters shown by their own names (ζ, not 1 + ζ')."""
+        back = display_subs(self.normalizer)
+        return [(why, m if isinstance(m, str) else tex(m.xreplace(back) if back else m)) for why, m in self.steps]
+
+    def value_text(self) -> str:
+        """The table's short result: text, with ``$…$`` around a formula."""
+        if isinstance(self.value, sp.Basic):
+            back = display_subs(self.normalizer)
+            return f"${tex(sp.simplify(self.value.xreplace(back)) if back else self.value)}$"
+        return self.value
+
+
+def display_subs(name: str) -> dict:
+    """Map the domain symbols of an entry back to its parameter names (ζ' → ζ − 1)."""
+    from derive.normalizers.registry import get
+
+    entry, out = get(name), {}
+    for p, expr in entry.domain.items():
+        free = list(expr.free_symbols)
+        if len(free) == 1 and expr != free[0]:
+            sol = sp.solve(sp.Eq(expr, _DISPLAY.get(p, sp.Symbol(p, real=True))), free[0])
+            if sol:
+                out[free[0]] = sol[0]
+    return out
+
+
+_DISPLAY = {"zeta": sp.Symbol("zeta", real=True), "gamma": sp.Symbol("gamma", real=True)}

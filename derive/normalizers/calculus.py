@@ -1,0 +1,178 @@
+"""The Jacobian of a normalizer: signs of ∂p_j/∂x_j and ∂p_j/∂x_k, and zero-gradient regions.
+
+The *two-key model* of a row with at least two allowed keys j ≠ k: every row sum
+Σ_t M_t·F(x_t) (F > 0) is exactly F(x_j) + F(x_k) + r, where r = Σ over the other allowed
+keys is any number ≥ 0 (0 when there are none). So a sign proved for symbols x_j, x_k
+real and r ≥ 0 holds for every n and every mask. Counterexamples are evaluated exactly
+(rational scores, SymPy arithmetic) at points of a small grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sympy as sp
+
+from derive.model.attention import M, i, j
+from derive.normalizers.algebra import X, Derivation, canon_sums, entry_sample_subs, sign_of, weight
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+
+__all__ = ["two_key", "jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"]
+
+KEY = sp.Symbol("k", integer=True, positive=True)
+XJ, XK = sp.symbols("x_j x_k", real=True)
+R = sp.Symbol("r", nonnegative=True)
+_GRID = list(itertools.product((0, -1, 2, 1), (0, 2, -1), (0, 1)))
+
+
+def two_key(entry, params) -> sp.Expr | None:
+    W = canon_sums(weight(entry, params, key=j)).subs({M[i, j]: 1, M[i, KEY]: 1})
+    ok = True
+
+    def repl(s):
+        nonlocal ok
+        body = s.function
+        F = sp.simplify(body / M[i, s.limits[0][0]])
+        if F.has(M):
+            ok = False
+            return s
+        y = sp.Symbol("y", real=True)
+        Fy = F.xreplace({X[i, s.limits[0][0]]: y})
+        if Fy.is_positive is not True:
+            ok = False
+            return s
+        return Fy.subs(y, XJ) + Fy.subs(y, XK) + R
+
+    W = W.replace(lambda e: isinstance(e, sp.Sum), repl)
+    if not ok:
+        return None
+    W = W.xreplace({X[i, j]: XJ, X[i, KEY]: XK})
+    return None if W.has(X) or W.has(M) else W
+
+
+_CACHE: dict = {}
+
+
+def _derivatives(entry, params):
+    key = (entry.name, tuple(sorted((k, sp.srepr(v)) for k, v in params.items())))
+    if key not in _CACHE:
+        _CACHE[key] = _compute_derivatives(entry, params)
+    return _CACHE[key]
+
+
+def _compute_derivatives(entry, params):
+    W = two_key(entry, params)
+    if W is None:
+        return None, None, None, None, None
+    djj, djk = sp.diff(W, XJ), sp.diff(W, XK)
+    if not W.has(sp.Min, sp.Max):
+        djj, djk = sp.simplify(djj), sp.simplify(djk)
+    return W, djj, djk, sign_of(djj), sign_of(djk)
+
+
+def _point_value(D, entry, params, point):
+    xj, xk, r = point
+    subs = dict(entry_sample_subs(entry, params))
+    subs.update({XJ: xj, XK: xk, R: r})
+    v = D.subs(subs)
+    return (sp.S.Zero if v.is_zero else v), subs
+
+
+def _search(D, entry, params, bad):
+    """A grid point where ``bad(value)`` holds, certified exactly; or None."""
+    for point in _GRID:
+        v, subs = _point_value(D, entry, params, point)
+        if v.has(sp.Heaviside):
+            continue  # on a kink: not certified
+        if v == 0:
+            s = "0"
+        else:
+            f = sp.N(v, 50)
+            if not f.is_real or abs(f) < 1e-40:
+                continue
+            s = "+" if f > 0 else "-"
+        if bad(s):
+            xj, xk, r = point
+            inst = {"n": 2 if r == 0 else 3, "x": [xj, xk] + ([f"log({r})"] if r else [])}
+            w = {"instance": inst, "indices": {"i": 1, "j": 1, "k": 2}, "lhs": float(sp.N(v)), "rhs": 0.0,
+                 "derivative": s}
+            extra = {str(k): float(val) for k, val in subs.items() if k not in (XJ, XK, R)}
+            if extra:
+                w["parameters"] = extra
+            return w
+    return None
+
+
+def _heaviside_regions(D) -> list:
+    return sorted({sp.sstr(h.args[0]) for h in D.atoms(sp.Heaviside)})
+
+
+def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
+    der = Derivation(entry.name, prop, claim, None)
+    W, Djj, Djk, sjj, sjk = _derivatives(entry, params)
+    if W is None:
+        der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
+        return der
+    D, sgn = (Djj, sjj) if which == "jj" else (Djk, sjk)
+    label = "\\partial p_j/\\partial x_j" if which == "jj" else "\\partial p_j/\\partial x_k"
+    der.step("two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row", sp.Eq(sp.Symbol("p_j"), W, evaluate=False))
+    der.step("derivative", sp.Eq(sp.Symbol(label), D, evaluate=False))
+    names = {"+": "> 0", "-": "< 0", "0": "= 0"}
+    if sgn is not None:
+        der.value = names[sgn]
+        if sgn == want:
+            der.verdict = Verdict(PROVED, f"the derivative is {names[sgn]} for all x_j, x_k, r ≥ 0", method="sign from assumptions")
+            return der
+        w = _search(D, entry, params, lambda s: s != want) or {"instance": {"n": 2, "x": [0, 0]}, "indices": {"i": 1},
+                                                              "lhs": 0.0, "rhs": 0.0}
+        der.verdict = Verdict(REFUTED, f"the derivative is {names[sgn]} everywhere (proved)", method="sign from assumptions", witness=w)
+        return der
+    regions = _heaviside_regions(D)
+    if regions:
+        der.step("the derivative carries step functions: it is 0 where any of these is negative", ", ".join(regions))
+    w = _search(D, entry, params, lambda s: s != want)
+    if w is not None:
+        der.verdict = Verdict(REFUTED, f"an exact point where the derivative is {w['derivative']}", method="exact evaluation", witness=w)
+        der.value = "not strict: 0 in clipped regions" if w["derivative"] == "0" else f"sign changes ({w['derivative']})"
+        return der
+    der.verdict, der.value = Verdict(UNDECIDED, "the sign could not be decided and no grid point refutes it"), "?"
+    return der
+
+
+def jacobian_diagonal(entry, params) -> Derivation:
+    return _sign_claim(entry, params, "jacobian_diagonal", "jj", "+",
+                       "$\\partial p_j/\\partial x_j > 0$ for every allowed key of a row with at least two allowed keys")
+
+
+def jacobian_offdiagonal(entry, params) -> Derivation:
+    return _sign_claim(entry, params, "jacobian_offdiagonal", "jk", "-",
+                       "$\\partial p_j/\\partial x_k < 0$ for allowed keys $j \\ne k$")
+
+
+def gradient_nonvanishing(entry, params) -> Derivation:
+    der = Derivation(entry.name, "gradient_nonvanishing",
+                     "no region of zero gradient: $\\partial p_j/\\partial x_j \\ne 0$ everywhere (rows with ≥ 2 allowed keys)", None)
+    W, D, _, sgn, _ = _derivatives(entry, params)
+    if W is None:
+        der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
+        return der
+    der.step("derivative", sp.Eq(sp.Symbol("\\partial p_j/\\partial x_j"), D, evaluate=False))
+    if sgn in ("+", "-"):
+        der.verdict = Verdict(PROVED, f"the derivative is {'positive' if sgn == '+' else 'negative'} everywhere",
+                              method="sign from assumptions")
+        der.value = "never 0"
+        return der
+    regions = _heaviside_regions(D)
+    w = _search(D, entry, params, lambda s: s == "0")
+    if w is not None:
+        der.verdict = Verdict(REFUTED, "an exact point where the derivative is 0 (inside a clipped region)",
+                              method="exact evaluation", witness=w)
+        der.value = "0 on the clipped regions" if regions else "vanishes somewhere"
+        if regions:
+            der.step("zero-gradient region: where a step function's argument is negative", ", ".join(regions))
+        return der
+    der.verdict, der.value = Verdict(UNDECIDED, "sign undecided and no zero found on the grid"), "?"
+    return der
+
+
+_ = (PROVED, UNDECIDED)

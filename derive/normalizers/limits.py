@@ -1,0 +1,200 @@
+"""Limits of a row's weights as its scores go to −∞, along three kinds of path.
+
+(a) the uniform path x = −τ·1, τ → ∞, for symbolic n (the row sum becomes N_i·F(−τ));
+(b) the iterated limits lim_{x₁→−∞} … lim_{x_k→−∞} as the literature writes them: proved
+    for symbolic k by one induction step on the row form (removing the innermost key
+    leaves the row of k − 1 keys), and also computed explicitly for small k as examples;
+(c) every path on which all x_j → −∞: proved from a bound (each weight ≤ the row's mass)
+    or refuted by two paths with different limits.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.model.attention import M, i, j, n, t
+from derive.normalizers.algebra import (
+    CFG, X, Z, Derivation, canon_sums, elementwise, entry_sample_subs, row_form, sign_of, weight,
+)
+from derive.prove.timeout import TimeLimit, time_limit
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+
+__all__ = ["limit_uniform", "limit_iterated", "limit_any_path", "explicit_iterated", "path_limit"]
+
+TAU = sp.Symbol("tau", positive=True)
+K = sp.Symbol("k", integer=True, positive=True)
+
+
+def _lim(expr, var, point, direction="+"):
+    """SymPy's limit; where it fails on min/max, the limit of a continuous function of
+    arguments that all converge to finite values is the function of their limits."""
+    out = _sympy_lim(expr, var, point, direction)
+    if out is None and isinstance(expr, (sp.Min, sp.Max, sp.Add, sp.Mul)):
+        args = [_lim(a, var, point, direction) for a in expr.args]
+        if all(a is not None and a.is_finite for a in args):
+            return sp.simplify(expr.func(*args))
+    return out
+
+
+def _sympy_lim(expr, var, point, direction="+"):
+    try:
+        with time_limit(CFG.time_limit):
+            out = sp.limit(expr, var, point, direction)
+    except (TimeLimit, NotImplementedError, ValueError, TypeError):
+        return None
+    if out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
+        return None
+    return sp.simplify(out)
+
+
+def limit_uniform(entry, params) -> Derivation:
+    der = Derivation(entry.name, "limit_uniform", "the limit of every allowed weight along $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$ (symbolic n)", None)
+    W = weight(entry, params).subs(M[i, j], 1)
+    W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
+    W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
+    W = sp.simplify(W)
+    der.step("on the path every score is −τ; Σ_t M_t = N_i allowed keys", sp.Eq(sp.Symbol("p_j"), W, evaluate=False))
+    L = _lim(W, TAU, sp.oo)
+    if L is None or L.has(sp.Sum):
+        der.verdict, der.value = Verdict(UNDECIDED, "SymPy could not take the limit"), "?"
+        return der
+    der.step("limit as τ → ∞", sp.Eq(sp.Symbol("L"), L, evaluate=False))
+    der.verdict = Verdict(PROVED, "limit of a univariate expression in τ, symbolic N_i", method="substitution, limit")
+    der.value = L
+    return der
+
+
+def explicit_iterated(entry, params, k: int) -> list | None:
+    """lim_{x₁→−∞} … lim_{x_k→−∞} of the k weights of a row of k allowed keys (an example)."""
+    xs = sp.symbols(f"x1:{k + 1}", real=True)
+    out = []
+    for key in range(1, k + 1):
+        W = weight(entry, params, key=key).subs(n, k)
+        W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
+        W = W.subs({M[i, a]: 1 for a in range(1, k + 1)}).subs({X[i, a]: xs[a - 1] for a in range(1, k + 1)})
+        for var in reversed(xs):  # the innermost limit is x_k
+            W = _lim(W, var, -sp.oo)
+            if W is None:
+                return None
+        out.append(W)
+    return out
+
+
+def limit_iterated(entry, params, ks=(2,)) -> Derivation:
+    der = Derivation(entry.name, "limit_iterated",
+                     "$\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty} p(x)$ for symbolic k (all k keys allowed)", None)
+    W = weight(entry, params)
+    form, g = row_form(W), elementwise(W)
+    claimed = None
+    if form is not None:
+        y = sp.Symbol("y", real=True)
+        a = _lim(form.F(y), y, -sp.oo)
+        den = sp.denom(sp.together(form.R))
+        cont = sign_of(den) in ("+", "-")
+        der.step("row form: $p_j = F(x_j) R(Z)$; R is continuous on Z > 0 (its denominator has a fixed sign)",
+                 sp.Eq(sp.Symbol("R(Z)"), form.R, evaluate=False))
+        if cont and a == 0:
+            ell = _lim(form.f, Z, 0, "+")
+            der.step("lim_{x_k→−∞}: F(x_k) → 0 while Z stays ≥ F(x_1) > 0, so key k gets 0 and the others "
+                     "keep the weights of the row of k − 1 keys; by induction only key 1 (the outermost limit) "
+                     "remains, and its weight f(F(x_1)) → f(0⁺)", sp.Eq(sp.Symbol("f(0^+)"), ell, evaluate=False))
+            if ell is not None:
+                claimed = (ell, sp.S.Zero)
+                der.value = "(1, 0, …, 0): all to the outermost key" if ell == 1 else (
+                    "0 for every key" if ell == 0 else f"({sp.sstr(ell)}, 0, …, 0)")
+        elif cont and a is not None and a.is_positive:
+            val = sp.simplify(a * form.R.subs(Z, K * a))
+            der.step("F(x) → a > 0: each limit sets F(x_t) = a; Z ≥ a > 0 keeps R continuous; all k keys end "
+                     "equal", sp.Eq(sp.Symbol("p_j"), val, evaluate=False))
+            claimed = (val, val)
+            der.value = f"{sp.sstr(val)} for every key"
+    elif g is not None:
+        yv = g.variables[0]
+        lim = _lim(g.expr, yv, -sp.oo)
+        if lim is not None:
+            der.step("elementwise: each weight depends on its own score only", sp.Eq(sp.Symbol("g(-\\infty)"), lim, evaluate=False))
+            claimed = (lim, lim)
+            der.value = f"{sp.sstr(lim)} for every key"
+    examples = {k: explicit_iterated(entry, params, k) for k in ks}
+    for k, vec in examples.items():
+        if vec is not None:
+            der.step(f"example, k = {k} (explicit limits, not a proof)", sp.Tuple(*vec))
+    if claimed is None:
+        shown = "; ".join(f"k = {k}: {sp.sstr(tuple(v)) if v else '—'}" for k, v in examples.items())
+        der.verdict = Verdict(UNDECIDED, f"no rule for symbolic k; explicit small-k values only ({shown})")
+        der.value = "explicit only: " + shown
+        return der
+    for k, vec in examples.items():
+        if vec is None:
+            continue
+        expect = [claimed[0].subs(K, k)] + [claimed[1].subs(K, k)] * (k - 1)
+        if any(sp.simplify(a - b) != 0 for a, b in zip(vec, expect)):
+            der.verdict = Verdict(UNDECIDED, f"the symbolic rule disagrees with the explicit k = {k} computation")
+            return der
+    why = ("induction on k with continuity of R; agrees with the explicit small-k limits" if form is not None
+           else "each weight is a function of its own score; agrees with the explicit small-k limits")
+    der.verdict = Verdict(PROVED, why, method="row form induction" if form is not None else "elementwise")
+    return der
+
+
+def path_limit(entry, params, path: tuple) -> list | None:
+    """Limits of the weights of a 2-key row along x = path(τ), τ → ∞."""
+    out = []
+    for key in (1, 2):
+        W = weight(entry, params, key=key).subs(n, 2)
+        W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
+        W = W.subs({M[i, 1]: 1, M[i, 2]: 1}).subs({X[i, 1]: path[0], X[i, 2]: path[1]})
+        lim = _lim(sp.simplify(W), TAU, sp.oo)
+        if lim is None:
+            return None
+        out.append(lim)
+    return out
+
+
+def limit_any_path(entry, params) -> Derivation:
+    der = Derivation(entry.name, "limit_any_path",
+                     "along every path on which all $x_j \\to -\\infty$ the weights converge, to a limit independent of the path", None)
+    W = weight(entry, params)
+    form, g = row_form(W), elementwise(W)
+    y = sp.Symbol("y", real=True)
+    if form is not None:
+        a = _lim(form.F(y), y, -sp.oo)
+        if a == 0:
+            ell = _lim(form.f, Z, 0, "+")
+            if ell == 0:
+                der.step("every weight ≤ the mass f(Z) = Z R(Z), and Z → 0⁺ on every such path", sp.Eq(sp.Symbol("f(0^+)"), ell, evaluate=False))
+                der.verdict, der.value = Verdict(PROVED, "bound by the mass, which → 0", method="row form, limit"), "0"
+                return der
+        elif a is not None and a.is_positive and sign_of(sp.denom(sp.together(form.R))) in ("+", "-"):
+            nn = sp.Symbol("N_i", integer=True, positive=True)
+            val = sp.simplify(a * form.R.subs(Z, nn * a))
+            der.step("F(x_t) → a > 0 on every such path, Z → N_i a > 0 and R is continuous there",
+                     sp.Eq(sp.Symbol("p_j"), val, evaluate=False))
+            der.verdict, der.value = Verdict(PROVED, "continuity", method="row form, limit"), sp.sstr(val)
+            return der
+    if g is not None:
+        lim = _lim(g.expr, y, -sp.oo)
+        if lim is not None:
+            der.step("elementwise: each weight → g(−∞) whatever the other scores do", sp.Eq(sp.Symbol("g(-\\infty)"), lim, evaluate=False))
+            der.verdict, der.value = Verdict(PROVED, "elementwise limit", method="elementwise, limit"), sp.sstr(lim)
+            return der
+    sample = entry_sample_subs(entry, params)
+    concrete = {k: v.subs(sample) if isinstance(v, sp.Basic) else v for k, v in params.items()}
+    A, B = (-TAU, -2 * TAU), (-2 * TAU, -TAU)
+    la, lb = path_limit(entry, concrete, A), path_limit(entry, concrete, B)
+    if la is not None and lb is not None and any(sp.simplify(p - q) != 0 for p, q in zip(la, lb)):
+        der.step("two keys, path A: x = (−τ, −2τ)", sp.Tuple(*la))
+        der.step("two keys, path B: x = (−2τ, −τ)", sp.Tuple(*lb))
+        w = {"instance": {"n": 2, "path A": "x = (-tau, -2 tau)", "path B": "x = (-2 tau, -tau)"},
+             "indices": {"i": 1}, "lhs": [float(v) for v in la], "rhs": [float(v) for v in lb]}
+        if sample:
+            w["parameters"] = {str(k): float(v) for k, v in sample.items()}
+        der.verdict = Verdict(REFUTED, "two paths with different limits: the limit depends on the path",
+                              method="two explicit paths", witness=w)
+        der.value = "depends on the path"
+        return der
+    der.verdict, der.value = Verdict(UNDECIDED, "no bound applies and the two test paths agree"), "?"
+    return der
+
+
+_ = UNDECIDED

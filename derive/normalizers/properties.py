@@ -1,0 +1,266 @@
+"""Properties of row normalizers, derived for every registry entry by generic provers.
+
+:data:`PROPERTIES` maps a property name to ``(title, prover)``; a prover takes a registry
+entry and its parameters (symbolic by default) and returns a :class:`Derivation` whose
+verdict is *proved* (a symbolic derivation went through), *refuted* (a certified
+counterexample, or a proved identity that contradicts the claim) or *undecided* (with
+the reason). Nothing here is written per normalizer: the provers read the symbolic
+definitions. The public entry point is :func:`decide`.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.errors import InputError
+from derive.model.attention import M, d, i, j, t
+from derive.model.vectors import Dot, VectorBase, vector
+from derive.normalizers import calculus, limits
+from derive.normalizers.algebra import (
+    X, Z, Derivation, canon_sums, elementwise, mass, row_form, score, settle, sign_of, weight,
+)
+from derive.normalizers.registry import get, names
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+
+__all__ = ["PROPERTIES", "decide", "derive_property", "params_for"]
+
+C = sp.Symbol("c", real=True)  # a common shift of the row's scores
+Q, K = VectorBase("q"), VectorBase("k")
+B_K = vector("b_K")
+
+
+def params_for(entry, given: dict | None = None) -> dict:
+    """Symbolic parameters over the entry's domain, overridden by concrete ``given`` ones."""
+    out = entry.symbols()
+    for k, v in (given or {}).items():
+        if k not in entry.params:
+            raise InputError(f"{entry.name} has no parameter {k!r}; expected one of {entry.params or '()'}")
+        out[k] = sp.nsimplify(v)
+    return out
+
+
+# ---- 1. shift invariance and the effect of a shift -------------------------------------
+
+
+def shift_invariant(entry, params) -> Derivation:
+    der = Derivation(entry.name, "shift_invariant", "$p(x + c\\,\\mathbf{1}) = p(x)$ for every row x and every real c", None)
+    shifted = weight(entry, params, lambda k: X[i, k] + C)
+    plain = weight(entry, params)
+    der.verdict = settle(shifted, plain, entry, params)
+    der.step("weight after a common shift c", shifted)
+    der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
+    return der
+
+
+def shift_effect(entry, params) -> Derivation:
+    der = Derivation(entry.name, "shift_effect", "the exact effect of a common shift c of the scores", None)
+    shifted = weight(entry, params, lambda k: X[i, k] + C)
+    if entry.shift_effect is None:
+        inv = derive_property(entry.name, "shift_invariant")
+        if inv.verdict.proved:
+            der.verdict, der.value = Verdict(PROVED, "a shift changes nothing", method=inv.verdict.method), "none"
+        else:
+            der.verdict = Verdict(UNDECIDED, "not shift-invariant, and the registry states no closed form "
+                                  "for the shifted normalizer")
+            der.value = "no closed form"
+        return der
+    other, new = entry.shift_effect(C, params)
+    target = get(other)
+    rhs = weight(target, new)
+    der.verdict = settle(shifted, rhs, entry, params)
+    pretty = ", ".join(f"{k} = {sp.sstr(v)}" for k, v in new.items())
+    der.value = f"= {other}({pretty})"
+    der.step(f"shifting every score by c gives {other} with {pretty}", sp.Eq(shifted, rhs, evaluate=False))
+    return der
+
+
+# ---- 2. the total mass of a row -----------------------------------------------------
+
+
+def weights_sum_to_one(entry, params) -> Derivation:
+    der = Derivation(entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None)
+    T = mass(entry, params)
+    der.verdict = settle(T, sp.S.One, entry, params)
+    der.step("total mass of the row", T)
+    der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
+    return der
+
+
+def mass_range(entry, params) -> Derivation:
+    """The exact set of values Σ_j p_j takes over all rows (non-empty allowed set)."""
+    der = Derivation(entry.name, "mass_range", "the exact range of $\\sum_j p_j$ over all score rows", None)
+    W = weight(entry, params)
+    form = row_form(W)
+    if form is not None:
+        der.step("row form: $p_j = M_j F(x_j) R(Z)$, $Z = \\sum_t M_t F(x_t)$, so $\\sum_j p_j = Z R(Z)$",
+                 sp.Eq(sp.Symbol("f(Z)"), form.f, evaluate=False))
+        if Z not in form.f.free_symbols:
+            der.verdict = Verdict(PROVED, "the mass is a constant", method="row form")
+            der.value = f"{{{sp.sstr(form.f)}}}"
+            return der
+        if not form.identity_scores:
+            der.verdict = Verdict(UNDECIDED, "Z does not range over all of (0, ∞) and the mass depends on Z")
+            der.value = "?"
+            return der
+        df = sp.simplify(sp.diff(form.f, Z))
+        sgn = sign_of(df)
+        der.step("derivative in Z (Z ranges over (0, ∞) as the scores vary)", sp.Eq(sp.Symbol("f'(Z)"), df, evaluate=False))
+        if sgn in ("+", "-"):
+            lo, hi = sp.limit(form.f, Z, 0, "+"), sp.limit(form.f, Z, sp.oo)
+            lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
+            der.step("strictly monotone; limits at Z → 0⁺ and Z → ∞", sp.Tuple(lo, hi))
+            der.verdict = Verdict(PROVED, "strictly monotone in Z over (0, ∞): open interval of the limits",
+                                  method="row form, sign of f'(Z), limits")
+            der.value = f"({sp.sstr(lo)}, {sp.sstr(hi)})"
+            return der
+    g = elementwise(W)
+    if g is not None:
+        y = g.variables[0]
+        dg = sp.simplify(sp.diff(g.expr, y))
+        sgn = sign_of(dg)
+        der.step("elementwise: $p_j = M_j g(x_j)$, $\\sum_j p_j = \\sum_{\\text{allowed}} g(x_j)$", sp.Eq(sp.Symbol("g(y)"), g.expr, evaluate=False))
+        if sgn in ("+", "-"):
+            lo, hi = sp.limit(g.expr, y, -sp.oo), sp.limit(g.expr, y, sp.oo)
+            lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
+            der.step("g is strictly monotone with these limits, each score free", sp.Tuple(lo, hi))
+            der.verdict = Verdict(PROVED, "a sum of N_i independent open ranges", method="elementwise, sign of g', limits")
+            der.value = f"({sp.sstr(lo * sp.Symbol('N'))}, {sp.sstr(hi * sp.Symbol('N'))}), N = allowed keys"
+            return der
+    der.verdict = Verdict(UNDECIDED, "neither row form nor elementwise form; no range rule applies")
+    der.value = "?"
+    return der
+
+
+def can_abstain(entry, params) -> Derivation:
+    """For every non-empty allowed set, scores exist making every weight arbitrarily close to 0."""
+    der = Derivation(entry.name, "can_abstain", "in every row (any non-empty allowed set) the scores can make every weight tend to 0", None)
+    W = weight(entry, params)
+    form = row_form(W)
+    if form is not None and (form.identity_scores or Z not in form.f.free_symbols):
+        inf = sp.limit(form.f, Z, 0, "+") if Z in form.f.free_symbols else form.f
+        der.step("row form: each weight ≤ the mass f(Z) = Z R(Z); its limit as Z → 0⁺", sp.Eq(sp.Symbol("f(0^+)"), inf, evaluate=False))
+        if inf == 0:
+            der.verdict = Verdict(PROVED, "the mass tends to 0 as all scores → −∞, and every weight is at most the mass",
+                                  method="row form, limit")
+            der.value = "yes"
+            return der
+        if Z not in form.f.free_symbols and sp.simplify(form.f).is_positive:
+            der.verdict = Verdict(REFUTED, f"the weights of every row sum to {sp.sstr(form.f)} > 0 (proved), so they cannot all tend to 0",
+                                  method="proved identity", witness=_one_key_witness(entry, params, form.f))
+            der.value = "no"
+            return der
+    g = elementwise(W)
+    if g is not None:
+        y = g.variables[0]
+        lim = sp.limit(g.expr, y, -sp.oo)
+        der.step("elementwise: each weight depends on its own score only; its limit at −∞", sp.Eq(sp.Symbol("g(-\\infty)"), lim, evaluate=False))
+        if lim == 0:
+            der.verdict = Verdict(PROVED, "each weight → 0 independently as its score → −∞", method="elementwise, limit")
+            der.value = "yes"
+            return der
+    # A row with a single allowed key: the weight is a function of one score.
+    one = single_key_weight(entry, params)
+    der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(sp.Symbol("p_1"), one, evaluate=False))
+    if not one.has(X) and sp.simplify(one).is_positive:
+        der.verdict = Verdict(REFUTED, f"with one allowed key the weight is {sp.sstr(one)} for every score",
+                              method="proved identity", witness=_one_key_witness(entry, params, one))
+        der.value = "no"
+        return der
+    der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
+    der.value = "?"
+    return der
+
+
+def single_key_weight(entry, params) -> sp.Expr:
+    W = weight(entry, params, key=1).subs(M[i, 1], 1)
+    W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.subs(s.limits[0][2], 1).doit()).subs(M[i, 1], 1)
+    return sp.simplify(W)
+
+
+def _one_key_witness(entry, params, value) -> dict:
+    return {"instance": {"d": 1, "n": 1, "M": [[1]], "x": [[0]]}, "indices": {"i": 1},
+            "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
+            "rhs": 0.0, "note": "every weight cannot tend to 0: the row's mass is bounded below by this value"}
+
+
+def entry_sample(entry, params):
+    from derive.normalizers.algebra import entry_sample_subs
+
+    return entry_sample_subs(entry, params)
+
+
+# ---- 5. ratio identity, 7. K bias ---------------------------------------------------
+
+
+def ratio_identity(entry, params) -> Derivation:
+    der = Derivation(entry.name, "ratio_identity", "$p_1 / p_2 = e^{x_1 - x_2}$ for two allowed keys", None)
+    allowed = {M[i, 1]: 1, M[i, 2]: 1}
+    lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).subs(allowed)
+    rhs = sp.exp(X[i, 1] - X[i, 2])
+    der.verdict = settle(canon_sums(lhs), rhs, entry, params)
+    der.step("ratio of the weights of keys 1 and 2 (both allowed)", sp.simplify(lhs))
+    der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
+    return der
+
+
+def k_bias_cancels(entry, params) -> Derivation:
+    der = Derivation(entry.name, "k_bias_cancels",
+                     "a common key bias $b_K$ leaves the weights unchanged: $p(\\langle q_i, k_t + b_K\\rangle/\\sqrt{d}) = p(\\langle q_i, k_t\\rangle/\\sqrt{d})$", None)
+    with_bias = weight(entry, params, lambda k: Dot(Q[i], K[k] + B_K) / sp.sqrt(d))
+    without = weight(entry, params, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
+    der.verdict = settle(with_bias, without, entry, params)
+    der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
+    if der.verdict.status != PROVED and entry.shift_effect is not None:
+        c = Dot(Q[i], B_K) / sp.sqrt(d)
+        other, new = entry.shift_effect(c, params)
+        rhs = weight(get(other), new, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
+        becomes = settle(with_bias, rhs, entry, params)
+        if becomes.proved:
+            pretty = ", ".join(f"{k} = {sp.sstr(v)}" for k, v in new.items())
+            der.step(f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {other} with {pretty}",
+                     sp.Eq(with_bias, rhs, evaluate=False))
+            der.value = f"no: becomes {other}({pretty})"
+    return der
+
+
+PROPERTIES: dict[str, tuple[str, callable]] = {
+    "shift_invariant": ("row-shift invariance", shift_invariant),
+    "shift_effect": ("effect of a shift c", shift_effect),
+    "weights_sum_to_one": ("weights sum to 1", weights_sum_to_one),
+    "mass_range": ("range of Σ p", mass_range),
+    "can_abstain": ("abstention", can_abstain),
+    "limit_uniform": ("limit, uniform path", limits.limit_uniform),
+    "limit_iterated": ("iterated limit", limits.limit_iterated),
+    "limit_any_path": ("limit, any path", limits.limit_any_path),
+    "ratio_identity": ("ratio identity", ratio_identity),
+    "jacobian_diagonal": ("∂p_j/∂x_j > 0", calculus.jacobian_diagonal),
+    "jacobian_offdiagonal": ("∂p_j/∂x_k < 0", calculus.jacobian_offdiagonal),
+    "gradient_nonvanishing": ("no zero-gradient region", calculus.gradient_nonvanishing),
+    "k_bias_cancels": ("K bias cancels", k_bias_cancels),
+}
+
+
+_CACHE: dict = {}
+
+
+def derive_property(name: str, prop: str, **params) -> Derivation:
+    """The derivation of ``prop`` for normalizer ``name`` (parameters symbolic unless given)."""
+    entry = get(name)
+    if prop not in PROPERTIES:
+        raise InputError(f"unknown property {prop!r}: expected one of {', '.join(PROPERTIES)}")
+    key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())))
+    if key not in _CACHE:
+        _CACHE[key] = PROPERTIES[prop][1](entry, params_for(entry, params))
+    return _CACHE[key]
+
+
+def decide(name: str, prop: str, **params) -> Verdict:
+    """Verdict on property ``prop`` of normalizer ``name`` (see :data:`PROPERTIES`)."""
+    return derive_property(name, prop, **params).verdict
+
+
+def all_names() -> list[str]:
+    return names()
+
+
+_ = (REFUTED, t)
