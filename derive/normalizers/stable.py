@@ -1,0 +1,200 @@
+"""Overflow-free forms of the normalizers, the widespread faulty softmax₁, and a float table.
+
+* :func:`stable_form` — for an entry whose shift effect is known (or that is shift-invariant),
+  the weights written with every score shifted by m: W(x) = W'(x − m; params'(m)). Proved
+  equal to the definition for every real m; with m ≥ every exponent the form cannot
+  overflow.
+* :func:`faulty_weight` — subtract m = max_j x_j, then add a plain 1 to the denominator.
+* :func:`float_table` — where the naive, faulty and stable forms overflow, underflow or
+  return NaN, in float16, bfloat16 (emulated), float32 and float64.
+"""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from derive.model.attention import M, i, j, n, t
+from derive.normalizers.algebra import X, weight
+from derive.normalizers.registry import get
+
+__all__ = ["MSHIFT", "stable_form", "faulty_weight", "FORMS", "CASES", "DTYPES", "float_table", "bf16", "run_form"]
+
+MSHIFT = sp.Symbol("m", real=True)
+
+
+def stable_form(entry, params: dict) -> sp.Expr | None:
+    """W(x) rewritten with scores x − m (a claim: prove it with ``settle``)."""
+    shifted = lambda k: X[i, k] - MSHIFT  # noqa: E731
+    if entry.shift_effect is None:
+        return weight(entry, params, shifted)  # valid only if shift-invariant: the prover decides
+    other, new = entry.shift_effect(MSHIFT, params)
+    return weight(get(other), new, shifted)
+
+
+def faulty_weight(key=j) -> sp.Expr:
+    """exp(x_j − m) / (1 + Σ_t exp(x_t − m)): the max subtracted, then a plain 1 added."""
+    return M[i, key] * sp.exp(X[i, key] - MSHIFT) / (1 + sp.Sum(M[i, t] * sp.exp(X[i, t] - MSHIFT), (t, 1, n)))
+
+
+# ---- floating point -----------------------------------------------------------------------
+
+
+def bf16(a) -> np.ndarray:
+    """Round float32 values to bfloat16 (round to nearest even), kept in float32 storage."""
+    a = np.asarray(a, dtype=np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(a), np.float32(np.nan), rounded)
+
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+class _Arith:
+    """Elementary operations in one format: numpy's own, or float32 rounded to bfloat16 after
+    every operation (sums accumulate in float32, then round, as bfloat16 kernels do)."""
+
+    def __init__(self, dtype: str):
+        self.emulate = dtype == "bfloat16"
+        self.dt = np.float32 if self.emulate else np.dtype(dtype).type
+        self.flags: set[str] = set()
+
+    def r(self, a):
+        return bf16(a) if self.emulate else np.asarray(a, dtype=self.dt)
+
+    def arr(self, x):
+        return self.r(np.asarray(x, dtype=np.float64).astype(self.dt))
+
+    def exp(self, a):
+        out = self.r(np.exp(a))
+        finite = np.isfinite(np.asarray(a, dtype=np.float64))
+        if (np.isinf(out) & finite).any():
+            self.flags.add("overflow")
+        if ((out == 0) & finite).any():
+            self.flags.add("underflow")
+        return out
+
+    def sum(self, a):
+        return self.r(np.sum(a, dtype=self.dt))
+
+    def div(self, a, b):
+        if (np.asarray(b) == 0).any():
+            self.flags.add("0/0")
+        return self.r(a / b)
+
+    def max(self, a):
+        return self.r(np.max(a))
+
+    def sub(self, a, b):
+        a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if (np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64))).any():
+            self.flags.add("∞ − ∞")
+        return self.r(a - b)
+
+    def add(self, a, b):
+        return self.r(a + b)
+
+    def const(self, v):
+        return self.r(self.dt(v))
+
+
+def _softmax_naive(A, x):
+    e = A.exp(x)
+    return A.div(e, A.sum(e))
+
+
+def _softmax_stable(A, x):
+    m = A.max(x)
+    m = m if np.isfinite(m) else A.const(0)
+    e = A.exp(A.sub(x, m))
+    return A.div(e, A.sum(e))
+
+
+def _s1_naive(A, x):
+    e = A.exp(x)
+    return A.div(e, A.add(A.const(1), A.sum(e)))
+
+
+def _s1_faulty(A, x):
+    e = A.exp(A.sub(x, A.max(x)))
+    return A.div(e, A.add(A.const(1), A.sum(e)))
+
+
+def _s1_stable(A, x):
+    m = A.max(np.append(x, A.const(0)))  # the implicit zero logit takes part in the max
+    e = A.exp(A.sub(x, m))
+    return A.div(e, A.add(A.exp(A.sub(A.const(0), m)), A.sum(e)))
+
+
+FORMS = {
+    "softmax naive": ("softmax", _softmax_naive, "e^{x_j} / Σ e^{x_t}"),
+    "softmax stable": ("softmax", _softmax_stable, "m = max x"),
+    "softmax₁ naive": ("softmax1", _s1_naive, "e^{x_j} / (1 + Σ e^{x_t})"),
+    "softmax₁ faulty": ("softmax1", _s1_faulty, "m = max x, then + 1"),
+    "softmax₁ stable": ("softmax1", _s1_stable, "m = max(0, max x), + e^{−m}"),
+}
+
+CASES = {
+    "moderate (1, 2, 3)": ([1.0, 2.0, 3.0], None),
+    "large (1e4, 0)": ([1e4, 0.0], None),
+    "very negative (−1e4, −1e4)": ([-1e4, -1e4], None),
+    "mixed (1e4, −1e4)": ([1e4, -1e4], None),
+    "f16 overflow (12, 0)": ([12.0, 0.0], None),
+    "f16 underflow (−20, −20)": ([-20.0, -20.0], None),
+    "all masked": ([0.5, -1.0], [False, False]),
+}
+
+_TOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-6, "float64": 1e-12}
+
+
+def run_form(form: str, x, mask, dtype: str, flags: set | None = None) -> np.ndarray:
+    """The form evaluated in ``dtype`` (masked scores are −∞); returned as float64.
+
+    ``flags`` collects what happened on the way: exp overflowed, exp underflowed to 0, or a
+    division by 0."""
+    _, fn, _ = FORMS[form]
+    A = _Arith(dtype)
+    xs = np.where(np.asarray(mask, bool), np.asarray(x, float), -np.inf) if mask is not None else np.asarray(x, float)
+    with np.errstate(all="ignore"):
+        out = np.asarray(fn(A, A.arr(xs)), dtype=np.float64)
+    if flags is not None:
+        flags.update(A.flags)
+    return out
+
+
+def reference(name: str, x, mask) -> list:
+    with mpmath.workdps(50):
+        return [float(v) for v in get(name).reference(list(x), mask)]
+
+
+def outcome(got: np.ndarray, ref: list, dtype: str, flags: set = frozenset()) -> str:
+    ref = np.asarray(ref, dtype=float)
+    why = ", ".join(sorted(f for f in flags if f != "underflow" or np.isnan(got).any()))
+    why = f" ({why})" if why else ""
+    if np.isnan(ref).all():
+        return "NaN: undefined" if np.isnan(got).all() else "a number for an undefined row"
+    if np.isnan(got).any():
+        return "NaN" + why
+    if np.isinf(got).any():
+        return "inf" + why
+    err = float(np.max(np.abs(got - ref)))
+    if err > _TOL[dtype]:
+        return f"wrong by {err:.2g}"
+    return "ok, exp underflows to 0" if "underflow" in flags and not np.any(got) else "ok"
+
+
+def float_table() -> list[list[str]]:
+    """Rows: form, case, then one outcome per dtype in :data:`DTYPES`."""
+    rows = []
+    for form, (name, _, _) in FORMS.items():
+        for case, (x, mask) in CASES.items():
+            ref = reference(name, x, mask)
+            cells = []
+            for dt in DTYPES:
+                flags: set = set()
+                got = run_form(form, x, mask, dt, flags)
+                cells.append(outcome(got, ref, dt, flags))
+            rows.append([form, case] + cells)
+    return rows
