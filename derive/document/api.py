@@ -40,6 +40,8 @@ __all__ = ["Document", "Equation", "Classified", "Table", "Figure", "Prose", "Se
 class Section:
     title: str
     kind: str = "section"
+    anchor: str = ""  # an id other documents and tables can link to: [text](#anchor)
+    level: int = 2  # 2 = section, 3 = subsection
 
 
 @dataclass
@@ -129,8 +131,9 @@ class Document:
     data: dict = field(default_factory=dict)
 
     # -- structure -------------------------------------------------------------------
-    def section(self, title: str) -> None:
-        self.blocks.append(Section(title))
+    def section(self, title: str, anchor: str = "", level: int = 2) -> None:
+        """A heading; ``anchor`` makes it a link target (``[text](#anchor)`` in prose and cells)."""
+        self.blocks.append(Section(title, anchor=anchor, level=level))
 
     def prose(self, text: str) -> None:
         """A paragraph; ``$…$`` marks inline math, ``**…**`` bold, `` `…` `` code."""

@@ -22,6 +22,9 @@ _TEX_UNICODE = {
     "’": "'", "✅": "proved", "❌": "refuted", "❓": "undecided", "⟂": r"$\perp$",
     "γ": r"$\gamma$", "δ": r"$\delta$", "ζ": r"$\zeta$", "σ": r"$\sigma$", "Σ": r"$\Sigma$",
     "∂": r"$\partial$", "≈": r"$\approx$", "±": r"$\pm$", "∈": r"$\in$",
+    "τ": r"$\tau$", "κ": r"$\kappa$", "ν": r"$\nu$", "ρ": r"$\rho$", "β": r"$\beta$", "ε": r"$\varepsilon$",
+    "∘": r"$\circ$", "∉": r"$\notin$", "ℓ": r"$\ell$", "λ": r"$\lambda$", "⇒": r"$\Rightarrow$",
+    "≢": r"$\not\equiv$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "∑": r"$\Sigma$", "′": "'",
 }
 _TEX_UNICODE.update({c: f"$^{{{k}}}$" for c, k in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")})
 _TEX_UNICODE.update({c: f"$_{{{k}}}$" for c, k in zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖ", "0123456789ijk")})
@@ -45,7 +48,21 @@ def escape_latex_text(text: str) -> str:
     return "".join(_TEX_UNICODE.get(c, c) for c in out)
 
 
+_LINK = re.compile(r"\[([^\]]+)\]\(#([A-Za-z0-9_-]+)\)")
+
+
 def to_latex(text: str) -> str:
+    """LaTeX for prose; ``[text](#anchor)`` becomes a hyperlink to a section's anchor."""
+    parts, pos = [], 0
+    for m in _LINK.finditer(text):
+        parts.append(_plain_to_latex(text[pos:m.start()]))
+        parts.append(rf"\hyperlink{{{m.group(2)}}}{{{_plain_to_latex(m.group(1))}}}")
+        pos = m.end()
+    parts.append(_plain_to_latex(text[pos:]))
+    return "".join(parts)
+
+
+def _plain_to_latex(text: str) -> str:
     parts, pos = [], 0
     for m in _MATH.finditer(text):
         parts.append(_text_latex(text[pos:m.start()]))

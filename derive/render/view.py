@@ -46,7 +46,7 @@ def _text(value: str, target: str) -> str:
 def _block(b, target: str) -> dict:
     out = {"kind": b.kind}
     if b.kind == "section":
-        out["title"] = _text(b.title, target)
+        out.update(title=_text(b.title, target), anchor=getattr(b, "anchor", ""), level=getattr(b, "level", 2))
     elif b.kind == "prose":
         out["text"] = _text(b.text, target)
     elif b.kind == "equation":
