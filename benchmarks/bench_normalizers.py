@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from derive.normalizers.properties import PROPERTIES  # noqa: E402
-from derive.normalizers.registry import names  # noqa: E402
-from derive.normalizers.table import build_table, markdown  # noqa: E402
+from derive.normalizers.properties import PROPERTIES
+from derive.normalizers.registry import names
+from derive.normalizers.table import build_table, markdown
 
 
 def main(argv=None) -> int:

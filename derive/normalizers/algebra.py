@@ -23,8 +23,25 @@ from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
 from derive.settings import DEFAULT
 
-__all__ = ["Derivation", "X", "Z", "N", "CFG", "score", "weight", "mass", "canon_sums", "settle", "prove_congruent",
-           "RowForm", "row_form", "elementwise", "sign_of", "plain_witness", "tex"]
+__all__ = [
+    "CFG",
+    "Derivation",
+    "N",
+    "RowForm",
+    "X",
+    "Z",
+    "canon_sums",
+    "elementwise",
+    "mass",
+    "plain_witness",
+    "prove_congruent",
+    "row_form",
+    "score",
+    "settle",
+    "sign_of",
+    "tex",
+    "weight",
+]
 
 X = ScalarBase("x")
 Z = sp.Symbol("Z", positive=True)  # Σ over the allowed keys of F(x_t)
@@ -142,7 +159,7 @@ def entry_sample_subs(entry, params: dict) -> dict:
     for name, value in entry.sample_values().items():
         expr = params.get(name)
         if isinstance(expr, sp.Basic) and expr.free_symbols:
-            sol = sp.solve(sp.Eq(expr, value), list(expr.free_symbols)[0], dict=True)
+            sol = sp.solve(sp.Eq(expr, value), next(iter(expr.free_symbols)), dict=True)
             if sol:
                 out.update(sol[0])
     return out
@@ -222,6 +239,7 @@ class Derivation:
     value: str = ""  # a short result for the table: a range, a limit, a sign …
     steps: list = None
     note: str = ""
+    equality: tuple | None = None  # (lhs, rhs) of the proved equation behind a "proved" verdict
 
     def __post_init__(self):
         if self.steps is None:

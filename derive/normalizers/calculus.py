@@ -14,10 +14,10 @@ import itertools
 import sympy as sp
 
 from derive.model.attention import M, i, j
-from derive.normalizers.algebra import X, Derivation, canon_sums, entry_sample_subs, sign_of, weight
+from derive.normalizers.algebra import Derivation, X, canon_sums, entry_sample_subs, sign_of, weight
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
-__all__ = ["two_key", "jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"]
+__all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal", "two_key"]
 
 KEY = sp.Symbol("k", integer=True, positive=True)
 XJ, XK = sp.symbols("x_j x_k", real=True)

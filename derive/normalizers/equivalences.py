@@ -23,8 +23,18 @@ from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers.registry import get
 from derive.prove.verdict import Verdict
 
-__all__ = ["Q", "K", "V", "KAPPA", "NU", "token_output", "normalizer_output", "Equivalence", "EQUIVALENCES",
-           "decide_all"]
+__all__ = [
+    "EQUIVALENCES",
+    "KAPPA",
+    "NU",
+    "Equivalence",
+    "K",
+    "Q",
+    "V",
+    "decide_all",
+    "normalizer_output",
+    "token_output",
+]
 
 Q, K, V = VectorBase("q"), VectorBase("k"), VectorBase("v")
 B_K, B_V, P0, K_STAR, V_STAR = vector("b_K"), vector("b_V"), vector("p_0"), vector("k^*"), vector("v^*")

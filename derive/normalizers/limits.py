@@ -14,12 +14,21 @@ import sympy as sp
 
 from derive.model.attention import M, i, j, n, t
 from derive.normalizers.algebra import (
-    CFG, X, Z, Derivation, canon_sums, elementwise, entry_sample_subs, row_form, sign_of, weight,
+    CFG,
+    Derivation,
+    X,
+    Z,
+    canon_sums,
+    elementwise,
+    entry_sample_subs,
+    row_form,
+    sign_of,
+    weight,
 )
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
-__all__ = ["limit_uniform", "limit_iterated", "limit_any_path", "explicit_iterated", "path_limit"]
+__all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_uniform", "path_limit"]
 
 TAU = sp.Symbol("tau", positive=True)
 K = sp.Symbol("k", integer=True, positive=True)

@@ -13,14 +13,24 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, d, i, j, t
+from derive.model.attention import M, d, i
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers import calculus, limits
 from derive.normalizers.algebra import (
-    X, Z, Derivation, canon_sums, elementwise, mass, row_form, score, settle, sign_of, weight,
+    Derivation,
+    X,
+    Z,
+    canon_sums,
+    elementwise,
+    mass,
+    row_form,
+    settle,
+    sign_of,
+    weight,
 )
 from derive.normalizers.registry import get, names
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.render.latex import tex
 
 __all__ = ["PROPERTIES", "decide", "derive_property", "params_for"]
 
@@ -47,6 +57,7 @@ def shift_invariant(entry, params) -> Derivation:
     shifted = weight(entry, params, lambda k: X[i, k] + C)
     plain = weight(entry, params)
     der.verdict = settle(shifted, plain, entry, params)
+    der.equality = (shifted, plain)
     der.step("weight after a common shift c", shifted)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
@@ -68,9 +79,10 @@ def shift_effect(entry, params) -> Derivation:
     target = get(other)
     rhs = weight(target, new)
     der.verdict = settle(shifted, rhs, entry, params)
-    pretty = ", ".join(f"{k} = {sp.sstr(v)}" for k, v in new.items())
-    der.value = f"= {other}({pretty})"
-    der.step(f"shifting every score by c gives {other} with {pretty}", sp.Eq(shifted, rhs, evaluate=False))
+    der.equality = (shifted, rhs)
+    pretty = _assign(other, new)
+    der.value = f"= {pretty}"
+    der.step(f"shifting every score by c gives {pretty}", sp.Eq(shifted, rhs, evaluate=False))
     return der
 
 
@@ -81,6 +93,7 @@ def weights_sum_to_one(entry, params) -> Derivation:
     der = Derivation(entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None)
     T = mass(entry, params)
     der.verdict = settle(T, sp.S.One, entry, params)
+    der.equality = (T, sp.S.One)
     der.step("total mass of the row", T)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
@@ -198,6 +211,7 @@ def ratio_identity(entry, params) -> Derivation:
     lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).subs(allowed)
     rhs = sp.exp(X[i, 1] - X[i, 2])
     der.verdict = settle(canon_sums(lhs), rhs, entry, params)
+    der.equality = (lhs, rhs)
     der.step("ratio of the weights of keys 1 and 2 (both allowed)", sp.simplify(lhs))
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
@@ -209,6 +223,7 @@ def k_bias_cancels(entry, params) -> Derivation:
     with_bias = weight(entry, params, lambda k: Dot(Q[i], K[k] + B_K) / sp.sqrt(d))
     without = weight(entry, params, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
     der.verdict = settle(with_bias, without, entry, params)
+    der.equality = (with_bias, without)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     if der.verdict.status != PROVED and entry.shift_effect is not None:
         c = Dot(Q[i], B_K) / sp.sqrt(d)
@@ -216,11 +231,18 @@ def k_bias_cancels(entry, params) -> Derivation:
         rhs = weight(get(other), new, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
         becomes = settle(with_bias, rhs, entry, params)
         if becomes.proved:
-            pretty = ", ".join(f"{k} = {sp.sstr(v)}" for k, v in new.items())
-            der.step(f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {other} with {pretty}",
+            pretty = _assign(other, new)
+            der.step(f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {pretty}",
                      sp.Eq(with_bias, rhs, evaluate=False))
-            der.value = f"no: becomes {other}({pretty})"
+            der.value = f"no: becomes {pretty}"
     return der
+
+
+_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c"}
+
+
+def _assign(other: str, new: dict) -> str:
+    return f"`{other}` with " + ", ".join(f"${_PARAM_TEX.get(k, k)} = {tex(v)}$" for k, v in new.items())
 
 
 PROPERTIES: dict[str, tuple[str, callable]] = {
@@ -262,5 +284,3 @@ def decide(name: str, prop: str, **params) -> Verdict:
 def all_names() -> list[str]:
     return names()
 
-
-_ = (REFUTED, t)

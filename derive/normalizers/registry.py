@@ -34,7 +34,7 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["Normalizer", "REGISTRY", "get", "names", "register"]
+__all__ = ["REGISTRY", "Normalizer", "get", "names", "register"]
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,14 @@ from derive.model.attention import M, i, j, n, t
 from derive.normalizers.algebra import X, weight
 from derive.normalizers.registry import get
 
-__all__ = ["MSHIFT", "stable_form", "faulty_weight", "FORMS", "CASES", "DTYPES", "float_table", "bf16", "run_form"]
+__all__ = ["CASES", "DTYPES", "FORMS", "MSHIFT", "bf16", "faulty_weight", "float_table", "run_form", "stable_form"]
 
 MSHIFT = sp.Symbol("m", real=True)
 
 
 def stable_form(entry, params: dict) -> sp.Expr | None:
     """W(x) rewritten with scores x − m (a claim: prove it with ``settle``)."""
-    shifted = lambda k: X[i, k] - MSHIFT  # noqa: E731
+    shifted = lambda k: X[i, k] - MSHIFT
     if entry.shift_effect is None:
         return weight(entry, params, shifted)  # valid only if shift-invariant: the prover decides
     other, new = entry.shift_effect(MSHIFT, params)

@@ -15,7 +15,7 @@ from derive.normalizers import properties
 from derive.normalizers.properties import PROPERTIES, derive_property
 from derive.normalizers.registry import get, names
 
-__all__ = ["build_table", "anchor", "cell_text", "markdown", "SYMBOL"]
+__all__ = ["SYMBOL", "anchor", "build_table", "cell_text", "markdown"]
 
 SYMBOL = {"proved": "✅", "refuted": "❌", "undecided": "❓"}
 
