@@ -110,7 +110,7 @@ def compile_pdf(tex: Path) -> Path:
     for _ in range(2):
         proc = subprocess.run(
             ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
-            cwd=tex.parent, capture_output=True, text=True, timeout=120,
+            cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=120,
         )
         if proc.returncode != 0:
             tail = "\n".join(proc.stdout.splitlines()[-15:])

@@ -50,13 +50,13 @@ def _block(b, target: str) -> dict:
     elif b.kind == "prose":
         out["text"] = _text(b.text, target)
     elif b.kind == "equation":
-        out.update(name=b.name, math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
+        out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
                    verdict=b.verdict.status, method=b.verdict.method, check=_text(_check_text(b.check), target))
     elif b.kind == "chain":
         lines = [f"{tex(b.exprs[0])}"] + [f"&= {tex(e)}" for e in b.exprs[1:]]
         lines[0] = lines[0] + " " + lines[1]
         math = r"\begin{aligned}" + " \\\\\n".join([lines[0]] + lines[2:]) + r"\end{aligned}"
-        out.update(name=b.name, math=math,
+        out.update(name=_text(b.name, target), math=math,
                    whys=[_text(w, target) + f" ({v.method})" for w, v in zip(b.whys, b.verdicts)],
                    verdict="proved", check=_text(_check_text(b.check), target))
     elif b.kind == "classification":
