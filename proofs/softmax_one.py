@@ -1,0 +1,322 @@
+"""softmax₁ ("Attention is off by one") derived: docs/softmax-one.md.
+
+Reproduces and checks the second seed article and its discussion: QuietAttention's
+definition, the total mass, abstention, the limits to −∞ along three kinds of path, the
+ratio identity, the Jacobian, the K bias, the zero-prefix-token argument with its exact
+conditions, the learned key/value token, the overflow-free form and the widespread faulty
+form, and a float-format table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from derive.document.api import Document
+from derive.document.notation import notation
+from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
+from derive.model.vectors import Dot
+from derive.normalizers import calculus, equivalences, limits
+from derive.normalizers.algebra import canon_sums, settle
+from derive.normalizers.properties import B_K, C, K, Q, derive_property
+from derive.normalizers.registry import get
+from derive.normalizers.stable import DTYPES, FORMS, MSHIFT, faulty_weight, float_table, stable_form
+from derive.normalizers.table import anchor
+
+x = ScalarBase("x")
+S1, SM, SINK = get("softmax1"), get("softmax"), get("sink")
+sc = lambda k: x[i, k]  # noqa: E731
+Zsum = sp.Sum(M[i, t] * sp.exp(x[i, t]), (t, 1, n))
+Zn = notation("Z", lambda: Zsum, latex="Z", nargs=0)
+p1 = notation("p1", lambda a: S1.weight(sc, key=a), latex="p^{(1)}", nargs=1)
+p0 = notation("p0", lambda a: SM.weight(sc, key=a), latex="p", nargs=1)
+SQRT_D = sp.sqrt(d)
+
+
+def _link(name: str, prop: str, text: str) -> str:
+    return f"[{text}](normalizers.md#{anchor(name, prop)})"
+
+
+def _w(der) -> str:
+    w = der.verdict.witness or {}
+    inst = w.get("instance", {})
+    return "; ".join(f"{k} = {v}" for k, v in inst.items()) + (f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else "")
+
+
+def document() -> Document:
+    doc = Document(
+        "softmax-one",
+        "softmax₁: attention that can abstain, derived",
+        summary=(
+            "The seed article proposes adding 1 to the denominator of the attention softmax so that a head can "
+            "attend to nothing. This document derives softmax₁'s properties for any number of keys and any mask, "
+            "checks each statement of the article and of its discussion (extra zero logits, PyTorch's "
+            "add_zero_attn and add_bias_kv, attention sinks), derives the exact conditions of the zero-prefix-token "
+            "trick, the overflow-free implementation, and what a common faulty implementation computes instead."
+        ),
+    )
+
+    # 1 ------------------------------------------------------------------------------
+    doc.section("1. softmax₁ and QuietAttention")
+    doc.prose(
+        "Row $i$ has scores $x_{i,t} = \\langle q_i, k_t \\rangle/\\sqrt{d}$ over the allowed keys "
+        "($M_{i,t} = 1$) of a row of symbolic length $n$. QuietAttention replaces softmax by softmax₁, "
+        "$\\mathrm{QuietAttention}(Q, K, V) = \\operatorname{softmax}_1(QK^T/\\sqrt{d})V$:"
+    )
+    doc.table(["name", "stands for"], [
+        [p1(j), p1(j).unfolded()], [p0(j), p0(j).unfolded()], [Zn(), Zsum],
+    ], caption="Notation. $p^{(1)}$ is softmax₁, $p$ is softmax, $Z > 0$ when at least one key is allowed.")
+    doc.equation(SINK.weight(sc, key=j, s=sp.S.Zero), p1(j), name="softmax₁ is a sink logit of 0",
+                 why="A sink logit s adds e^s to the denominator; e^0 = 1.")
+    doc.prose("The extra 1 is the weight $e^0$ of an implicit key of score 0 whose value is the zero vector "
+              "(the “ghostmax” of the article; flaxformer's extra zero logit). Section 8 derives exactly when "
+              "an actual zero token implements it.")
+
+    # 2 ------------------------------------------------------------------------------
+    doc.section("2. A common shift is a sink logit")
+    num = sp.Mul(M[i, j], sp.exp(C), sp.exp(x[i, j]), evaluate=False)
+    den = sp.Add(1, sp.Mul(sp.exp(C), Zsum, evaluate=False), evaluate=False)
+    doc.chain([S1.weight(lambda k: x[i, k] + C, key=j), num / den, SINK.weight(sc, key=j, s=-C)],
+              ["exp(a + b) = exp(a)·exp(b); e^c is common to every term of the sum",
+               "divide numerator and denominator by e^c: the 1 becomes e^{−c}"], name="shift by c")
+    inv = derive_property("softmax1", "shift_invariant")
+    doc.prose(
+        f"So softmax₁ is **not** shift-invariant: the claim “softmax₁ is shift-invariant” is "
+        f"{_link('softmax1', 'shift_invariant', inv.verdict.status)} by a certified counterexample ({_w(inv)}). "
+        "A shift by c is the same as a sink logit −c; softmax (no sink) is the only member of the family that "
+        "ignores it. The implementation trick “subtract the row maximum” is therefore not free for softmax₁ "
+        "(section 9)."
+    )
+
+    # 3 ------------------------------------------------------------------------------
+    doc.section("3. The weights sum to Z/(1 + Z): strictly between 0 and 1")
+    mass = notation("mass", lambda: canon_sums(sp.Sum(S1.weight(sc, key=u), (u, 1, n))),
+                    latex="\\sum_{u=1}^{n} p^{(1)}_{u}", nargs=0)
+    doc.equation(mass(), Zn() / (1 + Zn()), name="total mass",
+                 why="The sum runs over the allowed keys (M_{i,u} = 1), and Σ_u e^{x_u} over them is Z.")
+    Zs = sp.Symbol("Z", positive=True)
+    dmass = notation("dmass", lambda: sp.diff(Zs / (1 + Zs), Zs), latex="\\frac{d}{dZ}\\frac{Z}{1 + Z}", nargs=0)
+    doc.equation(dmass(), 1 / (1 + Zs) ** 2, name="the mass increases with Z",
+                 why="Z/(1 + Z) has derivative 1/(1 + Z)² > 0.")
+    rng = derive_property("softmax1", "mass_range")
+    doc.prose(
+        f"Z takes every value in $(0, \\infty)$ (one allowed key with score $\\log Z$), so the mass takes every value "
+        f"in {_link('softmax1', 'mass_range', rng.value_text())} and never 0 or 1: it tends to 0 as all scores → −∞ "
+        f"and to 1 as one score → +∞. The article's “the sum lies between 0 and 1” is **confirmed** and sharpened: "
+        f"the open interval, both ends approached. For softmax the same computation gives exactly 1 "
+        f"({_link('softmax', 'weights_sum_to_one', 'proved')})."
+    )
+
+    # 4 ------------------------------------------------------------------------------
+    doc.section("4. Abstention")
+    ab1, ab0 = derive_property("softmax1", "can_abstain"), derive_property("softmax", "can_abstain")
+    doc.prose(
+        f"softmax₁ can abstain: {_link('softmax1', 'can_abstain', ab1.verdict.status)} — every weight is at most the "
+        f"mass Z/(1 + Z), which tends to 0. softmax cannot: {_link('softmax', 'can_abstain', ab0.verdict.status)}, "
+        "because its weights sum to 1 in every row. This is a statement about the exact function, so more "
+        "precision cannot change it: the article's “a mathematical, not a numerical problem” is **confirmed**."
+    )
+
+    # 5 ------------------------------------------------------------------------------
+    doc.section("5. Limits as the scores go to −∞: three different statements")
+    tau = limits.TAU
+    nn = sp.Symbol("N_i", integer=True, positive=True)
+    doc.prose("**(a) The uniform path** $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$, with $N_i$ allowed keys:")
+    doc.equation(sp.exp(-tau) / (nn * sp.exp(-tau)), 1 / nn, name="softmax on the uniform path",
+                 why="Every term of the row sum equals e^{−τ}.")
+    doc.equation(sp.exp(-tau) / (1 + nn * sp.exp(-tau)), 1 / (sp.exp(tau) + nn), name="softmax₁ on the uniform path",
+                 why="Multiply numerator and denominator by e^τ; the limit is 0.")
+    lu0, lu1 = derive_property("softmax", "limit_uniform"), derive_property("softmax1", "limit_uniform")
+    doc.prose(f"The limits are {_link('softmax', 'limit_uniform', lu0.value_text())} for softmax and "
+              f"{_link('softmax1', 'limit_uniform', lu1.value_text())} for softmax₁.")
+    doc.prose(
+        "**(b) The iterated limits** as the article writes them, $\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty}$, "
+        "the innermost ($x_k$) first. Explicitly, for small k (examples computed with SymPy's limit, not a proof):"
+    )
+    rows = []
+    for k in (1, 2, 3, 4):
+        e0, e1 = limits.explicit_iterated(SM, {}, k), limits.explicit_iterated(S1, {}, k)
+        rows.append([str(k), sp.Tuple(*e0), sp.Tuple(*e1), sp.Tuple(*[sp.Rational(1, k)] * k)])
+    doc.table(["k", "softmax", "softmax₁", "the article's softmax value 1/k"], rows)
+    it0, it1 = derive_property("softmax", "limit_iterated"), derive_property("softmax1", "limit_iterated")
+    doc.prose(
+        f"For symbolic k the induction of {_link('softmax', 'limit_iterated', 'the derivation')} gives: softmax puts "
+        f"weight 1 on key 1 — the key whose limit is taken **last** — and 0 on the others ({it0.value_text()}); "
+        f"softmax₁ gives {it1.value_text()}. So the article's "
+        "$\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty}\\operatorname{softmax}(x)_i = 1/k$ is **wrong as "
+        "written** (true only for the uniform path), while its softmax₁ statement (limit 0) is **correct as written**."
+    )
+    ap0, ap1 = derive_property("softmax", "limit_any_path"), derive_property("softmax1", "limit_any_path")
+    w = ap0.verdict.witness or {}
+    doc.prose(
+        f"**(c) Every path** on which all $x_j \\to -\\infty$: for softmax the limit "
+        f"{_link('softmax', 'limit_any_path', 'depends on the path')} — with two keys, $x = (-\\tau, -2\\tau)$ "
+        f"gives {tuple(w.get('lhs', ()))} and $x = (-2\\tau, -\\tau)$ gives {tuple(w.get('rhs', ()))}; a path that "
+        "alternates between the two has no limit at all. For softmax₁ every weight tends to 0 on every such path "
+        f"({_link('softmax1', 'limit_any_path', ap1.verdict.status)}): each weight is at most $Z/(1 + Z)$ and $Z \\to 0$."
+    )
+
+    # 6 ------------------------------------------------------------------------------
+    doc.section("6. Ratios are those of softmax")
+    allowed = {M[i, 1]: 1, M[i, 2]: 1}
+    doc.equation(p1(1) / p1(2), sp.exp(x[i, 1] - x[i, 2]), assume=allowed, name="softmax₁ ratio",
+                 why="For two allowed keys the denominators cancel.")
+    doc.equation(p1(1) / p1(2), p0(1) / p0(2), assume=allowed, name="same ratios as softmax",
+                 why="Both equal exp(x₁ − x₂): the article's ratio identity is confirmed.")
+
+    # 7 ------------------------------------------------------------------------------
+    doc.section("7. The Jacobian: positive on the diagonal, negative off it")
+    W = calculus.two_key(S1, {})
+    xj, xk, r = calculus.XJ, calculus.XK, calculus.R
+    pj = sp.exp(xj) / (1 + sp.exp(xj) + sp.exp(xk) + r)
+    pk = sp.exp(xk) / (1 + sp.exp(xj) + sp.exp(xk) + r)
+    doc.prose("Two allowed keys $j \\ne k$ and $r \\ge 0$ for the sum over the remaining allowed keys describe every "
+              "row with at least two allowed keys:")
+    doc.equation(W, pj, name="two-key model", why="The row sum is e^{x_j} + e^{x_k} + r.")
+    djj = notation("djj", lambda: sp.diff(W, xj), latex="\\frac{\\partial p_j}{\\partial x_j}", nargs=0)
+    djk = notation("djk", lambda: sp.diff(W, xk), latex="\\frac{\\partial p_j}{\\partial x_k}", nargs=0)
+    doc.equation(djj(), pj * (1 - pj), name="diagonal", why="Quotient rule (SymPy differentiates; the engine checks the result).")
+    doc.equation(djk(), -pj * pk, name="off-diagonal", why="Only the denominator depends on x_k.")
+    doc.prose(
+        f"With $0 < p_j < 1$ the diagonal is positive ({_link('softmax1', 'jacobian_diagonal', 'proved')}), also for a "
+        "single allowed key, where softmax's is 0; the off-diagonal entries are negative "
+        f"({_link('softmax1', 'jacobian_offdiagonal', 'proved')}). The article's “the derivatives are positive” holds "
+        "for $\\partial p_i/\\partial x_i$ only: **refined**. Clipped softmax, by contrast, has regions of zero "
+        f"gradient ({_link('clipped', 'gradient_nonvanishing', 'refuted')})."
+    )
+
+    # 8 ------------------------------------------------------------------------------
+    doc.section("8. K bias, zero tokens and learned tokens")
+    kb = lambda k: Dot(Q[i], K[k] + B_K) / SQRT_D  # noqa: E731
+    k0 = lambda k: Dot(Q[i], K[k]) / SQRT_D  # noqa: E731
+    doc.equation(S1.weight(kb, key=j), SINK.weight(k0, key=j, s=-Dot(Q[i], B_K) / SQRT_D), name="K bias under softmax₁",
+                 why="The K bias shifts row i by c_i = ⟨q_i, b_K⟩/√d, and a shift is a sink logit −c_i.")
+    kc = derive_property("softmax1", "k_bias_cancels")
+    doc.prose(f"So with softmax₁ a common K bias is no longer redundant ({_link('softmax1', 'k_bias_cancels', kc.verdict.status)}, "
+              f"counterexample {_w(kc)}): it becomes a query-dependent sink. Under softmax it cancels "
+              f"({_link('softmax', 'k_bias_cancels', 'proved')}).")
+    doc.prose(
+        "**The zero-prefix token.** The article suggests prepending a zero vector to every context so that each "
+        "softmax denominator gains $e^0 = 1$. Model one extra token with key $\\kappa$ and value $\\nu$, always allowed; "
+        "each claim below is proved, or refuted by a certified counterexample:"
+    )
+    results = equivalences.decide_all()
+    eq_rows = []
+    for e, v in results:
+        if v.proved:
+            doc.equation(e.lhs(), e.rhs(), name=e.name, why=f"{e.statement}; {e.condition}.")
+        w = v.witness or {}
+        eq_rows.append([e.name, e.condition, f"**{v.status}**",
+                        "—" if not w else "; ".join(f"{k} = {val}" for k, val in w.get("instance", {}).items())])
+        if v.status != e.expect:
+            raise AssertionError(f"{e.name}: {v.status}, expected {e.expect}")
+    doc.table(["claim", "condition", "verdict", "counterexample"], eq_rows,
+              caption="Zero-token attention ≡ softmax₁ exactly when the token's score is 0 relative to the real keys and its value is 0.")
+    doc.prose(
+        "So the trick needs: no K bias reaching the token alone, no positional term reaching it, and no V bias. "
+        "A LayerNorm before the projections does not keep a zero vector zero: LayerNorm(0) = β (the mean and "
+        "variance of 0 are 0, so the normalized part is 0/√ε = 0), and the token's key becomes βW_K — a "
+        "query-dependent score like the positional case. PyTorch's `add_zero_attn` and flaxformer's zero logit "
+        "append the zero key and value **after** the projections, so no bias reaches them: they are softmax₁."
+    )
+    beta, gamma_ln = np.array([0.3, -1.2, 0.5]), np.array([1.5, 0.7, 2.0])
+    zero = np.zeros(3)
+    ln = gamma_ln * (zero - zero.mean()) / np.sqrt(zero.var() + 1e-5) + beta
+    doc.example_check("LayerNorm(0) = β", list(ln), list(beta), detail="γ = (1.5, 0.7, 2), β = (0.3, −1.2, 0.5), ε = 1e-5")
+
+    # 9 ------------------------------------------------------------------------------
+    doc.section("9. The overflow-free form, and a faulty one")
+    m = MSHIFT
+    doc.equation(stable_form(S1, {}), p1(j), name="stable form",
+                 why="Any real m: write x = (x − m) + m and use section 2 (the 1 becomes e^{−m}).")
+    doc.prose(
+        "With $m = \\max(0, \\max_j x_j)$ every exponent $x_t - m$ and $-m$ is $\\le 0$, so no exp overflows, and the "
+        "term that attains the maximum (the implicit zero logit or a key) contributes $e^0 = 1$, so the denominator "
+        "is $\\ge 1$: no division by 0, even for a fully masked row (all weights 0, as the definition says). The "
+        "implicit zero logit must take part in the maximum."
+    )
+    fw = faulty_weight()
+    doc.prose("A widespread faulty form subtracts $m = \\max_j x_j$ and then adds a plain 1:")
+    doc.equation(fw, S1.weight(lambda k: x[i, k] - m, key=j), name="faulty = softmax₁(x − m)",
+                 why="It is softmax₁ applied to the shifted scores.")
+    doc.equation(fw, SINK.weight(sc, key=j, s=m), name="faulty = sink(m)", why="Section 2 with c = −m.")
+    doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="faulty / softmax₁",
+                 why="The ratio for an allowed key; it is 1 exactly when e^m = 1, i.e. when max x = 0.")
+    bad = settle(fw, S1.weight(sc, key=j), S1, {})
+    doc.prose(f"The claim “the faulty form equals softmax₁” is **{bad.status}** (certified counterexample "
+              f"{'; '.join(f'{k} = {v}' for k, v in (bad.witness or {}).get('instance', {}).items())}).")
+    rho = sp.Symbol("rho", nonnegative=True)
+    Sx = 1 + rho
+    doc.prose("Its weights sum to $S/(1 + S)$ with $S = \\sum_t e^{x_t - m} \\ge 1$, because the maximal key "
+              "contributes $e^0 = 1$; write $S = 1 + \\rho$, $\\rho \\ge 0$:")
+    doc.equation(Sx / (1 + Sx) - sp.Rational(1, 2), rho / (2 * (2 + rho)), name="faulty mass minus one half",
+                 why="Common denominator.")
+    doc.prose("The right-hand side is $\\ge 0$, so the faulty form's weights **always sum to at least 1/2**: it can "
+              "never abstain, which was the point of softmax₁. A concrete row:")
+    xs = [-10.0, -10.0]
+    faulty = FORMS["softmax₁ faulty"][1]
+    from derive.normalizers.stable import run_form  # noqa: PLC0415
+    got_f, got_s = run_form("softmax₁ faulty", xs, None, "float64"), run_form("softmax₁ stable", xs, None, "float64")
+    e10 = float(np.exp(-10.0))
+    doc.example_check("faulty form on x = (−10, −10)", list(got_f), [1 / 3, 1 / 3], detail="m = −10: e^0/(1 + 2)")
+    doc.example_check("softmax₁ on x = (−10, −10)", list(got_s), [e10 / (1 + 2 * e10)] * 2, detail="e^{−10}/(1 + 2e^{−10})")
+    doc.prose(f"At $x = (-10, -10)$ softmax₁ gives {got_s[0]:.6g} to each key (mass {2 * got_s[0]:.4g}); the faulty "
+              "form gives 1/3 to each (mass 2/3).")
+    _ = faulty
+    doc.prose("**Where each form fails in floating point.** Outcomes against a 50-digit reference (tolerance: "
+              "2e-3 float16, 1.6e-2 bfloat16, 1e-6 float32, 1e-12 float64); bfloat16 is emulated (float32 "
+              "operations rounded to bfloat16 after each step, as checked against PyTorch's bfloat16 in the tests). "
+              "“ok, exp underflows to 0”: the true weights are below the smallest positive number of the format, so 0 is "
+              "the correctly rounded answer.")
+    doc.table(["form", "row", *DTYPES], float_table())
+
+    # 10 -----------------------------------------------------------------------------
+    doc.section("10. Plots")
+    doc.figure("mass-vs-shift", _draw_mass, "Total attention mass of the row x = (0.5, −1, 1.5, 0) shifted by c.")
+    doc.figure("uniform-path", _draw_uniform, "Weight of one key along the uniform path x = −t·1 (4 keys).")
+
+    # 11 -----------------------------------------------------------------------------
+    doc.section("11. The article and the discussion, checked")
+    doc.table(["statement", "finding"], [
+        ["softmax gives every key 1/k when all inputs → −∞ (iterated limits as written)",
+         "**contradicted**: the iterated limit gives 1 to the outermost key; 1/k holds on the uniform path only; "
+         "along arbitrary paths there is no limit"],
+        ["softmax₁ gives every key 0 in the same limit", "**confirmed**, as written and along every path"],
+        ["softmax₁ keeps the ratios exp(x_i)/exp(x_j)", "**confirmed** (section 6)"],
+        ["the derivatives are positive", "**refined**: ∂p_i/∂x_i > 0, ∂p_i/∂x_j < 0 for i ≠ j"],
+        ["the weights sum to between 0 and 1", "**confirmed**: exactly the open interval (0, 1)"],
+        ["a head can choose to add nothing", "**confirmed**: the mass → 0; softmax's is identically 1"],
+        ["more precision does not help", "**confirmed**: the property is of the exact function"],
+        ["a zero prefix token adds 1 to every denominator",
+         "**refined**: only if its score is exactly 0 relative to the real keys and its value is 0 (section 8)"],
+        ["PyTorch add_zero_attn / flaxformer's zero logit is the same thing", "**confirmed** (zero key and value after the projections)"],
+        ["softmax is implemented as exp(x_i − max x)", "for softmax₁ the 0 logit must join the max; otherwise the result is sink(max x)"],
+        ["learned attention sinks", "sink(s) with s learned; softmax₁ is sink(0); add_bias_kv is a query-dependent sink plus its own value"],
+    ])
+    return doc
+
+
+def _draw_mass(ax):
+    row = np.array([0.5, -1.0, 1.5, 0.0])
+    cs = np.linspace(-10, 10, 201)
+    for label, name, params in [("softmax", "softmax", {}), ("softmax₁", "softmax1", {}),
+                                ("sink s = −2", "sink", {"s": -2.0}), ("sink s = 2", "sink", {"s": 2.0}),
+                                ("sigmoid (b = 0)", "sigmoid", {"b": 0.0})]:
+        e = get(name)
+        ax.plot(cs, [float(e.stable(row + c, **params).sum()) for c in cs], label=label)
+    ax.set_xlabel("common shift c")
+    ax.set_ylabel("Σ weights")
+    ax.set_yscale("symlog", linthresh=0.1)
+    ax.legend(frameon=False, fontsize=8)
+
+
+def _draw_uniform(ax):
+    ts = np.linspace(-5, 10, 151)
+    for label, name, params in [("softmax", "softmax", {}), ("softmax₁", "softmax1", {}),
+                                ("sink s = 2", "sink", {"s": 2.0}), ("sigmoid", "sigmoid", {"b": 0.0}),
+                                ("soft cap c = 1", "softcap", {"c": 1.0})]:
+        e = get(name)
+        ax.plot(ts, [float(e.stable(np.full(4, -tt), **params)[0]) for tt in ts], label=label)
+    ax.set_xlabel("t (scores x = −t·1)")
+    ax.set_ylabel("weight of one key")
+    ax.legend(frameon=False, fontsize=8)
