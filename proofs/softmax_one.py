@@ -122,10 +122,12 @@ def document() -> Document:
     tau = limits.TAU
     nn = sp.Symbol("N_i", integer=True, positive=True)
     doc.prose("**(a) The uniform path** $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$, with $N_i$ allowed keys:")
-    doc.equation(sp.exp(-tau) / (nn * sp.exp(-tau)), 1 / nn, name="softmax on the uniform path",
-                 why="Every term of the row sum equals e^{−τ}.")
-    doc.equation(sp.exp(-tau) / (1 + nn * sp.exp(-tau)), 1 / (sp.exp(tau) + nn), name="softmax₁ on the uniform path",
-                 why="Multiply numerator and denominator by e^τ; the limit is 0.")
+    on_path = lambda e: e.weight(lambda k: -tau, key=j).subs(M[i, j], 1)  # noqa: E731
+    count = sp.Sum(M[i, t], (t, 1, n))
+    doc.equation(on_path(SM), 1 / count, name="softmax on the uniform path",
+                 why="Every allowed term of the row sum equals e^{−τ}; the sum of M_{i,t} counts the allowed keys, N_i.")
+    doc.equation(on_path(S1), 1 / (sp.exp(tau) + count), name="softmax₁ on the uniform path",
+                 why="Multiply numerator and denominator by e^τ; as τ → ∞ this tends to 0.")
     lu0, lu1 = derive_property("softmax", "limit_uniform"), derive_property("softmax1", "limit_uniform")
     doc.prose(f"The limits are {_link('softmax', 'limit_uniform', lu0.value_text())} for softmax and "
               f"{_link('softmax1', 'limit_uniform', lu1.value_text())} for softmax₁.")
@@ -172,7 +174,6 @@ def document() -> Document:
     pk = sp.exp(xk) / (1 + sp.exp(xj) + sp.exp(xk) + r)
     doc.prose("Two allowed keys $j \\ne k$ and $r \\ge 0$ for the sum over the remaining allowed keys describe every "
               "row with at least two allowed keys:")
-    doc.equation(W, pj, name="two-key model", why="The row sum is e^{x_j} + e^{x_k} + r.")
     djj = notation("djj", lambda: sp.diff(W, xj), latex="\\frac{\\partial p_j}{\\partial x_j}", nargs=0)
     djk = notation("djk", lambda: sp.diff(W, xk), latex="\\frac{\\partial p_j}{\\partial x_k}", nargs=0)
     doc.equation(djj(), pj * (1 - pj), name="diagonal", why="Quotient rule (SymPy differentiates; the engine checks the result).")
@@ -203,7 +204,7 @@ def document() -> Document:
     results = equivalences.decide_all()
     eq_rows = []
     for e, v in results:
-        if v.proved:
+        if v.proved and e.lhs() != e.rhs():
             doc.equation(e.lhs(), e.rhs(), name=e.name, why=f"{e.statement}; {e.condition}.")
         w = v.witness or {}
         eq_rows.append([e.name, e.condition, f"**{v.status}**",
@@ -235,14 +236,17 @@ def document() -> Document:
         "is $\\ge 1$: no division by 0, even for a fully masked row (all weights 0, as the definition says). The "
         "implicit zero logit must take part in the maximum."
     )
-    fw = faulty_weight()
+    ft = notation("ft", faulty_weight, latex="\\tilde{p}", nargs=1)
+    p1m = notation("p1m", lambda a: S1.weight(lambda k: x[i, k] - m, key=a), latex="p^{(1)}(x - m)", nargs=1)
+    fw = ft(j)
     doc.prose("A widespread faulty form subtracts $m = \\max_j x_j$ and then adds a plain 1:")
-    doc.equation(fw, S1.weight(lambda k: x[i, k] - m, key=j), name="faulty = softmax₁(x − m)",
+    doc.table(["name", "stands for"], [[ft(j), faulty_weight(j)]])
+    doc.equation(fw, p1m(j), name="faulty = softmax₁(x − m)",
                  why="It is softmax₁ applied to the shifted scores.")
     doc.equation(fw, SINK.weight(sc, key=j, s=m), name="faulty = sink(m)", why="Section 2 with c = −m.")
     doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="faulty / softmax₁",
                  why="The ratio for an allowed key; it is 1 exactly when e^m = 1, i.e. when max x = 0.")
-    bad = settle(fw, S1.weight(sc, key=j), S1, {})
+    bad = settle(faulty_weight(j), S1.weight(sc, key=j), S1, {})
     doc.prose(f"The claim “the faulty form equals softmax₁” is **{bad.status}** (certified counterexample "
               f"{'; '.join(f'{k} = {v}' for k, v in (bad.witness or {}).get('instance', {}).items())}).")
     rho = sp.Symbol("rho", nonnegative=True)
