@@ -1,0 +1,118 @@
+"""Every (normalizer, property) verdict against the known mathematics, from the generic provers."""
+
+from __future__ import annotations
+
+import pytest
+
+from derive.errors import InputError
+from derive.normalizers.properties import PROPERTIES, decide, derive_property
+from derive.normalizers.registry import names
+from derive.normalizers.table import build_table, markdown
+
+P, R, U = "proved", "refuted", "undecided"
+ALL = ("bias_kv", "clipped", "sigmoid", "sink", "softcap", "softmax", "softmax1", "zero_token")
+
+
+# Known mathematics, written independently of the provers.
+EXPECTED = {
+    "shift_invariant": {"softmax": P, "clipped": P, "softmax1": R, "sink": R, "zero_token": R, "bias_kv": R,
+                        "sigmoid": R, "softcap": R},
+    "shift_effect": {nm: P for nm in ALL} | {"softcap": U},
+    "weights_sum_to_one": {nm: R for nm in ALL} | {"softmax": P, "softcap": P},
+    "mass_range": {nm: P for nm in ALL} | {"clipped": U},
+    "can_abstain": {"softmax1": P, "sink": P, "zero_token": P, "bias_kv": P, "sigmoid": P,
+                    "softmax": R, "softcap": R, "clipped": R},
+    "limit_uniform": {nm: P for nm in ALL},
+    "limit_iterated": {nm: P for nm in ALL} | {"clipped": U},
+    "limit_any_path": {nm: P for nm in ALL} | {"softmax": R, "clipped": R},
+    "ratio_identity": {nm: P for nm in ALL} | {"sigmoid": R, "clipped": R, "softcap": R},
+    "jacobian_diagonal": {nm: P for nm in ALL} | {"clipped": R},
+    "jacobian_offdiagonal": {nm: P for nm in ALL} | {"clipped": R, "sigmoid": R},
+    "gradient_nonvanishing": {nm: P for nm in ALL} | {"clipped": R},
+    "k_bias_cancels": {nm: R for nm in ALL} | {"softmax": P, "clipped": P},
+}
+
+VALUES = {
+    ("softmax", "mass_range"): "{1}",
+    ("softmax1", "mass_range"): "(0, 1)",
+    ("sink", "mass_range"): "(0, 1)",
+    ("sigmoid", "mass_range"): "(0, N)",
+    ("softmax", "limit_uniform"): "\\frac{1}{N_{i}}",
+    ("softmax1", "limit_uniform"): "$0$",
+    ("softcap", "limit_uniform"): "\\frac{1}{N_{i}}",
+    ("softmax", "limit_iterated"): "(1, 0, …, 0)",
+    ("softmax1", "limit_iterated"): "0 for every key",
+    ("softcap", "limit_iterated"): "1/k",
+    ("softmax", "limit_any_path"): "depends on the path",
+    ("softmax1", "shift_effect"): "`sink` with $s = - c$",
+    ("softmax1", "k_bias_cancels"): "becomes `sink`",
+}
+
+
+@pytest.fixture(scope="module")
+def table():
+    return build_table()
+
+
+def test_registry_and_properties_are_covered():
+    assert set(names()) == set(ALL)
+    assert set(EXPECTED) == set(PROPERTIES)
+    for required in ("shift_invariant", "can_abstain", "weights_sum_to_one"):
+        assert required in PROPERTIES
+
+
+@pytest.mark.parametrize("prop", sorted(EXPECTED))
+def test_verdicts_match_the_mathematics(table, prop):
+    for name in ALL:
+        der = table[(name, prop)]
+        assert der.verdict.status == EXPECTED[prop][name], (name, prop, der.verdict.reason)
+        if der.verdict.status == R:
+            assert der.verdict.witness, (name, prop)
+        if der.verdict.status == U:
+            assert der.verdict.reason, (name, prop)
+
+
+@pytest.mark.parametrize(("key", "text"), sorted(VALUES.items()))
+def test_values(table, key, text):
+    assert text in table[key].value_text(), table[key].value_text()
+
+
+def test_decide_is_the_public_api(table):
+    assert decide("softmax", "shift_invariant").status == P
+    assert decide("softmax1", "shift_invariant").status == R  # a false statement, refuted
+    assert decide("softmax1", "can_abstain").status == P
+    assert decide("softmax", "can_abstain").status == R
+    assert decide("softmax", "weights_sum_to_one").status == P
+    assert decide("softmax1", "weights_sum_to_one").status == R
+
+
+def test_decide_with_concrete_parameters():
+    assert decide("sink", "shift_invariant", s=0).status == R
+    assert decide("sink", "ratio_identity", s=3).status == P
+    assert decide("sigmoid", "can_abstain", b=-2).status == P
+
+
+def test_unknown_names_are_input_errors():
+    with pytest.raises(InputError, match="did you mean"):
+        decide("softmx", "shift_invariant")
+    with pytest.raises(InputError, match="unknown property"):
+        decide("softmax", "is_fast")
+    with pytest.raises(InputError, match="no parameter"):
+        decide("softmax", "shift_invariant", s=1)
+
+
+def test_markdown_table_has_every_cell(table):
+    md = markdown(table)
+    assert md.count("\n") == len(PROPERTIES) + 2
+    for name in ALL:
+        assert name in md.splitlines()[0]
+
+
+def test_proved_cells_carry_derivation_steps(table):
+    for (name, prop), der in table.items():
+        if der.verdict.status == P and prop not in ("shift_effect",):
+            assert der.steps or der.equality, (name, prop)
+
+
+def test_derivation_is_cached():
+    assert derive_property("softmax", "ratio_identity") is derive_property("softmax", "ratio_identity")
