@@ -25,7 +25,7 @@ from derive.normalizers.table import anchor
 
 x = ScalarBase("x")
 S1, SM, SINK = get("softmax1"), get("softmax"), get("sink")
-sc = lambda k: x[i, k]  # noqa: E731
+sc = lambda k: x[i, k]
 Zsum = sp.Sum(M[i, t] * sp.exp(x[i, t]), (t, 1, n))
 Zn = notation("Z", lambda: Zsum, latex="Z", nargs=0)
 p1 = notation("p1", lambda a: S1.weight(sc, key=a), latex="p^{(1)}", nargs=1)
@@ -120,9 +120,8 @@ def document() -> Document:
     # 5 ------------------------------------------------------------------------------
     doc.section("5. Limits as the scores go to −∞: three different statements")
     tau = limits.TAU
-    nn = sp.Symbol("N_i", integer=True, positive=True)
     doc.prose("**(a) The uniform path** $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$, with $N_i$ allowed keys:")
-    on_path = lambda e: e.weight(lambda k: -tau, key=j).subs(M[i, j], 1)  # noqa: E731
+    on_path = lambda e: e.weight(lambda k: -tau, key=j).subs(M[i, j], 1)
     count = sp.Sum(M[i, t], (t, 1, n))
     doc.equation(on_path(SM), 1 / count, name="softmax on the uniform path",
                  why="Every allowed term of the row sum equals e^{−τ}; the sum of M_{i,t} counts the allowed keys, N_i.")
@@ -188,8 +187,8 @@ def document() -> Document:
 
     # 8 ------------------------------------------------------------------------------
     doc.section("8. K bias, zero tokens and learned tokens")
-    kb = lambda k: Dot(Q[i], K[k] + B_K) / SQRT_D  # noqa: E731
-    k0 = lambda k: Dot(Q[i], K[k]) / SQRT_D  # noqa: E731
+    kb = lambda k: Dot(Q[i], K[k] + B_K) / SQRT_D
+    k0 = lambda k: Dot(Q[i], K[k]) / SQRT_D
     doc.equation(S1.weight(kb, key=j), SINK.weight(k0, key=j, s=-Dot(Q[i], B_K) / SQRT_D), name="K bias under softmax₁",
                  why="The K bias shifts row i by c_i = ⟨q_i, b_K⟩/√d, and a shift is a sink logit −c_i.")
     kc = derive_property("softmax1", "k_bias_cancels")
@@ -259,7 +258,7 @@ def document() -> Document:
               "never abstain, which was the point of softmax₁. A concrete row:")
     xs = [-10.0, -10.0]
     faulty = FORMS["softmax₁ faulty"][1]
-    from derive.normalizers.stable import run_form  # noqa: PLC0415
+    from derive.normalizers.stable import run_form
     got_f, got_s = run_form("softmax₁ faulty", xs, None, "float64"), run_form("softmax₁ stable", xs, None, "float64")
     e10 = float(np.exp(-10.0))
     doc.example_check("faulty form on x = (−10, −10)", list(got_f), [1 / 3, 1 / 3], detail="m = −10: e^0/(1 + 2)")
@@ -281,22 +280,47 @@ def document() -> Document:
 
     # 11 -----------------------------------------------------------------------------
     doc.section("11. The article and the discussion, checked")
-    doc.table(["statement", "finding"], [
-        ["softmax gives every key 1/k when all inputs → −∞ (iterated limits as written)",
-         "**contradicted**: the iterated limit gives 1 to the outermost key; 1/k holds on the uniform path only; "
-         "along arbitrary paths there is no limit"],
-        ["softmax₁ gives every key 0 in the same limit", "**confirmed**, as written and along every path"],
-        ["softmax₁ keeps the ratios exp(x_i)/exp(x_j)", "**confirmed** (section 6)"],
-        ["the derivatives are positive", "**refined**: ∂p_i/∂x_i > 0, ∂p_i/∂x_j < 0 for i ≠ j"],
-        ["the weights sum to between 0 and 1", "**confirmed**: exactly the open interval (0, 1)"],
-        ["a head can choose to add nothing", "**confirmed**: the mass → 0; softmax's is identically 1"],
-        ["more precision does not help", "**confirmed**: the property is of the exact function"],
-        ["a zero prefix token adds 1 to every denominator",
-         "**refined**: only if its score is exactly 0 relative to the real keys and its value is 0 (section 8)"],
-        ["PyTorch add_zero_attn / flaxformer's zero logit is the same thing", "**confirmed** (zero key and value after the projections)"],
-        ["softmax is implemented as exp(x_i − max x)", "for softmax₁ the 0 logit must join the max; otherwise the result is sink(max x)"],
-        ["learned attention sinks", "sink(s) with s learned; softmax₁ is sink(0); add_bias_kv is a query-dependent sink plus its own value"],
-    ])
+    eqs = {e.name: v.status for e, v in results}
+    P = "proved"
+
+    def st(name, prop):
+        return derive_property(name, prop).verdict.status
+
+    findings = [
+        ("softmax gives every key 1/k when all inputs → −∞ (iterated limits as written)", "contradicted",
+         st("softmax", "limit_iterated") == P and "(1, 0" in it0.value_text() and st("softmax", "limit_any_path") == "refuted",
+         ("the iterated limit gives 1 to the outermost key; 1/k holds on the uniform path only; along arbitrary "
+          "paths the limit depends on the path")),
+        ("softmax₁ gives every key 0 in the same limit", "confirmed",
+         st("softmax1", "limit_iterated") == P and st("softmax1", "limit_any_path") == P, "as written and along every path"),
+        ("softmax₁ keeps the ratios exp(x_i)/exp(x_j)", "confirmed", st("softmax1", "ratio_identity") == P, "section 6"),
+        ("the derivatives are positive", "refined",
+         st("softmax1", "jacobian_diagonal") == P and st("softmax1", "jacobian_offdiagonal") == P,
+         "∂p_i/∂x_i > 0 but ∂p_i/∂x_j < 0 for i ≠ j"),
+        ("the weights sum to between 0 and 1", "confirmed",
+         st("softmax1", "mass_range") == P and rng.value_text() == "(0, 1)", "exactly the open interval (0, 1)"),
+        ("a head can choose to add nothing", "confirmed",
+         st("softmax1", "can_abstain") == P and st("softmax", "can_abstain") == "refuted",
+         "the mass → 0; softmax's is identically 1"),
+        ("more precision does not help", "confirmed", st("softmax", "weights_sum_to_one") == P,
+         "softmax's weights sum to 1 as an identity of the exact function"),
+        ("a zero prefix token adds 1 to every denominator", "refined",
+         eqs["zero token ≡ softmax₁"] == P and "refuted" == eqs["K bias reaches the token"] == eqs["V bias reaches the token"],
+         "only if its score is exactly 0 relative to the real keys and its value is 0 (section 8)"),
+        ("PyTorch add_zero_attn / flaxformer's zero logit is the same thing", "confirmed",
+         eqs["zero token ≡ softmax₁"] == P, "the zero key and value are appended after the projections"),
+        ("softmax is implemented as exp(x_i − max x)", "refined", bad.status == "refuted",
+         "for softmax₁ the 0 logit must join the max; otherwise the result is sink(max x)"),
+        ("learned attention sinks do the same", "confirmed",
+         eqs["sink(0) ≡ softmax₁"] == P and eqs["learned key/value token"] == P,
+         "softmax₁ is sink(0); add_bias_kv is a query-dependent sink plus its own value"),
+    ]
+    for statement, label, ok, _ in findings:
+        if not ok:
+            raise AssertionError(f"the derivations do not support “{label}” for: {statement}")
+    doc.prose("Each finding below is asserted from the verdicts above when the document is built; a verdict that "
+              "changed would stop the build.")
+    doc.table(["statement", "finding"], [[s_, f"**{lab}**: {why}"] for s_, lab, _, why in findings])
     return doc
 
 

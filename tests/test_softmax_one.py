@@ -14,7 +14,14 @@ from derive.model.attention import M, i, j
 from derive.normalizers import equivalences, limits
 from derive.normalizers.algebra import X, settle, weight
 from derive.normalizers.registry import get
-from derive.normalizers.stable import MSHIFT, bf16, faulty_weight, float_table, run_form, stable_form
+from derive.normalizers.stable import (
+    MSHIFT,
+    bf16,
+    faulty_weight,
+    float_table,
+    run_form,
+    stable_form,
+)
 
 S1, SM, SINK = get("softmax1"), get("softmax"), get("sink")
 

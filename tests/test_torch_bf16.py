@@ -13,7 +13,7 @@ else:
     torch = pytest.importorskip(
         "torch", reason="PyTorch not installed: `pip install 'derive[torch]'` (or torch==2.13.0) to run these checks")
 
-from derive.normalizers.stable import CASES, FORMS, bf16, run_form  # noqa: E402
+from derive.normalizers.stable import CASES, FORMS, bf16, run_form
 
 
 def _torch_form(form: str, x, mask) -> np.ndarray:

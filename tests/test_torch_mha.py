@@ -22,7 +22,7 @@ else:
     torch = pytest.importorskip(
         "torch", reason="PyTorch not installed: `pip install 'derive[torch]'` (or torch==2.13.0) to run these checks")
 
-from derive.normalizers.registry import get  # noqa: E402
+from derive.normalizers.registry import get
 
 E, H, L, S = 12, 3, 5, 7
 DH = E // H
