@@ -30,6 +30,7 @@ EXPECTED = {
     "jacobian_offdiagonal": {nm: P for nm in ALL} | {"clipped": R, "sigmoid": R},
     "gradient_nonvanishing": {nm: P for nm in ALL} | {"clipped": R},
     "k_bias_cancels": {nm: R for nm in ALL} | {"softmax": P, "clipped": P},
+    "stable_form": {nm: P for nm in ALL},
 }
 
 VALUES = {

@@ -211,6 +211,10 @@ def elementwise(W: sp.Expr) -> sp.Lambda | None:
 
 def sign_of(expr: sp.Expr) -> str | None:
     """'+', '-', '0', or None (undecided), from the assumptions on the symbols."""
+    if expr.has(sp.Heaviside, sp.Min, sp.Max, sp.Piecewise):
+        # piecewise expressions: only what the assumptions decide directly (simplify won't help)
+        return {True: "+"}.get(expr.is_positive) or {True: "-"}.get(expr.is_negative) or (
+            "0" if expr.is_zero else None)
     e = sp.simplify(expr)
     if e == 0:
         return "0"

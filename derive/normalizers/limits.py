@@ -37,7 +37,7 @@ K = sp.Symbol("k", integer=True, positive=True)
 def _lim(expr, var, point, direction="+"):
     """SymPy's limit; where it fails on min/max, the limit of a continuous function of
     arguments that all converge to finite values is the function of their limits."""
-    out = _sympy_lim(expr, var, point, direction)
+    out = None if isinstance(expr, (sp.Min, sp.Max)) else _sympy_lim(expr, var, point, direction)
     if out is None and isinstance(expr, (sp.Min, sp.Max, sp.Add, sp.Mul)):
         args = [_lim(a, var, point, direction) for a in expr.args]
         if all(a is not None and a.is_finite for a in args):

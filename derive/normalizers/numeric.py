@@ -103,7 +103,8 @@ def check_identity(name: str, lhs, rhs, examples: int = 80, tol: float = 1e-12, 
             a, b = [float(v) for v in lhs(x, mask)], [float(v) for v in rhs(x, mask)]
         stats["n"] += 1
         for p, q in zip(a, b):
-            err = 0.0 if (math.isnan(p) and math.isnan(q)) else abs(p - q)
+            same = p == q or (math.isnan(p) and math.isnan(q))  # equal infinities included
+            err = 0.0 if same else abs(p - q)
             stats["abs"] = max(stats["abs"], err)
             if err and q:
                 stats["rel"] = max(stats["rel"], err / abs(q))

@@ -15,7 +15,7 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, d, i
 from derive.model.vectors import Dot, VectorBase, vector
-from derive.normalizers import calculus, limits
+from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
     Derivation,
     X,
@@ -259,6 +259,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "jacobian_offdiagonal": ("∂p_j/∂x_k < 0", calculus.jacobian_offdiagonal),
     "gradient_nonvanishing": ("no zero-gradient region", calculus.gradient_nonvanishing),
     "k_bias_cancels": ("K bias cancels", k_bias_cancels),
+    "stable_form": ("overflow-free form = definition", lambda e, p: stable.stable_property(e, p)),
 }
 
 

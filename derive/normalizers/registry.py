@@ -53,6 +53,10 @@ class Normalizer:
     shift_effect: Callable | None = None  # (c, params) → (entry name, params) claimed equal
     extra_value: bool = False  # mixes a value vector of its own into the output
     note: str = ""
+    # An overflow-free form with a free shift m, when it is not the generic one (scores x − m
+    # with the shifted parameters of ``shift_effect``): (score, key, m, **params) → weight.
+    stable_form: Callable | None = None
+    stable_text: str = ""  # how m is chosen so that no exponent is positive
 
     def symbols(self) -> dict[str, sp.Expr]:
         """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
@@ -182,6 +186,7 @@ register(Normalizer(
     reference=lambda x, mask=None, **p: _sink_reference(x, mask, None),
     latex=r"\operatorname{softmax}",
     definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
+    stable_text="m = max x",
 ))
 register(Normalizer(
     name="softmax1",
@@ -193,6 +198,7 @@ register(Normalizer(
     latex=r"\operatorname{softmax}_1",
     definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
     shift_effect=lambda c, p: ("sink", {"s": -c}),
+    stable_text="m = max(0, max x): the implicit zero logit joins the max",
 ))
 register(Normalizer(
     name="sink",
@@ -207,6 +213,7 @@ register(Normalizer(
     domain_text="s real (learned per head)",
     sample={"s": 1},
     shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
+    stable_text="m = max(s, max x)",
 ))
 register(Normalizer(
     name="zero_token",
@@ -219,6 +226,7 @@ register(Normalizer(
     latex=r"\operatorname{zero}",
     definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
     shift_effect=lambda c, p: ("sink", {"s": -c}),
+    stable_text="m = max(0, max x), the extra key's 0 included",
     note="the extra key's score is exactly 0 and its value is the zero vector",
 ))
 register(Normalizer(
@@ -236,6 +244,7 @@ register(Normalizer(
     domain_text="s*_i = ⟨q_i, k*⟩/√d real, one per query row",
     sample={"s_star": 1},
     shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
+    stable_text="m = max(s*_i, max x), per row",
     extra_value=True,
     note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
 ))
@@ -252,6 +261,10 @@ register(Normalizer(
     domain_text="b real",
     sample={"b": 0},
     shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
+    stable_form=lambda score, key, m, b=_b, **p: M[i, key] * sp.Piecewise(
+        (1 / (1 + sp.exp(-(score(key) + b))), score(key) + b >= 0),
+        (sp.exp(score(key) + b) / (1 + sp.exp(score(key) + b)), True)),
+    stable_text="no shift: e^{−|x + b|} in the branch that keeps the exponent ≤ 0",
 ))
 register(Normalizer(
     name="clipped",
@@ -265,7 +278,8 @@ register(Normalizer(
     definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
     domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
     domain_text="ζ ≥ 1, γ ≤ 0",
-    sample={"zeta": 1, "gamma": sp.Rational(-1, 2)},
+    sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
+    stable_text="the inner softmax with m = max x",
 ))
 register(Normalizer(
     name="softcap",
@@ -278,6 +292,8 @@ register(Normalizer(
     definition=r"p_j = \operatorname{softmax}\bigl(c \tanh(x/c)\bigr)_j",
     domain={"c": _cap},
     domain_text="c > 0 (50 in Gemma 2)",
+    stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
+    stable_text="m = c: the capped scores lie in (−c, c), so every exponent is < 0",
     sample={"c": 1},
 ))
 

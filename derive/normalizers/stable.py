@@ -16,21 +16,39 @@ import numpy as np
 import sympy as sp
 
 from derive.model.attention import M, i, j, n, t
-from derive.normalizers.algebra import X, weight
+from derive.normalizers.algebra import Derivation, X, settle, weight
 from derive.normalizers.registry import get
 
-__all__ = ["CASES", "DTYPES", "FORMS", "MSHIFT", "bf16", "faulty_weight", "float_table", "run_form", "stable_form"]
+__all__ = ["CASES", "DTYPES", "FORMS", "MSHIFT", "bf16", "faulty_weight", "float_table", "run_form", "stable_form", "stable_property"]
 
 MSHIFT = sp.Symbol("m", real=True)
 
 
 def stable_form(entry, params: dict) -> sp.Expr | None:
     """W(x) rewritten with scores x − m (a claim: prove it with ``settle``)."""
-    shifted = lambda k: X[i, k] - MSHIFT
+    def shifted(k):
+        return X[i, k] - MSHIFT
+
+    if entry.stable_form is not None:
+        return entry.stable_form(lambda k: X[i, k], j, MSHIFT, **params)
     if entry.shift_effect is None:
         return weight(entry, params, shifted)  # valid only if shift-invariant: the prover decides
     other, new = entry.shift_effect(MSHIFT, params)
     return weight(get(other), new, shifted)
+
+
+def stable_property(entry, params) -> Derivation:
+    """The overflow-free form equals the definition for every input (and every shift m)."""
+    der = Derivation(entry.name, "stable_form",
+                     "the overflow-free form equals the definition for all scores and every real shift m", None)
+    form = stable_form(entry, params)
+    der.step(f"overflow-free form ({entry.stable_text or 'shift m'})", form)
+    der.verdict = settle(form, weight(entry, params), entry, params)
+    der.equality = (form, weight(entry, params))
+    der.value = {"proved": "equal", "refuted": "differs"}.get(der.verdict.status, "?")
+    if der.verdict.proved and entry.stable_text:
+        der.value = entry.stable_text.split(":")[0]
+    return der
 
 
 def faulty_weight(key=j) -> sp.Expr:
