@@ -32,6 +32,8 @@ def _witness_text(w: dict | None) -> str:
         if w.get(key):
             parts.append(", ".join(f"{k} = {v}" for k, v in w[key].items()))
     vals = f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else ""
+    if "derivative" in w:
+        vals = f"; the derivative there is exactly {w['derivative']:g}"
     return "Counterexample: " + "; ".join(parts) + vals + (f" ({w['note']})" if w.get("note") else "") + "."
 
 

@@ -123,7 +123,7 @@ def settle(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | Non
     if w is not None:
         w = plain_witness(w)
         if values:
-            w["parameters"] = {str(k): _num(v) for k, v in values.items()}
+            w["parameters"] = sample_parameters(entry, params)
         return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)
     return Verdict(UNDECIDED, f"no symbolic proof ({how}) and no counterexample found")
 
@@ -146,6 +146,23 @@ def _json(x):
     if isinstance(x, np.ndarray):
         return [float(v) for v in x]
     return float(x)
+
+
+class Shown(sp.Symbol):
+    """A symbol printed verbatim in LaTeX (a label such as ∂p_j/∂x_j in a displayed step)."""
+
+    def _latex(self, printer):
+        return self.name
+
+
+def shown(latex: str) -> Shown:
+    return Shown(latex)
+
+
+def sample_parameters(entry, params: dict) -> dict:
+    """The in-domain sample value of each parameter that is still symbolic, by parameter name."""
+    return {p: _num(v) for p, v in entry.sample_values().items()
+            if isinstance(params.get(p), sp.Basic) and params[p].free_symbols}
 
 
 def _num(v):

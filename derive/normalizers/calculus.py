@@ -14,7 +14,16 @@ import itertools
 import sympy as sp
 
 from derive.model.attention import M, i, j
-from derive.normalizers.algebra import Derivation, X, canon_sums, entry_sample_subs, sign_of, weight
+from derive.normalizers.algebra import (
+    Derivation,
+    X,
+    canon_sums,
+    entry_sample_subs,
+    sample_parameters,
+    shown,
+    sign_of,
+    weight,
+)
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
 __all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal", "two_key"]
@@ -81,7 +90,7 @@ def _point_value(D, entry, params, point):
 def _search(D, entry, params, bad):
     """A grid point where ``bad(value)`` holds, certified exactly; or None."""
     for point in _GRID:
-        v, subs = _point_value(D, entry, params, point)
+        v, _ = _point_value(D, entry, params, point)
         if v.has(sp.Heaviside):
             continue  # on a kink: not certified
         if v == 0:
@@ -94,9 +103,8 @@ def _search(D, entry, params, bad):
         if bad(s):
             xj, xk, r = point
             inst = {"n": 2 if r == 0 else 3, "x": [xj, xk] + ([f"log({r})"] if r else [])}
-            w = {"instance": inst, "indices": {"i": 1, "j": 1, "k": 2}, "lhs": float(sp.N(v)), "rhs": 0.0,
-                 "derivative": s}
-            extra = {str(k): float(val) for k, val in subs.items() if k not in (XJ, XK, R)}
+            w = {"instance": inst, "indices": {"i": 1, "j": 1, "k": 2}, "derivative": float(sp.N(v)), "sign": s}
+            extra = sample_parameters(entry, params)
             if extra:
                 w["parameters"] = extra
             return w
@@ -104,7 +112,7 @@ def _search(D, entry, params, bad):
 
 
 def _heaviside_regions(D) -> list:
-    return sorted({sp.sstr(h.args[0]) for h in D.atoms(sp.Heaviside)})
+    return sorted({h.args[0] for h in D.atoms(sp.Heaviside)}, key=sp.default_sort_key)
 
 
 def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
@@ -114,9 +122,9 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
         der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
         return der
     D, sgn = (Djj, sjj) if which == "jj" else (Djk, sjk)
-    label = "\\partial p_j/\\partial x_j" if which == "jj" else "\\partial p_j/\\partial x_k"
-    der.step("two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row", sp.Eq(sp.Symbol("p_j"), W, evaluate=False))
-    der.step("derivative", sp.Eq(sp.Symbol(label), D, evaluate=False))
+    label = "\\frac{\\partial p_j}{\\partial x_j}" if which == "jj" else "\\frac{\\partial p_j}{\\partial x_k}"
+    der.step("two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row", sp.Eq(shown("p_j"), W, evaluate=False))
+    der.step("derivative", sp.Eq(shown(label), D, evaluate=False))
     names = {"+": "> 0", "-": "< 0", "0": "= 0"}
     if sgn is not None:
         der.value = names[sgn]
@@ -124,16 +132,16 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
             der.verdict = Verdict(PROVED, f"the derivative is {names[sgn]} for all x_j, x_k, r ≥ 0", method="sign from assumptions")
             return der
         w = _search(D, entry, params, lambda s: s != want) or {"instance": {"n": 2, "x": [0, 0]}, "indices": {"i": 1},
-                                                              "lhs": 0.0, "rhs": 0.0}
+                                                              "sign": sgn}
         der.verdict = Verdict(REFUTED, f"the derivative is {names[sgn]} everywhere (proved)", method="sign from assumptions", witness=w)
         return der
     regions = _heaviside_regions(D)
     if regions:
-        der.step("the derivative carries step functions: it is 0 where any of these is negative", ", ".join(regions))
+        der.step("the derivative carries step functions: it is 0 where any of these is negative", sp.Tuple(*regions))
     w = _search(D, entry, params, lambda s: s != want)
     if w is not None:
-        der.verdict = Verdict(REFUTED, f"an exact point where the derivative is {w['derivative']}", method="exact evaluation", witness=w)
-        der.value = "not strict: 0 in clipped regions" if w["derivative"] == "0" else f"sign changes ({w['derivative']})"
+        der.verdict = Verdict(REFUTED, f"an exact point where the derivative is {w['sign']}", method="exact evaluation", witness=w)
+        der.value = "not strict: 0 in clipped regions" if w["derivative"] == "0" else f"sign changes ({w['sign']})"
         return der
     der.verdict, der.value = Verdict(UNDECIDED, "the sign could not be decided and no grid point refutes it"), "?"
     return der
@@ -156,7 +164,7 @@ def gradient_nonvanishing(entry, params) -> Derivation:
     if W is None:
         der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
         return der
-    der.step("derivative", sp.Eq(sp.Symbol("\\partial p_j/\\partial x_j"), D, evaluate=False))
+    der.step("derivative", sp.Eq(shown("\\frac{\\partial p_j}{\\partial x_j}"), D, evaluate=False))
     if sgn in ("+", "-"):
         der.verdict = Verdict(PROVED, f"the derivative is {'positive' if sgn == '+' else 'negative'} everywhere",
                               method="sign from assumptions")
@@ -169,7 +177,7 @@ def gradient_nonvanishing(entry, params) -> Derivation:
                               method="exact evaluation", witness=w)
         der.value = "0 on the clipped regions" if regions else "vanishes somewhere"
         if regions:
-            der.step("zero-gradient region: where a step function's argument is negative", ", ".join(regions))
+            der.step("zero-gradient region: where a step function's argument is negative", sp.Tuple(*regions))
         return der
     der.verdict, der.value = Verdict(UNDECIDED, "sign undecided and no zero found on the grid"), "?"
     return der

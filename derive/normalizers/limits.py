@@ -22,6 +22,8 @@ from derive.normalizers.algebra import (
     elementwise,
     entry_sample_subs,
     row_form,
+    sample_parameters,
+    shown,
     sign_of,
     weight,
 )
@@ -62,12 +64,12 @@ def limit_uniform(entry, params) -> Derivation:
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
     W = sp.simplify(W)
-    der.step("on the path every score is −τ; Σ_t M_t = N_i allowed keys", sp.Eq(sp.Symbol("p_j"), W, evaluate=False))
+    der.step("on the path every score is −τ; Σ_t M_t = N_i allowed keys", sp.Eq(shown("p_j"), W, evaluate=False))
     L = _lim(W, TAU, sp.oo)
     if L is None or L.has(sp.Sum):
         der.verdict, der.value = Verdict(UNDECIDED, "SymPy could not take the limit"), "?"
         return der
-    der.step("limit as τ → ∞", sp.Eq(sp.Symbol("L"), L, evaluate=False))
+    der.step("limit as τ → ∞", sp.Eq(shown("L"), L, evaluate=False))
     der.verdict = Verdict(PROVED, "limit of a univariate expression in τ, symbolic N_i", method="substitution, limit")
     der.value = L
     return der
@@ -101,12 +103,12 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         den = sp.denom(sp.together(form.R))
         cont = sign_of(den) in ("+", "-")
         der.step("row form: $p_j = F(x_j) R(Z)$; R is continuous on Z > 0 (its denominator has a fixed sign)",
-                 sp.Eq(sp.Symbol("R(Z)"), form.R, evaluate=False))
+                 sp.Eq(shown("R(Z)"), form.R, evaluate=False))
         if cont and a == 0:
             ell = _lim(form.f, Z, 0, "+")
             der.step("lim_{x_k→−∞}: F(x_k) → 0 while Z stays ≥ F(x_1) > 0, so key k gets 0 and the others "
                      "keep the weights of the row of k − 1 keys; by induction only key 1 (the outermost limit) "
-                     "remains, and its weight f(F(x_1)) → f(0⁺)", sp.Eq(sp.Symbol("f(0^+)"), ell, evaluate=False))
+                     "remains, and its weight f(F(x_1)) → f(0⁺)", sp.Eq(shown("f(0^+)"), ell, evaluate=False))
             if ell is not None:
                 claimed = (ell, sp.S.Zero)
                 der.value = "(1, 0, …, 0): all to the outermost key" if ell == 1 else (
@@ -114,14 +116,14 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         elif cont and a is not None and a.is_positive:
             val = sp.simplify(a * form.R.subs(Z, K * a))
             der.step("F(x) → a > 0: each limit sets F(x_t) = a; Z ≥ a > 0 keeps R continuous; all k keys end "
-                     "equal", sp.Eq(sp.Symbol("p_j"), val, evaluate=False))
+                     "equal", sp.Eq(shown("p_j"), val, evaluate=False))
             claimed = (val, val)
             der.value = f"{sp.sstr(val)} for every key"
     elif g is not None:
         yv = g.variables[0]
         lim = _lim(g.expr, yv, -sp.oo)
         if lim is not None:
-            der.step("elementwise: each weight depends on its own score only", sp.Eq(sp.Symbol("g(-\\infty)"), lim, evaluate=False))
+            der.step("elementwise: each weight depends on its own score only", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
             claimed = (lim, lim)
             der.value = f"{sp.sstr(lim)} for every key"
     examples = {k: explicit_iterated(entry, params, k) for k in ks}
@@ -129,9 +131,9 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         if vec is not None:
             der.step(f"example, k = {k} (explicit limits, not a proof)", sp.Tuple(*vec))
     if claimed is None:
-        shown = "; ".join(f"k = {k}: {sp.sstr(tuple(v)) if v else '—'}" for k, v in examples.items())
-        der.verdict = Verdict(UNDECIDED, f"no rule for symbolic k; explicit small-k values only ({shown})")
-        der.value = "explicit only: " + shown
+        listed = "; ".join(f"k = {k}: {sp.sstr(tuple(v)) if v else '—'}" for k, v in examples.items())
+        der.verdict = Verdict(UNDECIDED, f"no rule for symbolic k; explicit small-k values only ({listed})")
+        der.value = "explicit only: " + listed
         return der
     for k, vec in examples.items():
         if vec is None:
@@ -171,20 +173,20 @@ def limit_any_path(entry, params) -> Derivation:
         if a == 0:
             ell = _lim(form.f, Z, 0, "+")
             if ell == 0:
-                der.step("every weight ≤ the mass f(Z) = Z R(Z), and Z → 0⁺ on every such path", sp.Eq(sp.Symbol("f(0^+)"), ell, evaluate=False))
+                der.step("every weight ≤ the mass f(Z) = Z R(Z), and Z → 0⁺ on every such path", sp.Eq(shown("f(0^+)"), ell, evaluate=False))
                 der.verdict, der.value = Verdict(PROVED, "bound by the mass, which → 0", method="row form, limit"), "0"
                 return der
         elif a is not None and a.is_positive and sign_of(sp.denom(sp.together(form.R))) in ("+", "-"):
             nn = sp.Symbol("N_i", integer=True, positive=True)
             val = sp.simplify(a * form.R.subs(Z, nn * a))
             der.step("F(x_t) → a > 0 on every such path, Z → N_i a > 0 and R is continuous there",
-                     sp.Eq(sp.Symbol("p_j"), val, evaluate=False))
+                     sp.Eq(shown("p_j"), val, evaluate=False))
             der.verdict, der.value = Verdict(PROVED, "continuity", method="row form, limit"), sp.sstr(val)
             return der
     if g is not None:
         lim = _lim(g.expr, y, -sp.oo)
         if lim is not None:
-            der.step("elementwise: each weight → g(−∞) whatever the other scores do", sp.Eq(sp.Symbol("g(-\\infty)"), lim, evaluate=False))
+            der.step("elementwise: each weight → g(−∞) whatever the other scores do", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
             der.verdict, der.value = Verdict(PROVED, "elementwise limit", method="elementwise, limit"), sp.sstr(lim)
             return der
     sample = entry_sample_subs(entry, params)
@@ -197,7 +199,7 @@ def limit_any_path(entry, params) -> Derivation:
         w = {"instance": {"n": 2, "path A": "x = (-tau, -2 tau)", "path B": "x = (-2 tau, -tau)"},
              "indices": {"i": 1}, "lhs": [float(v) for v in la], "rhs": [float(v) for v in lb]}
         if sample:
-            w["parameters"] = {str(k): float(v) for k, v in sample.items()}
+            w["parameters"] = sample_parameters(entry, params)
         der.verdict = Verdict(REFUTED, "two paths with different limits: the limit depends on the path",
                               method="two explicit paths", witness=w)
         der.value = "depends on the path"

@@ -25,6 +25,7 @@ from derive.normalizers.algebra import (
     mass,
     row_form,
     settle,
+    shown,
     sign_of,
     weight,
 )
@@ -106,7 +107,7 @@ def mass_range(entry, params) -> Derivation:
     form = row_form(W)
     if form is not None:
         der.step("row form: $p_j = M_j F(x_j) R(Z)$, $Z = \\sum_t M_t F(x_t)$, so $\\sum_j p_j = Z R(Z)$",
-                 sp.Eq(sp.Symbol("f(Z)"), form.f, evaluate=False))
+                 sp.Eq(shown("f(Z)"), form.f, evaluate=False))
         if Z not in form.f.free_symbols:
             der.verdict = Verdict(PROVED, "the mass is a constant", method="row form")
             der.value = f"{{{sp.sstr(form.f)}}}"
@@ -117,7 +118,7 @@ def mass_range(entry, params) -> Derivation:
             return der
         df = sp.simplify(sp.diff(form.f, Z))
         sgn = sign_of(df)
-        der.step("derivative in Z (Z ranges over (0, ∞) as the scores vary)", sp.Eq(sp.Symbol("f'(Z)"), df, evaluate=False))
+        der.step("derivative in Z (Z ranges over (0, ∞) as the scores vary)", sp.Eq(shown("f'(Z)"), df, evaluate=False))
         if sgn in ("+", "-"):
             lo, hi = sp.limit(form.f, Z, 0, "+"), sp.limit(form.f, Z, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
@@ -131,7 +132,7 @@ def mass_range(entry, params) -> Derivation:
         y = g.variables[0]
         dg = sp.simplify(sp.diff(g.expr, y))
         sgn = sign_of(dg)
-        der.step("elementwise: $p_j = M_j g(x_j)$, $\\sum_j p_j = \\sum_{\\text{allowed}} g(x_j)$", sp.Eq(sp.Symbol("g(y)"), g.expr, evaluate=False))
+        der.step("elementwise: $p_j = M_j g(x_j)$, $\\sum_j p_j = \\sum_{\\text{allowed}} g(x_j)$", sp.Eq(shown("g(y)"), g.expr, evaluate=False))
         if sgn in ("+", "-"):
             lo, hi = sp.limit(g.expr, y, -sp.oo), sp.limit(g.expr, y, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
@@ -151,7 +152,7 @@ def can_abstain(entry, params) -> Derivation:
     form = row_form(W)
     if form is not None and (form.identity_scores or Z not in form.f.free_symbols):
         inf = sp.limit(form.f, Z, 0, "+") if Z in form.f.free_symbols else form.f
-        der.step("row form: each weight ≤ the mass f(Z) = Z R(Z); its limit as Z → 0⁺", sp.Eq(sp.Symbol("f(0^+)"), inf, evaluate=False))
+        der.step("row form: each weight ≤ the mass f(Z) = Z R(Z); its limit as Z → 0⁺", sp.Eq(shown("f(0^+)"), inf, evaluate=False))
         if inf == 0:
             der.verdict = Verdict(PROVED, "the mass tends to 0 as all scores → −∞, and every weight is at most the mass",
                                   method="row form, limit")
@@ -166,14 +167,14 @@ def can_abstain(entry, params) -> Derivation:
     if g is not None:
         y = g.variables[0]
         lim = sp.limit(g.expr, y, -sp.oo)
-        der.step("elementwise: each weight depends on its own score only; its limit at −∞", sp.Eq(sp.Symbol("g(-\\infty)"), lim, evaluate=False))
+        der.step("elementwise: each weight depends on its own score only; its limit at −∞", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
         if lim == 0:
             der.verdict = Verdict(PROVED, "each weight → 0 independently as its score → −∞", method="elementwise, limit")
             der.value = "yes"
             return der
     # A row with a single allowed key: the weight is a function of one score.
     one = single_key_weight(entry, params)
-    der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(sp.Symbol("p_1"), one, evaluate=False))
+    der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(shown("p_1"), one, evaluate=False))
     if not one.has(X) and sp.simplify(one).is_positive:
         der.verdict = Verdict(REFUTED, f"with one allowed key the weight is {sp.sstr(one)} for every score",
                               method="proved identity", witness=_one_key_witness(entry, params, one))
