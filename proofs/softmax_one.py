@@ -276,7 +276,9 @@ def document() -> Document:
     # 10 -----------------------------------------------------------------------------
     doc.section("10. Plots")
     doc.figure("mass-vs-shift", _draw_mass, "Total attention mass of the row x = (0.5, −1, 1.5, 0) shifted by c.")
-    doc.figure("uniform-path", _draw_uniform, "Weight of one key along the uniform path x = −t·1 (4 keys).")
+    doc.figure("uniform-path", _draw_uniform,
+               "Weight of one key along the uniform path x = −t·1 (4 keys); the soft-capped softmax (dashed) "
+               "coincides with softmax at 1/4.")
 
     # 11 -----------------------------------------------------------------------------
     doc.section("11. The article and the discussion, checked")
@@ -334,7 +336,8 @@ def _draw_mass(ax):
         ax.plot(cs, [float(e.stable(row + c, **params).sum()) for c in cs], label=label)
     ax.set_xlabel("common shift c")
     ax.set_ylabel("Σ weights")
-    ax.set_yscale("symlog", linthresh=0.1)
+    ax.set_yscale("log")
+    ax.set_ylim(1e-5, 10)
     ax.legend(frameon=False, fontsize=8)
 
 
@@ -344,7 +347,8 @@ def _draw_uniform(ax):
                                 ("sink s = 2", "sink", {"s": 2.0}), ("sigmoid", "sigmoid", {"b": 0.0}),
                                 ("soft cap c = 1", "softcap", {"c": 1.0})]:
         e = get(name)
-        ax.plot(ts, [float(e.stable(np.full(4, -tt), **params)[0]) for tt in ts], label=label)
+        style = "--" if name == "softcap" else "-"
+        ax.plot(ts, [float(e.stable(np.full(4, -tt), **params)[0]) for tt in ts], style, label=label)
     ax.set_xlabel("t (scores x = −t·1)")
     ax.set_ylabel("weight of one key")
     ax.legend(frameon=False, fontsize=8)

@@ -48,15 +48,17 @@ def escape_latex_text(text: str) -> str:
     return "".join(_TEX_UNICODE.get(c, c) for c in out)
 
 
-_LINK = re.compile(r"\[([^\]]+)\]\(#([A-Za-z0-9_-]+)\)")
+_LINK = re.compile(r"\[([^\]]+)\]\(([A-Za-z0-9_.-]*)#([A-Za-z0-9_-]+)\)")
 
 
 def to_latex(text: str) -> str:
-    """LaTeX for prose; ``[text](#anchor)`` becomes a hyperlink to a section's anchor."""
+    """LaTeX for prose; ``[text](#anchor)`` becomes a hyperlink to a section's anchor, and a
+    link into another document (``[text](other.md#anchor)``) keeps its text only."""
     parts, pos = [], 0
     for m in _LINK.finditer(text):
         parts.append(_plain_to_latex(text[pos:m.start()]))
-        parts.append(rf"\hyperlink{{{m.group(2)}}}{{{_plain_to_latex(m.group(1))}}}")
+        label = _plain_to_latex(m.group(1))
+        parts.append(rf"\hyperlink{{{m.group(3)}}}{{{label}}}" if not m.group(2) else label)
         pos = m.end()
     parts.append(_plain_to_latex(text[pos:]))
     return "".join(parts)
