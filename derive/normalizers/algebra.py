@@ -82,24 +82,36 @@ def mass(entry, params: dict, sc=score) -> sp.Expr:
 
 
 def prove_congruent(a: sp.Expr, b: sp.Expr, depth: int = 6) -> tuple[bool, str]:
-    """a = b by rewriting a − b to 0, else argument by argument (f(x) = f(y) if x = y)."""
+    """a = b by rewriting a − b to 0, else argument by argument (f(x) = f(y) if x = y).
+
+    With min/max/piecewise parts the argument-by-argument route is tried first: simplify
+    rarely decides those and is slow on them."""
+    same_shape = depth and a.func == b.func and len(a.args) == len(b.args) and a.args
+    if same_shape and a.has(sp.Min, sp.Max, sp.Piecewise, sp.Heaviside):
+        ok, how = _by_arguments(a, b, depth)
+        if ok:
+            return ok, how
     try:
         ok, how, _ = prove_zero(a - b, CFG)
     except Exception as exc:  # noqa: BLE001 - a SymPy internal error is "not proved", never a crash
         ok, how = False, f"the simplifier failed: {type(exc).__name__}"
     if ok:
         return True, how
-    if depth and a.func == b.func and len(a.args) == len(b.args) and a.args:
-        hows = []
-        for x, y in zip(a.args, b.args):
-            if x == y:
-                continue
-            ok, how = prove_congruent(x, y, depth - 1)
-            if not ok:
-                return False, how
-            hows.append(how)
-        return True, "argument by argument (" + "; ".join(dict.fromkeys(hows)) + ")"
+    if same_shape and not a.has(sp.Min, sp.Max, sp.Piecewise, sp.Heaviside):
+        return _by_arguments(a, b, depth)
     return False, how
+
+
+def _by_arguments(a, b, depth):
+    hows = []
+    for x, y in zip(a.args, b.args):
+        if x == y:
+            continue
+        ok, how = prove_congruent(x, y, depth - 1)
+        if not ok:
+            return False, how
+        hows.append(how)
+    return True, "argument by argument (" + "; ".join(dict.fromkeys(hows)) + ")"
 
 
 def plain_witness(w: dict | None) -> dict | None:
@@ -232,16 +244,25 @@ def sign_of(expr: sp.Expr) -> str | None:
         # piecewise expressions: only what the assumptions decide directly (simplify won't help)
         return {True: "+"}.get(expr.is_positive) or {True: "-"}.get(expr.is_negative) or (
             "0" if expr.is_zero else None)
-    e = sp.simplify(expr)
-    if e == 0:
-        return "0"
-    for form in (e, sp.factor(e), sp.simplify(e.rewrite(sp.exp))):
+    def decided(form):
+        if form == 0 or form.is_zero:
+            return "0"
         if form.is_positive:
             return "+"
         if form.is_negative:
             return "-"
-        if form.is_zero:
-            return "0"
+        return None
+
+    cheap = (lambda: expr, lambda: sp.factor(expr), lambda: sp.factor(expr.rewrite(sp.exp)))
+    for make in cheap:
+        got = decided(make())
+        if got:
+            return got
+    e = sp.simplify(expr)
+    for form in (e, sp.factor(e), sp.simplify(e.rewrite(sp.exp))):
+        got = decided(form)
+        if got:
+            return got
     return None
 
 

@@ -141,7 +141,7 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
     w = _search(D, entry, params, lambda s: s != want)
     if w is not None:
         der.verdict = Verdict(REFUTED, f"an exact point where the derivative is {w['sign']}", method="exact evaluation", witness=w)
-        der.value = "not strict: 0 in clipped regions" if w["derivative"] == "0" else f"sign changes ({w['sign']})"
+        der.value = "not strict: 0 in clipped regions" if w["sign"] == "0" else f"sign changes ({w['sign']})"
         return der
     der.verdict, der.value = Verdict(UNDECIDED, "the sign could not be decided and no grid point refutes it"), "?"
     return der
