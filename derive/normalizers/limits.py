@@ -126,6 +126,8 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
             der.step("elementwise: each weight depends on its own score only", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
             claimed = (lim, lim)
             der.value = f"{sp.sstr(lim)} for every key"
+    if claimed is None and form is None and g is None:
+        claimed = _composed_iterated(entry, params, der)
     examples = {k: explicit_iterated(entry, params, k) for k in ks}
     for k, vec in examples.items():
         if vec is not None:
@@ -143,9 +145,73 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
             der.verdict = Verdict(UNDECIDED, f"the symbolic rule disagrees with the explicit k = {k} computation")
             return der
     why = ("induction on k with continuity of R; agrees with the explicit small-k limits" if form is not None
-           else "each weight is a function of its own score; agrees with the explicit small-k limits")
-    der.verdict = Verdict(PROVED, why, method="row form induction" if form is not None else "elementwise")
+           else "each weight is a function of its own score; agrees with the explicit small-k limits" if g is not None
+           else "a continuous function of the inner normalizer's weights; agrees with the explicit small-k limits")
+    method = "row form induction" if form is not None else "elementwise" if g is not None else "composition"
+    der.verdict = Verdict(PROVED, why, method=method)
     return der
+
+
+_CONTINUOUS = (sp.Add, sp.Mul, sp.Min, sp.Max)
+
+
+def _continuous_in(expr, w) -> bool:
+    """Built from w, constants and parameters by +, ·, min, max (so continuous in w)."""
+    if not expr.has(w) or expr == w:
+        return True
+    if isinstance(expr, _CONTINUOUS):
+        return all(_continuous_in(a, w) for a in expr.args)
+    return False
+
+
+def _composed_iterated(entry, params, der):
+    """p_j = M_j·outer(p'_j): the iterated limit of a continuous outer function is the outer
+    function of the inner normalizer's iterated limit (the declaration is checked first)."""
+    from derive.normalizers.algebra import prove_congruent
+    from derive.normalizers.registry import get
+
+    if entry.inner is None or entry.outer is None:
+        return None
+    inner = get(entry.inner)
+    inner_params = inner.symbols()
+    w = sp.Symbol("w", real=True)
+    outer = entry.outer(w, **params)
+    declared = M[i, j] * entry.outer(weight(inner, inner_params), **params)
+    ok, _ = prove_congruent(weight(entry, params), declared)
+    if not ok or not _continuous_in(outer, w):
+        return None
+    first = limit_iterated(inner, inner_params, ks=())
+    if not first.verdict.proved:
+        return None
+    vec = _claimed_of(inner, inner_params)
+    if vec is None:
+        return None
+    claimed = (sp.simplify(outer.subs(w, vec[0])), sp.simplify(outer.subs(w, vec[1])))
+    der.step(f"composition: p_j = M_j·outer(p'_j) with p' = {inner.name} (checked), outer continuous",
+             sp.Eq(shown("\\operatorname{outer}(w)"), outer, evaluate=False))
+    der.step(f"the outer function of {inner.name}'s iterated limit (first key, other keys)", sp.Tuple(*claimed))
+    der.value = (f"({sp.sstr(claimed[0])}, {sp.sstr(claimed[1])}, …, {sp.sstr(claimed[1])})"
+                 if claimed[0] != claimed[1] else f"{sp.sstr(claimed[0])} for every key")
+    return claimed
+
+
+def _claimed_of(entry, params):
+    """(first key, other keys) of the iterated limit by the row-form or elementwise rule."""
+    W = weight(entry, params)
+    form, g = row_form(W), elementwise(W)
+    y = sp.Symbol("y", real=True)
+    if form is not None:
+        a = _lim(form.F(y), y, -sp.oo)
+        if a == 0:
+            ell = _lim(form.f, Z, 0, "+")
+            return None if ell is None else (ell, sp.S.Zero)
+        if a is not None and a.is_positive:
+            val = sp.simplify(a * form.R.subs(Z, K * a))
+            return (val, val)
+    if g is not None:
+        lim = _lim(g.expr, g.variables[0], -sp.oo)
+        return None if lim is None else (lim, lim)
+    return None
 
 
 def path_limit(entry, params, path: tuple) -> list | None:

@@ -57,6 +57,10 @@ class Normalizer:
     # with the shifted parameters of ``shift_effect``): (score, key, m, **params) → weight.
     stable_form: Callable | None = None
     stable_text: str = ""  # how m is chosen so that no exponent is positive
+    # A composition p_j = M_j·outer(p'_j, **params) with p' the weights of entry ``inner``
+    # (checked by the provers before use, never assumed).
+    inner: str | None = None
+    outer: Callable | None = None
 
     def symbols(self) -> dict[str, sp.Expr]:
         """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
@@ -279,6 +283,8 @@ register(Normalizer(
     domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
     domain_text="ζ ≥ 1, γ ≤ 0",
     sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
+    inner="softmax",
+    outer=lambda w, zeta=_zeta, gamma=_gamma, **p: sp.Min(1, sp.Max(0, (zeta - gamma) * w + gamma)),
     stable_text="the inner softmax with m = max x",
 ))
 register(Normalizer(
