@@ -139,6 +139,8 @@ def document() -> Document:
         e0, e1 = limits.explicit_iterated(SM, {}, k), limits.explicit_iterated(S1, {}, k)
         rows.append([str(k), sp.Tuple(*e0), sp.Tuple(*e1), sp.Tuple(*[sp.Rational(1, k)] * k)])
     doc.table(["k", "softmax", "softmax₁", "the article's softmax value 1/k"], rows)
+    doc.record("iterated_limits", {str(r[0]): {"softmax": [str(v) for v in r[1]], "softmax1": [str(v) for v in r[2]]}
+                                   for r in rows})
     it0, it1 = derive_property("softmax", "limit_iterated"), derive_property("softmax1", "limit_iterated")
     doc.prose(
         f"For symbolic k the induction of {_link('softmax', 'limit_iterated', 'the derivation')} gives: softmax puts "
@@ -210,6 +212,8 @@ def document() -> Document:
                         "—" if not w else "; ".join(f"{k} = {val}" for k, val in w.get("instance", {}).items())])
         if v.status != e.expect:
             raise AssertionError(f"{e.name}: {v.status}, expected {e.expect}")
+    doc.record("equivalences", {e.name: {"verdict": v.status, "condition": e.condition,
+                                         "witness": (v.witness or {}).get("instance")} for e, v in results})
     doc.table(["claim", "condition", "verdict", "counterexample"], eq_rows,
               caption="Zero-token attention ≡ softmax₁ exactly when the token's score is 0 relative to the real keys and its value is 0.")
     doc.prose(
@@ -271,7 +275,9 @@ def document() -> Document:
               "operations rounded to bfloat16 after each step, as checked against PyTorch's bfloat16 in the tests). "
               "“ok, exp underflows to 0”: the true weights are below the smallest positive number of the format, so 0 is "
               "the correctly rounded answer.")
-    doc.table(["form", "row", *DTYPES], float_table())
+    ftable = float_table()
+    doc.table(["form", "row", *DTYPES], ftable)
+    doc.record("float_table", {"dtypes": list(DTYPES), "rows": ftable})
 
     # 10 -----------------------------------------------------------------------------
     doc.section("10. Plots")
@@ -323,6 +329,7 @@ def document() -> Document:
     doc.prose("Each finding below is asserted from the verdicts above when the document is built; a verdict that "
               "changed would stop the build.")
     doc.table(["statement", "finding"], [[s_, f"**{lab}**: {why}"] for s_, lab, _, why in findings])
+    doc.record("article", [{"statement": s_, "finding": lab, "detail": why} for s_, lab, _, why in findings])
     return doc
 
 

@@ -101,6 +101,10 @@ def test_unknown_names_are_input_errors():
         decide("softmax", "is_fast")
     with pytest.raises(InputError, match="no parameter"):
         decide("softmax", "shift_invariant", s=1)
+    with pytest.raises(InputError, match="outside its domain"):
+        decide("softcap", "shift_invariant", c=-1)
+    with pytest.raises(InputError, match="outside its domain"):
+        decide("clipped", "can_abstain", zeta=0.5, gamma=-0.1)
 
 
 def test_markdown_table_has_every_cell(table):

@@ -46,8 +46,24 @@ def params_for(entry, given: dict | None = None) -> dict:
     for k, v in (given or {}).items():
         if k not in entry.params:
             raise InputError(f"{entry.name} has no parameter {k!r}; expected one of {entry.params or '()'}")
-        out[k] = sp.nsimplify(v)
+        value = sp.nsimplify(v)
+        _check_domain(entry, k, out[k], value)
+        out[k] = value
     return out
+
+
+def _check_domain(entry, name: str, expr: sp.Expr, value: sp.Expr) -> None:
+    """A concrete parameter must lie in the entry's domain (e.g. c > 0, ζ ≥ 1)."""
+    if not value.is_real:
+        raise InputError(f"{entry.name}: parameter {name} must be a real number, got {value}")
+    for sym in expr.free_symbols:
+        free = sp.Dummy("v")  # solve without the symbol's assumptions, then test them
+        sol = sp.solve(sp.Eq(expr.subs(sym, free), value), free)
+        if not sol:
+            continue
+        v = sol[0]
+        if (sym.is_positive and not v > 0) or (sym.is_nonnegative and not v >= 0):
+            raise InputError(f"{entry.name}: parameter {name} = {value} is outside its domain ({entry.domain_text})")
 
 
 # ---- 1. shift invariance and the effect of a shift -------------------------------------
