@@ -47,6 +47,7 @@ VALUES = {
     ("clipped", "limit_iterated"): "(1, 0, …, 0)",
     ("softmax", "limit_any_path"): "depends on the path",
     ("softmax1", "shift_effect"): "`sink` with $s = - c$",
+    ("sink", "shift_effect"): "`sink` with $s \\mapsto s - c$",
     ("softmax1", "k_bias_cancels"): "becomes `sink`",
 }
 

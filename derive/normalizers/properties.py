@@ -97,7 +97,7 @@ def shift_effect(entry, params) -> Derivation:
     rhs = weight(target, new)
     der.verdict = settle(shifted, rhs, entry, params)
     der.equality = (shifted, rhs)
-    pretty = _assign(other, new)
+    pretty = _assign(other, new, entry.name)
     der.value = f"= {pretty}"
     der.step(f"shifting every score by c gives {pretty}", sp.Eq(shifted, rhs, evaluate=False))
     return der
@@ -248,7 +248,7 @@ def k_bias_cancels(entry, params) -> Derivation:
         rhs = weight(get(other), new, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
         becomes = settle(with_bias, rhs, entry, params)
         if becomes.proved:
-            pretty = _assign(other, new)
+            pretty = _assign(other, new, entry.name)
             der.step(f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {pretty}",
                      sp.Eq(with_bias, rhs, evaluate=False))
             der.value = f"no: becomes {pretty}"
@@ -258,8 +258,10 @@ def k_bias_cancels(entry, params) -> Derivation:
 _PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c"}
 
 
-def _assign(other: str, new: dict) -> str:
-    return f"`{other}` with " + ", ".join(f"${_PARAM_TEX.get(k, k)} = {tex(v)}$" for k, v in new.items())
+def _assign(other: str, new: dict, own: str) -> str:
+    """``sink`` with s = −c, or ``sink`` with s ↦ s − c when the entry keeps its own parameter."""
+    arrow = "\\mapsto" if other == own else "="
+    return f"`{other}` with " + ", ".join(f"${_PARAM_TEX.get(k, k)} {arrow} {tex(v)}$" for k, v in new.items())
 
 
 PROPERTIES: dict[str, tuple[str, callable]] = {
