@@ -62,6 +62,8 @@ def canon_sums(e: sp.Expr) -> sp.Expr:
 
     def fix(s):
         body, (var, lo, hi) = s.function, s.limits[0]
+        if var != t and t in body.free_symbols:
+            return s  # renaming the dummy to t would capture a free t
         body = body.xreplace({var: t}) if var != t else body
         dep, ind = [], []
         for a in sp.Mul.make_args(sp.expand(body, power_exp=True, mul=False, multinomial=False)):

@@ -236,10 +236,10 @@ def limit_any_path(entry, params) -> Derivation:
     y = sp.Symbol("y", real=True)
     if form is not None:
         a = _lim(form.F(y), y, -sp.oo)
-        if a == 0:
+        if a == 0 and sign_of(form.R) == "+":
             ell = _lim(form.f, Z, 0, "+")
             if ell == 0:
-                der.step("every weight ≤ the mass f(Z) = Z R(Z), and Z → 0⁺ on every such path", sp.Eq(shown("f(0^+)"), ell, evaluate=False))
+                der.step("0 ≤ every weight ≤ the mass f(Z) = Z R(Z) (R > 0, F(x_j) ≤ Z), and Z → 0⁺ on every such path", sp.Eq(shown("f(0^+)"), ell, evaluate=False))
                 der.verdict, der.value = Verdict(PROVED, "bound by the mass, which → 0", method="row form, limit"), "0"
                 return der
         elif a is not None and a.is_positive and sign_of(sp.denom(sp.together(form.R))) in ("+", "-"):
