@@ -30,7 +30,8 @@ def _witness_text(w: dict | None) -> str:
     parts = []
     for key in ("instance", "indices", "parameters"):
         if w.get(key):
-            parts.append(", ".join(f"{k} = {v}" for k, v in w[key].items()))
+            head = "the entry's parameters " if key == "parameters" else ""
+            parts.append(head + ", ".join(f"{k} = {v}" for k, v in w[key].items()))
     vals = f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else ""
     if "derivative" in w:
         vals = f"; the derivative there is exactly {w['derivative']:g}"

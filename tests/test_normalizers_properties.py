@@ -123,3 +123,24 @@ def test_proved_cells_carry_derivation_steps(table):
 
 def test_derivation_is_cached():
     assert derive_property("softmax", "ratio_identity") is derive_property("softmax", "ratio_identity")
+
+
+@pytest.mark.parametrize("name", ["softmax1", "sink", "sigmoid", "softcap", "bias_kv", "zero_token"])
+def test_shift_counterexamples_recomputed_independently(table, name):
+    """A refutation's instance, recomputed with the entry's mpmath reference: the sides differ."""
+    import mpmath
+
+    from derive.normalizers.registry import get
+
+    w = table[(name, "shift_invariant")].verdict.witness
+    inst, idx = w["instance"], w["indices"]
+    row = inst["x"][idx["i"] - 1]
+    mask = [bool(v) for v in inst["M"][idx["i"] - 1]]
+    params = {k: float(v) for k, v in w.get("parameters", {}).items()}
+    ref = get(name).reference
+    with mpmath.workdps(50):
+        shifted = float(ref([v + inst["c"] for v in row], mask, **params)[idx["j"] - 1])
+        plain = float(ref(row, mask, **params)[idx["j"] - 1])
+    assert shifted == pytest.approx(w["lhs"], rel=1e-12)
+    assert plain == pytest.approx(w["rhs"], rel=1e-12)
+    assert abs(shifted - plain) > 1e-3

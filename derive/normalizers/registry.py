@@ -179,7 +179,7 @@ _b = sp.Symbol("b", real=True)
 _sstar = sp.Symbol("s^*_i", real=True)
 _zeta = sp.Symbol("zeta", real=True)
 _gamma = sp.Symbol("gamma", real=True)
-_cap = sp.Symbol("c", positive=True)
+_cap = sp.Symbol("c_cap", positive=True)  # the soft cap c (named apart from a shift c)
 
 register(Normalizer(
     name="softmax",
