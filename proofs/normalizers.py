@@ -14,6 +14,7 @@ import mpmath
 import sympy as sp
 
 from derive.document.api import Document
+from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_identity, check_stable
 from derive.normalizers.properties import PROPERTIES, C, params_for
@@ -121,7 +122,17 @@ def document() -> Document:
     doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
               f"{counts['undecided']} undecided.")
 
-    doc.section("3. Derivations")
+    doc.section("3. Equivalences between tokens and normalizers")
+    doc.prose("An extra token (key κ, value ν) against a normalizer over the real keys, decided by the same prover "
+              "(derivations in [softmax-one.md](softmax-one.md#nrm-equivalences)):")
+    eq_rows = []
+    for e, v in equivalences.decide_all():
+        if v.status != e.expect:
+            raise AssertionError(f"{e.name}: {v.status}, expected {e.expect}")
+        eq_rows.append([e.name, e.condition, f"{SYMBOL[v.status]} {v.status}"])
+    doc.table(["claim", "condition", "verdict"], eq_rows)
+
+    doc.section("4. Derivations")
     for name in names():
         for prop, (title, _) in PROPERTIES.items():
             der = table[(name, prop)]

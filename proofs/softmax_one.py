@@ -197,6 +197,7 @@ def document() -> Document:
     doc.prose(f"So with softmax₁ a common K bias is no longer redundant ({_link('softmax1', 'k_bias_cancels', kc.verdict.status)}, "
               f"counterexample {_w(kc)}): it becomes a query-dependent sink. Under softmax it cancels "
               f"({_link('softmax', 'k_bias_cancels', 'proved')}).")
+    doc.section("The zero-prefix token and the learned token", anchor="nrm-equivalences", level=3)
     doc.prose(
         "**The zero-prefix token.** The article suggests prepending a zero vector to every context so that each "
         "softmax denominator gains $e^0 = 1$. Model one extra token with key $\\kappa$ and value $\\nu$, always allowed; "
