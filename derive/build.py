@@ -19,7 +19,7 @@ from pathlib import Path
 from derive.errors import InputError
 from derive.render import render_document
 
-__all__ = ["proof_modules", "load_document", "build", "BuildReport"]
+__all__ = ["BuildReport", "build", "load_document", "proof_modules"]
 
 
 def proofs_dir() -> Path:
@@ -51,7 +51,17 @@ def load_document(path: Path):
     spec.loader.exec_module(module)
     if not hasattr(module, "document"):
         raise InputError(f"{path}: defines no document() function; expected `def document() -> Document`")
-    return module.document()
+    doc = module.document()
+    doc.source = _display_path(path)
+    return doc
+
+
+def _display_path(path: Path) -> str:
+    """``proofs/qk_bias.py`` style: relative to the working directory when possible."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return f"{path.parent.name}/{path.name}"
 
 
 @dataclass

@@ -26,7 +26,7 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["Normalizer", "REGISTRY", "get", "names"]
+__all__ = ["REGISTRY", "Normalizer", "get", "names"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ def _sink_reference(x, mask, sink) -> list:
 
 
 REGISTRY: dict[str, Normalizer] = {}
+SINK = sp.Symbol("s", real=True)  # the sink logit, a shared real parameter
 
 
 def register(entry: Normalizer) -> Normalizer:
@@ -112,7 +113,7 @@ register(Normalizer(
     name="sink",
     title="sink logit s (gpt-oss)",
     params=("s",),
-    weight=lambda score, key=j, s=sp.Symbol("s", real=True), **p: _sink_weight(score, key, s),
+    weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
     stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
     reference=lambda x, mask=None, s=0.0, **p: _sink_reference(x, mask, s),
     latex=r"\operatorname{sink}_s",
