@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from derive.errors import InputError
+from derive.errors import DeriveError, InputError
 from derive.render import render_document
 
 __all__ = ["BuildReport", "build", "load_document", "proof_modules"]
@@ -62,6 +62,12 @@ def _display_path(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return f"{path.parent.name}/{path.name}"
+
+
+class PdfFailed(DeriveError):
+    """pdflatex rejected a generated .tex file (a bug in a template or a document)."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -123,6 +129,6 @@ def compile_pdf(tex: Path) -> Path:
             cwd=tex.parent, capture_output=True, text=True, timeout=120,
         )
         if proc.returncode != 0:
-            tail = "\n".join(proc.stdout.splitlines()[-15:])
-            raise RuntimeError(f"pdflatex failed on {tex}:\n{tail}")
+            errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("!")][:3]
+            raise PdfFailed(f"pdflatex failed on {tex} (see {tex.with_suffix('.log')}): {' / '.join(errors)}")
     return tex.with_suffix(".pdf")
