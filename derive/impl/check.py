@@ -158,19 +158,27 @@ class Checker:
         grad = self.target.api == "torch"
         result.gradients = grad
 
-        def fails(case) -> bool:
+        def fails(case, grad: bool) -> bool:
             x, params = case
             result.examples += 1
             return self.compare(x, params, tol, result, grad) is not None
 
-        strategy = cases(lead_ndim(self.dim), self.free_params)
-        try:
-            x, params = find(strategy, fails, settings=settings(
-                max_examples=examples, derandomize=True, database=None, deadline=None,
-                phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
-            result.failure = self.compare(x, params, tol, None, grad)
-        except NoSuchExample:
-            pass
+        # values on unmasked rows, then on masked rows; then (torch) values and gradients
+        first = (examples + 1) // 2
+        phases = [(False, first, False), (True, examples - first, False)]
+        if grad:
+            phases.append((True, max(1, examples // 2), True))
+        for masked, budget, with_grad in phases:
+            if budget < 1 or result.failure is not None:
+                continue
+            strategy = cases(lead_ndim(self.dim), self.free_params, masked)
+            try:
+                x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
+                    max_examples=budget, derandomize=True, database=None, deadline=None,
+                    phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+                result.failure = self.compare(x, params, tol, result, with_grad)
+            except NoSuchExample:
+                pass
         if result.failure is not None:
             return result
         lead = (1,) * lead_ndim(self.dim)

@@ -164,9 +164,9 @@ FAULTS: tuple[FaultyForm, ...] = (
         lambda row, sink, dtype, where, factor, **_: (
             _sink_scaled(row, sink, dtype, factor) if where == "sink logit"
             else _scores_scaled(row, sink, dtype, factor)),
-        "It mixes exp and exp2 units: the {where} is effectively multiplied by {c} ({why}), while "
-        "the other terms are in natural-exp units. The weights are those of the definition with "
-        "the {where} scaled by {c}.",
+        "It mixes exp and exp2 units: a factor {c} appears on the {where} only ({why}); the other "
+        "terms are in natural-exp units. Its weights are those of the definition with the {where} "
+        "multiplied by {c}.",
         "Use one unit everywhere: either exp(·) on every term, or exp2(· · log₂e) on every term "
         "(scores, maximum and sink alike).",
         (

@@ -3,8 +3,9 @@
 Hypothesis draws the leading (batch, head) dimensions first, then the row length, then
 every score; the first branch of each choice is the simplest, so a failing input shrinks
 to the shortest row of the smallest numbers: small integers, then ordinary floats, then
-the specials (±1e4, ±100, −∞), then floats up to ±1e4. A row may also be entirely
-masked (every score −∞).
+the specials (±1e4, ±100, −∞), then floats up to ±1e4. Rows without masked entries are
+drawn first (so a counterexample is unmasked where possible), then rows that may hold
+−∞ entries or be entirely masked (every score −∞).
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ def lead_ndim(dim: int) -> int:
     return dim if dim >= 0 else -dim - 1
 
 
-def _entry():
+def _entry(masked: bool):
     return st.one_of(
         st.integers(-3, 3).map(float),
         st.floats(-10, 10, allow_nan=False, allow_infinity=False),
-        st.sampled_from(SPECIALS),
+        st.sampled_from(SPECIALS if masked else SPECIALS[:-1]),
         st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False),
     )
 
@@ -59,13 +60,18 @@ def _param():
 
 
 @st.composite
-def cases(draw, min_lead: int, free_params: tuple[str, ...]):
-    """(scores of shape (*lead, n), parameters) with the normalized axis last."""
+def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool):
+    """(scores of shape (*lead, n), parameters) with the normalized axis last.
+
+    With ``masked`` False every score is finite; with True a score may be −∞ and a whole
+    row may be masked.
+    """
     lead = draw(st.lists(st.integers(1, 2), min_size=min_lead, max_size=min_lead + 2))
     n = draw(st.integers(1, MAX_N))
     rows = []
     for _ in range(int(np.prod(lead, dtype=int))):
-        row = draw(st.one_of(st.lists(_entry(), min_size=n, max_size=n), st.just([-INF] * n)))
+        free = st.lists(_entry(masked), min_size=n, max_size=n)
+        row = draw(st.one_of(free, st.just([-INF] * n)) if masked else free)
         rows.append(row)
     params = {p: draw(_param()) for p in free_params}
     return np.array(rows, dtype=np.float64).reshape(*lead, n), params
