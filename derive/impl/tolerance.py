@@ -44,8 +44,8 @@ class Tolerance:
 TOLERANCES: dict[str, Tolerance] = {
     "float64": Tolerance("float64", 64, 2.0**-52, 2.0**-1022, True),
     "float32": Tolerance("float32", 64, 2.0**-23, 2.0**-126, True),
-    "float16": Tolerance("float16", 16, 2.0**-10, 2.0**-14, True),
-    "bfloat16": Tolerance("bfloat16", 16, 2.0**-7, 2.0**-126, False),
+    "float16": Tolerance("float16", 8, 2.0**-10, 2.0**-14, True),
+    "bfloat16": Tolerance("bfloat16", 8, 2.0**-7, 2.0**-126, False),
 }
 DTYPES = tuple(TOLERANCES)
 
