@@ -71,7 +71,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
             result = checker.run(tol, examples)
         except ImplRaised as exc:
             raise InputError(f"{target.name} raised {exc} on a valid {tol.dtype} input of shape "
-                             f"{list(exc.shape)}") from None
+                             f"{list(exc.shape)}: {exc.values}") from None
         results.append(result)
         if result.failure is not None and diagnosis is None:
             diagnosis = diagnose(checker, result.failure, tol)

@@ -115,7 +115,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
                      "custom backward.")
     if failure.kind == "shape":
         lines.append(f"It returned an array whose shape is not the input's shape {list(failure.shape)}.")
-    if not bad:
+    if not bad or failure.kind == "shape":
         return lines
     masked = [any(v == -math.inf for v in p.row) for p in bad]
     if all(masked):
@@ -138,25 +138,33 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
     if scaled and all(scaled):
         lines.append("In every failing row the output is the exact row times a factor (the ratios "
                      "between weights are right): the normalization (denominator) is wrong.")
-        by_row = {p.row: _ratio(p) for p in probes if not p.free or p.free == probes[-1].free}
-        a, b, c = by_row.get((1.0, 0.0)), by_row.get((1.0, -1.0)), by_row.get((2.0, 1.0))
-        d, e = by_row.get((1.0, 1.0)), by_row.get((1.6931471805599454,))
-        if _close(a, b) and not _close(d, e):
-            lines.append("The factor depends only on max x (rows with the same maximum get the same "
-                         "factor).")
-        elif _close(d, e) and not _close(a, b):
-            lines.append("The factor depends only on the row sum Σ exp(x) (rows with the same sum get "
-                         "the same factor).")
-        elif not _close(a, c):
-            lines.append("The factor depends on both the maximum and the row sum.")
+        lines.extend(_factor(probes, bad))
     shift = {p.row: p.output for p in probes if not p.free or p.free == probes[-1].free}
     y1, y2 = shift.get((1.0, 0.0)), shift.get((2.0, 1.0))
     if name != "softmax" and y1 and y2 and all(abs(u - v) <= 1e-9 for u, v in zip(y1, y2)):
         lines.append("Its output does not change when every score is shifted by the same constant, "
                      f"but {name} is not shift-invariant.")
-    if len(lines) == (failure.kind in ("gradient", "shape")):
+    if not lines:
         lines.append(f"No simple pattern: it disagrees on {len(bad)} of {len(probes)} probe rows.")
     return lines
+
+
+def _factor(probes: list[_Probe], bad: list[_Probe]) -> list[str]:
+    factors = [_ratio(p) for p in bad]
+    if all(_close(f, factors[0]) for f in factors):
+        return [f"The factor is the same on every failing row: {factors[0]:.6g}."]
+    last = probes[-1].free
+    by_row = {p.row: _ratio(p) for p in probes if not p.free or p.free == last}
+    a, b, c = by_row.get((1.0, 0.0)), by_row.get((1.0, -1.0)), by_row.get((2.0, 1.0))
+    d, e = by_row.get((1.0, 1.0)), by_row.get((1.6931471805599454,))
+    if _close(a, b) and not _close(d, e):
+        return ["The factor depends only on max x (rows with the same maximum get the same factor)."]
+    if _close(d, e) and not _close(a, b):
+        return ["The factor depends only on the row sum Σ exp(x) (rows with the same sum get the "
+                "same factor)."]
+    if a is not None and c is not None:
+        return ["The factor depends on both the maximum and the row sum."]
+    return []
 
 
 def _row(row) -> str:

@@ -120,7 +120,7 @@ FAULTS: tuple[FaultyForm, ...] = (
         "{term} to the denominator unshifted. So it computes {name}(x − max x), not {name}(x): "
         "the result changes when all scores are shifted by a constant, and its weights always sum "
         "to at least 1/2.",
-        "Shift the {term} too: use {shifted} in place of {term} (and take m = max({mzero}, max x) "
+        "Shift the {term} too: use {shifted} in place of {term} (and take m = {mmax} "
         "so that an all-masked row stays finite).",
     ),
     FaultyForm(
@@ -189,20 +189,20 @@ FAULTS: tuple[FaultyForm, ...] = (
         "On a row whose every score is masked (−∞) it returns NaN, but {name} of such a row is "
         "exactly 0: the sink takes all the weight. The NaN comes from m = max x = −∞, so "
         "x − m = −∞ − (−∞) = NaN.",
-        "Take m = max({mzero}, max x), which is finite even when every score is −∞.",
+        "Take m = {mmax}, which is finite even when every score is −∞.",
     ),
     FaultyForm(
         "no-max-subtraction",
         "no max subtraction: exp overflows for large scores",
         None,
-        "exp(x_k) / ({term} + Σ_j exp(x_j)) evaluated directly in the dtype",
+        "exp(x_k) / ({plus}Σ_j exp(x_j)) evaluated directly in the dtype",
         _naive,
         "It evaluates the definition directly, without subtracting the row maximum: it is exact "
         "in exact arithmetic, but exp(x) overflows to inf once a score exceeds the largest "
         "exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 in float16), and "
         "inf/inf gives NaN (for softmax, a row of very negative scores also underflows to 0/0).",
-        "Subtract m = max({mzero}, max x) from every exponent, including the sink term: "
-        "exp(x_k − m) / ({shifted} + Σ_j exp(x_j − m)).",
+        "Subtract m = {mmax} from every exponent{including}: "
+        "exp(x_k − m) / ({plus_shifted}Σ_j exp(x_j − m)).",
     ),
 )
 
@@ -210,10 +210,13 @@ FAULTS: tuple[FaultyForm, ...] = (
 def words(name: str, sink) -> dict[str, str]:
     """The wording fields of the explanations for normalizer ``name``."""
     if sink is None:
-        return {"name": name, "term": "0", "shifted": "0", "mzero": "−∞"}
+        return {"name": name, "term": "0", "shifted": "0", "mmax": "max x", "plus": "",
+                "plus_shifted": "", "including": ""}
     if name == "softmax1":
-        return {"name": "softmax₁", "term": "1", "shifted": "exp(−m)", "mzero": "0"}
-    return {"name": name, "term": "sink term exp(s)", "shifted": "exp(s − m)", "mzero": "s"}
+        return {"name": "softmax₁", "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
+                "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))"}
+    return {"name": name, "term": "sink term exp(s)", "shifted": "exp(s − m)", "mmax": "max(s, max x)",
+            "plus": "exp(s) + ", "plus_shifted": "exp(s − m) + ", "including": ", including the sink's"}
 
 
 def variants(name: str):

@@ -28,9 +28,12 @@ __all__ = ["Target", "load", "wrap", "ImplRaised", "brief"]
 class ImplRaised(Exception):
     """The implementation raised on a valid input."""
 
-    def __init__(self, exc: BaseException, shape: tuple):
+    def __init__(self, exc: BaseException, x: np.ndarray):
         super().__init__(brief(exc))
-        self.exc, self.shape = exc, shape
+        self.exc, self.shape = exc, tuple(x.shape)
+        flat = [float(v) for v in np.ravel(x)]
+        shown = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in flat[:8])
+        self.values = "[" + shown + (", ..." if len(flat) > 8 else "") + "]"
 
 
 def brief(exc: BaseException) -> str:
@@ -130,7 +133,7 @@ class Target:
                     warnings.simplefilter("ignore")
                     y = self.fn(xin, **self._kwargs(dim, m, params))
             except Exception as exc:
-                raise ImplRaised(exc, x.shape) from None
+                raise ImplRaised(exc, x) from None
             return _as_float64(y), None
         torch = _torch()
         xt = torch.tensor(x, dtype=getattr(torch, dtype))
@@ -148,7 +151,7 @@ class Target:
                     (g,) = torch.autograd.grad((y * c).sum(), xt, allow_unused=True)
                     g = np.zeros(x.shape) if g is None else g.detach().to(torch.float64).numpy()
         except Exception as exc:
-            raise ImplRaised(exc, x.shape) from None
+            raise ImplRaised(exc, x) from None
         return _as_float64(y), g
 
 
@@ -205,7 +208,7 @@ def _raw_call(target: Target, x, dtype, dim, mask, params):
             warnings.simplefilter("ignore")
             return target.fn(args, **target._kwargs(dim, mask, params))
     except Exception as exc:
-        raise ImplRaised(exc, x.shape) from None
+        raise ImplRaised(exc, x) from None
 
 
 def load(spec: str, params: tuple[str, ...], dim: int, dtype: str) -> Target:
