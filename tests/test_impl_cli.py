@@ -68,8 +68,8 @@ ERRORS = [
     (["tests/zoo/sink_numpy.py:sink", "--as", "sink", "--param", "s=x"], "--param s: expected a number, got 'x'"),
     (["tests.zoo.softmax1_numpy:softmax1", "--as", "sink"], "normalizer 'sink' needs its parameter s"),
     (["tests.zoo.odd:raises_on_masked", "--as", "softmax1", "--dtype", "float64"],
-     "tests.zoo.odd:raises_on_masked raised ValueError: masked scores are not supported on a valid "
-     "float64 input of shape [1]: [-inf]"),
+     ("tests.zoo.odd:raises_on_masked raised ValueError: masked scores are not supported on a valid "
+     "float64 input of shape [1]: [-inf]")),
 ]
 
 

@@ -15,7 +15,7 @@ ZOO = "tests/zoo/"
 def need_torch():
     """torch, or skip; with CI=true a missing torch fails instead of skipping."""
     if os.environ.get("CI") == "true":
-        import torch  # noqa: F401  (in CI a missing torch is an error, not a skip)
+        import torch
 
         return torch
     return pytest.importorskip("torch", reason="the torch half of the zoo needs torch")
@@ -85,8 +85,8 @@ def test_unknown_fault_is_described_by_its_pattern():
     damped = check_implementation("tests.zoo.odd:damped", "softmax1", **FAST)
     assert damped.diagnosis.matched == []
     assert damped.diagnosis.pattern == [
-        "In every failing row the output is the exact row times a factor (the ratios between "
-        "weights are right): the normalization (denominator) is wrong.",
+        ("In every failing row the output is the exact row times a factor (the ratios between "
+        "weights are right): the normalization (denominator) is wrong."),
         "The factor is the same on every failing row: 0.9.",
     ]
     masked = check_implementation("tests.zoo.odd:uniform_when_masked", "softmax1", **FAST)

@@ -8,4 +8,4 @@ matched against a table of known faulty forms (:mod:`.faults`).
 from derive.impl.api import DEFAULT_DTYPES, check_implementation
 from derive.impl.report import Report
 
-__all__ = ["check_implementation", "Report", "DEFAULT_DTYPES"]
+__all__ = ["DEFAULT_DTYPES", "Report", "check_implementation"]

@@ -7,15 +7,20 @@ import math
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
+from derive.impl.faults import SINKS
 from derive.impl.report import Report
 from derive.impl.target import ImplRaised, load, wrap
 from derive.impl.tolerance import tolerance
 from derive.normalizers.registry import get
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["check_implementation", "DEFAULT_DTYPES"]
+__all__ = ["DEFAULT_DTYPES", "check_implementation"]
 
 DEFAULT_DTYPES = ("float64", "float32")
+
+# Normalizers whose parameters Hypothesis may vary over all reals (when the function takes
+# them as keywords); any other parameter must be fixed with --param NAME=VALUE.
+VARIABLE = frozenset(SINKS)
 
 
 def _params(norm, given: dict, accepted: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:
@@ -31,7 +36,7 @@ def _params(norm, given: dict, accepted: tuple[str, ...]) -> tuple[dict, tuple[s
             if not math.isfinite(value):
                 raise InputError(f"parameter {p} must be a finite number, got {given[p]!r}")
             fixed[p] = value
-        elif p in accepted:
+        elif p in accepted and norm.name in VARIABLE:
             free.append(p)
         else:
             raise InputError(f"normalizer {norm.name!r} needs its parameter {p}: give --param {p}=VALUE "

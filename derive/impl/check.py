@@ -23,7 +23,7 @@ from derive.impl.reference import exact_row, jacobian
 from derive.impl.target import ImplRaised, Target
 from derive.impl.tolerance import Tolerance
 
-__all__ = ["Checker", "Failure", "DtypeResult", "grad_weights"]
+__all__ = ["Checker", "DtypeResult", "Failure", "grad_weights"]
 
 
 def grad_weights(n: int) -> np.ndarray:

@@ -160,8 +160,8 @@ def _factor(probes: list[_Probe], bad: list[_Probe]) -> list[str]:
     if _close(a, b) and not _close(d, e):
         return ["The factor depends only on max x (rows with the same maximum get the same factor)."]
     if _close(d, e) and not _close(a, b):
-        return ["The factor depends only on the row sum Σ exp(x) (rows with the same sum get the "
-                "same factor)."]
+        return [("The factor depends only on the row sum Σ exp(x) (rows with the same sum get the "
+                "same factor).")]
     if a is not None and c is not None:
         return ["The factor depends on both the maximum and the row sum."]
     return []

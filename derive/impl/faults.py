@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
-__all__ = ["FaultyForm", "FAULTS", "SINKS", "sink_of", "sink_row", "variants"]
+__all__ = ["FAULTS", "SINKS", "FaultyForm", "sink_of", "sink_row", "variants"]
 
 LN2 = math.log(2.0)
 LOG2E = 1.0 / LN2

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["cases", "EDGE_ROWS", "PROBE_ROWS", "PROBE_PARAMS", "MAX_N", "lead_ndim"]
+__all__ = ["EDGE_ROWS", "MAX_N", "PROBE_PARAMS", "PROBE_ROWS", "cases", "lead_ndim"]
 
 INF = math.inf
 MAX_N = 8

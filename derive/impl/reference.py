@@ -20,7 +20,7 @@ import sympy as sp
 
 from derive.model.attention import M, i, n
 
-__all__ = ["exact_row", "jacobian", "Exact"]
+__all__ = ["Exact", "exact_row", "jacobian"]
 
 _X = sp.IndexedBase("x")
 
@@ -36,7 +36,7 @@ class Exact:
 
 
 def _split(row: list[float]) -> tuple[list[float], list[bool]]:
-    allowed = [not (v == -math.inf) for v in row]
+    allowed = [v != -math.inf for v in row]
     return [v if ok else 0.0 for v, ok in zip(row, allowed)], allowed
 
 

@@ -11,7 +11,7 @@ import jinja2
 from derive.impl.check import DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
 
-__all__ = ["Report", "TOLERANCE_RULE"]
+__all__ = ["TOLERANCE_RULE", "Report"]
 
 TOLERANCE_RULE = ("|y − p| ≤ abs + ulps·eps·(1 + κ)·|p|, where p is the exact weight of the inputs "
                   "as rounded to the dtype, eps the dtype's machine epsilon, abs its smallest normal "

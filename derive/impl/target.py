@@ -22,7 +22,7 @@ import numpy as np
 
 from derive.errors import InputError
 
-__all__ = ["Target", "load", "wrap", "ImplRaised", "brief"]
+__all__ = ["ImplRaised", "Target", "brief", "load", "wrap"]
 
 
 class ImplRaised(Exception):
@@ -68,7 +68,7 @@ def _import(spec: str):
         raise
     except ModuleNotFoundError as exc:
         raise InputError(f"cannot import {spec!r}: no module named {exc.name!r}") from None
-    except Exception as exc:  # the user's module failed while importing
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
         raise InputError(f"cannot import {spec!r}: importing it raised {brief(exc)}") from None
     obj = module
     for part in attr.split("."):
@@ -132,7 +132,7 @@ class Target:
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     y = self.fn(xin, **self._kwargs(dim, m, params))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
                 raise ImplRaised(exc, x) from None
             return _as_float64(y), None
         torch = _torch()
@@ -150,7 +150,7 @@ class Target:
                     c = torch.tensor(grad, dtype=y.dtype)
                     (g,) = torch.autograd.grad((y * c).sum(), xt, allow_unused=True)
                     g = np.zeros(x.shape) if g is None else g.detach().to(torch.float64).numpy()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
             raise ImplRaised(exc, x) from None
         return _as_float64(y), g
 
@@ -207,7 +207,7 @@ def _raw_call(target: Target, x, dtype, dim, mask, params):
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return target.fn(args, **target._kwargs(dim, mask, params))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
         raise ImplRaised(exc, x) from None
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from derive.errors import InputError
 
-__all__ = ["Tolerance", "TOLERANCES", "tolerance", "DTYPES"]
+__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "tolerance"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,5 @@
 """softmax₁ in torch: correct (with and without a mask) and a faulty exp2 variant."""
 
-import math
 
 import torch
 
