@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.impl.check import Checker, Failure
+from derive.impl.derivations import derive_fault
 from derive.impl.faults import variants, words
 from derive.impl.inputs import PROBE_PARAMS, PROBE_ROWS
 from derive.impl.reference import exact_row
@@ -198,7 +199,9 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
         if same and differs:
             sink = None if name == "softmax" else 0.0
             f = {**words(name, sink), **{k: v for k, v in fields.items() if isinstance(v, str)}}
+            derivation = derive_fault(entry.name, name, tuple(sorted(fields.items())))
             diag.matched.append({
+                "derivation": None if derivation is None else derivation.as_json(),
                 "name": entry.name,
                 "title": _text(entry.title, f),
                 "formula": _text(entry.formula, f),

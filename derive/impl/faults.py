@@ -153,8 +153,10 @@ FAULTS: tuple[FaultyForm, ...] = (
         "it competes with, so the sink's weight is wrong whenever s ≠ 0.",
         "Scale the sink logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink "
         "logit on the same side of that scaling everywhere (training and inference).",
-        tuple({"factor": 1 / math.sqrt(d), "how": f"s/√d with d = {d}", "c": f"1/√{d}"} for d in _D)
-        + tuple({"factor": math.sqrt(d), "how": f"s·√d with d = {d}", "c": f"√{d}"} for d in _D),
+        tuple({"factor": 1 / math.sqrt(d), "d": d, "power": -1, "how": f"s/√d with d = {d}",
+               "c": f"1/√{d}"} for d in _D)
+        + tuple({"factor": math.sqrt(d), "d": d, "power": 1, "how": f"s·√d with d = {d}",
+                 "c": f"√{d}"} for d in _D),
     ),
     FaultyForm(
         "exp2-units",

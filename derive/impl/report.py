@@ -145,10 +145,39 @@ class Report:
                     "bad": k < len(f.errors) and not f.errors[k] <= f.bounds[k],
                 })
         return _TEMPLATE.render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
+                                derivation_lines=derivation_lines,
                                 frow=", ".join(num(v) for v in f.row) if f else "",
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
                                 fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))
                                          if f else ""))
+
+
+def _status(v: dict) -> str:
+    if v["status"] == "refuted":
+        w = v["counterexample"]
+        given = {**w["instance"], **w["indices"]}
+        given.pop("d", None)  # no head dimension in a row of scores
+        inst = ", ".join(f"{k} = {json.dumps(given[k], separators=(', ', ': '))}" for k in sorted(given))
+        lhs, rhs = (format(float(x), ".6g") if not isinstance(x, list) else x for x in (w["lhs"], w["rhs"]))
+        return f"**refuted**: at {inst} the two sides are {lhs} and {rhs}"
+    if v["status"] == "proved":
+        how = "identical once written out" if v["method"] == "as written" else v["method"]
+        return f"**proved** ({how})"
+    return f"**undecided** ({v['method']})"
+
+
+def derivation_lines(d: dict) -> list[str]:
+    """The derivation of a matched faulty form, one statement per line."""
+    closed, name = d["closed_form"], d["definition"]
+    lines = [f"as written, `{d['written']}` = {closed}: {_status(d['written_equals_closed_form'])}"]
+    versus = d["closed_form_equals_definition"]
+    if closed == name:
+        lines.append(f"so the code equals {name} in exact arithmetic: the fault is numerical only")
+    else:
+        lines.append(f"{closed} = {name}: {_status(versus)}")
+    if d["fix_equals_definition"] is not None:
+        lines.append(f"the fix, with any shift m, = {name}: {_status(d['fix_equals_definition'])}")
+    return lines
 
 
 _TEMPLATE = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
@@ -200,6 +229,14 @@ The definition has no value on this row (every score is masked); NaN or 0 would 
 {{ m.explanation }}
 
 **Fix:** {{ m.fix }}
+{% if m.derivation %}
+
+Derived symbolically, for every row length n, mask and shift m (SymPy):
+
+{% for line in derivation_lines(m.derivation) %}
+- {{ line }}
+{% endfor %}
+{% endif %}
 {% endfor %}
 {% else %}
 No known faulty form matches ({{ r.diagnosis.failing_probes }} of {{ r.diagnosis.probes }} probe rows disagree). The error pattern:
