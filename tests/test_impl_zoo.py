@@ -165,3 +165,11 @@ def test_correct_torch_implementations_agree_in_half_precision(spec, norm):
     need_torch()
     report = check_implementation(ZOO + spec, norm, dtypes=("float16", "bfloat16"))
     assert report.agrees, report.to_markdown()
+
+
+def test_torch_output_outside_autograd_is_said_not_compared():
+    need_torch()
+    report = check_implementation(ZOO + "softmax1_torch.py:softmax1_no_grad", "softmax1", **FAST)
+    assert report.agrees
+    assert [r.gradient_note() for r in report.results] == ["not compared: the output is not differentiable"] * 2
+    assert "| not compared: the output is not differentiable |" in report.to_markdown()

@@ -55,6 +55,17 @@ class DtypeResult:
     max_abs_error: float = 0.0
     max_ratio: float = 0.0  # largest error / allowed error
     gradients: bool = False
+    gradient_skips: int = 0  # torch calls whose output did not require grad (not compared)
+    gradient_calls: int = 0
+
+    def gradient_note(self) -> str:
+        if not self.gradients:
+            return "—"
+        if self.gradient_skips == 0:
+            return "checked"
+        if self.gradient_skips >= self.gradient_calls:
+            return "not compared: the output is not differentiable"
+        return f"checked; not differentiable in {self.gradient_skips} of {self.gradient_calls} calls"
     failure: Failure | None = None
     undefined_rows: int = 0  # rows where the definition has no value (NaN or 0 accepted)
 
@@ -114,6 +125,9 @@ class Checker:
         if y is None:
             return Failure(tol.dtype, "shape", x.reshape(-1, x.shape[-1])[0].tolist(), allp,
                            tuple(x.shape), [], [], [], [])
+        if grad and result is not None:
+            result.gradient_calls += 1
+            result.gradient_skips += g is None
         rows, outs = x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1])
         grads = None if g is None else g.reshape(-1, x.shape[-1])
         for r, (row, out) in enumerate(zip(rows.tolist(), outs.tolist())):

@@ -107,6 +107,7 @@ class Report:
             "max_abs_error": _jnum(float(err(r.max_abs_error)) if math.isfinite(r.max_abs_error) else r.max_abs_error),
             "max_error_over_tolerance": _jnum(float(err(r.max_ratio)) if math.isfinite(r.max_ratio) else r.max_ratio),
             "gradients_checked": r.gradients,
+            "gradients": r.gradient_note(),
             "tolerance": r.tolerance.as_json(),
         }
 
@@ -189,12 +190,12 @@ _TEMPLATE = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_traili
 - normalizer: `{{ r.normalizer }}`{% if params %} with {{ params }}{% endif %}{% if r.free_params %}; varied: {{ r.free_params | join(", ") }}{% endif %}
 
 - calling convention: {{ r.api }} arrays, normalized axis dim = {{ r.dim }}
-- inputs per dtype: {{ r.examples }} Hypothesis examples (derandomized) and the fixed edge cases (ties, single elements, ±1e4, masked and fully masked rows)
+- inputs per dtype: {{ r.examples }} Hypothesis examples (derandomized){% if r.api == "torch" %}, {{ [1, r.examples // 2] | max }} more with gradients,{% endif %} and the fixed edge cases (ties, single elements, ±1e4, masked and fully masked rows)
 
 | dtype | verdict | inputs tested | edge cases | max abs error | max error / allowed | gradients | tolerance |
 |---|---|---:|---:|---:|---:|---|---|
 {% for d in r.results %}
-| {{ d.dtype }} | {{ "agrees" if d.failure is none else "**disagrees**" }} | {{ d.examples }} | {{ d.edge_cases }} | {{ err(d.max_abs_error) }} | {{ err(d.max_ratio) }} | {{ "checked" if d.gradients else "—" }} | {{ d.tolerance.ulps }} ulp (rel {{ err(d.tolerance.rel) }}), abs {{ err(d.tolerance.abs) }} |
+| {{ d.dtype }} | {{ "agrees" if d.failure is none else "**disagrees**" }} | {{ d.examples }} | {{ d.edge_cases }} | {{ err(d.max_abs_error) }} | {{ err(d.max_ratio) }} | {{ d.gradient_note() }} | {{ d.tolerance.ulps }} ulp (rel {{ err(d.tolerance.rel) }}), abs {{ err(d.tolerance.abs) }} |
 {% endfor %}
 
 Tolerance: {{ rule }}

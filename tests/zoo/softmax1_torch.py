@@ -33,3 +33,9 @@ def softmax1_detached(x):
     m = torch.clamp(x.amax(dim=-1, keepdim=True), min=0)
     e = torch.exp(x - m)
     return e / (torch.exp(-m) + e.sum(dim=-1, keepdim=True)).detach()
+
+
+def softmax1_no_grad(x):
+    """Correct values, computed outside autograd (an inference-only kernel)."""
+    with torch.no_grad():
+        return softmax1(x)
