@@ -82,5 +82,15 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
             diagnosis = diagnose(checker, result.failure, tol)
     return Report(target=target.name, normalizer=norm.name, title=norm.title, params=fixed,
                   free_params=free, api=target.api, dim=dim, examples=examples, results=results,
-                  diagnosis=diagnosis)
+                  diagnosis=diagnosis, keywords=_passed(target, free))
+
+
+def _passed(target, free) -> list[str]:
+    """The keywords passed to the function besides the scores, as the report states them."""
+    out = [f"{target.dim_kw}=dim"] if target.dim_kw else []
+    if target.takes_mask:
+        out.append("mask (bool, True = allowed; a masked score is passed as 0)")
+    out += [f"{p} (fixed)" for p in target.param_kws if p not in free]
+    out += [f"{p} (varied by Hypothesis)" for p in free]
+    return out
 

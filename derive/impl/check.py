@@ -43,6 +43,7 @@ class Failure:
     errors: list  # |output − exact| per entry
     bounds: list  # allowed error per entry
     defined: bool = True
+    source: str = "hypothesis"  # hypothesis (shrunk) | edge case (fixed list)
 
 
 @dataclass
@@ -202,6 +203,7 @@ class Checker:
                 result.edge_cases += 1
                 fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result, grad)
                 if fail is not None:
+                    fail.source = "edge case"
                     result.failure = fail
                     return result
         return result

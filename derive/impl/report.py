@@ -51,6 +51,7 @@ class Report:
     examples: int
     results: list[DtypeResult]
     diagnosis: Diagnosis | None
+    keywords: list | None = None  # keywords passed to the function besides the scores
 
     @property
     def agrees(self) -> bool:
@@ -87,6 +88,7 @@ class Report:
             "varied_params": list(self.free_params),
             "api": self.api,
             "dim": self.dim,
+            "keywords_passed": list(self.keywords or []),
             "examples": self.examples,
             "verdict": "agrees" if self.agrees else "disagrees",
             "summary": self.summary(),
@@ -116,6 +118,7 @@ class Report:
         return {
             "dtype": f.dtype,
             "kind": f.kind,
+            "source": f.source,
             "input_shape": list(f.shape),
             "row": [_jnum(v) for v in f.row],
             "params": {k: _jnum(v) for k, v in sorted(f.params.items())},
@@ -189,7 +192,8 @@ _TEMPLATE = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_traili
 
 - normalizer: `{{ r.normalizer }}`{% if params %} with {{ params }}{% endif %}{% if r.free_params %}; varied: {{ r.free_params | join(", ") }}{% endif %}
 
-- calling convention: {{ r.api }} arrays, normalized axis dim = {{ r.dim }}
+- calling convention: {{ r.api }} arrays, normalized axis dim = {{ r.dim }}{% if r.keywords %}; also passed: {{ r.keywords | join(", ") }}{% endif %}
+
 - inputs per dtype: {{ r.examples }} Hypothesis examples (derandomized){% if r.api == "torch" %}, {{ [1, r.examples // 2] | max }} more with gradients,{% endif %} and the fixed edge cases (ties, single elements, ±1e4, masked and fully masked rows)
 
 | dtype | verdict | inputs tested | edge cases | max abs error | max error / allowed | gradients | tolerance |
@@ -203,7 +207,7 @@ Tolerance: {{ rule }}
 
 ## Counterexample ({{ f.dtype }}, {{ "gradient" if f.kind == "gradient" else ("shape" if f.kind == "shape" else "values") }})
 
-The simplest failing input Hypothesis found: row `[{{ frow }}]`{% if fparams %} with {{ fparams }}{% endif %} (input shape {{ f.shape | list }}).
+{{ "The simplest failing input Hypothesis found" if f.source == "hypothesis" else "Hypothesis found no failure; this fixed edge case fails" }}: row `[{{ frow }}]`{% if fparams %} with {{ fparams }}{% endif %} (input shape {{ f.shape | list }}).
 {% if f.kind == "shape" %}
 The implementation returned an array of a different shape.
 {% else %}
