@@ -173,3 +173,14 @@ def test_torch_output_outside_autograd_is_said_not_compared():
     assert report.agrees
     assert [r.gradient_note() for r in report.results] == ["not compared: the output is not differentiable"] * 2
     assert "| not compared: the output is not differentiable |" in report.to_markdown()
+
+
+@pytest.mark.parametrize("fn,line", [
+    ("squared_denominator", "The factor depends only on the row sum Σ exp(x) (rows with the same sum get "
+                            "the same factor)."),
+    ("max_damped", "The factor depends only on max x (rows with the same maximum get the same factor)."),
+])
+def test_unknown_factor_is_attributed_to_max_or_row_sum(fn, line):
+    report = check_implementation(f"tests.zoo.odd:{fn}", "softmax1", dtypes=("float32",), examples=20)
+    assert report.diagnosis.matched == []
+    assert report.diagnosis.pattern[1:] == [line]

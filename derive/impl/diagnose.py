@@ -61,13 +61,14 @@ def _same(y: list, f: list, row, params, tol: Tolerance) -> bool:
 
 @dataclass
 class _Probe:
-    row: tuple
+    row: tuple  # as rounded to the dtype
     params: dict  # all parameters (fixed and probed)
     free: dict  # the probed free parameters, passed to the checker
     output: list | None
     exact: list
     defined: bool
     agrees: bool
+    key: tuple = ()  # the probe row as written in PROBE_ROWS (before rounding)
 
 
 def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
@@ -76,8 +77,8 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
     free_of_failure = {p: failure.params[p] for p in checker.free_params}
     todo = [(tuple(failure.row), free_of_failure)] + [(r, s) for s in sets for r in PROBE_ROWS]
     out = []
-    for row, free in todo:
-        row = tuple(checker.round(np.array(row, dtype=float), tol.dtype).tolist())
+    for key, free in todo:
+        row = tuple(checker.round(np.array(key, dtype=float), tol.dtype).tolist())
         params = {**checker.fixed_params, **free}
         y = checker.outputs(row, free, tol.dtype)
         ex = exact_row(checker.norm, list(row), params, checker.dps)
@@ -88,7 +89,7 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
             agrees = _same(y, exact, row, params, tol)
         else:
             agrees = all(math.isnan(v) or v == 0.0 for v in y)
-        out.append(_Probe(row, params, free, y, exact, ex.defined, agrees))
+        out.append(_Probe(row, params, free, y, exact, ex.defined, agrees, tuple(key)))
     return out
 
 
@@ -140,7 +141,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
         lines.append("In every failing row the output is the exact row times a factor (the ratios "
                      "between weights are right): the normalization (denominator) is wrong.")
         lines.extend(_factor(probes, bad))
-    shift = {p.row: p.output for p in probes if not p.free or p.free == probes[-1].free}
+    shift = {p.key: p.output for p in probes[1:] if not p.free or p.free == probes[-1].free}
     y1, y2 = shift.get((1.0, 0.0)), shift.get((2.0, 1.0))
     if name != "softmax" and y1 and y2 and all(abs(u - v) <= 1e-9 for u, v in zip(y1, y2)):
         lines.append("Its output does not change when every score is shifted by the same constant, "
@@ -155,7 +156,7 @@ def _factor(probes: list[_Probe], bad: list[_Probe]) -> list[str]:
     if all(_close(f, factors[0]) for f in factors):
         return [f"The factor is the same on every failing row: {factors[0]:.6g}."]
     last = probes[-1].free
-    by_row = {p.row: _ratio(p) for p in probes if not p.free or p.free == last}
+    by_row = {p.key: _ratio(p) for p in probes[1:] if not p.free or p.free == last}
     a, b, c = by_row.get((1.0, 0.0)), by_row.get((1.0, -1.0)), by_row.get((2.0, 1.0))
     d, e = by_row.get((1.0, 1.0)), by_row.get((1.6931471805599454,))
     if _close(a, b) and not _close(d, e):

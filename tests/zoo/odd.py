@@ -26,3 +26,17 @@ def raises_on_masked(x):
 def reduces(x):
     """Returns one number per row instead of a row of weights."""
     return softmax1(x).sum(axis=-1)
+
+
+def squared_denominator(x):
+    """Divides by the denominator twice: the factor 1/(1 + Σ exp x) depends on the row sum only."""
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    den = np.exp(-m) + e.sum(axis=-1, keepdims=True)
+    return e / den / (den * np.exp(m))
+
+
+def max_damped(x):
+    """The right weights divided by 1 + (max x)²: a factor that depends on max x only."""
+    top = np.max(np.where(np.isneginf(x), 0, x), axis=-1, keepdims=True)
+    return softmax1(x) / (1 + top**2)
