@@ -176,8 +176,8 @@ def test_torch_output_outside_autograd_is_said_not_compared():
 
 
 @pytest.mark.parametrize("fn,line", [
-    ("squared_denominator", "The factor depends only on the row sum Σ exp(x) (rows with the same sum get "
-                            "the same factor)."),
+    ("squared_denominator", ("The factor depends only on the row sum Σ exp(x) (rows with the same sum get "
+                            "the same factor).")),
     ("max_damped", "The factor depends only on max x (rows with the same maximum get the same factor)."),
 ])
 def test_unknown_factor_is_attributed_to_max_or_row_sum(fn, line):
