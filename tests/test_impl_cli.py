@@ -98,3 +98,10 @@ def test_assert_implements_passes_and_fails_with_the_report():
         assert_implements(unshifted, "softmax1", dtypes=("float32",), examples=20)
     with pytest.raises(InputError, match="unknown normalizer 'softmax3'"):
         assert_implements(softmax1, "softmax3")
+
+
+def test_output_printed_by_the_implementation_goes_to_stderr(capsys):
+    code, out, err = run(capsys, "tests.zoo.odd:chatty", "--as", "softmax1", *QUICK, "--format", "json")
+    assert code == 0
+    assert json.loads(out)["verdict"] == "agrees"
+    assert "debug: computing softmax1" in err

@@ -9,6 +9,7 @@ keywords, which are then passed.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -44,6 +45,11 @@ def brief(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def _quiet():
+    """The user's code may print: send it to stderr, so stdout holds only the report."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
 def _import(spec: str):
     if ":" not in spec:
         raise InputError(f"cannot import {spec!r}: expected MODULE_OR_FILE:FUNCTION, e.g. impl.py:softmax1")
@@ -59,11 +65,13 @@ def _import(spec: str):
             mod_spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(mod_spec)
             sys.modules[name] = module
-            mod_spec.loader.exec_module(module)
+            with _quiet():
+                mod_spec.loader.exec_module(module)
         else:
             if os.getcwd() not in sys.path and "" not in sys.path:
                 sys.path.insert(0, os.getcwd())
-            module = importlib.import_module(where)
+            with _quiet():
+                module = importlib.import_module(where)
     except InputError:
         raise
     except ModuleNotFoundError as exc:
@@ -129,7 +137,7 @@ class Target:
             xin = x.astype(dtype)
             m = None if mask is None else mask.copy()
             try:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
+                with np.errstate(all="ignore"), warnings.catch_warnings(), _quiet():
                     warnings.simplefilter("ignore")
                     y = self.fn(xin, **self._kwargs(dim, m, params))
             except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
@@ -141,7 +149,7 @@ class Target:
             xt.requires_grad_(True)
         mt = None if mask is None else torch.tensor(mask)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _quiet():
                 warnings.simplefilter("ignore")
                 y = self.fn(xt, **self._kwargs(dim, mt, params))
                 g = None
@@ -204,7 +212,7 @@ def _raw_call(target: Target, x, dtype, dim, mask, params):
         args = torch.tensor(x, dtype=getattr(torch, dtype))
         mask = None if mask is None else torch.tensor(mask)
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
+        with np.errstate(all="ignore"), warnings.catch_warnings(), _quiet():
             warnings.simplefilter("ignore")
             return target.fn(args, **target._kwargs(dim, mask, params))
     except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported

@@ -40,3 +40,9 @@ def max_damped(x):
     """The right weights divided by 1 + (max x)²: a factor that depends on max x only."""
     top = np.max(np.where(np.isneginf(x), 0, x), axis=-1, keepdims=True)
     return softmax1(x) / (1 + top**2)
+
+
+def chatty(x):
+    """Correct, but prints: the report on stdout must stay clean."""
+    print("debug: computing softmax1")
+    return softmax1(x)
