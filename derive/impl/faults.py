@@ -160,15 +160,14 @@ FAULTS: tuple[FaultyForm, ...] = (
     ),
     FaultyForm(
         "exp2-units",
-        "exp/exp2 unit mix-up: a factor {c} on the {where} only",
+        "exp/exp2 unit mix-up: a factor {c} on the {where}{only}",
         None,
         "the {where} multiplied by {c} inside exp",
         lambda row, sink, dtype, where, factor, **_: (
             _sink_scaled(row, sink, dtype, factor) if where == "sink logit"
             else _scores_scaled(row, sink, dtype, factor)),
-        "It mixes exp and exp2 units: a factor {c} appears on the {where} only ({why}); the other "
-        "terms are in natural-exp units. Its weights are those of the definition with the {where} "
-        "multiplied by {c}.",
+        "It mixes exp and exp2 units: a factor {c} appears on the {where}{only} ({why}). Its "
+        "weights are those of the definition with the {where} multiplied by {c}.",
         "Use one unit everywhere: either exp(·) on every term, or exp2(· · log₂e) on every term "
         "(scores, maximum and sink alike).",
         (
@@ -213,12 +212,14 @@ def words(name: str, sink) -> dict[str, str]:
     """The wording fields of the explanations for normalizer ``name``."""
     if sink is None:
         return {"name": name, "term": "0", "shifted": "0", "mmax": "max x", "plus": "",
-                "plus_shifted": "", "including": ""}
+                "plus_shifted": "", "including": "", "only": ""}
     if name == "softmax1":
         return {"name": "softmax₁", "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
-                "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))"}
+                "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))",
+                "only": " only"}
     return {"name": name, "term": "sink term exp(s)", "shifted": "exp(s − m)", "mmax": "max(s, max x)",
-            "plus": "exp(s) + ", "plus_shifted": "exp(s − m) + ", "including": ", including the sink's"}
+            "plus": "exp(s) + ", "plus_shifted": "exp(s − m) + ", "including": ", including the sink's",
+            "only": " only"}
 
 
 def variants(name: str):
