@@ -19,6 +19,12 @@ def test_committed_docs_are_current():
     assert report.stale == [], f"run `python build_docs.py`: stale {report.stale}"
 
 
+def test_impl_check_page_shows_a_caught_fault():
+    page = (ROOT / "docs" / "impl-check.md").read_text(encoding="utf-8")
+    assert "**Verdict: DISAGREES.**" in page
+    assert "unshifted +1" in page
+
+
 def test_two_builds_are_byte_identical(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):

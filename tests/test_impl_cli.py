@@ -57,7 +57,8 @@ def test_two_runs_are_byte_identical(capsys, fmt):
 
 ERRORS = [
     (["tests/zoo/nope.py:f", "--as", "softmax1"], "cannot import 'tests/zoo/nope.py:f': no file tests/zoo/nope.py"),
-    (["tests.zoo.nomodule:f", "--as", "softmax1"], "cannot import 'tests.zoo.nomodule:f': no module named 'tests.zoo.nomodule'"),
+    (["tests.zoo.nomodule:f", "--as", "softmax1"],
+     "cannot import 'tests.zoo.nomodule:f': no module named 'tests.zoo.nomodule'"),
     (["tests.zoo.softmax1_numpy:nope", "--as", "softmax1"],
      "cannot import 'tests.zoo.softmax1_numpy:nope': tests.zoo.softmax1_numpy has no attribute 'nope'"),
     (["tests/zoo/softmax1_numpy.py", "--as", "softmax1"], "expected MODULE_OR_FILE:FUNCTION"),

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import jinja2
 
+from derive.render.output import template_dir
+
 from derive.impl.check import DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
 
@@ -148,7 +150,7 @@ class Report:
                     "b": err(f.bounds[k]) if k < len(f.bounds) else "",
                     "bad": k < len(f.errors) and not f.errors[k] <= f.bounds[k],
                 })
-        return _TEMPLATE.render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
+        return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
                                 derivation_lines=derivation_lines,
                                 frow=", ".join(num(v) for v in f.row) if f else "",
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
@@ -184,71 +186,10 @@ def derivation_lines(d: dict) -> list[str]:
     return lines
 
 
-_TEMPLATE = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                               autoescape=False, undefined=jinja2.StrictUndefined).from_string("""\
-# derive impl: `{{ r.target }}` as {{ r.title }}
+def _template() -> jinja2.Template:
+    """``templates/impl-report.md.j2`` (shipped in the package as ``derive/templates``)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template("impl-report.md.j2")
 
-**Verdict: {{ "agrees" if r.agrees else "DISAGREES" }}.** {{ r.summary() }}
-
-- normalizer: `{{ r.normalizer }}`{% if params %} with {{ params }}{% endif %}{% if r.free_params %}; varied: {{ r.free_params | join(", ") }}{% endif %}
-
-- calling convention: {{ r.api }} arrays, normalized axis dim = {{ r.dim }}{% if r.keywords %}; also passed: {{ r.keywords | join(", ") }}{% endif %}
-
-- inputs per dtype: {{ r.examples }} Hypothesis examples (derandomized){% if r.api == "torch" %}, {{ [1, r.examples // 2] | max }} more with gradients,{% endif %} and the fixed edge cases (ties, single elements, ±1e4, masked and fully masked rows)
-
-| dtype | verdict | inputs tested | edge cases | max abs error | max error / allowed | gradients | tolerance |
-|---|---|---:|---:|---:|---:|---|---|
-{% for d in r.results %}
-| {{ d.dtype }} | {{ "agrees" if d.failure is none else "**disagrees**" }} | {{ d.examples }} | {{ d.edge_cases }} | {{ err(d.max_abs_error) }} | {{ err(d.max_ratio) }} | {{ d.gradient_note() }} | {{ d.tolerance.ulps }} ulp (rel {{ err(d.tolerance.rel) }}), abs {{ err(d.tolerance.abs) }} |
-{% endfor %}
-
-Tolerance: {{ rule }}
-{% if f %}
-
-## Counterexample ({{ f.dtype }}, {{ "gradient" if f.kind == "gradient" else ("shape" if f.kind == "shape" else "values") }})
-
-{{ "The simplest failing input Hypothesis found" if f.source == "hypothesis" else "Hypothesis found no failure; this fixed edge case fails" }}: row `[{{ frow }}]`{% if fparams %} with {{ fparams }}{% endif %} (input shape {{ f.shape | list }}).
-{% if f.kind == "shape" %}
-The implementation returned an array of a different shape.
-{% else %}
-
-| k | x_k | {{ "autograd d⟨c,y⟩/dx_k" if f.kind == "gradient" else "implementation" }} | {{ "derived cᵀJ" if f.kind == "gradient" else "exact" }} | error | allowed |
-|---:|---:|---:|---:|---:|---:|
-{% for row in rows %}
-| {{ row.k }} | {{ row.x }} | {{ row.y }} | {{ row.p }} | {{ "**" ~ row.e ~ "**" if row.bad else row.e }} | {{ row.b }} |
-{% endfor %}
-{% if not f.defined %}
-
-The definition has no value on this row (every score is masked); NaN or 0 would have been accepted.
-{% endif %}
-{% endif %}
-{% endif %}
-{% if r.diagnosis %}
-
-## Diagnosis
-
-{% if r.diagnosis.matched %}
-{% for m in r.diagnosis.matched %}
-**It matches a known faulty form: {{ m.title }}** (`{{ m.name }}`; it agrees with `{{ m.formula }}` on all {{ m.probes }} probe rows).
-
-{{ m.explanation }}
-
-**Fix:** {{ m.fix }}
-{% if m.derivation %}
-
-Derived symbolically, for every row length n, mask and shift m (SymPy):
-
-{% for line in derivation_lines(m.derivation) %}
-- {{ line }}
-{% endfor %}
-{% endif %}
-{% endfor %}
-{% else %}
-No known faulty form matches ({{ r.diagnosis.failing_probes }} of {{ r.diagnosis.probes }} probe rows disagree). The error pattern:
-
-{% for line in r.diagnosis.pattern %}
-- {{ line }}
-{% endfor %}
-{% endif %}
-{% endif %}
-""")
