@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from derive.errors import InputError
-from derive.render import render_document
+from derive.errors import DeriveError, InputError
+from derive.render import Rendered, render_document
 
-__all__ = ["proof_modules", "load_document", "build", "BuildReport"]
+__all__ = ["BuildReport", "build", "load_document", "proof_modules"]
 
 
 def proofs_dir() -> Path:
@@ -43,15 +43,56 @@ def proof_modules(paths: list[str] | None = None) -> list[Path]:
     return sorted(p for p in proofs_dir().glob("*.py") if not p.name.startswith("_"))
 
 
-def load_document(path: Path):
+def _load_module(path: Path):
     name = f"_derive_proof_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    if not hasattr(module, "document") and not hasattr(module, "rendered"):
+        raise InputError(f"{path}: defines neither document() nor rendered(); expected `def document() -> Document`")
+    return module
+
+
+def load_document(path: Path):
+    """The checked :class:`Document` that the module at ``path`` builds."""
+    module = _load_module(path)
     if not hasattr(module, "document"):
         raise InputError(f"{path}: defines no document() function; expected `def document() -> Document`")
-    return module.document()
+    doc = module.document()
+    doc.source = _display_path(path)
+    return doc
+
+
+def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
+    """(name, files, steps, checks) of one module.
+
+    A module defines ``document()`` (a checked derivation, rendered by the templates), or
+    ``rendered() -> dict[str, str]`` for a page that a command renders itself (a report,
+    a comparison table); either way its files go through the same write and ``--check``.
+    """
+    module = _load_module(path)
+    if hasattr(module, "document"):
+        doc = module.document()
+        doc.source = _display_path(path)
+        steps = sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification"))
+        return doc.slug, render_document(doc), steps, len(doc.checks)
+    files = module.rendered()
+    return path.stem, Rendered(docs={k: v.encode() for k, v in files.items()}), 0, 0
+
+
+def _display_path(path: Path) -> str:
+    """``proofs/qk_bias.py`` style: relative to the working directory when possible."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return f"{path.parent.name}/{path.name}"
+
+
+class PdfFailed(DeriveError):
+    """pdflatex rejected a generated .tex file (a bug in a template or a document)."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -78,12 +119,10 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     have_pdflatex = shutil.which("pdflatex") is not None
     for path in modules:
         t0 = time.perf_counter()
-        doc = load_document(path)
-        rendered = render_document(doc)
-        steps = sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification"))
+        slug, rendered, steps, checks = _render_module(path)
         report.documents += 1
         report.steps += steps
-        report.checks += len(doc.checks)
+        report.checks += checks
         if check:
             for name, content in rendered.docs.items():
                 target = docs / name
@@ -94,11 +133,11 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
                 _write(docs / name, content)
             for name, content in rendered.build.items():
                 _write(out / name, content)
-            if pdf and have_pdflatex:
-                compile_pdf(out / f"{doc.slug}.tex")
+            tex = f"{slug}.tex"
+            if pdf and have_pdflatex and tex in rendered.build:
+                compile_pdf(out / tex)
                 report.pdfs += 1
-        log(f"  {doc.slug}: {steps} steps proved, {len(doc.checks)} checks passed "
-            f"({time.perf_counter() - t0:.1f} s)")
+        log(f"  {slug}: {steps} steps proved, {checks} checks passed ({time.perf_counter() - t0:.1f} s)")
     if not check and pdf and not have_pdflatex:
         log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
     report.seconds = time.perf_counter() - start
@@ -113,6 +152,6 @@ def compile_pdf(tex: Path) -> Path:
             cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=120,
         )
         if proc.returncode != 0:
-            tail = "\n".join(proc.stdout.splitlines()[-15:])
-            raise RuntimeError(f"pdflatex failed on {tex}:\n{tail}")
+            errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("!")][:3]
+            raise PdfFailed(f"pdflatex failed on {tex} (see {tex.with_suffix('.log')}): {' / '.join(errors)}")
     return tex.with_suffix(".pdf")

@@ -14,7 +14,7 @@ import sys
 from derive import __version__
 from derive.errors import InputError
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["COMMANDS", "main"]
 
 COMMANDS = ("build", "check", "diff", "examples", "impl")
 

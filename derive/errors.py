@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DeriveError", "InputError", "KindError", "Unsupported", "StepFailed"]
+__all__ = ["DeriveError", "InputError", "KindError", "StepFailed", "Unsupported"]
 
 
 class DeriveError(Exception):

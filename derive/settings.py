@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields, replace
 
 from derive.errors import InputError
 
-__all__ = ["Settings", "DEFAULT"]
+__all__ = ["DEFAULT", "Settings"]
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Settings:
     witness_examples: int = 300  # Hypothesis examples when searching a counterexample
     time_limit: float = 20.0  # seconds for one symbolic proof attempt
 
-    def merge(self, **changes) -> "Settings":
+    def merge(self, **changes) -> Settings:
         known = {f.name for f in fields(self)}
         for key in changes:
             if key not in known:

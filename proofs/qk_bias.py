@@ -231,7 +231,7 @@ def document() -> Document:
     doc.classify([("ratio of normalizers", z0 / zq)], j, name="the normalizer ratio is row-constant",
                  why="The ratio of normalizers is the same for every key:", expect=["row-constant"])
     gamma = sp.Symbol("gamma_i", real=True)
-    s_gamma = lambda a, b: (Dot(q0[a], k0[b]) + gamma) / SQRT_D  # noqa: E731
+    s_gamma = lambda a, b: (Dot(q0[a], k0[b]) + gamma) / SQRT_D
     doc.prose(
         "So the weights of row $i$ are unchanged for every allowed key exactly when "
         "$\\exp(\\langle b_Q, k^{0}_{j} \\rangle / \\sqrt{d})$ equals the same number for every allowed $j$, "
@@ -253,6 +253,15 @@ def document() -> Document:
     doc.classify([("per-token shift", Dot(q0[i], delta[j]) / SQRT_D)], j, name="per-token K shift",
                  why="Adding a different vector $\\delta_j$ to each key adds $\\langle q_i, \\delta_j \\rangle/\\sqrt{d}$, which is key-dependent:",
                  expect=["key-dependent"])
+
+    shifts = ((1, 0), (0, 0), (0, 0))
+    _, p_before = _numpy_attention(EX_Q, EX_KEYS, (0, 0), (0, 0))
+    _, p_after = _numpy_attention(EX_Q, [np.add(k, s_) for k, s_ in zip(EX_KEYS, shifts)], (0, 0), (0, 0))
+    doc.prose(
+        "A concrete counterexample with the seed's query and keys: shift only the first key, "
+        "$\\delta_1 = (1, 0)$, $\\delta_2 = \\delta_3 = 0$. Its score rises by $1/\\sqrt{2}$ and the weights change:"
+    )
+    doc.table(["keys", "weights"], [["k_j", _fmt(p_before)], ["k_j + δ_j", _fmt(p_after)]])
 
     # 8 ------------------------------------------------------------------------------
     doc.section("8. The max-subtracted softmax is the same invariance")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from derive.build import build
+from derive.build import PdfFailed, build
 from derive.errors import StepFailed
 
 HELP = "prove, cross-check and render derivation modules (default: every module in proofs/)"
@@ -29,6 +29,9 @@ def run(args) -> int:
                        check=args.check, pdf=not args.no_pdf, log=log)
     except StepFailed as exc:
         log(f"derive: step failed: {exc}")
+        return 1
+    except PdfFailed as exc:
+        log(f"derive: {exc}")
         return 1
     if args.check and report.stale:
         for name in report.stale:

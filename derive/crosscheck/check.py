@@ -22,7 +22,7 @@ from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.instances import MASK_KINDS, make_instance, signature
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["CheckResult", "cross_check", "close"]
+__all__ = ["CheckResult", "close", "cross_check"]
 
 
 @dataclass(frozen=True)

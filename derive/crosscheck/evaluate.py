@@ -103,7 +103,7 @@ class _Eval:
 
     def run(self, e: sp.Basic, env: dict):
         if isinstance(e, sp.Sum) or isinstance(e, Dot):
-            key = (e, tuple(sorted(((s.name, env[s]) for s in _free(e) if s in env))))
+            key = (e, tuple(sorted((s.name, env[s]) for s in _free(e) if s in env)))
             if key in self.cache:
                 return self.cache[key]
             val = self._node(e, env)
@@ -111,7 +111,7 @@ class _Eval:
             return val
         return self._node(e, env)
 
-    def _node(self, e: sp.Basic, env: dict):  # noqa: C901 - one branch per node type
+    def _node(self, e: sp.Basic, env: dict):
         mp = self.mode == "mp"
         if isinstance(e, sp.Symbol):
             if e in env:
@@ -171,9 +171,10 @@ class _Eval:
         if isinstance(e, sp.log):
             x = self.run(e.args[0], env)
             return mpmath.log(x) if mp else (math.log(x) if x > 0 else -math.inf)
-        if isinstance(e, sp.tanh):
+        if isinstance(e, (sp.tanh, sp.sin, sp.cos)):
             x = self.run(e.args[0], env)
-            return mpmath.tanh(x) if mp else math.tanh(x)
+            name = type(e).__name__
+            return getattr(mpmath, name)(x) if mp else getattr(math, name)(x)
         if isinstance(e, sp.Abs):
             return abs(self.run(e.args[0], env))
         if isinstance(e, (sp.Max, sp.Min)):

@@ -14,10 +14,12 @@ import numpy as np
 import sympy as sp
 
 from derive.crosscheck.evaluate import Instance
-from derive.model.attention import MaskBase, d as D, n as N
+from derive.model.attention import MaskBase
+from derive.model.attention import d as D
+from derive.model.attention import n as N
 from derive.model.vectors import VectorBase, VectorSymbol
 
-__all__ = ["Signature", "signature", "make_instance", "MASK_KINDS"]
+__all__ = ["MASK_KINDS", "Signature", "make_instance", "signature"]
 
 MASK_KINDS = ("full", "causal", "random")
 
@@ -43,11 +45,7 @@ def signature(*exprs: sp.Basic) -> Signature:
                 continue
             if isinstance(s, VectorSymbol):
                 vecs.add(s)
-            elif isinstance(s, sp.Indexed):
-                continue
-            elif isinstance(s, sp.IndexedBase):
-                continue
-            elif s in (D, N):
+            elif isinstance(s, sp.Indexed) or isinstance(s, sp.IndexedBase) or s in (D, N):
                 continue
             elif s.is_integer:
                 idx.add(s)
@@ -70,7 +68,7 @@ def signature(*exprs: sp.Basic) -> Signature:
     # bound summation variables are not free: drop those that only occur bound
     free = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
     idx = {s for s in idx if s in free}
-    key = lambda s: s.name  # noqa: E731
+    key = lambda s: s.name
     return Signature(
         tuple(sorted(vecs, key=key)),
         tuple(sorted(fams)),

@@ -16,9 +16,10 @@ from hypothesis.errors import NoSuchExample
 
 from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.instances import Signature, _mask, signature
+from derive.errors import Unsupported
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["find_witness", "certified_difference"]
+__all__ = ["certified_difference", "find_witness"]
 
 
 def certified_difference(lhs, rhs, inst: Instance, env: dict, dps: int = 50):
@@ -26,7 +27,7 @@ def certified_difference(lhs, rhs, inst: Instance, env: dict, dps: int = 50):
     try:
         a1, b1 = evaluate(lhs, inst, "mp", env, dps), evaluate(rhs, inst, "mp", env, dps)
         a2, b2 = evaluate(lhs, inst, "mp", env, 2 * dps), evaluate(rhs, inst, "mp", env, 2 * dps)
-    except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError):
+    except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError, Unsupported, KeyError, IndexError):
         return None
     with mpmath.workdps(2 * dps):
         diff1 = _norm(_sub(a1, b1))

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +34,7 @@ from derive.prove.rowconst import Classification, classify
 from derive.prove.verdict import PROVED, REFUTED, Verdict
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["Document", "Equation", "Classified", "Table", "Figure", "Prose", "Section", "ExampleCheck"]
+__all__ = ["Classified", "Document", "Equation", "ExampleCheck", "Figure", "Prose", "Section", "Table"]
 
 
 @dataclass
@@ -129,6 +130,8 @@ class Document:
     blocks: list = field(default_factory=list)
     checks: list = field(default_factory=list)
     data: dict = field(default_factory=dict)
+    source: str = ""  # the module it was built from, set by the build
+    timings: list = field(default_factory=list)  # (step, proof seconds, check seconds); never rendered
 
     # -- structure -------------------------------------------------------------------
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
@@ -160,8 +163,11 @@ class Document:
         key 1 is allowed); they are part of the statement and shown with it.
         """
         name = name or f"step-{self._count('equation') + 1}"
+        t0 = time.perf_counter()
         verdict = self._prove(name, lhs, rhs, assume)
+        t1 = time.perf_counter()
         result = self._cross_check(name, lhs, rhs, assume) if check else None
+        self.timings.append((name, t1 - t0, time.perf_counter() - t1))
         step = Equation(name, lhs, rhs, why, verdict, result)
         self.blocks.append(step)
         return step
@@ -172,8 +178,12 @@ class Document:
         if len(whys) != len(exprs) - 1:
             raise ValueError("a chain of k+1 expressions needs k justifications")
         name = name or f"chain-{self._count('chain') + 1}"
-        verdicts = [self._prove(f"{name} (link {k + 1})", a, b, assume) for k, (a, b) in enumerate(zip(exprs, exprs[1:]))]
+        t0 = time.perf_counter()
+        links = enumerate(zip(exprs, exprs[1:]))
+        verdicts = [self._prove(f"{name} (link {k + 1})", a, b, assume) for k, (a, b) in links]
+        t1 = time.perf_counter()
         result = self._cross_check(name, exprs[0], exprs[-1], assume)
+        self.timings.append((name, t1 - t0, time.perf_counter() - t1))
         step = Chain(name, list(exprs), list(whys), verdicts, result)
         self.blocks.append(step)
         return step
@@ -186,6 +196,7 @@ class Document:
         undecided row stops the build.
         """
         name = name or f"classification-{self._count('classification') + 1}"
+        t0 = time.perf_counter()
         out = []
         for k, (label, expr) in enumerate(rows):
             c = classify(unfold(expr), index, self.cfg)
@@ -194,6 +205,7 @@ class Document:
             if expect is not None and c.label != expect[k]:
                 raise StepFailed(f"{self.slug}: {name}: {label} is {c.label}, not {expect[k]}")
             out.append((label, c))
+        self.timings.append((name, time.perf_counter() - t0, 0.0))
         step = Classified(name, out, index, why)
         self.blocks.append(step)
         return step

@@ -16,20 +16,20 @@ import sympy as sp
 from derive.model.vectors import Dot
 
 __all__ = [
+    "M",
+    "MaskBase",
+    "ScalarBase",
+    "Score",
     "d",
-    "n",
     "i",
     "j",
+    "mixed_output",
+    "n",
+    "row_sum",
+    "scale",
+    "softmax_weight",
     "t",
     "u",
-    "MaskBase",
-    "M",
-    "ScalarBase",
-    "scale",
-    "row_sum",
-    "softmax_weight",
-    "mixed_output",
-    "Score",
 ]
 
 d = sp.Symbol("d", integer=True, positive=True)

@@ -20,15 +20,15 @@ from sympy.core.sorting import default_sort_key
 from derive.errors import KindError
 
 __all__ = [
-    "VectorSymbol",
-    "VectorBase",
     "Dot",
     "Rot",
-    "vector",
-    "vectors",
+    "VectorBase",
+    "VectorSymbol",
+    "expand_dot",
     "is_vector_atom",
     "linear_parts",
-    "expand_dot",
+    "vector",
+    "vectors",
 ]
 
 
@@ -109,7 +109,7 @@ class Rot(sp.Function):
         return None
 
     def _latex(self, printer):
-        return r"R_{%s}\,%s" % (printer._print(self.args[0]), printer.parenthesize(self.args[1], 60))
+        return rf"R_{{{printer._print(self.args[0])}}}\,{printer.parenthesize(self.args[1], 60)}"
 
 
 class Dot(sp.Function):

@@ -34,7 +34,7 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["REGISTRY", "Normalizer", "get", "names", "register"]
+__all__ = ["REGISTRY", "SINK", "Normalizer", "get", "names", "register"]
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,7 @@ def _softcap_stable(x, mask, c) -> np.ndarray:
 
 
 REGISTRY: dict[str, Normalizer] = {}
+SINK = sp.Symbol("s", real=True)  # the sink logit, a shared real parameter
 
 
 def register(entry: Normalizer) -> Normalizer:
@@ -174,7 +175,7 @@ def register(entry: Normalizer) -> Normalizer:
     return entry
 
 
-_s = sp.Symbol("s", real=True)
+_s = SINK
 _b = sp.Symbol("b", real=True)
 _sstar = sp.Symbol("s^*_i", real=True)
 _zeta = sp.Symbol("zeta", real=True)
@@ -208,7 +209,7 @@ register(Normalizer(
     name="sink",
     title="sink logit s (gpt-oss)",
     params=("s",),
-    weight=lambda score, key=j, s=_s, **p: _sink_weight(score, key, s),
+    weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
     stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
     reference=lambda x, mask=None, s=0.0, **p: _sink_reference(x, mask, s),
     latex=r"\operatorname{sink}_s",

@@ -6,7 +6,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-__all__ = ["time_limit", "TimeLimit"]
+__all__ = ["TimeLimit", "time_limit"]
 
 
 class TimeLimit(Exception):

@@ -11,7 +11,7 @@ import jinja2
 from derive.render.figures import render_figure
 from derive.render.view import to_json, view
 
-__all__ = ["Rendered", "render_document", "template_dir", "environment"]
+__all__ = ["Rendered", "environment", "render_document", "template_dir"]
 
 
 def template_dir() -> Path:

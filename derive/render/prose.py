@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["to_markdown", "to_latex", "escape_latex_text", "md_math", "md_table_math"]
+__all__ = ["escape_latex_text", "md_math", "md_table_math", "to_latex", "to_markdown"]
 
 _MATH = re.compile(r"\$([^$]+)\$")
 _TEX_SPECIAL = {

@@ -15,7 +15,7 @@ from derive import __version__
 from derive.render import prose
 from derive.render.latex import tex
 
-__all__ = ["view", "to_json", "fmt_num"]
+__all__ = ["fmt_num", "to_json", "view"]
 
 
 def fmt_num(x: float) -> str:
@@ -94,6 +94,7 @@ def view(doc, target: str) -> dict:
     """Template context for ``target`` in {"md", "tex"}."""
     return {
         "slug": doc.slug,
+        "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
         "title": _text(doc.title, target),
         "summary": _text(doc.summary, target),
         "blocks": [_block(b, target) for b in doc.blocks],

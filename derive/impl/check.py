@@ -1,0 +1,219 @@
+"""Differential testing of an implementation against the exact definition.
+
+For each dtype asked for, Hypothesis (derandomized, no database) draws inputs (see
+:mod:`.inputs`), the implementation is called on them rounded to the dtype, and every
+output weight is compared with the exact weight of the *rounded* inputs within the
+dtype's tolerance (:mod:`.tolerance`). With torch, the gradient of ⟨c, y⟩ (autograd) is
+compared with cᵀJ from the derived Jacobian. The first failure is shrunk to the simplest
+input Hypothesis can find; the fixed edge cases are checked after. Agreement means
+agreement on every tested input: evidence, not a proof.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
+
+from derive.impl.inputs import EDGE_ROWS, cases, lead_ndim
+from derive.impl.reference import exact_row, jacobian
+from derive.impl.target import ImplRaised, Target
+from derive.impl.tolerance import Tolerance
+
+__all__ = ["Checker", "DtypeResult", "Failure", "grad_weights"]
+
+
+def grad_weights(n: int) -> np.ndarray:
+    """The fixed cotangent c of the gradient check: not constant, so cᵀJ ≠ 0."""
+    return np.array([(1.0, -0.5, 2.0, 0.25, -1.5, 0.75, -2.0, 1.25)[k % 8] for k in range(n)])
+
+
+@dataclass
+class Failure:
+    dtype: str
+    kind: str  # value | gradient | shape
+    row: list  # the failing row of scores (rounded to the dtype)
+    params: dict
+    shape: tuple  # shape of the whole input
+    output: list  # the implementation's row (weights, or gradient for kind=gradient)
+    exact: list  # the exact row (floats; NaN where undefined)
+    errors: list  # |output − exact| per entry
+    bounds: list  # allowed error per entry
+    defined: bool = True
+    source: str = "hypothesis"  # hypothesis (shrunk) | edge case (fixed list)
+
+
+@dataclass
+class DtypeResult:
+    dtype: str
+    tolerance: Tolerance
+    examples: int = 0  # Hypothesis inputs tested (including shrinking)
+    edge_cases: int = 0
+    rows: int = 0
+    max_abs_error: float = 0.0
+    max_ratio: float = 0.0  # largest error / allowed error
+    gradients: bool = False
+    gradient_skips: int = 0  # torch calls whose output did not require grad (not compared)
+    gradient_calls: int = 0
+
+    def gradient_note(self) -> str:
+        if not self.gradients:
+            return "—"
+        if self.gradient_skips == 0:
+            return "checked"
+        if self.gradient_skips >= self.gradient_calls:
+            return "not compared: the output is not differentiable"
+        return f"checked; not differentiable in {self.gradient_skips} of {self.gradient_calls} calls"
+    failure: Failure | None = None
+    undefined_rows: int = 0  # rows where the definition has no value (NaN or 0 accepted)
+
+
+def _ok(y: float, p, defined: bool, bound: float) -> tuple[bool, float]:
+    if not defined:
+        return (math.isnan(y) or y == 0.0), 0.0
+    pf = float(p)
+    if not math.isfinite(y):
+        return False, math.inf
+    err = abs(y - pf)
+    return err <= bound, err
+
+
+def _kappa(row: list, params: dict) -> float:
+    finite = [abs(v) for v in row if math.isfinite(v)]
+    return max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
+
+
+@dataclass
+class Checker:
+    norm: object
+    target: Target
+    dim: int
+    dps: int
+    free_params: tuple[str, ...] = ()
+    fixed_params: dict = field(default_factory=dict)
+
+    def round(self, x: np.ndarray, dtype: str) -> np.ndarray:
+        if dtype == "bfloat16":
+            import torch
+
+            return torch.tensor(x, dtype=torch.bfloat16).to(torch.float64).numpy()
+        return np.asarray(x, dtype=dtype).astype(np.float64)
+
+    def call(self, x: np.ndarray, dtype: str, params: dict, grad: bool):
+        """Outputs (and gradients) with the normalized axis last, as float64."""
+        xin = np.moveaxis(x, -1, self.dim)
+        mask = None
+        if self.target.takes_mask:
+            mask = xin != -math.inf
+            xin = np.where(mask, xin, 0.0)
+        c = None
+        if grad:
+            c = np.moveaxis(np.broadcast_to(grad_weights(x.shape[-1]), x.shape), -1, self.dim).copy()
+        y, g = self.target.call(xin, dtype, self.dim, mask, {**self.fixed_params, **params}, c)
+        if y.shape != xin.shape:
+            return None, None
+        y = np.moveaxis(y, self.dim, -1)
+        return y, (None if g is None else np.moveaxis(g, self.dim, -1))
+
+    def compare(self, x: np.ndarray, params: dict, tol: Tolerance, result: DtypeResult | None,
+                grad: bool) -> Failure | None:
+        x = self.round(x, tol.dtype)
+        allp = {**self.fixed_params, **params}
+        y, g = self.call(x, tol.dtype, params, grad)
+        if y is None:
+            return Failure(tol.dtype, "shape", x.reshape(-1, x.shape[-1])[0].tolist(), allp,
+                           tuple(x.shape), [], [], [], [])
+        if grad and result is not None:
+            result.gradient_calls += 1
+            result.gradient_skips += g is None
+        rows, outs = x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1])
+        grads = None if g is None else g.reshape(-1, x.shape[-1])
+        for r, (row, out) in enumerate(zip(rows.tolist(), outs.tolist())):
+            ex = exact_row(self.norm, row, allp, self.dps)
+            kappa = _kappa(row, allp)
+            bounds = [tol.bound(float(p), kappa) for p in ex.values]
+            checks = [_ok(yv, p, ex.defined, b) for yv, p, b in zip(out, ex.values, bounds)]
+            errs = [e for _, e in checks]
+            if result is not None:
+                result.rows += 1
+                result.undefined_rows += not ex.defined
+                for e, b in zip(errs, bounds):
+                    result.max_abs_error = max(result.max_abs_error, e)
+                    result.max_ratio = max(result.max_ratio, e / b)
+            if not all(ok for ok, _ in checks):
+                return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(), errs,
+                               bounds, ex.defined)
+            if grads is not None and ex.defined:
+                fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kappa, result, x.shape)
+                if fail:
+                    return fail
+        return None
+
+    def _gradient(self, row, ex, grad, allp, tol, kappa, result, shape) -> Failure | None:
+        jac = jacobian(self.norm, row, allp, self.dps)
+        c = grad_weights(len(row))
+        cmax = float(np.max(np.abs(c)))
+        ref = [float(sum(c[j] * jac[j][k] for j in range(len(row)))) for k in range(len(row))]
+        scale = [float(sum(abs(c[j] * jac[j][k]) for j in range(len(row)))) + abs(float(ex.values[k])) * cmax
+                 for k in range(len(row))]
+        bounds = [tol.abs + tol.rel * (1 + kappa) * s for s in scale]
+        errs = [abs(gv - rv) if math.isfinite(gv) else math.inf for gv, rv in zip(grad, ref)]
+        if result is not None:
+            for e, b in zip(errs, bounds):
+                result.max_ratio = max(result.max_ratio, e / b)
+        if any(e > b for e, b in zip(errs, bounds)):
+            return Failure(tol.dtype, "gradient", row, allp, tuple(shape), grad, ref, errs, bounds)
+        return None
+
+    def run(self, tol: Tolerance, examples: int) -> DtypeResult:
+        result = DtypeResult(tol.dtype, tol)
+        grad = self.target.api == "torch"
+        result.gradients = grad
+
+        def fails(case, grad: bool) -> bool:
+            x, params = case
+            result.examples += 1
+            return self.compare(x, params, tol, result, grad) is not None
+
+        # values on unmasked rows, then on masked rows; then (torch) values and gradients
+        first = (examples + 1) // 2
+        phases = [(False, first, False), (True, examples - first, False)]
+        if grad:
+            phases.append((True, max(1, examples // 2), True))
+        for masked, budget, with_grad in phases:
+            if budget < 1 or result.failure is not None:
+                continue
+            strategy = cases(lead_ndim(self.dim), self.free_params, masked)
+            try:
+                x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
+                    max_examples=budget, derandomize=True, database=None, deadline=None,
+                    phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+                result.failure = self.compare(x, params, tol, result, with_grad)
+            except NoSuchExample:
+                pass
+        if result.failure is not None:
+            return result
+        lead = (1,) * lead_ndim(self.dim)
+        param_sets = [{}] if not self.free_params else [{p: v for p in self.free_params} for v in (0.0, 1.5, -2.0)]
+        for row in EDGE_ROWS:
+            for params in param_sets:
+                result.edge_cases += 1
+                fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result, grad)
+                if fail is not None:
+                    fail.source = "edge case"
+                    result.failure = fail
+                    return result
+        return result
+
+    def outputs(self, row: tuple, params: dict, dtype: str) -> list[float] | None:
+        """The implementation's output on one row (rounded to ``dtype``), for diagnosis."""
+        lead = (1,) * lead_ndim(self.dim)
+        x = self.round(np.array(row, dtype=np.float64).reshape(*lead, len(row)), dtype)
+        try:
+            y, _ = self.call(x, dtype, params, False)
+        except ImplRaised:
+            return None
+        return None if y is None else y.reshape(-1).tolist()

@@ -1,0 +1,215 @@
+"""Diagnosis of a disagreeing implementation.
+
+The implementation is run on a fixed set of probe rows (plus the counterexample) and
+compared with every faulty form in :data:`~derive.impl.faults.FAULTS` that applies to the
+normalizer. A form *matches* when the implementation agrees with it on every probe (same
+tolerance as the check) and the form differs from the definition on at least one probe.
+Where nothing matches, the error pattern is described instead: which rows fail (masked,
+large scores), whether outputs are NaN/inf, and whether each failing row is the exact row
+times a factor that depends only on max x or only on the row sum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from derive.impl.check import Checker, Failure
+from derive.impl.derivations import derive_fault
+from derive.impl.faults import variants, words
+from derive.impl.inputs import PROBE_PARAMS, PROBE_ROWS
+from derive.impl.reference import exact_row
+from derive.impl.tolerance import Tolerance
+
+__all__ = ["Diagnosis", "diagnose"]
+
+
+@dataclass
+class Diagnosis:
+    matched: list[dict] = field(default_factory=list)
+    pattern: list[str] = field(default_factory=list)
+    probes: int = 0
+    failing_probes: int = 0
+
+    def as_json(self) -> dict:
+        return {"matched": self.matched, "pattern": self.pattern, "probes": self.probes,
+                "failing_probes": self.failing_probes}
+
+
+def _kappa(row, params) -> float:
+    finite = [abs(v) for v in row if math.isfinite(v)]
+    return max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
+
+
+def _same(y: list, f: list, row, params, tol: Tolerance) -> bool:
+    if len(y) != len(f):
+        return False
+    kappa = _kappa(row, params)
+    for a, b in zip(y, f):
+        if math.isnan(b):
+            if not math.isnan(a):
+                return False
+        elif math.isinf(b):
+            if a != b:
+                return False
+        elif not math.isfinite(a) or abs(a - b) > tol.bound(b, kappa):
+            return False
+    return True
+
+
+@dataclass
+class _Probe:
+    row: tuple  # as rounded to the dtype
+    params: dict  # all parameters (fixed and probed)
+    free: dict  # the probed free parameters, passed to the checker
+    output: list | None
+    exact: list
+    defined: bool
+    agrees: bool
+    key: tuple = ()  # the probe row as written in PROBE_ROWS (before rounding)
+
+
+def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
+    sets = [{}] if not checker.free_params else [
+        {p: v for p in checker.free_params} for v in PROBE_PARAMS]
+    free_of_failure = {p: failure.params[p] for p in checker.free_params}
+    todo = [(tuple(failure.row), free_of_failure)] + [(r, s) for s in sets for r in PROBE_ROWS]
+    out = []
+    for key, free in todo:
+        row = tuple(checker.round(np.array(key, dtype=float), tol.dtype).tolist())
+        params = {**checker.fixed_params, **free}
+        y = checker.outputs(row, free, tol.dtype)
+        ex = exact_row(checker.norm, list(row), params, checker.dps)
+        exact = ex.floats()
+        if y is None:
+            agrees = False
+        elif ex.defined:
+            agrees = _same(y, exact, row, params, tol)
+        else:
+            agrees = all(math.isnan(v) or v == 0.0 for v in y)
+        out.append(_Probe(row, params, free, y, exact, ex.defined, agrees, tuple(key)))
+    return out
+
+
+def _text(template: str, fields: dict) -> str:
+    return template.format(**fields)
+
+
+def _ratio(p: _Probe) -> float | None:
+    if p.output is None or not p.defined or not all(math.isfinite(v) for v in p.output):
+        return None
+    total = sum(p.exact)
+    return sum(p.output) / total if total > 0 else None
+
+
+def _close(a, b) -> bool:
+    return a is not None and b is not None and abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-300)
+
+
+def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
+    bad = [p for p in probes if not p.agrees]
+    lines = []
+    if failure.kind == "gradient":
+        lines.append("The forward values agree with the definition; the gradient (autograd) differs "
+                     "from the derived Jacobian: look for a detached term, an in-place update or a "
+                     "custom backward.")
+    if failure.kind == "shape":
+        lines.append(f"It returned an array whose shape is not the input's shape {list(failure.shape)}.")
+    if not bad or failure.kind == "shape":
+        return lines
+    masked = [any(v == -math.inf for v in p.row) for p in bad]
+    if all(masked):
+        every = all(all(v == -math.inf for v in p.row) for p in bad)
+        lines.append("It disagrees only on rows where " + ("every score is masked (−∞)." if every
+                                                            else "some scores are masked (−∞)."))
+    elif all(max((abs(v) for v in p.row if math.isfinite(v)), default=0) >= 100 for p in bad):
+        lines.append("It disagrees only on rows with large scores (|x| ≥ 100): an overflow or "
+                     "underflow problem.")
+    nonfinite = [p for p in bad if p.output is not None and not all(math.isfinite(v) for v in p.output)
+                 and p.defined]
+    if nonfinite:
+        rows = ", ".join(_row(p.row) for p in nonfinite[:3])
+        lines.append(f"It returns NaN or ±inf where the definition is finite, e.g. on {rows}.")
+    scaled = []
+    for p in bad:
+        r = _ratio(p)
+        if r is not None and r > 0:
+            scaled.append(all(abs(y - r * e) <= 1e-6 * max(abs(y), 1e-300) for y, e in zip(p.output, p.exact)))
+    if scaled and all(scaled):
+        lines.append("In every failing row the output is the exact row times a factor (the ratios "
+                     "between weights are right): the normalization (denominator) is wrong.")
+        lines.extend(_factor(probes, bad))
+    shift = {p.key: p.output for p in probes[1:] if not p.free or p.free == probes[-1].free}
+    y1, y2 = shift.get((1.0, 0.0)), shift.get((2.0, 1.0))
+    if name != "softmax" and y1 and y2 and all(abs(u - v) <= 1e-9 for u, v in zip(y1, y2)):
+        lines.append("Its output does not change when every score is shifted by the same constant, "
+                     f"but {name} is not shift-invariant.")
+    if not lines:
+        lines.append(f"No simple pattern: it disagrees on {len(bad)} of {len(probes)} probe rows.")
+    return lines
+
+
+def _factor(probes: list[_Probe], bad: list[_Probe]) -> list[str]:
+    factors = [_ratio(p) for p in bad]
+    if all(_close(f, factors[0]) for f in factors):
+        return [f"The factor is the same on every failing row: {factors[0]:.6g}."]
+    last = probes[-1].free
+    by_row = {p.key: _ratio(p) for p in probes[1:] if not p.free or p.free == last}
+    a, b, c = by_row.get((1.0, 0.0)), by_row.get((1.0, -1.0)), by_row.get((2.0, 1.0))
+    d, e = by_row.get((1.0, 1.0)), by_row.get((1.6931471805599454,))
+    if _close(a, b) and not _close(d, e):
+        return ["The factor depends only on max x (rows with the same maximum get the same factor)."]
+    if _close(d, e) and not _close(a, b):
+        return [("The factor depends only on the row sum Σ exp(x) (rows with the same sum get the "
+                "same factor).")]
+    if a is not None and c is not None:
+        return ["The factor depends on both the maximum and the row sum."]
+    return []
+
+
+def _row(row) -> str:
+    return "[" + ", ".join(_num(v) for v in row) + "]"
+
+
+def _num(v: float) -> str:
+    if v == math.inf:
+        return "inf"
+    if v == -math.inf:
+        return "-inf"
+    return repr(float(v))
+
+
+def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
+    probes = _probes(checker, failure, tol)
+    diag = Diagnosis(probes=len(probes), failing_probes=sum(not p.agrees for p in probes))
+    name = checker.norm.name
+    for entry, fields, evaluate in variants(name):
+        usable = [p for p in probes if p.output is not None]
+        if not usable:
+            break
+        differs, same = False, True
+        for p in usable:
+            form = evaluate(p.row, p.params, tol.dtype)
+            if not _same(form, p.exact, p.row, p.params, tol) and p.defined:
+                differs = True
+            if not _same(p.output, form, p.row, p.params, tol):
+                same = False
+                break
+        if same and differs:
+            sink = None if name == "softmax" else 0.0
+            f = {**words(name, sink), **{k: v for k, v in fields.items() if isinstance(v, str)}}
+            derivation = derive_fault(entry.name, name, tuple(sorted(fields.items())))
+            diag.matched.append({
+                "derivation": None if derivation is None else derivation.as_json(),
+                "name": entry.name,
+                "title": _text(entry.title, f),
+                "formula": _text(entry.formula, f),
+                "explanation": _text(entry.explanation, f),
+                "fix": _text(entry.fix, f),
+                "probes": len(usable),
+            })
+    if not diag.matched:
+        diag.pattern = _pattern(probes, failure, name)
+    return diag

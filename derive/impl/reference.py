@@ -1,0 +1,97 @@
+"""The exact reference: a normalizer's definition at high precision, and its Jacobian.
+
+Values come from ``Normalizer.reference`` (mpmath) on the *exact* inputs the
+implementation received (the inputs rounded to its dtype). A masked entry (score −∞) is
+passed as a mask entry False. Where the definition has no value (softmax of a row whose
+every score is −∞) the reference is *undefined* and NaN or 0 are both accepted there.
+
+The Jacobian ∂p_j/∂x_k is derived symbolically: the registry's symbolic weight for a row
+of concrete length n is differentiated with SymPy and evaluated with mpmath. For the
+softmax family this is diag(p) − p pᵀ restricted to the allowed keys.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import mpmath
+import sympy as sp
+
+from derive.model.attention import M, i, n
+
+__all__ = ["Exact", "exact_row", "jacobian"]
+
+_X = sp.IndexedBase("x")
+
+
+class Exact:
+    """One row's exact weights (mpf) and whether the definition gives them a value."""
+
+    def __init__(self, values: list, defined: bool):
+        self.values, self.defined = values, defined
+
+    def floats(self) -> list[float]:
+        return [float(v) for v in self.values]
+
+
+def _split(row: list[float]) -> tuple[list[float], list[bool]]:
+    allowed = [v != -math.inf for v in row]
+    return [v if ok else 0.0 for v, ok in zip(row, allowed)], allowed
+
+
+def exact_row(norm, row: list[float], params: dict, dps: int) -> Exact:
+    xs, allowed = _split(row)
+    with mpmath.workdps(dps):
+        values = norm.reference(xs, mask=allowed, **params)
+        defined = all(not mpmath.isnan(v) for v in values)
+    return Exact(list(values), defined)
+
+
+@lru_cache(maxsize=64)
+def _jacobian_fn(name: str, size: int):
+    from derive.normalizers.registry import get
+
+    norm = get(name)
+    syms = norm.symbols()
+    xs = sp.symbols(f"x1:{size + 1}", real=True)
+    ms = sp.symbols(f"m1:{size + 1}")
+    rows = []
+    for k in range(1, size + 1):
+        w = norm.weight(lambda key: _X[key], sp.Integer(k), **syms)
+        w = w.subs(n, size).doit()
+        w = w.subs({M[i, q]: ms[q - 1] for q in range(1, size + 1)})
+        w = w.subs({_X[q]: xs[q - 1] for q in range(1, size + 1)})
+        rows.append([sp.diff(w, xv) for xv in xs])
+    order = list(norm.params)
+    fn = sp.lambdify([xs, ms, [syms[p] for p in order]], rows, modules="mpmath")
+    return fn, order
+
+
+def _numeric_jacobian(norm, xs, allowed, params):
+    cols = []
+    for k in range(len(xs)):
+        if not allowed[k]:
+            cols.append([mpmath.mpf(0)] * len(xs))
+            continue
+
+        def f(h, k=k, j=None):
+            shifted = list(xs)
+            shifted[k] = xs[k] + h
+            return norm.reference(shifted, mask=allowed, **params)
+
+        cols.append([mpmath.diff(lambda h, j=j: f(h)[j], 0) for j in range(len(xs))])
+    return [[cols[k][j] for k in range(len(xs))] for j in range(len(xs))]
+
+
+def jacobian(norm, row: list[float], params: dict, dps: int) -> list[list]:
+    """J[j][k] = ∂p_j/∂x_k at ``row`` (masked entries: derivative 0)."""
+    xs, allowed = _split(row)
+    with mpmath.workdps(dps):
+        try:
+            fn, order = _jacobian_fn(norm.name, len(row))
+            vals = fn([mpmath.mpf(v) for v in xs], [1 if a else 0 for a in allowed],
+                      [mpmath.mpf(params[p]) for p in order])
+            return [[mpmath.mpf(v) for v in r] for r in vals]
+        except (TypeError, ValueError, NotImplementedError, AttributeError, KeyError):
+            return _numeric_jacobian(norm, [mpmath.mpf(v) for v in xs], allowed, params)

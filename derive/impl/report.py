@@ -1,0 +1,195 @@
+"""The ``derive impl`` report as data, Markdown and JSON (deterministic: no timings)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import jinja2
+
+from derive.render.output import template_dir
+
+from derive.impl.check import DtypeResult, Failure
+from derive.impl.diagnose import Diagnosis
+
+__all__ = ["TOLERANCE_RULE", "Report"]
+
+TOLERANCE_RULE = ("|y − p| ≤ abs + ulps·eps·(1 + κ)·|p|, where p is the exact weight of the inputs "
+                  "as rounded to the dtype, eps the dtype's machine epsilon, abs its smallest normal "
+                  "number and κ = |x_k| + max_j |x_j| (+ |s|) the condition number of the weight; "
+                  "gradients use the same rule on Σ_j |c_j·J_jk| + |p_k|·max|c|. A NaN or inf where "
+                  "p is finite never agrees. Where the definition has no value (softmax of a row "
+                  "whose every score is −∞) NaN and 0 are both accepted.")
+
+_DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
+
+
+def num(v: float, digits: int = 17) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return format(float(v), f".{digits}g")
+
+
+def err(v: float) -> str:
+    return num(v) if not math.isfinite(v) else format(v, ".3e")
+
+
+def _jnum(v: float, digits: int = 17):
+    return num(v, digits) if not math.isfinite(v) else float(num(v, digits))
+
+
+@dataclass
+class Report:
+    target: str
+    normalizer: str
+    title: str
+    params: dict
+    free_params: tuple
+    api: str
+    dim: int
+    examples: int
+    results: list[DtypeResult]
+    diagnosis: Diagnosis | None
+    keywords: list | None = None  # keywords passed to the function besides the scores
+
+    @property
+    def agrees(self) -> bool:
+        return all(r.failure is None for r in self.results)
+
+    @property
+    def failure(self) -> Failure | None:
+        return next((r.failure for r in self.results if r.failure is not None), None)
+
+    def summary(self) -> str:
+        dts = ", ".join(r.dtype for r in self.results)
+        if self.agrees:
+            total = sum(r.examples + r.edge_cases for r in self.results)
+            return (f"{self.target} agrees with {self.normalizer} on every tested input within the stated "
+                    f"tolerance ({total} inputs over {dts}). This is differential testing: evidence, "
+                    f"not a proof.")
+        f = self.failure
+        what = "its gradient" if f.kind == "gradient" else ("its output shape" if f.kind == "shape" else "it")
+        return (f"{self.target} disagrees with {self.normalizer}: {what} differs from the exact value "
+                f"beyond the {f.dtype} tolerance on the input below.")
+
+    def exit_code(self) -> int:
+        return 0 if self.agrees else 1
+
+    # ---- JSON --------------------------------------------------------------------------------
+
+    def as_json(self) -> dict:
+        f = self.failure
+        return {
+            "command": "impl",
+            "target": self.target,
+            "normalizer": self.normalizer,
+            "params": {k: _jnum(v) for k, v in sorted(self.params.items())},
+            "varied_params": list(self.free_params),
+            "api": self.api,
+            "dim": self.dim,
+            "keywords_passed": list(self.keywords or []),
+            "examples": self.examples,
+            "verdict": "agrees" if self.agrees else "disagrees",
+            "summary": self.summary(),
+            "tolerance_rule": TOLERANCE_RULE,
+            "dtypes": [self._dtype_json(r) for r in self.results],
+            "counterexample": None if f is None else self._failure_json(f),
+            "diagnosis": None if self.diagnosis is None else self.diagnosis.as_json(),
+        }
+
+    def _dtype_json(self, r: DtypeResult) -> dict:
+        return {
+            "dtype": r.dtype,
+            "verdict": "agrees" if r.failure is None else "disagrees",
+            "hypothesis_inputs": r.examples,
+            "edge_cases": r.edge_cases,
+            "rows": r.rows,
+            "undefined_rows": r.undefined_rows,
+            "max_abs_error": _jnum(float(err(r.max_abs_error)) if math.isfinite(r.max_abs_error) else r.max_abs_error),
+            "max_error_over_tolerance": _jnum(float(err(r.max_ratio)) if math.isfinite(r.max_ratio) else r.max_ratio),
+            "gradients_checked": r.gradients,
+            "gradients": r.gradient_note(),
+            "tolerance": r.tolerance.as_json(),
+        }
+
+    def _failure_json(self, f: Failure) -> dict:
+        dg = _DIGITS[f.dtype]
+        return {
+            "dtype": f.dtype,
+            "kind": f.kind,
+            "source": f.source,
+            "input_shape": list(f.shape),
+            "row": [_jnum(v) for v in f.row],
+            "params": {k: _jnum(v) for k, v in sorted(f.params.items())},
+            "output": [_jnum(v, dg) for v in f.output],
+            "exact": [_jnum(v) for v in f.exact],
+            "error": [_jnum(float(err(v))) if math.isfinite(v) else num(v) for v in f.errors],
+            "allowed": [_jnum(float(err(v))) for v in f.bounds],
+            "exact_defined": f.defined,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    # ---- Markdown ----------------------------------------------------------------------------
+
+    def to_markdown(self) -> str:
+        f = self.failure
+        rows = []
+        if f is not None:
+            dg = _DIGITS[f.dtype]
+            for k, x in enumerate(f.row):
+                rows.append({
+                    "k": k, "x": num(x),
+                    "y": num(f.output[k], dg) if k < len(f.output) else "",
+                    "p": num(f.exact[k]) if k < len(f.exact) else "",
+                    "e": err(f.errors[k]) if k < len(f.errors) else "",
+                    "b": err(f.bounds[k]) if k < len(f.bounds) else "",
+                    "bad": k < len(f.errors) and not f.errors[k] <= f.bounds[k],
+                })
+        return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
+                                derivation_lines=derivation_lines,
+                                frow=", ".join(num(v) for v in f.row) if f else "",
+                                params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
+                                fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))
+                                         if f else ""))
+
+
+def _status(v: dict) -> str:
+    if v["status"] == "refuted":
+        w = v["counterexample"]
+        given = {**w["instance"], **w["indices"]}
+        given.pop("d", None)  # no head dimension in a row of scores
+        inst = ", ".join(f"{k} = {json.dumps(given[k], separators=(', ', ': '))}" for k in sorted(given))
+        lhs, rhs = (format(float(x), ".6g") if not isinstance(x, list) else x for x in (w["lhs"], w["rhs"]))
+        return f"**refuted**: at {inst} the two sides are {lhs} and {rhs}"
+    if v["status"] == "proved":
+        how = "identical once written out" if v["method"] == "as written" else v["method"]
+        return f"**proved** ({how})"
+    return f"**undecided** ({v['method']})"
+
+
+def derivation_lines(d: dict) -> list[str]:
+    """The derivation of a matched faulty form, one statement per line."""
+    closed, name = d["closed_form"], d["definition"]
+    lines = [f"as written, `{d['written']}` = {closed}: {_status(d['written_equals_closed_form'])}"]
+    versus = d["closed_form_equals_definition"]
+    if closed == name:
+        lines.append(f"so the code equals {name} in exact arithmetic: the fault is numerical only")
+    else:
+        lines.append(f"{closed} = {name}: {_status(versus)}")
+    if d["fix_equals_definition"] is not None:
+        lines.append(f"the fix, with any shift m, = {name}: {_status(d['fix_equals_definition'])}")
+    return lines
+
+
+def _template() -> jinja2.Template:
+    """``templates/impl-report.md.j2`` (shipped in the package as ``derive/templates``)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template("impl-report.md.j2")
+

@@ -1,0 +1,57 @@
+"""Tolerances per dtype, stated in ulps and in absolute terms.
+
+An output weight ``y`` agrees with the exact weight ``p`` when
+
+    |y − p| ≤ abs + ulps · eps · (1 + κ) · |p|,   κ = |x_i| + max_j |x_j|
+
+where ``eps`` is the dtype's machine epsilon (one ulp at 1), ``abs`` is the dtype's
+smallest normal number (weights below it cannot be stored to full precision) and κ is the
+condition number of a weight under a relative rounding of its inputs: a backward-stable
+implementation (e.g. one computing exp2(x·log₂e − m·log₂e)) may lose that many ulps, and
+no implementation can be required to do better. A NaN or an infinity where the exact
+value is finite never agrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from derive.errors import InputError
+
+__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "tolerance"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    dtype: str
+    ulps: int  # relative tolerance in units of eps
+    eps: float  # machine epsilon of the dtype (2^-mantissa bits)
+    abs: float  # absolute floor: the smallest normal number of the dtype
+    numpy: bool  # whether numpy has this dtype (bfloat16 needs torch)
+
+    @property
+    def rel(self) -> float:
+        return self.ulps * self.eps
+
+    def bound(self, exact: float, kappa: float) -> float:
+        return self.abs + self.rel * (1.0 + kappa) * abs(exact)
+
+    def as_json(self) -> dict:
+        return {"dtype": self.dtype, "ulps": self.ulps, "rel": float(f"{self.rel:.3e}"),
+                "abs": float(f"{self.abs:.3e}")}
+
+
+TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance("float64", 64, 2.0**-52, 2.0**-1022, True),
+    "float32": Tolerance("float32", 64, 2.0**-23, 2.0**-126, True),
+    "float16": Tolerance("float16", 8, 2.0**-10, 2.0**-14, True),
+    "bfloat16": Tolerance("bfloat16", 8, 2.0**-7, 2.0**-126, False),
+}
+DTYPES = tuple(TOLERANCES)
+
+
+def tolerance(dtype: str) -> Tolerance:
+    try:
+        return TOLERANCES[dtype]
+    except KeyError:
+        raise InputError(f"unknown dtype {dtype!r}: expected one of {', '.join(DTYPES)}") from None

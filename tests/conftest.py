@@ -1,0 +1,33 @@
+"""Shared test helpers: a tool that CI must have makes its tests fail, not skip, in CI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def require_tool(name: str) -> str:
+    """Path of ``name``; skip without it locally, fail without it in CI."""
+    path = shutil.which(name)
+    if path is None:
+        if IN_CI:
+            pytest.fail(f"{name} is required in CI (CI=true) but is not installed")
+        pytest.skip(f"{name} is not installed")
+    return path
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run tests marked slow (always on when CI=true)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if IN_CI or config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow (CI runs it)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

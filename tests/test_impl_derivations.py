@@ -1,0 +1,59 @@
+"""The faulty forms derived symbolically: what the code computes, proved; that it is not the
+definition, refuted with a certified counterexample; that the fix is the definition, proved."""
+
+from __future__ import annotations
+
+import pytest
+
+from derive.impl.derivations import derive_fault
+from derive.impl.faults import variants
+from derive.impl.report import derivation_lines
+
+
+def _derive(fault: str, name: str, **want):
+    for entry, fields, _ in variants(name):
+        if entry.name == fault and all(fields.get(k) == v for k, v in want.items()):
+            return derive_fault(fault, name, tuple(sorted(fields.items())))
+    raise AssertionError(f"no variant {fault} {want} for {name}")
+
+
+def _statuses(d):
+    return (d.identity.status, d.versus_definition.status, None if d.fix is None else d.fix.status)
+
+
+def test_unshifted_plus_one_is_softmax1_of_the_shifted_row():
+    d = _derive("unshifted-sink-term", "softmax1")
+    assert d.written == "exp(x_j − m) / (1 + Σ exp(x_t − m))"
+    assert (d.closed, d.definition) == ("softmax₁(x − m)", "softmax₁(x)")
+    assert _statuses(d) == ("proved", "refuted", "proved")
+    w = d.versus_definition.witness
+    assert w["instance"]["n"] == 2 and w["instance"]["m"] == 1
+    assert w["lhs"] == pytest.approx(0.21194155761708544)  # e⁻¹/(1 + 2e⁻¹)
+    assert w["rhs"] == pytest.approx(1 / 3)
+    assert derivation_lines(d.as_json())[1] == (
+        "softmax₁(x − m) = softmax₁(x): **refuted**: at M = [[1, 1], [1, 1]], i = 1, j = 1, m = 1, "
+        "n = 2, x = [[0, 0], [0, 0]] the two sides are 0.211942 and 0.333333")
+
+
+def test_missing_max_subtraction_is_exact_in_exact_arithmetic():
+    d = _derive("no-max-subtraction", "softmax1")
+    assert _statuses(d) == ("proved", "proved", "proved")
+    assert derivation_lines(d.as_json())[1] == (
+        "so the code equals softmax₁(x) in exact arithmetic: the fault is numerical only")
+
+
+@pytest.mark.parametrize("fault,name,want,closed", [
+    ("softmax-for-softmax1", "softmax1", {}, "softmax(x)"),
+    ("softmax1-for-softmax", "softmax", {}, "softmax₁(x)"),
+    ("sink-scaled", "sink", {"d": 64, "power": -1}, "sink_(c·s)(x), c = 1/√64"),
+    ("exp2-units", "sink", {"where": "sink logit", "c": "ln 2"}, "sink_s(x) with s·ln 2"),
+    ("exp2-units", "softmax1", {"where": "scores", "c": "ln 2"}, "softmax₁(ln 2·x)"),
+])
+def test_other_faulty_forms_are_proved_and_refuted(fault, name, want, closed):
+    d = _derive(fault, name, **want)
+    assert d.closed == closed
+    assert _statuses(d)[:2] == ("proved", "refuted")
+
+
+def test_no_derivation_for_a_pattern_only_fault():
+    assert _derive("all-masked-nan", "softmax1") is None

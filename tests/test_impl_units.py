@@ -1,0 +1,77 @@
+"""Parts of ``derive impl``: tolerances, the exact reference and Jacobian, the faulty forms."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import pytest
+
+from derive.errors import InputError
+from derive.impl.faults import FAULTS, sink_row, variants
+from derive.impl.reference import exact_row, jacobian
+from derive.impl.tolerance import TOLERANCES, tolerance
+from derive.normalizers.registry import get
+
+
+def test_tolerance_table():
+    assert {k: (t.ulps, t.eps, t.abs) for k, t in TOLERANCES.items()} == {
+        "float64": (64, 2.0**-52, 2.0**-1022),
+        "float32": (64, 2.0**-23, 2.0**-126),
+        "float16": (8, 2.0**-10, 2.0**-14),
+        "bfloat16": (8, 2.0**-7, 2.0**-126),
+    }
+    t = tolerance("float32")
+    assert t.bound(0.5, 0.0) == 2.0**-126 + 64 * 2.0**-23 * 0.5
+    assert t.bound(0.5, 3.0) == 2.0**-126 + 64 * 2.0**-23 * 4 * 0.5
+    with pytest.raises(InputError, match=r"^unknown dtype 'int8': expected one of float64, float32"):
+        tolerance("int8")
+
+
+def test_reference_of_masked_rows():
+    sm, sm1 = get("softmax"), get("softmax1")
+    dead = exact_row(sm, [-math.inf, -math.inf], {}, 60)
+    assert not dead.defined  # softmax of a fully masked row has no value
+    quiet = exact_row(sm1, [-math.inf, -math.inf], {}, 60)
+    assert quiet.defined and quiet.floats() == [0.0, 0.0]  # softmax₁ of it is exactly 0
+    half = exact_row(sm1, [0.0, -math.inf], {}, 60)
+    assert half.floats() == [0.5, 0.0]
+
+
+@pytest.mark.parametrize("name,params", [("softmax", {}), ("softmax1", {}), ("sink", {"s": 0.75})])
+def test_derived_jacobian_is_diag_p_minus_ppT(name, params):
+    norm = get(name)
+    row = [1.0, -2.0, -math.inf, 0.5]
+    with mpmath.workdps(60):
+        p = exact_row(norm, row, params, 60).values
+        jac = jacobian(norm, row, params, 60)
+        for j in range(4):
+            for k in range(4):
+                expected = (p[j] if j == k else 0) - p[j] * p[k]
+                assert abs(jac[j][k] - expected) < mpmath.mpf(10) ** -50
+    assert all(jac[2][k] == 0 and jac[k][2] == 0 for k in range(4))  # the masked key
+
+
+def test_faulty_forms_are_data_with_explanations_and_fixes():
+    names = [f.name for f in FAULTS]
+    assert names == ["unshifted-sink-term", "softmax-for-softmax1", "softmax1-for-softmax", "sink-scaled",
+                     "exp2-units", "all-masked-nan", "no-max-subtraction"]
+    assert all(f.explanation and f.fix and f.formula for f in FAULTS)
+    assert {e.name for e, _, _ in variants("softmax")} == {"softmax1-for-softmax", "exp2-units",
+                                                           "no-max-subtraction"}
+    assert list(variants("not-a-softmax")) == []
+
+
+def test_unshifted_form_is_softmax1_of_the_shifted_row_and_sums_to_at_least_half():
+    form = next(ev for e, _, ev in variants("softmax1") if e.name == "unshifted-sink-term")
+    row = [3.0, 1.0, -0.5]
+    got = form(row, {}, "float64")
+    assert got == pytest.approx(sink_row([0.0, -2.0, -3.5], 0.0), rel=1e-15)
+    assert sum(got) >= 0.5
+    assert form([-math.inf], {}, "float64")[0] != form([-math.inf], {}, "float64")[0]  # NaN
+
+
+def test_no_max_subtraction_form_overflows_in_the_dtype():
+    form = next(ev for e, _, ev in variants("softmax1") if e.name == "no-max-subtraction")
+    assert math.isnan(form([89.0], {}, "float32")[0])  # exp(89) > float32 max
+    assert form([89.0], {}, "float64")[0] == pytest.approx(1.0)

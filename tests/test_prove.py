@@ -1,0 +1,82 @@
+import sympy as sp
+
+from derive.model.attention import M, ScalarBase, i, j, n, scale, softmax_weight, t
+from derive.model.vectors import Dot, VectorBase, expand_dot, vectors
+from derive.prove.equality import prove_equal
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.settings import DEFAULT
+
+q0, k0, delta = VectorBase("q^0"), VectorBase("k^0"), VectorBase("delta")
+bQ, bK = vectors("b_Q b_K")
+s = ScalarBase("s")
+c = sp.Symbol("c", real=True)
+
+
+def weights(key_shift):
+    return softmax_weight(lambda x: scale(Dot(q0[i], k0[x] + key_shift(x))))
+
+
+def test_common_key_bias_cancels_for_any_mask():
+    v = prove_equal(weights(lambda x: bK), weights(lambda x: 0))
+    assert v.status == PROVED
+
+
+def test_per_token_shift_claimed_invariant_is_refuted():
+    v = prove_equal(weights(lambda x: delta[x]), weights(lambda x: 0))
+    assert v.status == REFUTED
+    w = v.witness
+    assert w["instance"]["d"] <= 3 and w["instance"]["n"] <= 3
+    assert abs(w["lhs"] - w["rhs"]) > 1e-6
+
+
+def test_wrong_expansion_step_is_refuted():
+    # the cross term b_Q·b_K is missing
+    wrong = Dot(q0[i], k0[j]) + Dot(bQ, k0[j]) + Dot(q0[i], bK)
+    v = prove_equal(Dot(q0[i] + bQ, k0[j] + bK), wrong)
+    assert v.status == REFUTED
+    assert "Dot(b_K, b_Q)" in v.reason
+
+
+def test_shift_invariance_of_raw_scores():
+    lhs = M[i, j] * sp.exp(s[i, j] + c) / sp.Sum(M[i, t] * sp.exp(s[i, t] + c), (t, 1, n))
+    rhs = M[i, j] * sp.exp(s[i, j]) / sp.Sum(M[i, t] * sp.exp(s[i, t]), (t, 1, n))
+    assert prove_equal(lhs, rhs).status == PROVED
+
+
+def test_shift_by_key_dependent_amount_is_refuted():
+    lhs = M[i, j] * sp.exp(s[i, j] + j) / sp.Sum(M[i, t] * sp.exp(s[i, t] + t), (t, 1, n))
+    rhs = M[i, j] * sp.exp(s[i, j]) / sp.Sum(M[i, t] * sp.exp(s[i, t]), (t, 1, n))
+    assert prove_equal(lhs, rhs).status == REFUTED
+
+
+def test_numeric_agreement_alone_never_proves():
+    # Equal on every small integer instance tried, but not identically equal:
+    # without a symbolic reduction to 0 the answer is undecided, not proved.
+    x = sp.Symbol("x", real=True)
+    lhs = sp.sin(sp.pi * x)  # 0 on every integer x
+    v = prove_equal(lhs, sp.S.Zero, cfg=DEFAULT.merge(witness_examples=50))
+    assert v.status == UNDECIDED
+
+
+def test_time_limit_gives_undecided():
+    x = sp.Symbol("x", real=True)
+    y = sp.Symbol("y", real=True)
+    v = prove_equal((x + y + 1) ** 60, sp.expand((x + y + 1) ** 60), cfg=DEFAULT.merge(time_limit=1e-3),
+                    search=False)
+    assert v.status == UNDECIDED
+    assert "time limit of 0.001 s hit" in v.reason
+
+
+def test_refuted_verdict_needs_a_witness():
+    import pytest
+
+    with pytest.raises(ValueError, match="counterexample"):
+        Verdict(REFUTED, "no witness")
+    with pytest.raises(ValueError, match="proved, refuted or undecided"):
+        Verdict("probably", "")
+
+
+def test_expansion_is_derived_not_typed():
+    expanded = expand_dot(Dot(q0[i] + bQ, k0[j] + bK))
+    assert set(sp.Add.make_args(expanded)) == {
+        Dot(q0[i], k0[j]), Dot(bQ, k0[j]), Dot(q0[i], bK), Dot(bQ, bK)}

@@ -1,0 +1,61 @@
+"""Rendering: golden files for a demo document, prose conversion, escaping, determinism."""
+
+from pathlib import Path
+
+import pytest
+
+from derive.build import load_document
+from derive.render import render_document
+from derive.render.prose import md_table_math, to_latex, to_markdown
+
+HERE = Path(__file__).parent
+GOLDEN = HERE / "golden"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return render_document(load_document(HERE / "data" / "demo.py"))
+
+
+@pytest.mark.parametrize("name", ["demo.md", "demo.json"])
+def test_demo_matches_golden(demo, name):
+    golden = GOLDEN / name
+    assert demo.docs[name].decode() == golden.read_text(), f"update {golden} if the change is intended"
+
+
+def test_demo_tex_matches_golden(demo):
+    assert demo.build["demo.tex"].decode() == (GOLDEN / "demo.tex").read_text()
+
+
+def test_rendering_is_deterministic(demo):
+    again = render_document(load_document(HERE / "data" / "demo.py"))
+    assert again.docs == demo.docs and again.build == demo.build
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a $x_i$ b", "a $`x_i`$ b"),
+        ("two $a$ and $b$", "two $`a`$ and $`b`$"),
+        ("no math", "no math"),
+    ],
+)
+def test_markdown_inline_math(text, expected):
+    assert to_markdown(text) == expected
+
+
+def test_pipe_in_table_math_is_escaped():
+    assert md_table_math(r"|x|") == r"$`\vert x\vert `$"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("50% & #1_x", r"50\% \& \#1\_x"),
+        ("math $a_b$ stays", "math $a_b$ stays"),
+        ("**bold** and `code`", r"\textbf{bold} and \texttt{code}"),
+        ("k⁰₁ → √d", r"k$^{0}$$_{1}$ $\to$ $\sqrt{\ }$d"),
+    ],
+)
+def test_latex_prose(text, expected):
+    assert to_latex(text) == expected

@@ -1,0 +1,1 @@
+"""Small implementations under test by ``derive impl``: correct ones and known faulty forms."""

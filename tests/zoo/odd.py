@@ -1,0 +1,48 @@
+"""Implementations whose faults are in no table: for the error-pattern description."""
+
+import numpy as np
+
+from tests.zoo.softmax1_numpy import softmax1
+
+
+def damped(x):
+    """The right weights times 0.9: the ratios are right, the normalization is not."""
+    return 0.9 * softmax1(x)
+
+
+def uniform_when_masked(x):
+    """1/n on a fully masked row (as if masked with a large finite negative number)."""
+    y = softmax1(x)
+    dead = np.all(np.isneginf(x), axis=-1, keepdims=True)
+    return np.where(dead, 1.0 / x.shape[-1], y)
+
+
+def raises_on_masked(x):
+    if np.isneginf(x).any():
+        raise ValueError("masked scores are not supported")
+    return softmax1(x)
+
+
+def reduces(x):
+    """Returns one number per row instead of a row of weights."""
+    return softmax1(x).sum(axis=-1)
+
+
+def squared_denominator(x):
+    """Divides by the denominator twice: the factor 1/(1 + Σ exp x) depends on the row sum only."""
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    den = np.exp(-m) + e.sum(axis=-1, keepdims=True)
+    return e / den / (den * np.exp(m))
+
+
+def max_damped(x):
+    """The right weights divided by 1 + (max x)²: a factor that depends on max x only."""
+    top = np.max(np.where(np.isneginf(x), 0, x), axis=-1, keepdims=True)
+    return softmax1(x) / (1 + top**2)
+
+
+def chatty(x):
+    """Correct, but prints: the report on stdout must stay clean."""
+    print("debug: computing softmax1")
+    return softmax1(x)
