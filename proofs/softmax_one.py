@@ -259,8 +259,10 @@ def document() -> Document:
               "contributes $e^0 = 1$; write $S = 1 + \\rho$, $\\rho \\ge 0$:")
     doc.equation(Sx / (1 + Sx) - sp.Rational(1, 2), rho / (2 * (2 + rho)), name="faulty mass minus one half",
                  why="Common denominator.")
-    doc.prose("The right-hand side is $\\ge 0$, so the faulty form's weights **always sum to at least 1/2**: it can "
-              "never abstain, which was the point of softmax₁. A concrete row:")
+    doc.prose("The right-hand side is $\\ge 0$, so on every row with an allowed key the faulty form's weights "
+              "**always sum to at least 1/2** (and at most $N_i/(N_i + 1)$, since $S \\le N_i$): it can never "
+              "abstain, which was the point of softmax₁. On a fully masked row it returns NaN ($-\\infty - (-\\infty)$). "
+              "A concrete row:")
     xs = [-10.0, -10.0]
     faulty = FORMS["softmax₁ faulty"][1]
     from derive.normalizers.stable import run_form
