@@ -30,8 +30,10 @@ def main(argv=None) -> int:
     counts = {}
     for der in table.values():
         counts[der.verdict.status] = counts.get(der.verdict.status, 0) + 1
-    print(f"{len(names())} normalizers × {len(PROPERTIES)} properties = {len(table)} cells: "
-          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    print(
+        f"{len(names())} normalizers × {len(PROPERTIES)} properties = {len(table)} cells: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    )
     print(f"built in {elapsed:.2f} s (target < 10 s on 2 cores)")
     return 0
 

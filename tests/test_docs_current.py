@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.slow
 def test_normalizer_documents_are_current():
-    proc = subprocess.run([sys.executable, "build_docs.py", "--check", "proofs/softmax_one.py", "proofs/normalizers.py"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "build_docs.py", "--check", "proofs/softmax_one.py", "proofs/normalizers.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 

@@ -40,5 +40,7 @@ def test_zero_token_and_bias_kv_implementations_agree_with_sinks():
 
 def test_a_false_identity_fails_its_numeric_check():
     s1 = get("softmax1").reference
-    shifted = check_identity("softmax1 shift", lambda x, m: s1([v + 2 for v in x], m), lambda x, m: s1(x, m), examples=30)
+    shifted = check_identity(
+        "softmax1 shift", lambda x, m: s1([v + 2 for v in x], m), lambda x, m: s1(x, m), examples=30
+    )
     assert not shifted.passed and shifted.witness

@@ -15,13 +15,29 @@ ALL = ("bias_kv", "clipped", "sigmoid", "sink", "softcap", "softmax", "softmax1"
 
 # Known mathematics, written independently of the provers.
 EXPECTED = {
-    "shift_invariant": {"softmax": P, "clipped": P, "softmax1": R, "sink": R, "zero_token": R, "bias_kv": R,
-                        "sigmoid": R, "softcap": R},
+    "shift_invariant": {
+        "softmax": P,
+        "clipped": P,
+        "softmax1": R,
+        "sink": R,
+        "zero_token": R,
+        "bias_kv": R,
+        "sigmoid": R,
+        "softcap": R,
+    },
     "shift_effect": {nm: P for nm in ALL} | {"softcap": U},
     "weights_sum_to_one": {nm: R for nm in ALL} | {"softmax": P, "softcap": P},
     "mass_range": {nm: P for nm in ALL} | {"clipped": U},
-    "can_abstain": {"softmax1": P, "sink": P, "zero_token": P, "bias_kv": P, "sigmoid": P,
-                    "softmax": R, "softcap": R, "clipped": R},
+    "can_abstain": {
+        "softmax1": P,
+        "sink": P,
+        "zero_token": P,
+        "bias_kv": P,
+        "sigmoid": P,
+        "softmax": R,
+        "softcap": R,
+        "clipped": R,
+    },
     "limit_uniform": {nm: P for nm in ALL},
     "limit_iterated": {nm: P for nm in ALL},
     "limit_any_path": {nm: P for nm in ALL} | {"softmax": R, "clipped": R},

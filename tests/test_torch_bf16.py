@@ -11,7 +11,8 @@ if os.environ.get("CI") == "true":
     import torch
 else:
     torch = pytest.importorskip(
-        "torch", reason="PyTorch not installed: `pip install 'derive[torch]'` (or torch==2.13.0) to run these checks")
+        "torch", reason="PyTorch not installed: `pip install 'derive[torch]'` (or torch==2.13.0) to run these checks"
+    )
 
 from derive.normalizers.stable import CASES, FORMS, bf16, run_form
 
@@ -45,8 +46,9 @@ def _torch_form(form: str, x, mask) -> np.ndarray:
 
 def test_bf16_rounding_matches_torch():
     rng = np.random.default_rng(0)
-    vals = np.concatenate([rng.normal(size=2000) * 10.0 ** rng.integers(-30, 30, size=2000),
-                           [0.0, -0.0, np.inf, -np.inf, 3.4e38, 1e-40]]).astype(np.float32)
+    vals = np.concatenate(
+        [rng.normal(size=2000) * 10.0 ** rng.integers(-30, 30, size=2000), [0.0, -0.0, np.inf, -np.inf, 3.4e38, 1e-40]]
+    ).astype(np.float32)
     ours = bf16(vals)
     theirs = torch.tensor(vals).to(torch.bfloat16).to(torch.float32).numpy()
     assert np.array_equal(ours, theirs)

@@ -20,7 +20,8 @@ if os.environ.get("CI") == "true":
     import torch  # CI installs derive[torch]: a missing torch must fail, not skip
 else:
     torch = pytest.importorskip(
-        "torch", reason="PyTorch not installed: `pip install 'derive[torch]'` (or torch==2.13.0) to run these checks")
+        "torch", reason="PyTorch not installed: `pip install 'derive[torch]'` (or torch==2.13.0) to run these checks"
+    )
 
 from derive.normalizers.registry import get
 
@@ -56,8 +57,8 @@ def _derived(m, q, kv, normalizer: str) -> np.ndarray:
     b = m.in_proj_bias.detach().numpy()
     x, y = q[0].numpy(), kv[0].numpy()
     Q = x @ w[:E].T + b[:E]
-    K = y @ w[E:2 * E].T + b[E:2 * E]
-    V = y @ w[2 * E:].T + b[2 * E:]
+    K = y @ w[E : 2 * E].T + b[E : 2 * E]
+    V = y @ w[2 * E :].T + b[2 * E :]
     heads = []
     for h in range(H):
         sl = slice(h * DH, (h + 1) * DH)
@@ -102,7 +103,7 @@ def _k_bias_change(**kw) -> float:
     q, kv = _inputs(7)
     before = _torch_out(m, q, kv)
     with torch.no_grad():
-        m.in_proj_bias[E:2 * E] += 3 * torch.randn(E, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+        m.in_proj_bias[E : 2 * E] += 3 * torch.randn(E, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     return float(np.max(np.abs(_torch_out(m, q, kv) - before)))
 
 

@@ -120,8 +120,9 @@ def plain_witness(w: dict | None) -> dict | None:
     return None if w is None else {k: v for k, v in w.items() if not k.startswith("_")}
 
 
-def settle(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None,
-           sample: dict | None = None) -> Verdict:
+def settle(
+    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None, sample: dict | None = None
+) -> Verdict:
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
     the entry's in-domain sample parameters, else undecided."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
@@ -151,8 +152,12 @@ def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | N
         inst, env = make_instance(sig, 2, nn, rng, bound=2, integers=True, mask="full", fixed=fixed)
         got = certified_difference(a, b, inst, env)
         if got is not None:
-            return {"instance": inst.describe(), "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
-                    "lhs": _json(got[0]), "rhs": _json(got[1])}
+            return {
+                "instance": inst.describe(),
+                "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
+                "lhs": _json(got[0]),
+                "rhs": _json(got[1]),
+            }
     return None
 
 
@@ -175,8 +180,11 @@ def shown(latex: str) -> Shown:
 
 def sample_parameters(entry, params: dict) -> dict:
     """The in-domain sample value of each parameter that is still symbolic, by parameter name."""
-    return {p: _num(v) for p, v in entry.sample_values().items()
-            if isinstance(params.get(p), sp.Basic) and params[p].free_symbols}
+    return {
+        p: _num(v)
+        for p, v in entry.sample_values().items()
+        if isinstance(params.get(p), sp.Basic) and params[p].free_symbols
+    }
 
 
 def _num(v):
@@ -244,8 +252,8 @@ def sign_of(expr: sp.Expr) -> str | None:
     """'+', '-', '0', or None (undecided), from the assumptions on the symbols."""
     if expr.has(sp.Heaviside, sp.Min, sp.Max, sp.Piecewise):
         # piecewise expressions: only what the assumptions decide directly (simplify won't help)
-        return {True: "+"}.get(expr.is_positive) or {True: "-"}.get(expr.is_negative) or (
-            "0" if expr.is_zero else None)
+        return {True: "+"}.get(expr.is_positive) or {True: "-"}.get(expr.is_negative) or ("0" if expr.is_zero else None)
+
     def decided(form):
         if form == 0 or form.is_zero:
             return "0"

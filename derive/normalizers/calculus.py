@@ -129,18 +129,27 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
     if sgn is not None:
         der.value = names[sgn]
         if sgn == want:
-            der.verdict = Verdict(PROVED, f"the derivative is {names[sgn]} for all x_j, x_k, r ≥ 0", method="sign from assumptions")
+            der.verdict = Verdict(
+                PROVED, f"the derivative is {names[sgn]} for all x_j, x_k, r ≥ 0", method="sign from assumptions"
+            )
             return der
-        w = _search(D, entry, params, lambda s: s != want) or {"instance": {"n": 2, "x": [0, 0]}, "indices": {"i": 1},
-                                                              "sign": sgn}
-        der.verdict = Verdict(REFUTED, f"the derivative is {names[sgn]} everywhere (proved)", method="sign from assumptions", witness=w)
+        w = _search(D, entry, params, lambda s: s != want) or {
+            "instance": {"n": 2, "x": [0, 0]},
+            "indices": {"i": 1},
+            "sign": sgn,
+        }
+        der.verdict = Verdict(
+            REFUTED, f"the derivative is {names[sgn]} everywhere (proved)", method="sign from assumptions", witness=w
+        )
         return der
     regions = _heaviside_regions(D)
     if regions:
         der.step("the derivative carries step functions: it is 0 where any of these is negative", sp.Tuple(*regions))
     w = _search(D, entry, params, lambda s: s != want)
     if w is not None:
-        der.verdict = Verdict(REFUTED, f"an exact point where the derivative is {w['sign']}", method="exact evaluation", witness=w)
+        der.verdict = Verdict(
+            REFUTED, f"an exact point where the derivative is {w['sign']}", method="exact evaluation", witness=w
+        )
         der.value = "not strict: 0 in clipped regions" if w["sign"] == "0" else f"sign changes ({w['sign']})"
         return der
     der.verdict, der.value = Verdict(UNDECIDED, "the sign could not be decided and no grid point refutes it"), "?"
@@ -148,33 +157,56 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
 
 
 def jacobian_diagonal(entry, params) -> Derivation:
-    return _sign_claim(entry, params, "jacobian_diagonal", "jj", "+",
-                       "$\\partial p_j/\\partial x_j > 0$ for every allowed key of a row with at least two allowed keys")
+    return _sign_claim(
+        entry,
+        params,
+        "jacobian_diagonal",
+        "jj",
+        "+",
+        "$\\partial p_j/\\partial x_j > 0$ for every allowed key of a row with at least two allowed keys",
+    )
 
 
 def jacobian_offdiagonal(entry, params) -> Derivation:
-    return _sign_claim(entry, params, "jacobian_offdiagonal", "jk", "-",
-                       "$\\partial p_j/\\partial x_k < 0$ for allowed keys $j \\ne k$")
+    return _sign_claim(
+        entry,
+        params,
+        "jacobian_offdiagonal",
+        "jk",
+        "-",
+        "$\\partial p_j/\\partial x_k < 0$ for allowed keys $j \\ne k$",
+    )
 
 
 def gradient_nonvanishing(entry, params) -> Derivation:
-    der = Derivation(entry.name, "gradient_nonvanishing",
-                     "no region of zero gradient: $\\partial p_j/\\partial x_j \\ne 0$ everywhere (rows with ≥ 2 allowed keys)", None)
+    der = Derivation(
+        entry.name,
+        "gradient_nonvanishing",
+        "no region of zero gradient: $\\partial p_j/\\partial x_j \\ne 0$ everywhere (rows with ≥ 2 allowed keys)",
+        None,
+    )
     W, D, _, sgn, _ = _derivatives(entry, params)
     if W is None:
         der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
         return der
     der.step("derivative", sp.Eq(shown("\\frac{\\partial p_j}{\\partial x_j}"), D, evaluate=False))
     if sgn in ("+", "-"):
-        der.verdict = Verdict(PROVED, f"the derivative is {'positive' if sgn == '+' else 'negative'} everywhere",
-                              method="sign from assumptions")
+        der.verdict = Verdict(
+            PROVED,
+            f"the derivative is {'positive' if sgn == '+' else 'negative'} everywhere",
+            method="sign from assumptions",
+        )
         der.value = "never 0"
         return der
     regions = _heaviside_regions(D)
     w = _search(D, entry, params, lambda s: s == "0")
     if w is not None:
-        der.verdict = Verdict(REFUTED, "an exact point where the derivative is 0 (inside a clipped region)",
-                              method="exact evaluation", witness=w)
+        der.verdict = Verdict(
+            REFUTED,
+            "an exact point where the derivative is 0 (inside a clipped region)",
+            method="exact evaluation",
+            witness=w,
+        )
         der.value = "0 on the clipped regions" if regions else "vanishes somewhere"
         if regions:
             der.step("zero-gradient region: where a step function's argument is negative", sp.Tuple(*regions))

@@ -73,36 +73,76 @@ class Equivalence:
 _SSTAR = Dot(Q[i], K_STAR) / sp.sqrt(d)
 
 EQUIVALENCES = [
-    Equivalence("zero token ≡ softmax₁", "zero-token attention equals softmax₁ attention",
-                "the token's key is 0 (score exactly 0) and its value is 0",
-                lambda: token_output(ZERO, ZERO), lambda: normalizer_output("softmax1"), "proved"),
-    Equivalence("K bias reaches the token", "a token $x_0 = 0$ whose key picks up the K bias: $\\kappa = b_K$",
-                "violated: the token's score is $\\langle q_i, b_K \\rangle/\\sqrt{d} \\ne 0$ (real keys unbiased)",
-                lambda: token_output(B_K, ZERO), lambda: normalizer_output("softmax1"), "refuted"),
-    Equivalence("positional term reaches the token", "a positional embedding reaches the token's key: $\\kappa = p_0$",
-                "violated: the token's score is $\\langle q_i, p_0 \\rangle/\\sqrt{d}$, query-dependent",
-                lambda: token_output(P0, ZERO), lambda: normalizer_output("softmax1"), "refuted"),
-    Equivalence("V bias reaches the token", "the token's value picks up the V bias: $\\nu = b_V$",
-                "violated: the output gains $b_V$ times the token's weight",
-                lambda: token_output(ZERO, B_V), lambda: normalizer_output("softmax1"), "refuted"),
-    Equivalence("K bias on every key, token included",
-                "the K bias reaches the token and every real key alike: $\\kappa = b_K$, $k_t + b_K$",
-                "the common shift cancels: equal to softmax₁ of the *bias-free* scores",
-                lambda: token_output(B_K, ZERO, key_shift=B_K), lambda: normalizer_output("softmax1"), "proved"),
-    Equivalence("… but not softmax₁ of the biased scores",
-                "the same model against softmax₁ of the biased scores $\\langle q_i, k_t + b_K \\rangle/\\sqrt{d}$",
-                "the bias is not cancelled by softmax₁",
-                lambda: token_output(B_K, ZERO, key_shift=B_K), lambda: normalizer_output("softmax1", key_shift=B_K),
-                "refuted"),
-    Equivalence("sink(0) ≡ softmax₁", "a sink logit $s = 0$ is softmax₁", "s = 0",
-                lambda: get("sink").weight(_score(), key=j, s=ZERO), lambda: get("softmax1").weight(_score(), key=j),
-                "proved"),
-    Equivalence("learned key/value token", "add_bias_kv: a query-dependent sink $s^*_i = \\langle q_i, k^* \\rangle/\\sqrt{d}$ on the real keys plus the token's own value",
-                "the token's key k* and value v* are learned, appended after the projections",
-                lambda: token_output(K_STAR, V_STAR),
-                lambda: normalizer_output("sink", {"s": _SSTAR})
-                + sp.exp(_SSTAR) / (sp.exp(_SSTAR) + sp.Sum(M[i, t] * sp.exp(_score()(t)), (t, 1, n))) * V_STAR,
-                "proved"),
+    Equivalence(
+        "zero token ≡ softmax₁",
+        "zero-token attention equals softmax₁ attention",
+        "the token's key is 0 (score exactly 0) and its value is 0",
+        lambda: token_output(ZERO, ZERO),
+        lambda: normalizer_output("softmax1"),
+        "proved",
+    ),
+    Equivalence(
+        "K bias reaches the token",
+        "a token $x_0 = 0$ whose key picks up the K bias: $\\kappa = b_K$",
+        "violated: the token's score is $\\langle q_i, b_K \\rangle/\\sqrt{d} \\ne 0$ (real keys unbiased)",
+        lambda: token_output(B_K, ZERO),
+        lambda: normalizer_output("softmax1"),
+        "refuted",
+    ),
+    Equivalence(
+        "positional term reaches the token",
+        "a positional embedding reaches the token's key: $\\kappa = p_0$",
+        "violated: the token's score is $\\langle q_i, p_0 \\rangle/\\sqrt{d}$, query-dependent",
+        lambda: token_output(P0, ZERO),
+        lambda: normalizer_output("softmax1"),
+        "refuted",
+    ),
+    Equivalence(
+        "V bias reaches the token",
+        "the token's value picks up the V bias: $\\nu = b_V$",
+        "violated: the output gains $b_V$ times the token's weight",
+        lambda: token_output(ZERO, B_V),
+        lambda: normalizer_output("softmax1"),
+        "refuted",
+    ),
+    Equivalence(
+        "K bias on every key, token included",
+        "the K bias reaches the token and every real key alike: $\\kappa = b_K$, $k_t + b_K$",
+        "the common shift cancels: equal to softmax₁ of the *bias-free* scores",
+        lambda: token_output(B_K, ZERO, key_shift=B_K),
+        lambda: normalizer_output("softmax1"),
+        "proved",
+    ),
+    Equivalence(
+        "… but not softmax₁ of the biased scores",
+        "the same model against softmax₁ of the biased scores $\\langle q_i, k_t + b_K \\rangle/\\sqrt{d}$",
+        "the bias is not cancelled by softmax₁",
+        lambda: token_output(B_K, ZERO, key_shift=B_K),
+        lambda: normalizer_output("softmax1", key_shift=B_K),
+        "refuted",
+    ),
+    Equivalence(
+        "sink(0) ≡ softmax₁",
+        "a sink logit $s = 0$ is softmax₁",
+        "s = 0",
+        lambda: get("sink").weight(_score(), key=j, s=ZERO),
+        lambda: get("softmax1").weight(_score(), key=j),
+        "proved",
+    ),
+    Equivalence(
+        "learned key/value token",
+        (
+            "add_bias_kv: a query-dependent sink $s^*_i = \\langle q_i, k^* \\rangle/\\sqrt{d}$ on the real keys "
+            "plus the token's own value"
+        ),
+        "the token's key k* and value v* are learned, appended after the projections",
+        lambda: token_output(K_STAR, V_STAR),
+        lambda: (
+            normalizer_output("sink", {"s": _SSTAR})
+            + sp.exp(_SSTAR) / (sp.exp(_SSTAR) + sp.Sum(M[i, t] * sp.exp(_score()(t)), (t, 1, n))) * V_STAR
+        ),
+        "proved",
+    ),
 ]
 
 

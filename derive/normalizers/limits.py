@@ -59,7 +59,12 @@ def _sympy_lim(expr, var, point, direction="+"):
 
 
 def limit_uniform(entry, params) -> Derivation:
-    der = Derivation(entry.name, "limit_uniform", "the limit of every allowed weight along $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$ (symbolic n)", None)
+    der = Derivation(
+        entry.name,
+        "limit_uniform",
+        "the limit of every allowed weight along $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$ (symbolic n)",
+        None,
+    )
     W = weight(entry, params).subs(M[i, j], 1)
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
@@ -92,8 +97,12 @@ def explicit_iterated(entry, params, k: int) -> list | None:
 
 
 def limit_iterated(entry, params, ks=(2,)) -> Derivation:
-    der = Derivation(entry.name, "limit_iterated",
-                     "$\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty} p(x)$ for symbolic k (all k keys allowed)", None)
+    der = Derivation(
+        entry.name,
+        "limit_iterated",
+        "$\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty} p(x)$ for symbolic k (all k keys allowed)",
+        None,
+    )
     W = weight(entry, params)
     form, g = row_form(W), elementwise(W)
     claimed = None
@@ -102,28 +111,41 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         a = _lim(form.F(y), y, -sp.oo)
         den = sp.denom(sp.together(form.R))
         cont = sign_of(den) in ("+", "-")
-        der.step("row form: $p_j = F(x_j) R(Z)$; R is continuous on Z > 0 (its denominator has a fixed sign)",
-                 sp.Eq(shown("R(Z)"), form.R, evaluate=False))
+        der.step(
+            "row form: $p_j = F(x_j) R(Z)$; R is continuous on Z > 0 (its denominator has a fixed sign)",
+            sp.Eq(shown("R(Z)"), form.R, evaluate=False),
+        )
         if cont and a == 0:
             ell = _lim(form.f, Z, 0, "+")
-            der.step("lim_{x_k→−∞}: F(x_k) → 0 while Z stays ≥ F(x_1) > 0, so key k gets 0 and the others "
-                     "keep the weights of the row of k − 1 keys; by induction only key 1 (the outermost limit) "
-                     "remains, and its weight f(F(x_1)) → f(0⁺)", sp.Eq(shown("f(0^+)"), ell, evaluate=False))
+            der.step(
+                "lim_{x_k→−∞}: F(x_k) → 0 while Z stays ≥ F(x_1) > 0, so key k gets 0 and the others "
+                "keep the weights of the row of k − 1 keys; by induction only key 1 (the outermost limit) "
+                "remains, and its weight f(F(x_1)) → f(0⁺)",
+                sp.Eq(shown("f(0^+)"), ell, evaluate=False),
+            )
             if ell is not None:
                 claimed = (ell, sp.S.Zero)
-                der.value = "(1, 0, …, 0): all to the outermost key" if ell == 1 else (
-                    "0 for every key" if ell == 0 else f"({sp.sstr(ell)}, 0, …, 0)")
+                der.value = (
+                    "(1, 0, …, 0): all to the outermost key"
+                    if ell == 1
+                    else ("0 for every key" if ell == 0 else f"({sp.sstr(ell)}, 0, …, 0)")
+                )
         elif cont and a is not None and a.is_positive:
             val = sp.simplify(a * form.R.subs(Z, K * a))
-            der.step("F(x) → a > 0: each limit sets F(x_t) = a; Z ≥ a > 0 keeps R continuous; all k keys end "
-                     "equal", sp.Eq(shown("p_j"), val, evaluate=False))
+            der.step(
+                "F(x) → a > 0: each limit sets F(x_t) = a; Z ≥ a > 0 keeps R continuous; all k keys end equal",
+                sp.Eq(shown("p_j"), val, evaluate=False),
+            )
             claimed = (val, val)
             der.value = f"{sp.sstr(val)} for every key"
     elif g is not None:
         yv = g.variables[0]
         lim = _lim(g.expr, yv, -sp.oo)
         if lim is not None:
-            der.step("elementwise: each weight depends on its own score only", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
+            der.step(
+                "elementwise: each weight depends on its own score only",
+                sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
+            )
             claimed = (lim, lim)
             der.value = f"{sp.sstr(lim)} for every key"
     if claimed is None and form is None and g is None:
@@ -144,9 +166,13 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         if any(sp.simplify(a - b) != 0 for a, b in zip(vec, expect)):
             der.verdict = Verdict(UNDECIDED, f"the symbolic rule disagrees with the explicit k = {k} computation")
             return der
-    why = ("induction on k with continuity of R; agrees with the explicit small-k limits" if form is not None
-           else "each weight is a function of its own score; agrees with the explicit small-k limits" if g is not None
-           else "a continuous function of the inner normalizer's weights; agrees with the explicit small-k limits")
+    why = (
+        "induction on k with continuity of R; agrees with the explicit small-k limits"
+        if form is not None
+        else "each weight is a function of its own score; agrees with the explicit small-k limits"
+        if g is not None
+        else "a continuous function of the inner normalizer's weights; agrees with the explicit small-k limits"
+    )
     method = "row form induction" if form is not None else "elementwise" if g is not None else "composition"
     der.verdict = Verdict(PROVED, why, method=method)
     return der
@@ -187,11 +213,16 @@ def _composed_iterated(entry, params, der):
     if vec is None:
         return None
     claimed = (sp.simplify(outer.subs(w, vec[0])), sp.simplify(outer.subs(w, vec[1])))
-    der.step(f"composition: p_j = M_j·outer(p'_j) with p' = {inner.name} (checked), outer continuous",
-             sp.Eq(shown("\\operatorname{outer}(w)"), outer, evaluate=False))
+    der.step(
+        f"composition: p_j = M_j·outer(p'_j) with p' = {inner.name} (checked), outer continuous",
+        sp.Eq(shown("\\operatorname{outer}(w)"), outer, evaluate=False),
+    )
     der.step(f"the outer function of {inner.name}'s iterated limit (first key, other keys)", sp.Tuple(*claimed))
-    der.value = (f"({sp.sstr(claimed[0])}, {sp.sstr(claimed[1])}, …, {sp.sstr(claimed[1])})"
-                 if claimed[0] != claimed[1] else f"{sp.sstr(claimed[0])} for every key")
+    der.value = (
+        f"({sp.sstr(claimed[0])}, {sp.sstr(claimed[1])}, …, {sp.sstr(claimed[1])})"
+        if claimed[0] != claimed[1]
+        else f"{sp.sstr(claimed[0])} for every key"
+    )
     return claimed
 
 
@@ -229,8 +260,12 @@ def path_limit(entry, params, path: tuple) -> list | None:
 
 
 def limit_any_path(entry, params) -> Derivation:
-    der = Derivation(entry.name, "limit_any_path",
-                     "along every path on which all $x_j \\to -\\infty$ the weights converge, to a limit independent of the path", None)
+    der = Derivation(
+        entry.name,
+        "limit_any_path",
+        "along every path on which all $x_j \\to -\\infty$ the weights converge, to a limit independent of the path",
+        None,
+    )
     W = weight(entry, params)
     form, g = row_form(W), elementwise(W)
     y = sp.Symbol("y", real=True)
@@ -239,20 +274,28 @@ def limit_any_path(entry, params) -> Derivation:
         if a == 0 and sign_of(form.R) == "+":
             ell = _lim(form.f, Z, 0, "+")
             if ell == 0:
-                der.step("0 ≤ every weight ≤ the mass f(Z) = Z R(Z) (R > 0, F(x_j) ≤ Z), and Z → 0⁺ on every such path", sp.Eq(shown("f(0^+)"), ell, evaluate=False))
+                der.step(
+                    "0 ≤ every weight ≤ the mass f(Z) = Z R(Z) (R > 0, F(x_j) ≤ Z), and Z → 0⁺ on every such path",
+                    sp.Eq(shown("f(0^+)"), ell, evaluate=False),
+                )
                 der.verdict, der.value = Verdict(PROVED, "bound by the mass, which → 0", method="row form, limit"), "0"
                 return der
         elif a is not None and a.is_positive and sign_of(sp.denom(sp.together(form.R))) in ("+", "-"):
             nn = sp.Symbol("N_i", integer=True, positive=True)
             val = sp.simplify(a * form.R.subs(Z, nn * a))
-            der.step("F(x_t) → a > 0 on every such path, Z → N_i a > 0 and R is continuous there",
-                     sp.Eq(shown("p_j"), val, evaluate=False))
+            der.step(
+                "F(x_t) → a > 0 on every such path, Z → N_i a > 0 and R is continuous there",
+                sp.Eq(shown("p_j"), val, evaluate=False),
+            )
             der.verdict, der.value = Verdict(PROVED, "continuity", method="row form, limit"), sp.sstr(val)
             return der
     if g is not None:
         lim = _lim(g.expr, y, -sp.oo)
         if lim is not None:
-            der.step("elementwise: each weight → g(−∞) whatever the other scores do", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
+            der.step(
+                "elementwise: each weight → g(−∞) whatever the other scores do",
+                sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
+            )
             der.verdict, der.value = Verdict(PROVED, "elementwise limit", method="elementwise, limit"), sp.sstr(lim)
             return der
     sample = entry_sample_subs(entry, params)
@@ -262,12 +305,20 @@ def limit_any_path(entry, params) -> Derivation:
     if la is not None and lb is not None and any(sp.simplify(p - q) != 0 for p, q in zip(la, lb)):
         der.step("two keys, path A: x = (−τ, −2τ)", sp.Tuple(*la))
         der.step("two keys, path B: x = (−2τ, −τ)", sp.Tuple(*lb))
-        w = {"instance": {"n": 2, "path A": "x = (-tau, -2 tau)", "path B": "x = (-2 tau, -tau)"},
-             "indices": {"i": 1}, "lhs": [float(v) for v in la], "rhs": [float(v) for v in lb]}
+        w = {
+            "instance": {"n": 2, "path A": "x = (-tau, -2 tau)", "path B": "x = (-2 tau, -tau)"},
+            "indices": {"i": 1},
+            "lhs": [float(v) for v in la],
+            "rhs": [float(v) for v in lb],
+        }
         if sample:
             w["parameters"] = sample_parameters(entry, params)
-        der.verdict = Verdict(REFUTED, "two paths with different limits: the limit depends on the path",
-                              method="two explicit paths", witness=w)
+        der.verdict = Verdict(
+            REFUTED,
+            "two paths with different limits: the limit depends on the path",
+            method="two explicit paths",
+            witness=w,
+        )
         der.value = "depends on the path"
         return der
     der.verdict, der.value = Verdict(UNDECIDED, "no bound applies and the two test paths agree"), "?"

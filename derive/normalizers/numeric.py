@@ -56,10 +56,20 @@ def adversarial_rows(draw, max_n: int = 12, allow_empty: bool = True):
 
 
 def _fixed_rows() -> list:
-    rows = [([0.0], None), ([1e4], None), ([-1e4], None), ([3.0, 3.0, 3.0], None), ([1e4, 1e4], None),
-            ([-1e4, -1e4], None), ([1e4, -1e4, 0.0], None), ([700.0, -745.0, 0.0], None),
-            ([1e-12, 0.0, -1e-12], None), ([0.5, -1.0, 2.0], [False, False, False]),
-            ([30.0, -30.0, 1.0, 0.0], [True, False, True, False]), ([-700.0] * 5, None)]
+    rows = [
+        ([0.0], None),
+        ([1e4], None),
+        ([-1e4], None),
+        ([3.0, 3.0, 3.0], None),
+        ([1e4, 1e4], None),
+        ([-1e4, -1e4], None),
+        ([1e4, -1e4, 0.0], None),
+        ([700.0, -745.0, 0.0], None),
+        ([1e-12, 0.0, -1e-12], None),
+        ([0.5, -1.0, 2.0], [False, False, False]),
+        ([30.0, -30.0, 1.0, 0.0], [True, False, True, False]),
+        ([-700.0] * 5, None),
+    ]
     rng = np.random.default_rng(20230724)
     for n in (1, 2, 3, 5, 8, 13):
         for scale in (1.0, 10.0, 1e3):
@@ -75,8 +85,9 @@ FIXED_ROWS = _fixed_rows()
 
 
 def _settings(examples: int):
-    return settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=examples, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
 
 
 def _compare(pairs, tol, stats) -> bool:
@@ -134,7 +145,9 @@ def check_stable(entry, params: dict, examples: int = 80, tol: float = 1e-12) ->
     return _run(f"{entry.name}: stable implementation vs definition (adversarial rows)", pairs, examples, tol, True)
 
 
-def check_identity(name: str, lhs, rhs, examples: int = 80, tol: float = 1e-12, allow_empty: bool = False) -> CheckResult:
+def check_identity(
+    name: str, lhs, rhs, examples: int = 80, tol: float = 1e-12, allow_empty: bool = False
+) -> CheckResult:
     """``lhs(x, mask)`` against ``rhs(x, mask)`` (lists of mpmath numbers) on adversarial rows."""
 
     def pairs(x, mask):

@@ -70,7 +70,9 @@ def _check_domain(entry, name: str, expr: sp.Expr, value: sp.Expr) -> None:
 
 
 def shift_invariant(entry, params) -> Derivation:
-    der = Derivation(entry.name, "shift_invariant", "$p(x + c\\,\\mathbf{1}) = p(x)$ for every row x and every real c", None)
+    der = Derivation(
+        entry.name, "shift_invariant", "$p(x + c\\,\\mathbf{1}) = p(x)$ for every row x and every real c", None
+    )
     shifted = weight(entry, params, lambda k: X[i, k] + C)
     plain = weight(entry, params)
     der.verdict = settle(shifted, plain, entry, params)
@@ -88,8 +90,9 @@ def shift_effect(entry, params) -> Derivation:
         if inv.verdict.proved:
             der.verdict, der.value = Verdict(PROVED, "a shift changes nothing", method=inv.verdict.method), "none"
         else:
-            der.verdict = Verdict(UNDECIDED, "not shift-invariant, and the registry states no closed form "
-                                  "for the shifted normalizer")
+            der.verdict = Verdict(
+                UNDECIDED, "not shift-invariant, and the registry states no closed form for the shifted normalizer"
+            )
             der.value = "no closed form"
         return der
     other, new = entry.shift_effect(C, params)
@@ -107,7 +110,9 @@ def shift_effect(entry, params) -> Derivation:
 
 
 def weights_sum_to_one(entry, params) -> Derivation:
-    der = Derivation(entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None)
+    der = Derivation(
+        entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None
+    )
     T = mass(entry, params)
     der.verdict = settle(T, sp.S.One, entry, params)
     der.equality = (T, sp.S.One)
@@ -122,8 +127,10 @@ def mass_range(entry, params) -> Derivation:
     W = weight(entry, params)
     form = row_form(W)
     if form is not None:
-        der.step("row form: $p_j = M_j F(x_j) R(Z)$, $Z = \\sum_t M_t F(x_t)$, so $\\sum_j p_j = Z R(Z)$",
-                 sp.Eq(shown("f(Z)"), form.f, evaluate=False))
+        der.step(
+            "row form: $p_j = M_j F(x_j) R(Z)$, $Z = \\sum_t M_t F(x_t)$, so $\\sum_j p_j = Z R(Z)$",
+            sp.Eq(shown("f(Z)"), form.f, evaluate=False),
+        )
         if Z not in form.f.free_symbols:
             der.verdict = Verdict(PROVED, "the mass is a constant", method="row form")
             der.value = f"{{{sp.sstr(form.f)}}}"
@@ -139,8 +146,11 @@ def mass_range(entry, params) -> Derivation:
             lo, hi = sp.limit(form.f, Z, 0, "+"), sp.limit(form.f, Z, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
             der.step("strictly monotone; limits at Z → 0⁺ and Z → ∞", sp.Tuple(lo, hi))
-            der.verdict = Verdict(PROVED, "strictly monotone in Z over (0, ∞): open interval of the limits",
-                                  method="row form, sign of f'(Z), limits")
+            der.verdict = Verdict(
+                PROVED,
+                "strictly monotone in Z over (0, ∞): open interval of the limits",
+                method="row form, sign of f'(Z), limits",
+            )
             der.value = f"({sp.sstr(lo)}, {sp.sstr(hi)})"
             return der
     g = elementwise(W)
@@ -148,12 +158,17 @@ def mass_range(entry, params) -> Derivation:
         y = g.variables[0]
         dg = sp.simplify(sp.diff(g.expr, y))
         sgn = sign_of(dg)
-        der.step("elementwise: $p_j = M_j g(x_j)$, $\\sum_j p_j = \\sum_{\\text{allowed}} g(x_j)$", sp.Eq(shown("g(y)"), g.expr, evaluate=False))
+        der.step(
+            "elementwise: $p_j = M_j g(x_j)$, $\\sum_j p_j = \\sum_{\\text{allowed}} g(x_j)$",
+            sp.Eq(shown("g(y)"), g.expr, evaluate=False),
+        )
         if sgn in ("+", "-"):
             lo, hi = sp.limit(g.expr, y, -sp.oo), sp.limit(g.expr, y, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
             der.step("g is strictly monotone with these limits, each score free", sp.Tuple(lo, hi))
-            der.verdict = Verdict(PROVED, "a sum of N_i independent open ranges", method="elementwise, sign of g', limits")
+            der.verdict = Verdict(
+                PROVED, "a sum of N_i independent open ranges", method="elementwise, sign of g', limits"
+            )
             der.value = f"({sp.sstr(lo * sp.Symbol('N'))}, {sp.sstr(hi * sp.Symbol('N'))}), N = allowed keys"
             return der
     der.verdict = Verdict(UNDECIDED, "neither row form nor elementwise form; no range rule applies")
@@ -163,37 +178,61 @@ def mass_range(entry, params) -> Derivation:
 
 def can_abstain(entry, params) -> Derivation:
     """For every non-empty allowed set, scores exist making every weight arbitrarily close to 0."""
-    der = Derivation(entry.name, "can_abstain", "in every row (any non-empty allowed set) the scores can make every weight tend to 0", None)
+    der = Derivation(
+        entry.name,
+        "can_abstain",
+        "in every row (any non-empty allowed set) the scores can make every weight tend to 0",
+        None,
+    )
     W = weight(entry, params)
     form = row_form(W)
     if form is not None and (form.identity_scores or Z not in form.f.free_symbols):
         inf = sp.limit(form.f, Z, 0, "+") if Z in form.f.free_symbols else form.f
-        der.step("row form: each weight ≤ the mass f(Z) = Z R(Z); its limit as Z → 0⁺", sp.Eq(shown("f(0^+)"), inf, evaluate=False))
+        der.step(
+            "row form: each weight ≤ the mass f(Z) = Z R(Z); its limit as Z → 0⁺",
+            sp.Eq(shown("f(0^+)"), inf, evaluate=False),
+        )
         if inf == 0:
-            der.verdict = Verdict(PROVED, "the mass tends to 0 as all scores → −∞, and every weight is at most the mass",
-                                  method="row form, limit")
+            der.verdict = Verdict(
+                PROVED,
+                "the mass tends to 0 as all scores → −∞, and every weight is at most the mass",
+                method="row form, limit",
+            )
             der.value = "yes"
             return der
         if Z not in form.f.free_symbols and sp.simplify(form.f).is_positive:
-            der.verdict = Verdict(REFUTED, f"the weights of every row sum to {sp.sstr(form.f)} > 0 (proved), so they cannot all tend to 0",
-                                  method="proved identity", witness=_one_key_witness(entry, params, form.f))
+            der.verdict = Verdict(
+                REFUTED,
+                f"the weights of every row sum to {sp.sstr(form.f)} > 0 (proved), so they cannot all tend to 0",
+                method="proved identity",
+                witness=_one_key_witness(entry, params, form.f),
+            )
             der.value = "no"
             return der
     g = elementwise(W)
     if g is not None:
         y = g.variables[0]
         lim = sp.limit(g.expr, y, -sp.oo)
-        der.step("elementwise: each weight depends on its own score only; its limit at −∞", sp.Eq(shown("g(-\\infty)"), lim, evaluate=False))
+        der.step(
+            "elementwise: each weight depends on its own score only; its limit at −∞",
+            sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
+        )
         if lim == 0:
-            der.verdict = Verdict(PROVED, "each weight → 0 independently as its score → −∞", method="elementwise, limit")
+            der.verdict = Verdict(
+                PROVED, "each weight → 0 independently as its score → −∞", method="elementwise, limit"
+            )
             der.value = "yes"
             return der
     # A row with a single allowed key: the weight is a function of one score.
     one = single_key_weight(entry, params)
     der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(shown("p_1"), one, evaluate=False))
     if not one.has(X) and sp.simplify(one).is_positive:
-        der.verdict = Verdict(REFUTED, f"with one allowed key the weight is {sp.sstr(one)} for every score",
-                              method="proved identity", witness=_one_key_witness(entry, params, one))
+        der.verdict = Verdict(
+            REFUTED,
+            f"with one allowed key the weight is {sp.sstr(one)} for every score",
+            method="proved identity",
+            witness=_one_key_witness(entry, params, one),
+        )
         der.value = "no"
         return der
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
@@ -208,9 +247,13 @@ def single_key_weight(entry, params) -> sp.Expr:
 
 
 def _one_key_witness(entry, params, value) -> dict:
-    return {"instance": {"d": 1, "n": 1, "M": [[1]], "x": [[0]]}, "indices": {"i": 1},
-            "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
-            "rhs": 0.0, "note": "every weight cannot tend to 0: the row's mass is bounded below by this value"}
+    return {
+        "instance": {"d": 1, "n": 1, "M": [[1]], "x": [[0]]},
+        "indices": {"i": 1},
+        "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
+        "rhs": 0.0,
+        "note": "every weight cannot tend to 0: the row's mass is bounded below by this value",
+    }
 
 
 def entry_sample(entry, params):
@@ -235,8 +278,15 @@ def ratio_identity(entry, params) -> Derivation:
 
 
 def k_bias_cancels(entry, params) -> Derivation:
-    der = Derivation(entry.name, "k_bias_cancels",
-                     "a common key bias $b_K$ leaves the weights unchanged: $p(\\langle q_i, k_t + b_K\\rangle/\\sqrt{d}) = p(\\langle q_i, k_t\\rangle/\\sqrt{d})$", None)
+    der = Derivation(
+        entry.name,
+        "k_bias_cancels",
+        (
+            "a common key bias $b_K$ leaves the weights unchanged: "
+            "$p(\\langle q_i, k_t + b_K\\rangle/\\sqrt{d}) = p(\\langle q_i, k_t\\rangle/\\sqrt{d})$"
+        ),
+        None,
+    )
     with_bias = weight(entry, params, lambda k: Dot(Q[i], K[k] + B_K) / sp.sqrt(d))
     without = weight(entry, params, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
     der.verdict = settle(with_bias, without, entry, params)
@@ -249,8 +299,10 @@ def k_bias_cancels(entry, params) -> Derivation:
         becomes = settle(with_bias, rhs, entry, params)
         if becomes.proved:
             pretty = _assign(other, new, entry.name)
-            der.step(f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {pretty}",
-                     sp.Eq(with_bias, rhs, evaluate=False))
+            der.step(
+                f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {pretty}",
+                sp.Eq(with_bias, rhs, evaluate=False),
+            )
             der.value = f"no: becomes {pretty}"
     return der
 
@@ -303,4 +355,3 @@ def decide(name: str, prop: str, **params) -> Verdict:
 
 def all_names() -> list[str]:
     return names()
-

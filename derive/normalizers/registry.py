@@ -135,8 +135,10 @@ def _sigmoid_stable(x, mask, b) -> np.ndarray:
 
 
 def _sigmoid_reference(x, mask, b) -> list:
-    return [mpmath.mpf(0) if (mask is not None and not mask[k]) else 1 / (1 + mpmath.exp(-(mpmath.mpf(v) + b)))
-            for k, v in enumerate(x)]
+    return [
+        mpmath.mpf(0) if (mask is not None and not mask[k]) else 1 / (1 + mpmath.exp(-(mpmath.mpf(v) + b)))
+        for k, v in enumerate(x)
+    ]
 
 
 def _clipped_stable(x, mask, zeta, gamma) -> np.ndarray:
@@ -182,127 +184,148 @@ _zeta = sp.Symbol("zeta", real=True)
 _gamma = sp.Symbol("gamma", real=True)
 _cap = sp.Symbol("c_cap", positive=True)  # the soft cap c (named apart from a shift c)
 
-register(Normalizer(
-    name="softmax",
-    title="softmax",
-    params=(),
-    weight=lambda score, key=j, **p: _sink_weight(score, key, None),
-    stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
-    reference=lambda x, mask=None, **p: _sink_reference(x, mask, None),
-    latex=r"\operatorname{softmax}",
-    definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
-    stable_text="m = max x",
-))
-register(Normalizer(
-    name="softmax1",
-    title="softmax₁ (QuietAttention)",
-    params=(),
-    weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
-    stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
-    reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
-    latex=r"\operatorname{softmax}_1",
-    definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
-    shift_effect=lambda c, p: ("sink", {"s": -c}),
-    stable_text="m = max(0, max x): the implicit zero logit joins the max",
-))
-register(Normalizer(
-    name="sink",
-    title="sink logit s (gpt-oss)",
-    params=("s",),
-    weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
-    stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
-    reference=lambda x, mask=None, s=0.0, **p: _sink_reference(x, mask, s),
-    latex=r"\operatorname{sink}_s",
-    definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
-    domain={"s": _s},
-    domain_text="s real (learned per head)",
-    sample={"s": 1},
-    shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
-    stable_text="m = max(s, max x)",
-))
-register(Normalizer(
-    name="zero_token",
-    title="zero-token attention (add_zero_attn)",
-    params=(),
-    # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
-    weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
-    stable=lambda x, mask=None, **p: _augmented_stable(x, mask, 0.0),
-    reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
-    latex=r"\operatorname{zero}",
-    definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
-    shift_effect=lambda c, p: ("sink", {"s": -c}),
-    stable_text="m = max(0, max x), the extra key's 0 included",
-    note="the extra key's score is exactly 0 and its value is the zero vector",
-))
-register(Normalizer(
-    name="bias_kv",
-    title="learned key/value token (add_bias_kv)",
-    params=("s_star",),
-    # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
-    # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
-    weight=lambda score, key=j, s_star=_sstar, **p: _sink_weight(score, key, s_star),
-    stable=lambda x, mask=None, s_star=0.0, **p: _augmented_stable(x, mask, s_star),
-    reference=lambda x, mask=None, s_star=0.0, **p: _sink_reference(x, mask, s_star),
-    latex=r"\operatorname{kv}^{*}",
-    definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
-    domain={"s_star": _sstar},
-    domain_text="s*_i = ⟨q_i, k*⟩/√d real, one per query row",
-    sample={"s_star": 1},
-    shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
-    stable_text="m = max(s*_i, max x), per row",
-    extra_value=True,
-    note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
-))
-register(Normalizer(
-    name="sigmoid",
-    title="sigmoid attention",
-    params=("b",),
-    weight=lambda score, key=j, b=_b, **p: M[i, key] / (1 + sp.exp(-(score(key) + b))),
-    stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
-    reference=lambda x, mask=None, b=0.0, **p: _sigmoid_reference(x, mask, b),
-    latex=r"\sigma",
-    definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
-    domain={"b": _b},
-    domain_text="b real",
-    sample={"b": 0},
-    shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
-    stable_form=lambda score, key, m, b=_b, **p: M[i, key] * sp.Piecewise(
-        (1 / (1 + sp.exp(-(score(key) + b))), score(key) + b >= 0),
-        (sp.exp(score(key) + b) / (1 + sp.exp(score(key) + b)), True)),
-    stable_text="no shift: e^{−|x + b|} in the branch that keeps the exponent ≤ 0",
-))
-register(Normalizer(
-    name="clipped",
-    title="clipped softmax (Quantizable Transformers)",
-    params=("zeta", "gamma"),
-    weight=lambda score, key=j, zeta=_zeta, gamma=_gamma, **p: M[i, key] * sp.Min(
-        1, sp.Max(0, (zeta - gamma) * _sink_weight(score, key, None) + gamma)),
-    stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
-    reference=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_reference(x, mask, zeta, gamma),
-    latex=r"\operatorname{clip}",
-    definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
-    domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
-    domain_text="ζ ≥ 1, γ ≤ 0",
-    sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
-    inner="softmax",
-    outer=lambda w, zeta=_zeta, gamma=_gamma, **p: sp.Min(1, sp.Max(0, (zeta - gamma) * w + gamma)),
-    stable_text="the inner softmax with m = max x",
-))
-register(Normalizer(
-    name="softcap",
-    title="soft-capped softmax (Gemma 2)",
-    params=("c",),
-    weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
-    stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
-    reference=lambda x, mask=None, c=50.0, **p: _softcap_reference(x, mask, c),
-    latex=r"\operatorname{softmax}\circ\operatorname{cap}_c",
-    definition=r"p_j = \operatorname{softmax}\bigl(c \tanh(x/c)\bigr)_j",
-    domain={"c": _cap},
-    domain_text="c > 0 (50 in Gemma 2)",
-    stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
-    stable_text="m = c: the capped scores lie in (−c, c), so every exponent is < 0",
-    sample={"c": 1},
-))
+register(
+    Normalizer(
+        name="softmax",
+        title="softmax",
+        params=(),
+        weight=lambda score, key=j, **p: _sink_weight(score, key, None),
+        stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
+        reference=lambda x, mask=None, **p: _sink_reference(x, mask, None),
+        latex=r"\operatorname{softmax}",
+        definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
+        stable_text="m = max x",
+    )
+)
+register(
+    Normalizer(
+        name="softmax1",
+        title="softmax₁ (QuietAttention)",
+        params=(),
+        weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
+        stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
+        reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
+        latex=r"\operatorname{softmax}_1",
+        definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
+        shift_effect=lambda c, p: ("sink", {"s": -c}),
+        stable_text="m = max(0, max x): the implicit zero logit joins the max",
+    )
+)
+register(
+    Normalizer(
+        name="sink",
+        title="sink logit s (gpt-oss)",
+        params=("s",),
+        weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
+        stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
+        reference=lambda x, mask=None, s=0.0, **p: _sink_reference(x, mask, s),
+        latex=r"\operatorname{sink}_s",
+        definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
+        domain={"s": _s},
+        domain_text="s real (learned per head)",
+        sample={"s": 1},
+        shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
+        stable_text="m = max(s, max x)",
+    )
+)
+register(
+    Normalizer(
+        name="zero_token",
+        title="zero-token attention (add_zero_attn)",
+        params=(),
+        # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
+        weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
+        stable=lambda x, mask=None, **p: _augmented_stable(x, mask, 0.0),
+        reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
+        latex=r"\operatorname{zero}",
+        definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
+        shift_effect=lambda c, p: ("sink", {"s": -c}),
+        stable_text="m = max(0, max x), the extra key's 0 included",
+        note="the extra key's score is exactly 0 and its value is the zero vector",
+    )
+)
+register(
+    Normalizer(
+        name="bias_kv",
+        title="learned key/value token (add_bias_kv)",
+        params=("s_star",),
+        # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
+        # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
+        weight=lambda score, key=j, s_star=_sstar, **p: _sink_weight(score, key, s_star),
+        stable=lambda x, mask=None, s_star=0.0, **p: _augmented_stable(x, mask, s_star),
+        reference=lambda x, mask=None, s_star=0.0, **p: _sink_reference(x, mask, s_star),
+        latex=r"\operatorname{kv}^{*}",
+        definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
+        domain={"s_star": _sstar},
+        domain_text="s*_i = ⟨q_i, k*⟩/√d real, one per query row",
+        sample={"s_star": 1},
+        shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
+        stable_text="m = max(s*_i, max x), per row",
+        extra_value=True,
+        note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
+    )
+)
+register(
+    Normalizer(
+        name="sigmoid",
+        title="sigmoid attention",
+        params=("b",),
+        weight=lambda score, key=j, b=_b, **p: M[i, key] / (1 + sp.exp(-(score(key) + b))),
+        stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
+        reference=lambda x, mask=None, b=0.0, **p: _sigmoid_reference(x, mask, b),
+        latex=r"\sigma",
+        definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
+        domain={"b": _b},
+        domain_text="b real",
+        sample={"b": 0},
+        shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
+        stable_form=lambda score, key, m, b=_b, **p: (
+            M[i, key]
+            * sp.Piecewise(
+                (1 / (1 + sp.exp(-(score(key) + b))), score(key) + b >= 0),
+                (sp.exp(score(key) + b) / (1 + sp.exp(score(key) + b)), True),
+            )
+        ),
+        stable_text="no shift: e^{−|x + b|} in the branch that keeps the exponent ≤ 0",
+    )
+)
+register(
+    Normalizer(
+        name="clipped",
+        title="clipped softmax (Quantizable Transformers)",
+        params=("zeta", "gamma"),
+        weight=lambda score, key=j, zeta=_zeta, gamma=_gamma, **p: (
+            M[i, key] * sp.Min(1, sp.Max(0, (zeta - gamma) * _sink_weight(score, key, None) + gamma))
+        ),
+        stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
+        reference=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_reference(x, mask, zeta, gamma),
+        latex=r"\operatorname{clip}",
+        definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
+        domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
+        domain_text="ζ ≥ 1, γ ≤ 0",
+        sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
+        inner="softmax",
+        outer=lambda w, zeta=_zeta, gamma=_gamma, **p: sp.Min(1, sp.Max(0, (zeta - gamma) * w + gamma)),
+        stable_text="the inner softmax with m = max x",
+    )
+)
+register(
+    Normalizer(
+        name="softcap",
+        title="soft-capped softmax (Gemma 2)",
+        params=("c",),
+        weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
+        stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
+        reference=lambda x, mask=None, c=50.0, **p: _softcap_reference(x, mask, c),
+        latex=r"\operatorname{softmax}\circ\operatorname{cap}_c",
+        definition=r"p_j = \operatorname{softmax}\bigl(c \tanh(x/c)\bigr)_j",
+        domain={"c": _cap},
+        domain_text="c > 0 (50 in Gemma 2)",
+        stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
+        stable_text="m = c: the capped scores lie in (−c, c), so every exponent is < 0",
+        sample={"c": 1},
+    )
+)
 
 
 def names() -> list[str]:

@@ -19,13 +19,25 @@ from derive.model.attention import M, i, j, n, t
 from derive.normalizers.algebra import Derivation, X, settle, weight
 from derive.normalizers.registry import get
 
-__all__ = ["CASES", "DTYPES", "FORMS", "MSHIFT", "bf16", "faulty_weight", "float_table", "run_form", "stable_form", "stable_property"]
+__all__ = [
+    "CASES",
+    "DTYPES",
+    "FORMS",
+    "MSHIFT",
+    "bf16",
+    "faulty_weight",
+    "float_table",
+    "run_form",
+    "stable_form",
+    "stable_property",
+]
 
 MSHIFT = sp.Symbol("m", real=True)
 
 
 def stable_form(entry, params: dict) -> sp.Expr | None:
     """W(x) rewritten with scores x − m (a claim: prove it with ``settle``)."""
+
     def shifted(k):
         return X[i, k] - MSHIFT
 
@@ -39,8 +51,12 @@ def stable_form(entry, params: dict) -> sp.Expr | None:
 
 def stable_property(entry, params) -> Derivation:
     """The overflow-free form equals the definition for every input (and every shift m)."""
-    der = Derivation(entry.name, "stable_form",
-                     "the overflow-free form equals the definition for all scores and every real shift m", None)
+    der = Derivation(
+        entry.name,
+        "stable_form",
+        "the overflow-free form equals the definition for all scores and every real shift m",
+        None,
+    )
     form = stable_form(entry, params)
     der.step(f"overflow-free form ({entry.stable_text or 'shift m'})", form)
     der.verdict = settle(form, weight(entry, params), entry, params)
