@@ -129,7 +129,8 @@ def _run(name: str, fn, examples: int, tol: float, allow_empty: bool) -> CheckRe
         passed = True
     except AssertionError:
         passed = False
-    return CheckResult(name, passed, len(rows) + examples, stats["abs"], stats["rel"], tol, 0, witness or None)
+    return CheckResult(name, passed, len(rows), stats["abs"], stats["rel"], tol, 0, witness or None,
+                       searched=examples)
 
 
 def check_stable(entry, params: dict, examples: int = 80, tol: float = 1e-12) -> CheckResult:

@@ -25,7 +25,8 @@ def fmt_num(x: float) -> str:
 def _check_text(c) -> str:
     if c is None:
         return ""
-    return (f"cross-checked on {c.examples} random instances (d ≤ 64, n ≤ 64, random masks): "
+    return (f"cross-checked on {c.examples} random instances (d ≤ 64, n ≤ 64, random masks) "
+            f"and {c.searched} more searched by Hypothesis: "
             f"max abs error {fmt_num(c.max_abs_error)}, max rel error {fmt_num(c.max_rel_error)}, "
             f"tolerance |a − b| ≤ {c.tolerance:g} + {c.tolerance:g}·max(|a|, |b|)")
 
