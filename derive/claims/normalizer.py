@@ -1,0 +1,54 @@
+"""Normalizer properties (shift invariance, abstention, weights summing to one).
+
+Decided by :func:`derive.normalizers.properties.decide` when that module is installed;
+otherwise by the small local fallback in :mod:`derive.claims.fallback`.
+"""
+
+from __future__ import annotations
+
+from derive.claims.result import Outcome, step
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.settings import Settings
+
+__all__ = ["decide_property", "PROPERTIES"]
+
+PROPERTIES = ("shift_invariant", "can_abstain", "weights_sum_to_one")
+_CACHE: dict = {}
+
+
+def _decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
+    try:
+        from derive.normalizers.properties import decide
+    except ImportError:
+        decide = None
+    if decide is not None:
+        try:
+            return decide(name, prop, **params)
+        except Exception as exc:  # noqa: BLE001 - a failure there is not a proof
+            return Verdict(UNDECIDED, f"the normalizer property check failed: {type(exc).__name__}")
+    from derive.claims.fallback import fallback_decide
+
+    return fallback_decide(name, prop, params, cfg)
+
+
+def decide_property(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
+    key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())), cfg)
+    if key not in _CACHE:
+        _CACHE[key] = _decide(name, prop, params, cfg)
+    return _CACHE[key]
+
+
+def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settings) -> Outcome:
+    v = decide_property(name, prop, params, cfg)
+    steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({v.method})" if v.method else ""))]
+    steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
+    witness = None
+    if v.witness:
+        witness = {k: val for k, val in v.witness.items() if not k.startswith("_")}
+    if v.status == PROVED:
+        if witness:
+            steps.append(step("certified example", data=witness))
+        return Outcome(PROVED, v.reason, steps)
+    if v.status == REFUTED:
+        return Outcome(REFUTED, v.reason, steps, witness=witness or None)
+    return Outcome(UNDECIDED, v.reason, steps)

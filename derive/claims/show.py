@@ -1,0 +1,44 @@
+"""Printing engine expressions for reports: one-line Unicode text and LaTeX."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+from derive.model.vectors import Dot, Rot
+
+__all__ = ["text", "latex"]
+
+
+class _Text(StrPrinter):
+    def _print_Dot(self, e):
+        return f"⟨{self._print(e.args[0])}, {self._print(e.args[1])}⟩"
+
+    def _print_Rot(self, e):
+        return f"R({self._print(e.args[0])})·{self.parenthesize(e.args[1], 50)}"
+
+    def _print_Indexed(self, e):
+        idx = ",".join(self._print(a) for a in e.indices)
+        return f"{self._print(e.base.label)}_{idx}" if len(idx) == 1 else f"{self._print(e.base.label)}[{idx}]"
+
+
+class _Latex(LatexPrinter):
+    def _print_Dot(self, e):
+        return r"\langle %s, %s \rangle" % (self._print(e.args[0]), self._print(e.args[1]))
+
+    def _print_Symbol(self, e, style="plain"):
+        if e.name.endswith("'"):
+            return super()._print_Symbol(sp.Symbol(e.name[:-1])) + "'"
+        return super()._print_Symbol(e)
+
+
+def text(expr: sp.Basic) -> str:
+    return _Text().doprint(expr) if isinstance(expr, sp.Basic) else str(expr)
+
+
+def latex(expr: sp.Basic) -> str:
+    return _Latex().doprint(expr)
+
+
+_ = (Dot, Rot)
