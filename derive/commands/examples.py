@@ -1,0 +1,22 @@
+"""``derive examples``: list the shipped variant specs (the atlas), usable with ``derive check``."""
+
+from __future__ import annotations
+
+HELP = "list the shipped example specs (the atlas of variants)"
+DESCRIPTION = """Print the path and name of every shipped spec; each works with `derive check PATH`."""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--paths", action="store_true", help="print only the paths")
+
+
+def run(args) -> int:
+    from derive.atlas import spec_paths
+    from derive.spec import load_spec
+
+    for path in spec_paths():
+        if args.paths:
+            print(path)
+        else:
+            print(f"{path}\t{load_spec(path).name}")
+    return 0
