@@ -110,8 +110,7 @@ def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:
                                   "please report this", steps, check=check)
     else:
         steps.append(step(f"numeric cross-check: {check['examples']} random instances agree "
-                          f"(max abs error {check['max_abs_error']:.1e}, max rel error "
-                          f"{check['max_rel_error']:.1e})"))
+                          f"(abs error ≤ {check['max_abs_error']:g}, rel error ≤ {check['max_rel_error']:g})"))
     return Outcome(PROVED, reason, steps, check=check)
 
 

@@ -33,7 +33,19 @@ class SpecResult:
                 "claims": [c.as_json() for c in self.claims]}
 
 
+def _fresh_caches() -> None:
+    """Results must not depend on which specs ran before in this process (SymPy's cache
+    can change the order of floating-point sums in the cross-checks)."""
+    from sympy.core.cache import clear_cache
+
+    from derive.crosscheck.evaluate import _free
+
+    clear_cache()
+    _free.cache_clear()
+
+
 def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = None) -> SpecResult:
+    _fresh_caches()
     ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
     for claim in spec.claims:
