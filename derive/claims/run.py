@@ -55,6 +55,11 @@ def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = Non
             result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
                                              "the expression is too deep for the engine"))
             continue
+        except Exception as exc:  # noqa: BLE001 - an engine failure is never a verdict
+            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
+                                             f"the engine failed on this claim ({type(exc).__name__}); "
+                                             "please report it"))
+            continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
                                          out.witness if out.status == "refuted" else None,
                                          out.steps, out.check))

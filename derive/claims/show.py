@@ -24,8 +24,9 @@ class _Text(StrPrinter):
 
 
 class _Latex(LatexPrinter):
-    def _print_Dot(self, e):
-        return r"\langle %s, %s \rangle" % (self._print(e.args[0]), self._print(e.args[1]))
+    def _print_Dot(self, e, exp=None):
+        out = r"\langle %s, %s \rangle" % (self._print(e.args[0]), self._print(e.args[1]))
+        return out if exp is None else "%s^{%s}" % (out, exp)
 
     def _print_Symbol(self, e, style="plain"):
         if e.name.endswith("'"):
@@ -33,12 +34,28 @@ class _Latex(LatexPrinter):
         return super()._print_Symbol(e)
 
 
+MAX_TERMS = 12
+
+
+def _head(expr: sp.Basic) -> tuple[sp.Basic, int]:
+    """At most MAX_TERMS terms of a long sum, and how many were left out."""
+    if isinstance(expr, sp.Add) and len(expr.args) > MAX_TERMS:
+        return sp.Add(*expr.args[:MAX_TERMS], evaluate=False), len(expr.args) - MAX_TERMS
+    return expr, 0
+
+
 def text(expr: sp.Basic) -> str:
-    return _Text().doprint(expr) if isinstance(expr, sp.Basic) else str(expr)
+    if not isinstance(expr, sp.Basic):
+        return str(expr)
+    head, more = _head(expr)
+    out = _Text().doprint(head)
+    return out + (f" + … ({more} more terms)" if more else "")
 
 
 def latex(expr: sp.Basic) -> str:
-    return _Latex().doprint(expr)
+    head, more = _head(expr)
+    out = _Latex().doprint(head)
+    return out + (r" + \dots" if more else "")
 
 
 _ = (Dot, Rot)
