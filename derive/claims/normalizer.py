@@ -42,9 +42,7 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     v = decide_property(name, prop, params, cfg)
     steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({v.method})" if v.method else ""))]
     steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
-    witness = None
-    if v.witness:
-        witness = {k: val for k, val in v.witness.items() if not k.startswith("_")}
+    witness = _uniform(v.witness) if v.witness else None
     if v.status == PROVED:
         if witness:
             steps.append(step("certified example", data=witness))
@@ -52,3 +50,14 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     if v.status == REFUTED:
         return Outcome(REFUTED, v.reason, steps, witness=witness or None)
     return Outcome(UNDECIDED, v.reason, steps)
+
+
+def _uniform(w: dict) -> dict:
+    """A property witness in the counterexample layout of the other claims."""
+    if "instance" not in w:
+        return {k: val for k, val in w.items() if not k.startswith("_")}
+    inst = w["instance"]
+    return {"d": inst.get("d"), "n": inst.get("n"), "mask": w.get("mask", "none"),
+            "indices": w.get("indices", {}),
+            "values": {k: val for k, val in inst.items() if k not in ("d", "n")},
+            "functions": None, "original": w.get("lhs"), "changed": w.get("rhs")}
