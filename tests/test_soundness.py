@@ -78,7 +78,7 @@ GROUPS = [
 
 
 def _toml(score, norm, mask, symbols, value, claims) -> str:
-    lines = [f'name = "soundness"', f'score = "{score}"', f'normalizer = "{norm}"', f'mask = "{mask}"',
+    lines = ['name = "soundness"', f'score = "{score}"', f'normalizer = "{norm}"', f'mask = "{mask}"',
              f'value = "{value}"', "[symbols]"]
     lines += [f'{k} = "{v}"' for k, v in symbols.items()]
     lines += ["[claims]"] + [f'c{n} = "{c}"' for n, (c, _) in enumerate(claims)]

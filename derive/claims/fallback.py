@@ -10,12 +10,12 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, ScalarBase, i, j, row_sum, u, n
+from derive.model.attention import M, ScalarBase, i, j, n, u
 from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import Settings
 
-__all__ = ["fallback_weight", "fallback_decide"]
+__all__ = ["fallback_decide", "fallback_weight"]
 
 _X = ScalarBase("x")
 _C = sp.Symbol("c", real=True)

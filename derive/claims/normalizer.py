@@ -10,7 +10,7 @@ from derive.claims.result import Outcome, step
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import Settings
 
-__all__ = ["decide_property", "PROPERTIES"]
+__all__ = ["PROPERTIES", "decide_property"]
 
 PROPERTIES = ("shift_invariant", "can_abstain", "weights_sum_to_one")
 _CACHE: dict = {}

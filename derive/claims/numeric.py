@@ -26,7 +26,7 @@ from derive.model.vectors import Dot, VectorFunction, VectorSymbol
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import Settings
 
-__all__ = ["instantiate", "concrete_mask", "find_certified", "check_numeric", "interpretations", "row_values"]
+__all__ = ["check_numeric", "concrete_mask", "find_certified", "instantiate", "interpretations", "row_values"]
 
 
 def _scalar_fn(e: AppliedUndef) -> sp.Expr:

@@ -88,7 +88,7 @@ def output_shift(ctx: Context, claim) -> Outcome:
     va = ctx.base
     v0 = va.with_zero(name)
     vec = va.binds[name].obj
-    ok, reason, steps, diff = scores_lemma(v0, va, ctx.cfg)
+    ok, _, steps, diff = scores_lemma(v0, va, ctx.cfg)
     dv = expand(va.value() - v0.value() - vec, ctx.cfg)
     s1 = decide_property(ctx.spec.normalizer, "weights_sum_to_one", va.params, ctx.cfg)
     steps.append(step(f"value minus {name} minus the value at {name} = 0", show.latex(dv) if dv is not None else ""))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ClaimResult", "Outcome", "step", "ICONS"]
+__all__ = ["ICONS", "ClaimResult", "Outcome", "step"]
 
 ICONS = {"proved": "✅", "refuted": "❌", "undecided": "❓"}
 

@@ -10,7 +10,7 @@ from derive.prove.verdict import PROVED, UNDECIDED
 from derive.settings import Settings
 from derive.spec.load import Spec
 
-__all__ = ["SpecResult", "check_spec", "DEFAULT_CHECK"]
+__all__ = ["DEFAULT_CHECK", "SpecResult", "check_spec"]
 
 DEFAULT_CHECK = Settings(examples=20, witness_examples=200, time_limit=10.0)
 

@@ -8,7 +8,7 @@ from sympy.printing.str import StrPrinter
 
 from derive.model.vectors import Dot, Rot
 
-__all__ = ["text", "latex"]
+__all__ = ["latex", "text"]
 
 
 class _Text(StrPrinter):
@@ -25,8 +25,8 @@ class _Text(StrPrinter):
 
 class _Latex(LatexPrinter):
     def _print_Dot(self, e, exp=None):
-        out = r"\langle %s, %s \rangle" % (self._print(e.args[0]), self._print(e.args[1]))
-        return out if exp is None else "%s^{%s}" % (out, exp)
+        out = rf"\langle {self._print(e.args[0])}, {self._print(e.args[1])} \rangle"
+        return out if exp is None else f"{out}^{{{exp}}}"
 
     def _print_Symbol(self, e, style="plain"):
         if e.name.endswith("'"):

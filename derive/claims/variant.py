@@ -46,7 +46,7 @@ class Variant:
     def output(self) -> sp.Expr:
         return mixed_output(lambda x: self.weight(x), self.value)
 
-    def with_zero(self, name: str) -> "Variant":
+    def with_zero(self, name: str) -> Variant:
         """The variant with the vector ``name`` set to 0."""
         other = Variant(self.spec, self.rename)
         obj = self.binds[name].obj

@@ -2,4 +2,4 @@
 
 from derive.report.render import SCHEMA_VERSION, render, to_json
 
-__all__ = ["render", "to_json", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "render", "to_json"]

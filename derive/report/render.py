@@ -9,7 +9,7 @@ import jinja2
 
 from derive.claims.result import ICONS
 
-__all__ = ["render", "to_json", "environment", "SCHEMA_VERSION", "one_line"]
+__all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json"]
 
 SCHEMA_VERSION = "1"
 

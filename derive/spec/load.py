@@ -13,10 +13,20 @@ from pathlib import Path
 
 from derive.errors import InputError
 from derive.spec.parser import ExprError, Node, parse
-from derive.spec.translate import (BUILTINS, KINDS, PREDECLARED, RESERVED, SCALAR, VECTOR, Binding,
-                                   bindings, nearest, translate)
+from derive.spec.translate import (
+    BUILTINS,
+    KINDS,
+    PREDECLARED,
+    RESERVED,
+    SCALAR,
+    VECTOR,
+    Binding,
+    bindings,
+    nearest,
+    translate,
+)
 
-__all__ = ["Spec", "ClaimSpec", "load_spec", "parse_spec", "CLAIM_ARGS", "NORMALIZERS", "MASKS"]
+__all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "ClaimSpec", "Spec", "load_spec", "parse_spec"]
 
 TOP_KEYS = ("name", "description", "score", "normalizer", "mask", "value", "symbols", "claims")
 MASKS = ("none", "causal")
@@ -28,7 +38,7 @@ CLAIM_ARGS = {
 }
 MAX_FILE, MAX_ENTRIES, MAX_NAME = 64 * 1024, 64, 40
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_CLAIM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z", re.S)
+_CLAIM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z", re.DOTALL)
 _NORM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\))?\s*\Z")
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from derive.errors import InputError
 
-__all__ = ["Num", "Name", "Unary", "Binary", "Call", "Node", "parse", "LIMITS", "ExprError", "walk"]
+__all__ = ["LIMITS", "Binary", "Call", "ExprError", "Name", "Node", "Num", "Unary", "parse", "walk"]
 
 LIMITS = {"length": 1000, "nodes": 400, "depth": 40, "exponent": 8, "digits": 12}
 
@@ -41,15 +41,15 @@ class Name:
 @dataclass(frozen=True)
 class Unary:
     op: str
-    operand: "Node"
+    operand: Node
     col: int
 
 
 @dataclass(frozen=True)
 class Binary:
     op: str
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     col: int
 
 

@@ -17,8 +17,17 @@ from derive.model import attention as A
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
 from derive.spec.parser import LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
 
-__all__ = ["Binding", "KINDS", "PREDECLARED", "BUILTINS", "RESERVED", "bindings", "translate",
-           "scalar_function", "nearest"]
+__all__ = [
+    "BUILTINS",
+    "KINDS",
+    "PREDECLARED",
+    "RESERVED",
+    "Binding",
+    "bindings",
+    "nearest",
+    "scalar_function",
+    "translate",
+]
 
 KINDS = ("vector", "query", "key", "scalar", "function")
 PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "position",
@@ -53,15 +62,19 @@ def bindings(symbols: dict[str, str], rename: dict[str, str] | None = None) -> d
     }
     for name, kind in symbols.items():
         label = rename.get(name, name)
-        obj = {
-            "vector": lambda: VectorSymbol(label),
-            "query": lambda: VectorBase(label),
-            "key": lambda: VectorBase(label),
-            "scalar": lambda: sp.Symbol(label, real=True),
-            "function": lambda: label,
-        }[kind]()
+        obj = _make(kind, label)
         out[name] = Binding(kind, obj)
     return out
+
+
+def _make(kind: str, label: str):
+    if kind == "vector":
+        return VectorSymbol(label)
+    if kind in ("query", "key"):
+        return VectorBase(label)
+    if kind == "scalar":
+        return sp.Symbol(label, real=True)
+    return label  # a function: its class is made when it is applied
 
 
 def nearest(name: str, candidates) -> str:
