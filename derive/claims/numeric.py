@@ -98,8 +98,10 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
             budget["found"] = budget["calls"]
         return ok
 
+    guards = _domain_guards(a, b)
+
     def _differs(ie):
-        if _float_equal(a, b, ie):
+        if _float_equal(a, b, ie) or not _in_domain(guards, ie):
             return False
         got = certified_difference(a, b, ie[0], ie[1])
         if got is None:
@@ -128,6 +130,38 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
 
 
 SHRINK_CALLS = 60
+
+
+def _domain_guards(*exprs) -> list[tuple[sp.Expr, bool]]:
+    """(argument, strict) of every log (argument > 0) and fractional power (argument ≥ 0)."""
+    out = set()
+    for e in exprs:
+        for node in sp.preorder_traversal(e):
+            if isinstance(node, sp.log):
+                out.add((node.args[0], True))
+            elif isinstance(node, sp.Pow) and not node.exp.is_integer:
+                out.add((node.base, False))
+    return sorted(out, key=lambda g: sp.default_sort_key(g[0]))
+
+
+def _in_domain(guards, ie) -> bool:
+    """A counterexample must lie where the spec is defined: no log of x ≤ 0, no √ of x < 0."""
+    import itertools
+
+    from derive.model.attention import t, u
+
+    inst, env = ie
+    for arg, strict in guards:
+        loops = [s for s in (t, u) if s in arg.free_symbols]
+        for values in itertools.product(range(1, inst.n + 1), repeat=len(loops)):
+            local = {**env, **dict(zip(loops, values))}
+            try:
+                x = float(evaluate(arg, inst, "mp", local, 30))
+            except Exception:  # noqa: BLE001
+                return False
+            if x < 0 or (strict and x == 0):
+                return False
+    return True
 
 
 def _key(ie) -> str:
