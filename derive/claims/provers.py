@@ -26,6 +26,23 @@ class Context:
         return Variant(self.spec, {name: fresh(name)})
 
 
+def delta_form(diff, variant, name: str):
+    """``diff`` with the fresh copy NAME' written as NAME + ΔNAME (vectors and scalars)."""
+    if diff is None or name not in variant.rename:
+        return diff
+    b = variant.binds[name]
+    base = variant.spec.binds()[name].obj
+    if b.kind == "vector":
+        from derive.model.vectors import VectorSymbol
+
+        sub = {b.obj: base + VectorSymbol(f"Δ{name}")}
+    elif b.kind == "scalar":
+        sub = {b.obj: base + sp.Symbol(f"Δ{name}", real=True)}
+    else:
+        return diff
+    return expand(diff.xreplace(sub), Settings(time_limit=2.0)) or diff
+
+
 def _why_scores(diff, name: str, norm: str) -> str:
     if diff is None:
         return f"changing {name} changes the weights"
@@ -44,7 +61,7 @@ def invariant(ctx: Context, claim) -> Outcome:
     va, vb = ctx.base, ctx.changed(name)
     lemma = scores_lemma(va, vb, ctx.cfg)
     out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
-                 why_refuted=_why_scores(lemma[3], name, ctx.spec.normalizer))
+                 why_refuted=_why_scores(delta_form(lemma[3], vb, name), name, ctx.spec.normalizer))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
     ctx._inv[name] = out
@@ -74,8 +91,8 @@ def output_invariant(ctx: Context, claim) -> Outcome:
         lemma = (True, f"{reason}, and the values do not involve {name}", steps, diff)
     else:
         lemma = (False, "", steps, diff)
-    why = f"the value changes by {show.text(dv)}" if ok and dv is not None else \
-        _why_scores(diff, name, ctx.spec.normalizer)
+    why = f"the value changes by {show.text(delta_form(dv, vb, name))}" if ok and dv is not None else \
+        _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
     out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
                  rows=False)
     if out.status == REFUTED:

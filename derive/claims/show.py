@@ -18,9 +18,12 @@ class _Text(StrPrinter):
     def _print_Rot(self, e):
         return f"R({self._print(e.args[0])})·{self.parenthesize(e.args[1], 50)}"
 
-    def _print_Indexed(self, e):
-        idx = ",".join(self._print(a) for a in e.indices)
-        return f"{self._print(e.base.label)}_{idx}" if len(idx) == 1 else f"{self._print(e.base.label)}[{idx}]"
+    def _print(self, expr, **kwargs):
+        if isinstance(expr, sp.Indexed):  # Indexed has its own _sympystr, which would win
+            idx = ",".join(self._print(a) for a in expr.indices)
+            label = expr.base.label
+            return f"{label}_{idx}" if len(idx) == 1 else f"{label}[{idx}]"
+        return super()._print(expr, **kwargs)
 
 
 class _Latex(LatexPrinter):
