@@ -73,7 +73,8 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
 
 
 def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *,
-           fixed: dict | None = None, why_refuted: str = "", rows: bool = True) -> Outcome:
+           fixed: dict | None = None, why_refuted: str = "", rows: bool = True,
+           compared: tuple[str, str] = ("as specified", "changed")) -> Outcome:
     """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided."""
     ok, reason, steps, _ = lemma if lemma else (False, "", [], None)
     steps = list(steps)
@@ -82,7 +83,7 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed)
     if wit is not None:
         return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
-                       witness=_counterexample(wit, mask, lhs, rhs, rows))
+                       witness={**_counterexample(wit, mask, lhs, rhs, rows), "compared": list(compared)})
     ok, how, residue = _engine(lhs - rhs, cfg)
     if ok:
         steps.append(step(f"the difference reduces to 0 by the rewrite chain ({how})"))

@@ -14,6 +14,8 @@ __all__ = ["PROPERTIES", "decide_property"]
 
 PROPERTIES = ("shift_invariant", "can_abstain", "weights_sum_to_one")
 _CACHE: dict = {}
+COMPARED = {"shift_invariant": ("p_ij", "p_ij with c added to every score"),
+            "weights_sum_to_one": ("Σ_j p_ij", "1")}
 
 
 def _decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
@@ -48,6 +50,8 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
             steps.append(step("certified example", data=witness))
         return Outcome(PROVED, v.reason, steps)
     if v.status == REFUTED:
+        if witness and prop in COMPARED:
+            witness["compared"] = list(COMPARED[prop])
         return Outcome(REFUTED, v.reason, steps, witness=witness or None)
     return Outcome(UNDECIDED, v.reason, steps)
 

@@ -61,7 +61,7 @@ def invariant(ctx: Context, claim) -> Outcome:
     va, vb = ctx.base, ctx.changed(name)
     lemma = scores_lemma(va, vb, ctx.cfg)
     out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
-                 why_refuted=_why_scores(delta_form(lemma[3], vb, name), name, ctx.spec.normalizer))
+                 compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"), why_refuted=_why_scores(delta_form(lemma[3], vb, name), name, ctx.spec.normalizer))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
     ctx._inv[name] = out
@@ -94,7 +94,7 @@ def output_invariant(ctx: Context, claim) -> Outcome:
     why = f"the value changes by {show.text(delta_form(dv, vb, name))}" if ok and dv is not None else \
         _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
     out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
-                 rows=False)
+                 rows=False, compared=(f"output with {name}", f"output with {fresh(name)}"))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
     return out
@@ -116,7 +116,7 @@ def output_shift(ctx: Context, claim) -> Outcome:
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
         _why_scores(diff, name, ctx.spec.normalizer)
     return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
-                  why_refuted=why, rows=False)
+                  why_refuted=why, rows=False, compared=("output", f"output with {name} = 0, plus {name}"))
 
 
 def row_constant(ctx: Context, claim) -> Outcome:
@@ -134,7 +134,8 @@ def row_constant(ctx: Context, claim) -> Outcome:
     why = f"the key-dependent part {show.text(key_terms(ex))} remains" if ex is not None else \
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
-                 lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False)
+                 lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False,
+                 compared=("EXPR at key j_1", "EXPR at key j_2"))
     return out
 
 
@@ -144,7 +145,7 @@ def equivalent(ctx: Context, claim) -> Outcome:
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
     why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
-                  why_refuted=why.replace("changes by", "differs by"))
+                  compared=("p_ij with the score", "p_ij with EXPR"), why_refuted=why.replace("changes by", "differs by"))
 
 
 def _normalizer_claim(prop: str):
