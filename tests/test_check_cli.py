@@ -109,3 +109,17 @@ def test_time_limit_gives_undecided_not_a_hang(tmp_path):
     assert time.time() - t0 < 30
     assert code == 1
     assert json.loads(out)["specs"][0]["claims"][0]["verdict"] in ("undecided", "refuted")
+
+
+@pytest.mark.latex
+def test_tex_compiles(outputs, tmp_path):
+    import shutil
+
+    if not shutil.which("pdflatex"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("pdflatex is required in CI")
+        pytest.skip("pdflatex not installed")
+    (tmp_path / "r.tex").write_text(outputs["tex"][1], encoding="utf-8")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "r.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]

@@ -14,9 +14,13 @@ def run(args) -> int:
     from derive.atlas import spec_paths
     from derive.spec import load_spec
 
-    for path in spec_paths():
-        if args.paths:
-            print(path)
-        else:
-            print(f"{path}\t{load_spec(path).name}")
+    import os
+    import sys
+
+    try:
+        for path in spec_paths():
+            print(path if args.paths else f"{path}\t{load_spec(path).name}")
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `derive examples | head -1`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

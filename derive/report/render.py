@@ -32,8 +32,10 @@ def _tex_escape(text: str) -> str:
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
             "⟨": r"$\langle$", "⟩": r"$\rangle$", "·": r"$\cdot$", "′": "'", "ᵀ": r"$^T$",
             "−": "-", "≠": r"$\neq$", "Σ": r"$\Sigma$", "²": r"$^2$", "…": r"\dots{}", "→": r"$\to$",
-            "α": r"$\alpha$", "√": r"$\surd$"}
-    return "".join(repl.get(ch, ch) for ch in str(text))
+            "α": r"$\alpha$", "√": r"$\surd$", "Δ": r"$\Delta$", "≤": r"$\leq$", "₁": r"$_1$",
+            "✅": "", "❌": "", "❓": ""}
+    # other non-ASCII characters (a spec's name may contain any) would stop pdflatex
+    return "".join(repl.get(ch, ch if ord(ch) < 128 else "?") for ch in str(text))
 
 
 def _compact(data) -> str:
