@@ -11,11 +11,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from derive.atlas import spec_paths
-    from derive.spec import load_spec
-
     import os
     import sys
+
+    from derive.atlas import spec_paths
+    from derive.spec import load_spec
 
     try:
         for path in spec_paths():
