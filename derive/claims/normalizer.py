@@ -41,6 +41,14 @@ def decide_property(name: str, prop: str, params: dict, cfg: Settings) -> Verdic
 
 
 def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settings) -> Outcome:
+    key = ("outcome", name, label, prop, tuple(sorted((k, str(v)) for k, v in params.items())), cfg)
+    if key not in _CACHE:
+        _CACHE[key] = _property_outcome(name, label, prop, params, cfg)
+    out = _CACHE[key]
+    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check)
+
+
+def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settings) -> Outcome:
     v = decide_property(name, prop, params, cfg)
     steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({v.method})" if v.method else ""))]
     steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
@@ -48,12 +56,40 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     if v.status == PROVED:
         if witness:
             steps.append(step("certified example", data=witness))
-        return Outcome(PROVED, v.reason, steps)
+        check = _cross_check(name, prop, params, cfg)
+        if check is not None:
+            if check["verdict"] != "passed":
+                steps.append(step("numeric cross-check FAILED", data=check))
+                return Outcome(UNDECIDED, "the proof went through but the numeric cross-check failed; "
+                                          "please report this", steps, check=check)
+            steps.append(step(f"numeric cross-check on random score tables: {check['examples']} instances "
+                              f"agree (abs error ≤ {check['max_abs_error']:g})"))
+        return Outcome(PROVED, v.reason, steps, check=check)
     if v.status == REFUTED:
         if witness and prop in COMPARED:
             witness["compared"] = list(COMPARED[prop])
         return Outcome(REFUTED, v.reason, steps, witness=witness or None)
     return Outcome(UNDECIDED, v.reason, steps)
+
+
+def _cross_check(name: str, prop: str, params: dict, cfg: Settings) -> dict | None:
+    """Numeric evidence for a proved identity property, on a generic score table x[i, t]."""
+    import sympy as sp
+
+    from derive.claims.numeric import check_numeric
+    from derive.claims.variant import normalizer_weight
+    from derive.model.attention import ScalarBase, i, j, n, u
+
+    x, c = ScalarBase("x"), sp.Symbol("c", real=True)
+
+    def w(key, shift=0):
+        return normalizer_weight(name, lambda t: x[i, t] + shift, key, params)
+
+    if prop == "shift_invariant":
+        return check_numeric(prop, w(j), w(j, c), cfg)
+    if prop == "weights_sum_to_one":
+        return check_numeric(prop, sp.Sum(w(u), (u, 1, n)), sp.S.One, cfg)
+    return None
 
 
 def _uniform(w: dict) -> dict:
