@@ -131,3 +131,23 @@ def test_check_on_random_specs_long(src, norm, claim):
 
 def test_random_specs_were_mostly_valid():
     assert len(CHECKED) >= 6, CHECKED
+
+
+HOSTILE = [
+    "exp(exp(exp(exp(dot(q, k + b)))))",
+    "(dot(q + b, k + b) + dot(q, b) + dot(k, b)) ** 8",
+    "((((c ** 8) ** 8) ** 8) ** 8) * dot(q, k + b)",
+    "log(log(log(dot(q, k + b)))) + sqrt(sqrt(c - dot(b, b)))",
+]
+
+
+@pytest.mark.parametrize("score", HOSTILE)
+def test_hostile_specs_stay_within_the_time_bound(score):
+    text = (f'name = "h"\nscore = "{score}"\n{SYMBOLS}[claims]\nx = "invariant(b)"\n'
+            f'y = "equivalent(\'dot(q, k)\')"\nz = "row_constant(\'{score}\')"\n')
+    spec = parse_spec(text, "hostile.toml")
+    t0 = time.time()
+    res = check_spec(spec, DEFAULT_CHECK.merge(time_limit=1.0))
+    # per claim at most a few bounded phases (expand, search, rewrite chain, cross-check)
+    assert time.time() - t0 < 3 * (4 * 1.0 + 5)
+    assert all(c.verdict in ("proved", "refuted", "undecided") for c in res.claims)

@@ -15,13 +15,13 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
+from derive.claims.deadline import Deadline, hard_limit
 from derive.claims.normalizer import decide_property
 from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
 from derive.model.attention import j
 from derive.model.vectors import expand_dot
 from derive.prove.equality import prove_zero
-from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
@@ -31,9 +31,9 @@ __all__ = ["expand", "key_free", "key_terms", "scores_lemma", "settle"]
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
     """⟨·,·⟩ expanded by bilinearity (and the rotation rule), then sp.expand; None on time-out."""
     try:
-        with time_limit(cfg.time_limit):
+        with hard_limit(cfg.time_limit):
             return sp.expand(expand_dot(sp.expand(expr)))
-    except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+    except (Deadline, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
         return None
 
 

@@ -69,12 +69,12 @@ def fallback_decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdic
 
 def _sums_to_one(total: sp.Sum, cfg: Settings) -> bool:
     """Σ_u f(u) = 1, proved by α-renaming u → t and cancelling the common sum."""
+    from derive.claims.deadline import Deadline, hard_limit
     from derive.model.attention import t
-    from derive.prove.timeout import TimeLimit, time_limit
 
     renamed = sp.Sum(total.function.xreplace({u: t}), (t, 1, n))
     try:
-        with time_limit(cfg.time_limit):
+        with hard_limit(cfg.time_limit):
             return sp.simplify(sp.factor_terms(renamed) - 1) == 0
-    except (TimeLimit, Exception):  # noqa: BLE001
+    except (Deadline, Exception):  # noqa: BLE001
         return False

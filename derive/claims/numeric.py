@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 from sympy.core.function import AppliedUndef
 
+from derive.claims.deadline import Deadline, hard_limit
 from derive.crosscheck.check import cross_check
 from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.instances import signature
 from derive.crosscheck.witness import _instances, certified_difference
 from derive.model.attention import M, j
 from derive.model.vectors import Dot, VectorFunction, VectorSymbol
-from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import Settings
 
 __all__ = ["check_numeric", "concrete_mask", "find_certified", "instantiate", "interpretations", "row_values"]
@@ -109,15 +109,19 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
         return not below or float(got[0]) < float(got[1])
 
     try:
-        with time_limit(cfg.time_limit):
+        with hard_limit(cfg.time_limit):
             inst, env = find(strategy, differs, settings=settings(
                 max_examples=cfg.witness_examples, derandomize=True, database=None, deadline=None,
                 phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
-    except (NoSuchExample, TimeLimit):
+    except (NoSuchExample, Deadline):
         return None
     except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
         return None
-    va, vb = certified_difference(a, b, inst, env)
+    try:
+        with hard_limit(cfg.time_limit):
+            va, vb = certified_difference(a, b, inst, env)
+    except (Deadline, TypeError):
+        return None
     return {
         "instance": inst.describe(),
         "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
@@ -132,16 +136,21 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
 SHRINK_CALLS = 60
 
 
-def _domain_guards(*exprs) -> list[tuple[sp.Expr, bool]]:
-    """(argument, strict) of every log (argument > 0) and fractional power (argument ≥ 0)."""
+EXP_BOUND = 1e6  # |x| of every exp(x) in a counterexample: beyond, mpmath may take ages
+
+
+def _domain_guards(*exprs) -> list[tuple[sp.Expr, str]]:
+    """(argument, kind) of every log (x > 0), fractional power (x ≥ 0) and exp (|x| ≤ bound)."""
     out = set()
     for e in exprs:
         for node in sp.preorder_traversal(e):
             if isinstance(node, sp.log):
-                out.add((node.args[0], True))
+                out.add((node.args[0], "log"))
             elif isinstance(node, sp.Pow) and not node.exp.is_integer:
-                out.add((node.base, False))
-    return sorted(out, key=lambda g: sp.default_sort_key(g[0]))
+                out.add((node.base, "root"))
+            elif isinstance(node, sp.exp):
+                out.add((node.args[0], "exp"))
+    return sorted(out, key=lambda g: (sp.default_sort_key(g[0]), g[1]))
 
 
 def _in_domain(guards, ie) -> bool:
@@ -151,15 +160,19 @@ def _in_domain(guards, ie) -> bool:
     from derive.model.attention import t, u
 
     inst, env = ie
-    for arg, strict in guards:
+    # innermost first: an exp tower is rejected at its first oversized argument
+    for arg, kind in sorted(guards, key=lambda g: sp.count_ops(g[0])):
         loops = [s for s in (t, u) if s in arg.free_symbols]
         for values in itertools.product(range(1, inst.n + 1), repeat=len(loops)):
             local = {**env, **dict(zip(loops, values))}
             try:
-                x = float(evaluate(arg, inst, "mp", local, 30))
+                with np.errstate(all="ignore"):
+                    x = float(evaluate(arg, inst, "float", local))
             except Exception:  # noqa: BLE001
                 return False
-            if x < 0 or (strict and x == 0):
+            if not np.isfinite(x) or (kind == "exp" and abs(x) > EXP_BOUND):
+                return False
+            if (kind == "log" and x <= 0) or (kind == "root" and x < 0):
                 return False
     return True
 
@@ -200,10 +213,11 @@ def row_values(witness: dict, which: int, mask: str) -> list | None:
     inst, env = witness["_instance"], dict(witness["_env"])
     out = []
     try:
-        for key in range(1, inst.n + 1):
-            env[j] = key
-            out.append(_plain(evaluate(expr, inst, "mp", env, 30)))
-    except Exception:  # noqa: BLE001
+        with hard_limit(5.0):
+            for key in range(1, inst.n + 1):
+                env[j] = key
+                out.append(_plain(evaluate(expr, inst, "mp", env, 30)))
+    except (Deadline, Exception):  # noqa: BLE001
         return None
     return out
 
@@ -212,9 +226,9 @@ def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:
     """Cross-check figures for a proved identity (random masks, d and n up to 8)."""
     small = cfg.merge(max_d=min(cfg.max_d, 8), max_n=min(cfg.max_n, 8))
     try:
-        with time_limit(cfg.time_limit):
+        with hard_limit(cfg.time_limit):
             res = cross_check(name, instantiate(lhs), instantiate(rhs), small)
-    except (TimeLimit, Exception):  # noqa: BLE001
+    except (Deadline, Exception):  # noqa: BLE001
         return None
     out = res.as_json()
     out.pop("kind", None)
