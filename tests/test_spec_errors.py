@@ -37,6 +37,8 @@ CASES = [
     ("\"invariant(b_k)\"", "\"invarient(b_k)\"", "key 'claims.k', column 1: unknown claim 'invarient'; did you mean 'invariant'?"),
     ("\"invariant(b_k)\"", "'row_constant(\"dot(q, kk)\")'", "key 'claims.k', column 22: unknown name 'kk'; did you mean 'k'?"),
     ("\"invariant(b_k)\"", "\"invariant(d)\"", "key 'claims.k', column 11: 'd' is the dimension and cannot be varied"),
+    ("\"invariant(b_k)\"", "\"output_shift(s)\"",
+     "key 'claims.k', column 14: output_shift needs a shared vector (kind \"vector\"); 's' is a scalar"),
     ("\"invariant(b_k)\"", "\"shift_invariant(b_k)\"", "key 'claims.k', column 17: shift_invariant takes no argument"),
     ("b_q = \"vector\"", "b_q = \"vectr\"", "key 'symbols.b_q': unknown kind 'vectr'; did you mean 'vector'?"),
     ("b_q = \"vector\"", "b_q = \"vector\"\nq = \"vector\"", "key 'symbols.q': 'q' is predeclared"),

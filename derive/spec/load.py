@@ -227,6 +227,9 @@ def _claim_name(file, key, kind, inner, col, binds) -> str:
     b = binds.get(name)
     if b is None:
         raise _err(file, key, f"unknown name {name!r}{nearest(name, binds)}", col)
+    if kind == "output_shift" and b.kind != "vector":
+        raise _err(file, key, f"output_shift needs a shared vector (kind \"vector\"); {name!r} is a {b.kind}",
+                   col)
     if b.kind in ("position", "dimension", "count"):
         raise _err(file, key, f"{name!r} is the {b.kind} {'index' if b.kind == 'position' else ''}"
                               f" and cannot be varied".replace("  ", " "), col)
