@@ -60,8 +60,12 @@ def invariant(ctx: Context, claim) -> Outcome:
         return ctx._inv[name]
     va, vb = ctx.base, ctx.changed(name)
     lemma = scores_lemma(va, vb, ctx.cfg)
+    delta = delta_form(lemma[3], vb, name)
+    if delta is not None and lemma[3] is not None and delta != lemma[3]:
+        lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
     out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
-                 compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"), why_refuted=_why_scores(delta_form(lemma[3], vb, name), name, ctx.spec.normalizer))
+                 compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
+                 why_refuted=_why_scores(delta, name, ctx.spec.normalizer))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
     ctx._inv[name] = out

@@ -32,6 +32,8 @@ class _Latex(LatexPrinter):
         return out if exp is None else f"{out}^{{{exp}}}"
 
     def _print_Symbol(self, e, style="plain"):
+        if e.name.startswith("Δ"):
+            return r"\Delta " + self._print_Symbol(sp.Symbol(e.name[1:]))
         if e.name.endswith("'"):
             return super()._print_Symbol(sp.Symbol(e.name[:-1])) + "'"
         return super()._print_Symbol(e)

@@ -33,7 +33,7 @@ KINDS = ("vector", "query", "key", "scalar", "function")
 PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "position",
                "d": "dimension", "n": "count"}
 BUILTINS = {"dot": 2, "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "rope": 2}
-RESERVED = {"t", "u", "M"}  # bound variables and the mask of the engine
+RESERVED = {"t", "u", "M", "j_1", "j_2"}  # bound variables, the mask, the two keys of row_constant
 
 SCALAR, VECTOR = "scalar", "vector"
 
