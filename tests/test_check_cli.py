@@ -33,8 +33,8 @@ def outputs():
 def test_golden(outputs, fmt):
     code, text = outputs[fmt]
     assert code == 1  # k_bias_redundant is refuted
-    expected = (GOLDEN / f"check.{fmt}").read_text(encoding="utf-8")
-    assert text == expected, f"regenerate with: python -m derive check {SPEC} --format {fmt} > tests/golden/check.{fmt}"
+    expected = (GOLDEN / f"check_report.{fmt}").read_text(encoding="utf-8")
+    assert text == expected, f"regenerate with: python -m derive check {SPEC} --format {fmt} > tests/golden/check_report.{fmt}"
 
 
 def test_deterministic(outputs):
