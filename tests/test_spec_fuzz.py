@@ -151,3 +151,31 @@ def test_hostile_specs_stay_within_the_time_bound(score):
     # per claim at most a few bounded phases (expand, search, rewrite chain, cross-check)
     assert time.time() - t0 < 3 * (4 * 1.0 + 5)
     assert all(c.verdict in ("proved", "refuted", "undecided") for c in res.claims)
+
+
+@settings(FUZZ, max_examples=40)
+@given(st.dictionaries(st.sampled_from(["name", "score", "normalizer", "mask", "value", "nme", "claims"]),
+                       st.one_of(st.text(max_size=30), st.integers(), st.sampled_from(
+                           ["dot(q, k)", "softmax", "sink(s)", "causal", "v + q", "dot(q,", "q"])),
+                       max_size=6))
+def test_cli_on_random_toml_never_tracebacks(tmp_path_factory, data):
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from derive.cli import main
+
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, int):
+            lines.append(f"{key} = {value}")
+        else:
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'{key} = "{escaped}"')
+    path = tmp_path_factory.mktemp("fuzz") / "spec.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        code = main(["check", str(path), "--format", "json", "--time-limit", "1"])
+    assert code in (0, 1, 2)
+    if code == 2:
+        assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("derive: error: ")
