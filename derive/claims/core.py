@@ -15,13 +15,12 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.deadline import Deadline, hard_limit
+from derive.claims.deadline import Deadline, bounded_prove_zero, hard_limit
 from derive.claims.normalizer import decide_property
 from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
 from derive.model.attention import j
 from derive.model.vectors import expand_dot
-from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
@@ -95,10 +94,7 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
 
 
 def _engine(expr, cfg):
-    try:
-        return prove_zero(expr, cfg)
-    except Exception as exc:  # noqa: BLE001 - e.g. StopIteration deep inside SymPy
-        return False, f"the simplifier failed: {type(exc).__name__}", None
+    return bounded_prove_zero(expr, cfg)
 
 
 def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sympy as sp
 
+from derive.claims.deadline import bounded_prove_zero
 from derive.errors import InputError
 from derive.model.attention import M, ScalarBase, i, j, n, u
-from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import Settings
 
@@ -37,7 +37,7 @@ def fallback_decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdic
     if prop == "shift_invariant":
         lhs, rhs = w(j), w(j, _C)
         if True:
-            ok, how, _ = prove_zero(lhs - rhs, cfg)
+            ok, how, _ = bounded_prove_zero(lhs - rhs, cfg)
             if ok:
                 return Verdict(PROVED, "exp(x + c) = exp(c)·exp(x): the factor exp(c) cancels", method=how)
         wit = find_certified(lhs, rhs, "none", cfg)

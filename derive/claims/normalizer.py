@@ -24,8 +24,13 @@ def _decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
     except ImportError:
         decide = None
     if decide is not None:
+        from derive.claims.deadline import Deadline, hard_limit
+
         try:
-            return decide(name, prop, **params)
+            with hard_limit(4 * cfg.time_limit):
+                return decide(name, prop, **params)
+        except Deadline:
+            return Verdict(UNDECIDED, f"the normalizer property check hit the time limit ({4 * cfg.time_limit:g} s)")
         except Exception as exc:  # noqa: BLE001 - a failure there is not a proof
             return Verdict(UNDECIDED, f"the normalizer property check failed: {type(exc).__name__}")
     from derive.claims.fallback import fallback_decide
