@@ -1,22 +1,59 @@
-"""Helpers for a user's own pytest suite."""
+"""Helpers for a user's own pytest suite: claims about a variant, and implementations.
+
+    from derive.testing import assert_claims, assert_implements
+
+    def test_my_variant():
+        assert_claims("variants/my_variant.derive.toml")
+
+    def test_my_softmax1():
+        assert_implements(my_softmax1, "softmax1", dtypes=("float32", "float64"))
+
+``assert_claims`` requires every claim of the spec to be *proved* (or to have the verdict
+given in ``allow``); the pytest plugin (:mod:`derive.pytest_plugin`) does the same for every
+``*.derive.toml`` file it collects. ``assert_implements`` runs the differential check of
+``derive impl`` and fails with its report.
+"""
 
 from __future__ import annotations
 
-from derive.impl import DEFAULT_DTYPES, Report, check_implementation
+__all__ = ["assert_claims", "assert_implements"]
 
-__all__ = ["assert_implements"]
+
+def assert_claims(path, *, allow: dict | None = None) -> list:
+    """Check the spec at ``path``; fail unless each claim is proved (or has the verdict in ``allow``).
+
+    ``allow`` maps a claim name to the verdict expected instead (e.g. ``{"k_bias": "refuted"}``).
+    Returns the claim results.
+    """
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    result = check_spec(load_spec(path))
+    allow = dict(allow or {})
+    bad = []
+    for c in result.claims:
+        want = allow.pop(c.name, "proved")
+        if c.verdict != want:
+            bad.append(f"  {c.name} = {c.claim!r}: {c.verdict} (expected {want}): {c.reason}")
+    if allow:
+        bad.append(f"  no such claims: {', '.join(sorted(allow))}")
+    if bad:
+        raise AssertionError(f"{path}: claims not as expected:\n" + "\n".join(bad))
+    return result.claims
 
 
 def assert_implements(fn, normalizer: str, *, params: dict | None = None, dim: int = -1,
-                      dtypes=DEFAULT_DTYPES, examples: int | None = None) -> Report:
+                      dtypes=None, examples: int | None = None):
     """Assert that ``fn`` implements ``normalizer`` (differential testing, as ``derive impl``).
 
     ``fn`` is a callable or a ``FILE.py:func`` / ``module:func`` string. Raises
     :class:`AssertionError` carrying the Markdown report (counterexample and diagnosis) when
     it disagrees; raises :class:`derive.errors.InputError` on bad usage. Returns the report.
     """
-    report = check_implementation(fn, normalizer, params=params, dim=dim, dtypes=dtypes,
-                                  examples=examples)
+    from derive.impl import DEFAULT_DTYPES, check_implementation
+
+    report = check_implementation(fn, normalizer, params=params, dim=dim,
+                                  dtypes=DEFAULT_DTYPES if dtypes is None else dtypes, examples=examples)
     if not report.agrees:
         raise AssertionError(report.to_markdown())
     return report

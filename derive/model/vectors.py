@@ -23,8 +23,10 @@ __all__ = [
     "Dot",
     "Rot",
     "VectorBase",
+    "VectorFunction",
     "VectorSymbol",
     "expand_dot",
+    "vector_function",
     "is_vector_atom",
     "linear_parts",
     "vector",
@@ -51,7 +53,7 @@ def vectors(names: str) -> tuple[VectorSymbol, ...]:
 
 
 def is_vector_atom(expr: sp.Basic) -> bool:
-    if isinstance(expr, (VectorSymbol, Rot)):
+    if isinstance(expr, (VectorSymbol, Rot, VectorFunction)):
         return True
     return isinstance(expr, sp.Indexed) and isinstance(expr.base, VectorBase)
 
@@ -110,6 +112,28 @@ class Rot(sp.Function):
 
     def _latex(self, printer):
         return rf"R_{{{printer._print(self.args[0])}}}\,{printer.parenthesize(self.args[1], 60)}"
+
+
+class VectorFunction(sp.Function):
+    """f(x) for an opaque declared function f applied to a vector: a vector atom.
+
+    Nothing is known about f except that f(x) depends on x only, so f(x) is never
+    expanded (f need not be linear). Each name gets one subclass, see
+    :func:`vector_function`.
+    """
+
+    nargs = 1
+    is_commutative = True
+
+
+_VECTOR_FUNCTIONS: dict[str, type] = {}
+
+
+def vector_function(name: str) -> type:
+    """The (cached) :class:`VectorFunction` subclass named ``name``: ``norm(k[j])``."""
+    if name not in _VECTOR_FUNCTIONS:
+        _VECTOR_FUNCTIONS[name] = type(name, (VectorFunction,), {"__module__": __name__})
+    return _VECTOR_FUNCTIONS[name]
 
 
 class Dot(sp.Function):

@@ -1,0 +1,1 @@
+"""Claims about a variant: one prover per claim kind (see :mod:`.provers`)."""

@@ -1,0 +1,132 @@
+"""Shared proof steps: expanding a difference, key-independence, weights equality.
+
+The sound lemmas used by the provers:
+
+* scores that expand to the same expression give the same weights (any normalizer);
+* scores that differ by a term free of the key j give the same weights when the
+  normalizer is shift-invariant (itself a proved property, see :mod:`.normalizer`).
+
+When a lemma does not apply, a claim is refuted only by a certified counterexample on
+the actual weights, or proved by the engine's general rewrite chain, else undecided.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.claims import show
+from derive.claims.deadline import Deadline, bounded_prove_zero, hard_limit
+from derive.claims.normalizer import decide_property
+from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
+from derive.claims.result import Outcome, step
+from derive.model.attention import j
+from derive.model.vectors import expand_dot
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
+from derive.settings import Settings
+
+__all__ = ["expand", "key_free", "key_terms", "scores_lemma", "settle"]
+
+
+def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
+    """⟨·,·⟩ expanded by bilinearity (and the rotation rule), then sp.expand; None on time-out."""
+    try:
+        with hard_limit(cfg.time_limit):
+            return sp.expand(expand_dot(sp.expand(expr)))
+    except (Deadline, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+        return None
+
+
+def key_free(expr: sp.Expr) -> bool:
+    return j not in expr.free_symbols
+
+
+def key_terms(expr: sp.Expr) -> sp.Expr:
+    return sp.Add(*[a for a in sp.Add.make_args(expr) if not key_free(a)])
+
+
+def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, list, sp.Expr | None]:
+    """Do the score functions of two variants give the same weights, by a lemma?"""
+    a = va.score() if sa is None else sa
+    b = vb.score() if sb is None else sb
+    steps = [step("score", show.latex(a)), step("compared with", show.latex(b))]
+    diff = expand(b - a, cfg)
+    if diff is None:
+        steps.append(step("expanding the difference hit the time limit"))
+        return False, "", steps, None
+    steps.append(step("difference of the scores, expanded by bilinearity and R(a)ᵀR(b) = R(b − a)",
+                      show.latex(diff)))
+    if {str(k): str(v) for k, v in va.params.items()} != {str(k): str(v) for k, v in vb.params.items()}:
+        return False, "", steps, diff
+    if diff == 0:
+        steps.append(step("the scores are identical, so are the weights"))
+        return True, "the scores are identical after expansion", steps, diff
+    if key_free(diff):
+        norm = va.spec.normalizer
+        v = decide_property(norm, "shift_invariant", va.params, cfg)
+        if v.status == PROVED:
+            steps.append(step(f"the difference does not involve the key j (row-constant), and {norm} is "
+                              f"shift-invariant ({v.reason}), so the weights are equal"))
+            return True, f"the score changes only by a row-constant term and {norm} is shift-invariant", \
+                steps, diff
+    return False, "", steps, diff
+
+
+def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *,
+           fixed: dict | None = None, why_refuted: str = "", rows: bool = True,
+           compared: tuple[str, str] = ("as specified", "changed")) -> Outcome:
+    """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided."""
+    ok, reason, steps, _ = lemma if lemma else (False, "", [], None)
+    steps = list(steps)
+    if ok:
+        return _proved(label, lhs, rhs, reason, steps, cfg)
+    wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed)
+    if wit is not None:
+        return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
+                       witness={**_counterexample(wit, mask, lhs, rhs, rows), "compared": list(compared)})
+    ok, how, residue = _engine(lhs - rhs, cfg)
+    if ok:
+        steps.append(step(f"the difference reduces to 0 by the rewrite chain ({how})"))
+        return _proved(label, lhs, rhs, "the difference reduces to 0", steps, cfg)
+    why = "no proof and no counterexample were found"
+    if residue is None:
+        why = f"no proof ({how}) and no counterexample were found"
+    return Outcome(UNDECIDED, why, steps)
+
+
+def _engine(expr, cfg):
+    return bounded_prove_zero(expr, cfg)
+
+
+def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:
+    check = check_numeric(label, lhs, rhs, cfg)
+    if check is None:
+        steps.append(step("numeric cross-check: not run (could not evaluate)"))
+    elif check["verdict"] != "passed":
+        steps.append(step("numeric cross-check FAILED", data=check))
+        return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed; "
+                                  "please report this", steps, check=check)
+    else:
+        steps.append(step(f"numeric cross-check: {check['examples']} random instances agree "
+                          f"(abs error ≤ {check['max_abs_error']:g}, rel error ≤ {check['max_rel_error']:g})"))
+    return Outcome(PROVED, reason, steps, check=check)
+
+
+def _counterexample(wit: dict, mask: str, lhs, rhs, rows: bool) -> dict:
+    out = {
+        "d": wit["instance"]["d"],
+        "n": wit["instance"]["n"],
+        "mask": mask,
+        "indices": wit["indices"],
+        "values": {k: v for k, v in wit["instance"].items() if k not in ("d", "n")},
+        "functions": interpretations(sp.Tuple(lhs, rhs)) or None,
+        "original": wit["lhs"],
+        "changed": wit["rhs"],
+    }
+    if rows:
+        a, b = row_values(wit, 0, mask), row_values(wit, 1, mask)
+        if a is not None and b is not None:
+            out["row_original"], out["row_changed"] = a, b
+    return out
+
+
+_ = UNDECIDED

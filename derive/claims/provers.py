@@ -1,0 +1,175 @@
+"""One prover per claim kind, as a table: ``PROVERS[kind](ctx, claim) -> Outcome``."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.claims import show
+from derive.claims.core import expand, key_free, key_terms, scores_lemma, settle
+from derive.claims.normalizer import decide_property, property_outcome
+from derive.claims.result import Outcome, step
+from derive.claims.variant import Variant, fresh
+from derive.model.attention import i, j
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
+from derive.settings import Settings
+
+__all__ = ["PROVERS", "Context"]
+
+
+class Context:
+    def __init__(self, spec, cfg: Settings):
+        self.spec, self.cfg = spec, cfg
+        self.base = Variant(spec)
+        self._inv: dict = {}
+
+    def changed(self, name: str) -> Variant:
+        return Variant(self.spec, {name: fresh(name)})
+
+
+def delta_form(diff, variant, name: str):
+    """``diff`` with the fresh copy NAME' written as NAME + ΔNAME (vectors and scalars)."""
+    if diff is None or name not in variant.rename:
+        return diff
+    b = variant.binds[name]
+    base = variant.spec.binds()[name].obj
+    if b.kind == "vector":
+        from derive.model.vectors import VectorSymbol
+
+        sub = {b.obj: base + VectorSymbol(f"Δ{name}")}
+    elif b.kind == "scalar":
+        sub = {b.obj: base + sp.Symbol(f"Δ{name}", real=True)}
+    else:
+        return diff
+    return expand(diff.xreplace(sub), Settings(time_limit=2.0)) or diff
+
+
+def _why_scores(diff, name: str, norm: str) -> str:
+    if diff is None:
+        return f"changing {name} changes the weights"
+    if diff == 0:
+        return f"the scores do not change, but {norm} itself depends on {name}"
+    moving = key_terms(diff)
+    if moving != 0:
+        return f"the score changes by a key-dependent term: {show.text(moving)}"
+    return f"the score changes by the row-constant {show.text(diff)}, and {norm} is not shift-invariant"
+
+
+def invariant(ctx: Context, claim) -> Outcome:
+    name = claim.arg
+    if name in ctx._inv:
+        return ctx._inv[name]
+    va, vb = ctx.base, ctx.changed(name)
+    lemma = scores_lemma(va, vb, ctx.cfg)
+    delta = delta_form(lemma[3], vb, name)
+    if delta is not None and lemma[3] is not None and delta != lemma[3]:
+        lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
+    out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
+                 compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
+                 why_refuted=_why_scores(delta, name, ctx.spec.normalizer))
+    if out.status == REFUTED:
+        out.witness["changed_name"] = fresh(name)
+    ctx._inv[name] = out
+    return out
+
+
+def depends(ctx: Context, claim) -> Outcome:
+    inv = invariant(ctx, claim)
+    name = claim.arg
+    if inv.status == PROVED:
+        return Outcome(REFUTED, f"the weights do not depend on {name}: {inv.reason}", inv.steps)
+    if inv.status == REFUTED:
+        steps = list(inv.steps) + [step(f"certified instance on which changing {name} changes a weight",
+                                        data=inv.witness)]
+        return Outcome(PROVED, inv.reason, steps)
+    return Outcome(UNDECIDED, inv.reason, inv.steps)
+
+
+def output_invariant(ctx: Context, claim) -> Outcome:
+    name = claim.arg
+    va, vb = ctx.base, ctx.changed(name)
+    ok, reason, steps, diff = scores_lemma(va, vb, ctx.cfg)
+    dv = expand(vb.value() - va.value(), ctx.cfg)
+    if dv is not None:
+        steps.append(step("difference of the values, expanded", show.latex(dv)))
+    if ok and dv == 0:
+        lemma = (True, f"{reason}, and the values do not involve {name}", steps, diff)
+    else:
+        lemma = (False, "", steps, diff)
+    why = f"the value changes by {show.text(delta_form(dv, vb, name))}" if ok and dv is not None else \
+        _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
+    out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
+                 rows=False, compared=(f"output with {name}", f"output with {fresh(name)}"))
+    if out.status == REFUTED:
+        out.witness["changed_name"] = fresh(name)
+    return out
+
+
+def output_shift(ctx: Context, claim) -> Outcome:
+    name = claim.arg
+    va = ctx.base
+    v0 = va.with_zero(name)
+    vec = va.binds[name].obj
+    ok, _, steps, diff = scores_lemma(v0, va, ctx.cfg)
+    dv = expand(va.value() - v0.value() - vec, ctx.cfg)
+    s1 = decide_property(ctx.spec.normalizer, "weights_sum_to_one", va.params, ctx.cfg)
+    steps.append(step(f"value minus {name} minus the value at {name} = 0", show.latex(dv) if dv is not None else ""))
+    steps.append(step(f"weights sum to one: {s1.status} ({s1.reason})"))
+    good = ok and dv == 0 and s1.status == PROVED
+    lemma = (good, f"the weights do not involve {name}, the value is shifted by exactly {name}, and the "
+                   "weights sum to 1, so the output is shifted by exactly " + name, steps, diff)
+    why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
+        _why_scores(diff, name, ctx.spec.normalizer)
+    return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
+                  why_refuted=why, rows=False, compared=("output", f"output with {name} = 0, plus {name}"))
+
+
+def row_constant(ctx: Context, claim) -> Outcome:
+    e = ctx.base.expr(claim.node)
+    one, two = (sp.Symbol(f"j_{k}", integer=True, positive=True) for k in (1, 2))
+    steps = [step("expression", show.latex(e))]
+    ex = expand(e, ctx.cfg)
+    lemma = None
+    if ex is not None:
+        steps.append(step("expanded by bilinearity and R(a)ᵀR(b) = R(b − a)", show.latex(ex)))
+        lemma = (key_free(ex), "the expanded expression does not involve the key j", steps, None)
+    fixed = {one: 1, two: 2}
+    if ctx.spec.mask == "causal":
+        fixed[i] = 2  # both keys allowed
+    why = f"the key-dependent part {show.text(key_terms(ex))} remains" if ex is not None else \
+        "the expression takes different values for two keys"
+    out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
+                 lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False,
+                 compared=("EXPR at key j_1", "EXPR at key j_2"))
+    return out
+
+
+def equivalent(ctx: Context, claim) -> Outcome:
+    va = ctx.base
+    other = va.expr(claim.node)
+    lemma = scores_lemma(va, va, ctx.cfg, sb=other)
+    why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
+    return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
+                  compared=("p_ij with the score", "p_ij with EXPR"), why_refuted=why.replace("changes by", "differs by"))
+
+
+def _normalizer_claim(prop: str):
+    def prover(ctx: Context, claim) -> Outcome:
+        return property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.params,
+                                ctx.cfg)
+
+    return prover
+
+
+PROVERS = {
+    "invariant": invariant,
+    "depends": depends,
+    "output_invariant": output_invariant,
+    "output_shift": output_shift,
+    "row_constant": row_constant,
+    "equivalent": equivalent,
+    "shift_invariant": _normalizer_claim("shift_invariant"),
+    "can_abstain": _normalizer_claim("can_abstain"),
+    "weights_sum_to_one": _normalizer_claim("weights_sum_to_one"),
+}
+
+_ = UNDECIDED

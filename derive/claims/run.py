@@ -1,0 +1,66 @@
+"""Check every claim of a spec: the entry point used by ``derive check`` and the atlas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from derive.claims.provers import PROVERS, Context
+from derive.claims.result import ClaimResult
+from derive.prove.verdict import PROVED, UNDECIDED
+from derive.settings import Settings
+from derive.spec.load import Spec
+
+__all__ = ["DEFAULT_CHECK", "SpecResult", "check_spec"]
+
+DEFAULT_CHECK = Settings(examples=20, witness_examples=200, time_limit=10.0)
+
+
+@dataclass
+class SpecResult:
+    file: str
+    name: str
+    spec: Spec
+    claims: list[ClaimResult] = field(default_factory=list)
+
+    @property
+    def all_proved(self) -> bool:
+        return all(c.verdict == PROVED for c in self.claims)
+
+    def as_json(self) -> dict:
+        s = self.spec
+        return {"file": self.file, "name": self.name, "score": s.score_src, "value": s.value_src,
+                "normalizer": s.normalizer_text, "mask": s.mask,
+                "claims": [c.as_json() for c in self.claims]}
+
+
+def _fresh_caches() -> None:
+    """Results must not depend on which specs ran before in this process (SymPy's cache
+    can change the order of floating-point sums in the cross-checks)."""
+    from sympy.core.cache import clear_cache
+
+    from derive.crosscheck.evaluate import _free
+
+    clear_cache()
+    _free.cache_clear()
+
+
+def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = None) -> SpecResult:
+    _fresh_caches()
+    ctx = Context(spec, cfg)
+    result = SpecResult(file or spec.file, spec.name, spec)
+    for claim in spec.claims:
+        try:
+            out = PROVERS[claim.kind](ctx, claim)
+        except RecursionError:
+            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
+                                             "the expression is too deep for the engine"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - an engine failure is never a verdict
+            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
+                                             f"the engine failed on this claim ({type(exc).__name__}); "
+                                             "please report it"))
+            continue
+        result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
+                                         out.witness if out.status == "refuted" else None,
+                                         out.steps, out.check))
+    return result

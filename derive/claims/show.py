@@ -1,0 +1,66 @@
+"""Printing engine expressions for reports: one-line Unicode text and LaTeX."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+from derive.model.vectors import Dot, Rot
+
+__all__ = ["latex", "text"]
+
+
+class _Text(StrPrinter):
+    def _print_Dot(self, e):
+        return f"⟨{self._print(e.args[0])}, {self._print(e.args[1])}⟩"
+
+    def _print_Rot(self, e):
+        return f"R({self._print(e.args[0])})·{self.parenthesize(e.args[1], 50)}"
+
+    def _print(self, expr, **kwargs):
+        if isinstance(expr, sp.Indexed):  # Indexed has its own _sympystr, which would win
+            idx = ",".join(self._print(a) for a in expr.indices)
+            label = expr.base.label
+            return f"{label}_{idx}" if len(idx) == 1 else f"{label}[{idx}]"
+        return super()._print(expr, **kwargs)
+
+
+class _Latex(LatexPrinter):
+    def _print_Dot(self, e, exp=None):
+        out = rf"\langle {self._print(e.args[0])}, {self._print(e.args[1])} \rangle"
+        return out if exp is None else f"{out}^{{{exp}}}"
+
+    def _print_Symbol(self, e, style="plain"):
+        if e.name.startswith("Δ"):
+            return r"\Delta " + self._print_Symbol(sp.Symbol(e.name[1:]))
+        if e.name.endswith("'"):
+            return super()._print_Symbol(sp.Symbol(e.name[:-1])) + "'"
+        return super()._print_Symbol(e)
+
+
+MAX_TERMS = 12
+
+
+def _head(expr: sp.Basic) -> tuple[sp.Basic, int]:
+    """At most MAX_TERMS terms of a long sum, and how many were left out."""
+    if isinstance(expr, sp.Add) and len(expr.args) > MAX_TERMS:
+        return sp.Add(*expr.args[:MAX_TERMS], evaluate=False), len(expr.args) - MAX_TERMS
+    return expr, 0
+
+
+def text(expr: sp.Basic) -> str:
+    if not isinstance(expr, sp.Basic):
+        return str(expr)
+    head, more = _head(expr)
+    out = _Text().doprint(head)
+    return out + (f" + … ({more} more terms)" if more else "")
+
+
+def latex(expr: sp.Basic) -> str:
+    head, more = _head(expr)
+    out = _Latex().doprint(head)
+    return out + (r" + \dots" if more else "")
+
+
+_ = (Dot, Rot)

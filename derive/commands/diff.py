@@ -1,0 +1,57 @@
+"""``derive diff OLD NEW``: which claims' verdicts change between two versions of a variant."""
+
+from __future__ import annotations
+
+import json
+
+HELP = "compare the claim verdicts of two versions of a variant spec"
+DESCRIPTION = """Check both specs and list the claims whose verdict changes (or that appear or vanish).
+
+Exit code: 0 when no verdict changes, 1 when some do, 2 for bad input."""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("old", metavar="OLD.toml")
+    parser.add_argument("new", metavar="NEW.toml")
+    parser.add_argument("--format", choices=("md", "json"), default="md")
+    parser.add_argument("--output", metavar="PATH")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
+
+
+def compare(old, new) -> list[dict]:
+    before = {c.name: c for c in old.claims}
+    after = {c.name: c for c in new.claims}
+    rows = []
+    for name in list(before) + [n for n in after if n not in before]:
+        a, b = before.get(name), after.get(name)
+        va, vb = (a.verdict if a else None), (b.verdict if b else None)
+        rows.append({"name": name, "claim": (b or a).claim, "old": va, "new": vb, "changed": va != vb,
+                     "reason": (b or a).reason})
+    return rows
+
+
+def run(args) -> int:
+    from derive import __version__
+    from derive.claims.result import ICONS
+    from derive.commands.check import check_files, settings_from, write
+    from derive.report.render import one_line
+
+    old, new = check_files([args.old, args.new], settings_from(args))
+    rows = compare(old, new)
+    changed = [r for r in rows if r["changed"]]
+    if args.format == "json":
+        text = json.dumps({"version": __version__, "old": args.old, "new": args.new, "claims": rows},
+                          indent=2, ensure_ascii=False) + "\n"
+    else:
+        def cell(v):
+            return f"{ICONS[v]} {v}" if v else "—"
+        lines = [f"### derive diff: {old.name} → {new.name}", "",
+                 f"{len(changed)} of {len(rows)} claims change verdict.", "",
+                 "| Claim | Statement | Old | New | Reason (new) |", "|---|---|---|---|---|"]
+        for r in rows:
+            mark = "**" if r["changed"] else ""
+            lines.append(f"| {mark}`{r['name']}`{mark} | `{r['claim']}` | {cell(r['old'])} | {cell(r['new'])} "
+                         f"| {one_line(r['reason'])} |")
+        text = "\n".join(lines) + "\n"
+    write(text, args.output)
+    return 1 if changed else 0

@@ -1,0 +1,198 @@
+"""From a parsed expression to engine objects, checking names and kinds on the way.
+
+Every name resolves through a :class:`Binding` (predeclared or declared in ``[symbols]``);
+every operation checks the kinds of its operands (scalar or vector). Errors carry the
+column of the offending node. The translation builds SymPy objects directly from the
+AST — no string is ever handed to ``sympify`` or ``eval``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derive.model import attention as A
+from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
+from derive.spec.parser import LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
+
+__all__ = [
+    "BUILTINS",
+    "KINDS",
+    "PREDECLARED",
+    "RESERVED",
+    "Binding",
+    "bindings",
+    "nearest",
+    "scalar_function",
+    "translate",
+]
+
+KINDS = ("vector", "query", "key", "scalar", "function")
+PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "position",
+               "d": "dimension", "n": "count"}
+BUILTINS = {"dot": 2, "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "rope": 2}
+RESERVED = {"t", "u", "M", "j_1", "j_2"}  # bound variables, the mask, the two keys of row_constant
+
+SCALAR, VECTOR = "scalar", "vector"
+
+
+@dataclass(frozen=True)
+class Binding:
+    kind: str  # one of KINDS, or a predeclared kind (position, dimension, count)
+    obj: object  # VectorSymbol, VectorBase, Symbol, or the function's name
+
+
+def scalar_function(name: str):
+    return sp.Function(name, real=True)
+
+
+def bindings(symbols: dict[str, str], rename: dict[str, str] | None = None) -> dict[str, Binding]:
+    """Name → binding; ``rename`` gives some names fresh objects (``b_k`` → ``b_k'``)."""
+    rename = rename or {}
+    out = {
+        "q": Binding("query", VectorBase(rename.get("q", "q"))),
+        "k": Binding("key", VectorBase(rename.get("k", "k"))),
+        "v": Binding("key", VectorBase(rename.get("v", "v"))),
+        "i": Binding("position", A.i),
+        "j": Binding("position", A.j),
+        "d": Binding("dimension", A.d),
+        "n": Binding("count", A.n),
+    }
+    for name, kind in symbols.items():
+        label = rename.get(name, name)
+        obj = _make(kind, label)
+        out[name] = Binding(kind, obj)
+    return out
+
+
+def _make(kind: str, label: str):
+    if kind == "vector":
+        return VectorSymbol(label)
+    if kind in ("query", "key"):
+        return VectorBase(label)
+    if kind == "scalar":
+        return sp.Symbol(label, real=True)
+    return label  # a function: its class is made when it is applied
+
+
+def nearest(name: str, candidates) -> str:
+    near = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+def translate(node: Node, binds: dict[str, Binding], key: sp.Expr = A.j) -> tuple[sp.Expr, str]:
+    """(expression, kind) of ``node`` for query row i and key ``key``."""
+    expr, kind = _Translator(binds, key).run(node)
+    if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        raise ExprError("the expression divides by zero", node.col)
+    return expr, kind
+
+
+class _Translator:
+    def __init__(self, binds: dict[str, Binding], key: sp.Expr):
+        self.binds, self.key = binds, key
+
+    def run(self, node: Node) -> tuple[sp.Expr, str]:
+        if isinstance(node, Num):
+            return sp.Rational(node.text), SCALAR
+        if isinstance(node, Name):
+            return self.name(node)
+        if isinstance(node, Unary):
+            val, kind = self.run(node.operand)
+            return -val, kind
+        if isinstance(node, Binary):
+            return self.binary(node)
+        return self.call(node)
+
+    def name(self, node: Name) -> tuple[sp.Expr, str]:
+        b = self.binds.get(node.id)
+        if b is None:
+            if node.id in BUILTINS:
+                raise ExprError(f"{node.id!r} is a function: call it, e.g. {node.id}(…)", node.col)
+            raise ExprError(f"unknown name {node.id!r}{nearest(node.id, self.binds)}", node.col)
+        if b.kind == "function":
+            raise ExprError(f"{node.id!r} is a function: call it, e.g. {node.id}(x)", node.col)
+        if b.kind == "query":
+            return b.obj[A.i], VECTOR
+        if b.kind == "key":
+            return b.obj[self.key], VECTOR
+        if b.kind == "vector":
+            return b.obj, VECTOR
+        if node.id == "j":
+            return self.key, SCALAR
+        return b.obj, SCALAR
+
+    def binary(self, node: Binary) -> tuple[sp.Expr, str]:
+        op = node.op
+        if op == "**":
+            return self.power(node)
+        a, ka = self.run(node.left)
+        b, kb = self.run(node.right)
+        if op in "+-":
+            if ka != kb:
+                raise ExprError(f"cannot {'add' if op == '+' else 'subtract'} a {kb} "
+                                f"{'to' if op == '+' else 'from'} a {ka}", node.col)
+            return (a + b if op == "+" else a - b), ka
+        if op == "*":
+            if ka == kb == VECTOR:
+                raise ExprError("cannot multiply two vectors: use dot(a, b)", node.col)
+            return a * b, VECTOR if VECTOR in (ka, kb) else SCALAR
+        if kb == VECTOR:
+            raise ExprError("cannot divide by a vector", node.col)
+        if b == 0:
+            raise ExprError("division by zero", node.col)
+        return a / b, ka
+
+    def power(self, node: Binary) -> tuple[sp.Expr, str]:
+        base, kind = self.run(node.left)
+        if kind == VECTOR:
+            raise ExprError("a vector cannot be raised to a power: use dot(x, x)", node.col)
+        ex, sign = node.right, 1
+        if isinstance(ex, Unary):
+            ex, sign = ex.operand, -1
+        if not isinstance(ex, Num) or "." in ex.text:
+            raise ExprError("the exponent must be an integer literal (use sqrt for roots)", node.right.col)
+        value = sign * int(ex.text)
+        if abs(value) > LIMITS["exponent"]:
+            raise ExprError(f"exponent {value} too large (limit ±{LIMITS['exponent']})", node.right.col)
+        if base == 0 and value < 0:
+            raise ExprError("division by zero", node.col)
+        return base**value, SCALAR
+
+    def call(self, node: Call) -> tuple[sp.Expr, str]:
+        fn, args = node.func, node.args
+        b = self.binds.get(fn)
+        if b is not None and b.kind != "function":
+            raise ExprError(f"{fn!r} is a {b.kind}, not a function", node.col)
+        if b is None and fn not in BUILTINS:
+            names = set(BUILTINS) | {k for k, v in self.binds.items() if v.kind == "function"}
+            raise ExprError(f"unknown function {fn!r}{nearest(fn, names)}", node.col)
+        want = BUILTINS.get(fn, 1) if b is None else 1
+        if len(args) != want:
+            raise ExprError(f"{fn}() takes {want} argument{'s' if want > 1 else ''}, got {len(args)}", node.col)
+        vals = [self.run(a) for a in args]
+        if b is not None:  # a declared opaque function
+            (x, kind), = vals
+            f = vector_function(b.obj) if kind == VECTOR else scalar_function(b.obj)
+            return f(x), kind
+        if fn == "dot":
+            for (x, kind), a in zip(vals, args):
+                if kind != VECTOR:
+                    raise ExprError("dot() needs two vectors, got a scalar", a.col)
+            return Dot(vals[0][0], vals[1][0]), SCALAR
+        if fn == "rope":
+            (x, kx), (pos, kp) = vals
+            if kx != VECTOR:
+                raise ExprError("rope(x, pos) needs a vector x, got a scalar", args[0].col)
+            if kp != SCALAR:
+                raise ExprError("rope(x, pos) needs a scalar position, got a vector", args[1].col)
+            return Rot(pos, x), VECTOR
+        (x, kind), = vals
+        if kind != SCALAR:
+            raise ExprError(f"{fn}() needs a scalar, got a vector", args[0].col)
+        if fn in ("sqrt", "log") and x.is_number and x <= 0 and not (fn == "sqrt" and x == 0):
+            raise ExprError(f"{fn}() of a non-positive number", node.col)
+        f = {"sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "tanh": sp.tanh, "abs": sp.Abs}[fn]
+        return f(x), SCALAR

@@ -1,0 +1,115 @@
+"""Soundness: claims with known truth, covering every construct. No false claim is proved.
+
+Each row is (score, normalizer, mask, symbols, claim, value, truth). A claim may be
+undecided, never wrong: a false claim must not be proved, a true one must not be refuted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from derive.claims.run import check_spec
+from derive.spec import parse_spec
+
+S1 = "dot(q + b_q, k + b_k) / sqrt(d)"
+S2 = "dot(rope(q + b_q, i), rope(k + b_k, j)) / sqrt(d)"
+BIAS = {"b_q": "vector", "b_k": "vector", "b_v": "vector"}
+
+GROUPS = [
+    (S1, "softmax", "causal", BIAS, "v + b_v", [
+        ("invariant(b_k)", True), ("depends(b_q)", True), ("invariant(b_q)", False), ("depends(b_k)", False),
+        ("output_shift(b_v)", True), ("output_invariant(b_v)", False), ("output_invariant(b_k)", True),
+        ("row_constant('dot(q, b_k)')", True), ("row_constant('dot(b_q, k)')", False),
+        ("equivalent('dot(q + b_q, k) / sqrt(d)')", True), ("equivalent('dot(q, k + b_k) / sqrt(d)')", False),
+        ("shift_invariant", True), ("can_abstain", False), ("weights_sum_to_one", True),
+    ]),
+    (S2, "softmax", "causal", BIAS, "v + b_v", [
+        ("invariant(b_k)", False), ("depends(b_q)", True),
+        ("row_constant('dot(rope(q, i), rope(b_k, j))')", False),
+        ("row_constant('dot(rope(q, i), rope(b_k, i))')", True),
+        ("equivalent('dot(q + b_q, rope(k + b_k, j - i)) / sqrt(d)')", True),
+        ("equivalent('dot(q + b_q, rope(k + b_k, i - j)) / sqrt(d)')", False),
+        ("invariant(b_v)", True),
+    ]),
+    (S1, "softmax1", "causal", BIAS, "v + b_v", [
+        ("invariant(b_k)", False), ("equivalent('dot(q + b_q, k + b_k) / sqrt(d) + 1')", False),
+        ("equivalent('dot(q + b_q, k + b_k) / sqrt(d)')", True), ("shift_invariant", False),
+        ("can_abstain", True), ("weights_sum_to_one", False), ("output_shift(b_v)", False),
+        ("invariant(b_v)", True),
+    ]),
+    (S1, "sink(s)", "none", {**BIAS, "s": "scalar"}, "v + b_v", [
+        ("depends(s)", True), ("invariant(s)", False), ("output_invariant(s)", False), ("shift_invariant", False),
+    ]),
+    (S1 + " + b", "sigmoid", "causal", {**BIAS, "b": "scalar"}, "v", [
+        ("invariant(b_k)", False), ("depends(b)", True), ("weights_sum_to_one", False), ("can_abstain", True),
+    ]),
+    ("dot(q, k) / sqrt(d) - m * (i - j)", "softmax", "causal", {"m": "scalar"}, "v", [
+        ("equivalent('dot(q, k) / sqrt(d) + m * j')", True), ("equivalent('dot(q, k) / sqrt(d) - m * j')", False),
+        ("row_constant('m * i')", True), ("row_constant('m * (i - j)')", False),
+        ("depends(m)", True), ("invariant(m)", False),
+    ]),
+    ("dot(q, k) + r(j - i)", "softmax", "none", {"r": "function"}, "v", [
+        ("depends(r)", True), ("invariant(r)", False), ("row_constant('r(i)')", True),
+        ("row_constant('r(j)')", False), ("equivalent('dot(q, k) + r(j - i) + r(i)')", True),
+        ("equivalent('dot(q, k) + r(i - j)')", False),
+    ]),
+    ("dot(f(q) + b_q, f(k) + b_k) / sqrt(d)", "softmax", "causal", {**BIAS, "f": "function"}, "v", [
+        ("invariant(b_k)", True), ("invariant(b_q)", False), ("row_constant('dot(f(q), b_k)')", True),
+        ("row_constant('dot(f(k + b_k), q)')", False), ("equivalent('dot(f(q) + b_q, f(k)) / sqrt(d)')", True),
+        ("equivalent('dot(f(q), f(k)) / sqrt(d)')", False),
+    ]),
+    ("c * tanh(dot(q, k + b_k) / c)", "softmax", "none", {"b_k": "vector", "c": "scalar"}, "v", [
+        ("invariant(b_k)", False), ("row_constant('exp(log(2)) * c ** 2')", True),
+        ("row_constant('abs(dot(q, k))')", False),
+        ("equivalent('c * tanh(dot(q, k + b_k) / c) + abs(c) ** 3')", True),
+        ("equivalent('c * tanh(dot(q, k) / c)')", False),
+    ]),
+    ("dot(q, k + e) / sqrt(d)", "softmax", "causal", {"e": "key"}, "v", [
+        ("invariant(e)", False), ("depends(e)", True),
+    ]),
+    ("dot(q + w, k) / sqrt(d)", "softmax", "none", {"w": "query"}, "v", [
+        ("invariant(w)", False), ("row_constant('dot(w, q)')", True), ("output_invariant(v)", False),
+    ]),
+    (S1, "softmax", "none", BIAS, "2 * v - b_v / 2", [
+        ("invariant(b_k)", True), ("row_constant('dot(b_q, k)')", False), ("depends(b_q)", True),
+        ("output_shift(b_v)", False), ("output_invariant(b_k)", True),
+    ]),
+]
+
+
+def _toml(score, norm, mask, symbols, value, claims) -> str:
+    lines = ['name = "soundness"', f'score = "{score}"', f'normalizer = "{norm}"', f'mask = "{mask}"',
+             f'value = "{value}"', "[symbols]"]
+    lines += [f'{k} = "{v}"' for k, v in symbols.items()]
+    lines += ["[claims]"] + [f'c{n} = "{c}"' for n, (c, _) in enumerate(claims)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    rows = []
+    for score, norm, mask, symbols, value, claims in GROUPS:
+        spec = parse_spec(_toml(score, norm, mask, symbols, value, claims), "soundness.toml")
+        res = check_spec(spec)
+        for (text, truth), r in zip(claims, res.claims):
+            rows.append((score, norm, text, truth, r.verdict, r.reason))
+    return rows
+
+
+def test_table_size_and_balance():
+    claims = [c for g in GROUPS for c in g[5]]
+    assert len(claims) >= 60
+    false = sum(1 for _, truth in claims if not truth)
+    assert 0.4 <= false / len(claims) <= 0.6
+
+
+def test_no_false_claim_proved_no_true_claim_refuted(verdicts):
+    wrong = [v for v in verdicts if (v[4] == "proved" and not v[3]) or (v[4] == "refuted" and v[3])]
+    assert not wrong, wrong
+
+
+def test_most_claims_decided(verdicts):
+    decided = sum(1 for v in verdicts if v[4] != "undecided")
+    print(f"\nsoundness suite: {decided} of {len(verdicts)} claims decided")
+    undecided = [v for v in verdicts if v[4] == "undecided"]
+    assert decided >= 0.9 * len(verdicts), undecided
