@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Rewrite tests/golden/ from tests/data/demo.py; review the diff like code."""
+"""Rewrite tests/golden/ (the demo document and the check reports); review the diff like code."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 from derive.build import load_document
@@ -13,3 +15,7 @@ if __name__ == "__main__":
     for name in ("demo.md", "demo.json"):
         (HERE / "golden" / name).write_bytes(rendered.docs[name])
     (HERE / "golden" / "demo.tex").write_bytes(rendered.build["demo.tex"])
+    for fmt in ("md", "json"):
+        report = subprocess.run([sys.executable, "-m", "derive", "check", "tests/specs/golden.toml", "--format", fmt],
+                                cwd=HERE.parent, capture_output=True, check=False).stdout
+        (HERE / "golden" / f"check_report.{fmt}").write_bytes(report)

@@ -58,4 +58,4 @@ def test_refutations_have_counterexamples(results):
 
 def test_committed_atlas_is_current(results):
     committed = (Path(__file__).resolve().parent.parent / "docs" / "atlas.md").read_text(encoding="utf-8")
-    assert committed == atlas_markdown(results), "regenerate: python -m derive.atlas.render > docs/atlas.md"
+    assert committed == atlas_markdown(results), "regenerate: python build_docs.py"

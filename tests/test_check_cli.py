@@ -34,7 +34,7 @@ def test_golden(outputs, fmt):
     code, text = outputs[fmt]
     assert code == 1  # k_bias_redundant is refuted
     expected = (GOLDEN / f"check_report.{fmt}").read_text(encoding="utf-8")
-    assert text == expected, f"regenerate with: python -m derive check {SPEC} --format {fmt} > tests/golden/check_report.{fmt}"
+    assert text == expected, "regenerate with: python tests/regen_golden.py"
 
 
 def test_deterministic(outputs):

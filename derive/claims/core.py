@@ -15,7 +15,8 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.deadline import Deadline, bounded_prove_zero, hard_limit
+from derive.prove.equality import prove_zero
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.claims.normalizer import decide_property
 from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
@@ -30,9 +31,9 @@ __all__ = ["expand", "key_free", "key_terms", "scores_lemma", "settle"]
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
     """⟨·,·⟩ expanded by bilinearity (and the rotation rule), then sp.expand; None on time-out."""
     try:
-        with hard_limit(cfg.time_limit):
+        with time_limit(cfg.time_limit):
             return sp.expand(expand_dot(sp.expand(expr)))
-    except (Deadline, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+    except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
         return None
 
 
@@ -94,7 +95,7 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
 
 
 def _engine(expr, cfg):
-    return bounded_prove_zero(expr, cfg)
+    return prove_zero(expr, cfg)
 
 
 def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:

@@ -1,12 +1,13 @@
 """Normalizer properties (shift invariance, abstention, weights summing to one).
 
-Decided by :func:`derive.normalizers.properties.decide` when that module is installed;
-otherwise by the small local fallback in :mod:`derive.claims.fallback`.
+Decided by :func:`derive.normalizers.properties.decide`, the generic provers that also
+build the normalizer comparison table.
 """
 
 from __future__ import annotations
 
 from derive.claims.result import Outcome, step
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import Settings
 
@@ -19,23 +20,15 @@ COMPARED = {"shift_invariant": ("p_ij", "p_ij with c added to every score"),
 
 
 def _decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
+    from derive.normalizers.properties import decide
+
     try:
-        from derive.normalizers.properties import decide
-    except ImportError:
-        decide = None
-    if decide is not None:
-        from derive.claims.deadline import Deadline, hard_limit
-
-        try:
-            with hard_limit(4 * cfg.time_limit):
-                return decide(name, prop, **params)
-        except Deadline:
-            return Verdict(UNDECIDED, f"the normalizer property check hit the time limit ({4 * cfg.time_limit:g} s)")
-        except Exception as exc:  # noqa: BLE001 - a failure there is not a proof
-            return Verdict(UNDECIDED, f"the normalizer property check failed: {type(exc).__name__}")
-    from derive.claims.fallback import fallback_decide
-
-    return fallback_decide(name, prop, params, cfg)
+        with time_limit(4 * cfg.time_limit):
+            return decide(name, prop, **params)
+    except TimeLimit:
+        return Verdict(UNDECIDED, f"the normalizer property check hit the time limit ({4 * cfg.time_limit:g} s)")
+    except Exception as exc:  # noqa: BLE001 - a failure there is not a proof
+        return Verdict(UNDECIDED, f"the normalizer property check failed: {type(exc).__name__}")
 
 
 def decide_property(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 from sympy.core.function import AppliedUndef
 
-from derive.claims.deadline import Deadline, hard_limit
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.crosscheck.check import cross_check
 from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.instances import signature
@@ -109,18 +109,18 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
         return not below or float(got[0]) < float(got[1])
 
     try:
-        with hard_limit(cfg.time_limit):
+        with time_limit(cfg.time_limit):
             inst, env = find(strategy, differs, settings=settings(
                 max_examples=cfg.witness_examples, derandomize=True, database=None, deadline=None,
                 phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
-    except (NoSuchExample, Deadline):
+    except (NoSuchExample, TimeLimit):
         return None
     except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
         return None
     try:
-        with hard_limit(cfg.time_limit):
+        with time_limit(cfg.time_limit):
             va, vb = certified_difference(a, b, inst, env)
-    except (Deadline, TypeError):
+    except (TimeLimit, TypeError):
         return None
     return {
         "instance": inst.describe(),
@@ -213,11 +213,11 @@ def row_values(witness: dict, which: int, mask: str) -> list | None:
     inst, env = witness["_instance"], dict(witness["_env"])
     out = []
     try:
-        with hard_limit(5.0):
+        with time_limit(5.0):
             for key in range(1, inst.n + 1):
                 env[j] = key
                 out.append(_plain(evaluate(expr, inst, "mp", env, 30)))
-    except (Deadline, Exception):  # noqa: BLE001
+    except (TimeLimit, Exception):  # noqa: BLE001
         return None
     return out
 
@@ -226,9 +226,9 @@ def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:
     """Cross-check figures for a proved identity (random masks, d and n up to 8)."""
     small = cfg.merge(max_d=min(cfg.max_d, 8), max_n=min(cfg.max_n, 8))
     try:
-        with hard_limit(cfg.time_limit):
+        with time_limit(cfg.time_limit):
             res = cross_check(name, instantiate(lhs), instantiate(rhs), small)
-    except (Deadline, Exception):  # noqa: BLE001
+    except (TimeLimit, Exception):  # noqa: BLE001
         return None
     out = res.as_json()
     out.pop("kind", None)

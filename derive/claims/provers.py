@@ -149,7 +149,8 @@ def equivalent(ctx: Context, claim) -> Outcome:
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
     why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
-                  compared=("p_ij with the score", "p_ij with EXPR"), why_refuted=why.replace("changes by", "differs by"))
+                  compared=("p_ij with the score", "p_ij with EXPR"),
+                  why_refuted=why.replace("changes by", "differs by"))
 
 
 def _normalizer_claim(prop: str):

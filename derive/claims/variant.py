@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.claims.fallback import fallback_weight
 from derive.model.attention import i, j, mixed_output
 from derive.spec.load import Spec
 from derive.spec.translate import translate
@@ -56,11 +55,9 @@ class Variant:
 
 
 def normalizer_weight(name: str, score, key, params: dict) -> sp.Expr:
-    from derive.normalizers.registry import REGISTRY
+    from derive.normalizers.registry import get
 
-    if name in REGISTRY:
-        return REGISTRY[name].weight(score, key=key, **params)
-    return fallback_weight(name, score, key, params)
+    return get(name).weight(score, key=key, **params)
 
 
 _ = i

@@ -178,7 +178,7 @@ class _Translator:
             f = vector_function(b.obj) if kind == VECTOR else scalar_function(b.obj)
             return f(x), kind
         if fn == "dot":
-            for (x, kind), a in zip(vals, args):
+            for (_, kind), a in zip(vals, args):
                 if kind != VECTOR:
                     raise ExprError("dot() needs two vectors, got a scalar", a.col)
             return Dot(vals[0][0], vals[1][0]), SCALAR
