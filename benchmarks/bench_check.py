@@ -30,7 +30,9 @@ def wall(argv: list[str]) -> float:
 def main() -> int:
     rows = [
         ("one spec, 5 claims (derive check)", ["-m", "derive", "check", str(ONE), "--format", "json"], 1.5),
-        ("whole atlas (12 specs, 76 claims)", ["-m", "derive.atlas.render"], 10.0),
+        ("whole atlas (12 specs, 76 claims)",
+         ["-m", "derive", "check", *sorted(str(p) for p in (ROOT / "derive" / "atlas").glob("*.derive.toml")),
+          "--format", "json"], 10.0),
     ]
     ok = True
     for label, argv, target in rows:

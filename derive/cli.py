@@ -1,6 +1,8 @@
 """The ``derive`` command line: one subcommand per module in :mod:`derive.commands`.
 
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+Only the module of the command being run is imported (``derive check`` must not pay for
+the renderer of ``derive build``); ``derive --help`` imports them all to list them.
 User mistakes (:class:`~derive.errors.InputError`) print one line and exit 2; no
 traceback is shown for them.
 """
@@ -34,19 +36,15 @@ def _parser(available: dict) -> argparse.ArgumentParser:
     return parser
 
 
-def _available() -> dict:
-    found = {}
-    for name in COMMANDS:
-        try:
-            found[name] = importlib.import_module(f"derive.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"derive.commands.{name}":
-                raise
-    return found
+def _available(argv: list[str]) -> dict:
+    chosen = [a for a in argv if a in COMMANDS][:1]
+    names = chosen if chosen and argv.index(chosen[0]) == 0 else COMMANDS
+    return {name: importlib.import_module(f"derive.commands.{name}") for name in names}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser(_available())
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser(_available(argv))
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

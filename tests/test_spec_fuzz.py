@@ -3,7 +3,6 @@ never hang past the time bound, and every verdict is one of the three."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -122,7 +121,6 @@ def test_check_on_random_specs(src, norm, claim):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("DERIVE_SLOW"), reason="long fuzzing: set DERIVE_SLOW=1")
 @settings(FUZZ, max_examples=150)
 @given(scalars(), st.sampled_from(["softmax", "softmax1", "sigmoid"]), st.sampled_from(CLAIMS))
 def test_check_on_random_specs_long(src, norm, claim):

@@ -222,4 +222,5 @@ def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | No
     if mode == "mp":
         with mpmath.workdps(dps):
             return _Eval(inst, mode).run(expr, dict(env or {}))
-    return _Eval(inst, mode).run(expr, dict(env or {}))
+    with np.errstate(all="ignore"):  # inf and nan are results here; callers check finiteness
+        return _Eval(inst, mode).run(expr, dict(env or {}))

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 __all__ = ["render_figure"]
 
 _RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "font.size": 10, "figure.figsize": (6.4, 3.6)}
@@ -16,6 +11,11 @@ _RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "font.size": 10, "figur
 
 def render_figure(draw, fmt: str) -> bytes:
     """Bytes of the figure in ``fmt`` (``svg`` or ``pdf``); identical across runs."""
+    import matplotlib  # imported here: only a build that draws figures pays for it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     with plt.rc_context(_RC):
         fig, ax = plt.subplots()
         draw(ax)
