@@ -19,7 +19,7 @@ _TEX_UNICODE = {
     "→": r"$\to$", "−": "-", "·": r"$\cdot$", "√": r"$\sqrt{\ }$", "≠": r"$\neq$", "≤": r"$\leq$",
     "≥": r"$\geq$", "∞": r"$\infty$", "—": "---", "–": "--", "…": r"\dots{}", "≡": r"$\equiv$",
     "‖": r"$\|$", "⟨": r"$\langle$", "⟩": r"$\rangle$", "×": r"$\times$", "“": "``", "”": "''",
-    "’": "'", "✅": "proved", "❌": "refuted", "❓": "undecided", "⟂": r"$\perp$",
+    "’": "'", "✅": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "⟂": r"$\perp$",
     "γ": r"$\gamma$", "δ": r"$\delta$", "ζ": r"$\zeta$", "σ": r"$\sigma$", "Σ": r"$\Sigma$",
     "∂": r"$\partial$", "≈": r"$\approx$", "±": r"$\pm$", "∈": r"$\in$",
     "τ": r"$\tau$", "κ": r"$\kappa$", "ν": r"$\nu$", "ρ": r"$\rho$", "β": r"$\beta$", "ε": r"$\varepsilon$",
