@@ -30,6 +30,7 @@ def test_plugin_collects_derive_toml(tmp_path):
         GOOD + '[claims]\nk = "invariant(b_k)"\nq__refuted = "invariant(b_q)"\nwrong = "invariant(b_q)"\n')
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "derive.pytest_plugin", "-q", "-p", "no:cacheprovider",
                            str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          # the entry point of an installed derive would load the plugin a second time
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "2 passed" in proc.stdout and "1 failed" in proc.stdout, proc.stdout + proc.stderr
     assert "wrong = 'invariant(b_q)': refuted (expected proved)" in proc.stdout
