@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import mpmath
+import numpy as np
 import sympy as sp
 
 from derive.document.api import Document
@@ -121,6 +122,7 @@ def document() -> Document:
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
     doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
               f"{counts['undecided']} undecided.")
+    _clipped_long_rows(doc)
 
     doc.section("3. Equivalences between tokens and normalizers")
     doc.prose("An extra token (key κ, value ν) against a normalizer over the real keys, decided by the same prover "
@@ -164,3 +166,24 @@ def _is_text(m: str) -> bool:
 
 
 _ = (math, tex)
+
+
+def _clipped_long_rows(doc: Document) -> None:
+    """The abstention row quantifies over every row; clipped softmax fails it only on short rows."""
+    clipped = get("clipped")
+    zeta, gamma = 1.0, -0.1  # the entry's sample values
+    threshold = 11  # (ζ − γ)/(−γ)
+    long_row = clipped.stable(np.zeros(threshold), zeta=zeta, gamma=gamma)
+    short_row = clipped.stable(np.zeros(threshold - 1), zeta=zeta, gamma=gamma)
+    doc.example_check("clipped softmax: a uniform row of 11 keys gets weight 0", list(long_row), [0.0] * threshold,
+                      detail="ζ = 1, γ = −1/10: (ζ − γ)/N + γ = 0 at N = 11")
+    doc.example_check("clipped softmax: a uniform row of 10 keys does not", list(short_row),
+                      [0.01] * (threshold - 1), detail="(ζ − γ)/10 + γ = 1/100")
+    doc.prose(
+        "Abstention above is claimed for *every* row. Clipped softmax fails that claim on short rows (one key "
+        "always gets weight 1), but its uniform-path value $\\min(1, \\max(0, (\\zeta - \\gamma + \\gamma N_i)/N_i))$ "
+        "is exactly 0 once $N_i \\geq (\\zeta - \\gamma)/(-\\gamma)$: with the sample values $\\zeta = 1$, "
+        "$\\gamma = -1/10$, a row of 11 equal scores gets weight 0 on every key while a row of 10 gets 1/100 each "
+        "(checks at the end). So long rows can abstain *exactly*, which is what the clipping is for; only the "
+        "quantifier over all rows fails."
+    )
