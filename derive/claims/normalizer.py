@@ -6,6 +6,8 @@ build the normalizer comparison table.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from derive.claims.result import Outcome, step
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -46,8 +48,19 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check)
 
 
+# What a verdict of each property means, said in words before the prover's own reason.
+MEANING = {
+    ("shift_invariant", PROVED): "adding one constant to every score of a row leaves its weights unchanged",
+    ("shift_invariant", REFUTED): "adding one constant to every score of a row changes its weights",
+    ("weights_sum_to_one", PROVED): "the weights of every row sum to 1",
+    ("weights_sum_to_one", REFUTED): "the weights of a row need not sum to 1",
+}
+
+
 def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settings) -> Outcome:
     v = decide_property(name, prop, params, cfg)
+    if (prop, v.status) in MEANING:
+        v = replace(v, reason=f"{MEANING[prop, v.status]}: {v.reason}")
     steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({v.method})" if v.method else ""))]
     steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
     witness = _uniform(v.witness) if v.witness else None
