@@ -37,7 +37,6 @@ class Instance:
     vectors: dict[sp.Symbol, np.ndarray] = field(default_factory=dict)
     families: dict[str, np.ndarray] = field(default_factory=dict)
     tables: dict[str, np.ndarray] = field(default_factory=dict)
-    functions: dict[str, object] = field(default_factory=dict)
 
     def describe(self) -> dict:
         """A JSON-ready description (used for counterexamples), 1-based rows dropped of row 0."""
@@ -198,9 +197,6 @@ class _Eval:
         if isinstance(e, sp.core.relational.Relational):
             a, b = self.run(e.lhs, env), self.run(e.rhs, env)
             return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[e.rel_op]
-        if isinstance(e, sp.Function) and type(e).__name__ in self.inst.functions:
-            args = [self.run(a, env) for a in e.args]
-            return self.inst.functions[type(e).__name__](*args, mode=self.mode)
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
 
     def _sum(self, body, limits, env):

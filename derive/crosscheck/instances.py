@@ -80,7 +80,7 @@ def signature(*exprs: sp.Basic) -> Signature:
     )
 
 
-def _mask(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+def mask_table(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     m = np.zeros((n + 1, n + 1))
     if kind == "full":
         m[1:, 1:] = 1
@@ -125,7 +125,7 @@ def make_instance(
         tab[1:, 1:] = draw(n, n)
         inst.tables[tname] = tab
     for mname in sig.masks:
-        inst.tables[mname] = _mask(mask, n, rng)
+        inst.tables[mname] = mask_table(mask, n, rng)
     for s in sig.scalars:
         inst.scalars[s] = float(draw(1)[0])
     env = {s: int(rng.integers(1, n + 1)) for s in sig.indices}

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from derive.crosscheck.evaluate import Instance, evaluate
-from derive.crosscheck.instances import Signature, _mask, signature
+from derive.crosscheck.instances import Signature, mask_table, signature
 from derive.errors import Unsupported
 from derive.settings import DEFAULT, Settings
 
@@ -30,18 +30,14 @@ def certified_difference(lhs, rhs, inst: Instance, env: dict, dps: int = 50):
     except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError, Unsupported, KeyError, IndexError):
         return None
     with mpmath.workdps(2 * dps):
-        diff1 = _norm(_sub(a1, b1))
-        diff2 = _norm(_sub(a2, b2))
+        diff1 = _norm(a1 - b1)
+        diff2 = _norm(a2 - b2)
         scale = 1 + _norm(a2) + _norm(b2)
         if not mpmath.isfinite(diff2) or diff2 <= mpmath.mpf(10) ** (-dps // 2) * scale:
             return None
         if abs(diff1 - diff2) > diff2 / 1000:
             return None
     return a2, b2
-
-
-def _sub(a, b):
-    return a - b
 
 
 def _norm(x):
@@ -70,7 +66,7 @@ def _instances(draw, sig: Signature, fixed: dict, max_d: int, max_n: int, bound:
         inst.tables[name] = tab
     for name in sig.masks:
         kind = draw(st.sampled_from(("full", "causal", "random")))
-        inst.tables[name] = _mask(kind, n, np.random.default_rng(draw(st.integers(0, 7))))
+        inst.tables[name] = mask_table(kind, n, np.random.default_rng(draw(st.integers(0, 7))))
     for s in sig.scalars:
         inst.scalars[s] = float(draw(ints))
     env = {s: draw(st.integers(1, n)) for s in sig.indices if s not in fixed}

@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 import sympy as sp
 
-from derive.model.vectors import Dot
 
 __all__ = [
     "M",
@@ -57,10 +56,6 @@ Score = Callable[[sp.Expr], sp.Expr]
 def scale(expr: sp.Expr) -> sp.Expr:
     """The 1/√d scaling of scaled dot-product attention."""
     return expr / sp.sqrt(d)
-
-
-def dot_score(query: sp.Expr, key: Callable[[sp.Expr], sp.Expr]) -> Score:
-    return lambda idx: scale(Dot(query, key(idx)))
 
 
 def row_sum(f: Callable[[sp.Expr], sp.Expr], dummy: sp.Symbol = t) -> sp.Expr:
