@@ -27,12 +27,13 @@ def test_unshifted_plus_one_is_softmax1_of_the_shifted_row():
     assert (d.closed, d.definition) == ("softmax₁(x − m)", "softmax₁(x)")
     assert _statuses(d) == ("proved", "refuted", "proved")
     w = d.versus_definition.witness
-    assert w["instance"]["n"] == 2 and w["instance"]["m"] == 1
-    assert w["lhs"] == pytest.approx(0.21194155761708544)  # e⁻¹/(1 + 2e⁻¹)
-    assert w["rhs"] == pytest.approx(1 / 3)
+    assert w["instance"]["n"] == 1 and w["instance"]["m"] == 1
+    assert w["lhs"] == pytest.approx(0.268941, rel=1e-6)  # e⁻¹/(1 + e⁻¹)
+    assert w["rhs"] == 0.5
+    assert w["enclosures"] == {"lhs": "0.26894142137 ± 1e-12", "rhs": "0.5", "bits": 64}
     assert derivation_lines(d.as_json())[1] == (
-        "softmax₁(x − m) = softmax₁(x): **refuted**: at M = [[1, 1], [1, 1]], i = 1, j = 1, m = 1, "
-        "n = 2, x = [[0, 0], [0, 0]] the two sides are 0.211942 and 0.333333")
+        "softmax₁(x − m) = softmax₁(x): **refuted**: at M = [[1]], i = 1, j = 1, m = 1, "
+        "n = 1, x = [[0]] the two sides are 0.268941 and 0.5")
 
 
 def test_missing_max_subtraction_is_exact_in_exact_arithmetic():

@@ -50,12 +50,22 @@ def test_shift_by_key_dependent_amount_is_refuted():
 
 
 def test_numeric_agreement_alone_never_proves():
-    # Equal on every small integer instance tried, but not identically equal:
-    # without a symbolic reduction to 0 the answer is undecided, not proved.
+    # Zero on every value the search can draw, but not identically zero: without a
+    # symbolic reduction to 0 the answer is undecided, not proved.
+    from derive.crosscheck.witness import VALUES
+
     x = sp.Symbol("x", real=True)
-    lhs = sp.sin(sp.pi * x)  # 0 on every integer x
+    lhs = sp.Mul(*[x - v for v in VALUES], evaluate=False)
     v = prove_equal(lhs, sp.S.Zero, cfg=DEFAULT.merge(witness_examples=50))
     assert v.status == UNDECIDED
+
+
+def test_sin_pi_x_is_refuted_at_a_half():
+    # 0 on every integer, so a search over integers alone could never refute it.
+    x = sp.Symbol("x", real=True)
+    v = prove_equal(sp.sin(sp.pi * x), sp.S.Zero, cfg=DEFAULT.merge(witness_examples=50))
+    assert v.status == REFUTED
+    assert v.witness["instance"]["x"] not in (-3, -2, -1, 0, 1, 2, 3, 5, -7)
 
 
 def test_time_limit_gives_undecided():

@@ -6,14 +6,18 @@ undecided, never wrong: a false claim must not be proved, a true one must not be
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from derive.claims.run import check_spec
+from derive.claims.run import DEFAULT_CHECK, check_spec
 from derive.spec import parse_spec
 
 S1 = "dot(q + b_q, k + b_k) / sqrt(d)"
 S2 = "dot(rope(q + b_q, i), rope(k + b_k, j)) / sqrt(d)"
 BIAS = {"b_q": "vector", "b_k": "vector", "b_v": "vector"}
+SOFTPLUS = "log(1 + exp(300 * x)) - log(1 + exp(-300 * x)) - 300 * x"  # exactly 0
+TANH = "tanh(300 * x) * (exp(600 * x) + 1) - exp(600 * x) + 1"  # exactly 0
 
 GROUPS = [
     (S1, "softmax", "causal", BIAS, "v + b_v", [
@@ -70,6 +74,46 @@ GROUPS = [
     ("dot(q + w, k) / sqrt(d)", "softmax", "none", {"w": "query"}, "v", [
         ("invariant(w)", False), ("row_constant('dot(w, q)')", True), ("output_invariant(v)", False),
     ]),
+    # Identities whose cancellation needs hundreds of digits: x enters only through a term
+    # that is exactly 0 (log(1 + e^a) - log(1 + e^-a) = a), multiplied by a huge factor.
+    (f"dot(q, k) / sqrt(d) + ({SOFTPLUS}) * exp(300 * x) * j", "softmax", "none", {"x": "scalar"}, "v", [
+        ("invariant(x)", True), ("depends(x)", False), ("output_invariant(x)", True),
+        ("equivalent('dot(q, k) / sqrt(d)')", True),
+        (f"row_constant('({SOFTPLUS}) * exp(300 * x) * j')", True),
+        ("equivalent('dot(q, k) / sqrt(d) + j * exp(-300 * x)')", False),
+        ("row_constant('j * exp(-300 * x)')", False), ("output_invariant(v)", False),
+    ]),
+    # tanh(a)·(e^{2a} + 1) = e^{2a} − 1: 0 for every x, with e^{600x} on both sides.
+    (f"dot(q, k) + ({TANH}) * j", "softmax1", "causal", {"x": "scalar", "b_k": "vector"}, "v", [
+        ("invariant(x)", True), ("depends(x)", False), ("equivalent('dot(q, k)')", True),
+        (f"row_constant('({TANH}) * j')", True),
+        ("row_constant('(tanh(300 * x) * (exp(600 * x) + 1) - exp(600 * x)) * j')", False),
+        ("equivalent('dot(q, k) + j')", False), ("invariant(b_k)", True), ("shift_invariant", False),
+    ]),
+    # The same cancellation under a sink whose logit is the huge term itself.
+    (S1, "sink(s)", "causal", {**BIAS, "s": "scalar", "x": "scalar"}, "v", [
+        (f"equivalent('dot(q + b_q, k + b_k) / sqrt(d) + ({SOFTPLUS}) * exp(300 * x)')", True),
+        ("equivalent('dot(q + b_q, k + b_k) / sqrt(d) + exp(-300 * x)')", False),
+        ("invariant(x)", True), ("invariant(b_k)", False), ("depends(b_k)", True), ("weights_sum_to_one", False),
+    ]),
+    # False only for d ≥ 4, for n = 1, or at non-integer values.
+    ("dot(q, k) + (d - 1) * (d - 2) * (d - 3) * j", "softmax", "none", {}, "v", [
+        ("equivalent('dot(q, k)')", False), ("row_constant('(d - 1) * (d - 2) * (d - 3) * j')", False),
+        ("row_constant('(d - 1) * (d - 2) * (d - 3) * i')", True),
+        ("equivalent('dot(q, k) + (d - 1) * (d - 2) * (d - 3) * (j + 5)')", True),
+    ]),
+    ("dot(q, k) + m * j", "sigmoid", "none", {"m": "scalar"}, "v", [
+        ("row_constant('m * (m - 1) * (m + 1) * (m - 2) * (m + 2) * (m - 3) * (m + 3) * j')", False),
+        ("row_constant('m * (m - 1) * (m + 1) * (m - 2) * (m + 2) * (m - 3) * (m + 3) * i')", True),
+        ("invariant(m)", False), ("depends(m)", True), ("equivalent('dot(q, k) + m * j + 0 * m')", True),
+    ]),
+    ("dot(q, k) / sqrt(d) + log(1 + exp(m)) * j", "softmax", "causal", {"m": "scalar", "b_v": "vector"},
+     "v + b_v", [
+        ("equivalent('dot(q, k) / sqrt(d) + (m + log(1 + exp(-m))) * j')", True),
+        ("equivalent('dot(q, k) / sqrt(d) + (m + log(1 + exp(m))) * j')", False),
+        ("row_constant('log(1 + exp(m)) * i - m * i')", True), ("depends(m)", True), ("invariant(m)", False),
+        ("output_shift(b_v)", True), ("output_invariant(b_v)", False),
+    ]),
     (S1, "softmax", "none", BIAS, "2 * v - b_v / 2", [
         ("invariant(b_k)", True), ("row_constant('dot(b_q, k)')", False), ("depends(b_q)", True),
         ("output_shift(b_v)", False), ("output_invariant(b_k)", True),
@@ -85,15 +129,25 @@ def _toml(score, norm, mask, symbols, value, claims) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def verdicts():
-    rows = []
+def _run(cfg=DEFAULT_CHECK):
+    rows, reports = [], []
     for score, norm, mask, symbols, value, claims in GROUPS:
         spec = parse_spec(_toml(score, norm, mask, symbols, value, claims), "soundness.toml")
-        res = check_spec(spec)
+        res = check_spec(spec, cfg)
+        reports.append(json.dumps(res.as_json(), sort_keys=True, default=str))
         for (text, truth), r in zip(claims, res.claims):
             rows.append((score, norm, text, truth, r.verdict, r.reason))
-    return rows
+    return rows, reports
+
+
+@pytest.fixture(scope="module")
+def run():
+    return _run()
+
+
+@pytest.fixture(scope="module")
+def verdicts(run):
+    return run[0]
 
 
 def test_table_size_and_balance():
@@ -113,3 +167,11 @@ def test_most_claims_decided(verdicts):
     print(f"\nsoundness suite: {decided} of {len(verdicts)} claims decided")
     undecided = [v for v in verdicts if v[4] == "undecided"]
     assert decided >= 0.9 * len(verdicts), undecided
+
+
+@pytest.mark.slow
+def test_same_verdicts_and_text_with_a_quarter_of_the_time(run):
+    """A machine four times slower decides the same: work is bounded by counts, not the clock."""
+    quarter = _run(DEFAULT_CHECK.merge(time_limit=DEFAULT_CHECK.time_limit / 4))
+    assert quarter[0] == run[0]
+    assert quarter[1] == run[1]

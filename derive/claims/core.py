@@ -122,6 +122,7 @@ def _counterexample(wit: dict, mask: str, lhs, rhs, rows: bool) -> dict:
         "functions": interpretations(sp.Tuple(lhs, rhs)) or None,
         "original": wit["lhs"],
         "changed": wit["rhs"],
+        "enclosures": wit["enclosures"],
     }
     if rows:
         a, b = row_values(wit, 0, mask), row_values(wit, 1, mask)

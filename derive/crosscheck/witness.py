@@ -1,15 +1,27 @@
-"""Counterexamples: small integer instances on which two expressions certainly differ.
+"""Counterexamples: small exact instances on which two expressions certainly differ.
 
-Hypothesis draws d, n, the index values and every entry as small integers and shrinks a
-failing instance to the simplest one it can find. An instance counts as a counterexample
-only when the difference is *certified* nonzero: evaluated with mpmath at two precisions,
-it stays far above the evaluation error and both agree.
+The one counterexample searcher of derive. Hypothesis draws d and n (1 to 6), the index
+values and every entry from a table of exact values (small integers, halves, a few
+irrational-looking numbers such as √2 and π/4) and shrinks a failing instance towards the
+simplest one. An instance counts as a counterexample only when ball arithmetic
+(python-flint's ``arb``) *proves* the difference nonzero: both sides are enclosed in
+intervals certain to contain the exact values, at a precision raised from 64 bits until
+the enclosure of the difference excludes 0 or the bit cap is reached (then: no
+certificate). Agreement of two precisions is never taken as a certificate, and no float
+pre-filter decides anything.
+
+Work is bounded by counts (examples, shrink calls, precision steps), so the result is the
+same on a slow machine as on a fast one; the wall-clock limit is only a last guard.
 """
 
 from __future__ import annotations
 
-import mpmath
+from dataclasses import dataclass
+from decimal import Decimal
+
 import numpy as np
+import sympy as sp
+from flint import arb
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
@@ -17,95 +29,246 @@ from hypothesis.errors import NoSuchExample
 from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.instances import Signature, mask_table, signature
 from derive.errors import Unsupported
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["certified_difference", "find_witness"]
+__all__ = ["VALUES", "Certificate", "certify", "find_witness", "rounded", "show_ball"]
+
+# Entries are drawn from this table, simplest first (Hypothesis shrinks towards the start).
+# Every value is exact: a counterexample can be replayed by hand or by any CAS.
+VALUES: tuple[sp.Expr, ...] = tuple(
+    sp.sympify(v) for v in (0, 1, -1, 2, -2, sp.Rational(1, 2), sp.Rational(-1, 2), 3, -3,
+                            sp.Rational(3, 2), sp.Rational(-3, 2), sp.sqrt(2), -sp.sqrt(3), sp.pi / 4, 5, -7)
+)
+MAX_D = MAX_N = 6
+START_BITS = 64
+SURE_BITS = 256  # below this, a tight ball around 0 is not yet taken as "equal here"
+MAX_BITS = 1 << 14  # 16384 bits ≈ 4900 digits: beyond, an instance gives no certificate
+SHRINK_CALLS = 60  # further tries once an instance is found (a count, not a clock)
+BITS_BUDGET = 64 * 2000  # bits of all evaluations above 64 bits in one search (≈ 8 at the cap)
 
 
-def certified_difference(lhs, rhs, inst: Instance, env: dict, dps: int = 50):
-    """(lhs value, rhs value) when they certainly differ on ``inst``, else ``None``."""
-    try:
-        a1, b1 = evaluate(lhs, inst, "mp", env, dps), evaluate(rhs, inst, "mp", env, dps)
-        a2, b2 = evaluate(lhs, inst, "mp", env, 2 * dps), evaluate(rhs, inst, "mp", env, 2 * dps)
-    except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError, Unsupported, KeyError, IndexError):
-        return None
-    with mpmath.workdps(2 * dps):
-        diff1 = _norm(a1 - b1)
-        diff2 = _norm(a2 - b2)
-        scale = 1 + _norm(a2) + _norm(b2)
-        if not mpmath.isfinite(diff2) or diff2 <= mpmath.mpf(10) ** (-dps // 2) * scale:
+@dataclass(frozen=True)
+class Certificate:
+    """Enclosures of both sides whose difference provably excludes 0, at ``bits`` precision."""
+
+    lhs: object  # arb, or an object array of arb
+    rhs: object
+    bits: int
+
+    def as_json(self) -> dict:
+        return {"lhs": show_ball(self.lhs), "rhs": show_ball(self.rhs), "bits": self.bits}
+
+
+def _balls(x) -> list:
+    return list(x) if isinstance(x, np.ndarray) else [x]
+
+
+def _as_arb(x):
+    return x if isinstance(x, arb) else arb(x) if isinstance(x, (int, float)) else None
+
+
+def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
+            budget: list | None = None) -> Certificate | None:
+    """A certificate that ``lhs ≠ rhs`` on ``inst``, or ``None``.
+
+    Precision starts at 64 bits and is multiplied by 4 while the enclosure of the difference
+    is too wide to tell (cancellation); it stops without a certificate when the enclosure is
+    tight around 0 at 256 bits or more (the sides agree to half the working precision, so a
+    relative difference below 2^-128 is not looked for) or at ``max_bits``.
+    ``budget`` (a one-element list of bits) is charged for every evaluation above 64 bits;
+    once it is spent, no more precision is spent on anything.
+    """
+    bits = START_BITS
+    while bits <= max_bits:
+        if bits > START_BITS and budget is not None:
+            if budget[0] < bits:
+                return None
+            budget[0] -= bits
+        try:
+            a = evaluate(lhs, inst, "arb", env, prec=bits)
+            b = evaluate(rhs, inst, "arb", env, prec=bits)
+        except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError, Unsupported, KeyError,
+                IndexError, TypeError):
             return None
-        if abs(diff1 - diff2) > diff2 / 1000:
+        xs, ys = _balls(a), _balls(b)
+        if len(xs) != len(ys):
             return None
-    return a2, b2
+        xs, ys = [_as_arb(x) for x in xs], [_as_arb(y) for y in ys]
+        if any(x is None for x in xs + ys):
+            return None
+        tight = True
+        for x, y in zip(xs, ys):
+            diff = x - y
+            if diff.is_finite() and not diff.contains(0):
+                return Certificate(a, b, bits)
+            scale = arb(1) + abs(x.mid()) + abs(y.mid())
+            if not diff.is_finite() or not (diff.rad() <= scale * arb(2) ** (-(bits // 2))):
+                tight = False
+        if tight and bits >= SURE_BITS:
+            return None
+        bits *= 4
+    return None
 
 
-def _norm(x):
+def show_ball(x) -> str | list[str]:
+    """An enclosure as text: 12 significant digits ± one unit of the last, certain to contain
+    the value (the ball is first made far narrower than that unit)."""
     if isinstance(x, np.ndarray):
-        return max((abs(v) for v in x), default=mpmath.mpf(0))
-    return abs(mpmath.mpf(x)) if not isinstance(x, mpmath.mpc) else abs(x)
+        return [show_ball(v) for v in x]
+    if not isinstance(x, arb):
+        x = arb(x)
+    if x.is_exact() and x.mid().is_zero():
+        return "0"
+    mid = Decimal(x.mid().str(40, radius=False))
+    if mid == 0:
+        return f"0 ± {Decimal(x.rad().str(3, radius=False)):.0e}"
+    exp10 = mid.adjusted() - 11
+    unit = Decimal(1).scaleb(exp10)
+    if not x.rad() < arb(str(unit)) / 100:
+        return x.str(12, radius=True)
+    shown = mid.quantize(unit)
+    if x.is_exact() and Decimal(shown) == mid:
+        return _plain_decimal(shown)
+    return f"{_plain_decimal(shown)} ± {unit:.0e}"
+
+
+def _plain_decimal(d: Decimal) -> str:
+    s = format(d.normalize(), "f") if abs(d.adjusted()) < 12 else format(d.normalize(), "e")
+    return s
+
+
+def _allowed(s: sp.Symbol) -> list[sp.Expr]:
+    """The table entries a scalar may take, respecting its assumptions."""
+    out = list(VALUES)
+    if s.is_positive:
+        out = [v for v in out if v > 0]
+    elif s.is_nonnegative:
+        out = [v for v in out if v >= 0]
+    elif s.is_negative:
+        out = [v for v in out if v < 0]
+    elif s.is_nonpositive:
+        out = [v for v in out if v <= 0]
+    if s.is_nonzero:
+        out = [v for v in out if v != 0]
+    if s.is_integer:
+        out = [v for v in out if v.is_integer]
+    return out
 
 
 @st.composite
-def _instances(draw, sig: Signature, fixed: dict, max_d: int, max_n: int, bound: int):
+def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int = MAX_N):
+    """An exact instance and index environment for the symbols of ``sig``."""
     d = draw(st.integers(1, max_d))
-    n = draw(st.integers(max(2, sig.min_n, max(fixed.values(), default=1)), max(max_n, sig.min_n)))
-    ints = st.integers(-bound, bound)
+    low = max(1, sig.min_n, max(fixed.values(), default=1))
+    n = draw(st.integers(low, max(max_n, low)))
+    entry = st.sampled_from(VALUES)
+
+    # Every block is drawn at full size and cut to (n, d): shrinking d or n then keeps the
+    # other entries where they were, so a witness shrinks to its smallest size.
+    def block(rows: int, cols: int) -> np.ndarray:
+        full = [[draw(entry) for _ in range(max_d)] for _ in range(rows)]
+        return np.array([r[:cols] for r in full], dtype=object).reshape(rows, cols)
+
     inst = Instance(d=d, n=n)
     for v in sig.vectors:
-        inst.vectors[v] = np.array([draw(ints) for _ in range(d)], dtype=float)
+        inst.vectors[v] = block(1, d)[0]
     for f in sig.families:
-        fam = np.zeros((n + 1, d))
-        for r in range(1, n + 1):
-            fam[r] = [draw(ints) for _ in range(d)]
+        fam = np.zeros((n + 1, d), dtype=object)
+        fam[1:] = block(max(max_n, n), d)[:n]
         inst.families[f] = fam
     for name in sig.tables:
-        tab = np.zeros((n + 1, n + 1))
-        for r in range(1, n + 1):
-            tab[r, 1:] = [draw(ints) for _ in range(n)]
+        tab = np.zeros((n + 1, n + 1), dtype=object)
+        tab[1:, 1:] = np.array([[draw(entry) for _ in range(max(max_n, n))][:n] for _ in range(max(max_n, n))],
+                               dtype=object)[:n]
         inst.tables[name] = tab
     for name in sig.masks:
         kind = draw(st.sampled_from(("full", "causal", "random")))
         inst.tables[name] = mask_table(kind, n, np.random.default_rng(draw(st.integers(0, 7))))
     for s in sig.scalars:
-        inst.scalars[s] = float(draw(ints))
+        choices = _allowed(s)
+        if not choices:
+            raise Unsupported(f"no value satisfies the assumptions on {s}")
+        inst.scalars[s] = draw(st.sampled_from(choices))
     env = {s: draw(st.integers(1, n)) for s in sig.indices if s not in fixed}
     env.update(fixed)
     return inst, env
 
 
-def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT,
-                 max_d: int = 3, max_n: int = 3, bound: int = 3):
-    """The simplest instance on which ``lhs ≠ rhs`` (certified), as a dict; or ``None``."""
-    sig = signature(lhs, rhs)
-    strategy = _instances(sig, dict(fixed or {}), max_d, max_n, bound)
+def _search(lhs, rhs, strategy, examples: int, cfg: Settings):
+    """(instance, env, certificate) of the simplest certified instance ``strategy`` finds."""
+    budget = {"calls": 0, "found": None}
+    bits = [BITS_BUDGET]
+    seen: dict = {}
+
+    def differs(ie) -> bool:
+        # Instances already judged keep their answer (so Hypothesis' replay agrees), and
+        # shrinking stops after SHRINK_CALLS further calls (repeats included: entries cut
+        # off by a smaller d or n make many different draws the same instance).
+        key = _key(ie)
+        budget["calls"] += 1
+        if key in seen:
+            return seen[key]
+        if budget["found"] is not None and budget["calls"] - budget["found"] > SHRINK_CALLS:
+            return False
+        seen[key] = ok = certify(lhs, rhs, ie[0], ie[1], budget=bits) is not None
+        if ok and budget["found"] is None:
+            budget["found"] = budget["calls"]
+        return ok
+
     try:
-        inst, env = find(
-            strategy,
-            lambda ie: certified_difference(lhs, rhs, ie[0], ie[1]) is not None,
-            settings=settings(
-                max_examples=cfg.witness_examples,
-                derandomize=True,
-                database=None,
-                deadline=None,
-                phases=[Phase.generate, Phase.shrink],
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-    except NoSuchExample:
+        with time_limit(cfg.time_limit):  # a last guard: the counts above bound the work
+            inst, env = find(strategy, differs, settings=settings(
+                max_examples=examples, derandomize=True, database=None, deadline=None,
+                phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+            cert = certify(lhs, rhs, inst, env)
+    except (NoSuchExample, TimeLimit):
         return None
-    a, b = certified_difference(lhs, rhs, inst, env)
+    except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
+        return None
+    return None if cert is None else (inst, env, cert)
+
+
+def _key(ie) -> str:
+    inst, env = ie
+    return repr((inst.describe(), sorted((s.name, v) for s, v in env.items())))
+
+
+def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT,
+                 max_d: int = MAX_D, max_n: int = MAX_N) -> dict | None:
+    """The simplest instance on which ``lhs ≠ rhs`` is certified, as a dict; or ``None``.
+
+    The dict has the instance (exact entries), the index values, both sides rounded for
+    reading (``lhs``, ``rhs``) and their certified enclosures (``enclosures``); keys starting
+    with ``_`` hold the objects for replaying it.
+    """
+    sig = signature(lhs, rhs)
+    found = None
+    # Small sizes first (their witnesses read best), then the whole range, half the budget each.
+    for size_d, size_n in dict.fromkeys(((min(3, max_d), min(3, max_n)), (max_d, max_n))):
+        found = _search(lhs, rhs, instances(sig, dict(fixed or {}), size_d, size_n),
+                        max(1, cfg.witness_examples // 2), cfg)
+        if found is not None:
+            break
+    if found is None:
+        return None
+    inst, env, cert = found
     return {
         "instance": inst.describe(),
         "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
-        "lhs": _to_json(a),
-        "rhs": _to_json(b),
+        "lhs": rounded(cert.lhs),
+        "rhs": rounded(cert.rhs),
+        "enclosures": cert.as_json(),
         "_instance": inst,
         "_env": env,
+        "_certificate": cert,
     }
 
 
-def _to_json(x):
+def rounded(x):
+    """A value for reading: 6 significant digits of the enclosure's midpoint."""
     if isinstance(x, np.ndarray):
-        return [float(v) for v in x]
-    return float(x)
+        return [rounded(v) for v in x]
+    if not isinstance(x, arb):
+        return float(x)
+    return float(f"{float(Decimal(x.mid().str(30, radius=False))):.6g}")

@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 
 from derive.crosscheck.instances import make_instance, signature
-from derive.crosscheck.witness import certified_difference, find_witness
+from derive.crosscheck.witness import certify, find_witness, rounded
 from derive.model.attention import M, ScalarBase, i, j, n, t, u
 from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -144,27 +144,22 @@ def settle(
 
 
 def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | None:
-    """A few small integer instances tried before Hypothesis's search (same certification)."""
+    """A few small integer instances tried before Hypothesis's search (the same certificate)."""
     sig = signature(a, b)
     for seed in range(6):
         rng = np.random.default_rng(seed)
         nn = max(2, sig.min_n) + seed % 2
         inst, env = make_instance(sig, 2, nn, rng, bound=2, integers=True, mask="full", fixed=fixed)
-        got = certified_difference(a, b, inst, env)
-        if got is not None:
+        cert = certify(a, b, inst, env)
+        if cert is not None:
             return {
                 "instance": inst.describe(),
                 "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
-                "lhs": _json(got[0]),
-                "rhs": _json(got[1]),
+                "lhs": rounded(cert.lhs),
+                "rhs": rounded(cert.rhs),
+                "enclosures": cert.as_json(),
             }
     return None
-
-
-def _json(x):
-    if isinstance(x, np.ndarray):
-        return [float(v) for v in x]
-    return float(x)
 
 
 class Shown(sp.Symbol):
