@@ -44,7 +44,7 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
 _PASSES = (
     ("expanding ⟨·,·⟩ by bilinearity and exp(a+b) = exp(a)·exp(b)", _expand),
     ("merging sums over the same range", _sums),
-    ("exponentials combined, tanh written with them, cancelled as a rational function", _exponentials),
+    ("exponentials combined (tanh written with them) and cancelled", _exponentials),
     ("simplification (common factors cancelled)", sp.simplify),
 )
 
