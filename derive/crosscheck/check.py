@@ -85,7 +85,7 @@ def _flat(x) -> list[float]:
 
 
 def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
-                assume: dict | None = None) -> CheckResult:
+                assume: dict | None = None, where: sp.Basic | None = None) -> CheckResult:
     """Compare ``lhs`` and ``rhs`` numerically; the figures come from a fixed instance set.
 
     Two phases. First ``cfg.examples`` instances drawn from a numpy generator with a fixed
@@ -94,15 +94,19 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
     any it finds. (Hypothesis also draws constants from whatever local modules are loaded,
     so its examples can differ between a build and a test run: it may find failures, but it
     does not supply the recorded figures.) ``assume`` binds symbols to fixed values for
-    every instance (e.g. a mask entry to 1).
+    every instance (e.g. a mask entry to 1). ``where`` is a condition on the drawn symbols
+    (e.g. ``a <= b`` for the ends of a range of keys): instances that violate it are
+    skipped and not counted.
     """
-    sig = signature(lhs, rhs)
+    sig = signature(lhs, rhs, *([where] if where is not None else []))
     stats = {"n": 0, "abs": 0.0, "rel": 0.0, "mp": 0, "witness": None, "searched": 0}
 
     def compare(d, n, seed, mask, record: bool) -> bool:
         n = max(n, sig.min_n)
         inst, env = make_instance(sig, d, n, np.random.default_rng(seed), bound=cfg.bound, mask=mask)
         env.update(assume or {})
+        if where is not None and not all(evaluate(c, inst, "float", env) for c in sp.And.make_args(where)):
+            return True  # outside the statement's range: tells nothing
         a, b = _flat(evaluate(lhs, inst, "float", env)), _flat(evaluate(rhs, inst, "float", env))
         ok = all(close(x, y, cfg) for x, y in zip(a, b)) and len(a) == len(b)
         used_mp = False

@@ -34,7 +34,7 @@ from derive.prove.rowconst import Classification, classify
 from derive.prove.verdict import PROVED, REFUTED, Verdict
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["Classified", "Document", "Equation", "ExampleCheck", "Figure", "Prose", "Section", "Table"]
+__all__ = ["Classified", "Document", "Equation", "ExampleCheck", "Figure", "Prose", "Refutation", "Section", "Table"]
 
 
 @dataclass
@@ -61,6 +61,19 @@ class Equation:
     check: CheckResult | None
     relation: str = "="
     kind: str = "equation"
+    where: sp.Basic | None = None  # the range the statement is cross-checked on (e.g. a ≤ b)
+
+
+@dataclass
+class Refutation:
+    """``lhs ≠ rhs``: a claimed identity (typically a faulty form) and its certified counterexample."""
+
+    name: str
+    lhs: sp.Expr
+    rhs: sp.Expr
+    why: str
+    verdict: Verdict
+    kind: str = "refutation"
 
 
 @dataclass
@@ -156,19 +169,21 @@ class Document:
 
     # -- checked steps -------------------------------------------------------------------
     def equation(self, lhs, rhs, *, why: str, name: str | None = None, check: bool = True,
-                 assume: dict | None = None) -> Equation:
+                 assume: dict | None = None, where: sp.Basic | None = None) -> Equation:
         """``lhs = rhs``: proved symbolically, then cross-checked numerically.
 
         ``assume`` substitutes values before proving and checking (e.g. ``{M[i, 1]: 1}``:
-        key 1 is allowed); they are part of the statement and shown with it.
+        key 1 is allowed); they are part of the statement and shown with it. ``where`` is a
+        condition (e.g. ``a <= b``) the statement is meant for: the proof holds without it,
+        and the cross-check draws only instances that satisfy it (shown with the check).
         """
         name = name or f"step-{self._count('equation') + 1}"
         t0 = time.perf_counter()
         verdict = self._prove(name, lhs, rhs, assume)
         t1 = time.perf_counter()
-        result = self._cross_check(name, lhs, rhs, assume) if check else None
+        result = self._cross_check(name, lhs, rhs, assume, where) if check else None
         self.timings.append((name, t1 - t0, time.perf_counter() - t1))
-        step = Equation(name, lhs, rhs, why, verdict, result)
+        step = Equation(name, lhs, rhs, why, verdict, result, where=where)
         self.blocks.append(step)
         return step
 
@@ -185,6 +200,30 @@ class Document:
         result = self._cross_check(name, exprs[0], exprs[-1], assume)
         self.timings.append((name, t1 - t0, time.perf_counter() - t1))
         step = Chain(name, list(exprs), list(whys), verdicts, result)
+        self.blocks.append(step)
+        return step
+
+    def refutation(self, lhs, rhs, *, why: str, name: str, fixed: dict | None = None,
+                   assume: dict | None = None, max_d: int | None = None, max_n: int | None = None) -> Refutation:
+        """``lhs ≠ rhs``, shown by the simplest certified counterexample (ball arithmetic).
+
+        For a faulty form next to the correct one: the build stops if the two are in fact
+        equal or no certified counterexample is found. ``fixed`` binds index symbols for
+        the search (e.g. the ends of a tile), ``assume`` substitutes values first.
+        """
+        from derive.crosscheck.witness import find_witness
+
+        t0 = time.perf_counter()
+        a, b = unfold(sp.sympify(lhs)), unfold(sp.sympify(rhs))
+        if assume:
+            a, b = a.subs(assume), b.subs(assume)
+        sizes = {k: v for k, v in (("max_d", max_d), ("max_n", max_n)) if v is not None}
+        witness = find_witness(a, b, fixed=fixed, cfg=self.cfg, **sizes)
+        if witness is None:
+            raise StepFailed(f"{self.slug}: refutation {name!r} has no certified counterexample")
+        verdict = Verdict(REFUTED, "a certified counterexample", method="ball arithmetic", witness=witness)
+        self.timings.append((name, time.perf_counter() - t0, 0.0))
+        step = Refutation(name, lhs, rhs, why, verdict)
         self.blocks.append(step)
         return step
 
@@ -237,11 +276,11 @@ class Document:
                              + (f"; witness {witness}" if witness else ""))
         return verdict
 
-    def _cross_check(self, name: str, lhs, rhs, assume) -> CheckResult:
+    def _cross_check(self, name: str, lhs, rhs, assume, where=None) -> CheckResult:
         a, b = unfold(sp.sympify(lhs)), unfold(sp.sympify(rhs))
         if assume:
             a, b = a.subs(assume), b.subs(assume)
-        result = cross_check(name, a, b, self.cfg)
+        result = cross_check(name, a, b, self.cfg, where=where)
         if not result.passed:
             raise StepFailed(f"{self.slug}: step {name!r} was proved but fails its numeric cross-check; "
                              f"witness {result.witness}")

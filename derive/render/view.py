@@ -22,10 +22,11 @@ def fmt_num(x: float) -> str:
     return f"{x:.2e}" if x else "0"
 
 
-def _check_text(c) -> str:
+def _check_text(c, where=None) -> str:
     if c is None:
         return ""
-    return (f"cross-checked on {c.examples} random instances (d ≤ 64, n ≤ 64, random masks) "
+    on = "" if where is None else f" with ${tex(where)}$"
+    return (f"cross-checked on {c.examples} random instances{on} (d ≤ 64, n ≤ 64, random masks) "
             f"and {c.searched} more searched by Hypothesis: "
             f"max abs error {fmt_num(c.max_abs_error)}, max rel error {fmt_num(c.max_rel_error)}, "
             f"tolerance |a − b| ≤ {c.tolerance:g} + {c.tolerance:g}·max(|a|, |b|)")
@@ -52,7 +53,11 @@ def _block(b, target: str) -> dict:
         out["text"] = _text(b.text, target)
     elif b.kind == "equation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
-                   verdict=b.verdict.status, method=b.verdict.method, check=_text(_check_text(b.check), target))
+                   verdict=b.verdict.status, method=b.verdict.method,
+                   check=_text(_check_text(b.check, getattr(b, "where", None)), target))
+    elif b.kind == "refutation":
+        out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} \\neq {tex(b.rhs)}", why=_text(b.why, target),
+                   witness=_cell(_instance_text(b.verdict.witness), target))
     elif b.kind == "chain":
         lines = [f"{tex(b.exprs[0])}"] + [f"&= {tex(e)}" for e in b.exprs[1:]]
         lines[0] = lines[0] + " " + lines[1]
@@ -91,6 +96,14 @@ def _witness_text(w: dict | None) -> str:
         w["lhs"], float) else f"witness: {'; '.join(parts)}; {idx}"
 
 
+def _instance_text(w: dict) -> str:
+    parts = [f"{k} = {v}" for k, v in w["instance"].items()] + [f"{k} = {v}" for k, v in w["indices"].items()]
+    enc = w["enclosures"]
+    side = lambda e: f"({', '.join(e)})" if isinstance(e, list) else e
+    return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "
+            f"(certified at {enc['bits']} bits)")
+
+
 def view(doc, target: str) -> dict:
     """Template context for ``target`` in {"md", "tex"}."""
     return {
@@ -122,6 +135,11 @@ def _steps_json(doc) -> list[dict]:
         elif b.kind == "chain":
             steps.append({"name": b.name, "kind": "chain", "statement": " = ".join(tex(e) for e in b.exprs),
                           "why": b.whys, "verdict": "proved", "method": [v.method for v in b.verdicts]})
+        elif b.kind == "refutation":
+            w = b.verdict.witness
+            steps.append({"name": b.name, "kind": "refutation", "statement": f"{tex(b.lhs)} \\neq {tex(b.rhs)}",
+                          "why": b.why, "verdict": "refuted",
+                          "witness": {k: v for k, v in w.items() if not k.startswith("_")}})
         elif b.kind == "classification":
             for label, c in b.rows:
                 w = c.verdict.witness
