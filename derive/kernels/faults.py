@@ -1,0 +1,135 @@
+"""Known kernel faults as data: what the kernel does, what it computes instead, the fix.
+
+Each :class:`KernelFault` builds the faulty result and the correct one as SymPy expressions
+from the pieces of :mod:`derive.kernels.forms` and :mod:`derive.kernels.backward`, so the
+document can refute the fault with a certified counterexample and a checker can later match
+an implementation's output against the same formulas. ``fixed`` pins index symbols for the
+counterexample search (e.g. two tiles); ``assume`` specializes the extra logit (e.g. a sink,
+w = 0). The empty-split NaN is an IEEE fault (0/0) rather than a formula: its ``numeric``
+entry names the numeric kernel switch that reproduces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from derive.kernels import backward as bw
+from derive.kernels.forms import a, exact_den, exact_num, m, m2, sigma, tile_den, tile_num, w, x
+from derive.model.attention import d, i, n
+
+__all__ = ["FAULTS", "KernelFault", "K"]
+
+K = sp.Symbol("K", integer=True, positive=True)  # how many times a fault repeats the extra logit
+SINK_ONLY = {w: 0}  # a sink, softmax₁ or zero token: the extra key has value 0
+# two keys in two tiles of one key, each shift the running max
+TWO_TILES = {a: 1, n: 2, m: x[i, 1], m2: sp.Max(x[i, 1], x[i, 2])}
+
+
+def _with_extra(times=1, logit=sigma) -> sp.Expr:
+    """The output when the extra key enters ``times`` times with logit ``logit``."""
+    e = times * sp.exp(logit)
+    return (e * w + exact_num(False)) / (e + exact_den(False))
+
+
+def _two_tiles(rescale_l: bool, rescale_acc: bool) -> sp.Expr:
+    """out after tiles 1..a (shift m) and a+1..n (shift m′), with or without the rescaling e^{m−m′}."""
+    r = sp.exp(m - m2)
+    l1, c1 = tile_den(1, a, m), tile_num(1, a, m)
+    ell = (r if rescale_l else 1) * l1 + tile_den(a + 1, n, m2)
+    acc = (r if rescale_acc else 1) * c1 + tile_num(a + 1, n, m2)
+    return acc / ell
+
+
+@dataclass(frozen=True)
+class KernelFault:
+    key: str
+    form: str  # online | split | base2 | finalize | backward
+    title: str
+    does: str  # what the faulty kernel does
+    computes: str  # what it computes instead (LaTeX-free text)
+    fix: str
+    faulty: Callable[[], sp.Expr] | None
+    correct: Callable[[], sp.Expr] | None
+    fixed: dict = field(default_factory=dict)
+    assume: dict = field(default_factory=dict)
+    numeric: str = ""  # the switch of derive.kernels.numeric that reproduces it
+    sizes: dict = field(default_factory=dict)  # max_d / max_n of the counterexample search
+
+
+def _exact() -> sp.Expr:
+    return _with_extra()
+
+
+FAULTS: tuple[KernelFault, ...] = (
+    KernelFault("extra_per_tile", "online / split", "extra logit added per tile or per split",
+                "adds e^{σ − m} to ℓ (and e^{σ − m}w to acc) in every tile update, or in every split",
+                "the extra logit K times, K = number of tiles or splits",
+                "seed it once (m₀ = σ, ℓ₀ = 1, acc₀ = w) or add it once at finalization / in the combine",
+                lambda: _with_extra(K), _exact, fixed={K: 2}, assume=SINK_ONLY, numeric="extra_per_tile"),
+    KernelFault("seeded_twice_empty_split", "split", "extra logit seeded twice when a split is empty",
+                "an empty split returns the seeded state (σ, 1, w) instead of the empty state (−∞, 0, 0), "
+                "and the combine adds the extra logit as well",
+                "the extra logit twice",
+                "an empty split returns (m, ℓ, acc) = (−∞, 0, 0) (or lse = −∞); only the combine adds the extra logit",
+                lambda: _with_extra(2), _exact, assume=SINK_ONLY, numeric="seeded_twice_empty_split"),
+    KernelFault("missing_log2e", "base2", "log₂e missing on the extra logit",
+                "computes 2^{x·log₂e − m₂} for the keys but 2^{σ − m₂} for the extra logit",
+                "the extra logit σ·ln 2 instead of σ",
+                "seed with 2^{σ·log₂e − m₂}: pre-multiply the extra logit like the scores",
+                lambda: _with_extra(logit=sigma * sp.log(2)), _exact, assume=SINK_ONLY,
+                numeric="missing_log2e"),
+    KernelFault("scale_on_extra", "online", "score scale applied to the extra logit",
+                "multiplies the extra logit by the softmax scale 1/√d along with the raw scores q·k",
+                "the extra logit σ/√d instead of σ",
+                "scale the raw scores only; the sink logit is already in score units",
+                lambda: _with_extra(logit=sigma / sp.sqrt(d)), _exact, assume=SINK_ONLY,
+                numeric="scale_on_extra"),
+    KernelFault("softmax1_unshifted_one", "finalize", "softmax₁ finalized with an unshifted +1",
+                "finalizes ℓ + 1 with ℓ = e^{−m}Σ e^{x_t}, instead of ℓ + e^{0 − m}",
+                "a sink of logit m (the running max) instead of 0",
+                "add e^{−m} (the zero logit shifted like the scores), or seed m₀ = 0, ℓ₀ = 1",
+                lambda: tile_num(1, n, m) / (tile_den(1, n, m) + 1), _exact,
+                assume={w: 0, sigma: 0, n: 1, m: x[i, 1]}, sizes={"max_n": 1, "max_d": 1},
+                numeric="softmax1_unshifted_one"),
+    KernelFault("acc_not_rescaled", "online", "accumulator not rescaled when the max grows",
+                "updates acc ← acc + Σ_tile e^{x − m′}v without the factor e^{m − m′}",
+                "keys of earlier tiles weighted by e^{x − m} against later ones by e^{x − m′}",
+                "acc ← e^{m − m′}acc + Σ_tile e^{x − m′}v",
+                lambda: _two_tiles(True, False), lambda: _two_tiles(True, True), assume=TWO_TILES,
+                sizes={"max_n": 2, "max_d": 1},
+                numeric="acc_not_rescaled"),
+    KernelFault("sum_not_rescaled", "online", "sum ℓ not rescaled when the max grows",
+                "updates ℓ ← ℓ + Σ_tile e^{x − m′} without the factor e^{m − m′}",
+                "the normalizer of earlier tiles at the stale shift m",
+                "ℓ ← e^{m − m′}ℓ + Σ_tile e^{x − m′}",
+                lambda: _two_tiles(False, True), lambda: _two_tiles(True, True), assume=TWO_TILES,
+                sizes={"max_n": 2, "max_d": 1},
+                numeric="sum_not_rescaled"),
+    KernelFault("nan_empty_split", "split", "an empty split's NaN poisons the merge",
+                "an empty or fully masked split finalizes o = acc/ℓ = 0/0 = NaN and lse = −∞; the merge "
+                "multiplies it by e^{lse_σ − lse} = 0, and 0·NaN = NaN",
+                "NaN for the whole row",
+                "give a split with ℓ = 0 the output 0 (or skip it); use a finite shift when m = −∞",
+                None, None, numeric="nan_empty_split"),
+    KernelFault("kv_only_lse_backward", "backward", "KV-only LSE used in the backward",
+                "recomputes P_j = e^{x_j − lse_KV} with lse_KV = log Σ_t e^{x_t}, without the extra logit",
+                "weights that sum to 1, as if there were no sink",
+                "save and use the sink-inclusive lse = log(e^σ + Σ_t e^{x_t})",
+                lambda: bw.dx_recompute(bw.lse_kv), bw.dx_recompute, numeric="kv_only_lse_backward",
+                sizes={"max_d": 1}),
+    KernelFault("sink_grad_missing", "backward", "sink gradient missing",
+                "returns ∂L/∂σ = 0 (the sink treated as a constant)",
+                "0 instead of −P_σ·D",
+                "∂L/∂s = −P_s·D_i per row, with P_s = e^{s − lse_i}, summed over rows for a shared sink",
+                lambda: sp.S.Zero, bw.dsigma_recompute, assume=SINK_ONLY, numeric="sink_grad_missing",
+                sizes={"max_d": 1}),
+    KernelFault("sink_grad_sign", "backward", "sink gradient with the wrong sign",
+                "returns +P_σ·D",
+                "the negative of the gradient",
+                "∂L/∂s = −P_s·D_i: raising the sink takes weight from every key",
+                lambda: bw.dsigma_recompute(-1), bw.dsigma_recompute, assume=SINK_ONLY, numeric="sink_grad_sign",
+                sizes={"max_d": 1}),
+)

@@ -1,0 +1,143 @@
+"""Kernel forms of the softmax family as data: online (tiled), split-KV, base-2, backward.
+
+One row i with scores ``x[i, t]`` (already scaled), mask ``M[i, t]``, values ``v[t]`` and an
+optional *extra logit* σ with an extra value w — the sink (σ = s, w = 0), softmax₁ and the
+zero token (σ = 0, w = 0), a learned key/value (σ = s*_i, w = b_V); plain softmax has none.
+The exact output is
+
+    out = (e^σ w + Σ_{t=1}^{n} M_t e^{x_t} v_t) / (e^σ + Σ_{t=1}^{n} M_t e^{x_t}).
+
+Kernels never form it directly. They keep a state (m, ℓ, acc) that represents the keys
+seen so far, keys 1..a, through the invariant
+
+    ℓ = e^{-m} (E + Σ_{t=1}^{a} M_t e^{x_t}),   acc = e^{-m} (E·w + Σ_{t=1}^{a} M_t e^{x_t} v_t),
+
+with E = e^σ once the extra logit has entered and 0 before. The invariant holds for *any*
+real m: the running maximum only keeps the exponents ≤ 0. Every function here returns SymPy
+expressions over symbolic tile boundaries, so the proofs in ``proofs/kernels.py`` hold for
+any number and size of tiles and splits; :mod:`derive.kernels.faults` builds the known
+faulty forms from the same pieces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derive.model.attention import M, ScalarBase, i, n, t
+from derive.model.vectors import VectorBase, VectorSymbol
+
+__all__ = [
+    "EXTRA",
+    "LOG2E",
+    "NO_FORM",
+    "Extra",
+    "base2_state",
+    "exact_den",
+    "exact_num",
+    "exact_out",
+    "finalize_extra",
+    "merge_pair",
+    "state",
+    "tile_den",
+    "tile_num",
+    "tile_update",
+]
+
+x = ScalarBase("x")  # scaled scores x[i, t]
+v = VectorBase("v")  # values v[t]
+sigma = sp.Symbol("sigma", real=True)  # the extra logit
+w = VectorSymbol("w")  # the extra value
+LOG2E = 1 / sp.log(2)  # log₂ e, as kernels pre-multiply it into the scores
+
+# tile boundaries: after b tiles the keys 1..a_b are seen; tile b+1 is a_b+1 .. a_{b+1}
+a = sp.Symbol("a_b", integer=True, nonnegative=True)
+a2 = sp.Symbol("a_{b+1}", integer=True, nonnegative=True)
+# running maxima (any real numbers: the invariant does not depend on them)
+m = sp.Symbol("m_b", real=True)
+m2 = sp.Symbol("m_{b+1}", real=True)
+
+
+def tile_den(lo, hi, shift) -> sp.Expr:
+    """Σ_{t=lo}^{hi} M_t e^{x_t − shift}: one tile's (or split's) contribution to ℓ."""
+    return sp.Sum(M[i, t] * sp.exp(x[i, t] - shift), (t, lo, hi))
+
+
+def tile_num(lo, hi, shift) -> sp.Expr:
+    """Σ_{t=lo}^{hi} M_t e^{x_t − shift} v_t: its contribution to acc."""
+    return sp.Sum(M[i, t] * sp.exp(x[i, t] - shift) * v[t], (t, lo, hi))
+
+
+def state(upto, shift, extra: bool = True) -> tuple[sp.Expr, sp.Expr]:
+    """(ℓ, acc) of the invariant for keys 1..upto, shift m, with or without the extra logit."""
+    e = sp.exp(sigma - shift) if extra else sp.S.Zero
+    return e + tile_den(1, upto, shift), e * w + tile_num(1, upto, shift)
+
+
+def tile_update(ell, acc, old, new, lo, hi) -> tuple[sp.Expr, sp.Expr]:
+    """One tile: rescale the state from shift ``old`` to ``new`` and add the tile's keys lo..hi."""
+    r = sp.exp(old - new)
+    return r * ell + tile_den(lo, hi, new), r * acc + tile_num(lo, hi, new)
+
+
+def merge_pair(s1, s2, new) -> tuple[sp.Expr, sp.Expr]:
+    """Merge two partial states ((m₁, ℓ₁, acc₁), (m₂, ℓ₂, acc₂)) to the common shift ``new``."""
+    (o1, l1, c1), (o2, l2, c2) = s1, s2
+    return sp.exp(o1 - new) * l1 + sp.exp(o2 - new) * l2, sp.exp(o1 - new) * c1 + sp.exp(o2 - new) * c2
+
+
+def finalize_extra(ell, acc, old, new) -> tuple[sp.Expr, sp.Expr]:
+    """Add the extra logit once, at finalization, to a state kept without it."""
+    return sp.exp(old - new) * ell + sp.exp(sigma - new), sp.exp(old - new) * acc + sp.exp(sigma - new) * w
+
+
+def base2_state(upto, shift2, extra_logit) -> sp.Expr:
+    """ℓ of a base-2 pipeline: Σ 2^{x_t·log₂e − m₂} plus 2^{extra_logit − m₂} (correct: σ·log₂e)."""
+    return sp.Pow(2, extra_logit - shift2) + sp.Sum(M[i, t] * sp.Pow(2, x[i, t] * LOG2E - shift2), (t, 1, upto))
+
+
+def exact_den(extra: bool = True) -> sp.Expr:
+    return (sp.exp(sigma) if extra else 0) + sp.Sum(M[i, t] * sp.exp(x[i, t]), (t, 1, n))
+
+
+def exact_num(extra: bool = True) -> sp.Expr:
+    return (sp.exp(sigma) * w if extra else 0) + sp.Sum(M[i, t] * sp.exp(x[i, t]) * v[t], (t, 1, n))
+
+
+def exact_out(extra: bool = True) -> sp.Expr:
+    return exact_num(extra) / exact_den(extra)
+
+
+@dataclass(frozen=True)
+class Extra:
+    """How a registered normalizer's extra logit and value instantiate (σ, w)."""
+
+    normalizer: str
+    logit: sp.Expr | None  # None: no extra logit (softmax)
+    value: sp.Expr  # the extra key's value (0 unless the entry mixes a value of its own)
+    text: str
+
+
+_sstar = sp.Symbol("s^*_i", real=True)
+_bv = VectorSymbol("b_V")
+EXTRA: dict[str, Extra] = {
+    "softmax": Extra("softmax", None, sp.S.Zero, "no extra logit: m₀ = −∞, ℓ₀ = 0, acc₀ = 0"),
+    "softmax1": Extra("softmax1", sp.S.Zero, sp.S.Zero, "σ = 0, w = 0 (the implicit zero logit)"),
+    "sink": Extra("sink", sp.Symbol("s", real=True), sp.S.Zero, "σ = s (the learned sink logit), w = 0"),
+    "zero_token": Extra("zero_token", sp.S.Zero, sp.S.Zero, "σ = 0, w = 0 (a key of score 0, value 0)"),
+    "bias_kv": Extra("bias_kv", _sstar, _bv, "σ = s*_i = ⟨q_i, b_K⟩/√d (per row), w = b_V"),
+}
+
+# Registered normalizers without an online form of their own, and why.
+NO_FORM: dict[str, str] = {
+    "sigmoid": ("elementwise: each weight depends on its own score only, so there is no normalizer and no "
+                "state to carry across tiles; a tile's output is Σ σ(x_t + b) v_t over its keys and tiles "
+                "(and splits) simply add"),
+    "clipped": ("a function of the softmax weights, clip((ζ − γ)p + γ, 0, 1): the clip needs each final p_t, "
+                "and out = Σ clip(…)v_t is not a rescaling of acc. Its streaming form is softmax's online "
+                "pass for (m, ℓ) followed by a second pass over the keys with p_t = e^{x_t − m}/ℓ, clipped"),
+    "softcap": ("a score modifier followed by softmax: replace x_t by c·tanh(x_t/c) as each tile is loaded "
+                "and run softmax's online form; the cap bounds the scores by c, which the running max "
+                "does not need"),
+}

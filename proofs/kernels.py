@@ -1,0 +1,409 @@
+"""Kernel forms derived: online (tiled), split-KV, LSE conventions, backward, known faults
+(docs/kernels.md).
+
+The forms and the faulty forms are data in :mod:`derive.kernels`; this module proves the
+forms (by induction over tiles and splits, for symbolic tile boundaries), refutes each
+fault with a certified counterexample and runs the numeric kernels on adversarial rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from derive.document.api import Document
+from derive.document.notation import notation
+from derive.kernels import backward as bw
+from derive.kernels.faults import FAULTS, K
+from derive.kernels.forms import (
+    EXTRA,
+    LOG2E,
+    NO_FORM,
+    a,
+    a2,
+    base2_state,
+    exact_den,
+    exact_out,
+    finalize_extra,
+    m,
+    m2,
+    sigma,
+    state,
+    tile_den,
+    tile_num,
+    tile_update,
+    v,
+    w,
+    x,
+)
+from derive.kernels.numeric import backward, online, split
+from derive.model.attention import M, i, n, u
+from derive.model.vectors import Dot
+from derive.normalizers.algebra import canon_sums
+from derive.normalizers.registry import get
+from derive.settings import DEFAULT
+
+Zn = notation("Zk", lambda: exact_den(), latex="Z", nargs=0)
+OUT = notation("outk", lambda: exact_out(), latex="\\mathrm{out}", nargs=0)
+Lb = notation("Lb", lambda: state(a, m)[0], latex="\\ell_b", nargs=0)
+Ab = notation("Ab", lambda: state(a, m)[1], latex="\\mathrm{acc}_b", nargs=0)
+Lb1 = notation("Lb1", lambda: state(a2, m2)[0], latex="\\ell_{b+1}", nargs=0)
+Ab1 = notation("Ab1", lambda: state(a2, m2)[1], latex="\\mathrm{acc}_{b+1}", nargs=0)
+ORDER = sp.Le(a, a2)
+
+# split-KV: splits r = 1..S over keys (a_{r-1}, a_r]; merged to one shift m
+mm = sp.Symbol("m", real=True)
+mr = sp.Symbol("m_{r+1}", real=True)
+ar = sp.Symbol("a_r", integer=True, nonnegative=True)
+ar1 = sp.Symbol("a_{r+1}", integer=True, nonnegative=True)
+lse_r = sp.Symbol("lse_{r+1}", real=True)
+
+REFERENCES = [
+    ("Dao, Fu, Ermon, Rudra, Ré (2022)", "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness",
+     "NeurIPS 2022", "https://arxiv.org/abs/2205.14135"),
+    ("Dao (2023)", "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning",
+     "ICLR 2024", "https://arxiv.org/abs/2307.08691"),
+    ("Dao, Haziza, Massa, Sizov (2023)", "Flash-Decoding for long-context inference",
+     "PyTorch blog / Stanford CRFM", "https://crfm.stanford.edu/2023/10/12/flashdecoding.html"),
+    ("Xiao, Tian, Chen, Han, Lewis (2023)", "Efficient Streaming Language Models with Attention Sinks",
+     "ICLR 2024", "https://arxiv.org/abs/2309.17453"),
+    ("OpenAI (2025)", "gpt-oss-120b & gpt-oss-20b Model Card (learned per-head sink logits in the softmax denominator)",
+     "", "https://arxiv.org/abs/2508.10925"),
+    ("Milakov, Gimelshein (2018)", "Online normalizer calculation for softmax", "",
+     "https://arxiv.org/abs/1805.02867"),
+]
+
+
+def document() -> Document:
+    doc = Document(
+        "kernels",
+        "Kernel forms of attention: online, split-KV and backward, derived",
+        summary=(
+            "Fast attention kernels never compute p = e^x / Z. They stream the keys in tiles with a running "
+            "maximum, a running sum and an accumulator (FlashAttention), split the keys across workers and merge "
+            "the partial results by their log-sum-exp (flash-decoding), and rebuild the weights from the saved "
+            "log-sum-exp in the backward pass. An extra logit — a sink, softmax₁'s implicit 0, a zero token, a "
+            "learned key/value — must enter each of these forms exactly once and in the right units, and that is "
+            "where kernel bugs ship. This document proves each form equal to the definition for any number and "
+            "size of tiles and splits and any mask (including empty splits, fully masked tiles and fully masked "
+            "rows), derives the backward pass in recompute form, and refutes eleven known faults — ten by certified "
+            "counterexamples, the NaN of an empty split by running it — each with its fix."
+        ),
+        cfg=DEFAULT.merge(examples=30),  # 30 + 30 instances per check keeps the build within 15 s
+    )
+    _notation(doc)
+    _online(doc)
+    _split(doc)
+    _lse(doc)
+    _backward(doc)
+    _faults(doc)
+    _kernels_run(doc)
+    _others(doc)
+    _references(doc)
+    return doc
+
+
+# 1 ------------------------------------------------------------------------------------
+def _notation(doc: Document) -> None:
+    doc.section("1. The row, the extra logit and what is claimed")
+    doc.prose(
+        "Row $i$ has scaled scores $x_t = x_{i,t}$ over keys $t = 1, \\dots, n$ ($n$ symbolic), a mask "
+        "$M_t = M_{i,t} \\in \\{0, 1\\}$ (any set of allowed keys, possibly empty) and values $v_t$ (vectors of "
+        "dimension $d$). The softmax family adds at most one **extra logit** $\\sigma$ with an **extra value** "
+        "$w$; the attention output and its normalizer are"
+    )
+    doc.table(["name", "stands for"], [[Zn(), exact_den()], [OUT(), exact_out()]],
+              caption="Plain softmax has no extra logit (σ = −∞: drop the e^σ terms).")
+    doc.prose("Each registered normalizer of the softmax family is this output for one choice of $(\\sigma, w)$:")
+    rows = []
+    for name, ex in EXTRA.items():
+        entry = get(name)
+        score = lambda k: x[i, k]
+        params = {p: ex.logit for p in entry.params}
+        lhs = exact_out(ex.logit is not None)
+        if ex.logit is not None:
+            lhs = lhs.subs({sigma: ex.logit, w: ex.value})
+        mix = canon_sums(sp.Sum(entry.weight(score, key=u, **params) * v[u], (u, 1, n)))
+        if ex.value != 0:
+            # the learned token's own weight, e^{s*}/(e^{s*} + Σ e^{x_t}), times its value
+            mix = mix + sp.exp(ex.logit) / (sp.exp(ex.logit) + exact_den(False)) * ex.value
+        shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} b_V" if ex.value != 0 else "")
+        rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
+        doc.equation(lhs, rhs, name=f"{name} is (σ, w) = {ex.text.split(' (')[0].split(':')[0]}",
+                     why=f"p_u: the registry's weights of {entry.title}"
+                         + (", p_tok = e^{s*}/(e^{s*} + Σ_t e^{x_t}) the learned token's" if ex.value != 0 else "")
+                         + f"; {ex.text}.")
+        rows.append([entry.title, ex.text])
+    doc.table(["normalizer", "extra logit and value"], rows)
+    doc.prose(
+        "**What is proved below.** (i) The online form keeps an invariant that, after any number $b$ of tiles of "
+        "any sizes, makes its state represent exactly the keys seen so far; the extra logit enters once, as the "
+        "seed or at finalization. (ii) Partial results of any number $S$ of splits, empty ones included, merge "
+        "to the definition, the extra logit added once in the combine. (iii) The log-sum-exp the forward saves "
+        "must include the extra logit, and in a base-2 pipeline the extra logit is multiplied by $\\log_2 e$ "
+        "like the scores. (iv) The backward pass in recompute form equals the derivative. (v) Eleven faults "
+        "compute something else, each shown by a certified counterexample."
+    )
+
+
+# 2 ------------------------------------------------------------------------------------
+def _online(doc: Document) -> None:
+    doc.section("2. The online form (FlashAttention)", anchor="online")
+    doc.prose(
+        "Cut the keys into tiles $1..a_1, a_1{+}1..a_2, \\dots, a_{B-1}{+}1..a_B$ with $0 = a_0 \\le a_1 \\le "
+        "\\dots \\le a_B = n$: any number $B$ of tiles of any sizes, empty ones allowed. The kernel keeps a state "
+        "$(m_b, \\ell_b, \\mathrm{acc}_b)$:\n\n"
+        "1. **Seed.** $m_0 = \\sigma$, $\\ell_0 = 1$, $\\mathrm{acc}_0 = w$ (the extra key as tile 0); for plain "
+        "softmax $m_0 = -\\infty$, $\\ell_0 = 0$, $\\mathrm{acc}_0 = 0$.\n"
+        "2. **Tile $b+1$.** $m_{b+1} = \\max(m_b, \\max_{t \\in \\text{tile}} x_t)$; "
+        "$\\ell_{b+1} = e^{m_b - m_{b+1}}\\ell_b + \\sum_{t=a_b+1}^{a_{b+1}} M_t e^{x_t - m_{b+1}}$; "
+        "$\\mathrm{acc}_{b+1} = e^{m_b - m_{b+1}}\\mathrm{acc}_b + \\sum_{t=a_b+1}^{a_{b+1}} M_t e^{x_t - m_{b+1}} v_t$.\n"
+        "3. **Finalize.** $\\mathrm{out} = \\mathrm{acc}_B / \\ell_B$ and $\\mathrm{lse} = m_B + \\log \\ell_B$.\n\n"
+        "**Invariant** (after $b$ tiles): the state represents the extra key and keys $1..a_b$ at the shift $m_b$:"
+    )
+    doc.table(["name", "stands for"], [[Lb(), Lb().unfolded()], [Ab(), Ab().unfolded()]],
+              caption="ℓ_{b+1}, acc_{b+1}: the same with a_{b+1}, m_{b+1}. No property of m_b is used: the running "
+                      "maximum only keeps every exponent ≤ 0, so the proofs hold for any real shifts.")
+    doc.prose("**Base** ($b = 0$, $a_0 = 0$, $m_0 = \\sigma$): the seed satisfies the invariant.")
+    doc.equation(state(0, sigma)[0], 1, name="base: ℓ₀ = 1", why="e^{σ−σ} = 1 and the sum over keys 1..0 is empty.")
+    doc.equation(state(0, sigma)[1], w, name="base: acc₀ = w", why="The same for the accumulator.")
+    doc.prose("**Step** (any $a_b \\le a_{b+1}$, any shifts): one tile update maps the invariant for $b$ tiles to the "
+              "invariant for $b + 1$ tiles.")
+    ln, an = tile_update(Lb(), Ab(), m, m2, a + 1, a2)
+    doc.equation(ln, Lb1(), where=ORDER, name="step: ℓ",
+                 why="e^{m_b−m_{b+1}}·e^{σ−m_b} = e^{σ−m_{b+1}}, and the sums over 1..a_b and a_b+1..a_{b+1} "
+                     "join into one over 1..a_{b+1}.")
+    doc.equation(an, Ab1(), where=ORDER, name="step: acc", why="The same for the accumulator.")
+    doc.prose("By induction the invariant holds after every tile, for any number of tiles. **Finalization** "
+              "($a_B = n$): the shift cancels, whatever it is.")
+    lB, aB = state(n, m)
+    doc.equation(aB / lB, OUT(), name="finalize: out", why="Numerator and denominator carry the common factor e^{−m_B}.")
+    lseB = notation("lseB", lambda: m + sp.log(lB), latex="\\mathrm{lse}", nargs=0)
+    doc.equation(sp.exp(lseB()), Zn(), name="finalize: lse",
+                 why="e^{m_B + log ℓ_B} = e^{m_B}ℓ_B: the saved lse is log Z, the extra logit included.")
+    doc.prose("**Without a seed.** Plain softmax starts from the empty state; the same step holds with the extra "
+              "terms deleted, and a kernel with an extra logit may instead run softmax's form and add the extra "
+              "key once at finalization, at any shift $m_f$ (kernels take $\\max(m_B, \\sigma)$):")
+    l0, a0 = state(a, m, extra=False)
+    l1, a1 = state(a2, m2, extra=False)
+    ln0, an0 = tile_update(l0, a0, m, m2, a + 1, a2)
+    doc.equation(ln0, l1, where=ORDER, name="softmax step: ℓ", why="The step above without the e^σ term.")
+    doc.equation(an0, a1, where=ORDER, name="softmax step: acc", why="The same for the accumulator.")
+    mf = sp.Symbol("m_f", real=True)
+    lf, af = finalize_extra(*state(n, m, extra=False), m, mf)
+    doc.equation(af / lf, OUT(), name="extra logit at finalization",
+                 why="Rescale the state to m_f and add e^{σ−m_f}, e^{σ−m_f}w once.")
+    doc.prose(
+        "**Fully masked tiles.** The step is proved for any mask, so a tile whose keys are all masked adds "
+        "$M_t = 0$ terms and the invariant carries over. The danger is numeric: with $m_b = -\\infty$ (nothing "
+        "allowed yet, no extra logit) and a fully masked tile, $m_{b+1} = -\\infty$ and $e^{x_t - m_{b+1}}$ is "
+        "$e^{-\\infty + \\infty}$ = NaN. Kernels guard it by exponentiating against a finite stand-in "
+        "($m_{b+1}$ if finite, else 0 — FlashAttention-2's `m_safe`); the invariant holds for any real shift, "
+        "and with the guard the update of a fully masked tile leaves the state as it is:"
+    )
+    doc.equation(tile_update(Lb(), Ab(), m, m, a + 1, a)[0], Lb(), name="a tile that adds nothing",
+                 why="The guard keeps m_{b+1} = m_b, and the tile's sum is empty (or all its terms have M_t = 0).")
+    doc.equation(tile_update(Lb(), Ab(), m, m, a + 1, a)[1], Ab(), name="… leaves acc unchanged",
+                 why="The same for the accumulator.")
+    doc.prose("**Fully masked rows.** With an extra logit the row attends to the extra key alone: the state after "
+              "all tiles is the seed, rescaled, and the output is $w$ (0 for a sink, softmax₁ and the zero "
+              "token); the lse is $\\sigma$. Without one, $\\ell_B = 0$: the definition has no value, and kernels "
+              "return out = 0, lse = −∞ by convention (section 7 runs both).")
+    l_, a_ = state(0, m)
+    doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to w.")
+
+
+# 3 ------------------------------------------------------------------------------------
+def _split(doc: Document) -> None:
+    doc.section("3. Split-KV: merging partial results (flash-decoding)", anchor="split")
+    doc.prose(
+        "Cut the keys into $S$ contiguous splits $a_{r-1}{+}1..a_r$ ($0 = a_0 \\le \\dots \\le a_S = n$; a split "
+        "may be empty or fully masked). Each split runs the online form **without** the extra logit and returns "
+        "$(m_r, \\ell_r, \\mathrm{acc}_r)$ with $\\ell_r = \\sum_{t=a_{r-1}+1}^{a_r} M_t e^{x_t - m_r}$ (section 2, "
+        "started at key $a_{r-1}+1$), or $(o_r, \\mathrm{lse}_r) = (\\mathrm{acc}_r/\\ell_r, m_r + \\log \\ell_r)$. "
+        "**Combine:** pick any shift $m$ (kernels: $\\max(\\sigma, \\max_r m_r)$) and form\n\n"
+        "1. $\\ell = e^{\\sigma - m} + \\sum_{r=1}^{S} e^{m_r - m}\\ell_r$, "
+        "$\\mathrm{acc} = e^{\\sigma - m}w + \\sum_{r=1}^{S} e^{m_r - m}\\mathrm{acc}_r$ — the extra key once, here;\n"
+        "2. $\\mathrm{out} = \\mathrm{acc}/\\ell$, $\\mathrm{lse} = m + \\log \\ell$.\n\n"
+        "**Invariant** (after merging splits $1..r$): the partial combine equals the state of section 2 for keys "
+        "$1..a_r$ at the shift $m$. The base $r = 0$ is the seed term $e^{\\sigma - m}$ alone; the step adds one "
+        "split, for any $a_r \\le a_{r+1}$ (equality: an empty split):"
+    )
+    Lr = notation("Lr", lambda: state(ar, mm)[0], latex="J_r", nargs=0)
+    Ar = notation("Ar", lambda: state(ar, mm)[1], latex="J^{\\mathrm{acc}}_r", nargs=0)
+    doc.table(["name", "stands for"], [[Lr(), Lr().unfolded()], [Ar(), Ar().unfolded()]])
+    doc.equation(Lr() + sp.exp(mr - mm) * tile_den(ar + 1, ar1, mr), state(ar1, mm)[0], where=sp.Le(ar, ar1),
+                 name="merge step: ℓ", why="e^{m_{r+1}−m}·e^{−m_{r+1}} = e^{−m}, then the two sums join.")
+    doc.equation(Ar() + sp.exp(mr - mm) * tile_num(ar + 1, ar1, mr), state(ar1, mm)[1], where=sp.Le(ar, ar1),
+                 name="merge step: acc", why="The same for the accumulator.")
+    doc.prose("So after all $S$ splits the combine is the finalized state of section 2: out and lse are the "
+              "definition's, for any $S$. In the $(o, \\mathrm{lse})$ form the merge weights are "
+              "$e^{\\mathrm{lse}_r - \\mathrm{lse}}$, because a split's lse carries its shift:")
+    lr_, cr_ = tile_den(ar + 1, ar1, mr), tile_num(ar + 1, ar1, mr)
+    Lse = notation("lser", lambda: mr + sp.log(lr_), latex="\\mathrm{lse}_{r+1}", nargs=0)
+    Ov = notation("or", lambda: cr_ / lr_, latex="o_{r+1}", nargs=0)
+    Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r+1}", nargs=0)
+    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="e^{lse_r}·o_r = e^{m_r}·acc_r",
+                 why="e^{m_r + log ℓ_r}·acc_r/ℓ_r, for a split with ℓ_r > 0 (an empty one has no o_r: fault 8).")
+    doc.prose("An empty or fully masked split has $\\ell_r = 0$: it contributes nothing to $\\ell$ and acc (the "
+              "step above with no allowed key), but $o_r = 0/0$ is NaN and its weight $e^{-\\infty} = 0$ does not "
+              "cancel a NaN. The merge must skip it or set $o_r = 0$.")
+
+
+# 4 ------------------------------------------------------------------------------------
+def _lse(doc: Document) -> None:
+    doc.section("4. LSE conventions", anchor="lse")
+    m2_ = sp.Symbol("m_2", real=True)
+    doc.prose(
+        "**Base 2.** Kernels use exp2, which is faster: they multiply the scores by $\\log_2 e$ "
+        "(folded into the softmax scale), keep $m_2$ in base-2 units and save $\\mathrm{lse}_2 = m_2 + \\log_2 \\ell_2$. "
+        "The extra logit is a score and must be multiplied too: with it seeded as $2^{\\sigma \\log_2 e - m_2}$,"
+    )
+    doc.equation(sp.Pow(2, m2_) * base2_state(n, m2_, sigma * LOG2E), Zn(), name="base-2 state",
+                 why="2^{y·log₂e} = e^y for every exponent y, the extra logit's included.")
+    doc.prose("so $2^{\\mathrm{lse}_2} = Z$, i.e. $\\mathrm{lse} = \\mathrm{lse}_2 \\cdot \\ln 2$. Without the "
+              "factor the kernel computes a sink of logit $\\sigma \\ln 2$ (fault 3 below); for softmax₁ and the "
+              "zero token $\\sigma = 0$ and the slip is invisible, which is how it survives tests that use them.")
+    doc.prose("**Sink-inclusive vs KV-only.** Some kernels return the log-sum-exp over the keys only, "
+              "$\\mathrm{lse}_{KV} = \\log \\sum_t M_t e^{x_t}$; the two are related by")
+    lkv = sp.log(exact_den(False))
+    doc.equation(sp.exp(lkv) * (1 + sp.exp(sigma - lkv)), Zn(), name="lse from lse_KV",
+                 why="lse = lse_KV + log(1 + e^{σ − lse_KV}).")
+    doc.prose("**Which one the backward needs.** The weights it rebuilds are the forward's only with the "
+              "sink-inclusive lse:")
+    j_ = sp.Symbol("j", integer=True, positive=True)
+    lseZ = notation("lseZ", lambda: sp.log(exact_den()), latex="\\mathrm{lse}", nargs=0)
+    doc.equation(M[i, j_] * sp.exp(x[i, j_] - lseZ()), M[i, j_] * sp.exp(x[i, j_]) / Zn(),
+                 name="P from the saved lse", why="e^{x_j − log Z} = e^{x_j}/Z: the forward's weight of key j.")
+    doc.prose("With $\\mathrm{lse}_{KV}$ the rebuilt weights sum to 1, as if there were no sink (fault 9).")
+
+
+# 5 ------------------------------------------------------------------------------------
+def _backward(doc: Document) -> None:
+    doc.section("5. The backward pass in recompute form", anchor="backward")
+    doc.prose(
+        "With an upstream gradient $g = d\\mathrm{out}_i$ the loss of the row is $L = \\langle g, \\mathrm{out} "
+        "\\rangle$. Key $j$ enters through its score $x_j$ and value $v_j$; the other allowed keys only through "
+        "$R = \\sum_{t \\ne j} M_t e^{x_t} \\ge 0$ and $W = \\sum_{t \\ne j} M_t e^{x_t} v_t$, so the derivatives "
+        "below hold for every $n$ and mask. Kernels save lse (sink-inclusive), recompute "
+        "$P_j = e^{x_j - \\mathrm{lse}}$, $P_\\sigma = e^{\\sigma - \\mathrm{lse}}$ and use "
+        "$D = \\langle g, \\mathrm{out} \\rangle$ (FlashAttention-2's $D_i = \\mathrm{rowsum}(dO_i \\circ O_i)$):"
+    )
+    Dn = notation("Dk", lambda: bw.D, latex="D", nargs=0)
+    Pj = notation("Pj", lambda: bw.P(bw.xj), latex="P_j", nargs=0)
+    Ps = notation("Ps", lambda: bw.P(sigma), latex="P_\\sigma", nargs=0)
+    outb = notation("outb", bw.out, latex="\\mathrm{out}", nargs=0)
+    lseb = notation("lseb", lambda: bw.lse, latex="\\mathrm{lse}", nargs=0)
+    doc.table(["name", "stands for"], [[outb(), bw.out()], [lseb(), bw.lse],
+                                       [Pj(), bw.P(bw.xj)], [Dn(), bw.D]])
+    doc.equation(bw.L(), Dot(bw.g, bw.out()), name="the loss", why="⟨g, ·⟩ is linear.")
+    dLx = notation("dLx", bw.dL_dx, latex="\\frac{\\partial L}{\\partial x_j}", nargs=0)
+    dLs = notation("dLs", bw.dL_dsigma, latex="\\frac{\\partial L}{\\partial \\sigma}", nargs=0)
+    doc.equation(dLx(), Pj() * (Dot(bw.g, bw.vj) - Dn()), name="gradient of the scores",
+                 why="SymPy differentiates L; the engine checks the result against the recompute form.")
+    doc.equation(bw.L(bw.vj + bw.eps * bw.delta) - bw.L(), bw.eps * Pj() * Dot(bw.g, bw.delta),
+                 name="gradient of the values",
+                 why="L is affine in v_j with slope P_j·g: ∂L/∂v_j = P_j g, i.e. dV = Pᵀ dO.")
+    doc.equation(dLs(), Ps() * (Dot(bw.g, w) - Dn()), name="gradient of the extra logit",
+                 why="Only Z and the extra key's term depend on σ.")
+    doc.equation(dLs(), -Ps() * Dn(), assume={w: 0}, name="gradient of a sink logit",
+                 why="w = 0: raising the sink takes weight from every key in proportion.")
+    doc.prose("A sink shared by all rows (gpt-oss: one logit per head) gets the sum of $-P_{\\sigma,i} D_i$ over "
+              "rows and batch. The recompute form is compared with PyTorch autograd on random rows with masks and "
+              "sinks in `tests/test_kernels.py` (section 7 runs it on a fixed row).")
+
+
+# 6 ------------------------------------------------------------------------------------
+def _faults(doc: Document) -> None:
+    doc.section("6. Known kernel faults, derived and refuted", anchor="faults")
+    doc.prose(
+        "Each fault below is written as the formula the faulty kernel computes, derived from the forms above "
+        "(for the first, by the same induction), and compared with the correct one; the counterexample is the "
+        "simplest instance found whose two sides ball arithmetic proves different. The faulty forms are data in "
+        "`derive/kernels/faults.py`, for checkers to match against."
+    )
+    # the per-tile fault, derived by induction for K tiles
+    lK = lambda upto, shift, k: k * sp.exp(sigma - shift) + tile_den(1, upto, shift)
+    doc.prose("**Fault 1, derived.** A kernel that adds the extra key in every tile update keeps "
+              "$\\ell_b = K e^{\\sigma - m_b} + \\sum_{t \\le a_b} M_t e^{x_t - m_b}$ after $K$ tiles; the step:")
+    doc.equation(sp.exp(m - m2) * lK(a, m, K) + sp.exp(sigma - m2) + tile_den(a + 1, a2, m2), lK(a2, m2, K + 1),
+                 where=ORDER, name="faulty step: extra per tile", why="The correct step plus one more e^{σ−m_{b+1}}.")
+    rows = []
+    for k, f in enumerate(FAULTS, 1):
+        if f.faulty is None:
+            rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, "IEEE NaN, section 7"])
+            continue
+        step = doc.refutation(f.faulty(), f.correct(), name=f"fault {k}: {f.title}",
+                              why=f"Kernel: {f.does}. Computes: {f.computes}. Fix: {f.fix}.",
+                              fixed=f.fixed or None, assume=f.assume or None, **f.sizes)
+        wt = step.verdict.witness
+        inst = "; ".join(f"{kk} = {vv}" for kk, vv in {**wt["instance"], **wt["indices"]}.items())
+        rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, inst])
+    doc.table(["fault", "form", "computes instead", "fix", "counterexample"], rows,
+              caption="K = 2 in fault 1 (two tiles or splits). Faults 3 and 4 vanish when σ = 0 (softmax₁, zero token).")
+    doc.record("faults", [{"key": f.key, "title": f.title, "form": f.form, "fix": f.fix} for f in FAULTS])
+
+
+# 7 ------------------------------------------------------------------------------------
+def _kernels_run(doc: Document) -> None:
+    doc.section("7. The kernels run on an adversarial row", anchor="runs")
+    doc.prose(
+        "`derive/kernels/numeric.py` runs the forms in float64 the way a fused kernel does (base-2 exponents, "
+        "the −∞ guard, per-split (o, lse) merged). On a row of 7 keys with one masked key, a sink s = 0.7, "
+        "tiles of 1, 2, 3 and 7 keys and 1, 3 and 9 splits (two of them empty), each output is compared with the "
+        "definition evaluated directly:"
+    )
+    rng = np.random.default_rng(10)
+    xs = np.round(rng.normal(size=7) * 3, 3)
+    xs[2] = -np.inf
+    vs = np.round(rng.normal(size=(7, 3)), 3)
+    s = 0.7
+    z = np.exp(xs)
+    exact = (z @ vs) / (z.sum() + math.exp(s))
+    got = [online(xs, vs, blk, s)[0] for blk in (1, 2, 3, 7)] + [split(xs, vs, k, s)[0] for k in (1, 3, 9)]
+    doc.example_check("online and split forms, sink s = 0.7", list(np.concatenate(got)), list(np.tile(exact, 7)),
+                      detail="tiles 1, 2, 3, 7; splits 1, 3, 9")
+    masked = np.full(7, -np.inf)
+    o1, l1 = online(masked, vs, 2, s)
+    o0, l0 = online(masked, vs, 2, None)
+    doc.example_check("fully masked row", [*o1, l1, *o0], [0, 0, 0, s, 0, 0, 0],
+                      detail="with a sink: out = 0, lse = s; softmax: out = 0 (lse = −∞)")
+    if l0 != -np.inf:
+        raise AssertionError("a fully masked softmax row must have lse = −inf")
+    bad, _ = split(xs, vs, 9, s, fault="nan_empty_split")
+    if not np.all(np.isnan(bad)):
+        raise AssertionError("the unguarded empty split must produce NaN")
+    doc.prose(f"**Fault 8 on this row.** With 9 splits of 7 keys, two splits are empty; without the guard each "
+              f"finalizes $0/0$, and the merge returns {', '.join(str(v) for v in bad)} for the whole row "
+              "(IEEE arithmetic: $0 \\cdot \\mathrm{NaN} = \\mathrm{NaN}$). With the guard it returns the "
+              "definition (checked above).")
+    g = np.round(rng.normal(size=3), 3)
+    keep = np.isfinite(xs)
+    dx, dv, ds = backward(xs[keep], vs[keep], g, s)
+    h = 1e-6
+    def loss(xx, ss):
+        zz = np.exp(xx)
+        return float(g @ ((zz @ vs[keep]) / (zz.sum() + math.exp(ss))))
+    fd_x = [(loss(xs[keep] + h * e, s) - loss(xs[keep] - h * e, s)) / (2 * h) for e in np.eye(int(keep.sum()))]
+    fd_s = (loss(xs[keep], s + h) - loss(xs[keep], s - h)) / (2 * h)
+    doc.example_check("recompute backward vs central differences", [*dx, ds], [*fd_x, fd_s], tol=1e-6,
+                      detail="six allowed keys, sink s = 0.7, step 1e-6")
+    doc.record("row", {"x": [None if not np.isfinite(v) else float(v) for v in xs], "v": vs.tolist(), "sink": s,
+                       "dout": g.tolist()})
+
+
+# 8 ------------------------------------------------------------------------------------
+def _others(doc: Document) -> None:
+    doc.section("8. The other normalizers", anchor="others")
+    doc.prose("The registry's other entries have no online form of their own:")
+    doc.table(["normalizer", "why"], [[get(name).title, why] for name, why in NO_FORM.items()])
+
+
+def _references(doc: Document) -> None:
+    doc.section("References")
+    doc.prose("\n".join(f"- {who}. *{title}*. {venue + '. ' if venue else ''}{url}" for who, title, venue, url in REFERENCES))
+    doc.prose("The sink used here is the gpt-oss one: a learned logit per head added to the softmax denominator, "
+              "with no value (σ = s, w = 0); Xiao et al. keep real initial tokens as sinks, which is the "
+              "learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")
