@@ -213,6 +213,8 @@ def _online(doc: Document) -> None:
               "return out = 0, lse = −∞ by convention (section 7 runs both).")
     l_, a_ = state(0, m)
     doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to w.")
+    lse0 = notation("lse0", lambda: m + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
+    doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is σ", why="e^{m_B}·e^{σ−m_B}.")
 
 
 # 3 ------------------------------------------------------------------------------------
@@ -245,8 +247,14 @@ def _split(doc: Document) -> None:
     Lse = notation("lser", lambda: mr + sp.log(lr_), latex="\\mathrm{lse}_{r+1}", nargs=0)
     Ov = notation("or", lambda: cr_ / lr_, latex="o_{r+1}", nargs=0)
     Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r+1}", nargs=0)
+    Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r+1}", nargs=0)
+    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="e^{lse_r} = e^{m_r}·ℓ_r",
+                 why="A split's lse carries its own shift.")
     doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="e^{lse_r}·o_r = e^{m_r}·acc_r",
                  why="e^{m_r + log ℓ_r}·acc_r/ℓ_r, for a split with ℓ_r > 0 (an empty one has no o_r: fault 8).")
+    doc.prose("Hence, in $(o, \\mathrm{lse})$ form, $\\mathrm{lse} = \\log(e^{\\sigma} + \\sum_r e^{\\mathrm{lse}_r})$ and "
+              "$\\mathrm{out} = (e^{\\sigma} w + \\sum_r e^{\\mathrm{lse}_r} o_r)\\,e^{-\\mathrm{lse}}$: the merge above "
+              "multiplied out by $e^{m}$, with the extra logit once.")
     doc.prose("An empty or fully masked split has $\\ell_r = 0$: it contributes nothing to $\\ell$ and acc (the "
               "step above with no allowed key), but $o_r = 0/0$ is NaN and its weight $e^{-\\infty} = 0$ does not "
               "cancel a NaN. The merge must skip it or set $o_r = 0$.")

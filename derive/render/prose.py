@@ -25,6 +25,7 @@ _TEX_UNICODE = {
     "τ": r"$\tau$", "κ": r"$\kappa$", "ν": r"$\nu$", "ρ": r"$\rho$", "β": r"$\beta$", "ε": r"$\varepsilon$",
     "∘": r"$\circ$", "∉": r"$\notin$", "ℓ": r"$\ell$", "λ": r"$\lambda$", "⇒": r"$\Rightarrow$",
     "≢": r"$\not\equiv$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "∑": r"$\Sigma$", "′": "'",
+    "←": r"$\leftarrow$", "ᵀ": r"$^{T}$",
 }
 _TEX_UNICODE.update({c: f"$^{{{k}}}$" for c, k in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")})
 _TEX_UNICODE.update({c: f"$_{{{k}}}$" for c, k in zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖ", "0123456789ijk")})
