@@ -49,6 +49,12 @@ def kernels_json(tmp_path_factory):
     return json.loads((out / "kernels.json").read_text(encoding="utf-8")), (out / "kernels.md").read_text(), seconds
 
 
+def test_committed_document_is_current(kernels_json):
+    data, page, _ = kernels_json
+    assert page == (ROOT / "docs" / "kernels.md").read_text(), "run `derive build proofs/kernels.py`"
+    assert data == json.loads((ROOT / "docs" / "kernels.json").read_text(encoding="utf-8"))
+
+
 def test_document_builds_within_budget(kernels_json):
     _, _, seconds = kernels_json
     print(f"kernels document: {seconds:.1f} s")
