@@ -52,6 +52,7 @@ Ab = notation("Ab", lambda: state(a, m)[1], latex="\\mathrm{acc}_b", nargs=0)
 Lb1 = notation("Lb1", lambda: state(a2, m2)[0], latex="\\ell_{b+1}", nargs=0)
 Ab1 = notation("Ab1", lambda: state(a2, m2)[1], latex="\\mathrm{acc}_{b+1}", nargs=0)
 ORDER = sp.Le(a, a2)
+Dn = notation("Dk", lambda: bw.D, latex="D", nargs=0)
 
 # split-KV: splits r = 1..S over keys (a_{r-1}, a_r]; merged to one shift m
 mm = sp.Symbol("m", real=True)
@@ -299,7 +300,6 @@ def _backward(doc: Document) -> None:
         "$P_j = e^{x_j - \\mathrm{lse}}$, $P_\\sigma = e^{\\sigma - \\mathrm{lse}}$ and use "
         "$D = \\langle g, \\mathrm{out} \\rangle$ (FlashAttention-2's $D_i = \\mathrm{rowsum}(dO_i \\circ O_i)$):"
     )
-    Dn = notation("Dk", lambda: bw.D, latex="D", nargs=0)
     Pj = notation("Pj", lambda: bw.P(bw.xj), latex="P_j", nargs=0)
     Ps = notation("Ps", lambda: bw.P(sigma), latex="P_\\sigma", nargs=0)
     outb = notation("outb", bw.out, latex="\\mathrm{out}", nargs=0)
@@ -343,7 +343,8 @@ def _faults(doc: Document) -> None:
         if f.faulty is None:
             rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, "IEEE NaN, section 7"])
             continue
-        step = doc.refutation(f.faulty(), f.correct(), name=f"fault {k}: {f.title}",
+        shown = lambda e: sp.sympify(e).subs(bw.D, Dn())  # D for ⟨g, out⟩, as in section 5
+        step = doc.refutation(shown(f.faulty()), shown(f.correct()), name=f"fault {k}: {f.title}",
                               why=f"Kernel: {f.does}. Computes: {f.computes}. Fix: {f.fix}.",
                               fixed=f.fixed or None, assume=f.assume or None, **f.sizes)
         wt = step.verdict.witness

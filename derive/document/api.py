@@ -74,6 +74,7 @@ class Refutation:
     why: str
     verdict: Verdict
     kind: str = "refutation"
+    assume: dict = field(default_factory=dict)  # the specialization the counterexample was searched in
 
 
 @dataclass
@@ -223,7 +224,7 @@ class Document:
             raise StepFailed(f"{self.slug}: refutation {name!r} has no certified counterexample")
         verdict = Verdict(REFUTED, "a certified counterexample", method="ball arithmetic", witness=witness)
         self.timings.append((name, time.perf_counter() - t0, 0.0))
-        step = Refutation(name, lhs, rhs, why, verdict)
+        step = Refutation(name, lhs, rhs, why, verdict, assume=dict(assume or {}))
         self.blocks.append(step)
         return step
 

@@ -57,7 +57,7 @@ def _block(b, target: str) -> dict:
                    check=_text(_check_text(b.check, getattr(b, "where", None)), target))
     elif b.kind == "refutation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} \\neq {tex(b.rhs)}", why=_text(b.why, target),
-                   witness=_cell(_instance_text(b.verdict.witness), target))
+                   witness=_cell(_instance_text(b.verdict.witness, getattr(b, "assume", None)), target))
     elif b.kind == "chain":
         lines = [f"{tex(b.exprs[0])}"] + [f"&= {tex(e)}" for e in b.exprs[1:]]
         lines[0] = lines[0] + " " + lines[1]
@@ -96,8 +96,10 @@ def _witness_text(w: dict | None) -> str:
         w["lhs"], float) else f"witness: {'; '.join(parts)}; {idx}"
 
 
-def _instance_text(w: dict) -> str:
+def _instance_text(w: dict, assume: dict | None = None) -> str:
     parts = [f"{k} = {v}" for k, v in w["instance"].items()] + [f"{k} = {v}" for k, v in w["indices"].items()]
+    if assume:
+        parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items()] + parts
     enc = w["enclosures"]
     side = lambda e: f"({', '.join(e)})" if isinstance(e, list) else e
     return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "
