@@ -234,6 +234,11 @@ def _split(doc: Document) -> None:
         "$1..a_r$ at the shift $m$. The base $r = 0$ is the seed term $e^{\\sigma - m}$ alone; the step adds one "
         "split, for any $a_r \\le a_{r+1}$ (equality: an empty split):"
     )
+    c0 = sp.Symbol("c", integer=True, positive=True)
+    for label, run in (("ℓ", tile_den), ("acc", tile_num)):
+        doc.equation(sp.exp(m - m2) * run(c0, a, m) + run(a + 1, a2, m2), run(c0, a2, m2),
+                     where=sp.And(sp.Le(c0, a + 1), ORDER), name=f"a split's own state: {label}",
+                     why="The step of section 2 for a run of keys that starts at c = a_{r−1}+1 instead of 1.")
     Lr = notation("Lr", lambda: state(ar, mm)[0], latex="J_r", nargs=0)
     Ar = notation("Ar", lambda: state(ar, mm)[1], latex="J^{\\mathrm{acc}}_r", nargs=0)
     doc.table(["name", "stands for"], [[Lr(), Lr().unfolded()], [Ar(), Ar().unfolded()]])

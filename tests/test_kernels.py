@@ -220,7 +220,9 @@ def test_where_restricts_the_cross_check():
     # Karr's convention makes this hold for all lo, hi; the evaluator's empty range only for lo <= hi + 1
     lhs = sp.Sum(t, (t, 1, lo)) + sp.Sum(t, (t, lo + 1, hi))
     step = doc.equation(lhs, sp.Sum(t, (t, 1, hi)), why="", where=sp.Le(lo, hi))
-    assert step.check.passed and 0 < step.check.examples < doc.cfg.examples
+    assert step.check.passed and step.check.examples == doc.cfg.examples  # drawn again until lo <= hi
+    never = doc.equation(lhs, sp.Sum(t, (t, 1, hi)), why="", where=sp.Gt(lo, n))
+    assert never.check.passed and never.check.examples == 0  # indices are drawn in 1..n: nothing is counted
 
 
 # ---- the backward against torch autograd ------------------------------------------------
