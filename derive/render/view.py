@@ -45,6 +45,11 @@ def _text(value: str, target: str) -> str:
     return prose.to_markdown(value) if target == "md" else prose.to_latex(value)
 
 
+def _method(method: str, target: str) -> str:
+    """A prover's method as text: Markdown shows it as is, LaTeX needs ⟨·,·⟩ and · escaped."""
+    return prose.escape_latex_text(method) if target == "tex" else method
+
+
 def _block(b, target: str) -> dict:
     out = {"kind": b.kind}
     if b.kind == "section":
@@ -53,7 +58,7 @@ def _block(b, target: str) -> dict:
         out["text"] = _text(b.text, target)
     elif b.kind == "equation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
-                   verdict=b.verdict.status, method=b.verdict.method,
+                   verdict=b.verdict.status, method=_method(b.verdict.method, target),
                    check=_text(_check_text(b.check, getattr(b, "where", None)), target))
     elif b.kind == "refutation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} \\neq {tex(b.rhs)}", why=_text(b.why, target),
@@ -63,7 +68,7 @@ def _block(b, target: str) -> dict:
         lines[0] = lines[0] + " " + lines[1]
         math = r"\begin{aligned}" + " \\\\\n".join([lines[0]] + lines[2:]) + r"\end{aligned}"
         out.update(name=_text(b.name, target), math=math,
-                   whys=[_text(w, target) + f" ({v.method})" for w, v in zip(b.whys, b.verdicts)],
+                   whys=[_text(w, target) + f" ({_method(v.method, target)})" for w, v in zip(b.whys, b.verdicts)],
                    verdict="proved", check=_text(_check_text(b.check), target))
     elif b.kind == "classification":
         rows = []
