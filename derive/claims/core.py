@@ -63,7 +63,7 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
         return True, "the scores are identical after expansion", steps, diff
     if key_free(diff):
         norm = va.spec.normalizer
-        v = decide_property(norm, "shift_invariant", va.params, cfg)
+        v = decide_property(norm, "shift_invariant", va.property_params, cfg)
         if v.status == PROVED:
             steps.append(step(f"the difference does not involve the key j (row-constant), and {norm} is "
                               f"shift-invariant ({v.reason}), so the weights are equal"))
