@@ -132,7 +132,7 @@ def output_shift(ctx: Context, claim) -> Outcome:
 
 def row_constant(ctx: Context, claim) -> Outcome:
     e = ctx.base.expr(claim.node)
-    one, two = (sp.Symbol(f"j_{k}", integer=True, positive=True) for k in (1, 2))
+    one, two = two_keys(set(ctx.spec.symbols))
     steps = [step("expression", show.latex(e))]
     ex = expand(e, ctx.cfg)
     lemma = None
@@ -146,8 +146,16 @@ def row_constant(ctx: Context, claim) -> Outcome:
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
                  lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False,
-                 compared=("EXPR at key j_1", "EXPR at key j_2"))
+                 compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
+
+
+def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
+    """Two key indices named apart from the spec's names: j_1, j_2, else j_3, j_4, …"""
+    k = 1
+    while f"j_{k}" in taken or f"j_{k + 1}" in taken:
+        k += 2
+    return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
 
 
 def equivalent(ctx: Context, claim) -> Outcome:
