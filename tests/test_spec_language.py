@@ -116,7 +116,7 @@ INTERNAL_NAMES = '''name = "internal names"
 score = "dot(q, k + b_k) / (t * sqrt(d)) + u"
 value = "v + M"
 [symbols]
-t = "scalar positive"
+t = "scalar nonzero"
 u = "scalar"
 b_k = "vector"
 M = "vector"
@@ -375,3 +375,25 @@ def test_nowhere_real_is_bad_input(tmp_path, capsys, score, message):
 ])
 def test_arguments_real_somewhere_are_accepted(score):
     parse_spec(f'name = "x"\nscore = "{score}"\n[symbols]\nx = "scalar"\nm = "scalar negative"\n', "x.toml")
+
+
+def test_a_counterexample_must_respect_the_declared_signs():
+    from derive.claims.core import respects_signs
+
+    p, m, z = sp.Symbol("p", positive=True), sp.Symbol("m", negative=True), sp.Symbol("z", nonzero=True)
+    x = sp.Symbol("x", real=True)
+    assert respects_signs({p: 1.0, m: -0.5, z: -2.0, x: 0.0})
+    assert not respects_signs({p: 0.0}) and not respects_signs({m: 1.0}) and not respects_signs({z: 0.0})
+
+
+def test_a_claim_true_for_positive_scalars_is_never_refuted():
+    # t·|x| = |t·x| for t > 0 only: with t declared positive no counterexample may use t ≤ 0
+    src = ('name = "a"\nscore = "dot(q, k) * t * abs(x)"\n[symbols]\nt = "scalar {}"\nx = "scalar"\n'
+           '[claims]\ne = \'equivalent("dot(q, k) * abs(t * x)")\'\n')
+    assert verdicts(src.format("positive")) == {"e": "proved"}
+    # for t < 0 the claim is false (the scores change sign); a counterexample with t ≥ 0 is
+    # discarded, so until the search draws values of the declared sign it may stay undecided
+    res = results(src.format("negative"))["e"]
+    assert res.verdict in ("refuted", "undecided")
+    if res.verdict == "refuted":
+        assert res.counterexample["values"]["t"] < 0
