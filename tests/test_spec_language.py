@@ -397,3 +397,13 @@ def test_a_claim_true_for_positive_scalars_is_never_refuted():
     assert res.verdict in ("refuted", "undecided")
     if res.verdict == "refuted":
         assert res.counterexample["values"]["t"] < 0
+
+
+def test_scientific_notation_tokens_and_columns():
+    from derive.spec.parser import Binary, Name, Num
+
+    assert parse("1e-30 + 2.5E3*x") == Binary(
+        "+", Num("1e-30", 1), Binary("*", Num("2.5E3", 9), Name("x", 15), 14), 7)
+    with pytest.raises(ExprError) as exc:
+        parse("2e")  # no exponent digits: the number 2, then the name e
+    assert (exc.value.column, exc.value.message) == (2, "unexpected 'e' after a complete expression")

@@ -14,7 +14,7 @@ from derive.model.vectors import Dot, Rot
 __all__ = ["apart", "latex", "text"]
 
 # Display-only replacements active while one spec is checked (see ``apart``).
-_APART: ContextVar[dict] = ContextVar("derive_show_apart", default={})
+_APART: ContextVar[dict | None] = ContextVar("derive_show_apart", default=None)
 _LATEX_NAMES = {"τ": r"\tau", "ω": r"\omega", "𝕄": r"\mathbb{M}"}
 
 

@@ -66,7 +66,8 @@ class Call:
 
 Node = Num | Name | Unary | Binary | Call
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/(),]))")
+_NUM = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"  # 2, 0.5, 1e-30, 2.5E3
+_TOKEN = re.compile(rf"\s*(?:(?P<num>{_NUM})|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/(),]))")
 _BINARY = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40}
 _UNARY_POWER = 30
 

@@ -15,17 +15,17 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.model import attention as A
-from derive.spec.domain import nowhere_real
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
+from derive.spec.domain import nowhere_real
 from derive.spec.parser import LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
 
 __all__ = [
+    "BROKEN",
     "BUILTINS",
     "DECLARABLE",
     "KINDS",
     "PREDECLARED",
     "SCALAR_ASSUMPTIONS",
-    "BROKEN",
     "Binding",
     "bindings",
     "nearest",
