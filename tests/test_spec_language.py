@@ -407,3 +407,9 @@ def test_scientific_notation_tokens_and_columns():
     with pytest.raises(ExprError) as exc:
         parse("2e")  # no exponent digits: the number 2, then the name e
     assert (exc.value.column, exc.value.message) == (2, "unexpected 'e' after a complete expression")
+
+
+def test_tex_report_spells_the_names_shown_apart():
+    from derive.report.render import _tex_escape
+
+    assert _tex_escape("Sum(x_τ, (τ, 1, n)) 𝕄[i,ω]") == r"Sum(x\_$\tau$, ($\tau$, 1, n)) $\mathbb{M}$[i,$\omega$]"
