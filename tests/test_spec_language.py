@@ -413,3 +413,12 @@ def test_tex_report_spells_the_names_shown_apart():
     from derive.report.render import _tex_escape
 
     assert _tex_escape("Sum(x_τ, (τ, 1, n)) 𝕄[i,ω]") == r"Sum(x\_$\tau$, ($\tau$, 1, n)) $\mathbb{M}$[i,$\omega$]"
+
+
+def test_property_counterexample_lists_its_mask_apart_from_a_declared_M():
+    src = ('name = "m"\nscore = "dot(q, k + M)"\nnormalizer = "softmax1"\n[symbols]\nM = "vector"\n'
+           '[claims]\nsi = "shift_invariant"\n')
+    values = results(src)["si"].counterexample["values"]
+    assert "𝕄" in values and "M" not in values
+    plain = results(src.replace("M", "B"))["si"].counterexample["values"]
+    assert "M" in plain and "𝕄" not in plain

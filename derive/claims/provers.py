@@ -9,7 +9,7 @@ from derive.claims.core import expand, key_free, key_terms, scores_lemma, settle
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
 from derive.claims.variant import Variant, fresh
-from derive.model.attention import i, j
+from derive.model.attention import display_apart, i, j
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
@@ -170,8 +170,13 @@ def equivalent(ctx: Context, claim) -> Outcome:
 
 def _normalizer_claim(prop: str):
     def prover(ctx: Context, claim) -> Outcome:
-        return property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
-                                ctx.cfg)
+        out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
+                               ctx.cfg)
+        values = (out.witness or {}).get("values")
+        if values:  # the property's own mask table, listed apart from a declared M
+            shown = {str(k): str(v) for k, v in display_apart(set(ctx.spec.symbols)).items()}
+            out.witness["values"] = {shown.get(k, k): v for k, v in values.items()}
+        return out
 
     return prover
 
