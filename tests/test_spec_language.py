@@ -422,3 +422,19 @@ def test_property_counterexample_lists_its_mask_apart_from_a_declared_M():
     assert "𝕄" in values and "M" not in values
     plain = results(src.replace("M", "B"))["si"].counterexample["values"]
     assert "M" in plain and "𝕄" not in plain
+
+
+@pytest.mark.parametrize("lines, message", [
+    ('value = "v * sqrt(-d)"', "key 'value', column 5: sqrt() of an argument that is negative for every value: "
+                               "the expression is nowhere real"),
+    ("[claims]\nc = 'equivalent(\"dot(q, k) + log(-n)\")'",
+     "key 'claims.c', column 25: log() of an argument that is ≤ 0 for every value: the expression is nowhere real"),
+    ("[claims]\nc = 'row_constant(\"sqrt(-p * p)\")'",
+     "key 'claims.c', column 15: sqrt() of an argument that is negative for every value: "
+     "the expression is nowhere real"),
+])
+def test_nowhere_real_names_key_and_column(tmp_path, capsys, lines, message):
+    text_ = f'name = "x"\nscore = "dot(q, k)"\n{lines}\n'
+    if "[claims]" in lines:
+        text_ = f'name = "x"\nscore = "dot(q, k)"\n[symbols]\np = "scalar nonzero"\n{lines}\n'
+    assert run_error(tmp_path, capsys, text_) == [message]
