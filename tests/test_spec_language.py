@@ -384,6 +384,8 @@ def test_a_counterexample_must_respect_the_declared_signs():
     x = sp.Symbol("x", real=True)
     assert respects_signs({p: 1.0, m: -0.5, z: -2.0, x: 0.0})
     assert not respects_signs({p: 0.0}) and not respects_signs({m: 1.0}) and not respects_signs({z: 0.0})
+    g = sp.Symbol("clipped.gamma'", nonnegative=True)
+    assert respects_signs({g: 0.0}) and not respects_signs({g: -1.0})
 
 
 def test_a_claim_true_for_positive_scalars_is_never_refuted():

@@ -97,10 +97,12 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
 
 
 def respects_signs(scalars: dict) -> bool:
-    """Every scalar value has its symbol's declared sign (``scalar positive`` …)."""
+    """Every scalar value has its symbol's sign (``scalar positive`` …, a normalizer's own
+    parameter such as clipped's ζ' ≥ 0)."""
     for sym, val in scalars.items():
         if (sym.is_positive and not val > 0) or (sym.is_negative and not val < 0) or \
-                (sym.is_nonzero and val == 0):
+                (sym.is_nonzero and val == 0) or (sym.is_nonnegative and val < 0) or \
+                (sym.is_nonpositive and val > 0):
             return False
     return True
 
