@@ -440,3 +440,12 @@ def test_nowhere_real_names_key_and_column(tmp_path, capsys, lines, message):
     if "[claims]" in lines:
         text_ = f'name = "x"\nscore = "dot(q, k)"\n[symbols]\np = "scalar nonzero"\n{lines}\n'
     assert run_error(tmp_path, capsys, text_) == [message]
+
+
+def test_registry_parameters_never_equal_declared_names():
+    src = 'name = "c"\nscore = "dot(q, k) * zeta + c_cap"\nnormalizer = "{}"\n[symbols]\nzeta = "scalar"\nc_cap = "scalar"\n'
+    clipped = Variant(parse_spec(src.format("clipped"), "c.toml"))
+    assert clipped.params["zeta"] == 1 + sp.Symbol("clipped.zeta'", nonnegative=True)
+    assert clipped.binds["zeta"].obj not in clipped.params["zeta"].free_symbols
+    softcap = Variant(parse_spec(src.format("softcap"), "c.toml"))
+    assert softcap.params["c"] == sp.Symbol("softcap.c_cap", positive=True) != softcap.binds["c_cap"].obj
