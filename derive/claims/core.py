@@ -25,7 +25,7 @@ from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
-__all__ = ["expand", "key_free", "key_terms", "scores_lemma", "settle"]
+__all__ = ["expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle"]
 
 
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
@@ -63,7 +63,7 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
         return True, "the scores are identical after expansion", steps, diff
     if key_free(diff):
         norm = va.spec.normalizer
-        v = decide_property(norm, "shift_invariant", va.params, cfg)
+        v = decide_property(norm, "shift_invariant", va.property_params, cfg)
         if v.status == PROVED:
             steps.append(step(f"the difference does not involve the key j (row-constant), and {norm} is "
                               f"shift-invariant ({v.reason}), so the weights are equal"))
@@ -81,6 +81,8 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if ok:
         return _proved(label, lhs, rhs, reason, steps, cfg)
     wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed)
+    if wit is not None and not respects_signs(wit["_instance"].scalars):
+        wit = None  # a value outside a declared sign is no counterexample
     if wit is not None:
         return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
                        witness={**_counterexample(wit, mask, lhs, rhs, rows), "compared": list(compared)})
@@ -92,6 +94,17 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if residue is None:
         why = f"no proof ({how}) and no counterexample were found"
     return Outcome(UNDECIDED, why, steps)
+
+
+def respects_signs(scalars: dict) -> bool:
+    """Every scalar value has its symbol's sign (``scalar positive`` …, a normalizer's own
+    parameter such as clipped's ζ' ≥ 0)."""
+    for sym, val in scalars.items():
+        if (sym.is_positive and not val > 0) or (sym.is_negative and not val < 0) or \
+                (sym.is_nonzero and val == 0) or (sym.is_nonnegative and val < 0) or \
+                (sym.is_nonpositive and val > 0):
+            return False
+    return True
 
 
 def _engine(expr, cfg):

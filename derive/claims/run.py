@@ -45,7 +45,15 @@ def _fresh_caches() -> None:
 
 
 def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = None) -> SpecResult:
+    from derive.claims.show import apart
+    from derive.model.attention import display_apart
+
     _fresh_caches()
+    with apart(display_apart(set(spec.symbols))):  # Σ_τ when the spec has its own t
+        return _check(spec, cfg, file)
+
+
+def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
     ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
     for claim in spec.claims:

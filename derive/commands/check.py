@@ -39,7 +39,14 @@ def check_files(files, cfg) -> list:
     from derive.claims.run import check_spec
     from derive.spec import load_spec
 
-    specs = [load_spec(f) for f in files]  # all input errors before any proof
+    specs, errors = [], []
+    for f in files:  # every input error of every file, before any proof
+        try:
+            specs.append(load_spec(f))
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise InputError("\n".join(errors))
     return [check_spec(s, cfg) for s in specs]
 
 

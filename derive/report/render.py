@@ -33,6 +33,7 @@ def _tex_escape(text: str) -> str:
             "⟨": r"$\langle$", "⟩": r"$\rangle$", "·": r"$\cdot$", "′": "'", "ᵀ": r"$^T$",
             "−": "-", "≠": r"$\neq$", "Σ": r"$\Sigma$", "²": r"$^2$", "…": r"\dots{}", "→": r"$\to$",
             "α": r"$\alpha$", "√": r"$\surd$", "Δ": r"$\Delta$", "≤": r"$\leq$", "₁": r"$_1$",
+            "τ": r"$\tau$", "ω": r"$\omega$", "𝕄": r"$\mathbb{M}$",  # internal names shown apart
             "✅": "", "❌": "", "❓": ""}
     # other non-ASCII characters (a spec's name may contain any) would stop pdflatex
     return "".join(repl.get(ch, ch if ord(ch) < 128 else "?") for ch in str(text))
