@@ -18,6 +18,7 @@ from derive.claims import show
 from derive.prove.equality import prove_zero
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.claims.normalizer import decide_property
+from derive.crosscheck.witness import satisfies
 from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
 from derive.model.attention import j
@@ -98,13 +99,8 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
 
 def respects_signs(scalars: dict) -> bool:
     """Every scalar value has its symbol's sign (``scalar positive`` …, a normalizer's own
-    parameter such as clipped's ζ' ≥ 0)."""
-    for sym, val in scalars.items():
-        if (sym.is_positive and not val > 0) or (sym.is_negative and not val < 0) or \
-                (sym.is_nonzero and val == 0) or (sym.is_nonnegative and val < 0) or \
-                (sym.is_nonpositive and val > 0):
-            return False
-    return True
+    parameter such as clipped's ζ' ≥ 0); the search draws only such values, this re-checks."""
+    return all(satisfies(sym, val) for sym, val in scalars.items())
 
 
 def _engine(expr, cfg):
