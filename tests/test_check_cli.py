@@ -89,10 +89,18 @@ def test_diff(tmp_path, capsys):
     old.write_text('name = "v1"\nscore = "dot(q + b_q, k + b_k)"\n' + body)
     new.write_text('name = "v2"\nscore = "dot(rope(q + b_q, i), rope(k + b_k, j))"\n' + body)
     assert main(["diff", str(old), str(new), "--format", "json"]) == 1
-    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["claims"]}
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["counts"]["new"] == {"claims": 2, "proved": 1, "refuted": 1, "undecided": 0}
+    assert doc["counts"]["old"]["refuted"] == 0
+    rows = {r["name"]: r for r in doc["claims"]}
     assert rows["k"]["old"] == "proved" and rows["k"]["new"] == "refuted" and rows["k"]["changed"]
     assert not rows["q"]["changed"]
     assert main(["diff", str(old), str(old)]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(old), str(new)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "2 claims: 1 proved, 1 refuted, 0 undecided (before: 2 claims: 2 proved, 0 refuted, 0 undecided)"
+    assert lines[2] == f"### derive diff: v1 (`{old}`) → v2 (`{new}`)"
 
 
 def test_examples_lists_the_atlas(capsys):
