@@ -1,4 +1,8 @@
-"""``derive check --format github|sarif``: annotations at the claim's line, SARIF valid against the official schema."""
+"""``derive check --format github|sarif``: annotations at the claim's line, SARIF valid against the official schema.
+
+``tests/sarif-schema-2.1.0.json`` is the OASIS SARIF 2.1.0 schema (errata 01), unchanged, as published
+in the OASIS TC's repository (oasis-tcs/sarif-spec, ``sarif-2.1/schema/sarif-schema-2.1.0.json``).
+"""
 
 from __future__ import annotations
 
