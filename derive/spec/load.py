@@ -15,6 +15,7 @@ from pathlib import Path
 
 from derive.errors import InputError
 from derive.spec.parser import ExprError, Node, parse
+from derive.spec.positions import key_positions
 from derive.spec.translate import (
     BROKEN,
     BUILTINS,
@@ -76,6 +77,8 @@ class Spec:
     symbols: dict = field(default_factory=dict)
     claims: tuple[ClaimSpec, ...] = ()
     description: str = ""
+    # (line, column) of every key in the TOML source, e.g. ("claims", "k") -> (12, 1)
+    positions: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def normalizer_text(self) -> str:
@@ -156,7 +159,7 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     errs.raise_any()
     return Spec(file=file, name=data["name"], score_src=score_src, score=score, value_src=value_src,
                 value=value, normalizer=norm, norm_args=norm_args, mask=mask, symbols=symbols,
-                claims=claims, description=data.get("description", ""))
+                claims=claims, description=data.get("description", ""), positions=key_positions(text))
 
 
 def _symbols(errs: _Errors, table: dict) -> tuple[dict[str, str], list[str]]:
