@@ -59,3 +59,10 @@ def test_pipe_in_table_math_is_escaped():
 )
 def test_latex_prose(text, expected):
     assert to_latex(text) == expected
+
+
+def test_pdf_figures_embed_truetype_not_type3():
+    from derive.render.figures import render_figure
+
+    pdf = render_figure(lambda ax: (ax.plot([0, 1], [1, 2]), ax.set_title("weights")), "pdf")
+    assert b"/Type3" not in pdf and b"/FontFile2" in pdf

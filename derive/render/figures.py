@@ -6,7 +6,9 @@ import io
 
 __all__ = ["render_figure"]
 
-_RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "font.size": 10, "figure.figsize": (6.4, 3.6)}
+# pdf.fonttype 42: embed TrueType fonts in the PDF figures, never Type 3 (bitmap-like in viewers)
+_RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "pdf.fonttype": 42, "font.size": 10,
+       "figure.figsize": (6.4, 3.6)}
 
 
 def render_figure(draw, fmt: str) -> bytes:
