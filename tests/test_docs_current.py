@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,25 @@ def fresh_docs(tmp_path_factory) -> Path:
 def test_committed_docs_are_current(fresh_docs):
     problems = differences(fresh_docs)
     assert not problems, "run `python build_docs.py --no-pdf`:\n" + "\n".join(problems)
+
+
+def test_no_measured_error_is_printed():
+    """Measured float64 errors differ between machines; documents state tolerances only."""
+    figure = re.compile(r"(abs|rel)\w* error\W{0,6}\d", re.IGNORECASE)
+
+    def keys(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield k
+                yield from keys(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from keys(v)
+
+    for path in sorted(DOCS.glob("*.md")):
+        assert not figure.search(path.read_text(encoding="utf-8")), path.name
+    for path in sorted(DOCS.glob("*.json")):
+        assert not [k for k in keys(json.loads(path.read_text(encoding="utf-8"))) if "error" in k], path.name
 
 
 def test_documents_exist_and_link_to_each_other():
