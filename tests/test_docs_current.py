@@ -119,10 +119,12 @@ def machine_env(machine: str) -> dict:
     usable = [f for f in feats["dispatch"] if f in feats["on"]]
     if machine == "no-avx512":
         usable = [f for f in usable if "512" in f or f == "X86_V4"]
-        core = "Haswell"
+        core = "Haswell" if "AVX2" in feats["on"] else None  # a kernel the CPU lacks would crash
     else:
         core = "Prescott"
-    env = {"OPENBLAS_CORETYPE": core}
+    env = {}
+    if core and "SSE2" in feats["on"]:  # OpenBLAS's x86 kernel names
+        env["OPENBLAS_CORETYPE"] = core
     if usable:
         env["NPY_DISABLE_CPU_FEATURES"] = " ".join(usable)
     return env
