@@ -21,6 +21,7 @@ from derive.claims.normalizer import decide_property
 from derive.crosscheck.witness import satisfies
 from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
+from derive.crosscheck.check import tolerance_text
 from derive.model.attention import j
 from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
@@ -116,8 +117,9 @@ def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:
         return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed; "
                                   "please report this", steps, check=check)
     else:
-        steps.append(step(f"numeric cross-check: {check['examples']} random instances agree "
-                          f"(abs error ≤ {check['max_abs_error']:g}, rel error ≤ {check['max_rel_error']:g})"))
+        steps.append(step(f"numeric cross-check: {check['examples']} random instances, and "
+                          f"{check['hypothesis_examples']} more searched by Hypothesis, agree within "
+                          f"{tolerance_text(check['tolerance'])}"))
     return Outcome(PROVED, reason, steps, check=check)
 
 

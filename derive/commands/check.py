@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="md", help="report format (default md)")
     parser.add_argument("--output", metavar="PATH", help="write the report to PATH instead of stdout")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                        help="time bound of each symbolic step (default 10)")
+                        help="CPU-time bound of each symbolic step, in seconds (default 10)")
     parser.add_argument("--baseline", metavar="REF",
                         help="compare with each file at git revision REF (read with git show) and report "
                              "only the claims whose verdict changed")
