@@ -3,7 +3,7 @@
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
 Only the module of the command being run is imported (``derive check`` must not pay for
 the renderer of ``derive build``); ``derive --help`` imports them all to list them.
-User mistakes (:class:`~derive.errors.InputError`) print one line and exit 2; no
+User mistakes (:class:`~derive.errors.InputError`) print one line per error and exit 2; no
 traceback is shown for them.
 """
 
@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except InputError as exc:
-        print(f"derive: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # several errors: one line each
+            print(f"derive: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("derive: interrupted", file=sys.stderr)

@@ -1,6 +1,6 @@
 """The exception tree. ``DeriveError`` is the base; each kind says who must act.
 
-* :class:`InputError` — the user's input is wrong (exit code 2, one line, no traceback).
+* :class:`InputError` — the user's input is wrong (exit code 2, one line per error, no traceback).
 * :class:`KindError` — a vector where a scalar is needed, or the reverse (an input error).
 * :class:`Unsupported` — a construct the engine cannot decide yet (gives *undecided*).
 * :class:`StepFailed` — a derivation step did not verify; the build stops (exit 1).

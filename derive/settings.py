@@ -19,7 +19,7 @@ class Settings:
     bound: float = 2.0  # entries of random vectors lie in [-bound, bound]
     mp_dps: int = 60  # decimal digits of the mpmath reference
     witness_examples: int = 300  # Hypothesis examples when searching a counterexample
-    time_limit: float = 20.0  # seconds for one symbolic proof attempt
+    time_limit: float = 20.0  # CPU seconds for one symbolic proof attempt
 
     def merge(self, **changes) -> Settings:
         known = {f.name for f in fields(self)}

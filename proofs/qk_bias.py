@@ -106,7 +106,8 @@ def _minus(a, b):
 
 
 def _fmt(xs) -> str:
-    return "(" + ", ".join(f"{float(x):.6f}".replace("-", "−") for x in xs) + ")"
+    """6 decimals of exact (SymPy) values, evaluated at 30 digits: the same on every machine."""
+    return "(" + ", ".join(f"{float(sp.N(x, 30)):.6f}".replace("-", "−") for x in xs) + ")"
 
 
 def document() -> Document:
@@ -255,8 +256,10 @@ def document() -> Document:
                  expect=["key-dependent"])
 
     shifts = ((1, 0), (0, 0), (0, 0))
-    _, p_before = _numpy_attention(EX_Q, EX_KEYS, (0, 0), (0, 0))
-    _, p_after = _numpy_attention(EX_Q, [np.add(k, s_) for k, s_ in zip(EX_KEYS, shifts)], (0, 0), (0, 0))
+    # exact weights, rounded for display (a float64 softmax's last bits depend on numpy's SIMD exp)
+    p_before = _exact_weights(_exact_scores(EX_Q, EX_KEYS, (0, 0), (0, 0)))
+    p_after = _exact_weights(_exact_scores(EX_Q, [tuple(a + b for a, b in zip(k, s_)) for k, s_ in zip(EX_KEYS, shifts)],
+                                           (0, 0), (0, 0)))
     doc.prose(
         "A concrete counterexample with the seed's query and keys: shift only the first key, "
         "$\\delta_1 = (1, 0)$, $\\delta_2 = \\delta_3 = 0$. Its score rises by $1/\\sqrt{2}$ and the weights change:"

@@ -270,8 +270,10 @@ def document() -> Document:
     e10 = float(np.exp(-10.0))
     doc.example_check("faulty form on x = (−10, −10)", list(got_f), [1 / 3, 1 / 3], detail="m = −10: e^0/(1 + 2)")
     doc.example_check("softmax₁ on x = (−10, −10)", list(got_s), [e10 / (1 + 2 * e10)] * 2, detail="e^{−10}/(1 + 2e^{−10})")
-    doc.prose(f"At $x = (-10, -10)$ softmax₁ gives {got_s[0]:.6g} to each key (mass {2 * got_s[0]:.4g}); the faulty "
-              "form gives 1/3 to each (mass 2/3).")
+    # printed from the exact value, not from the float64 run (whose last bits depend on numpy's SIMD exp)
+    w10 = sp.exp(-10) / (1 + 2 * sp.exp(-10))
+    doc.prose(f"At $x = (-10, -10)$ softmax₁ gives {float(w10.evalf(30)):.6g} to each key "
+              f"(mass {float((2 * w10).evalf(30)):.4g}); the faulty form gives 1/3 to each (mass 2/3).")
     _ = faulty
     doc.prose("**Where each form fails in floating point.** Outcomes against a 50-digit reference (tolerance: "
               "2e-3 float16, 1.6e-2 bfloat16, 1e-6 float32, 1e-12 float64); bfloat16 is emulated (float32 "

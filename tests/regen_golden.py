@@ -15,7 +15,7 @@ if __name__ == "__main__":
     for name in ("demo.md", "demo.json"):
         (HERE / "golden" / name).write_bytes(rendered.docs[name])
     (HERE / "golden" / "demo.tex").write_bytes(rendered.build["demo.tex"])
-    for fmt in ("md", "json"):
+    for fmt in ("md", "json", "github", "sarif"):
         report = subprocess.run([sys.executable, "-m", "derive", "check", "tests/specs/golden.toml", "--format", fmt],
                                 cwd=HERE.parent, capture_output=True, check=False).stdout
         (HERE / "golden" / f"check_report.{fmt}").write_bytes(report)

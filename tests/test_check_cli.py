@@ -26,10 +26,10 @@ def _run(*argv) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def outputs():
-    return {fmt: _run("check", SPEC, "--format", fmt) for fmt in ("md", "json", "tex")}
+    return {fmt: _run("check", SPEC, "--format", fmt) for fmt in ("md", "json", "tex", "github", "sarif")}
 
 
-@pytest.mark.parametrize("fmt", ["md", "json"])
+@pytest.mark.parametrize("fmt", ["md", "json", "github", "sarif"])
 def test_golden(outputs, fmt):
     code, text = outputs[fmt]
     assert code == 1  # k_bias_redundant is refuted
@@ -43,9 +43,11 @@ def test_deterministic(outputs):
 
 def test_json_schema(outputs):
     doc = json.loads(outputs["json"][1])
-    assert set(doc) == {"version", "schema", "specs"}
+    assert set(doc) == {"version", "schema", "counts", "specs"}
+    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0}
     (spec,) = doc["specs"]
-    assert {"file", "name", "claims"} <= set(spec)
+    assert {"file", "name", "counts", "claims"} <= set(spec)
+    assert spec["counts"] == doc["counts"]
     verdicts = {c["name"]: c["verdict"] for c in spec["claims"]}
     assert verdicts == {"k_bias_redundant": "refuted", "q_bias_matters": "proved", "v_bias_shifts_output": "proved",
                         "rotation_cancels": "proved", "shift_invariant": "proved"}
@@ -61,6 +63,7 @@ def test_json_schema(outputs):
 
 def test_md_is_a_pr_comment(outputs):
     text = outputs["md"][1]
+    assert text.startswith("5 claims: 4 proved, 1 refuted, 0 undecided\n\n")
     assert "| Claim | Statement | Verdict | Reason |" in text
     assert text.count("<details>") == text.count("</details>") == 5
     assert "❌ refuted" in text and "✅ proved" in text
@@ -86,10 +89,18 @@ def test_diff(tmp_path, capsys):
     old.write_text('name = "v1"\nscore = "dot(q + b_q, k + b_k)"\n' + body)
     new.write_text('name = "v2"\nscore = "dot(rope(q + b_q, i), rope(k + b_k, j))"\n' + body)
     assert main(["diff", str(old), str(new), "--format", "json"]) == 1
-    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["claims"]}
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["counts"]["new"] == {"claims": 2, "proved": 1, "refuted": 1, "undecided": 0}
+    assert doc["counts"]["old"]["refuted"] == 0
+    rows = {r["name"]: r for r in doc["claims"]}
     assert rows["k"]["old"] == "proved" and rows["k"]["new"] == "refuted" and rows["k"]["changed"]
     assert not rows["q"]["changed"]
     assert main(["diff", str(old), str(old)]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(old), str(new)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "2 claims: 1 proved, 1 refuted, 0 undecided (before: 2 claims: 2 proved, 0 refuted, 0 undecided)"
+    assert lines[2] == f"### derive diff: v1 (`{old}`) → v2 (`{new}`)"
 
 
 def test_examples_lists_the_atlas(capsys):

@@ -35,7 +35,7 @@ def test_sink_normalizer_and_no_claims(tmp_path, capsys):
     assert main(["check", str(p)]) == 0  # no claims: nothing refuted
     p.write_text('name = "s"\nscore = "dot(q, k)"\nnormalizer = "sink(zz)"\n[symbols]\nz = "scalar"\n')
     assert main(["check", str(p)]) == 2
-    assert "unknown name 'zz'; did you mean 'z'?" in capsys.readouterr().err
+    assert "unknown name 'zz': declare it under [symbols]; did you mean 'z'?" in capsys.readouterr().err
 
 
 def test_diff_markdown(tmp_path, capsys):

@@ -1,8 +1,12 @@
+import time
+
+import pytest
 import sympy as sp
 
 from derive.model.attention import M, ScalarBase, i, j, n, scale, softmax_weight, t
 from derive.model.vectors import Dot, VectorBase, expand_dot, vectors
 from derive.prove.equality import prove_equal
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT
 
@@ -90,3 +94,14 @@ def test_expansion_is_derived_not_typed():
     expanded = expand_dot(Dot(q0[i] + bQ, k0[j] + bK))
     assert set(sp.Add.make_args(expanded)) == {
         Dot(q0[i], k0[j]), Dot(bQ, k0[j]), Dot(q0[i], bK), Dot(bQ, bK)}
+
+
+def test_time_limit_counts_cpu_time_not_waiting():
+    """A loaded machine must not turn a proof into *undecided*: the bound is CPU time."""
+    with time_limit(0.2):
+        time.sleep(0.5)  # waiting (as when other processes have the CPU) does not count
+    with pytest.raises(TimeLimit):
+        with time_limit(0.2):
+            end = time.process_time() + 5
+            while time.process_time() < end:
+                pass

@@ -59,3 +59,22 @@ def test_pipe_in_table_math_is_escaped():
 )
 def test_latex_prose(text, expected):
     assert to_latex(text) == expected
+
+
+def test_pdf_figures_embed_truetype_not_type3():
+    from derive.render.figures import render_figure
+
+    pdf = render_figure(lambda ax: (ax.plot([0, 1], [1, 2]), ax.set_title("weights")), "pdf")
+    assert b"/Type3" not in pdf and b"/FontFile2" in pdf
+
+
+def test_svg_clip_ids_do_not_depend_on_numpy():
+    """matplotlib hashes str() of numpy floats into clip-path ids; numpy 1 and 2 print them differently."""
+    import re
+
+    from derive.render.figures import render_figure
+
+    svg = render_figure(lambda ax: ax.plot([0, 1], [1, 2]), "svg")
+    assert re.search(rb'id="p[0-9a-f]{10}"', svg) is None
+    refs, ids = set(re.findall(rb"url\(#([^)]+)\)", svg)), set(re.findall(rb'id="([^"]+)"', svg))
+    assert refs and refs <= ids

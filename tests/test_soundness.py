@@ -114,6 +114,29 @@ GROUPS = [
         ("row_constant('log(1 + exp(m)) * i - m * i')", True), ("depends(m)", True), ("invariant(m)", False),
         ("output_shift(b_v)", True), ("output_invariant(b_v)", False),
     ]),
+    # A temperature named t (the summation variable's name) declared positive.
+    ("dot(q, k) / (t * sqrt(d))", "softmax", "causal", {"t": "scalar positive"}, "v", [
+        ("depends(t)", True), ("invariant(t)", False), ("equivalent('dot(q, k) * (1 / t) / sqrt(d)')", True),
+        ("equivalent('dot(q, k) / (abs(t) * sqrt(d))')", True),
+        ("equivalent('dot(q, k) / (t ** 2 * sqrt(d))')", False),
+        ("row_constant('t * i')", True), ("row_constant('t * j')", False),
+    ]),
+    # Scientific notation and numeric powers: 1e-30 and 10**-30 are the same number, 2**-100 is not.
+    ("dot(q, k) / sqrt(d) + 1e-30 * j", "softmax", "none", {}, "v", [
+        ("equivalent('dot(q, k) / sqrt(d)')", False), ("equivalent('dot(q, k) / sqrt(d) + 10**-30 * j')", True),
+        ("equivalent('dot(q, k) / sqrt(d) + 2**-100 * j')", False),
+        ("row_constant('1e-30 * i + 2.5E3')", True), ("row_constant('(2**400 + j) - 2**400')", False),
+        ("equivalent('dot(q, k) / sqrt(d) + 1e-30 * (j + 2**400)')", True),
+    ]),
+    # The learned key/value token of add_bias_kv: s*_i = <q_i, k*>/sqrt(d), v* in the output.
+    (S1, "bias_kv(k_star, v_star)", "none", {**BIAS, "k_star": "vector", "v_star": "vector"}, "v + b_v", [
+        ("invariant(b_k)", False), ("invariant(v_star)", True), ("output_invariant(v_star)", False),
+        ("depends(k_star)", True), ("output_shift(b_v)", False), ("invariant(b_v)", True),
+        ("depends(b_q)", True),
+    ]),
+    (S1, "sigmoid(b)", "causal", {**BIAS, "b": "scalar"}, "v", [
+        ("depends(b)", True), ("invariant(b)", False), ("shift_invariant", False), ("weights_sum_to_one", False),
+    ]),
     (S1, "softmax", "none", BIAS, "2 * v - b_v / 2", [
         ("invariant(b_k)", True), ("row_constant('dot(b_q, k)')", False), ("depends(b_q)", True),
         ("output_shift(b_v)", False), ("output_invariant(b_k)", True),
@@ -152,7 +175,7 @@ def verdicts(run):
 
 def test_table_size_and_balance():
     claims = [c for g in GROUPS for c in g[5]]
-    assert len(claims) >= 60
+    assert len(claims) >= 120
     false = sum(1 for _, truth in claims if not truth)
     assert 0.4 <= false / len(claims) <= 0.6
 

@@ -52,6 +52,6 @@ def atlas_markdown(results: list | None = None) -> str:
             cells.append("—" if c is None else f"[{ICONS[c.verdict]}](#{anchor(r.name, c.name)})")
         head.append(f"| [{r.name}](#{anchor(r.name)}) (`{name}`) | " + " | ".join(cells) + " |")
     head += ["", "## Details", ""]
-    body = render(results, "md")
+    body = render(results, "md", summary=False)
     return "\n".join(head) + "\n" + body
 

@@ -18,14 +18,16 @@ from derive.claims import show
 from derive.prove.equality import prove_zero
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.claims.normalizer import decide_property
+from derive.crosscheck.witness import satisfies
 from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
+from derive.crosscheck.check import tolerance_text
 from derive.model.attention import j
 from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
-__all__ = ["expand", "key_free", "key_terms", "scores_lemma", "settle"]
+__all__ = ["expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle"]
 
 
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
@@ -63,7 +65,7 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
         return True, "the scores are identical after expansion", steps, diff
     if key_free(diff):
         norm = va.spec.normalizer
-        v = decide_property(norm, "shift_invariant", va.params, cfg)
+        v = decide_property(norm, "shift_invariant", va.property_params, cfg)
         if v.status == PROVED:
             steps.append(step(f"the difference does not involve the key j (row-constant), and {norm} is "
                               f"shift-invariant ({v.reason}), so the weights are equal"))
@@ -81,6 +83,8 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if ok:
         return _proved(label, lhs, rhs, reason, steps, cfg)
     wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed)
+    if wit is not None and not respects_signs(wit["_instance"].scalars):
+        wit = None  # a value outside a declared sign is no counterexample
     if wit is not None:
         return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
                        witness={**_counterexample(wit, mask, lhs, rhs, rows), "compared": list(compared)})
@@ -92,6 +96,12 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if residue is None:
         why = f"no proof ({how}) and no counterexample were found"
     return Outcome(UNDECIDED, why, steps)
+
+
+def respects_signs(scalars: dict) -> bool:
+    """Every scalar value has its symbol's sign (``scalar positive`` …, a normalizer's own
+    parameter such as clipped's ζ' ≥ 0); the search draws only such values, this re-checks."""
+    return all(satisfies(sym, val) for sym, val in scalars.items())
 
 
 def _engine(expr, cfg):
@@ -107,8 +117,9 @@ def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:
         return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed; "
                                   "please report this", steps, check=check)
     else:
-        steps.append(step(f"numeric cross-check: {check['examples']} random instances agree "
-                          f"(abs error ≤ {check['max_abs_error']:g}, rel error ≤ {check['max_rel_error']:g})"))
+        steps.append(step(f"numeric cross-check: {check['examples']} random instances, and "
+                          f"{check['hypothesis_examples']} more searched by Hypothesis, agree within "
+                          f"{tolerance_text(check['tolerance'])}"))
     return Outcome(PROVED, reason, steps, check=check)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from derive.claims.result import Outcome, step
+from derive.crosscheck.check import tolerance_text
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import Settings
@@ -73,8 +74,9 @@ def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Setti
                 steps.append(step("numeric cross-check FAILED", data=check))
                 return Outcome(UNDECIDED, "the proof went through but the numeric cross-check failed; "
                                           "please report this", steps, check=check)
-            steps.append(step(f"numeric cross-check on random score tables: {check['examples']} instances "
-                              f"agree (abs error ≤ {check['max_abs_error']:g})"))
+            steps.append(step(f"numeric cross-check on random score tables: {check['examples']} instances, "
+                              f"and {check['hypothesis_examples']} more searched by Hypothesis, agree within "
+                              f"{tolerance_text(check['tolerance'])}"))
         return Outcome(PROVED, v.reason, steps, check=check)
     if v.status == REFUTED:
         if witness and prop in COMPARED:

@@ -105,14 +105,4 @@ def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:
     out = res.as_json()
     out.pop("kind", None)
     out.pop("name", None)
-    # Report errors as power-of-ten upper bounds: the last bits of a float64 sum may
-    # depend on the order SymPy happened to build the terms in, the bound does not.
-    out["max_abs_error"] = _bound(res.max_abs_error)
-    out["max_rel_error"] = _bound(res.max_rel_error)
     return out
-
-
-def _bound(x: float) -> float:
-    import math
-
-    return 0.0 if x == 0 else float(f"1e{math.ceil(math.log10(x))}")

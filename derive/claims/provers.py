@@ -9,7 +9,7 @@ from derive.claims.core import expand, key_free, key_terms, scores_lemma, settle
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
 from derive.claims.variant import Variant, fresh
-from derive.model.attention import i, j
+from derive.model.attention import display_apart, i, j
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
@@ -91,12 +91,19 @@ def output_invariant(ctx: Context, claim) -> Outcome:
     dv = expand(vb.value() - va.value(), ctx.cfg)
     if dv is not None:
         steps.append(step("difference of the values, expanded", show.latex(dv)))
-    if ok and dv == 0:
+    dx = sp.S.Zero if va.extra is None else expand(vb.extra - va.extra, ctx.cfg)
+    if dx != 0:
+        steps.append(step(f"the value of the {ctx.spec.normalizer} token changes",
+                          show.latex(dx) if dx is not None else ""))
+    if ok and dv == 0 and dx == 0:
         lemma = (True, f"{reason}, and the values do not involve {name}", steps, diff)
     else:
         lemma = (False, "", steps, diff)
     why = f"the value changes by {show.text(delta_form(dv, vb, name))}" if ok and dv is not None else \
         _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
+    if ok and dv == 0 and dx != 0:
+        why = f"the value of the {ctx.spec.normalizer} token changes" + \
+            (f" by {show.text(delta_form(dx, vb, name))}" if dx is not None else "")
     out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
                  rows=False, compared=(f"output with {name}", f"output with {fresh(name)}"))
     if out.status == REFUTED:
@@ -111,10 +118,10 @@ def output_shift(ctx: Context, claim) -> Outcome:
     vec = va.binds[name].obj
     ok, _, steps, diff = scores_lemma(v0, va, ctx.cfg)
     dv = expand(va.value() - v0.value() - vec, ctx.cfg)
-    s1 = decide_property(ctx.spec.normalizer, "weights_sum_to_one", va.params, ctx.cfg)
+    s1 = decide_property(ctx.spec.normalizer, "weights_sum_to_one", va.property_params, ctx.cfg)
     steps.append(step(f"value minus {name} minus the value at {name} = 0", show.latex(dv) if dv is not None else ""))
     steps.append(step(f"weights sum to one: {s1.status} ({s1.reason})"))
-    good = ok and dv == 0 and s1.status == PROVED
+    good = ok and dv == 0 and s1.status == PROVED and va.extra is None
     lemma = (good, f"the weights do not involve {name}, the value is shifted by exactly {name}, and the "
                    "weights sum to 1, so the output is shifted by exactly " + name, steps, diff)
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
@@ -125,7 +132,7 @@ def output_shift(ctx: Context, claim) -> Outcome:
 
 def row_constant(ctx: Context, claim) -> Outcome:
     e = ctx.base.expr(claim.node)
-    one, two = (sp.Symbol(f"j_{k}", integer=True, positive=True) for k in (1, 2))
+    one, two = two_keys(set(ctx.spec.symbols))
     steps = [step("expression", show.latex(e))]
     ex = expand(e, ctx.cfg)
     lemma = None
@@ -139,8 +146,16 @@ def row_constant(ctx: Context, claim) -> Outcome:
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
                  lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False,
-                 compared=("EXPR at key j_1", "EXPR at key j_2"))
+                 compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
+
+
+def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
+    """Two key indices named apart from the spec's names: j_1, j_2, else j_3, j_4, …"""
+    k = 1
+    while f"j_{k}" in taken or f"j_{k + 1}" in taken:
+        k += 2
+    return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
 
 
 def equivalent(ctx: Context, claim) -> Outcome:
@@ -155,8 +170,13 @@ def equivalent(ctx: Context, claim) -> Outcome:
 
 def _normalizer_claim(prop: str):
     def prover(ctx: Context, claim) -> Outcome:
-        return property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.params,
-                                ctx.cfg)
+        out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
+                               ctx.cfg)
+        values = (out.witness or {}).get("values")
+        if values:  # the property's own mask table, listed apart from a declared M
+            shown = {str(k): str(v) for k, v in display_apart(set(ctx.spec.symbols)).items()}
+            out.witness["values"] = {shown.get(k, k): v for k, v in values.items()}
+        return out
 
     return prover
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
-from derive.prove.verdict import PROVED, UNDECIDED
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 from derive.spec.load import Spec
 
-__all__ = ["DEFAULT_CHECK", "SpecResult", "check_spec"]
+__all__ = ["DEFAULT_CHECK", "SpecResult", "check_spec", "count_verdicts", "summary_line"]
 
 DEFAULT_CHECK = Settings(examples=20, witness_examples=200, time_limit=10.0)
 
@@ -26,11 +26,31 @@ class SpecResult:
     def all_proved(self) -> bool:
         return all(c.verdict == PROVED for c in self.claims)
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}``"""
+        return count_verdicts(c.verdict for c in self.claims)
+
     def as_json(self) -> dict:
         s = self.spec
         return {"file": self.file, "name": self.name, "score": s.score_src, "value": s.value_src,
-                "normalizer": s.normalizer_text, "mask": s.mask,
+                "normalizer": s.normalizer_text, "mask": s.mask, "counts": self.counts,
                 "claims": [c.as_json() for c in self.claims]}
+
+
+def count_verdicts(verdicts) -> dict[str, int]:
+    out = {"claims": 0, PROVED: 0, REFUTED: 0, UNDECIDED: 0}
+    for v in verdicts:
+        out["claims"] += 1
+        out[v] += 1
+    return out
+
+
+def summary_line(counts: dict[str, int]) -> str:
+    """``3 claims: 2 proved, 1 refuted, 0 undecided``"""
+    n = counts["claims"]
+    return (f"{n} claim{'' if n == 1 else 's'}: {counts[PROVED]} proved, {counts[REFUTED]} refuted, "
+            f"{counts[UNDECIDED]} undecided")
 
 
 def _fresh_caches() -> None:
@@ -45,7 +65,15 @@ def _fresh_caches() -> None:
 
 
 def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = None) -> SpecResult:
+    from derive.claims.show import apart
+    from derive.model.attention import display_apart
+
     _fresh_caches()
+    with apart(display_apart(set(spec.symbols))):  # Σ_τ when the spec has its own t
+        return _check(spec, cfg, file)
+
+
+def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
     ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
     for claim in spec.claims:

@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
 from derive.model.vectors import Dot, Rot
 
-__all__ = ["latex", "text"]
+__all__ = ["apart", "latex", "text"]
+
+# Display-only replacements active while one spec is checked (see ``apart``).
+_APART: ContextVar[dict | None] = ContextVar("derive_show_apart", default=None)
+_LATEX_NAMES = {"τ": r"\tau", "ω": r"\omega", "𝕄": r"\mathbb{M}"}
+
+
+@contextmanager
+def apart(replacements: dict):
+    """Show internal objects under other names while checking one spec (``Σ_τ`` when the
+    spec declares its own ``t``): ``replacements`` maps an engine object to its stand-in."""
+    token = _APART.set(dict(replacements))
+    try:
+        yield
+    finally:
+        _APART.reset(token)
+
+
+def _shown(expr):
+    rep = _APART.get()
+    return expr.xreplace(rep) if rep and isinstance(expr, sp.Basic) else expr
 
 
 class _Text(StrPrinter):
@@ -32,6 +55,11 @@ class _Latex(LatexPrinter):
         return out if exp is None else f"{out}^{{{exp}}}"
 
     def _print_Symbol(self, e, style="plain"):
+        if e.name in _LATEX_NAMES:
+            return _LATEX_NAMES[e.name]
+        if "." in e.name:  # a normalizer's own parameter: sigmoid.b → b_{sigmoid}
+            head, tail = e.name.split(".", 1)
+            return rf"{self._print_Symbol(sp.Symbol(tail))}_{{\mathrm{{{head}}}}}"
         if e.name.startswith("Δ"):
             return r"\Delta " + self._print_Symbol(sp.Symbol(e.name[1:]))
         if e.name.endswith("'"):
@@ -52,13 +80,13 @@ def _head(expr: sp.Basic) -> tuple[sp.Basic, int]:
 def text(expr: sp.Basic) -> str:
     if not isinstance(expr, sp.Basic):
         return str(expr)
-    head, more = _head(expr)
+    head, more = _head(_shown(expr))
     out = _Text().doprint(head)
     return out + (f" + … ({more} more terms)" if more else "")
 
 
 def latex(expr: sp.Basic) -> str:
-    head, more = _head(expr)
+    head, more = _head(_shown(expr))
     out = _Latex().doprint(head)
     return out + (r" + \dots" if more else "")
 

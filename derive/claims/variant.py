@@ -2,21 +2,34 @@
 
 ``Variant(spec, rename={"b_k": "b_k'"})`` is the same variant with ``b_k`` replaced by a
 fresh object of the same kind, which is how "for all values of NAME" is stated.
+
+Normalizer parameters: a parameter the spec names (``sink(s0)``, ``sigmoid(b0)``) is the
+user's symbol; one it leaves unnamed (the bias of a plain ``sigmoid``) is a symbol of its
+own, ``sigmoid.b``, which no declared name can equal (a name has no dot) and which reports
+show as the sigmoid's bias. ``bias_kv(K_STAR, V_STAR)`` follows its definition in
+``docs/normalizers.md``: the learned key scores s*_i = ⟨q_i, k*⟩/√d (it depends on the
+query) and the learned value v* is mixed into the output with the learned token's weight.
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-from derive.model.attention import i, j, mixed_output
+from derive.model.attention import d, i, j, mixed_output
+from derive.model.vectors import Dot
 from derive.spec.load import Spec
 from derive.spec.translate import translate
 
-__all__ = ["Variant", "fresh"]
+__all__ = ["Variant", "fresh", "internal_parameter"]
 
 
 def fresh(name: str) -> str:
     return name + "'"
+
+
+def internal_parameter(normalizer: str, sym: sp.Symbol) -> sp.Symbol:
+    """The registry parameter ``sym`` of ``normalizer`` as a symbol no spec name can equal."""
+    return sp.Symbol(f"{normalizer}.{sym.name}", **sym.assumptions0)
 
 
 class Variant:
@@ -25,9 +38,34 @@ class Variant:
         self.binds = spec.binds(self.rename)
         self.score_j = translate(spec.score, self.binds)[0]
         self.value_j = translate(spec.value, self.binds)[0]
-        self.params = {}
-        if spec.norm_arg:
-            self.params["s"] = self.binds[spec.norm_arg].obj
+        self.params, self.extra = self._normalizer_parts()
+
+    def _normalizer_parts(self) -> tuple[dict, sp.Expr | None]:
+        """(registry parameter → value, the value vector of the normalizer's own token)."""
+        from derive.normalizers.registry import get
+
+        entry = get(self.spec.normalizer)
+        named = {p: self.binds[name].obj for p, name in self.spec.norm_params().items()}
+        extra = None
+        if self.spec.normalizer == "bias_kv":
+            q = self.binds["q"].obj[i]
+            named = {"s_star": Dot(q, named["k_star"]) / sp.sqrt(d), "v_star": named["v_star"]}
+            extra = named.pop("v_star")
+        params = {}
+        for p, default in entry.symbols().items():
+            if p in named:
+                params[p] = named[p]
+            else:
+                params[p] = default.xreplace({s: internal_parameter(entry.name, s) for s in default.free_symbols})
+        return params, extra
+
+    @property
+    def property_params(self) -> dict:
+        """The parameters for a normalizer property: the ones the spec names as scalars. A
+        property quantifies over every parameter value, so the registry's own symbol stands
+        for the others (s*_i = ⟨q_i, k*⟩/√d takes every real value, as q_i does)."""
+        named = self.spec.norm_params()
+        return {p: v for p, v in self.params.items() if p in named and isinstance(v, sp.Symbol)}
 
     def expr(self, node) -> sp.Expr:
         return translate(node, self.binds)[0]
@@ -42,15 +80,26 @@ class Variant:
     def weight(self, key: sp.Expr = j, score_j: sp.Expr | None = None) -> sp.Expr:
         return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params)
 
+    def extra_weight(self) -> sp.Expr:
+        """The weight of the normalizer's own token (bias_kv's learned token) in row i."""
+        from derive.normalizers.registry import get
+
+        return get(self.spec.normalizer).extra_weight(lambda x: self.score(x), **self.params)
+
     def output(self) -> sp.Expr:
-        return mixed_output(lambda x: self.weight(x), self.value)
+        out = mixed_output(lambda x: self.weight(x), self.value)
+        if self.extra is not None:
+            out = out + self.extra_weight() * self.extra
+        return out
 
     def with_zero(self, name: str) -> Variant:
-        """The variant with the vector ``name`` set to 0."""
+        """The variant with the vector ``name`` set to 0 (everywhere it occurs)."""
         other = Variant(self.spec, self.rename)
-        obj = self.binds[name].obj
-        other.score_j = self.score_j.xreplace({obj: sp.S.Zero})
-        other.value_j = self.value_j.xreplace({obj: sp.S.Zero})
+        zero = {self.binds[name].obj: sp.S.Zero}
+        other.score_j = self.score_j.xreplace(zero)
+        other.value_j = self.value_j.xreplace(zero)
+        other.params = {k: v.xreplace(zero) for k, v in self.params.items()}
+        other.extra = None if self.extra is None else self.extra.xreplace(zero)
         return other
 
 
@@ -58,6 +107,3 @@ def normalizer_weight(name: str, score, key, params: dict) -> sp.Expr:
     from derive.normalizers.registry import get
 
     return get(name).weight(score, key=key, **params)
-
-
-_ = i

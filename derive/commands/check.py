@@ -11,9 +11,11 @@ HELP = "prove or refute the claims of variant spec files (TOML)"
 DESCRIPTION = """Prove or refute each claim of each spec, for symbolic d and n.
 
 Exit code: 0 when every claim is proved, 1 when any is refuted or undecided, 2 for bad input.
+With --fail-on refuted, undecided claims do not fail. With --baseline REF only the claims whose
+verdict changed since REF count: a new refutation fails (exit 1).
 Shipped examples: `derive examples`."""
 
-FORMATS = ("md", "json", "tex")
+FORMATS = ("md", "json", "tex", "github", "sarif")
 
 
 def add_arguments(parser) -> None:
@@ -21,7 +23,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="md", help="report format (default md)")
     parser.add_argument("--output", metavar="PATH", help="write the report to PATH instead of stdout")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                        help="time bound of each symbolic step (default 10)")
+                        help="CPU-time bound of each symbolic step, in seconds (default 10)")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="compare with each file at git revision REF (read with git show) and report "
+                             "only the claims whose verdict changed")
+    parser.add_argument("--fail-on", choices=("refuted", "undecided"), default="undecided",
+                        help="exit 1 on refuted claims only, or on refuted and undecided claims (default)")
+    parser.add_argument("--summary", metavar="PATH",
+                        help="also append the Markdown report to PATH (e.g. $GITHUB_STEP_SUMMARY)")
 
 
 def settings_from(args):
@@ -39,7 +48,14 @@ def check_files(files, cfg) -> list:
     from derive.claims.run import check_spec
     from derive.spec import load_spec
 
-    specs = [load_spec(f) for f in files]  # all input errors before any proof
+    specs, errors = [], []
+    for f in files:  # every input error of every file, before any proof
+        try:
+            specs.append(load_spec(f))
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise InputError("\n".join(errors))
     return [check_spec(s, cfg) for s in specs]
 
 
@@ -53,10 +69,41 @@ def write(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def append(text: str, path: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(f"--summary {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def failing(verdicts, fail_on: str) -> bool:
+    """Whether these verdicts (or, with a baseline, change statuses) fail the check."""
+    bad = {"refuted"} if fail_on == "refuted" else {"refuted", "undecided"}
+    return any(v in bad for v in verdicts)
+
+
+def run_baseline(args, cfg) -> int:
+    from derive.claims.baseline import check_against
+    from derive.report.baseline import render_baseline
+
+    if args.format == "tex":
+        raise InputError("--baseline works with --format md, json, github or sarif, not tex")
+    results, base = check_against(args.baseline, args.files, cfg)
+    write(render_baseline(results, base, args.format), args.output)
+    if args.summary:
+        append(render_baseline(results, base, "md"), args.summary)
+    return 1 if failing(base.statuses(), args.fail_on) else 0
+
+
 def run(args) -> int:
     from derive.report import render
 
     cfg = settings_from(args)
+    if getattr(args, "baseline", None) is not None:
+        return run_baseline(args, cfg)
     results = check_files(args.files, cfg)
     write(render(results, args.format), args.output)
-    return 0 if all(r.all_proved for r in results) else 1
+    if getattr(args, "summary", None):
+        append(render(results, "md"), args.summary)
+    return 1 if failing((c.verdict for r in results for c in r.claims), getattr(args, "fail_on", "undecided")) else 0

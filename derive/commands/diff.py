@@ -34,18 +34,21 @@ def run(args) -> int:
     from derive import __version__
     from derive.claims.result import ICONS
     from derive.commands.check import check_files, settings_from, write
+    from derive.claims.run import summary_line
     from derive.report.render import one_line
 
     old, new = check_files([args.old, args.new], settings_from(args))
     rows = compare(old, new)
     changed = [r for r in rows if r["changed"]]
     if args.format == "json":
-        text = json.dumps({"version": __version__, "old": args.old, "new": args.new, "claims": rows},
+        text = json.dumps({"version": __version__, "old": args.old, "new": args.new,
+                           "counts": {"old": old.counts, "new": new.counts}, "claims": rows},
                           indent=2, ensure_ascii=False) + "\n"
     else:
         def cell(v):
             return f"{ICONS[v]} {v}" if v else "—"
-        lines = [f"### derive diff: {old.name} → {new.name}", "",
+        lines = [f"{summary_line(new.counts)} (before: {summary_line(old.counts)})", "",
+                 f"### derive diff: {old.name} (`{args.old}`) → {new.name} (`{args.new}`)", "",
                  f"{len(changed)} of {len(rows)} claims change verdict.", "",
                  "| Claim | Statement | Old | New | Reason (new) |", "|---|---|---|---|---|"]
         for r in rows:

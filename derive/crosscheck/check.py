@@ -5,8 +5,16 @@ Each check draws a head dimension d (1..max_d), a number of keys n (1..max_n), a
 compares both sides in float64 with ``|a − b| ≤ atol + rtol·max(|a|, |b|)``. Where
 float64 cannot resolve the comparison, both sides are evaluated again with ball arithmetic
 at a precision raised until their values are known to far beyond float64, and compared
-there. Runs are derandomized and use no example database,
-so two builds record the same figures. A cross-check is evidence, never a proof.
+there. Runs are derandomized and use no example database, so two builds draw the same
+instances. A cross-check is evidence, never a proof.
+
+What a result reports (:meth:`CheckResult.as_json`, and every document and report built
+from it) is what is exactly true and the same on every machine: how many instances were
+compared, the tolerance, and that all of them agreed within it. The measured errors stay
+on the result object (``max_abs_error``, ``max_rel_error``) and are never printed: their
+last digits depend on numpy's SIMD code paths (``np.exp``, ``np.dot``, vectorised sums)
+and on the order in which SymPy built the terms, so they differ between machines and
+between numpy/SymPy versions.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from derive.errors import Unsupported
 from derive.crosscheck.instances import MASK_KINDS, make_instance, signature
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["CheckResult", "close", "cross_check"]
+__all__ = ["CheckResult", "close", "cross_check", "tolerance_text"]
 
 
 @dataclass(frozen=True)
@@ -34,30 +42,34 @@ class CheckResult:
     name: str
     passed: bool
     examples: int
-    max_abs_error: float
-    max_rel_error: float
-    tolerance: float
-    mp_fallbacks: int = 0
+    max_abs_error: float  # measured; machine-dependent in its last digits, never printed
+    max_rel_error: float  # measured; machine-dependent in its last digits, never printed
+    tolerance: float  # rel: |a − b| ≤ atol + tolerance·max(|a|, |b|)
+    arb_fallbacks: int = 0
     witness: dict | None = None
     searched: int = 0  # Hypothesis examples that searched for a disagreement
+    atol: float | None = None  # None: the same as ``tolerance``
 
     def as_json(self) -> dict:
+        """What a document or report records: counts, tolerance and verdict, no measured error."""
         return {
             "name": self.name,
             "kind": "property",
             "verdict": "passed" if self.passed else "failed",
             "examples": self.examples,
             "hypothesis_examples": self.searched,
-            "max_abs_error": _fmt(self.max_abs_error),
-            "max_rel_error": _fmt(self.max_rel_error),
-            "tolerance": {"rel": self.tolerance, "abs": self.tolerance},
-            "mpmath_fallbacks": self.mp_fallbacks,
+            "tolerance": {"rel": self.tolerance, "abs": self.tolerance if self.atol is None else self.atol},
+            "arb_fallbacks": self.arb_fallbacks,
             "witness": self.witness,
         }
 
 
-def _fmt(x: float) -> float:
-    return float(f"{x:.3e}")
+def tolerance_text(tolerance: dict) -> str:
+    """The pass criterion of a check, from its ``as_json()["tolerance"]``.
+
+    E.g. ``|a − b| ≤ 1e-12 + 1e-12·max(|a|, |b|)``: every compared pair of values met it.
+    """
+    return f"|a − b| ≤ {tolerance['abs']:g} + {tolerance['rel']:g}·max(|a|, |b|)"
 
 
 def close(a: float, b: float, cfg: Settings = DEFAULT) -> bool:
@@ -86,14 +98,14 @@ def _flat(x) -> list[float]:
 
 def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
                 assume: dict | None = None, where: sp.Basic | None = None) -> CheckResult:
-    """Compare ``lhs`` and ``rhs`` numerically; the figures come from a fixed instance set.
+    """Compare ``lhs`` and ``rhs`` numerically; first a fixed instance set, then a search.
 
     Two phases. First ``cfg.examples`` instances drawn from a numpy generator with a fixed
-    seed: their errors are the figures a document records, identical in every build.
+    seed, the same in every build: the instances whose count a document records.
     Then Hypothesis searches ``cfg.examples`` more instances for a disagreement and shrinks
     any it finds. (Hypothesis also draws constants from whatever local modules are loaded,
     so its examples can differ between a build and a test run: it may find failures, but it
-    does not supply the recorded figures.) ``assume`` binds symbols to fixed values for
+    does not supply the recorded counts.) ``assume`` binds symbols to fixed values for
     every instance (e.g. a mask entry to 1). ``where`` is a condition on the drawn symbols
     (e.g. ``a <= b`` for the ends of a range of keys): instances that violate it are
     skipped and not counted.
@@ -171,4 +183,4 @@ def _result(name: str, passed: bool, stats: dict, cfg: Settings) -> CheckResult:
     # number when it passed, so the figure does not depend on what Hypothesis drew.
     searched = cfg.examples if passed and stats["searched"] else stats["searched"]
     return CheckResult(name, passed, stats["n"], stats["abs"], stats["rel"], cfg.rtol,
-                       stats["mp"], stats["witness"], searched)
+                       stats["mp"], stats["witness"], searched, atol=cfg.atol)

@@ -32,7 +32,7 @@ from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["VALUES", "Certificate", "certify", "find_witness", "rounded", "show_ball"]
+__all__ = ["VALUES", "Certificate", "certify", "find_witness", "rounded", "satisfies", "show_ball"]
 
 # Entries are drawn from this table, simplest first (Hypothesis shrinks towards the start).
 # Every value is exact: a counterexample can be replayed by hand or by any CAS.
@@ -88,8 +88,9 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
         try:
             a = evaluate(lhs, inst, "arb", env, prec=bits)
             b = evaluate(rhs, inst, "arb", env, prec=bits)
-        except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError, Unsupported, KeyError,
-                IndexError, TypeError):
+        except TimeLimit:
+            raise
+        except Exception:  # noqa: BLE001 - an instance that cannot be evaluated certifies nothing
             return None
         xs, ys = _balls(a), _balls(b)
         if len(xs) != len(ys):
@@ -138,22 +139,17 @@ def _plain_decimal(d: Decimal) -> str:
     return s
 
 
+def satisfies(s: sp.Symbol, v) -> bool:
+    """Does the value ``v`` satisfy the assumptions declared on ``s`` (sign, integrality)?"""
+    v = sp.sympify(v)
+    return not ((s.is_positive and not v > 0) or (s.is_negative and not v < 0)
+                or (s.is_nonnegative and v < 0) or (s.is_nonpositive and v > 0)
+                or (s.is_nonzero and v.is_zero) or (s.is_integer and not v.is_integer))
+
+
 def _allowed(s: sp.Symbol) -> list[sp.Expr]:
     """The table entries a scalar may take, respecting its assumptions."""
-    out = list(VALUES)
-    if s.is_positive:
-        out = [v for v in out if v > 0]
-    elif s.is_nonnegative:
-        out = [v for v in out if v >= 0]
-    elif s.is_negative:
-        out = [v for v in out if v < 0]
-    elif s.is_nonpositive:
-        out = [v for v in out if v <= 0]
-    if s.is_nonzero:
-        out = [v for v in out if v != 0]
-    if s.is_integer:
-        out = [v for v in out if v.is_integer]
-    return out
+    return [v for v in VALUES if satisfies(s, v)]
 
 
 @st.composite

@@ -15,11 +15,13 @@ import sympy as sp
 
 
 __all__ = [
+    "DISPLAY_APART",
     "M",
     "MaskBase",
     "ScalarBase",
     "Score",
     "d",
+    "display_apart",
     "i",
     "j",
     "mixed_output",
@@ -48,6 +50,25 @@ class ScalarBase(sp.IndexedBase):
 
 
 M = MaskBase("M")
+
+# What an internal object is shown as when a spec declares its name (a user's scalar t
+# next to Σ_t would read as one thing). The replacements are not identifiers, so no
+# declared name (nor a fresh copy such as t') can equal them.
+DISPLAY_APART = {"t": "τ", "u": "ω", "M": "𝕄"}
+
+
+def display_apart(taken) -> dict:
+    """Replacements, for display only, of the bound variables and the mask whose names are
+    ``taken`` by a spec. The internal objects themselves never equal a declared symbol:
+    t and u are integer symbols, which no declared kind is, and M is a mask base."""
+    out = {}
+    for obj in (t, u, M):
+        name = obj.name
+        if name in taken:
+            new = DISPLAY_APART[name]
+            out[obj] = MaskBase(new) if obj is M else sp.Symbol(new, integer=True, positive=True)
+    return out
+
 
 Score = Callable[[sp.Expr], sp.Expr]
 """A score is a function of the key index: ``lambda key: Dot(q[i], k[key]) / sqrt(d)``."""

@@ -6,10 +6,11 @@ a single key, scores of ±1e4 and ±700, tiny differences, and fully masked rows
 entry's numpy ``stable`` implementation with its mpmath ``reference``;
 :func:`check_identity` checks a proved identity between two numeric functions of a row.
 
-The errors a document records are measured on :data:`FIXED_ROWS` only, so they are the
-same in every build; Hypothesis then searches further rows for a failure (its examples
-depend on which modules are loaded, because Hypothesis mines loaded local modules for
-constants, so they decide pass/fail but are not recorded).
+The rows a document counts are :data:`FIXED_ROWS`, the same in every build; Hypothesis
+then searches further rows for a failure (its examples depend on which modules are loaded,
+because Hypothesis mines loaded local modules for constants, so they decide pass/fail but
+are not counted). Measured errors are kept on the result but never printed (see
+:mod:`derive.crosscheck.check`).
 """
 
 from __future__ import annotations

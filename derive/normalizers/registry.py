@@ -15,8 +15,8 @@ Optional fields (with defaults) feed the generic property provers of
 assumptions or expressions in them), ``sample`` (in-domain parameter values used for
 counterexamples and plots), ``shift_effect`` (a *claim*, proved or refuted by the prover,
 that a common shift c of the scores equals this or another entry with changed
-parameters), ``extra_value`` (the entry mixes a value vector of its own into the output)
-and ``definition`` (LaTeX for documents).
+parameters), ``extra_value`` and ``extra_weight`` (the entry mixes a value vector of its
+own into the output, with that weight) and ``definition`` (LaTeX for documents).
 
 Adding a normalizer is one :class:`Normalizer` entry in :data:`REGISTRY`; every property
 and check is derived from these definitions by generic machinery.
@@ -61,6 +61,9 @@ class Normalizer:
     # (checked by the provers before use, never assumed).
     inner: str | None = None
     outer: Callable | None = None
+    # With ``extra_value``: (score, **params) → the weight of the entry's own token, which
+    # multiplies its own value in the output (the learned token of bias_kv).
+    extra_weight: Callable | None = None
 
     def symbols(self) -> dict[str, sp.Expr]:
         """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
@@ -262,6 +265,9 @@ register(
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
         stable_text="m = max(s*_i, max x), per row",
         extra_value=True,
+        extra_weight=lambda score, s_star=_sstar, **p: (
+            sp.exp(s_star) / (sp.exp(s_star) + row_sum(lambda x: sp.exp(score(x))))
+        ),
         note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
     )
 )

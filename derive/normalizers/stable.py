@@ -79,7 +79,8 @@ def bf16(a) -> np.ndarray:
     """Round float32 values to bfloat16 (round to nearest even), kept in float32 storage."""
     a = np.asarray(a, dtype=np.float32)
     u = a.view(np.uint32).astype(np.uint64)
-    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    one, half, shift, keep = (np.uint64(v) for v in (1, 0x7FFF, 16, 0xFFFF0000))  # typed: numpy 1.x casting
+    rounded = ((u + half + ((u >> shift) & one)) & keep).astype(np.uint32).view(np.float32)
     return np.where(np.isnan(a), np.float32(np.nan), rounded)
 
 

@@ -1,4 +1,9 @@
-"""A wall-clock bound on a symbolic or numeric step: hitting it means *undecided*, never a hang.
+"""A CPU-time bound on a symbolic or numeric step: hitting it means *undecided*, never a hang.
+
+The bound counts the CPU time of this process (``ITIMER_PROF``), not wall-clock time, so a
+verdict does not change when other processes load the machine: a document built on a
+busy CI runner says what it says on an idle laptop. (The steps bounded here compute; they
+do not wait on I/O.)
 
 :class:`TimeLimit` is a ``BaseException``: neither a broad ``except Exception`` inside SymPy
 nor Hypothesis (which treats an ``Exception`` in a test as a failure to shrink) can swallow
@@ -19,6 +24,7 @@ from contextlib import contextmanager
 __all__ = ["TimeLimit", "time_limit"]
 
 REPEAT = 0.05  # seconds between repeated alarms once a bound is hit
+_TIMER, _SIGNAL = signal.ITIMER_PROF, signal.SIGPROF  # process CPU time (user + system)
 
 
 class TimeLimit(BaseException):
@@ -39,18 +45,18 @@ def time_limit(seconds: float):
         if not isinstance(unraisable.exc_value, TimeLimit):
             old_hook(unraisable)
 
-    start = time.monotonic()
-    outer_remaining, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    start = time.process_time()
+    outer_remaining, outer_interval = signal.getitimer(_TIMER)
     budget = seconds if not outer_remaining else min(seconds, outer_remaining)
-    old = signal.signal(signal.SIGALRM, _raise)
+    old = signal.signal(_SIGNAL, _raise)
     old_hook, sys.unraisablehook = sys.unraisablehook, _quiet
-    signal.setitimer(signal.ITIMER_REAL, budget, REPEAT)
+    signal.setitimer(_TIMER, budget, REPEAT)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(_TIMER, 0)
+        signal.signal(_SIGNAL, old)
         sys.unraisablehook = old_hook
         if outer_remaining:
-            left = max(outer_remaining - (time.monotonic() - start), 1e-3)
-            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
+            left = max(outer_remaining - (time.process_time() - start), 1e-3)
+            signal.setitimer(_TIMER, left, outer_interval)

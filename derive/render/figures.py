@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 
 __all__ = ["render_figure"]
 
-_RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "font.size": 10, "figure.figsize": (6.4, 3.6)}
+# pdf.fonttype 42: embed TrueType fonts in the PDF figures, never Type 3 (bitmap-like in viewers)
+_RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "pdf.fonttype": 42, "font.size": 10,
+       "figure.figsize": (6.4, 3.6)}
 
 
 def render_figure(draw, fmt: str) -> bytes:
@@ -24,4 +27,19 @@ def render_figure(draw, fmt: str) -> bytes:
         meta = {"Date": None} if fmt == "svg" else {"CreationDate": None, "ModDate": None}
         fig.savefig(buf, format=fmt, metadata=meta)
         plt.close(fig)
-    return buf.getvalue()
+    return _stable_clip_ids(buf.getvalue()) if fmt == "svg" else buf.getvalue()
+
+
+_CLIP_ID = re.compile(rb'id="(p[0-9a-f]{10})"')
+
+
+def _stable_clip_ids(svg: bytes) -> bytes:
+    """Name clip paths clip1, clip2, … in order of appearance.
+
+    matplotlib names a clip path by a hash of ``str()`` of its rectangle, whose numbers are
+    numpy floats: numpy 1.x prints ``47.96``, numpy 2 ``np.float64(47.96)``, so the same
+    figure got other ids under another numpy.
+    """
+    for k, old in enumerate(dict.fromkeys(_CLIP_ID.findall(svg)), start=1):
+        svg = svg.replace(b'id="' + old + b'"', b'id="clip%d"' % k).replace(b"url(#" + old + b")", b"url(#clip%d)" % k)
+    return svg

@@ -9,9 +9,9 @@ import jinja2
 
 from derive.claims.result import ICONS
 
-__all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json"]
+__all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json", "total_counts"]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # "2": cross_check has no measured errors (machine-dependent digits)
 
 
 def _template_dir() -> Path:
@@ -33,6 +33,7 @@ def _tex_escape(text: str) -> str:
             "⟨": r"$\langle$", "⟩": r"$\rangle$", "·": r"$\cdot$", "′": "'", "ᵀ": r"$^T$",
             "−": "-", "≠": r"$\neq$", "Σ": r"$\Sigma$", "²": r"$^2$", "…": r"\dots{}", "→": r"$\to$",
             "α": r"$\alpha$", "√": r"$\surd$", "Δ": r"$\Delta$", "≤": r"$\leq$", "₁": r"$_1$",
+            "τ": r"$\tau$", "ω": r"$\omega$", "𝕄": r"$\mathbb{M}$",  # internal names shown apart
             "✅": "", "❌": "", "❓": ""}
     # other non-ASCII characters (a spec's name may contain any) would stop pdflatex
     return "".join(repl.get(ch, ch if ord(ch) < 128 else "?") for ch in str(text))
@@ -56,17 +57,37 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def total_counts(results: list) -> dict[str, int]:
+    """The verdict counts of every claim of every spec (``SpecResult.counts`` summed)."""
+    from derive.claims.run import count_verdicts
+
+    return count_verdicts(c.verdict for r in results for c in r.claims)
+
+
 def to_json(results: list) -> str:
     from derive import __version__
 
-    doc = {"version": __version__, "schema": SCHEMA_VERSION, "specs": [r.as_json() for r in results]}
+    doc = {"version": __version__, "schema": SCHEMA_VERSION, "counts": total_counts(results),
+           "specs": [r.as_json() for r in results]}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def render(results: list, fmt: str) -> str:
+def render(results: list, fmt: str, summary: bool = True) -> str:
+    """The report of ``results`` in ``fmt``; ``summary=False`` leaves out the Markdown summary line
+    (for documents that embed the report, such as the atlas)."""
     if fmt == "json":
         return to_json(results)
+    if fmt == "github":
+        from derive.report.github import annotations
+
+        return annotations(results)
+    if fmt == "sarif":
+        from derive.report.sarif import to_sarif
+
+        return to_sarif(results)
     from derive import __version__
+    from derive.claims.run import summary_line
 
     template = environment().get_template(f"check.{fmt}.j2")
-    return template.render(results=results, version=__version__)
+    line = summary_line(total_counts(results)) if summary else ""
+    return template.render(results=results, version=__version__, summary=line)

@@ -1,7 +1,9 @@
 """Load and check a variant spec (TOML): keys, names, kinds, normalizer, mask and claims.
 
-Everything a spec can get wrong is found here, before any proof starts, and reported as
-one :class:`~derive.errors.InputError` line: ``FILE: key 'score', column 12: …``.
+Everything a spec can get wrong is found here, before any proof starts. Every error of a
+file is reported, one line each (``FILE: key 'score', column 12: …``), in one
+:class:`~derive.errors.InputError`; an error that only follows from another one (a use of
+a wrongly declared name) is not repeated.
 """
 
 from __future__ import annotations
@@ -13,24 +15,34 @@ from pathlib import Path
 
 from derive.errors import InputError
 from derive.spec.parser import ExprError, Node, parse
+from derive.spec.positions import key_positions
 from derive.spec.translate import (
+    BROKEN,
     BUILTINS,
-    KINDS,
+    DECLARABLE,
     PREDECLARED,
-    RESERVED,
     SCALAR,
     VECTOR,
     Binding,
     bindings,
     nearest,
     translate,
+    unknown_name,
 )
 
-__all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "ClaimSpec", "Spec", "load_spec", "parse_spec"]
+__all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec", "Spec", "load_spec", "parse_spec"]
 
 TOP_KEYS = ("name", "description", "score", "normalizer", "mask", "value", "symbols", "claims")
 MASKS = ("none", "causal")
-NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid")
+NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid", "bias_kv")
+# The arguments a normalizer takes in a spec: (registry parameter, what it is, kind), the
+# form shown in messages, and whether the arguments may be left out.
+NORMALIZER_ARGS = {
+    "sink": ((("s", "the sink logit", "scalar"),), "sink(NAME)", False),
+    "sigmoid": ((("b", "the sigmoid bias", "scalar"),), "sigmoid or sigmoid(NAME)", True),
+    "bias_kv": ((("k_star", "the learned key k*", "vector"), ("v_star", "the learned value v*", "vector")),
+                "bias_kv(K_STAR, V_STAR)", False),
+}
 CLAIM_ARGS = {
     "invariant": "name", "depends": "name", "output_invariant": "name", "output_shift": "name",
     "row_constant": "expr", "equivalent": "expr",
@@ -39,7 +51,7 @@ CLAIM_ARGS = {
 MAX_FILE, MAX_ENTRIES, MAX_NAME = 64 * 1024, 64, 40
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CLAIM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z", re.DOTALL)
-_NORM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\))?\s*\Z")
+_NORM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z")
 
 
 @dataclass(frozen=True)
@@ -60,23 +72,43 @@ class Spec:
     value_src: str
     value: Node
     normalizer: str
-    norm_arg: str | None
+    norm_args: tuple[str, ...]
     mask: str
     symbols: dict = field(default_factory=dict)
     claims: tuple[ClaimSpec, ...] = ()
     description: str = ""
+    # (line, column) of every key in the TOML source, e.g. ("claims", "k") -> (12, 1)
+    positions: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def normalizer_text(self) -> str:
-        return f"{self.normalizer}({self.norm_arg})" if self.norm_arg else self.normalizer
+        return f"{self.normalizer}({', '.join(self.norm_args)})" if self.norm_args else self.normalizer
+
+    def norm_params(self) -> dict[str, str]:
+        """Registry parameter → the declared name given for it (``{"s": "s0"}``)."""
+        roles = NORMALIZER_ARGS.get(self.normalizer, ((), "", True))[0]
+        return {param: name for (param, _, _), name in zip(roles, self.norm_args)}
 
     def binds(self, rename: dict | None = None) -> dict[str, Binding]:
         return bindings(self.symbols, rename)
 
 
-def _err(file: str, key: str, msg: str, column: int | None = None) -> InputError:
-    where = f", column {column}" if column is not None else ""
-    return InputError(f"{file}: key {key!r}{where}: {msg}")
+class _Errors:
+    """The errors of one file, in the order found."""
+
+    def __init__(self, file: str):
+        self.file, self.lines = file, []
+
+    def add(self, key: str | None, msg: str, column: int | None = None) -> None:
+        if key is None:
+            self.lines.append(f"{self.file}: {msg}")
+        else:
+            where = f", column {column}" if column is not None else ""
+            self.lines.append(f"{self.file}: key {key!r}{where}: {msg}")
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise InputError("\n".join(self.lines))
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -99,138 +131,186 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{file}: malformed TOML: {exc}") from None
+    errs = _Errors(file)
     for key in data:
         if key not in TOP_KEYS:
-            raise _err(file, key, f"unknown key{nearest(key, TOP_KEYS)} (expected one of {', '.join(TOP_KEYS)})")
+            errs.add(key, f"unknown key{nearest(key, TOP_KEYS)} (expected one of {', '.join(TOP_KEYS)})")
     for key in ("name", "score"):
         if key not in data:
-            raise InputError(f"{file}: missing required key {key!r}")
+            errs.add(None, f"missing required key {key!r}")
     for key in ("name", "description", "score", "normalizer", "mask", "value"):
         if key in data and not isinstance(data[key], str):
-            raise _err(file, key, f"expected a string, got {type(data[key]).__name__}")
+            errs.add(key, f"expected a string, got {type(data[key]).__name__}")
+            data.pop(key)
     for key in ("symbols", "claims"):
         if key in data and not isinstance(data[key], dict):
-            raise _err(file, key, "expected a table")
-    symbols = _symbols(file, data.get("symbols", {}))
-    binds = bindings(symbols)
-    score_src, value_src = data["score"], data.get("value", "v")
-    score = _expr(file, "score", score_src, binds, SCALAR)
-    value = _expr(file, "value", value_src, binds, VECTOR)
-    norm, norm_arg = _normalizer(file, data.get("normalizer", "softmax"), binds)
+            errs.add(key, "expected a table")
+            data.pop(key)
+    symbols, broken = _symbols(errs, data.get("symbols", {}))
+    binds = bindings({**symbols, **dict.fromkeys(broken, BROKEN)})
+    score_src, value_src = data.get("score"), data.get("value", "v")
+    score = _expr(errs, "score", score_src, binds, SCALAR) if score_src is not None else None
+    value = _expr(errs, "value", value_src, binds, VECTOR)
+    norm, norm_args = _normalizer(errs, data.get("normalizer", "softmax"), binds)
     mask = data.get("mask", "none")
     if mask not in MASKS:
-        raise _err(file, "mask", f"unknown mask {mask!r}{nearest(mask, MASKS)} (expected none or causal)")
-    claims = _claims(file, data.get("claims", {}), binds)
+        errs.add("mask", f"unknown mask {mask!r}{nearest(mask, MASKS)} (expected none or causal)")
+    claims = _claims(errs, data.get("claims", {}), binds)
+    errs.raise_any()
     return Spec(file=file, name=data["name"], score_src=score_src, score=score, value_src=value_src,
-                value=value, normalizer=norm, norm_arg=norm_arg, mask=mask, symbols=symbols,
-                claims=claims, description=data.get("description", ""))
+                value=value, normalizer=norm, norm_args=norm_args, mask=mask, symbols=symbols,
+                claims=claims, description=data.get("description", ""), positions=key_positions(text))
 
 
-def _symbols(file: str, table: dict) -> dict[str, str]:
+def _symbols(errs: _Errors, table: dict) -> tuple[dict[str, str], list[str]]:
+    """(name → declared kind, names whose declaration is wrong)."""
     if len(table) > MAX_ENTRIES:
-        raise _err(file, "symbols", f"too many symbols (limit {MAX_ENTRIES})")
-    out = {}
+        errs.add("symbols", f"too many symbols (limit {MAX_ENTRIES})")
+        return {}, list(table)
+    out, broken = {}, []
     for name, kind in table.items():
         key = f"symbols.{name}"
         if not _IDENT.match(name) or len(name) > MAX_NAME:
-            raise _err(file, key, "a symbol name must be an identifier of at most 40 characters")
-        if name in PREDECLARED:
-            raise _err(file, key, f"{name!r} is predeclared ({PREDECLARED[name]}); choose another name")
-        if name in BUILTINS or name in RESERVED:
-            raise _err(file, key, f"{name!r} is reserved; choose another name")
-        if not isinstance(kind, str) or kind not in KINDS:
+            errs.add(key, "a symbol name must be an identifier of at most 40 characters")
+        elif name in PREDECLARED:
+            errs.add(key, f"{name!r} is predeclared ({PREDECLARED[name]}); choose another name")
+        elif name in BUILTINS:
+            errs.add(key, f"{name!r} is a built-in function; choose another name")
+        elif not isinstance(kind, str) or " ".join(kind.split()) not in DECLARABLE:
             shown = kind if isinstance(kind, str) else type(kind).__name__
-            hint = nearest(shown, KINDS) if isinstance(kind, str) else ""
-            raise _err(file, key, f"unknown kind {shown!r}{hint} (expected one of {', '.join(KINDS)})")
-        out[name] = kind
-    return out
+            hint = nearest(shown, DECLARABLE) if isinstance(kind, str) else ""
+            errs.add(key, f"unknown kind {shown!r}{hint} (expected one of {', '.join(DECLARABLE)})")
+            broken.append(name)
+        else:
+            out[name] = " ".join(kind.split())
+    return out, broken
 
 
-def _expr(file: str, key: str, src: str, binds: dict, want: str, offset: int = 0) -> Node:
+def _expr(errs: _Errors, key: str, src: str, binds: dict, want: str, offset: int = 0) -> Node | None:
     try:
         node = parse(src)
         _, kind = translate(node, binds)
     except ExprError as exc:
-        raise _err(file, key, exc.message, exc.column + offset) from None
+        if not exc.quiet:
+            errs.add(key, exc.message, exc.column + offset)
+        return None
     if kind != want:
-        raise _err(file, key, f"the expression is a {kind}, but a {want} is needed", 1 + offset)
+        errs.add(key, f"the expression is a {kind}, but a {want} is needed", 1 + offset)
+        return None
     return node
 
 
-def _normalizer(file: str, text: str, binds: dict) -> tuple[str, str | None]:
+def _normalizer(errs: _Errors, text: str, binds: dict) -> tuple[str, tuple[str, ...]]:
     from derive.normalizers.registry import REGISTRY
 
     m = _NORM.match(text)
     known = sorted(set(NORMALIZERS) | set(REGISTRY))
     if not m:
-        raise _err(file, "normalizer", f"cannot read {text!r}: expected NAME or sink(NAME)")
-    name, arg = m.group(1), m.group(2)
+        errs.add("normalizer", f"cannot read {text!r}: expected NAME or NAME(ARG, ...)")
+        return "softmax", ()
+    name, inner = m.group(1), m.group(2)
     if name not in known:
-        raise _err(file, "normalizer", f"unknown normalizer {name!r}{nearest(name, known)} "
-                                       f"(expected one of {', '.join(known)})")
-    if name == "sink":
-        if arg is None:
-            raise _err(file, "normalizer", "sink needs the name of its logit: sink(NAME)")
+        errs.add("normalizer", f"unknown normalizer {name!r}{nearest(name, known)} "
+                               f"(expected one of {', '.join(known)})")
+        return "softmax", ()
+    roles, usage, optional = NORMALIZER_ARGS.get(name, ((), name, True))
+    args, cols = [], []
+    if inner is not None:
+        pos = m.start(2)
+        for part in inner.split(","):
+            args.append(part.strip())
+            cols.append(pos + len(part) - len(part.lstrip()) + 1)
+            pos += len(part) + 1
+    if not roles and inner is not None:
+        errs.add("normalizer", f"{name} takes no argument", m.start(2) + 1)
+        return name, ()
+    if inner is None and optional:
+        return name, ()
+    if len(args) != len(roles) or not all(args):
+        what = " and ".join(f"{role} (a declared {kind})" for _, role, kind in roles)
+        errs.add("normalizer", f"{name} needs {what}: {usage}")
+        return name, ()
+    ok = True
+    for arg, col, (_, role, kind) in zip(args, cols, roles):
         b = binds.get(arg)
         if b is None:
-            raise _err(file, "normalizer", f"unknown name {arg!r}{nearest(arg, binds)}; "
-                                           "declare it in [symbols] as a scalar", text.index(arg) + 1)
-        if b.kind != "scalar":
-            raise _err(file, "normalizer", f"the sink logit {arg!r} must be a scalar, not a {b.kind}",
-                       text.index(arg) + 1)
-    elif arg is not None:
-        raise _err(file, "normalizer", f"{name} takes no argument")
-    return name, arg
+            ok = False
+            shown = arg if _IDENT.match(arg) else arg[:20]
+            errs.add("normalizer", unknown_name(shown, binds) if _IDENT.match(arg)
+                     else f"{role} must be a name, got {shown!r}", col)
+        elif b.kind == BROKEN:
+            ok = False
+        elif b.kind != kind:
+            ok = False
+            errs.add("normalizer", f"{role} {arg!r} must be a {kind}, not a {b.kind}", col)
+    return name, tuple(args) if ok else ()
 
 
-def _claims(file: str, table: dict, binds: dict) -> tuple[ClaimSpec, ...]:
+def _claims(errs: _Errors, table: dict, binds: dict) -> tuple[ClaimSpec, ...]:
     if len(table) > MAX_ENTRIES:
-        raise _err(file, "claims", f"too many claims (limit {MAX_ENTRIES})")
+        errs.add("claims", f"too many claims (limit {MAX_ENTRIES})")
+        return ()
     out = []
     for cname, text in table.items():
-        key = f"claims.{cname}"
-        if not isinstance(text, str):
-            raise _err(file, key, f"expected a string, got {type(text).__name__}")
-        m = _CLAIM.match(text)
-        if not m:
-            raise _err(file, key, f"cannot read claim {text!r}: expected KIND or KIND(ARG)", 1)
-        kind, inner = m.group(1), m.group(2)
-        if kind not in CLAIM_ARGS:
-            raise _err(file, key, f"unknown claim {kind!r}{nearest(kind, CLAIM_ARGS)} "
-                                  f"(expected one of {', '.join(CLAIM_ARGS)})", m.start(1) + 1)
-        want = CLAIM_ARGS[kind]
-        col = m.start(2) + 1 if inner is not None else len(text) + 1
-        if want is None:
-            if inner is not None:
-                raise _err(file, key, f"{kind} takes no argument", col)
-            out.append(ClaimSpec(cname, text, kind))
-        elif inner is None:
-            shape = "NAME" if want == "name" else '"EXPR"'
-            raise _err(file, key, f"{kind} needs an argument: {kind}({shape})", col)
-        elif want == "name":
-            out.append(ClaimSpec(cname, text, kind, _claim_name(file, key, kind, inner, col, binds)))
-        else:
-            src = inner.strip()
-            if len(src) < 2 or src[0] not in "\"'" or src[-1] != src[0]:
-                raise _err(file, key, f"{kind} needs a quoted expression: {kind}(\"EXPR\")", col)
-            start = col + (len(inner) - len(inner.lstrip())) + 1
-            node = _expr(file, key, src[1:-1], binds, SCALAR, offset=start - 1)
-            out.append(ClaimSpec(cname, text, kind, src[1:-1], node))
+        claim = _claim(errs, f"claims.{cname}", cname, text, binds)
+        if claim is not None:
+            out.append(claim)
     return tuple(out)
 
 
-def _claim_name(file, key, kind, inner, col, binds) -> str:
+def _claim(errs: _Errors, key: str, cname: str, text, binds: dict) -> ClaimSpec | None:
+    if not isinstance(text, str):
+        errs.add(key, f"expected a string, got {type(text).__name__}")
+        return None
+    m = _CLAIM.match(text)
+    if not m:
+        errs.add(key, f"cannot read claim {text!r}: expected KIND or KIND(ARG)", 1)
+        return None
+    kind, inner = m.group(1), m.group(2)
+    if kind not in CLAIM_ARGS:
+        errs.add(key, f"unknown claim {kind!r}{nearest(kind, CLAIM_ARGS)} "
+                      f"(expected one of {', '.join(CLAIM_ARGS)})", m.start(1) + 1)
+        return None
+    want = CLAIM_ARGS[kind]
+    col = m.start(2) + 1 if inner is not None else len(text) + 1
+    if want is None:
+        if inner is not None:
+            errs.add(key, f"{kind} takes no argument", col)
+            return None
+        return ClaimSpec(cname, text, kind)
+    if inner is None:
+        shape = "NAME" if want == "name" else '"EXPR"'
+        errs.add(key, f"{kind} needs an argument: {kind}({shape})", col)
+        return None
+    if want == "name":
+        name = _claim_name(errs, key, kind, inner, col, binds)
+        return None if name is None else ClaimSpec(cname, text, kind, name)
+    src = inner.strip()
+    if len(src) < 2 or src[0] not in "\"'" or src[-1] != src[0]:
+        errs.add(key, f"{kind} needs a quoted expression: {kind}(\"EXPR\")", col)
+        return None
+    start = col + (len(inner) - len(inner.lstrip())) + 1
+    node = _expr(errs, key, src[1:-1], binds, SCALAR, offset=start - 1)
+    return None if node is None else ClaimSpec(cname, text, kind, src[1:-1], node)
+
+
+def _claim_name(errs, key, kind, inner, col, binds) -> str | None:
     name = inner.strip()
     col += len(inner) - len(inner.lstrip())
     if not _IDENT.match(name):
-        raise _err(file, key, f"{kind} needs a name, got {name!r}", col)
+        errs.add(key, f"{kind} needs a name, got {name!r}", col)
+        return None
     b = binds.get(name)
     if b is None:
-        raise _err(file, key, f"unknown name {name!r}{nearest(name, binds)}", col)
+        errs.add(key, unknown_name(name, binds), col)
+        return None
+    if b.kind == BROKEN:
+        return None
     if kind == "output_shift" and b.kind != "vector":
-        raise _err(file, key, f"output_shift needs a shared vector (kind \"vector\"); {name!r} is a {b.kind}",
-                   col)
+        errs.add(key, f"output_shift needs a shared vector (kind \"vector\"); {name!r} is a {b.kind}", col)
+        return None
     if b.kind in ("position", "dimension", "count"):
-        raise _err(file, key, f"{name!r} is the {b.kind} {'index' if b.kind == 'position' else ''}"
-                              f" and cannot be varied".replace("  ", " "), col)
+        errs.add(key, f"{name!r} is the {b.kind} {'index' if b.kind == 'position' else ''}"
+                      f" and cannot be varied".replace("  ", " "), col)
+        return None
     return name

@@ -15,15 +15,19 @@ from derive.errors import InputError
 
 __all__ = ["LIMITS", "Binary", "Call", "ExprError", "Name", "Node", "Num", "Unary", "parse", "walk"]
 
-LIMITS = {"length": 1000, "nodes": 400, "depth": 40, "exponent": 8, "digits": 12}
+LIMITS = {"length": 1000, "nodes": 400, "depth": 40, "exponent": 8, "digits": 12, "value_digits": 400}
+"""``exponent``: |e| of ``x ** e`` for a symbolic base, where expansion can blow up;
+``digits``: digits of a number as written (its mantissa); ``value_digits``: digits of an
+exact constant's numerator and denominator (``1e-30``, ``2 ** 400``)."""
 
 
 class ExprError(InputError):
     """An error inside one expression: ``column`` is 1-based in that expression."""
 
-    def __init__(self, message: str, column: int):
+    def __init__(self, message: str, column: int, quiet: bool = False):
         super().__init__(message)
         self.message, self.column = message, column
+        self.quiet = quiet  # a consequence of an error already reported: not shown again
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,8 @@ class Call:
 
 Node = Num | Name | Unary | Binary | Call
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/(),]))")
+_NUM = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"  # 2, 0.5, 1e-30, 2.5E3
+_TOKEN = re.compile(rf"\s*(?:(?P<num>{_NUM})|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/(),]))")
 _BINARY = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40}
 _UNARY_POWER = 30
 
@@ -88,12 +93,20 @@ def tokenize(src: str) -> list[Token]:
         kind = m.lastgroup
         text = m.group(kind)
         col = m.start(kind) + 1
-        if kind == "num" and len(text.replace(".", "")) > LIMITS["digits"]:
-            raise ExprError(f"number {text[:20]}… has too many digits (limit {LIMITS['digits']})", col)
+        if kind == "num":
+            _check_number(text, col)
         out.append(Token(kind, text, col))
         pos = m.end()
     out.append(Token("end", "", len(src) + 1))
     return out
+
+
+def _check_number(text: str, col: int) -> None:
+    mantissa, _, exp = text.lower().partition("e")
+    if len(mantissa.replace(".", "")) > LIMITS["digits"]:
+        raise ExprError(f"number {text[:20]}… has too many digits (limit {LIMITS['digits']})", col)
+    if exp and abs(int(exp)) > LIMITS["value_digits"]:
+        raise ExprError(f"number {text[:30]} is too large or too small (limit 1e±{LIMITS['value_digits']})", col)
 
 
 class _Parser:

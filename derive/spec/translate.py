@@ -9,33 +9,47 @@ AST — no string is ever handed to ``sympify`` or ``eval``.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 
 import sympy as sp
 
 from derive.model import attention as A
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
+from derive.spec.domain import nowhere_real
 from derive.spec.parser import LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
 
 __all__ = [
+    "BROKEN",
     "BUILTINS",
+    "DECLARABLE",
     "KINDS",
     "PREDECLARED",
-    "RESERVED",
+    "SCALAR_ASSUMPTIONS",
     "Binding",
     "bindings",
     "nearest",
     "scalar_function",
     "translate",
+    "unknown_name",
 ]
 
 KINDS = ("vector", "query", "key", "scalar", "function")
+# A scalar may be declared with a sign; the SymPy symbol carries it, so the provers use it
+# and counterexamples respect it (they read ``is_positive`` / ``is_negative`` / ``is_nonzero``).
+SCALAR_ASSUMPTIONS = {
+    "scalar": {},
+    "scalar positive": {"positive": True},
+    "scalar negative": {"negative": True},
+    "scalar nonzero": {"nonzero": True},
+}
+DECLARABLE = KINDS[:3] + tuple(SCALAR_ASSUMPTIONS) + KINDS[4:]
 PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "position",
                "d": "dimension", "n": "count"}
 BUILTINS = {"dot": 2, "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "rope": 2}
-RESERVED = {"t", "u", "M", "j_1", "j_2"}  # bound variables, the mask, the two keys of row_constant
 
 SCALAR, VECTOR = "scalar", "vector"
+BROKEN = "broken"  # the binding of a name whose declaration is an error (reported once)
 
 
 @dataclass(frozen=True)
@@ -60,21 +74,30 @@ def bindings(symbols: dict[str, str], rename: dict[str, str] | None = None) -> d
         "d": Binding("dimension", A.d),
         "n": Binding("count", A.n),
     }
-    for name, kind in symbols.items():
+    for name, declared in symbols.items():
+        if declared == BROKEN:
+            out[name] = Binding(BROKEN, None)
+            continue
         label = rename.get(name, name)
-        obj = _make(kind, label)
-        out[name] = Binding(kind, obj)
+        kind = SCALAR if declared in SCALAR_ASSUMPTIONS else declared
+        out[name] = Binding(kind, _make(declared, label))
     return out
 
 
-def _make(kind: str, label: str):
-    if kind == "vector":
+def _make(declared: str, label: str):
+    """The engine object of a declared kind; a fresh copy (``b'``) keeps the assumptions."""
+    if declared == "vector":
         return VectorSymbol(label)
-    if kind in ("query", "key"):
+    if declared in ("query", "key"):
         return VectorBase(label)
-    if kind == "scalar":
-        return sp.Symbol(label, real=True)
+    if declared in SCALAR_ASSUMPTIONS:
+        return sp.Symbol(label, real=True, **SCALAR_ASSUMPTIONS[declared])
     return label  # a function: its class is made when it is applied
+
+
+def unknown_name(name: str, binds) -> str:
+    """The one message for an undeclared name; a near name is suggested only when close."""
+    return f"unknown name {name!r}: declare it under [symbols]{nearest(name, binds)}"
 
 
 def nearest(name: str, candidates) -> str:
@@ -111,7 +134,9 @@ class _Translator:
         if b is None:
             if node.id in BUILTINS:
                 raise ExprError(f"{node.id!r} is a function: call it, e.g. {node.id}(…)", node.col)
-            raise ExprError(f"unknown name {node.id!r}{nearest(node.id, self.binds)}", node.col)
+            raise ExprError(unknown_name(node.id, self.binds), node.col)
+        if b.kind == BROKEN:  # its declaration is wrong and already reported
+            raise ExprError(f"{node.id!r} is declared wrongly", node.col, quiet=True)
         if b.kind == "function":
             raise ExprError(f"{node.id!r} is a function: call it, e.g. {node.id}(x)", node.col)
         if b.kind == "query":
@@ -152,18 +177,27 @@ class _Translator:
         ex, sign = node.right, 1
         if isinstance(ex, Unary):
             ex, sign = ex.operand, -1
-        if not isinstance(ex, Num) or "." in ex.text:
+        if not isinstance(ex, Num) or not ex.text.isdigit():
             raise ExprError("the exponent must be an integer literal (use sqrt for roots)", node.right.col)
         value = sign * int(ex.text)
-        if abs(value) > LIMITS["exponent"]:
-            raise ExprError(f"exponent {value} too large (limit ±{LIMITS['exponent']})", node.right.col)
         if base == 0 and value < 0:
             raise ExprError("division by zero", node.col)
+        if isinstance(base, sp.Rational):
+            # a constant costs nothing to raise; only the size of the exact result is bounded
+            digits = abs(value) * math.log10(max(abs(base.p), base.q))
+            if digits > LIMITS["value_digits"]:
+                raise ExprError(f"the constant is too large: it would have about {math.ceil(digits)} digits "
+                                f"(limit {LIMITS['value_digits']})", node.col)
+        elif abs(value) > LIMITS["exponent"]:
+            raise ExprError(f"exponent {value} too large (limit ±{LIMITS['exponent']} for a base that is "
+                            "not a number)", node.right.col)
         return base**value, SCALAR
 
     def call(self, node: Call) -> tuple[sp.Expr, str]:
         fn, args = node.func, node.args
         b = self.binds.get(fn)
+        if b is not None and b.kind == BROKEN:
+            raise ExprError(f"{fn!r} is declared wrongly", node.col, quiet=True)
         if b is not None and b.kind != "function":
             raise ExprError(f"{fn!r} is a {b.kind}, not a function", node.col)
         if b is None and fn not in BUILTINS:
@@ -192,7 +226,8 @@ class _Translator:
         (x, kind), = vals
         if kind != SCALAR:
             raise ExprError(f"{fn}() needs a scalar, got a vector", args[0].col)
-        if fn in ("sqrt", "log") and x.is_number and x <= 0 and not (fn == "sqrt" and x == 0):
-            raise ExprError(f"{fn}() of a non-positive number", node.col)
+        why = nowhere_real(fn, x) if fn in ("sqrt", "log") else None
+        if why:
+            raise ExprError(why, node.col)
         f = {"sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "tanh": sp.tanh, "abs": sp.Abs}[fn]
         return f(x), SCALAR
