@@ -74,7 +74,7 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
     return False, "", steps, diff
 
 
-def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *,
+def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *, guards: list = (),
            fixed: dict | None = None, why_refuted: str = "", rows: bool = True,
            compared: tuple[str, str] = ("as specified", "changed")) -> Outcome:
     """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided."""
@@ -82,7 +82,7 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     steps = list(steps)
     if ok:
         return _proved(label, lhs, rhs, reason, steps, cfg)
-    wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed)
+    wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed, guards=guards)
     if wit is not None and not respects_signs(wit["_instance"].scalars):
         wit = None  # a value outside a declared sign is no counterexample
     if wit is not None:

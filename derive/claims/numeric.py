@@ -69,10 +69,12 @@ def _prepare(expr, mask):
     return concrete_mask(instantiate(sp.sympify(expr)), mask)
 
 
-def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = None) -> dict | None:
-    """A small certified instance of the variant (its mask, its functions) with lhs ≠ rhs; or None."""
+def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = None,
+                   guards=()) -> dict | None:
+    """A small certified instance of the variant (its mask, its functions) with lhs ≠ rhs,
+    inside the domain ``guards`` of the spec as written; or None."""
     a, b = _prepare(lhs, mask), _prepare(rhs, mask)
-    wit = find_witness(a, b, fixed=fixed, cfg=cfg)
+    wit = find_witness(a, b, fixed=fixed, cfg=cfg, guards=[(kind, instantiate(g)) for kind, g in guards])
     if wit is not None:
         wit["_exprs"] = (a, b)
     return wit

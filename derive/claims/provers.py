@@ -64,7 +64,7 @@ def invariant(ctx: Context, claim) -> Outcome:
     if delta is not None and lemma[3] is not None and delta != lemma[3]:
         lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
     out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
-                 compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
+                 guards=va.guards + vb.guards, compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
                  why_refuted=_why_scores(delta, name, ctx.spec.normalizer))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
@@ -105,7 +105,8 @@ def output_invariant(ctx: Context, claim) -> Outcome:
         why = f"the value of the {ctx.spec.normalizer} token changes" + \
             (f" by {show.text(delta_form(dx, vb, name))}" if dx is not None else "")
     out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
-                 rows=False, compared=(f"output with {name}", f"output with {fresh(name)}"))
+                 guards=va.guards + vb.guards, rows=False,
+                 compared=(f"output with {name}", f"output with {fresh(name)}"))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
     return out
@@ -127,11 +128,13 @@ def output_shift(ctx: Context, claim) -> Outcome:
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
         _why_scores(diff, name, ctx.spec.normalizer)
     return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
-                  why_refuted=why, rows=False, compared=("output", f"output with {name} = 0, plus {name}"))
+                  guards=va.guards + v0.guards, why_refuted=why, rows=False,
+                  compared=("output", f"output with {name} = 0, plus {name}"))
 
 
 def row_constant(ctx: Context, claim) -> Outcome:
-    e = ctx.base.expr(claim.node)
+    guards = list(ctx.base.guards)
+    e = ctx.base.expr(claim.node, guards)
     one, two = two_keys(set(ctx.spec.symbols))
     steps = [step("expression", show.latex(e))]
     ex = expand(e, ctx.cfg)
@@ -145,7 +148,7 @@ def row_constant(ctx: Context, claim) -> Outcome:
     why = f"the key-dependent part {show.text(key_terms(ex))} remains" if ex is not None else \
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
-                 lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False,
+                 lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False, guards=guards,
                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
 
@@ -160,11 +163,12 @@ def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
 
 def equivalent(ctx: Context, claim) -> Outcome:
     va = ctx.base
-    other = va.expr(claim.node)
+    guards = list(va.guards)
+    other = va.expr(claim.node, guards)
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
     why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
-                  compared=("p_ij with the score", "p_ij with EXPR"),
+                  guards=guards, compared=("p_ij with the score", "p_ij with EXPR"),
                   why_refuted=why.replace("changes by", "differs by"))
 
 

@@ -36,8 +36,9 @@ class Variant:
     def __init__(self, spec: Spec, rename: dict | None = None):
         self.spec, self.rename = spec, dict(rename or {})
         self.binds = spec.binds(self.rename)
-        self.score_j = translate(spec.score, self.binds)[0]
-        self.value_j = translate(spec.value, self.binds)[0]
+        self.guards: list = []  # the domain as written (see translate): counterexamples stay inside
+        self.score_j = translate(spec.score, self.binds, guards=self.guards)[0]
+        self.value_j = translate(spec.value, self.binds, guards=self.guards)[0]
         self.params, self.extra = self._normalizer_parts()
 
     def _normalizer_parts(self) -> tuple[dict, sp.Expr | None]:
@@ -67,8 +68,9 @@ class Variant:
         named = self.spec.norm_params()
         return {p: v for p, v in self.params.items() if p in named and isinstance(v, sp.Symbol)}
 
-    def expr(self, node) -> sp.Expr:
-        return translate(node, self.binds)[0]
+    def expr(self, node, guards: list | None = None) -> sp.Expr:
+        """A claim's expression in this variant; its domain goes to ``guards``."""
+        return translate(node, self.binds, guards=guards)[0]
 
     def score(self, key: sp.Expr = j, score_j: sp.Expr | None = None) -> sp.Expr:
         base = self.score_j if score_j is None else score_j
@@ -100,6 +102,7 @@ class Variant:
         other.value_j = self.value_j.xreplace(zero)
         other.params = {k: v.xreplace(zero) for k, v in self.params.items()}
         other.extra = None if self.extra is None else self.extra.xreplace(zero)
+        other.guards = [(kind, g.xreplace(zero)) for kind, g in self.guards]
         return other
 
 

@@ -16,6 +16,7 @@ same on a slow machine as on a fast one; the wall-clock limit is only a last gua
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -32,7 +33,7 @@ from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["VALUES", "Certificate", "certify", "find_witness", "rounded", "satisfies", "show_ball"]
+__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball"]
 
 # Entries are drawn from this table, simplest first (Hypothesis shrinks towards the start).
 # Every value is exact: a counterexample can be replayed by hand or by any CAS.
@@ -191,7 +192,27 @@ def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int 
     return inst, env
 
 
-def _search(lhs, rhs, strategy, examples: int, cfg: Settings):
+def in_domain(guards, inst: Instance, env: dict) -> bool:
+    """Is every guard certainly satisfied, for every query row i and key j of the instance?"""
+    from derive.model.attention import i, j
+
+    for kind, arg in guards:
+        loops = [s for s in (i, j) if s in arg.free_symbols]
+        for values in itertools.product(range(1, inst.n + 1), repeat=len(loops)):
+            try:
+                v = evaluate(arg, inst, "arb", {**env, **dict(zip(loops, values))}, prec=START_BITS)
+                v = v if isinstance(v, arb) else arb(v)
+            except TimeLimit:
+                raise
+            except Exception:  # noqa: BLE001 - not evaluable: not inside the domain
+                return False
+            ok = {"positive": v > 0, "nonnegative": v >= 0, "nonzero": v.is_finite() and not v.contains(0)}[kind]
+            if not ok:
+                return False
+    return True
+
+
+def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=()):
     """(instance, env, certificate) of the simplest certified instance ``strategy`` finds."""
     budget = {"calls": 0, "found": None}
     bits = [BITS_BUDGET]
@@ -207,7 +228,7 @@ def _search(lhs, rhs, strategy, examples: int, cfg: Settings):
             return seen[key]
         if budget["found"] is not None and budget["calls"] - budget["found"] > SHRINK_CALLS:
             return False
-        seen[key] = ok = certify(lhs, rhs, ie[0], ie[1], budget=bits) is not None
+        seen[key] = ok = in_domain(guards, ie[0], ie[1]) and certify(lhs, rhs, ie[0], ie[1], budget=bits) is not None
         if ok and budget["found"] is None:
             budget["found"] = budget["calls"]
         return ok
@@ -231,19 +252,22 @@ def _key(ie) -> str:
 
 
 def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT,
-                 max_d: int = MAX_D, max_n: int = MAX_N) -> dict | None:
+                 max_d: int = MAX_D, max_n: int = MAX_N, guards=()) -> dict | None:
     """The simplest instance on which ``lhs ≠ rhs`` is certified, as a dict; or ``None``.
 
     The dict has the instance (exact entries), the index values, both sides rounded for
     reading (``lhs``, ``rhs``) and their certified enclosures (``enclosures``); keys starting
-    with ``_`` hold the objects for replaying it.
+    with ``_`` hold the objects for replaying it. ``guards`` — ``(kind, expr)`` with kind
+    ``positive``, ``nonnegative`` or ``nonzero`` — is the domain the instance must lie in,
+    for every query row i and key j (certified like the difference).
     """
-    sig = signature(lhs, rhs)
+    guards = list(guards)
+    sig = signature(lhs, rhs, *(g for _, g in guards))
     found = None
     # Small sizes first (their witnesses read best), then the whole range, half the budget each.
     for size_d, size_n in dict.fromkeys(((min(3, max_d), min(3, max_n)), (max_d, max_n))):
         found = _search(lhs, rhs, instances(sig, dict(fixed or {}), size_d, size_n),
-                        max(1, cfg.witness_examples // 2), cfg)
+                        max(1, cfg.witness_examples // 2), cfg, guards)
         if found is not None:
             break
     if found is None:

@@ -105,9 +105,19 @@ def nearest(name: str, candidates) -> str:
     return f"; did you mean {near[0]!r}?" if near else ""
 
 
-def translate(node: Node, binds: dict[str, Binding], key: sp.Expr = A.j) -> tuple[sp.Expr, str]:
-    """(expression, kind) of ``node`` for query row i and key ``key``."""
-    expr, kind = _Translator(binds, key).run(node)
+def translate(node: Node, binds: dict[str, Binding], key: sp.Expr = A.j,
+              guards: list | None = None) -> tuple[sp.Expr, str]:
+    """(expression, kind) of ``node`` for query row i and key ``key``.
+
+    ``guards``, when given, receives the domain of the expression *as written*, before SymPy
+    rewrites it (``sqrt(x)**2`` becomes ``x``, ``x / x`` becomes 1): ``("nonnegative", a)``
+    for every ``sqrt(a)``, ``("positive", a)`` for every ``log(a)``, ``("nonzero", b)`` for
+    every divisor and base of a negative power. A counterexample must lie inside it.
+    """
+    tr = _Translator(binds, key)
+    expr, kind = tr.run(node)
+    if guards is not None:
+        guards.extend(g for g in tr.guards if g not in guards)
     if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
         raise ExprError("the expression divides by zero", node.col)
     return expr, kind
@@ -116,6 +126,11 @@ def translate(node: Node, binds: dict[str, Binding], key: sp.Expr = A.j) -> tupl
 class _Translator:
     def __init__(self, binds: dict[str, Binding], key: sp.Expr):
         self.binds, self.key = binds, key
+        self.guards: list[tuple[str, sp.Expr]] = []
+
+    def guard(self, kind: str, arg: sp.Expr) -> None:
+        if arg.free_symbols and (kind, arg) not in self.guards:
+            self.guards.append((kind, arg))
 
     def run(self, node: Node) -> tuple[sp.Expr, str]:
         if isinstance(node, Num):
@@ -168,6 +183,7 @@ class _Translator:
             raise ExprError("cannot divide by a vector", node.col)
         if b == 0:
             raise ExprError("division by zero", node.col)
+        self.guard("nonzero", b)
         return a / b, ka
 
     def power(self, node: Binary) -> tuple[sp.Expr, str]:
@@ -191,6 +207,8 @@ class _Translator:
         elif abs(value) > LIMITS["exponent"]:
             raise ExprError(f"exponent {value} too large (limit ±{LIMITS['exponent']} for a base that is "
                             "not a number)", node.right.col)
+        if value < 0:
+            self.guard("nonzero", base)
         return base**value, SCALAR
 
     def call(self, node: Call) -> tuple[sp.Expr, str]:
@@ -229,5 +247,7 @@ class _Translator:
         why = nowhere_real(fn, x) if fn in ("sqrt", "log") else None
         if why:
             raise ExprError(why, node.col)
+        if fn in ("sqrt", "log"):
+            self.guard("nonnegative" if fn == "sqrt" else "positive", x)
         f = {"sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "tanh": sp.tanh, "abs": sp.Abs}[fn]
         return f(x), SCALAR
