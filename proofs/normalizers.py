@@ -100,7 +100,11 @@ def document() -> Document:
     doc.section("1. The normalizers")
     doc.prose(
         "A row has scores $x_1, \\dots, x_n$; masked keys get weight 0 and every sum runs over the allowed keys "
-        "($M_{i,t} = 1$). $N_i$ is the number of allowed keys of the row."
+        "($M_{i,t} = 1$). $N_i$ is the number of allowed keys of the row. The row $x$ is the normalizer's input: "
+        "**row-shift invariance** means $p(x + c\\mathbf{1}) = p(x)$, a common shift $c$ of that input, so for the "
+        "soft-capped softmax it is a shift before the cap (the atlas and `derive check` use the same definition). "
+        "**Abstention** means that in every row the scores can make every weight tend to 0; weights that merely "
+        "sum to less than 1 do not abstain."
     )
     rows = []
     for name in names():
