@@ -282,12 +282,17 @@ def document() -> Document:
 
     # 9 ------------------------------------------------------------------------------
     doc.section("9. The worked example")
+    ex = _example(doc)
+    for kind in ("numpy agrees", "seed table"):
+        ran = [c for c in doc.checks if c.name.startswith(kind)]
+        doc.fact(f"{kind} checks", "passed" if ran and all(c.passed for c in ran) else "failed")
     doc.prose(
         "The seed's numbers: $q = (1, 0)$; $k_1 = (1, 0)$, $k_2 = (0, 1)$, $k_3 = (-1, 0)$; "
         "$b_Q = (0, 1)$; $b_K = (3, -2)$; $d = 2$. The engine computes exact scores and weights; an "
-        "independent float64 implementation agrees to 1e-12, and both match the seed's table to 6 decimals."
+        f"independent float64 implementation agrees with them within {doc.cfg.rtol:g} on these inputs (the "
+        "`numpy agrees` checks, {verdict:numpy agrees checks=passed} for all four conditions), and the exact "
+        "values match the seed's table to 6 decimals (the `seed table` checks, {verdict:seed table checks=passed})."
     )
-    ex = _example(doc)
     doc.table(
         ["condition", "scores (exact)", "scores", "weights"],
         [[cond, sp.Tuple(*ex[cond][0]), _fmt(ex[cond][0]), _fmt(ex[cond][1])] for cond in CONDITIONS],
