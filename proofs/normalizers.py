@@ -18,12 +18,14 @@ from derive.document.api import Document
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_identity, check_stable
-from derive.normalizers.properties import PROPERTIES, C, params_for
+from derive.normalizers.properties import PROPERTIES, C, params_for, single_key_weight
 from derive.normalizers.registry import REGISTRY, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
 
 SHIFT = 1.5
+# Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift.
+SHOWN_PARAM = {"c": "c_cap"}
 
 
 def _witness_text(w: dict | None) -> str:
@@ -33,7 +35,8 @@ def _witness_text(w: dict | None) -> str:
     for key in ("instance", "indices", "parameters"):
         if w.get(key):
             head = "the entry's parameters " if key == "parameters" else ""
-            parts.append(head + ", ".join(f"{k} = {v}" for k, v in w[key].items()))
+            shown = SHOWN_PARAM if key == "parameters" else {}
+            parts.append(head + ", ".join(f"{shown.get(k, k)} = {v}" for k, v in w[key].items()))
     vals = f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else ""
     if "derivative" in w:
         vals = f"; the derivative there is exactly {w['derivative']:g}"
@@ -97,7 +100,11 @@ def document() -> Document:
     doc.section("1. The normalizers")
     doc.prose(
         "A row has scores $x_1, \\dots, x_n$; masked keys get weight 0 and every sum runs over the allowed keys "
-        "($M_{i,t} = 1$). $N_i$ is the number of allowed keys of the row."
+        "($M_{i,t} = 1$). $N_i$ is the number of allowed keys of the row. The row $x$ is the normalizer's input: "
+        "**row-shift invariance** means $p(x + c\\mathbf{1}) = p(x)$, a common shift $c$ of that input, so for the "
+        "soft-capped softmax it is a shift before the cap (the atlas and `derive check` use the same definition). "
+        "**Abstention** means that in every row the scores can make every weight tend to 0; weights that merely "
+        "sum to less than 1 do not abstain."
     )
     rows = []
     for name in names():
@@ -122,7 +129,7 @@ def document() -> Document:
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
     doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
               f"{counts['undecided']} undecided.")
-    _clipped_long_rows(doc)
+    _clipped_long_rows(doc, table)
 
     doc.section("3. Equivalences between tokens and normalizers")
     doc.prose("An extra token (key κ, value ν) against a normalizer over the real keys, decided by the same prover "
@@ -168,8 +175,8 @@ def _is_text(m: str) -> bool:
 _ = (math, tex)
 
 
-def _clipped_long_rows(doc: Document) -> None:
-    """The abstention row quantifies over every row; clipped softmax fails it only on short rows."""
+def _clipped_long_rows(doc: Document, table: dict) -> None:
+    """The abstention row quantifies over every row; clipped softmax fails it on a one-key row, not on long rows."""
     clipped = get("clipped")
     zeta, gamma = 1.0, -0.1  # the entry's sample values
     threshold = 11  # (ζ − γ)/(−γ)
@@ -179,9 +186,15 @@ def _clipped_long_rows(doc: Document) -> None:
                       detail="ζ = 1, γ = −1/10: (ζ − γ)/N + γ = 0 at N = 11")
     doc.example_check("clipped softmax: a uniform row of 10 keys does not", list(short_row),
                       [0.01] * (threshold - 1), detail="(ζ − γ)/10 + γ = 1/100")
+    entry = clipped
+    doc.fact("clipped: can_abstain", table[("clipped", "can_abstain")])
+    doc.fact("clipped: limit_uniform", table[("clipped", "limit_uniform")])
+    doc.fact("clipped: the weight of a single allowed key", "computed",
+             value=sp.sstr(single_key_weight(entry, params_for(entry))))
     doc.prose(
-        "Abstention above is claimed for *every* row. Clipped softmax fails that claim on short rows (one key "
-        "always gets weight 1), but its uniform-path value $\\min(1, \\max(0, (\\zeta - \\gamma + \\gamma N_i)/N_i))$ "
+        "Abstention above is claimed for *every* row (every weight can be made to tend to 0). For clipped softmax "
+        "it is {verdict:clipped: can_abstain=refuted}: a row with one allowed key gives it the weight "
+        "{value:clipped: the weight of a single allowed key=1} whatever its score. Its uniform-path value {value:clipped: limit_uniform} "
         "is exactly 0 once $N_i \\geq (\\zeta - \\gamma)/(-\\gamma)$: with the sample values $\\zeta = 1$, "
         "$\\gamma = -1/10$, a row of 11 equal scores gets weight 0 on every key while a row of 10 gets 1/100 each "
         "(checks at the end). So long rows can abstain *exactly*, which is what the clipping is for; only the "

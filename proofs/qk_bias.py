@@ -15,6 +15,8 @@ from derive.document.api import Document
 from derive.document.notation import notation
 from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
 from derive.model.vectors import Dot, VectorBase, expand_dot, vectors
+from derive.normalizers.properties import derive_property
+from derive.normalizers.table import anchor
 
 q0, k0, v, delta = VectorBase("q^0"), VectorBase("k^0"), VectorBase("v"), VectorBase("delta")
 bQ, bK = vectors("b_Q b_K")
@@ -161,9 +163,7 @@ def document() -> Document:
         "A term $f(j)$ is **row-constant** when $f(j_1) = f(j_2)$ for any two keys of the row. "
         "The engine proves this by reducing $f(j_1) - f(j_2)$ to $0$; it shows a term is "
         "**key-dependent** by a concrete instance, found and shrunk by Hypothesis, on which the two "
-        "values differ (certified with 50- and 100-digit arithmetic). Neither is a pattern match on "
-        "the letter $j$: the last two rows below contain $j$ and are still row-constant, and a "
-        "function of a row-constant term is row-constant."
+        "values differ (certified with 50- and 100-digit arithmetic)."
     )
     terms = sorted(sp.Add.make_args(expanded), key=sp.default_sort_key)
     labels = {Dot(k0[j], q0[i]): "q⁰·k⁰", Dot(bQ, k0[j]): "b_Q·k⁰", Dot(bK, q0[i]): "q⁰·b_K", Dot(bK, bQ): "b_Q·b_K"}
@@ -176,6 +176,15 @@ def document() -> Document:
     doc.classify(rows, j, name="row-constant terms",
                  why="Classification of each term over the keys $j$ of a row:",
                  expect=[expect_j.get(lbl, "row-constant") for lbl, _ in rows])
+    has_j = lambda e: "contains $j$" if e.has(j) else "has no $j$"
+    doc.fact("last row and j", has_j(rows[-1][1]))
+    doc.fact("row before the last and j", has_j(rows[-2][1]))
+    doc.prose(
+        "Neither is a pattern match on the letter $j$: the last row {verdict:last row and j=contains $j$} and is "
+        "still {verdict:row-constant terms: cancelling key terms=row-constant}, because its key terms cancel; "
+        "the row before it {verdict:row before the last and j=has no $j$} and shows that a function of "
+        "row-constant terms is {verdict:row-constant terms: function of a row-constant term=row-constant}."
+    )
 
     # 4 ------------------------------------------------------------------------------
     doc.section("4. Softmax cancels a row-constant shift")
@@ -276,12 +285,17 @@ def document() -> Document:
 
     # 9 ------------------------------------------------------------------------------
     doc.section("9. The worked example")
+    ex = _example(doc)
+    for kind in ("numpy agrees", "seed table"):
+        ran = [c for c in doc.checks if c.name.startswith(kind)]
+        doc.fact(f"{kind} checks", "passed" if ran and all(c.passed for c in ran) else "failed")
     doc.prose(
         "The seed's numbers: $q = (1, 0)$; $k_1 = (1, 0)$, $k_2 = (0, 1)$, $k_3 = (-1, 0)$; "
         "$b_Q = (0, 1)$; $b_K = (3, -2)$; $d = 2$. The engine computes exact scores and weights; an "
-        "independent float64 implementation agrees to 1e-12, and both match the seed's table to 6 decimals."
+        f"independent float64 implementation agrees with them within {doc.cfg.rtol:g} on these inputs (the "
+        "`numpy agrees` checks, {verdict:numpy agrees checks=passed} for all four conditions), and the exact "
+        "values match the seed's table to 6 decimals (the `seed table` checks, {verdict:seed table checks=passed})."
     )
-    ex = _example(doc)
     doc.table(
         ["condition", "scores (exact)", "scores", "weights"],
         [[cond, sp.Tuple(*ex[cond][0]), _fmt(ex[cond][0]), _fmt(ex[cond][1])] for cond in CONDITIONS],
@@ -305,13 +319,29 @@ def document() -> Document:
     doc.prose(
         "The proofs above used exactly these assumptions; drop one and the conclusion must be derived again:"
     )
+    # Which normalizers cancel a row constant: shift invariance, decided in normalizers.md.
+    for name in ("softmax1", "sink", "sigmoid", "softcap", "clipped"):
+        doc.fact(f"{name}: shift_invariant", derive_property(name, "shift_invariant"))
+    link = lambda name, text: f"[{text}](normalizers.md#{anchor(name, 'shift_invariant')})"
+    shift_row = (
+        "the weights ignore a row constant exactly when the normalizer is shift-invariant (adding one constant to "
+        f"every input of the normalizer leaves the weights unchanged). {link('softmax1', 'softmax₁')} "
+        "(shift invariance {verdict:softmax1: shift_invariant=refuted}), " f"{link('sink', 'sinks')} "
+        "({verdict:sink: shift_invariant=refuted}), " f"{link('sigmoid', 'sigmoid attention')} "
+        "({verdict:sigmoid: shift_invariant=refuted}) and " f"{link('softcap', 'soft-capping')} "
+        "({verdict:softcap: shift_invariant=refuted}: the cap acts before the softmax) are not, so they do not "
+        f"cancel a row constant; {link('clipped', 'clipped softmax')}, a function of the softmax weights, is "
+        "(shift invariance {verdict:clipped: shift_invariant=proved})"
+    )
     doc.table(["assumption", "why it matters"], [
         ["one head, one query row at a time", "the shift c_i = q_i·b_K/√d differs between rows and heads; each row is normalized on its own"],
         ["the same b_K is added to every key", "a per-token shift δ_j is key-dependent (section 7) and changes the weights"],
-        ["a shift-invariant normalizer (softmax)", "softmax₁, sinks, sigmoid attention and clipping do not cancel a row constant"],
+        ["a shift-invariant normalizer (softmax)", shift_row],
         ["no position-dependent transform between the bias and the dot product", "with RoPE applied after the bias, R_j b_K differs per key; the extra term is no longer row-constant"],
         ["a non-empty allowed set", "a fully masked row has no softmax weights at all"],
-        ["exact real arithmetic", "floating point can round a cancelled shift differently; the cross-checks bound this at 1e-12"],
+        ["exact real arithmetic", "floating point can round a cancelled shift differently; the numeric "
+                                  "cross-checks sample inputs and compare within a tolerance of "
+                                  f"{doc.cfg.rtol:g} (relative and absolute): evidence on the samples, not a bound"],
     ])
     return doc
 

@@ -17,11 +17,13 @@ from derive.document.notation import notation
 from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
 from derive.model.vectors import Dot
 from derive.normalizers import calculus, equivalences, limits
-from derive.normalizers.algebra import canon_sums, settle
+from derive.normalizers.algebra import canon_sums
 from derive.normalizers.properties import B_K, C, K, Q, derive_property
 from derive.normalizers.registry import get
 from derive.normalizers.stable import DTYPES, FORMS, MSHIFT, faulty_weight, float_table, stable_form
 from derive.normalizers.table import anchor
+from derive.prove.verdict import REFUTED, Verdict
+from derive.render.latex import tex
 
 x = ScalarBase("x")
 S1, SM, SINK = get("softmax1"), get("softmax"), get("sink")
@@ -35,6 +37,27 @@ SQRT_D = sp.sqrt(d)
 
 def _link(name: str, prop: str, text: str) -> str:
     return f"[{text}](normalizers.md#{anchor(name, prop)})"
+
+
+def _fact(doc: Document, name: str, prop: str):
+    """The derivation of a normalizer property, registered as the fact ``name.prop`` for prose."""
+    der = derive_property(name, prop)
+    if f"{name}.{prop}" not in doc.facts:
+        doc.fact(f"{name}.{prop}", der)
+    return der
+
+
+def _v(doc: Document, name: str, prop: str, stated: str) -> str:
+    """A link whose text states the property's verdict; the build checks the statement."""
+    _fact(doc, name, prop)
+    return _link(name, prop, "{verdict:%s.%s=%s}" % (name, prop, stated))
+
+
+def _val(doc: Document, name: str, prop: str, stated: str | None = None) -> str:
+    """A link whose text is the property's value; a stated value is checked by the build."""
+    _fact(doc, name, prop)
+    ref = f"{name}.{prop}" + ("" if stated is None else f"={stated}")
+    return _link(name, prop, "{value:%s}" % ref)
 
 
 def _w(der) -> str:
@@ -82,7 +105,7 @@ def document() -> Document:
     inv = derive_property("softmax1", "shift_invariant")
     doc.prose(
         f"So softmax₁ is **not** shift-invariant: the claim “softmax₁ is shift-invariant” is "
-        f"{_link('softmax1', 'shift_invariant', inv.verdict.status)} by a certified counterexample ({_w(inv)}). "
+        f"{_v(doc, 'softmax1', 'shift_invariant', 'refuted')} by a certified counterexample ({_w(inv)}). "
         "A shift by c is the same as a sink logit −c; softmax (no sink) is the only member of the family that "
         "ignores it. The implementation trick “subtract the row maximum” is therefore not free for softmax₁ "
         "(section 9)."
@@ -101,18 +124,19 @@ def document() -> Document:
     rng = derive_property("softmax1", "mass_range")
     doc.prose(
         f"Z takes every value in $(0, \\infty)$ (one allowed key with score $\\log Z$), so the mass takes every value "
-        f"in {_link('softmax1', 'mass_range', rng.value_text())} and never 0 or 1: it tends to 0 as all scores → −∞ "
+        f"in {_val(doc, 'softmax1', 'mass_range', '(0, 1)')} and never 0 or 1: it tends to 0 as all scores → −∞ "
         f"and to 1 as one score → +∞. The article's “the sum lies between 0 and 1” is **confirmed** and sharpened: "
         f"the open interval, both ends approached. For softmax the same computation gives exactly 1 "
-        f"({_link('softmax', 'weights_sum_to_one', 'proved')})."
+        f"({_v(doc, 'softmax', 'weights_sum_to_one', 'proved')})."
     )
 
     # 4 ------------------------------------------------------------------------------
     doc.section("4. Abstention")
     ab1, ab0 = derive_property("softmax1", "can_abstain"), derive_property("softmax", "can_abstain")
     doc.prose(
-        f"softmax₁ can abstain: {_link('softmax1', 'can_abstain', ab1.verdict.status)} — every weight is at most the "
-        f"mass Z/(1 + Z), which tends to 0. softmax cannot: {_link('softmax', 'can_abstain', ab0.verdict.status)}, "
+        f"softmax₁ can abstain (every weight can be made to tend to 0): {_v(doc, 'softmax1', 'can_abstain', 'proved')} "
+        f"— every weight is at most the mass Z/(1 + Z), which tends to 0. softmax cannot: "
+        f"{_v(doc, 'softmax', 'can_abstain', 'refuted')}, "
         "because its weights sum to 1 in every row. This is a statement about the exact function, so more "
         "precision cannot change it: the article's “a mathematical, not a numerical problem” is **confirmed**."
     )
@@ -128,8 +152,8 @@ def document() -> Document:
     doc.equation(on_path(S1), 1 / (sp.exp(tau) + count), name="softmax₁ on the uniform path",
                  why="Multiply numerator and denominator by e^τ; as τ → ∞ this tends to 0.")
     lu0, lu1 = derive_property("softmax", "limit_uniform"), derive_property("softmax1", "limit_uniform")
-    doc.prose(f"The limits are {_link('softmax', 'limit_uniform', lu0.value_text())} for softmax and "
-              f"{_link('softmax1', 'limit_uniform', lu1.value_text())} for softmax₁.")
+    doc.prose(f"The limits are {_val(doc, 'softmax', 'limit_uniform')} for softmax and "
+              f"{_val(doc, 'softmax1', 'limit_uniform')} for softmax₁.")
     doc.prose(
         "**(b) The iterated limits** as the article writes them, $\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty}$, "
         "the innermost ($x_k$) first. Explicitly, for small k (examples computed with SymPy's limit, not a proof):"
@@ -147,16 +171,26 @@ def document() -> Document:
         f"weight 1 on key 1 — the key whose limit is taken **last** — and 0 on the others ({it0.value_text()}); "
         f"softmax₁ gives {it1.value_text()}. So the article's "
         "$\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty}\\operatorname{softmax}(x)_i = 1/k$ is **wrong as "
-        "written** (true only for the uniform path), while its softmax₁ statement (limit 0) is **correct as written**."
+        "written** (1/k is the limit along paths on which all differences $x_t - x_j$ tend to 0, see (d)), while "
+        "its softmax₁ statement (limit 0) is **correct as written**."
     )
     ap0, ap1 = derive_property("softmax", "limit_any_path"), derive_property("softmax1", "limit_any_path")
     w = ap0.verdict.witness or {}
     doc.prose(
         f"**(c) Every path** on which all $x_j \\to -\\infty$: for softmax the limit "
-        f"{_link('softmax', 'limit_any_path', 'depends on the path')} — with two keys, $x = (-\\tau, -2\\tau)$ "
+        f"{_val(doc, 'softmax', 'limit_any_path', 'depends on the path')} — with two keys, $x = (-\\tau, -2\\tau)$ "
         f"gives {tuple(w.get('lhs', ()))} and $x = (-2\\tau, -\\tau)$ gives {tuple(w.get('rhs', ()))}; a path that "
         "alternates between the two has no limit at all. For softmax₁ every weight tends to 0 on every such path "
-        f"({_link('softmax1', 'limit_any_path', ap1.verdict.status)}): each weight is at most $Z/(1 + Z)$ and $Z \\to 0$."
+        f"({_v(doc, 'softmax1', 'limit_any_path', 'proved')}): each weight is at most $Z/(1 + Z)$ and $Z \\to 0$."
+    )
+    doc.prose("**(d) Where softmax's $1/N_i$ comes from.** For an allowed key $j$, softmax depends on the differences only:")
+    doc.equation(p0(j), 1 / sp.Sum(M[i, t] * sp.exp(x[i, t] - x[i, j]), (t, 1, n)), assume={M[i, j]: 1},
+                 name="softmax in differences", why="Divide numerator and denominator by e^{x_j}.")
+    doc.prose(
+        "So whenever every difference $x_t - x_j$ of allowed keys tends to 0, each of the $N_i$ terms tends to 1 and "
+        "every weight to $1/N_i$ — on the uniform path, where the differences are 0, and on any other such path, "
+        "whether or not the scores go to −∞. Conversely, if every weight tends to $1/N_i$ the ratios "
+        "$p_j/p_k = e^{x_j - x_k}$ tend to 1 (section 6), so the differences tend to 0."
     )
 
     # 6 ------------------------------------------------------------------------------
@@ -175,16 +209,16 @@ def document() -> Document:
     pk = sp.exp(xk) / (1 + sp.exp(xj) + sp.exp(xk) + r)
     doc.prose("Two allowed keys $j \\ne k$ and $r \\ge 0$ for the sum over the remaining allowed keys describe every "
               "row with at least two allowed keys:")
-    djj = notation("djj", lambda: sp.diff(W, xj), latex="\\frac{\\partial p_j}{\\partial x_j}", nargs=0)
-    djk = notation("djk", lambda: sp.diff(W, xk), latex="\\frac{\\partial p_j}{\\partial x_k}", nargs=0)
+    djj = notation("djj", lambda: sp.diff(W, xj), latex="\\frac{\\partial p^{(1)}_j}{\\partial x_j}", nargs=0)
+    djk = notation("djk", lambda: sp.diff(W, xk), latex="\\frac{\\partial p^{(1)}_j}{\\partial x_k}", nargs=0)
     doc.equation(djj(), pj * (1 - pj), name="diagonal", why="Quotient rule (SymPy differentiates; the engine checks the result).")
     doc.equation(djk(), -pj * pk, name="off-diagonal", why="Only the denominator depends on x_k.")
     doc.prose(
-        f"With $0 < p_j < 1$ the diagonal is positive ({_link('softmax1', 'jacobian_diagonal', 'proved')}), also for a "
+        f"With $0 < p^{{(1)}}_j < 1$ the diagonal is positive ({_v(doc, 'softmax1', 'jacobian_diagonal', 'proved')}), also for a "
         "single allowed key, where softmax's is 0; the off-diagonal entries are negative "
-        f"({_link('softmax1', 'jacobian_offdiagonal', 'proved')}). The article's “the derivatives are positive” holds "
-        "for $\\partial p_i/\\partial x_i$ only: **refined**. Clipped softmax, by contrast, has regions of zero "
-        f"gradient ({_link('clipped', 'gradient_nonvanishing', 'refuted')})."
+        f"({_v(doc, 'softmax1', 'jacobian_offdiagonal', 'proved')}). The article's “the derivatives are positive” holds "
+        "for $\\partial p^{(1)}_j/\\partial x_j$ only: **refined**. Clipped softmax, by contrast, has regions of zero "
+        f"gradient ({_v(doc, 'clipped', 'gradient_nonvanishing', 'refuted')})."
     )
 
     # 8 ------------------------------------------------------------------------------
@@ -194,9 +228,9 @@ def document() -> Document:
     doc.equation(S1.weight(kb, key=j), SINK.weight(k0, key=j, s=-Dot(Q[i], B_K) / SQRT_D), name="K bias under softmax₁",
                  why="The K bias shifts row i by c_i = ⟨q_i, b_K⟩/√d, and a shift is a sink logit −c_i.")
     kc = derive_property("softmax1", "k_bias_cancels")
-    doc.prose(f"So with softmax₁ a common K bias is no longer redundant ({_link('softmax1', 'k_bias_cancels', kc.verdict.status)}, "
+    doc.prose(f"So with softmax₁ a common K bias is no longer redundant ({_v(doc, 'softmax1', 'k_bias_cancels', 'refuted')}, "
               f"counterexample {_w(kc)}): it becomes a query-dependent sink. Under softmax it cancels "
-              f"({_link('softmax', 'k_bias_cancels', 'proved')}).")
+              f"({_v(doc, 'softmax', 'k_bias_cancels', 'proved')}).")
     doc.section("The zero-prefix token and the learned token", anchor="nrm-equivalences", level=3)
     doc.prose(
         "**The zero-prefix token.** The article suggests prepending a zero vector to every context so that each "
@@ -250,9 +284,9 @@ def document() -> Document:
     doc.equation(fw, SINK.weight(sc, key=j, s=m), name="faulty = sink(m)", why="Section 2 with c = −m.")
     doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="faulty / softmax₁",
                  why="The ratio for an allowed key; it is 1 exactly when e^m = 1, i.e. when max x = 0.")
-    bad = settle(faulty_weight(j), S1.weight(sc, key=j), S1, {})
-    doc.prose(f"The claim “the faulty form equals softmax₁” is **{bad.status}** (certified counterexample "
-              f"{'; '.join(f'{k} = {v}' for k, v in (bad.witness or {}).get('instance', {}).items())}).")
+    bad = _faulty_counterexample(doc, (2, 1))
+    doc.prose("The claim “the faulty form equals softmax₁” is **{verdict:faulty form equals softmax₁=refuted}**: "
+              f"{bad}.")
     rho = sp.Symbol("rho", nonnegative=True)
     Sx = 1 + rho
     doc.prose("Its weights sum to $S/(1 + S)$ with $S = \\sum_t e^{x_t - m} \\ge 1$, because the maximal key "
@@ -302,14 +336,14 @@ def document() -> Document:
     findings = [
         ("softmax gives every key 1/k when all inputs → −∞ (iterated limits as written)", "contradicted",
          st("softmax", "limit_iterated") == P and "(1, 0" in it0.value_text() and st("softmax", "limit_any_path") == "refuted",
-         ("the iterated limit gives 1 to the outermost key; 1/k holds on the uniform path only; along arbitrary "
-          "paths the limit depends on the path")),
+         ("the iterated limit gives 1 to the outermost key; 1/k is the limit exactly on the paths on which all "
+          "differences x_t − x_j tend to 0 (section 5 (d)); along arbitrary paths the limit depends on the path")),
         ("softmax₁ gives every key 0 in the same limit", "confirmed",
          st("softmax1", "limit_iterated") == P and st("softmax1", "limit_any_path") == P, "as written and along every path"),
         ("softmax₁ keeps the ratios exp(x_i)/exp(x_j)", "confirmed", st("softmax1", "ratio_identity") == P, "section 6"),
         ("the derivatives are positive", "refined",
          st("softmax1", "jacobian_diagonal") == P and st("softmax1", "jacobian_offdiagonal") == P,
-         "∂p_i/∂x_i > 0 but ∂p_i/∂x_j < 0 for i ≠ j"),
+         "∂p⁽¹⁾_j/∂x_j > 0 but ∂p⁽¹⁾_j/∂x_k < 0 for k ≠ j"),
         ("the weights sum to between 0 and 1", "confirmed",
          st("softmax1", "mass_range") == P and rng.value_text() == "(0, 1)", "exactly the open interval (0, 1)"),
         ("a head can choose to add nothing", "confirmed",
@@ -322,7 +356,8 @@ def document() -> Document:
          "only if its score is exactly 0 relative to the real keys and its value is 0 (section 8)"),
         ("PyTorch add_zero_attn / flaxformer's zero logit is the same thing", "confirmed",
          eqs["zero token ≡ softmax₁"] == P, "the zero key and value are appended after the projections"),
-        ("softmax is implemented as exp(x_i − max x)", "refined", bad.status == "refuted",
+        ("softmax is implemented as exp(x_i − max x)", "refined",
+         doc.facts["faulty form equals softmax₁"].status == "refuted",
          "for softmax₁ the 0 logit must join the max; otherwise the result is sink(max x)"),
         ("learned attention sinks do the same", "confirmed",
          eqs["sink(0) ≡ softmax₁"] == P and eqs["learned key/value token"] == P,
@@ -336,6 +371,28 @@ def document() -> Document:
     doc.table(["statement", "finding"], [[s_, f"**{lab}**: {why}"] for s_, lab, _, why in findings])
     doc.record("article", [{"statement": s_, "finding": lab, "detail": why} for s_, lab, _, why in findings])
     return doc
+
+
+def _faulty_counterexample(doc: Document, row: tuple) -> str:
+    """The faulty form against softmax₁ on one row, with m = max x as the form defines it.
+
+    Both weights of key 1 are evaluated exactly (closed forms in e) and compared with SymPy's
+    error-controlled evaluation at 50 digits; registers the fact “faulty form equals softmax₁”.
+    """
+    m = max(row)
+    subs = {n: len(row), MSHIFT: m, **{M[i, k + 1]: 1 for k in range(len(row))},
+            **{x[i, k + 1]: v for k, v in enumerate(row)}}
+    exact = lambda e: sp.simplify(e.subs(n, len(row)).doit().subs(subs))
+    got, want = exact(faulty_weight(1)), exact(S1.weight(sc, key=1))
+    gap = sp.N(got - want, 50)
+    if not gap.is_number or abs(gap) < sp.Float("1e-40"):
+        raise AssertionError(f"faulty form vs softmax₁ on {row}: no certified difference ({gap})")
+    status = Verdict(REFUTED, "the two sides differ on a row", witness={"x": list(row), "m": m})
+    doc.fact("faulty form equals softmax₁", status)
+    xs = ", ".join(str(v) for v in row)
+    return (f"on the row $x = ({xs})$, where $m = \\max_j x_j = {m}$ as the form prescribes, key 1 gets "
+            f"${tex(got)} \\approx {float(got):.4f}$ from the faulty form and "
+            f"${tex(want)} \\approx {float(want):.4f}$ from softmax₁ (exact values)")
 
 
 def _draw_mass(ax):
@@ -357,7 +414,7 @@ def _draw_uniform(ax):
     ts = np.linspace(-5, 10, 151)
     for label, name, params in [("softmax", "softmax", {}), ("softmax₁", "softmax1", {}),
                                 ("sink s = 2", "sink", {"s": 2.0}), ("sigmoid", "sigmoid", {"b": 0.0}),
-                                ("soft cap c = 1", "softcap", {"c": 1.0})]:
+                                ("soft cap c_cap = 1", "softcap", {"c": 1.0})]:
         e = get(name)
         style = "--" if name == "softcap" else "-"
         ax.plot(ts, [float(e.stable(np.full(4, -tt), **params)[0]) for tt in ts], style, label=label)

@@ -21,9 +21,11 @@ FACTS = {
     "rope_bias_after": {"k_bias_redundant": P, "q_bias_matters": P, "v_bias_shifts_output": P, **SOFTMAX_NORM},
     "alibi": {"k_bias_redundant": P, "q_bias_matters": P, "v_bias_shifts_output": P, **SOFTMAX_NORM,
               "slope_matters": P, "query_part_of_bias_cancels": P},
-    "t5": {"relative_bias_matters": P, "bias_varies_with_key": R, **SOFTMAX_NORM},
+    "t5": {"relative_bias_matters": P, "relative_bias_is_row_constant": R, **SOFTMAX_NORM},
     "qk_norm": {"k_bias_redundant": P, "q_bias_matters": P, "v_bias_shifts_output": P, **SOFTMAX_NORM},
-    "softcap": {"k_bias_redundant": R, "q_bias_matters": P, "v_bias_shifts_output": P, **SOFTMAX_NORM},
+    # the softcap normalizer caps its input: a shift of the scores before the cap is not cancelled
+    "softcap": {"k_bias_redundant": R, "q_bias_matters": P, "v_bias_shifts_output": P,
+                "shift_invariant": R, "can_abstain": R, "weights_sum_to_one": P},
     "softmax1": {"k_bias_redundant": R, "q_bias_matters": P, "v_bias_shifts_output": R, **ABSTAINING_NORM},
     "gpt_oss_sinks": {"k_bias_redundant": R, "q_bias_matters": P, "v_bias_shifts_output": R, **ABSTAINING_NORM,
                       "sink_matters": P},

@@ -115,3 +115,34 @@ def test_classification_of_the_four_terms(qk_json):
            if s["name"].startswith("row-constant terms")}
     assert got["q⁰·k⁰"] == "key-dependent" and got["b_Q·k⁰"] == "key-dependent"
     assert got["q⁰·b_K"] == "row-constant" and got["b_Q·b_K"] == "row-constant"
+
+
+def test_prose_contradicting_its_verdict_fails_the_build(tmp_path, capsys):
+    code = main(["build", str(DATA / "bad_prose.py"), "--docs", str(tmp_path), "--out", str(tmp_path), "--no-pdf"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "bad-prose: the sentence “A common shift survives" in err
+    assert "states verdict 'refuted' for 'shift cancels', but its checked verdict is 'proved'" in err
+    assert not list(tmp_path.iterdir()), "nothing may be rendered from a document whose prose is false"
+
+
+def test_prose_references_resolve_or_name_the_sentence():
+    import pytest
+
+    from derive import Document
+    from derive.errors import InputError, StepFailed
+
+    doc = Document("refs", "References")
+    doc.fact("mass range", "proved", value="(0, 1)")
+    doc.prose("The mass lies in {value:mass range=(0, 1)}, {verdict:mass range}.")
+    assert doc.blocks[-1].text == "The mass lies in (0, 1), proved."
+    doc.table(["claim", "verdict"], [["range", "{verdict:mass range=proved}"]], caption="{value:mass range}")
+    assert doc.blocks[-1].rows == [["range", "proved"]] and doc.blocks[-1].caption == "(0, 1)"
+    assert doc.claim_sentence("mass range", "It is bounded.", "It is not.") == "It is bounded."
+    with pytest.raises(StepFailed, match=r"refs: the sentence “The mass lies in .*” states value '\[0, 1\]'"):
+        doc.prose("The mass lies in {value:mass range=[0, 1]}.")
+    with pytest.raises(InputError, match="refs: the sentence “It is .*” refers to 'no such'"):
+        doc.prose("It is {verdict:no such=proved}.")
+    doc.fact("open", "undecided")
+    with pytest.raises(StepFailed, match="needs 'open' proved or refuted"):
+        doc.claim_sentence("open", "Yes.", "No.")

@@ -140,3 +140,20 @@ def test_one_key_rows():
     assert sp.simplify(sp.diff(one1, x1)).is_positive  # softmax1's diagonal derivative is > 0 even here
     assert single_key_weight(SM, {}) == 1  # softmax's is the constant 1: derivative 0
     assert M[i, j] in weight(S1, {}).atoms(sp.Indexed)
+
+
+def test_faulty_form_counterexample_takes_m_as_the_row_maximum():
+    # the faulty form is defined with m = max x: its counterexample must be an instance of that
+    import importlib.util
+    from pathlib import Path
+
+    from derive import Document
+
+    path = Path(__file__).resolve().parent.parent / "proofs" / "softmax_one.py"
+    spec = importlib.util.spec_from_file_location("softmax_one_proof", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    doc = Document("t", "t")
+    text = mod._faulty_counterexample(doc, (2, 1))
+    assert doc.facts["faulty form equals softmax₁"].status == "refuted"
+    assert "m = \\max_j x_j = 2" in text and "0.4223" in text and "0.6652" in text

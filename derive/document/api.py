@@ -16,10 +16,28 @@ Example::
     >>> step = doc.equation(sp.exp(x + 1), sp.E * sp.exp(x), why="exp(a+b) = exp(a)·exp(b)")
     >>> step.verdict.status
     'proved'
+
+Prose that states a verdict or a value refers to the checked result by name, so text and
+proof cannot disagree: every step registers its name, and :meth:`Document.fact` registers
+any other decided result (a normalizer property, a verdict). In ``prose``, table cells and
+captions, ``{verdict:NAME=refuted}`` prints ``refuted`` and stops the build unless NAME's
+verdict is *refuted*; ``{value:NAME=(0, 1)}`` does the same for a value;
+``{verdict:NAME}`` and ``{value:NAME}`` print the result without stating one.
+:meth:`Document.claim_sentence` picks the sentence for the verdict NAME has::
+
+    >>> _ = doc.fact("exp is positive", "proved")
+    >>> doc.prose("Positivity is {verdict:exp is positive=proved}.")
+    >>> doc.blocks[-1].text
+    'Positivity is proved.'
+    >>> doc.prose("Positivity is {verdict:exp is positive=refuted}.")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    derive.errors.StepFailed: demo: the sentence “Positivity is {verdict:exp is positive=refuted}.” states verdict 'refuted' for 'exp is positive', but its checked verdict is 'proved'
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,13 +46,54 @@ import sympy as sp
 
 from derive.crosscheck.check import CheckResult, cross_check
 from derive.document.notation import unfold
-from derive.errors import StepFailed
+from derive.errors import InputError, StepFailed
 from derive.prove.equality import prove_equal
 from derive.prove.rowconst import Classification, classify
 from derive.prove.verdict import PROVED, REFUTED, Verdict
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["Classified", "Document", "Equation", "ExampleCheck", "Figure", "Prose", "Refutation", "Section", "Table"]
+__all__ = ["Classified", "Document", "Equation", "ExampleCheck", "Fact", "Figure", "Prose", "Refutation", "Section",
+           "Table"]
+
+# A reference from prose to a checked result: {verdict:NAME}, {verdict:NAME=STATUS},
+# {value:NAME}, {value:NAME=TEXT}. NAME has no braces, "=" or newline.
+_REF = re.compile(r"\{(verdict|value):([^{}=\n]+?)(?:=([^{}\n]*))?\}")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A checked result prose may refer to: its verdict (status) and a short value."""
+
+    name: str
+    status: str
+    value: str = ""
+
+
+def _as_fact(name: str, result, value: str | None) -> Fact:
+    """A Fact from a Derivation, a Verdict, a step, an example check or a status word."""
+    if isinstance(result, str):
+        status = result
+    elif isinstance(result, bool):
+        status = "proved" if result else "refuted"
+    elif hasattr(result, "verdict") and hasattr(result.verdict, "status"):  # Derivation, Equation
+        status = result.verdict.status
+        if value is None and hasattr(result, "value_text"):
+            value = result.value_text()
+    elif hasattr(result, "status"):  # Verdict
+        status = result.status
+    else:
+        raise InputError(f"fact {name!r}: expected a verdict, a derivation, a step or a status word, "
+                         f"got {type(result).__name__}")
+    return Fact(name, status, "" if value is None else str(value))
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around [start, end), shortened for an error message."""
+    head = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start))
+    stop = text.find(". ", end)
+    s = text[head + 1 if head >= 0 else 0: stop + 1 if stop >= 0 else len(text)].strip()
+    return s if len(s) <= 160 else s[:157] + "…"
+
 
 
 @dataclass
@@ -144,6 +203,7 @@ class Document:
     data: dict = field(default_factory=dict)
     source: str = ""  # the module it was built from, set by the build
     timings: list = field(default_factory=list)  # (step, proof seconds, check seconds); never rendered
+    facts: dict = field(default_factory=dict)  # name → Fact: what prose may refer to; never rendered
 
     # -- structure -------------------------------------------------------------------
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
@@ -151,12 +211,75 @@ class Document:
         self.blocks.append(Section(title, anchor=anchor, level=level))
 
     def prose(self, text: str) -> None:
-        """A paragraph; ``$…$`` marks inline math, ``**…**`` bold, `` `…` `` code."""
-        self.blocks.append(Prose(text.strip()))
+        """A paragraph; ``$…$`` marks inline math, ``**…**`` bold, `` `…` `` code.
+
+        ``{verdict:NAME=STATUS}`` and ``{value:NAME=TEXT}`` state a checked result (see
+        :meth:`fact`): they print it, and the build stops if NAME's result differs.
+        """
+        self.blocks.append(Prose(self.resolve(text.strip())))
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence], caption: str = "") -> None:
-        """A table; a cell is text, or a SymPy expression rendered as math."""
-        self.blocks.append(Table(list(headers), [list(r) for r in rows], caption))
+        """A table; a cell is text, or a SymPy expression rendered as math.
+
+        Text cells and the caption may refer to checked results as :meth:`prose` does.
+        """
+        rows = [[self.resolve(c) if isinstance(c, str) else c for c in r] for r in rows]
+        self.blocks.append(Table(list(headers), rows, self.resolve(caption)))
+
+    # -- references from prose to checked results -------------------------------------------
+    def fact(self, name: str, result, value: str | None = None) -> Fact:
+        """Register a checked result under ``name`` for prose to refer to.
+
+        ``result`` is a :class:`~derive.normalizers.algebra.Derivation` (its verdict and value
+        text), a :class:`~derive.prove.verdict.Verdict`, a step, or a status word computed by
+        the caller (``"proved"``, ``"refuted"``, ``"passed"`` …); never text typed to match
+        the prose. Steps (equations, chains, classifications, example checks) register
+        themselves under their own names.
+        """
+        if name in self.facts:
+            raise InputError(f"{self.slug}: the fact {name!r} is defined twice")
+        f = _as_fact(name, result, value)
+        self.facts[name] = f
+        return f
+
+    def resolve(self, text: str) -> str:
+        """Replace each ``{verdict:NAME[=STATUS]}`` / ``{value:NAME[=TEXT]}`` by the result.
+
+        A stated STATUS or TEXT that NAME's result does not have raises
+        :class:`~derive.errors.StepFailed`; an unknown NAME raises
+        :class:`~derive.errors.InputError`. Both name the document and the sentence.
+        """
+        def sub(m: re.Match) -> str:
+            kind, name, stated = m.group(1), m.group(2).strip(), m.group(3)
+            fact = self.facts.get(name)
+            if fact is None:
+                known = ", ".join(sorted(self.facts)) or "none"
+                raise InputError(f"{self.slug}: the sentence “{_sentence(text, m.start(), m.end())}” refers to "
+                                 f"{name!r}, which no step or fact of this document defines (known: {known})")
+            actual = fact.status if kind == "verdict" else fact.value
+            if stated is not None and stated.strip() != actual:
+                raise StepFailed(f"{self.slug}: the sentence “{_sentence(text, m.start(), m.end())}” states "
+                                 f"{kind} {stated.strip()!r} for {name!r}, but its checked {kind} is {actual!r}")
+            return actual
+
+        return _REF.sub(sub, text) if text else text
+
+    def claim_sentence(self, name: str, if_proved: str, if_refuted: str) -> str:
+        """A paragraph chosen by the verdict of ``name``: the text for *proved* or for *refuted*.
+
+        Any other verdict (undecided, failed) stops the build; the chosen text may itself
+        refer to results. Returns the text used.
+        """
+        fact = self.facts.get(name)
+        if fact is None:
+            raise InputError(f"{self.slug}: the sentence “{if_proved.strip()[:120]}” refers to {name!r}, "
+                             "which no step or fact of this document defines")
+        chosen = {"proved": if_proved, "passed": if_proved, "refuted": if_refuted}.get(fact.status)
+        if chosen is None:
+            raise StepFailed(f"{self.slug}: the sentence “{if_proved.strip()[:120]}” needs {name!r} proved or "
+                             f"refuted, but its verdict is {fact.status!r}")
+        self.prose(chosen)
+        return chosen
 
     def figure(self, slug: str, draw: Callable, caption: str) -> None:
         """``draw(ax)`` draws on a matplotlib axes; saved as SVG (docs/) and PDF (build/)."""
@@ -184,6 +307,7 @@ class Document:
         self.timings.append((name, t1 - t0, time.perf_counter() - t1))
         step = Equation(name, lhs, rhs, why, verdict, result, where=where)
         self.blocks.append(step)
+        self._register(name, "proved")
         return step
 
     def chain(self, exprs: Sequence, whys: Sequence[str], *, name: str | None = None,
@@ -200,6 +324,7 @@ class Document:
         self.timings.append((name, t1 - t0, time.perf_counter() - t1))
         step = Chain(name, list(exprs), list(whys), verdicts, result)
         self.blocks.append(step)
+        self._register(name, "proved")
         return step
 
     def refutation(self, lhs, rhs, *, why: str, name: str, fixed: dict | None = None,
@@ -224,6 +349,7 @@ class Document:
         self.timings.append((name, time.perf_counter() - t0, 0.0))
         step = Refutation(name, lhs, rhs, why, verdict, assume=dict(assume or {}))
         self.blocks.append(step)
+        self._register(name, "refuted")
         return step
 
     def classify(self, rows: Sequence[tuple[str, sp.Expr]], index: sp.Symbol, *, why: str,
@@ -246,6 +372,9 @@ class Document:
         self.timings.append((name, time.perf_counter() - t0, 0.0))
         step = Classified(name, out, index, why)
         self.blocks.append(step)
+        self._register(name, "proved")
+        for label, c in out:  # "{verdict:NAME: LABEL=row-constant}"
+            self._register(f"{name}: {label}", c.label)
         return step
 
     def example_check(self, name: str, got: Sequence[float], expected: Sequence[float],
@@ -258,9 +387,14 @@ class Document:
         if not ok:
             raise StepFailed(f"{self.slug}: example check {name!r} failed: got {list(got)}, expected {list(expected)}")
         self.checks.append(result)
+        self._register(name, "passed")
         return result
 
     # -- internals -------------------------------------------------------------------
+    def _register(self, name: str, status: str) -> None:
+        if name not in self.facts:  # the first step of a name is the one prose refers to
+            self.facts[name] = Fact(name, status)
+
     def _count(self, kind: str) -> int:
         return sum(1 for b in self.blocks if b.kind == kind)
 

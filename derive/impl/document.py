@@ -6,6 +6,10 @@ and ``python build_docs.py --check`` reports it when stale.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from derive.impl.api import check_implementation
 
 __all__ = ["FAULTY", "FIXED", "render"]
@@ -41,6 +45,16 @@ def _function(source: str):
 
 def _demote(markdown: str) -> str:
     return "\n".join("##" + line if line.startswith("#") else line for line in markdown.splitlines())
+
+
+def _instance(row=(2.0, 1.0)) -> str:
+    """The faulty code on one row, where it takes m = max x itself, against softmax₁'s exact value."""
+    got = float(_function(FAULTY)(np.array(row))[0])
+    z = 1 + sum(math.exp(v) for v in row)
+    want = math.exp(row[0]) / z
+    xs = ", ".join(f"{v:g}" for v in row)
+    return (f"on the row x = ({xs}) the code takes m = max x = {max(row):g} and returns {got:.4f} for the first "
+            f"key, where softmax₁ gives e^{row[0]:g}/(1 + Σ_j e^(x_j)) = {want:.4f}")
 
 
 def render() -> str:
@@ -79,6 +93,10 @@ $ derive impl review.py:softmax1 --as softmax1 --dtype float32
 exits with status {bad.exit_code()} and prints:
 
 {_demote(bad.to_markdown()).rstrip()}
+
+The symbolic derivations treat m as a free shift, so their counterexample to
+softmax₁(x − m) = softmax₁(x) need not have m = max x: it shows that some shift changes the
+result. The code itself always subtracts m = max x; an instance of exactly that: {_instance()}.
 
 ## After the fix
 

@@ -17,7 +17,8 @@ __all__ = ["TOLERANCE_RULE", "Report"]
 
 TOLERANCE_RULE = ("|y − p| ≤ abs + ulps·eps·(1 + κ)·|p|, where p is the exact weight of the inputs "
                   "as rounded to the dtype, eps the dtype's machine epsilon, abs its smallest normal "
-                  "number and κ = |x_k| + max_j |x_j| (+ |s|) the condition number of the weight; "
+                  "number and κ = max_j |x_j| (over the row's finite scores) + max |θ| (over the normalizer's "
+                  "parameters, e.g. the sink logit s; 0 if it has none) the condition number of the weight; "
                   "gradients use the same rule on Σ_j |c_j·J_jk| + |p_k|·max|c|. A NaN or inf where "
                   "p is finite never agrees. Where the definition has no value (softmax of a row "
                   "whose every score is −∞) NaN and 0 are both accepted.")

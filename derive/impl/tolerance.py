@@ -2,8 +2,10 @@
 
 An output weight ``y`` agrees with the exact weight ``p`` when
 
-    |y − p| ≤ abs + ulps · eps · (1 + κ) · |p|,   κ = |x_i| + max_j |x_j|
+    |y − p| ≤ abs + ulps · eps · (1 + κ) · |p|,   κ = max_j |x_j| + max_θ |θ|
 
+(x_j the row's finite scores, θ the normalizer's parameters such as a sink logit; the second
+term is 0 without parameters: ``_kappa`` in :mod:`derive.impl.check` and ``diagnose``)
 where ``eps`` is the dtype's machine epsilon (one ulp at 1), ``abs`` is the dtype's
 smallest normal number (weights below it cannot be stored to full precision) and κ is the
 condition number of a weight under a relative rounding of its inputs: a backward-stable

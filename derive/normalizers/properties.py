@@ -13,7 +13,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, d, i
+from derive.model.attention import M, d, i, n, u
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
@@ -116,7 +116,10 @@ def weights_sum_to_one(entry, params) -> Derivation:
     T = mass(entry, params)
     der.verdict = settle(T, sp.S.One, entry, params)
     der.equality = (T, sp.S.One)
-    der.step("total mass of the row", T)
+    # Shown with its own outer index u: the weights' inner sums run over t (canon_sums
+    # renames every dummy to t, which reads as if the outer index were captured).
+    shown_sum = sp.Sum(weight(entry, params, key=u), (u, 1, n))
+    der.step("total mass of the row", shown_sum if T.has(sp.Sum) else sp.Eq(shown_sum, T, evaluate=False))
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
@@ -307,7 +310,7 @@ def k_bias_cancels(entry, params) -> Derivation:
     return der
 
 
-_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c"}
+_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c_{cap}"}
 
 
 def _assign(other: str, new: dict, own: str) -> str:

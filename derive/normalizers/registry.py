@@ -323,12 +323,13 @@ register(
         weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
         stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
         reference=lambda x, mask=None, c=50.0, **p: _softcap_reference(x, mask, c),
-        latex=r"\operatorname{softmax}\circ\operatorname{cap}_c",
-        definition=r"p_j = \operatorname{softmax}\bigl(c \tanh(x/c)\bigr)_j",
+        latex=r"\operatorname{softmax}\circ\operatorname{cap}_{c_{cap}}",
+        # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.
+        definition=r"p_j = \operatorname{softmax}\bigl(c_{cap} \tanh(x/c_{cap})\bigr)_j",
         domain={"c": _cap},
-        domain_text="c > 0 (50 in Gemma 2)",
+        domain_text="c_cap > 0 (50 in Gemma 2)",
         stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
-        stable_text="m = c: the capped scores lie in (−c, c), so every exponent is < 0",
+        stable_text="m = c_cap: the capped scores lie in (−c_cap, c_cap), so every exponent is < 0",
         sample={"c": 1},
     )
 )
