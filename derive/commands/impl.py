@@ -7,6 +7,7 @@ import sys
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
+from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
 from derive.settings import DEFAULT
 
@@ -22,7 +23,11 @@ autograd gradient is compared with the derived Jacobian. On disagreement the sim
 counterexample is shown and the implementation is matched against known faulty forms.
 
 WARNING: this imports TARGET and calls it, i.e. it runs your code. It is the only derive
-command that does.
+command that does. Your code runs in a separate child process, never in the one that
+prints the report: if it exits (sys.exit, os._exit), is killed, takes longer than
+--timeout seconds for one import or call, writes to file descriptor 1 (stdout), or
+returns something that is not an array of the input's shape, derive stops it and exits 2
+with one line saying what happened (print() output goes to stderr).
 
 TARGET is FILE.py:FUNCTION or package.module:FUNCTION. The function takes an array of
 scores (numpy or torch, detected) and returns the weights along --dim; it may also take
@@ -44,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
     parser.add_argument("--examples", type=int, default=DEFAULT.examples,
                         help=f"Hypothesis examples per dtype (default {DEFAULT.examples})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
 
 
@@ -62,6 +69,7 @@ def _params(pairs: list[str]) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
-                                  dim=args.dim, dtypes=args.dtype, examples=args.examples)
+                                  dim=args.dim, dtypes=args.dtype, examples=args.examples,
+                                  timeout=args.timeout)
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

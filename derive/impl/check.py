@@ -18,8 +18,9 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
+from derive.errors import InputError
 from derive.impl.inputs import EDGE_ROWS, cases, lead_ndim
-from derive.impl.reference import exact_row, jacobian
+from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
 from derive.impl.tolerance import Tolerance
 
@@ -34,7 +35,7 @@ def grad_weights(n: int) -> np.ndarray:
 @dataclass
 class Failure:
     dtype: str
-    kind: str  # value | gradient | shape
+    kind: str  # value | gradient | complex
     row: list  # the failing row of scores (rounded to the dtype)
     params: dict
     shape: tuple  # shape of the whole input
@@ -58,6 +59,7 @@ class DtypeResult:
     gradients: bool = False
     gradient_skips: int = 0  # torch calls whose output did not require grad (not compared)
     gradient_calls: int = 0
+    kink_skips: int = 0  # rows at a point where the definition is not differentiable (not compared)
 
     def gradient_note(self) -> str:
         if not self.gradients:
@@ -113,8 +115,6 @@ class Checker:
         if grad:
             c = np.moveaxis(np.broadcast_to(grad_weights(x.shape[-1]), x.shape), -1, self.dim).copy()
         y, g = self.target.call(xin, dtype, self.dim, mask, {**self.fixed_params, **params}, c)
-        if y.shape != xin.shape:
-            return None, None
         y = np.moveaxis(y, self.dim, -1)
         return y, (None if g is None else np.moveaxis(g, self.dim, -1))
 
@@ -123,9 +123,8 @@ class Checker:
         x = self.round(x, tol.dtype)
         allp = {**self.fixed_params, **params}
         y, g = self.call(x, tol.dtype, params, grad)
-        if y is None:
-            return Failure(tol.dtype, "shape", x.reshape(-1, x.shape[-1])[0].tolist(), allp,
-                           tuple(x.shape), [], [], [], [])
+        if np.iscomplexobj(y):
+            return self._complex(x, y, allp, tol)
         if grad and result is not None:
             result.gradient_calls += 1
             result.gradient_skips += g is None
@@ -152,7 +151,24 @@ class Checker:
                     return fail
         return None
 
+    def _complex(self, x, y, allp, tol) -> Failure:
+        """Complex weights never agree: the failure shows the first row with an imaginary part."""
+        rows, outs = x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1])
+        r = next((k for k, out in enumerate(outs) if np.any(out.imag != 0)), 0)
+        row = rows[r].tolist()
+        ex = exact_row(self.norm, row, allp, self.dps)
+        kappa = _kappa(row, allp)
+        bounds = [tol.bound(float(p), kappa) for p in ex.values]
+        errs = [abs(complex(yv) - float(p)) if ex.defined else math.inf for yv, p in zip(outs[r], ex.values)]
+        return Failure(tol.dtype, "complex", row, allp, tuple(x.shape), [complex(v) for v in outs[r]],
+                       ex.floats(), errs, bounds, ex.defined)
+
     def _gradient(self, row, ex, grad, allp, tol, kappa, result, shape) -> Failure | None:
+        kink = kink_distance(self.norm, row, allp, self.dps)
+        if kink is not None and kink <= 4 * tol.bound(1.0, kappa):
+            if result is not None:
+                result.kink_skips += 1
+            return None  # at (or within rounding of) a kink the derivative is one-sided
         jac = jacobian(self.norm, row, allp, self.dps)
         c = grad_weights(len(row))
         cmax = float(np.max(np.abs(c)))
@@ -173,10 +189,20 @@ class Checker:
         grad = self.target.api == "torch"
         result.gradients = grad
 
+        aborted: list[BaseException] = []  # bad usage seen inside Hypothesis: raised after it
+
         def fails(case, grad: bool) -> bool:
+            if aborted:
+                return False
             x, params = case
             result.examples += 1
-            return self.compare(x, params, tol, result, grad) is not None
+            try:
+                return self.compare(x, params, tol, result, grad) is not None
+            except ImplRaised:
+                return True  # shrunk like a failure; the call below raises it on the simplest input
+            except InputError as exc:  # the worker is gone: no more calls
+                aborted.append(exc)
+                return False
 
         # values on unmasked rows, then on masked rows; then (torch) values and gradients
         first = (examples + 1) // 2
@@ -191,9 +217,12 @@ class Checker:
                 x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
                     max_examples=budget, derandomize=True, database=None, deadline=None,
                     phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+                if aborted:
+                    raise aborted[0]
                 result.failure = self.compare(x, params, tol, result, with_grad)
             except NoSuchExample:
-                pass
+                if aborted:
+                    raise aborted[0] from None
         if result.failure is not None:
             return result
         lead = (1,) * lead_ndim(self.dim)
@@ -216,4 +245,4 @@ class Checker:
             y, _ = self.call(x, dtype, params, False)
         except ImplRaised:
             return None
-        return None if y is None else y.reshape(-1).tolist()
+        return None if np.iscomplexobj(y) else y.reshape(-1).tolist()

@@ -115,9 +115,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
         lines.append("The forward values agree with the definition; the gradient (autograd) differs "
                      "from the derived Jacobian: look for a detached term, an in-place update or a "
                      "custom backward.")
-    if failure.kind == "shape":
-        lines.append(f"It returned an array whose shape is not the input's shape {list(failure.shape)}.")
-    if not bad or failure.kind == "shape":
+    if not bad:
         return lines
     masked = [any(v == -math.inf for v in p.row) for p in bad]
     if all(masked):

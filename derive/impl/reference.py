@@ -20,7 +20,7 @@ import sympy as sp
 
 from derive.model.attention import M, i, n
 
-__all__ = ["Exact", "exact_row", "jacobian"]
+__all__ = ["KINKS", "Exact", "exact_row", "jacobian", "kink_distance"]
 
 _X = sp.IndexedBase("x")
 
@@ -53,7 +53,10 @@ def _jacobian_fn(name: str, size: int):
     from derive.normalizers.registry import get
 
     norm = get(name)
-    syms = norm.symbols()
+    # plain real symbols for the parameters: a domain expression such as 1 + zeta' (clipped
+    # softmax's ζ ≥ 1) is not a valid argument name for lambdify
+    order = list(norm.params)
+    syms = {p: sp.Symbol(f"param_{k}", real=True) for k, p in enumerate(order)}
     xs = sp.symbols(f"x1:{size + 1}", real=True)
     ms = sp.symbols(f"m1:{size + 1}")
     rows = []
@@ -63,7 +66,6 @@ def _jacobian_fn(name: str, size: int):
         w = w.subs({M[i, q]: ms[q - 1] for q in range(1, size + 1)})
         w = w.subs({_X[q]: xs[q - 1] for q in range(1, size + 1)})
         rows.append([sp.diff(w, xv) for xv in xs])
-    order = list(norm.params)
     fn = sp.lambdify([xs, ms, [syms[p] for p in order]], rows, modules="mpmath")
     return fn, order
 
@@ -95,3 +97,36 @@ def jacobian(norm, row: list[float], params: dict, dps: int) -> list[list]:
             return [[mpmath.mpf(v) for v in r] for r in vals]
         except (TypeError, ValueError, NotImplementedError, AttributeError, KeyError):
             return _numeric_jacobian(norm, [mpmath.mpf(v) for v in xs], allowed, params)
+
+
+def _clipped_kinks(xs, allowed, params) -> list:
+    """|(ζ−γ)p_k + γ| and |(ζ−γ)p_k + γ − 1|: where the clip switches, p is not differentiable."""
+    inner = get_normalizer("softmax").reference(xs, mask=allowed)
+    zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
+    out = []
+    for p, ok in zip(inner, allowed):
+        if ok and not mpmath.isnan(p):
+            z = (zeta - gamma) * p + gamma
+            out.append(min(abs(z), abs(z - 1)))
+    return out
+
+
+# normalizer → the distances, in output units, of a row's weights from the points where the
+# definition is not differentiable (a gradient there is one-sided: not compared)
+KINKS = {"clipped": _clipped_kinks}
+
+
+def kink_distance(norm, row: list[float], params: dict, dps: int):
+    """The smallest distance of the row from a kink of ``norm``, or None (smooth everywhere)."""
+    if norm.name not in KINKS:
+        return None
+    xs, allowed = _split(row)
+    with mpmath.workdps(dps):
+        dists = KINKS[norm.name](xs, allowed, params)
+        return float(min(dists)) if dists else None
+
+
+def get_normalizer(name: str):
+    from derive.normalizers.registry import get
+
+    return get(name)

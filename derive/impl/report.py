@@ -26,6 +26,8 @@ _DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
 
 
 def num(v: float, digits: int = 17) -> str:
+    if isinstance(v, complex):
+        return f"{num(v.real, digits)}{'-' if v.imag < 0 else '+'}{num(abs(v.imag), digits)}j"
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
@@ -38,6 +40,8 @@ def err(v: float) -> str:
 
 
 def _jnum(v: float, digits: int = 17):
+    if isinstance(v, complex):
+        return num(v, digits)
     return num(v, digits) if not math.isfinite(v) else float(num(v, digits))
 
 
@@ -54,6 +58,7 @@ class Report:
     results: list[DtypeResult]
     diagnosis: Diagnosis | None
     keywords: list | None = None  # keywords passed to the function besides the scores
+    warnings: list | None = None  # one line each: things the function did that the verdict does not cover
 
     @property
     def agrees(self) -> bool:
@@ -71,7 +76,10 @@ class Report:
                     f"tolerance ({total} inputs over {dts}). This is differential testing: evidence, "
                     f"not a proof.")
         f = self.failure
-        what = "its gradient" if f.kind == "gradient" else ("its output shape" if f.kind == "shape" else "it")
+        if f.kind == "complex":
+            return (f"{self.target} disagrees with {self.normalizer}: it returns complex numbers, where the "
+                    f"weights are real, on the {f.dtype} input below.")
+        what = "its gradient" if f.kind == "gradient" else "it"
         return (f"{self.target} disagrees with {self.normalizer}: {what} differs from the exact value "
                 f"beyond the {f.dtype} tolerance on the input below.")
 
@@ -94,6 +102,7 @@ class Report:
             "examples": self.examples,
             "verdict": "agrees" if self.agrees else "disagrees",
             "summary": self.summary(),
+            "warnings": list(self.warnings or []),
             "tolerance_rule": TOLERANCE_RULE,
             "dtypes": [self._dtype_json(r) for r in self.results],
             "counterexample": None if f is None else self._failure_json(f),
