@@ -70,7 +70,7 @@ def test_unshifted_plus_one_counterexample_is_minimal_and_exact():
     assert f.exact == [0.7310585786300049]  # e/(1+e)
     assert f.errors == [pytest.approx(0.2310585786300049)]
     md = report.to_markdown()
-    assert "| 0 | 1 | 0.5 | 0.7310585786300049 | **2.311e-01** | 1.116e-05 |" in md
+    assert "| 0 | 1 | 0.5 | 0.7310585786300049 | **2.311e-01** | 1.673e-05 |" in md
     assert "it computes softmax₁(x − max x), not softmax₁(x)" in md.replace("So it", "it")
 
 
@@ -178,3 +178,30 @@ def test_unknown_factor_is_attributed_to_max_or_row_sum(fn, line):
     report = check_implementation(f"tests.zoo.odd:{fn}", "softmax1", dtypes=("float32",), examples=20)
     assert report.diagnosis.matched == []
     assert report.diagnosis.pattern[1:] == [line]
+
+
+# ---- long rows, tiles, large scores ------------------------------------------------------
+
+TILED = [
+    ("softmax1_tiled_16", True, None),
+    ("softmax1_tiled_128", True, None),
+    ("softmax1_softplus", True, None),
+    ("softmax1_tiled_16_no_rescale", False, 17),  # the shortest row spanning two tiles of 16
+    ("softmax1_tiled_32_no_rescale", False, 33),
+    ("softmax1_tiled_128_no_rescale", False, 129),
+    ("softmax1_softplus_threshold", False, None),  # softplus(z) = z above 20: off by e^-z
+]
+
+
+@pytest.mark.parametrize("fn,right,n", TILED)
+def test_tiled_and_softplus_implementations_are_judged_right(fn, right, n):
+    report = check_implementation(ZOO + "tiled.py:" + fn, "softmax1")
+    assert report.agrees == right, report.to_markdown()
+    if not right and n is not None:
+        assert len(report.failure.row) == n
+        assert report.failure.dtype == "float64"
+
+
+def test_the_softplus_threshold_bug_is_caught_on_a_score_between_20_and_40():
+    report = check_implementation(ZOO + "tiled.py:softmax1_softplus_threshold", "softmax1", dtypes=("float64",))
+    assert 20 <= max(report.failure.row) < 40  # where log(1 + e^z) − z = e^-z is above float64's tolerance

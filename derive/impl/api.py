@@ -10,6 +10,7 @@ from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
 from derive.impl.faults import SINKS
+from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
 from derive.impl.tolerance import tolerance
@@ -106,7 +107,8 @@ def _check(target, norm, tols, params, dim, examples, cfg) -> Report:
                              f"({tol.dtype}): {brief(exc)}; no verdict: please report this") from None
     return Report(target=target.name, normalizer=norm.name, title=norm.title, params=fixed,
                   free_params=free, api=target.api, dim=dim, examples=examples, results=results,
-                  diagnosis=diagnosis, keywords=_passed(target, free), warnings=_warnings(target))
+                  diagnosis=diagnosis, keywords=_passed(target, free), warnings=_warnings(target),
+                  masked_rule=rule(norm))
 
 
 def _check_given(norm, given: dict) -> None:

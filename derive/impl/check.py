@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from derive.errors import InputError
-from derive.impl.inputs import EDGE_ROWS, cases, lead_ndim
+from derive.impl.masked import convention, is_fully_masked
+from derive.impl.inputs import EDGE_ROWS, MAX_N, cases, lead_ndim, special_rows
 from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
-from derive.impl.tolerance import Tolerance
+from derive.impl.tolerance import Tolerance, kappa
 
 __all__ = ["Checker", "DtypeResult", "Failure", "grad_weights"]
 
@@ -70,12 +71,12 @@ class DtypeResult:
             return "not compared: the output is not differentiable"
         return f"checked; not differentiable in {self.gradient_skips} of {self.gradient_calls} calls"
     failure: Failure | None = None
-    undefined_rows: int = 0  # rows where the definition has no value (NaN or 0 accepted)
+    undefined_rows: int = 0  # fully masked rows where the definition has no value
+    masked_rows: int = 0  # fully masked rows (every score −∞) tested
+    conventions: dict = field(default_factory=dict)  # convention → rows, where the definition has no value
 
 
-def _ok(y: float, p, defined: bool, bound: float) -> tuple[bool, float]:
-    if not defined:
-        return (math.isnan(y) or y == 0.0), 0.0
+def _ok(y: float, p, bound: float) -> tuple[bool, float]:
     pf = float(p)
     if not math.isfinite(y):
         return False, math.inf
@@ -83,9 +84,6 @@ def _ok(y: float, p, defined: bool, bound: float) -> tuple[bool, float]:
     return err <= bound, err
 
 
-def _kappa(row: list, params: dict) -> float:
-    finite = [abs(v) for v in row if math.isfinite(v)]
-    return max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
 
 
 @dataclass
@@ -132,13 +130,24 @@ class Checker:
         grads = None if g is None else g.reshape(-1, x.shape[-1])
         for r, (row, out) in enumerate(zip(rows.tolist(), outs.tolist())):
             ex = exact_row(self.norm, row, allp, self.dps)
-            kappa = _kappa(row, allp)
-            bounds = [tol.bound(float(p), kappa) for p in ex.values]
-            checks = [_ok(yv, p, ex.defined, b) for yv, p, b in zip(out, ex.values, bounds)]
-            errs = [e for _, e in checks]
+            kap = kappa(row, allp)
+            masked = is_fully_masked(row)
             if result is not None:
                 result.rows += 1
+                result.masked_rows += masked
                 result.undefined_rows += not ex.defined
+            if not ex.defined:  # a fully masked row where the definition has no value
+                conv = convention(self.norm, out, allp, self.dps, lambda u: tol.bound(u, kap))
+                if conv is None:
+                    return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(),
+                                   [math.inf] * len(out), [math.nan] * len(out), False)
+                if result is not None:
+                    result.conventions[conv] = result.conventions.get(conv, 0) + 1
+                continue
+            bounds = [tol.bound(m, kap) for m in ex.scales]
+            checks = [_ok(yv, p, b) for yv, p, b in zip(out, ex.values, bounds)]
+            errs = [e for _, e in checks]
+            if result is not None:
                 for e, b in zip(errs, bounds):
                     result.max_abs_error = max(result.max_abs_error, e)
                     result.max_ratio = max(result.max_ratio, e / b)
@@ -146,7 +155,7 @@ class Checker:
                 return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(), errs,
                                bounds, ex.defined)
             if grads is not None and ex.defined:
-                fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kappa, result, x.shape)
+                fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kap, result, x.shape)
                 if fail:
                     return fail
         return None
@@ -157,8 +166,8 @@ class Checker:
         r = next((k for k, out in enumerate(outs) if np.any(out.imag != 0)), 0)
         row = rows[r].tolist()
         ex = exact_row(self.norm, row, allp, self.dps)
-        kappa = _kappa(row, allp)
-        bounds = [tol.bound(float(p), kappa) for p in ex.values]
+        kap = kappa(row, allp)
+        bounds = [tol.bound(m, kap) for m in ex.scales]
         errs = [abs(complex(yv) - float(p)) if ex.defined else math.inf for yv, p in zip(outs[r], ex.values)]
         return Failure(tol.dtype, "complex", row, allp, tuple(x.shape), [complex(v) for v in outs[r]],
                        ex.floats(), errs, bounds, ex.defined)
@@ -204,15 +213,17 @@ class Checker:
                 aborted.append(exc)
                 return False
 
-        # values on unmasked rows, then on masked rows; then (torch) values and gradients
-        first = (examples + 1) // 2
-        phases = [(False, first, False), (True, examples - first, False)]
+        # values on short unmasked rows, then short masked rows, then long rows (several tiles);
+        # then (torch) values and gradients on short rows
+        first, second = (examples * 2 + 4) // 5, (examples * 3 + 9) // 10
+        phases = [(False, first, False, False), (True, second, False, False),
+                  (True, examples - first - second, False, True)]
         if grad:
-            phases.append((True, max(1, examples // 2), True))
-        for masked, budget, with_grad in phases:
+            phases.append((True, max(1, examples // 2), True, False))
+        for masked, budget, with_grad, long in phases:
             if budget < 1 or result.failure is not None:
                 continue
-            strategy = cases(lead_ndim(self.dim), self.free_params, masked)
+            strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
             try:
                 x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
                     max_examples=budget, derandomize=True, database=None, deadline=None,
@@ -227,14 +238,17 @@ class Checker:
             return result
         lead = (1,) * lead_ndim(self.dim)
         param_sets = [{}] if not self.free_params else [{p: v for p in self.free_params} for v in (0.0, 1.5, -2.0)]
-        for row in EDGE_ROWS:
-            for params in param_sets:
-                result.edge_cases += 1
-                fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result, grad)
-                if fail is not None:
-                    fail.source = "edge case"
-                    result.failure = fail
-                    return result
+        todo = [(row, params) for row in EDGE_ROWS for params in param_sets]
+        todo += [(row, params) for params in param_sets
+                 for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
+        for row, params in todo:
+            result.edge_cases += 1
+            fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result,
+                                grad and len(row) <= MAX_N)
+            if fail is not None:
+                fail.source = "edge case"
+                result.failure = fail
+                return result
         return result
 
     def outputs(self, row: tuple, params: dict, dtype: str) -> list[float] | None:

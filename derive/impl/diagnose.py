@@ -19,9 +19,10 @@ import numpy as np
 from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
 from derive.impl.faults import variants, words
+from derive.impl.masked import convention
 from derive.impl.inputs import PROBE_PARAMS, PROBE_ROWS
 from derive.impl.reference import exact_row
-from derive.impl.tolerance import Tolerance
+from derive.impl.tolerance import Tolerance, kappa
 
 __all__ = ["Diagnosis", "diagnose"]
 
@@ -38,23 +39,21 @@ class Diagnosis:
                 "failing_probes": self.failing_probes}
 
 
-def _kappa(row, params) -> float:
-    finite = [abs(v) for v in row if math.isfinite(v)]
-    return max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
 
 
-def _same(y: list, f: list, row, params, tol: Tolerance) -> bool:
+def _same(y: list, f: list, row, params, tol: Tolerance, scales: list | None = None) -> bool:
     if len(y) != len(f):
         return False
-    kappa = _kappa(row, params)
-    for a, b in zip(y, f):
+    kap = kappa(row, params)
+    scales = scales or [abs(b) for b in f]
+    for a, b, m in zip(y, f, scales):
         if math.isnan(b):
             if not math.isnan(a):
                 return False
         elif math.isinf(b):
             if a != b:
                 return False
-        elif not math.isfinite(a) or abs(a - b) > tol.bound(b, kappa):
+        elif not math.isfinite(a) or abs(a - b) > tol.bound(m, kap):
             return False
     return True
 
@@ -86,9 +85,10 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
         if y is None:
             agrees = False
         elif ex.defined:
-            agrees = _same(y, exact, row, params, tol)
+            agrees = _same(y, exact, row, params, tol, ex.scales)
         else:
-            agrees = all(math.isnan(v) or v == 0.0 for v in y)
+            agrees = convention(checker.norm, y, params, checker.dps,
+                                lambda u, row=row, params=params: tol.bound(u, kappa(row, params))) is not None
         out.append(_Probe(row, params, free, y, exact, ex.defined, agrees, tuple(key)))
     return out
 

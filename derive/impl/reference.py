@@ -2,8 +2,9 @@
 
 Values come from ``Normalizer.reference`` (mpmath) on the *exact* inputs the
 implementation received (the inputs rounded to its dtype). A masked entry (score −∞) is
-passed as a mask entry False. Where the definition has no value (softmax of a row whose
-every score is −∞) the reference is *undefined* and NaN or 0 are both accepted there.
+passed as a mask entry False. On a fully masked row the rules of :mod:`.masked` say
+whether the definition has a value there; where it has none the reference is *undefined*
+(NaN) and the conventions of :mod:`.masked` are accepted.
 
 The Jacobian ∂p_j/∂x_k is derived symbolically: the registry's symbolic weight for a row
 of concrete length n is differentiated with SymPy and evaluated with mpmath. For the
@@ -28,8 +29,10 @@ _X = sp.IndexedBase("x")
 class Exact:
     """One row's exact weights (mpf) and whether the definition gives them a value."""
 
-    def __init__(self, values: list, defined: bool):
+    def __init__(self, values: list, defined: bool, scales: list | None = None):
         self.values, self.defined = values, defined
+        # per weight, the magnitude the tolerance is relative to (see SCALES)
+        self.scales = [abs(float(v)) if defined else 0.0 for v in values] if scales is None else scales
 
     def floats(self) -> list[float]:
         return [float(v) for v in self.values]
@@ -41,11 +44,29 @@ def _split(row: list[float]) -> tuple[list[float], list[bool]]:
 
 
 def exact_row(norm, row: list[float], params: dict, dps: int) -> Exact:
+    from derive.impl.masked import is_fully_masked, rule
+
+    if is_fully_masked(row) and not rule(norm).defined:
+        return Exact([mpmath.nan] * len(row), False)
     xs, allowed = _split(row)
     with mpmath.workdps(dps):
         values = norm.reference(xs, mask=allowed, **params)
         defined = all(not mpmath.isnan(v) for v in values)
-    return Exact(list(values), defined)
+        scales = SCALES[norm.name](xs, allowed, params, values) if defined and norm.name in SCALES else None
+    return Exact(list(values), defined, scales)
+
+
+def _clipped_scale(xs, allowed, params, values) -> list[float]:
+    """|ζ − γ|·p_k + |γ|: the terms of (ζ − γ)·p_k + γ, which cancel near the clip at 0."""
+    inner = get_normalizer("softmax").reference(xs, mask=allowed)
+    zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
+    return [float(abs(zeta - gamma) * p + abs(gamma)) if ok else 0.0 for p, ok in zip(inner, allowed)]
+
+
+# The tolerance of a weight is relative to its magnitude |p_k| (the condition of the
+# softmax family and of sigmoid, with κ), except where the definition's last step cancels:
+# normalizer → (scores, allowed, params, exact values) → the magnitude of each weight's terms.
+SCALES = {"clipped": _clipped_scale}
 
 
 @lru_cache(maxsize=64)

@@ -12,15 +12,19 @@ from derive.render.output import template_dir
 
 from derive.impl.check import DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
+from derive.impl.masked import CONVENTIONS, MaskedRule
 
 __all__ = ["TOLERANCE_RULE", "Report"]
 
 TOLERANCE_RULE = ("|y − p| ≤ abs + ulps·eps·(1 + κ)·|p|, where p is the exact weight of the inputs "
                   "as rounded to the dtype, eps the dtype's machine epsilon, abs its smallest normal "
-                  "number and κ = |x_k| + max_j |x_j| (+ |s|) the condition number of the weight; "
-                  "gradients use the same rule on Σ_j |c_j·J_jk| + |p_k|·max|c|. A NaN or inf where "
-                  "p is finite never agrees. Where the definition has no value (softmax of a row "
-                  "whose every score is −∞) NaN and 0 are both accepted.")
+                  "number and κ = 2·max_j |x_j| (+ max |param|) + (n − 1) the condition number of the "
+                  "weight (|x_k| + max_j |x_j| for exp(x_k − max x)) plus the roundings of a sum of n "
+                  "terms; for clipped softmax |p| is replaced by |ζ − γ|·softmax(x)_k + |γ|, the terms "
+                  "that cancel near the clip. Gradients use the same rule on Σ_j |c_j·J_jk| + "
+                  "|p_k|·max|c|, and are not compared within rounding of a clip, where the derivative is "
+                  "one-sided. A NaN or inf where p is finite never agrees. Fully masked rows follow the "
+                  "masked-row rule stated with the results.")
 
 _DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
 
@@ -59,6 +63,27 @@ class Report:
     diagnosis: Diagnosis | None
     keywords: list | None = None  # keywords passed to the function besides the scores
     warnings: list | None = None  # one line each: things the function did that the verdict does not cover
+    masked_rule: MaskedRule | None = None  # what the definition gives on a fully masked row
+
+    def masked_note(self) -> str:
+        """The masked-row rule and the convention the implementation was seen using."""
+        rule = self.masked_rule
+        tested = sum(r.masked_rows for r in self.results)
+        if rule is None or not tested:
+            return ""
+        head = f"Fully masked rows (every score −∞): {self.normalizer} gives {rule.says}"
+        if rule.defined:
+            return f"{head}; that value is required, as on any other row ({tested} such rows tested)."
+        seen = {}
+        for r in self.results:
+            for conv, count in r.conventions.items():
+                seen.setdefault(conv, []).append(f"{count} in {r.dtype}")
+        accepted = "; ".join(CONVENTIONS.values())
+        if not seen:
+            return f"{head}. Accepted there: {accepted}."
+        used = "; ".join(f"{CONVENTIONS[c]} ({', '.join(seen[c])})" for c in CONVENTIONS if c in seen)
+        return (f"{head}. Any one of these conventions is accepted there: {accepted}. This implementation "
+                f"returns {used}: accepted, by convention, not by the definition.")
 
     @property
     def agrees(self) -> bool:
@@ -103,6 +128,10 @@ class Report:
             "verdict": "agrees" if self.agrees else "disagrees",
             "summary": self.summary(),
             "warnings": list(self.warnings or []),
+            "fully_masked_rows": None if self.masked_rule is None else {
+                "definition": self.masked_rule.says, "defined": self.masked_rule.defined,
+                "accepted": [] if self.masked_rule.defined else list(CONVENTIONS),
+                "note": self.masked_note()},
             "tolerance_rule": TOLERANCE_RULE,
             "dtypes": [self._dtype_json(r) for r in self.results],
             "counterexample": None if f is None else self._failure_json(f),
@@ -117,6 +146,8 @@ class Report:
             "edge_cases": r.edge_cases,
             "rows": r.rows,
             "undefined_rows": r.undefined_rows,
+            "fully_masked_rows": r.masked_rows,
+            "conventions": dict(sorted(r.conventions.items())),
             "max_abs_error": _jnum(float(err(r.max_abs_error)) if math.isfinite(r.max_abs_error) else r.max_abs_error),
             "max_error_over_tolerance": _jnum(float(err(r.max_ratio)) if math.isfinite(r.max_ratio) else r.max_ratio),
             "gradients_checked": r.gradients,
@@ -161,6 +192,7 @@ class Report:
                 })
         return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
                                 derivation_lines=derivation_lines,
+                                accepted="; ".join(CONVENTIONS.values()),
                                 frow=", ".join(num(v) for v in f.row) if f else "",
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
                                 fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))

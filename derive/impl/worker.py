@@ -220,7 +220,8 @@ def probe(target: Target, dim, dtype):
     row = np.reshape(np.array([0.0, 1.0]), shape)
     mask = np.ones(shape, dtype=bool) if target.takes_mask else None
     probe_params = {p: 0.0 for p in target.param_kws}
-    attempts = ["numpy"] + (["torch"] if ("torch" in sys.modules or _torch() is not None) else [])
+    has_torch = "torch" in sys.modules or importlib.util.find_spec("torch") is not None  # not imported yet
+    attempts = ["numpy"] + (["torch"] if has_torch else [])
     dims = (None,) if target.keywords is not None else ("dim", None)  # a builtin: try dim=, then none
     first = None
     for api in attempts:
