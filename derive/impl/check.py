@@ -46,6 +46,7 @@ class Failure:
     bounds: list  # allowed error per entry
     defined: bool = True
     source: str = "hypothesis"  # hypothesis (shrunk) | edge case (fixed list)
+    index: tuple = ()  # the failing row's index in the leading axes of the input (normalized axis last)
 
 
 @dataclass
@@ -84,6 +85,10 @@ def _ok(y: float, p, bound: float) -> tuple[bool, float]:
     return err <= bound, err
 
 
+
+
+def _index(r: int, shape) -> tuple:
+    return tuple(int(i) for i in np.unravel_index(r, shape[:-1])) if len(shape) > 1 else ()
 
 
 @dataclass
@@ -140,7 +145,7 @@ class Checker:
                 conv = convention(self.norm, out, allp, self.dps, lambda u: tol.bound(u, kap))
                 if conv is None:
                     return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(),
-                                   [math.inf] * len(out), [math.nan] * len(out), False)
+                                   [math.inf] * len(out), [math.nan] * len(out), False, index=_index(r, x.shape))
                 if result is not None:
                     result.conventions[conv] = result.conventions.get(conv, 0) + 1
                 continue
@@ -153,10 +158,11 @@ class Checker:
                     result.max_ratio = max(result.max_ratio, e / b)
             if not all(ok for ok, _ in checks):
                 return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(), errs,
-                               bounds, ex.defined)
+                               bounds, ex.defined, index=_index(r, x.shape))
             if grads is not None and ex.defined:
                 fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kap, result, x.shape)
                 if fail:
+                    fail.index = _index(r, x.shape)
                     return fail
         return None
 
@@ -170,7 +176,7 @@ class Checker:
         bounds = [tol.bound(m, kap) for m in ex.scales]
         errs = [abs(complex(yv) - float(p)) if ex.defined else math.inf for yv, p in zip(outs[r], ex.values)]
         return Failure(tol.dtype, "complex", row, allp, tuple(x.shape), [complex(v) for v in outs[r]],
-                       ex.floats(), errs, bounds, ex.defined)
+                       ex.floats(), errs, bounds, ex.defined, index=_index(r, x.shape))
 
     def _gradient(self, row, ex, grad, allp, tol, kappa, result, shape) -> Failure | None:
         kink = kink_distance(self.norm, row, allp, self.dps)

@@ -162,6 +162,7 @@ class Report:
             "kind": f.kind,
             "source": f.source,
             "input_shape": list(f.shape),
+            "row_index": list(f.index),
             "row": [_jnum(v) for v in f.row],
             "params": {k: _jnum(v) for k, v in sorted(f.params.items())},
             "output": [_jnum(v, dg) for v in f.output],

@@ -77,3 +77,8 @@ def softcap_caps_the_mask(x, dim=-1, c=50.0):
 def sigmoid(x, b=0.0):
     """Sigmoid attention: a masked score −∞ gives exactly 0."""
     return torch.sigmoid(x + b)
+
+
+def clipped_no_lower_clip(x, dim=-1, zeta=1.0, gamma=-0.1):
+    """Faulty: clamps at 1 only, so small weights go negative (down to γ)."""
+    return torch.clamp((zeta - gamma) * torch.softmax(x, dim=dim) + gamma, max=1)
