@@ -18,7 +18,7 @@ import numpy as np
 
 from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
-from derive.impl.faults import variants, words
+from derive.impl.faults import SINKS, variants, words
 from derive.impl.masked import convention
 from derive.impl.inputs import PROBE_PARAMS, PROBE_ROWS
 from derive.impl.reference import exact_row
@@ -219,7 +219,9 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
     diag = Diagnosis(probes=len(probes), failing_probes=sum(not p.agrees for p in probes))
     name = checker.norm.name
     for entry, fields, evaluate in variants(name):
-        usable = [p for p in probes if p.output is not None]
+        # a row where the definition has no value (fully masked, e.g. for softmax) says nothing
+        # about a form: any accepted convention may be there
+        usable = [p for p in probes if p.output is not None and p.defined]
         if not usable:
             break
         differs, same = False, True
@@ -231,7 +233,7 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
                 same = False
                 break
         if same and differs:
-            sink = None if name == "softmax" else 0.0
+            sink = None if SINKS.get(name, 0.0) is None else 0.0
             f = {**words(name, sink), **{k: v for k, v in fields.items() if isinstance(v, str)}}
             derivation = derive_fault(entry.name, name, tuple(sorted(fields.items())))
             diag.matched.append({
