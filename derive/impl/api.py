@@ -9,7 +9,6 @@ from hypothesis.errors import Flaky
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
-from derive.impl.faults import SINKS
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
@@ -21,29 +20,25 @@ __all__ = ["DEFAULT_DTYPES", "check_implementation"]
 
 DEFAULT_DTYPES = ("float64", "float32")
 
-# Normalizers whose parameters Hypothesis may vary over all reals (when the function takes
-# them as keywords); any other parameter must be fixed with --param NAME=VALUE.
-VARIABLE = frozenset(SINKS)
-
-
-def _params(norm, given: dict, accepted: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:
-    unknown = sorted(set(given) - set(norm.params))
-    if unknown:
-        expected = ", ".join(norm.params) if norm.params else "none"
-        raise InputError(f"unknown parameter {unknown[0]!r} for normalizer {norm.name!r} "
-                         f"(its parameters: {expected})")
+def _params(norm, given: dict, accepted: tuple[str, ...], target: str) -> tuple[dict, tuple[str, ...]]:
+    """(fixed, varied): a parameter the function takes as a keyword is passed to it, with the
+    value of --param or drawn by Hypothesis within its domain; one it does not take cannot be."""
     fixed, free = {}, []
     for p in norm.params:
         if p in given:
             value = float(given[p])
             if not math.isfinite(value):
                 raise InputError(f"parameter {p} must be a finite number, got {given[p]!r}")
+            if p not in accepted:
+                raise InputError(f"--param {p}={given[p]:g}: {target} does not take a keyword argument {p}, "
+                                 f"so the value cannot be passed to it; give the function a keyword argument {p}")
             fixed[p] = value
-        elif p in accepted and norm.name in VARIABLE:
+        elif p in accepted:
             free.append(p)
         else:
-            raise InputError(f"normalizer {norm.name!r} needs its parameter {p}: give --param {p}=VALUE "
-                             f"(or let the function take {p} as a keyword so it can be varied)")
+            raise InputError(f"normalizer {norm.name!r} needs its parameter {p}, which {target} does not take as "
+                             f"a keyword: give the function a keyword argument {p} (derive then varies it, or "
+                             f"passes --param {p}=VALUE)")
     return fixed, tuple(free)
 
 
@@ -85,7 +80,7 @@ def _check(target, norm, tols, params, dim, examples, cfg) -> Report:
     for tol in tols:
         if target.api == "numpy" and not tol.numpy:
             raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy arrays")
-    fixed, free = _params(norm, params, target.param_kws)
+    fixed, free = _params(norm, params, target.param_kws, target.name)
     checker = Checker(norm, target, dim, cfg.mp_dps, free, fixed)
     results, diagnosis = [], None
     for tol in tols:

@@ -20,7 +20,8 @@ from hypothesis.errors import NoSuchExample
 
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
-from derive.impl.inputs import EDGE_ROWS, MAX_N, cases, lead_ndim, special_rows
+from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets,
+                                special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
 from derive.impl.tolerance import Tolerance, kappa
@@ -243,9 +244,9 @@ class Checker:
         if result.failure is not None:
             return result
         lead = (1,) * lead_ndim(self.dim)
-        param_sets = [{}] if not self.free_params else [{p: v for p in self.free_params} for v in (0.0, 1.5, -2.0)]
-        todo = [(row, params) for row in EDGE_ROWS for params in param_sets]
-        todo += [(row, params) for params in param_sets
+        sets = param_sets(self.free_params, EDGE_PARAMS, DEFAULT_EDGE)
+        todo = [(row, params) for row in EDGE_ROWS for params in sets]
+        todo += [(row, params) for params in sets
                  for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
         for row, params in todo:
             result.edge_cases += 1

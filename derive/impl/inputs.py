@@ -23,7 +23,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_PARAMS", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
+__all__ = ["DEFAULT_EDGE", "DEFAULT_PROBE", "EDGE_PARAMS", "PARAM_RANGES", "PROBE_VALUES", "param_sets", "EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
 
 INF = math.inf
 MAX_N = 8
@@ -53,7 +53,6 @@ PROBE_ROWS: tuple[tuple[float, ...], ...] = (
     (1.6931471805599454,), (0.0, -INF), (-INF, -INF), (-1.5, -INF, 2.5), (1e4,), (1e4, -1e4),
     (-1e4, -1e4), (100.0, 99.0), (20.0, 10.0), (-20.0, 5.0),
 )
-PROBE_PARAMS = (1.5, -0.75)  # values of each free parameter during diagnosis
 
 
 def lead_ndim(dim: int) -> int:
@@ -80,9 +79,27 @@ def _entry(masked: bool):
     )
 
 
-def _param():
-    return st.one_of(st.integers(-3, 3).map(float),
-                     st.floats(-10, 10, allow_nan=False, allow_infinity=False))
+# The range each parameter is drawn from when the function takes it as a keyword (inside
+# the normalizer's domain: clipped ζ ≥ 1 and γ ≤ 0, a soft cap c > 0), the values of the
+# fixed edge cases, and the values diagnosis probes with; any other parameter is real.
+PARAM_RANGES: dict[str, tuple[float, float]] = {"zeta": (1.0, 5.0), "gamma": (-5.0, 0.0), "c": (0.5, 100.0)}
+EDGE_PARAMS: dict[str, tuple[float, ...]] = {"zeta": (1.0, 1.5, 3.0), "gamma": (0.0, -0.1, -2.0),
+                                             "c": (50.0, 1.0, 5.0)}
+PROBE_VALUES: dict[str, tuple[float, ...]] = {"zeta": (1.5, 1.0), "gamma": (-0.75, -0.1), "c": (1.5, 5.0)}
+DEFAULT_RANGE, DEFAULT_EDGE, DEFAULT_PROBE = (-10.0, 10.0), (0.0, 1.5, -2.0), (1.5, -0.75)
+
+
+def _param(name: str = ""):
+    lo, hi = PARAM_RANGES.get(name, DEFAULT_RANGE)
+    small = [float(v) for v in range(-3, 4) if lo <= v <= hi]
+    return st.one_of(st.sampled_from(small), st.floats(lo, hi, allow_nan=False, allow_infinity=False))
+
+
+def param_sets(free: tuple[str, ...], table: dict, default: tuple) -> list[dict]:
+    """The k-th set gives every free parameter its k-th value of ``table`` (or ``default``)."""
+    if not free:
+        return [{}]
+    return [{p: table.get(p, default)[k] for p in free} for k in range(len(default))]
 
 
 def _long_row(draw, n: int, masked: bool) -> list[float]:
@@ -120,7 +137,7 @@ def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool, long:
             continue
         free = st.lists(_entry(masked), min_size=n, max_size=n)
         rows.append(draw(st.one_of(free, st.just([-INF] * n)) if masked else free))
-    params = {p: draw(_param()) for p in free_params}
+    params = {p: draw(_param(p)) for p in free_params}
     return np.array(rows, dtype=np.float64).reshape(*lead, n), params
 
 
