@@ -129,3 +129,8 @@ def test_an_engine_failure_is_never_a_verdict(monkeypatch, capsys):
                    "as softmax1 (float64): ZeroDivisionError: boom; no verdict: please report this\n")
 
 
+
+
+def test_the_worker_process_imports_neither_derive_nor_sympy():
+    report = check_implementation(H + "lean_worker", "softmax1", dtypes=("float64",), examples=5)
+    assert report.agrees, report.to_markdown()

@@ -70,3 +70,9 @@ def mutates(x):
     y = softmax1(x)
     x[...] = y
     return y
+
+
+def lean_worker(x):
+    """Right only if the process running it has not imported derive, SymPy or mpmath."""
+    heavy = [m for m in ("derive", "sympy", "mpmath", "hypothesis") if m in sys.modules]
+    return softmax1(x) * (0.5 if heavy else 1.0)
