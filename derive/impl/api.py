@@ -63,7 +63,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, got {timeout!r}")
     if isinstance(fn_or_spec, str):
-        label = fn_or_spec
+        label = name or fn_or_spec
     elif callable(fn_or_spec):
         label = name or getattr(fn_or_spec, "__qualname__", None) or repr(fn_or_spec)
     else:
