@@ -37,6 +37,8 @@ HOSTILE = [
                      "array or torch tensor) (on a float64 input of shape [1]); no verdict"),
     ("returns_none", "returned a value of type NoneType, not an array"),
     ("returns_strings", "returned a numpy array of dtype <U32, not floating-point weights"),
+    ("forges_a_reply", "the process running tests.zoo.hostile:forges_a_reply sent a malformed reply while being "
+                       "called on the input [0.0, 1.0] (something wrote to derive's private pipe); no verdict"),
     ("returns_transposed", "returned an array of shape [1, 1] for an input of shape [1]: the weights must "
                            "have the shape of the scores"),
 ]

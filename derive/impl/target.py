@@ -22,6 +22,8 @@ and returns the weights; it may also take ``dim`` (or ``axis``), ``mask`` (boole
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import pickle
 import signal
@@ -73,6 +75,18 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+def decode(data: bytes) -> tuple:
+    """A reply of the worker (see :func:`derive.impl.worker.encode`), without pickle."""
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head.decode("utf-8"))
+    if not isinstance(header, list) or not header or not isinstance(header[0], str):
+        raise ValueError("not a reply")
+    buf = io.BytesIO(rest)
+    count = sum(isinstance(v, dict) and list(v) == ["array"] for v in header)
+    arrays = [np.load(buf, allow_pickle=False) for _ in range(count)]
+    return tuple(arrays[v["array"]] if isinstance(v, dict) and list(v) == ["array"] else v for v in header)
+
+
 class Worker:
     """One child process running :mod:`.worker`; every request has a timeout."""
 
@@ -117,9 +131,15 @@ class Worker:
             raise InputError(f"{self.name} did not finish within the timeout of {self.timeout:g} s while "
                              f"{doing}; it was stopped (set --timeout SECONDS); no verdict")
         try:
-            reply = self.from_child.recv()
+            data = self.from_child.recv_bytes()
         except (EOFError, OSError):
             self._died(doing)
+        try:
+            reply = decode(data)
+        except Exception:  # noqa: BLE001 - whatever the child sent, it is not a reply
+            self.close()
+            raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
+                             f"wrote to derive's private pipe); no verdict") from None
         self.relay()
         self._check_stdout(doing)
         if reply[0] == "exit":
@@ -162,11 +182,12 @@ class Worker:
             try:
                 proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    proc.kill()
+                proc.kill()
                 proc.wait()
+        try:  # and anything the user's code started in the worker's session
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         self.relay()
         self.stdout.close()
         self.stderr.close()
@@ -199,6 +220,10 @@ class Target:
         if reply[0] == "bad":
             self.close()
             raise InputError(f"{self.name} {reply[1]} (on a {dtype} input of shape {list(x.shape)}); no verdict")
+        if not _well_formed(reply, x.shape):
+            self.close()
+            raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
+                             f"wrote to derive's private pipe); no verdict")
         _, y, g, notes = reply
         self.mutates |= notes["mutated"]
         self.complex_output |= notes["complex"]
@@ -207,6 +232,17 @@ class Target:
     def close(self) -> None:
         if self.worker is not None:
             self.worker.close()
+
+
+def _well_formed(reply: tuple, shape: tuple) -> bool:
+    """An ("ok", y, g, notes) reply whose arrays are what the worker sends for this input."""
+    if len(reply) != 4 or reply[0] != "ok":
+        return False
+    _, y, g, notes = reply
+    return (isinstance(y, np.ndarray) and y.dtype in (np.float64, np.complex128) and y.shape == tuple(shape)
+            and (g is None or (isinstance(g, np.ndarray) and g.dtype == np.float64 and g.shape == tuple(shape)))
+            and isinstance(notes, dict) and isinstance(notes.get("mutated"), bool)
+            and isinstance(notes.get("complex"), bool))
 
 
 def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,

@@ -3,7 +3,8 @@
 It is started by :mod:`derive.impl.sandbox` as ``python -c <runpy bootstrap> worker.py
 RFD WFD``: it runs as a plain script, so it imports neither derive nor SymPy, only numpy
 (and torch when the implementation needs it). It speaks a private pipe (file descriptors
-RFD, WFD; pickled messages), never its standard output: file descriptor 1 is a file the
+RFD, WFD; requests pickled by the parent, replies as JSON and .npy bytes, which the
+parent decodes without pickle, so no reply can run code there), never its standard output: file descriptor 1 is a file the
 parent inspects, and ``print`` goes to standard error. Every request gets one reply:
 
 * ``("load", spec_or_pickle, sys_path, params, dim)`` → ``("ok", None)`` or
@@ -21,6 +22,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import io
+import json
 import os
 import pickle
 import sys
@@ -242,6 +245,23 @@ def probe(target: Target, dim, dtype):
     return ("error", f"raised {first} on the input [0.0, 1.0]")
 
 
+def encode(reply: tuple) -> bytes:
+    """A reply as bytes the parent decodes without pickle: a JSON header line, then the
+    arrays in .npy format (the parent loads them with allow_pickle=False)."""
+    header, arrays = [], []
+    for v in reply:
+        if isinstance(v, np.ndarray):
+            header.append({"array": len(arrays)})
+            arrays.append(v)
+        else:
+            header.append(v)
+    out = io.BytesIO()
+    out.write(json.dumps(header).encode() + b"\n")
+    for a in arrays:
+        np.save(out, np.ascontiguousarray(a), allow_pickle=False)
+    return out.getvalue()
+
+
 def main(rfd: int, wfd: int) -> None:
     conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
     sys.stdout = sys.stderr  # print() goes to standard error; fd 1 is watched by the parent
@@ -264,13 +284,14 @@ def main(rfd: int, wfd: int) -> None:
             else:
                 return
         except SystemExit as exc:
-            conn_out.send(("exit", exc.code if isinstance(exc.code, (int, type(None))) else str(exc.code)))
+            code = exc.code if isinstance(exc.code, (int, type(None))) else str(exc.code)
+            conn_out.send_bytes(encode(("exit", code)))
             sys.stderr.flush()
             os._exit(0)
         except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt raised by the user's code
             reply = ("raised", brief(exc))
         sys.stderr.flush()
-        conn_out.send(reply)
+        conn_out.send_bytes(encode(reply))
 
 
 if __name__ == "__main__":

@@ -76,3 +76,13 @@ def lean_worker(x):
     """Right only if the process running it has not imported derive, SymPy or mpmath."""
     heavy = [m for m in ("derive", "sympy", "mpmath", "hypothesis") if m in sys.modules]
     return softmax1(x) * (0.5 if heavy else 1.0)
+
+
+def forges_a_reply(x):
+    """Writes a pickle that would run code if unpickled into derive's reply pipe, then exits."""
+    import pickle
+
+    wfd = int(sys.argv[2])
+    payload = pickle.dumps(("ok",)) + b"cos\nsystem\n(S'echo pwned'\ntR."
+    os.write(wfd, len(payload).to_bytes(4, "big", signed=True) + payload)
+    os._exit(0)
