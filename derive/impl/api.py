@@ -71,7 +71,14 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     _check_given(norm, dict(params or {}))
     target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout)
     try:
-        return _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
+        report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
+        report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later
+        return report
+    except (InputError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict
+        raise InputError(f"internal error in derive while checking {target.name} as {norm.name}: "
+                         f"{brief(exc)}; no verdict: please report this") from None
     finally:
         target.close()
 

@@ -195,9 +195,17 @@ class Report:
                                 derivation_lines=derivation_lines,
                                 accepted="; ".join(CONVENTIONS.values()),
                                 frow=", ".join(num(v) for v in f.row) if f else "",
+                                where=_where(f) if f else "",
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
                                 fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))
                                          if f else ""))
+
+
+def _where(f: Failure) -> str:
+    """Where the failing row is: its index when the input has more than one row."""
+    if math.prod(f.shape[:-1]) > 1:
+        return f"row {list(f.index)} of the input of shape {list(f.shape)}, normalized axis last"
+    return f"input shape {list(f.shape)}"
 
 
 def _status(v: dict) -> str:
