@@ -20,6 +20,8 @@ H = "tests.zoo.hostile:"
 QUICK = ["--dtype", "float64", "--examples", "20"]
 
 HOSTILE = [
+    ("tests.zoo.odd:reduces", "tests.zoo.odd:reduces returned a value of type numpy.float64, not an array (numpy array "
+                       "or torch tensor) (on a float64 input of shape [1]); no verdict"),
     ("exits_0", "tests.zoo.hostile:exits_0 called sys.exit(0) while being called on the input [0.0, 1.0]: "
                 "the check was stopped; no verdict"),
     ("exits_3", "tests.zoo.hostile:exits_3 called sys.exit(3) while being called on the input [0.0, 1.0]: "
@@ -53,7 +55,8 @@ def run(capsys, *argv):
 @pytest.mark.parametrize("fmt", ["md", "json"])
 @pytest.mark.parametrize("fn,message", HOSTILE)
 def test_hostile_function_is_bad_usage_and_never_reaches_stdout(capsys, fn, message, fmt):
-    code, out, err = run(capsys, H + fn, "--as", "softmax1", *QUICK, "--format", fmt)
+    spec = fn if ":" in fn else H + fn
+    code, out, err = run(capsys, spec, "--as", "softmax1", *QUICK, "--format", fmt)
     assert (code, out) == (2, "")
     line = err.splitlines()[-1]
     assert line.startswith("derive: error: ")
