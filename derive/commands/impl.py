@@ -16,10 +16,11 @@ HELP = "check a Python implementation against a normalizer's definition (runs yo
 DESCRIPTION = """\
 Check a Python implementation against the derived definition of a normalizer by
 differential testing: Hypothesis draws inputs (ordinary rows, ties, single elements,
-scores up to ±1e4, masked −inf entries and fully masked rows, batch and head dimensions),
-the function is run on them in each dtype and compared with the exact value computed at
-high precision, within a tolerance stated in ulps and in absolute terms. With torch, the
-autograd gradient is compared with the derived Jacobian. On disagreement the simplest
+scores in every decade up to ±1e4, rows of up to 512 keys spanning several tiles, masked
+−inf entries and fully masked rows, batch and head dimensions, parameters the function
+takes as keywords), the function is run on them in each dtype and compared with the
+exact value computed at high precision, within a tolerance stated in ulps and in absolute
+terms. With torch, the autograd gradient is compared with the derived Jacobian. On disagreement the simplest
 counterexample is shown and the implementation is matched against known faulty forms.
 
 WARNING: this imports TARGET and calls it, i.e. it runs your code. It is the only derive
@@ -34,8 +35,9 @@ scores (numpy or torch, detected) and returns the weights along --dim; it may al
 `dim`/`axis`, `mask` (bool, True = allowed) and the normalizer's parameters as keywords.
 
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
-2 bad usage (unknown normalizer, TARGET cannot be imported, the function raises on a
-valid input)."""
+2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
+raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape;
+an internal error of derive, which asks to be reported)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
