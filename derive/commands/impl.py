@@ -20,8 +20,9 @@ scores in every decade up to ±1e4, rows of up to 512 keys spanning several tile
 −inf entries and fully masked rows, batch and head dimensions, parameters the function
 takes as keywords), the function is run on them in each dtype and compared with the
 exact value computed at high precision, within a tolerance stated in ulps and in absolute
-terms. With torch, the autograd gradient is compared with the derived Jacobian. On disagreement the simplest
-counterexample is shown and the implementation is matched against known faulty forms.
+terms. With torch, the autograd gradient is compared with the derived Jacobian. On
+disagreement the simplest counterexample is shown and the implementation is matched
+against known faulty forms.
 
 WARNING: this imports TARGET and calls it, i.e. it runs your code. It is the only derive
 command that does. Your code runs in a separate child process, never in the one that
