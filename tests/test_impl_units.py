@@ -75,3 +75,37 @@ def test_no_max_subtraction_form_overflows_in_the_dtype():
     form = next(ev for e, _, ev in variants("softmax1") if e.name == "no-max-subtraction")
     assert math.isnan(form([89.0], {}, "float32")[0])  # exp(89) > float32 max
     assert form([89.0], {}, "float64")[0] == pytest.approx(1.0)
+
+
+def test_inputs_reach_long_rows_and_every_decade():
+    from hypothesis import HealthCheck, given, settings
+
+    from derive.impl.inputs import LONG_N, MAX_N, cases
+
+    lengths, decades = set(), set()
+
+    def collect(case):
+        x, _ = case
+        lengths.add(x.shape[-1])
+        for v in x.ravel():
+            if v != 0 and math.isfinite(v):
+                decades.add(math.floor(math.log10(abs(v))))
+
+    for strategy in (cases(0, (), False), cases(0, (), True, long=True)):
+        settings(max_examples=200, derandomize=True, database=None,
+                 suppress_health_check=list(HealthCheck))(given(strategy)(collect))()
+    assert set(LONG_N) <= lengths | {200, 257}  # rows that span several tiles of 16..128
+    assert max(lengths) == 512 and any(n <= MAX_N for n in lengths)
+    assert set(range(-3, 4)) <= decades  # 1e-3 .. 1e3 (and so up to 1e4)
+
+
+def test_clipped_rows_near_the_clip_and_their_tolerance():
+    from derive.impl.inputs import special_rows
+
+    params = {"zeta": 1.0, "gamma": -0.1}
+    rows = special_rows("clipped", params)
+    assert len(rows) == 12 and special_rows("softmax", {}) == []
+    ex = exact_row(get("clipped"), list(rows[0]), params, 60)
+    assert abs(ex.values[0]) < 1e-15  # (ζ − γ)p + γ = 0 up to the rounding of the row
+    # the tolerance is relative to the terms that cancel, |ζ − γ|·p + |γ| ≈ 0.2, not to p ≈ 0
+    assert ex.scales[0] == pytest.approx(0.2, rel=1e-6)

@@ -7,6 +7,7 @@ import sys
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
+from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
 from derive.settings import DEFAULT
 
@@ -15,22 +16,29 @@ HELP = "check a Python implementation against a normalizer's definition (runs yo
 DESCRIPTION = """\
 Check a Python implementation against the derived definition of a normalizer by
 differential testing: Hypothesis draws inputs (ordinary rows, ties, single elements,
-scores up to ±1e4, masked −inf entries and fully masked rows, batch and head dimensions),
-the function is run on them in each dtype and compared with the exact value computed at
-high precision, within a tolerance stated in ulps and in absolute terms. With torch, the
-autograd gradient is compared with the derived Jacobian. On disagreement the simplest
-counterexample is shown and the implementation is matched against known faulty forms.
+scores in every decade up to ±1e4, rows of up to 512 keys spanning several tiles, masked
+−inf entries and fully masked rows, batch and head dimensions, parameters the function
+takes as keywords), the function is run on them in each dtype and compared with the
+exact value computed at high precision, within a tolerance stated in ulps and in absolute
+terms. With torch, the autograd gradient is compared with the derived Jacobian. On
+disagreement the simplest counterexample is shown and the implementation is matched
+against known faulty forms.
 
 WARNING: this imports TARGET and calls it, i.e. it runs your code. It is the only derive
-command that does.
+command that does. Your code runs in a separate child process, never in the one that
+prints the report: if it exits (sys.exit, os._exit), is killed, takes longer than
+--timeout seconds for one import or call, writes to file descriptor 1 (stdout), or
+returns something that is not an array of the input's shape, derive stops it and exits 2
+with one line saying what happened (print() output goes to stderr).
 
 TARGET is FILE.py:FUNCTION or package.module:FUNCTION. The function takes an array of
 scores (numpy or torch, detected) and returns the weights along --dim; it may also take
 `dim`/`axis`, `mask` (bool, True = allowed) and the normalizer's parameters as keywords.
 
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
-2 bad usage (unknown normalizer, TARGET cannot be imported, the function raises on a
-valid input)."""
+2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
+raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape;
+an internal error of derive, which asks to be reported)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
     parser.add_argument("--examples", type=int, default=DEFAULT.examples,
                         help=f"Hypothesis examples per dtype (default {DEFAULT.examples})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
 
 
@@ -62,6 +72,7 @@ def _params(pairs: list[str]) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
-                                  dim=args.dim, dtypes=args.dtype, examples=args.examples)
+                                  dim=args.dim, dtypes=args.dtype, examples=args.examples,
+                                  timeout=args.timeout)
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+from hypothesis.errors import Flaky
+
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
-from derive.impl.faults import SINKS
+from derive.impl.masked import rule
 from derive.impl.report import Report
-from derive.impl.target import ImplRaised, load, wrap
+from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
 from derive.impl.tolerance import tolerance
 from derive.normalizers.registry import get
 from derive.settings import DEFAULT, Settings
@@ -18,36 +20,36 @@ __all__ = ["DEFAULT_DTYPES", "check_implementation"]
 
 DEFAULT_DTYPES = ("float64", "float32")
 
-# Normalizers whose parameters Hypothesis may vary over all reals (when the function takes
-# them as keywords); any other parameter must be fixed with --param NAME=VALUE.
-VARIABLE = frozenset(SINKS)
-
-
-def _params(norm, given: dict, accepted: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:
-    unknown = sorted(set(given) - set(norm.params))
-    if unknown:
-        expected = ", ".join(norm.params) if norm.params else "none"
-        raise InputError(f"unknown parameter {unknown[0]!r} for normalizer {norm.name!r} "
-                         f"(its parameters: {expected})")
+def _params(norm, given: dict, accepted: tuple[str, ...], target: str) -> tuple[dict, tuple[str, ...]]:
+    """(fixed, varied): a parameter the function takes as a keyword is passed to it, with the
+    value of --param or drawn by Hypothesis within its domain; one it does not take cannot be."""
     fixed, free = {}, []
     for p in norm.params:
         if p in given:
             value = float(given[p])
             if not math.isfinite(value):
                 raise InputError(f"parameter {p} must be a finite number, got {given[p]!r}")
+            if p not in accepted:
+                raise InputError(f"--param {p}={given[p]:g}: {target} does not take a keyword argument {p}, "
+                                 f"so the value cannot be passed to it; give the function a keyword argument {p}")
             fixed[p] = value
-        elif p in accepted and norm.name in VARIABLE:
+        elif p in accepted:
             free.append(p)
         else:
-            raise InputError(f"normalizer {norm.name!r} needs its parameter {p}: give --param {p}=VALUE "
-                             f"(or let the function take {p} as a keyword so it can be varied)")
+            raise InputError(f"normalizer {norm.name!r} needs its parameter {p}, which {target} does not take as "
+                             f"a keyword: give the function a keyword argument {p} (derive then varies it, or "
+                             f"passes --param {p}=VALUE)")
     return fixed, tuple(free)
 
 
 def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = None, dim: int = -1,
                          dtypes=DEFAULT_DTYPES, examples: int | None = None,
-                         cfg: Settings = DEFAULT, name: str | None = None) -> Report:
-    """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``)."""
+                         cfg: Settings = DEFAULT, name: str | None = None,
+                         timeout: float = DEFAULT_TIMEOUT) -> Report:
+    """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
+
+    The function is imported and called only in a child process (:mod:`.target`).
+    """
     norm = get(normalizer)
     dtypes = tuple(dtypes)
     if not dtypes:
@@ -58,31 +60,73 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     examples = cfg.examples if examples is None else int(examples)
     if examples < 1:
         raise InputError(f"--examples must be at least 1, got {examples}")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, got {timeout!r}")
     if isinstance(fn_or_spec, str):
-        target = load(fn_or_spec, norm.params, dim, dtypes[0])
+        label = name or fn_or_spec
     elif callable(fn_or_spec):
         label = name or getattr(fn_or_spec, "__qualname__", None) or repr(fn_or_spec)
-        target = wrap(fn_or_spec, label, norm.params, dim, dtypes[0])
     else:
         raise InputError(f"expected a callable or MODULE_OR_FILE:FUNCTION, got {fn_or_spec!r}")
+    _check_given(norm, dict(params or {}))
+    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout)
+    try:
+        report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
+        report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later
+        return report
+    except (InputError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict
+        raise InputError(f"internal error in derive while checking {target.name} as {norm.name}: "
+                         f"{brief(exc)}; no verdict: please report this") from None
+    finally:
+        target.close()
+
+
+def _check(target, norm, tols, params, dim, examples, cfg) -> Report:
     for tol in tols:
         if target.api == "numpy" and not tol.numpy:
             raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy arrays")
-    fixed, free = _params(norm, dict(params or {}), target.param_kws)
+    fixed, free = _params(norm, params, target.param_kws, target.name)
     checker = Checker(norm, target, dim, cfg.mp_dps, free, fixed)
     results, diagnosis = [], None
     for tol in tols:
         try:
             result = checker.run(tol, examples)
+            results.append(result)
+            if result.failure is not None and diagnosis is None and result.failure.kind != "complex":
+                diagnosis = diagnose(checker, result.failure, tol)
         except ImplRaised as exc:
             raise InputError(f"{target.name} raised {exc} on a valid {tol.dtype} input of shape "
                              f"{list(exc.shape)}: {exc.values}") from None
-        results.append(result)
-        if result.failure is not None and diagnosis is None:
-            diagnosis = diagnose(checker, result.failure, tol)
+        except InputError:
+            raise
+        except Flaky:
+            raise InputError(f"{target.name} is not deterministic: the same {tol.dtype} input gave "
+                             f"different results on two calls; no verdict") from None
+        except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict
+            raise InputError(f"internal error in derive while checking {target.name} as {norm.name} "
+                             f"({tol.dtype}): {brief(exc)}; no verdict: please report this") from None
     return Report(target=target.name, normalizer=norm.name, title=norm.title, params=fixed,
                   free_params=free, api=target.api, dim=dim, examples=examples, results=results,
-                  diagnosis=diagnosis, keywords=_passed(target, free))
+                  diagnosis=diagnosis, keywords=_passed(target, free), warnings=_warnings(target),
+                  masked_rule=rule(norm))
+
+
+def _check_given(norm, given: dict) -> None:
+    unknown = sorted(set(given) - set(norm.params))
+    if unknown:
+        expected = ", ".join(norm.params) if norm.params else "none"
+        raise InputError(f"unknown parameter {unknown[0]!r} for normalizer {norm.name!r} "
+                         f"(its parameters: {expected})")
+
+
+def _warnings(target) -> list[str]:
+    out = []
+    if target.mutates:
+        out.append("the function modifies its input array in place (the scores passed to it changed): "
+                   "callers that reuse the scores will see them changed")
+    return out
 
 
 def _passed(target, free) -> list[str]:

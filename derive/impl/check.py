@@ -18,10 +18,13 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
-from derive.impl.inputs import EDGE_ROWS, cases, lead_ndim
-from derive.impl.reference import exact_row, jacobian
+from derive.errors import InputError
+from derive.impl.masked import convention, is_fully_masked
+from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets,
+                                special_rows)
+from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
-from derive.impl.tolerance import Tolerance
+from derive.impl.tolerance import Tolerance, kappa
 
 __all__ = ["Checker", "DtypeResult", "Failure", "grad_weights"]
 
@@ -34,7 +37,7 @@ def grad_weights(n: int) -> np.ndarray:
 @dataclass
 class Failure:
     dtype: str
-    kind: str  # value | gradient | shape
+    kind: str  # value | gradient | complex
     row: list  # the failing row of scores (rounded to the dtype)
     params: dict
     shape: tuple  # shape of the whole input
@@ -44,6 +47,7 @@ class Failure:
     bounds: list  # allowed error per entry
     defined: bool = True
     source: str = "hypothesis"  # hypothesis (shrunk) | edge case (fixed list)
+    index: tuple = ()  # the failing row's index in the leading axes of the input (normalized axis last)
 
 
 @dataclass
@@ -58,6 +62,7 @@ class DtypeResult:
     gradients: bool = False
     gradient_skips: int = 0  # torch calls whose output did not require grad (not compared)
     gradient_calls: int = 0
+    kink_skips: int = 0  # rows at a point where the definition is not differentiable (not compared)
 
     def gradient_note(self) -> str:
         if not self.gradients:
@@ -68,12 +73,12 @@ class DtypeResult:
             return "not compared: the output is not differentiable"
         return f"checked; not differentiable in {self.gradient_skips} of {self.gradient_calls} calls"
     failure: Failure | None = None
-    undefined_rows: int = 0  # rows where the definition has no value (NaN or 0 accepted)
+    undefined_rows: int = 0  # fully masked rows where the definition has no value
+    masked_rows: int = 0  # fully masked rows (every score −∞) tested
+    conventions: dict = field(default_factory=dict)  # convention → rows, where the definition has no value
 
 
-def _ok(y: float, p, defined: bool, bound: float) -> tuple[bool, float]:
-    if not defined:
-        return (math.isnan(y) or y == 0.0), 0.0
+def _ok(y: float, p, bound: float) -> tuple[bool, float]:
     pf = float(p)
     if not math.isfinite(y):
         return False, math.inf
@@ -81,9 +86,10 @@ def _ok(y: float, p, defined: bool, bound: float) -> tuple[bool, float]:
     return err <= bound, err
 
 
-def _kappa(row: list, params: dict) -> float:
-    finite = [abs(v) for v in row if math.isfinite(v)]
-    return max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
+
+
+def _index(r: int, shape) -> tuple:
+    return tuple(int(i) for i in np.unravel_index(r, shape[:-1])) if len(shape) > 1 else ()
 
 
 @dataclass
@@ -113,8 +119,6 @@ class Checker:
         if grad:
             c = np.moveaxis(np.broadcast_to(grad_weights(x.shape[-1]), x.shape), -1, self.dim).copy()
         y, g = self.target.call(xin, dtype, self.dim, mask, {**self.fixed_params, **params}, c)
-        if y.shape != xin.shape:
-            return None, None
         y = np.moveaxis(y, self.dim, -1)
         return y, (None if g is None else np.moveaxis(g, self.dim, -1))
 
@@ -123,9 +127,8 @@ class Checker:
         x = self.round(x, tol.dtype)
         allp = {**self.fixed_params, **params}
         y, g = self.call(x, tol.dtype, params, grad)
-        if y is None:
-            return Failure(tol.dtype, "shape", x.reshape(-1, x.shape[-1])[0].tolist(), allp,
-                           tuple(x.shape), [], [], [], [])
+        if np.iscomplexobj(y):
+            return self._complex(x, y, allp, tol)
         if grad and result is not None:
             result.gradient_calls += 1
             result.gradient_skips += g is None
@@ -133,26 +136,55 @@ class Checker:
         grads = None if g is None else g.reshape(-1, x.shape[-1])
         for r, (row, out) in enumerate(zip(rows.tolist(), outs.tolist())):
             ex = exact_row(self.norm, row, allp, self.dps)
-            kappa = _kappa(row, allp)
-            bounds = [tol.bound(float(p), kappa) for p in ex.values]
-            checks = [_ok(yv, p, ex.defined, b) for yv, p, b in zip(out, ex.values, bounds)]
-            errs = [e for _, e in checks]
+            kap = kappa(row, allp)
+            masked = is_fully_masked(row)
             if result is not None:
                 result.rows += 1
+                result.masked_rows += masked
                 result.undefined_rows += not ex.defined
+            if not ex.defined:  # a fully masked row where the definition has no value
+                conv = convention(self.norm, out, allp, self.dps, lambda u: tol.bound(u, kap))
+                if conv is None:
+                    return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(),
+                                   [math.inf] * len(out), [math.nan] * len(out), False, index=_index(r, x.shape))
+                if result is not None:
+                    result.conventions[conv] = result.conventions.get(conv, 0) + 1
+                continue
+            bounds = [tol.bound(m, kap) for m in ex.scales]
+            checks = [_ok(yv, p, b) for yv, p, b in zip(out, ex.values, bounds)]
+            errs = [e for _, e in checks]
+            if result is not None:
                 for e, b in zip(errs, bounds):
                     result.max_abs_error = max(result.max_abs_error, e)
                     result.max_ratio = max(result.max_ratio, e / b)
             if not all(ok for ok, _ in checks):
                 return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(), errs,
-                               bounds, ex.defined)
+                               bounds, ex.defined, index=_index(r, x.shape))
             if grads is not None and ex.defined:
-                fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kappa, result, x.shape)
+                fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kap, result, x.shape)
                 if fail:
+                    fail.index = _index(r, x.shape)
                     return fail
         return None
 
+    def _complex(self, x, y, allp, tol) -> Failure:
+        """Complex weights never agree: the failure shows the first row with an imaginary part."""
+        rows, outs = x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1])
+        r = next((k for k, out in enumerate(outs) if np.any(out.imag != 0)), 0)
+        row = rows[r].tolist()
+        ex = exact_row(self.norm, row, allp, self.dps)
+        kap = kappa(row, allp)
+        bounds = [tol.bound(m, kap) for m in ex.scales]
+        errs = [abs(complex(yv) - float(p)) if ex.defined else math.inf for yv, p in zip(outs[r], ex.values)]
+        return Failure(tol.dtype, "complex", row, allp, tuple(x.shape), [complex(v) for v in outs[r]],
+                       ex.floats(), errs, bounds, ex.defined, index=_index(r, x.shape))
+
     def _gradient(self, row, ex, grad, allp, tol, kappa, result, shape) -> Failure | None:
+        kink = kink_distance(self.norm, row, allp, self.dps)
+        if kink is not None and kink <= 4 * tol.bound(1.0, kappa):
+            if result is not None:
+                result.kink_skips += 1
+            return None  # at (or within rounding of) a kink the derivative is one-sided
         jac = jacobian(self.norm, row, allp, self.dps)
         c = grad_weights(len(row))
         cmax = float(np.max(np.abs(c)))
@@ -173,39 +205,57 @@ class Checker:
         grad = self.target.api == "torch"
         result.gradients = grad
 
+        aborted: list[BaseException] = []  # bad usage seen inside Hypothesis: raised after it
+
         def fails(case, grad: bool) -> bool:
+            if aborted:
+                return False
             x, params = case
             result.examples += 1
-            return self.compare(x, params, tol, result, grad) is not None
+            try:
+                return self.compare(x, params, tol, result, grad) is not None
+            except ImplRaised:
+                return True  # shrunk like a failure; the call below raises it on the simplest input
+            except InputError as exc:  # the worker is gone: no more calls
+                aborted.append(exc)
+                return False
 
-        # values on unmasked rows, then on masked rows; then (torch) values and gradients
-        first = (examples + 1) // 2
-        phases = [(False, first, False), (True, examples - first, False)]
+        # values on short unmasked rows, then short masked rows, then long rows (several tiles);
+        # then (torch) values and gradients on short rows
+        first, second = (examples * 2 + 4) // 5, (examples * 3 + 9) // 10
+        phases = [(False, first, False, False), (True, second, False, False),
+                  (True, examples - first - second, False, True)]
         if grad:
-            phases.append((True, max(1, examples // 2), True))
-        for masked, budget, with_grad in phases:
+            phases.append((True, max(1, examples // 2), True, False))
+        for masked, budget, with_grad, long in phases:
             if budget < 1 or result.failure is not None:
                 continue
-            strategy = cases(lead_ndim(self.dim), self.free_params, masked)
+            strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
             try:
                 x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
                     max_examples=budget, derandomize=True, database=None, deadline=None,
                     phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+                if aborted:
+                    raise aborted[0]
                 result.failure = self.compare(x, params, tol, result, with_grad)
             except NoSuchExample:
-                pass
+                if aborted:
+                    raise aborted[0] from None
         if result.failure is not None:
             return result
         lead = (1,) * lead_ndim(self.dim)
-        param_sets = [{}] if not self.free_params else [{p: v for p in self.free_params} for v in (0.0, 1.5, -2.0)]
-        for row in EDGE_ROWS:
-            for params in param_sets:
-                result.edge_cases += 1
-                fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result, grad)
-                if fail is not None:
-                    fail.source = "edge case"
-                    result.failure = fail
-                    return result
+        sets = param_sets(self.free_params, EDGE_PARAMS, DEFAULT_EDGE)
+        todo = [(row, params) for row in EDGE_ROWS for params in sets]
+        todo += [(row, params) for params in sets
+                 for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
+        for row, params in todo:
+            result.edge_cases += 1
+            fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result,
+                                grad and len(row) <= MAX_N)
+            if fail is not None:
+                fail.source = "edge case"
+                result.failure = fail
+                return result
         return result
 
     def outputs(self, row: tuple, params: dict, dtype: str) -> list[float] | None:
@@ -216,4 +266,4 @@ class Checker:
             y, _ = self.call(x, dtype, params, False)
         except ImplRaised:
             return None
-        return None if y is None else y.reshape(-1).tolist()
+        return None if np.iscomplexobj(y) else y.reshape(-1).tolist()

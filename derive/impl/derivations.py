@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from derive.impl.faults import SINKS
+from derive.impl.faults import OTHER_FAULTS, SINKS
 from derive.model.attention import M as MASK
 from derive.model.attention import ScalarBase, i, j, row_sum
 from derive.normalizers.registry import get
@@ -72,6 +72,73 @@ def _weight(num_base, exponent, sink_term):
     return MASK[i, j] * num_base ** exponent(j) / den
 
 
+LABELS = {"softmax": "softmax", "softmax1": "softmax₁", "sink": "sink_s", "zero_token": "zero",
+          "bias_kv": "kv*_s*", "sigmoid": "σ", "clipped": "clip", "softcap": "softcap_c"}
+
+
+DEFINITIONS = {"sigmoid": "σ(x + b)"}  # how the definition is written where not LABEL(x)
+
+
+def _softmax_of(score):
+    return get("softmax").weight(score, j)
+
+
+def _param(syms: dict, name: str, value) -> dict:
+    """{underlying symbol: value} making parameter ``name`` equal ``value`` (e.g. ζ = 1 + ζ')."""
+    expr = syms[name]
+    (sym,) = expr.free_symbols
+    (solution,) = sp.solve(sp.Eq(expr, value), sym)
+    return {sym: solution}
+
+
+def _other_forms(fault: str, name: str, fields: tuple):
+    """(written, closed, closed label, definition, fix, text, values at which to refute)."""
+    norm = get(name)
+    syms = norm.symbols()
+    f = dict(fields)
+    definition = norm.weight(lambda k: X[i, k], j, **syms)
+    if name == "sigmoid":
+        b = syms["b"]
+        if fault == "sigmoid-bias-sign":
+            written = MASK[i, j] / (1 + sp.exp(-(X[i, j] - b)))
+            closed = norm.weight(lambda k: X[i, k], j, b=-b)
+            return written, closed, "σ(x − b)", definition, None, "1 / (1 + exp(−(x_j − b)))", {}
+        if fault == "softmax-for-sigmoid":
+            written = _softmax_of(lambda k: X[i, k])
+            return written, written, "softmax(x)", definition, None, "exp(x_j) / Σ exp(x_t)", {}
+        if fault == "sigmoid-exp-ratio":
+            written = MASK[i, j] * sp.exp(X[i, j] + b) / (1 + sp.exp(X[i, j] + b))
+            return written, definition, "σ(x + b)", definition, None, "exp(x_j + b) / (1 + exp(x_j + b))", {}
+    if name == "clipped":
+        zeta, gamma = syms["zeta"], syms["gamma"]
+        p = _softmax_of(lambda k: X[i, k])
+        if fault == "clipped-one-sided":
+            if f["side"] == "lower":
+                written = MASK[i, j] * sp.Min(1, (zeta - gamma) * p + gamma)
+                at = {**_param(syms, "zeta", 1), **_param(syms, "gamma", sp.Rational(-1, 2))}
+                text = "min(1, (ζ − γ)·softmax(x)_j + γ)"
+            else:
+                written = MASK[i, j] * sp.Max(0, (zeta - gamma) * p + gamma)
+                at = {**_param(syms, "zeta", 2), **_param(syms, "gamma", sp.Rational(-1, 2))}
+                text = "max(0, (ζ − γ)·softmax(x)_j + γ)"
+            return written, written, text, definition, None, text, at
+        if fault == "softmax-for-clipped":
+            at = {**_param(syms, "zeta", 1), **_param(syms, "gamma", sp.Rational(-1, 2))}
+            return p, p, "softmax(x)", definition, None, "exp(x_j) / Σ exp(x_t)", at
+    if name == "softcap":
+        c = syms["c"]
+        at = {c: 2}
+        if fault == "softcap-missing":
+            written = _softmax_of(lambda k: X[i, k])
+            return written, written, "softmax(x)", definition, None, "exp(x_j) / Σ exp(x_t)", at
+        if fault == "softcap-misscaled":
+            inner = (lambda k: sp.tanh(X[i, k] / c)) if f["inside"] else (lambda k: c * sp.tanh(X[i, k]))
+            written = _softmax_of(inner)
+            text = f"softmax({f['formula']})"
+            return written, written, text, definition, None, text, at
+    return None
+
+
 def _forms(fault: str, name: str, fields: tuple):
     norm = get(name)
     syms = norm.symbols()
@@ -80,7 +147,7 @@ def _forms(fault: str, name: str, fields: tuple):
     e = sp.E
     definition = norm.weight(lambda k: X[i, k], j, **syms)
     f = dict(fields)
-    label = {"softmax": "softmax", "softmax1": "softmax₁", "sink": "sink_s"}[name]
+    label = LABELS[name]
     if fault == "unshifted-sink-term":
         written = _weight(e, lambda k: X[i, k] - SHIFT, sp.exp(s))
         closed = norm.weight(lambda k: X[i, k] - SHIFT, j, **syms)
@@ -126,9 +193,34 @@ def _prove(lhs, rhs) -> Verdict:
     return prove_equal(_base_e(lhs), _base_e(rhs))
 
 
+def _at_text(at: dict) -> str:
+    names = {"zeta'": "ζ", "gamma'": "γ", "c_cap": "c"}
+    out = []
+    for sym, value in sorted(at.items(), key=lambda kv: kv[0].name):
+        if sym.name == "zeta'":
+            value = 1 + value
+        if sym.name == "gamma'":
+            value = -value
+        out.append(f"{names.get(sym.name, sym.name)} = {sp.sstr(value)}")
+    return ", ".join(out)
+
+
 @lru_cache(maxsize=64)
 def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
     """The symbolic derivation of faulty form ``fault`` of normalizer ``name``, or None."""
+    label = LABELS.get(name, name)
+    if name in OTHER_FAULTS:
+        forms = _other_forms(fault, name, fields)
+        if forms is None:
+            return None
+        written, closed, closed_label, definition, fix, text, at = forms
+        identity = _prove(written, closed)
+        if closed is definition:  # a numerical fault: the code is the definition in exact arithmetic
+            versus = _prove(closed, definition)
+            return Derivation(text, closed_label, closed_label, identity, versus, None)
+        versus = _prove(closed.subs(at), definition.subs(at))
+        definition_label = DEFINITIONS.get(name, f"{label}(x)") + (f" at {_at_text(at)}" if at else "")
+        return Derivation(text, closed_label, definition_label, identity, versus, None)
     if name not in SINKS:
         return None
     forms = _forms(fault, name, fields)
@@ -139,8 +231,9 @@ def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
         text = text.replace("exp(s) + ", "").replace("exp(s − m) + ", "")
     elif SINKS[name] == 0.0:
         text = text.replace("exp(s)", "1")
+    elif SINKS[name] == "s_star":
+        text = text.replace("exp(s)", "exp(s*)").replace("exp(s − m)", "exp(s* − m)")
     identity = _prove(written, closed)
     versus = _prove(closed, definition)
     fixed = None if fix is None else _prove(fix, definition)
-    label = {"softmax": "softmax", "softmax1": "softmax₁", "sink": "sink_s"}[name]
     return Derivation(text, closed_label, f"{label}(x)", identity, versus, fixed)

@@ -18,10 +18,11 @@ import numpy as np
 
 from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
-from derive.impl.faults import variants, words
-from derive.impl.inputs import PROBE_PARAMS, PROBE_ROWS
+from derive.impl.faults import SINKS, variants, words
+from derive.impl.masked import convention
+from derive.impl.inputs import DEFAULT_PROBE, PROBE_ROWS, PROBE_VALUES, param_sets
 from derive.impl.reference import exact_row
-from derive.impl.tolerance import Tolerance
+from derive.impl.tolerance import Tolerance, kappa
 
 __all__ = ["Diagnosis", "diagnose"]
 
@@ -38,23 +39,21 @@ class Diagnosis:
                 "failing_probes": self.failing_probes}
 
 
-def _kappa(row, params) -> float:
-    finite = [abs(v) for v in row if math.isfinite(v)]
-    return max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
 
 
-def _same(y: list, f: list, row, params, tol: Tolerance) -> bool:
+def _same(y: list, f: list, row, params, tol: Tolerance, scales: list | None = None) -> bool:
     if len(y) != len(f):
         return False
-    kappa = _kappa(row, params)
-    for a, b in zip(y, f):
+    kap = kappa(row, params)
+    scales = scales or [abs(b) for b in f]
+    for a, b, m in zip(y, f, scales):
         if math.isnan(b):
             if not math.isnan(a):
                 return False
         elif math.isinf(b):
             if a != b:
                 return False
-        elif not math.isfinite(a) or abs(a - b) > tol.bound(b, kappa):
+        elif not math.isfinite(a) or abs(a - b) > tol.bound(m, kap):
             return False
     return True
 
@@ -72,8 +71,7 @@ class _Probe:
 
 
 def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
-    sets = [{}] if not checker.free_params else [
-        {p: v for p in checker.free_params} for v in PROBE_PARAMS]
+    sets = param_sets(checker.free_params, PROBE_VALUES, DEFAULT_PROBE)
     free_of_failure = {p: failure.params[p] for p in checker.free_params}
     todo = [(tuple(failure.row), free_of_failure)] + [(r, s) for s in sets for r in PROBE_ROWS]
     out = []
@@ -86,9 +84,10 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
         if y is None:
             agrees = False
         elif ex.defined:
-            agrees = _same(y, exact, row, params, tol)
+            agrees = _same(y, exact, row, params, tol, ex.scales)
         else:
-            agrees = all(math.isnan(v) or v == 0.0 for v in y)
+            agrees = convention(checker.norm, y, params, checker.dps,
+                                lambda u, row=row, params=params: tol.bound(u, kappa(row, params))) is not None
         out.append(_Probe(row, params, free, y, exact, ex.defined, agrees, tuple(key)))
     return out
 
@@ -105,19 +104,50 @@ def _ratio(p: _Probe) -> float | None:
 
 
 def _close(a, b) -> bool:
-    return a is not None and b is not None and abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-300)
+    """Two factors equal to well within their distance from 1 (the error they stand for)."""
+    if a is None or b is None:
+        return False
+    return abs(a - b) <= 1e-3 * max(abs(a - 1), abs(b - 1)) + 1e-12 * max(abs(a), abs(b))
 
 
-def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
+def _scaled(p: _Probe) -> bool:
+    """The output is the exact row times one factor (0 included), to well within the error itself."""
+    r = _ratio(p)
+    if r is None or r < 0:
+        return False
+    error = max(abs(y - e) for y, e in zip(p.output, p.exact))
+    return error > 0 and all(abs(y - r * e) <= 1e-3 * error for y, e in zip(p.output, p.exact))
+
+
+def _shift_invariant(probes: list[_Probe], tol: Tolerance) -> tuple[bool | None, bool | None]:
+    """(is the definition shift-invariant, is the output) on the probes (1, 0) and (2, 1)."""
+    last = probes[-1].free
+    by_key = {p.key: p for p in probes[1:] if not p.free or p.free == last}
+    a, b = by_key.get((1.0, 0.0)), by_key.get((2.0, 1.0))
+    if a is None or b is None or a.output is None or b.output is None or not (a.defined and b.defined):
+        return None, None
+    exact = _same(b.exact, a.exact, b.row, b.params, tol)
+    output = all(abs(u - v) <= 1e-9 for u, v in zip(a.output, b.output))
+    return exact, output
+
+
+def _pattern(probes: list[_Probe], failure: Failure, name: str, tol: Tolerance) -> list[str]:
+    """Sentences about the error, each one true of the probes it speaks of."""
     bad = [p for p in probes if not p.agrees]
     lines = []
     if failure.kind == "gradient":
-        lines.append("The forward values agree with the definition; the gradient (autograd) differs "
-                     "from the derived Jacobian: look for a detached term, an in-place update or a "
-                     "custom backward.")
-    if failure.kind == "shape":
-        lines.append(f"It returned an array whose shape is not the input's shape {list(failure.shape)}.")
-    if not bad or failure.kind == "shape":
+        if not bad:
+            lines.append(f"Its forward values agree with the definition on all {len(probes)} probe rows; the "
+                         "gradient (autograd) differs from the derived Jacobian: look for a detached term, "
+                         "an in-place update or a custom backward.")
+        else:
+            lines.append("Its gradient (autograd) differs from the derived Jacobian on the counterexample "
+                         f"row, and its forward values disagree on {len(bad)} of {len(probes)} probe rows.")
+    if not bad:
+        if failure.kind != "gradient":
+            lines.append(f"The counterexample row agrees when run alone (shape [{len(failure.row)}]): the "
+                         f"error depends on the other rows of the input (shape {list(failure.shape)}), e.g. a "
+                         "maximum or sum taken over the wrong axis or over the whole batch.")
         return lines
     masked = [any(v == -math.inf for v in p.row) for p in bad]
     if all(masked):
@@ -132,29 +162,31 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str) -> list[str]:
     if nonfinite:
         rows = ", ".join(_row(p.row) for p in nonfinite[:3])
         lines.append(f"It returns NaN or ±inf where the definition is finite, e.g. on {rows}.")
-    scaled = []
-    for p in bad:
-        r = _ratio(p)
-        if r is not None and r > 0:
-            scaled.append(all(abs(y - r * e) <= 1e-6 * max(abs(y), 1e-300) for y, e in zip(p.output, p.exact)))
-    if scaled and all(scaled):
-        lines.append("In every failing row the output is the exact row times a factor (the ratios "
+    finite = [p for p in bad if _ratio(p) is not None]
+    if finite and all(_scaled(p) for p in finite):
+        which = "every failing row" if len(finite) == len(bad) else "every failing row with a finite output"
+        lines.append(f"In {which} the output is the exact row times a factor (the ratios "
                      "between weights are right): the normalization (denominator) is wrong.")
-        lines.extend(_factor(probes, bad))
-    shift = {p.key: p.output for p in probes[1:] if not p.free or p.free == probes[-1].free}
-    y1, y2 = shift.get((1.0, 0.0)), shift.get((2.0, 1.0))
-    if name != "softmax" and y1 and y2 and all(abs(u - v) <= 1e-9 for u, v in zip(y1, y2)):
+        lines.extend(_factor(probes, [p for p in finite if _ratio(p) > 0]))
+    exact_invariant, output_invariant = _shift_invariant(probes, tol)
+    if exact_invariant is False and output_invariant:
         lines.append("Its output does not change when every score is shifted by the same constant, "
-                     f"but {name} is not shift-invariant.")
+                     f"but {name} is not shift-invariant (on the probes [1, 0] and [2, 1]).")
     if not lines:
         lines.append(f"No simple pattern: it disagrees on {len(bad)} of {len(probes)} probe rows.")
     return lines
 
 
+def _show_factor(f: float) -> str:
+    if abs(f - 1) < 1e-4:  # 1 ± a small relative error: say how small
+        return f"1 {'+' if f > 1 else '−'} {abs(f - 1):.3g}"
+    return f"{f:.6g}"
+
+
 def _factor(probes: list[_Probe], bad: list[_Probe]) -> list[str]:
     factors = [_ratio(p) for p in bad]
-    if all(_close(f, factors[0]) for f in factors):
-        return [f"The factor is the same on every failing row: {factors[0]:.6g}."]
+    if factors and all(_close(f, factors[0]) for f in factors):
+        return [f"The factor is the same on every failing row: {_show_factor(factors[0])}."]
     last = probes[-1].free
     by_row = {p.key: _ratio(p) for p in probes[1:] if not p.free or p.free == last}
     a, b, c = by_row.get((1.0, 0.0)), by_row.get((1.0, -1.0)), by_row.get((2.0, 1.0))
@@ -186,7 +218,9 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
     diag = Diagnosis(probes=len(probes), failing_probes=sum(not p.agrees for p in probes))
     name = checker.norm.name
     for entry, fields, evaluate in variants(name):
-        usable = [p for p in probes if p.output is not None]
+        # a row where the definition has no value (fully masked, e.g. for softmax) says nothing
+        # about a form: any accepted convention may be there
+        usable = [p for p in probes if p.output is not None and p.defined]
         if not usable:
             break
         differs, same = False, True
@@ -198,7 +232,7 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
                 same = False
                 break
         if same and differs:
-            sink = None if name == "softmax" else 0.0
+            sink = None if SINKS.get(name, 0.0) is None else 0.0
             f = {**words(name, sink), **{k: v for k, v in fields.items() if isinstance(v, str)}}
             derivation = derive_fault(entry.name, name, tuple(sorted(fields.items())))
             diag.matched.append({
@@ -211,5 +245,5 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
                 "probes": len(usable),
             })
     if not diag.matched:
-        diag.pattern = _pattern(probes, failure, name)
+        diag.pattern = _pattern(probes, failure, name, tol)
     return diag

@@ -7,10 +7,16 @@ and ``python build_docs.py --check`` reports it when stale.
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from derive.impl.api import check_implementation
+from derive.impl.masked import CONVENTIONS, RULES
+from derive.impl.report import TOLERANCE_RULE
+from derive.impl.target import DEFAULT_TIMEOUT
+from derive.impl.tolerance import TOLERANCES
 
 __all__ = ["FAULTY", "FIXED", "render"]
 
@@ -37,9 +43,17 @@ def softmax1(x):
 '''
 
 
+def _check(source: str, directory: str):
+    """``derive impl review.py:softmax1 --as softmax1 --dtype float32`` on ``source``."""
+    path = Path(directory) / "review.py"
+    path.write_text(source, encoding="utf-8")
+    return check_implementation(f"{path}:softmax1", "softmax1", dtypes=("float32",), name="review.py:softmax1")
+
+
 def _function(source: str):
+    """The document's own example as a function, for one worked row (not a user's code)."""
     namespace: dict = {}
-    exec(compile(source, "review.py", "exec"), namespace)  # noqa: S102 - the document's own example
+    exec(compile(source, "review.py", "exec"), namespace)  # noqa: S102 - derive's own constant source
     return namespace["softmax1"]
 
 
@@ -58,22 +72,27 @@ def _instance(row=(2.0, 1.0)) -> str:
 
 
 def render() -> str:
-    dtypes = ("float32",)
-    bad = check_implementation(_function(FAULTY), "softmax1", dtypes=dtypes, name="review.py:softmax1")
-    good = check_implementation(_function(FIXED), "softmax1", dtypes=dtypes, name="review.py:softmax1")
+    with tempfile.TemporaryDirectory() as directory:
+        bad = _check(FAULTY, directory)
+        good = _check(FIXED, directory)
+    conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
+    rules = "\n".join(f"| `{name}` | {r.says} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
+                       for name, r in RULES.items())
+    tolerances = "\n".join(f"| {t.dtype} | {t.ulps} | {t.eps:.3e} | {t.abs:.3e} |" for t in TOLERANCES.values())
     return f"""\
 # Checking an implementation with `derive impl`
 
 Reviewers rarely review formulas; they review code. `derive impl` takes the code itself,
-runs it on inputs that matter (ordinary rows, ties, single elements, scores up to ±1e4,
-masked and fully masked rows, batch and head dimensions) in the dtypes asked for, and
+runs it on inputs that matter (ordinary rows, ties, single elements, scores in every
+decade up to ±1e4, rows of up to 512 keys, masked and fully masked rows, batch and head
+dimensions) in the dtypes asked for, and
 compares every output with the exact value of the derived definition, computed at high
 precision. When they disagree it shows the simplest counterexample Hypothesis finds and
 tests the code against a table of known faulty forms, so the report says *what* is wrong
 and how to fix it.
 
-`derive impl` imports and runs the target: it is the only derive command that runs your
-code. An "agrees" verdict means agreement on every tested input within the stated
+`derive impl` imports and runs the target (in a separate process, see below): it is the
+only derive command that runs your code. An "agrees" verdict means agreement on every tested input within the stated
 tolerance — differential testing, not a proof.
 
 ## The code under review
@@ -117,6 +136,78 @@ from derive.testing import assert_implements
 def test_softmax1():
     assert_implements(softmax1, "softmax1", dtypes=("float32", "float64"))
 ```
+
+A callable given to `assert_implements` is sent to the child process by reference, so it
+must be importable there (defined at module level, not a lambda or a closure).
+
+## Your code runs in a separate process
+
+`derive impl` imports the target and calls it only in a child process, never in the
+process that decides the verdict and prints the report. The child is a plain Python
+script that imports numpy (and torch when your code does), not derive or SymPy; it
+receives each input and returns the weights over a private pipe, never over standard
+output. Whatever the code does, it cannot fake a verdict or corrupt the report:
+
+| your code… | derive |
+|---|---|
+| calls `sys.exit(n)` (at import or in a call) | exit 2: `… called sys.exit(n) while being imported` (or `while being called on …`) |
+| calls `os._exit`, crashes or is killed | exit 2: `the process running … ended with exit status …` / `was killed by SIGKILL` |
+| takes longer than `--timeout SECONDS` (default {DEFAULT_TIMEOUT:g}) for one import or one call | the child is killed; exit 2: `… did not finish within the timeout …` |
+| writes to file descriptor 1 (standard output) | exit 2: `… wrote to standard output (file descriptor 1) …` |
+| calls `print()` | allowed: it goes to standard error |
+| returns something that is not a numpy array or torch tensor of the input's shape | exit 2, naming the type or the shape received |
+| returns complex numbers | a disagreement (weights are real), stated once |
+| changes its input array in place | a one-line warning in the report |
+| raises on a valid input | exit 2, with the exception and the (shrunk) input |
+
+Exit 2 always comes with one line on standard error and nothing on standard output, so a
+CI gate that reads `--format json` never sees a truncated report or a zero exit from a
+function that exited early. An exception inside derive's own engine is also exit 2, with
+"please report this": it is never turned into a verdict.
+
+## Inputs
+
+Hypothesis (derandomized) draws, per dtype: short rows of small integers, ordinary
+floats, the specials ±1e4, ±1e3, ±100, ±25, 30, 40, 60, a number in every decade from
+1e-3 to 1e4 and floats in ±100 and ±1e4; then rows with masked (−∞) entries and fully
+masked rows; then long rows of 17 to 512 keys (Gaussian, an increasing ramp, or a spike
+in the last tile) so that a row spans several tiles of the common block sizes 16, 32, 64
+and 128 — a tiled softmax that forgets to rescale its running sum fails there and only
+there. With torch, gradients are compared on short rows. Then fixed edge cases, and for
+clipped softmax rows where (ζ − γ)p + γ is 0 or 1, where its formula cancels. A parameter
+the function takes as a keyword is varied inside the normalizer's domain (ζ ≥ 1, γ ≤ 0,
+c > 0); `--param NAME=VALUE` fixes it, and is an error for a parameter the function does
+not take (the value could not be passed to it).
+
+## Tolerances
+
+{TOLERANCE_RULE}
+
+| dtype | ulps | eps | abs |
+|---|---:|---:|---:|
+{tolerances}
+
+κ is the condition number of the definition at that row, so large scores and long rows
+get the slack a backward-stable implementation needs, and no more.
+
+## Fully masked rows
+
+What a definition gives on a row whose every score is masked is data, one rule for every
+normalizer: where the definition has a value there, it is required; where it has none
+(0/0), each of these conventions is accepted:
+
+{conventions}
+
+and the report says which one the code uses — accepted with a note, never silently, and
+never a failure.
+
+| normalizer | on a fully masked row | accepted |
+|---|---|---|
+{rules}
+
+So Hugging Face-style masking with `torch.finfo(dtype).min` (a uniform row) passes for
+softmax, while for softmax₁ and the sinks, where the row's mass is exactly 0, a uniform
+row or NaN is a disagreement.
 
 ---
 Generated from `proofs/impl_check.py` by `python build_docs.py`; `python build_docs.py --check`

@@ -5,8 +5,9 @@ exactly with mpmath, or in the implementation's dtype where the fault is numeric
 the explanation and fix a reviewer can act on. The softmax family is written with a sink
 term: p_k = exp(x_k) / (exp(s) + Σ_j exp(x_j)), with no sink term for softmax, s = 0 for
 softmax₁ and s the parameter for ``sink``; :data:`SINKS` says which normalizer is which.
-A normalizer not in :data:`SINKS` has no known faulty forms (diagnosis then describes
-the error pattern instead).
+The other registered normalizers (sigmoid, clipped, softcap) have their own forms in
+:data:`OTHER_FAULTS`, with the same fields; a normalizer in neither table has no known
+faulty forms (diagnosis then describes the error pattern instead).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ __all__ = ["FAULTS", "SINKS", "FaultyForm", "sink_of", "sink_row", "variants"]
 LN2 = math.log(2.0)
 LOG2E = 1.0 / LN2
 
-# normalizer name → its sink term: None (no term), a number, or a parameter name.
-SINKS: dict[str, object] = {"softmax": None, "softmax1": 0.0, "sink": "s"}
+# normalizer name → its sink term: None (no term), a number, or a parameter name. The
+# extra-key forms are the same formula: zero_token's key scores 0, bias_kv's scores s*.
+SINKS: dict[str, object] = {"softmax": None, "softmax1": 0.0, "sink": "s", "zero_token": 0.0,
+                            "bias_kv": "s_star"}
 
 
 def sink_of(name: str, params: dict):
@@ -48,10 +51,10 @@ def sink_row(row, sink, scale=1.0, dps=60) -> list[float]:
         return [float(v / den) if den != 0 else math.nan for v in e]
 
 
-def _unshifted(row, sink, dtype, **_):
+def _unshifted(row, sink, dtype, guarded=False, **_):
     finite = [v for v in row if v != -math.inf]
-    if not finite:
-        return [math.nan] * len(row)  # x − m = −inf − (−inf)
+    if not finite:  # x − m = −inf − (−inf), unless m is replaced by 0 there
+        return sink_row(row, sink) if guarded else [math.nan] * len(row)
     m = max(finite)
     return sink_row([v - m for v in row], sink)
 
@@ -122,6 +125,7 @@ FAULTS: tuple[FaultyForm, ...] = (
         "to at least 1/2.",
         "Shift the {term} too: use {shifted} in place of {term} (and take m = {mmax} "
         "so that an all-masked row stays finite).",
+        ({}, {"guarded": True}),  # NaN on a fully masked row, or m taken as 0 there
     ),
     FaultyForm(
         "softmax-for-softmax1",
@@ -208,22 +212,172 @@ FAULTS: tuple[FaultyForm, ...] = (
 )
 
 
+# ---- sigmoid, clipped and soft-capped softmax ----------------------------------------------
+
+
+def _mp_softmax(row) -> list:
+    """softmax of ``row`` (−∞ = masked) as mpf; NaN where 0/0."""
+    allowed = _allowed(row)
+    e = [mpmath.exp(mpmath.mpf(v)) if ok else mpmath.mpf(0) for v, ok in zip(row, allowed)]
+    den = mpmath.fsum(e)
+    return [v / den if den != 0 else mpmath.nan for v in e]
+
+
+def _sigmoid_shifted(row, params, dtype, sign, **_):
+    with mpmath.workdps(60):
+        b = mpmath.mpf(params["b"]) * sign
+        return [0.0 if v == -math.inf else float(1 / (1 + mpmath.exp(-(mpmath.mpf(v) + b)))) for v in row]
+
+
+def _softmax_plain(row, params, dtype, **_):
+    with mpmath.workdps(60):
+        return [float(v) for v in _mp_softmax(row)]
+
+
+def _sigmoid_exp_ratio(row, params, dtype, **_):
+    """exp(z)/(1 + exp(z)) in the dtype: inf/inf = NaN once exp overflows."""
+    if dtype == "bfloat16":
+        import torch
+
+        z = torch.tensor(row, dtype=torch.bfloat16) + torch.tensor(params["b"], dtype=torch.bfloat16)
+        e = torch.exp(z)
+        return (e / (1 + e)).to(torch.float64).tolist()
+    with np.errstate(all="ignore"):
+        z = np.asarray(row, dtype=dtype) + np.asarray(params["b"], dtype=dtype)
+        e = np.exp(z)
+        return (e / (np.asarray(1, dtype=dtype) + e)).astype(np.float64).tolist()
+
+
+def _clipped_one_sided(row, params, dtype, side, **_):
+    with mpmath.workdps(60):
+        zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
+        out = []
+        for v, p in zip(row, _mp_softmax(row)):
+            z = (zeta - gamma) * p + gamma
+            z = min(mpmath.mpf(1), z) if side == "lower" else max(mpmath.mpf(0), z)
+            out.append(0.0 if v == -math.inf else float(z))
+        return out
+
+
+def _softcap_variant(row, params, dtype, inside, outside, **_):
+    with mpmath.workdps(60):
+        c = mpmath.mpf(params["c"])
+        capped = [(c if outside else 1) * mpmath.tanh(mpmath.mpf(v) / (c if inside else 1))
+                  if v != -math.inf else -math.inf for v in row]
+        return [float(v) for v in _mp_softmax(capped)]
+
+
+def _softcap_caps_mask(row, params, dtype, **_):
+    with mpmath.workdps(60):
+        c = mpmath.mpf(params["c"])
+        capped = [c * mpmath.tanh(mpmath.mpf(v) / c) if v != -math.inf else -c for v in row]
+        return [float(v) for v in _mp_softmax(capped)]
+
+
+OTHER_FAULTS: dict[str, tuple[FaultyForm, ...]] = {
+    "sigmoid": (
+        FaultyForm(
+            "sigmoid-bias-sign", "the bias enters with the wrong sign: σ(x − b) for σ(x + b)", None,
+            "1 / (1 + exp(−(x_k − b)))", _sigmoid_shifted,
+            "It subtracts the bias b where the definition adds it, so every weight is σ at a score "
+            "shifted by 2b; it is right only when b = 0.",
+            "Use σ(x + b) = 1 / (1 + exp(−(x + b))).",
+            ({"sign": -1},),
+        ),
+        FaultyForm(
+            "softmax-for-sigmoid", "softmax across the row where an elementwise sigmoid was meant", None,
+            "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
+            "It normalizes across the row (softmax), so the weights sum to 1 and depend on the other "
+            "keys; sigmoid attention weighs each key on its own, σ(x_k + b).",
+            "Apply σ(x + b) to each score separately, with no sum over the row.",
+        ),
+        FaultyForm(
+            "sigmoid-exp-ratio", "σ computed as exp(z) / (1 + exp(z)): it overflows for large scores",
+            None, "exp(x_k + b) / (1 + exp(x_k + b)) evaluated directly in the dtype", _sigmoid_exp_ratio,
+            "exp(z)/(1 + exp(z)) equals σ(z) in exact arithmetic, but exp(z) overflows to inf once z "
+            "exceeds the largest exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 "
+            "in float16), and inf/inf gives NaN.",
+            "Use 1 / (1 + exp(−z)) for z ≥ 0 and exp(z) / (1 + exp(z)) for z < 0 (e.g. torch.sigmoid).",
+        ),
+    ),
+    "clipped": (
+        FaultyForm(
+            "clipped-one-sided", "the clip is one-sided: {what}", None,
+            "{formula}", _clipped_one_sided,
+            "It clips {what_long}, so {effect}.",
+            "Clip on both sides: min(1, max(0, (ζ − γ)·softmax(x)_k + γ)).",
+            ({"side": "lower", "what": "no clip at 0", "formula": "min(1, (ζ − γ)·softmax(x)_k + γ)",
+              "what_long": "at 1 only", "effect": "a small weight goes negative, down to γ"},
+             {"side": "upper", "what": "no clip at 1", "formula": "max(0, (ζ − γ)·softmax(x)_k + γ)",
+              "what_long": "at 0 only", "effect": "a large weight exceeds 1, up to ζ"}),
+        ),
+        FaultyForm(
+            "softmax-for-clipped", "plain softmax: the stretch (ζ − γ)·p + γ and the clip are missing", None,
+            "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
+            "It returns softmax(x) itself: without the stretch to [γ, ζ] and the clip, no weight can be "
+            "exactly 0 or 1, which is what clipped softmax is for.",
+            "Return min(1, max(0, (ζ − γ)·softmax(x) + γ)).",
+        ),
+    ),
+    "softcap": (
+        FaultyForm(
+            "softcap-missing", "plain softmax: the soft cap c·tanh(x/c) is missing", None,
+            "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
+            "It applies softmax to the raw scores, so large scores are not capped at ±c.",
+            "Cap first: softmax(c·tanh(x/c)).",
+        ),
+        FaultyForm(
+            "softcap-misscaled", "the soft cap is mis-scaled: {what}", None,
+            "softmax({formula})", _softcap_variant,
+            "It computes {formula} instead of c·tanh(x/c): {effect}.",
+            "Use c·tanh(x/c): divide by c inside tanh and multiply by c outside.",
+            ({"inside": True, "outside": False, "what": "tanh(x/c) without the factor c",
+              "formula": "tanh(x/c)", "effect": "the capped scores lie in (−1, 1), not (−c, c)"},
+             {"inside": False, "outside": True, "what": "c·tanh(x) without dividing by c",
+              "formula": "c·tanh(x)", "effect": "every score above about 2 is capped to c"}),
+        ),
+        FaultyForm(
+            "softcap-caps-the-mask", "the cap is applied to masked scores: c·tanh(−∞/c) = −c", None,
+            "softmax(c·tanh(x/c)) with a masked score capped to −c", _softcap_caps_mask,
+            "A masked score −∞ goes through the cap and comes out as −c, a finite score, so a masked "
+            "key gets weight exp(−c)/Σ.",
+            "Apply the mask after the cap (masked_fill the capped scores with −∞).",
+        ),
+    ),
+}
+
+
 def words(name: str, sink) -> dict[str, str]:
     """The wording fields of the explanations for normalizer ``name``."""
+    if name not in SINKS:
+        return {"name": name}
     if sink is None:
         return {"name": name, "term": "0", "shifted": "0", "mmax": "max x", "plus": "",
                 "plus_shifted": "", "including": "", "only": ""}
-    if name == "softmax1":
-        return {"name": "softmax₁", "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
+    if SINKS[name] == 0.0:
+        display = {"softmax1": "softmax₁", "zero_token": "zero-token attention"}[name]
+        return {"name": display, "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
                 "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))",
                 "only": " only"}
-    return {"name": name, "term": "sink term exp(s)", "shifted": "exp(s − m)", "mmax": "max(s, max x)",
-            "plus": "exp(s) + ", "plus_shifted": "exp(s − m) + ", "including": ", including the sink's",
+    s = SINKS[name] if name != "bias_kv" else "s*"
+    term = "sink term exp(s)" if name == "sink" else "learned key's term exp(s*)"
+    return {"name": name, "term": term, "shifted": f"exp({s} − m)", "mmax": f"max({s}, max x)",
+            "plus": f"exp({s}) + ", "plus_shifted": f"exp({s} − m) + ",
+            "including": ", including the sink's" if name == "sink" else ", including the learned key's",
             "only": " only"}
 
 
 def variants(name: str):
     """(entry, variant fields, evaluate(row, params, dtype)) for every form that applies."""
+    if name in OTHER_FAULTS:
+        for entry in OTHER_FAULTS[name]:
+            for fields in entry.variants:
+
+                def evaluate(row, params, dtype, entry=entry, fields=fields):
+                    return entry.form(list(row), params, dtype, **fields)
+
+                yield entry, fields, evaluate
+        return
     if name not in SINKS:
         return
     has_sink = SINKS[name] is not None
@@ -231,9 +385,9 @@ def variants(name: str):
         if entry.needs_sink is not None and entry.needs_sink != has_sink:
             continue
         for fields in entry.variants:
-            if entry.name == "sink-scaled" and name != "sink":
+            if entry.name == "sink-scaled" and not isinstance(SINKS[name], str):
                 continue
-            if fields.get("where") == "sink logit" and name != "sink":
+            if fields.get("where") == "sink logit" and not isinstance(SINKS[name], str):
                 continue
 
             def evaluate(row, params, dtype, entry=entry, fields=fields):

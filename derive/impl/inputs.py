@@ -3,9 +3,17 @@
 Hypothesis draws the leading (batch, head) dimensions first, then the row length, then
 every score; the first branch of each choice is the simplest, so a failing input shrinks
 to the shortest row of the smallest numbers: small integers, then ordinary floats, then
-the specials (±1e4, ±100, −∞), then floats up to ±1e4. Rows without masked entries are
-drawn first (so a counterexample is unmasked where possible), then rows that may hold
-−∞ entries or be entirely masked (every score −∞).
+the specials (±1e4, ±100, 20–40, −∞), then a number in every decade from 1e-3 to 1e4,
+then floats in ±100 and up to ±1e4. Rows without masked entries are drawn first (so a
+counterexample is unmasked where possible), then rows that may hold −∞ entries or be
+entirely masked (every score −∞).
+
+Long rows reach faults of tiled (flash-style) code: some inputs have rows of
+:data:`LONG_N` keys (17 to 512: several tiles of the common block sizes 16, 32, 64, 128),
+made from a drawn seed, scale and pattern — Gaussian, an increasing ramp (the running
+maximum grows from tile to tile), or a spike in the last tile. Gradients are compared on
+short rows only. :func:`special_rows` adds rows where a normalizer's own formula nearly
+cancels (clipped softmax at (ζ − γ)p + γ ≈ 0 and ≈ 1), as data per normalizer.
 """
 
 from __future__ import annotations
@@ -15,11 +23,17 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["EDGE_ROWS", "MAX_N", "PROBE_PARAMS", "PROBE_ROWS", "cases", "lead_ndim"]
+__all__ = ["DEFAULT_EDGE", "DEFAULT_PROBE", "EDGE_PARAMS", "PARAM_RANGES", "PROBE_VALUES", "param_sets", "EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
 
 INF = math.inf
 MAX_N = 8
-SPECIALS = (1e4, -1e4, 100.0, -100.0, 1e3, -INF)
+LONG_N = (17, 33, 65, 129, 200, 257, 512)
+SPECIALS = (1e4, -1e4, 100.0, -100.0, 1e3, 25.0, -25.0, 30.0, 40.0, 60.0)
+
+
+def _long(n: int, start: float = 0.0) -> tuple[float, ...]:
+    """A deterministic increasing ramp with a wobble: the maximum is in the last tile."""
+    return tuple(float(round(start + 8.0 * k / n + 0.25 * math.sin(k), 6)) for k in range(n))
 
 # Always checked (after Hypothesis), simplest first.
 EDGE_ROWS: tuple[tuple[float, ...], ...] = (
@@ -28,6 +42,8 @@ EDGE_ROWS: tuple[tuple[float, ...], ...] = (
     (1e4,), (-1e4,), (1e4, 1e4), (-1e4, -1e4), (1e4, -1e4), (1e4, -INF), (-1e4, -INF, -1e4),
     (100.0, 99.0), (-100.0, -101.0), (20.0, 10.0), (-20.0, 5.0), (0.5, 0.25, -0.75, 2.0),
     (1e3, 0.0, -1e3), (7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0),
+    (25.0,), (30.0, 20.0), (35.0, -INF), (-30.0, -40.0), (60.0, 59.0),
+    _long(40), _long(130, -4.0), _long(512, 20.0), _long(300)[:-1] + (-INF,),
 )
 
 # Rows on which diagnosis compares the implementation with each faulty form: they tell
@@ -37,7 +53,6 @@ PROBE_ROWS: tuple[tuple[float, ...], ...] = (
     (1.6931471805599454,), (0.0, -INF), (-INF, -INF), (-1.5, -INF, 2.5), (1e4,), (1e4, -1e4),
     (-1e4, -1e4), (100.0, 99.0), (20.0, 10.0), (-20.0, 5.0),
 )
-PROBE_PARAMS = (1.5, -0.75)  # values of each free parameter during diagnosis
 
 
 def lead_ndim(dim: int) -> int:
@@ -45,33 +60,105 @@ def lead_ndim(dim: int) -> int:
     return dim if dim >= 0 else -dim - 1
 
 
+def _decade():
+    """±m·10^e, m in [1, 10), e in −3..3: every decade from 1e-3 to 1e4."""
+    return st.builds(lambda m, e, sign: sign * m * 10.0**e, st.floats(1, 10, exclude_max=True),
+                     st.integers(-3, 3), st.sampled_from((1.0, -1.0)))
+
+
 def _entry(masked: bool):
+    if masked:  # a score is masked (−∞) about every other time
+        return st.one_of(_entry(False), st.just(-INF))
     return st.one_of(
         st.integers(-3, 3).map(float),
         st.floats(-10, 10, allow_nan=False, allow_infinity=False),
-        st.sampled_from(SPECIALS if masked else SPECIALS[:-1]),
+        st.sampled_from(SPECIALS),
+        _decade(),
+        st.floats(-100, 100, allow_nan=False, allow_infinity=False),
         st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False),
     )
 
 
-def _param():
-    return st.one_of(st.integers(-3, 3).map(float),
-                     st.floats(-10, 10, allow_nan=False, allow_infinity=False))
+# The range each parameter is drawn from when the function takes it as a keyword (inside
+# the normalizer's domain: clipped ζ ≥ 1 and γ ≤ 0, a soft cap c > 0), the values of the
+# fixed edge cases, and the values diagnosis probes with; any other parameter is real.
+PARAM_RANGES: dict[str, tuple[float, float]] = {"zeta": (1.0, 5.0), "gamma": (-5.0, 0.0), "c": (0.5, 100.0)}
+EDGE_PARAMS: dict[str, tuple[float, ...]] = {"zeta": (1.0, 1.5, 3.0), "gamma": (0.0, -0.1, -2.0),
+                                             "c": (50.0, 1.0, 5.0)}
+PROBE_VALUES: dict[str, tuple[float, ...]] = {"zeta": (1.5, 1.0), "gamma": (-0.75, -0.1), "c": (1.5, 5.0)}
+DEFAULT_RANGE, DEFAULT_EDGE, DEFAULT_PROBE = (-10.0, 10.0), (0.0, 1.5, -2.0), (1.5, -0.75)
+
+
+def _param(name: str = ""):
+    lo, hi = PARAM_RANGES.get(name, DEFAULT_RANGE)
+    small = [float(v) for v in range(-3, 4) if lo <= v <= hi]
+    return st.one_of(st.sampled_from(small), st.floats(lo, hi, allow_nan=False, allow_infinity=False))
+
+
+def param_sets(free: tuple[str, ...], table: dict, default: tuple) -> list[dict]:
+    """The k-th set gives every free parameter its k-th value of ``table`` (or ``default``)."""
+    if not free:
+        return [{}]
+    return [{p: table.get(p, default)[k] for p in free} for k in range(len(default))]
+
+
+def _long_row(draw, n: int, masked: bool) -> list[float]:
+    seed = draw(st.integers(0, 2**16))
+    scale = draw(st.sampled_from((1.0, 4.0, 30.0, 100.0, 1e3)))
+    pattern = draw(st.sampled_from(("gaussian", "ramp", "spike")))
+    rng = np.random.default_rng(seed)
+    if pattern == "gaussian":
+        row = rng.standard_normal(n) * scale
+    elif pattern == "ramp":  # the running maximum grows in every tile
+        row = np.linspace(-scale, scale, n) + 0.1 * rng.standard_normal(n)
+    else:  # the maximum in the last tile
+        row = rng.standard_normal(n)
+        row[-1] = scale
+    if masked and draw(st.booleans()):
+        row[rng.random(n) < 0.3] = -INF
+    return row.tolist()
 
 
 @st.composite
-def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool):
+def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool, long: bool = False):
     """(scores of shape (*lead, n), parameters) with the normalized axis last.
 
     With ``masked`` False every score is finite; with True a score may be −∞ and a whole
-    row may be masked.
+    row may be masked. With ``long``, the rows have :data:`LONG_N` keys.
     """
     lead = draw(st.lists(st.integers(1, 2), min_size=min_lead, max_size=min_lead + 2))
-    n = draw(st.integers(1, MAX_N))
+    n = draw(st.sampled_from(LONG_N) if long else st.integers(1, MAX_N))
     rows = []
     for _ in range(int(np.prod(lead, dtype=int))):
+        if n > MAX_N:
+            rows.append(draw(st.one_of(st.just(None), st.just([-INF] * n))) if masked else None)
+            if rows[-1] is None:
+                rows[-1] = _long_row(draw, n, masked)
+            continue
         free = st.lists(_entry(masked), min_size=n, max_size=n)
-        row = draw(st.one_of(free, st.just([-INF] * n)) if masked else free)
-        rows.append(row)
-    params = {p: draw(_param()) for p in free_params}
+        rows.append(draw(st.one_of(free, st.just([-INF] * n)) if masked else free))
+    params = {p: draw(_param(p)) for p in free_params}
     return np.array(rows, dtype=np.float64).reshape(*lead, n), params
+
+
+def _clipped_rows(params: dict) -> list[tuple[float, ...]]:
+    """Rows where (ζ − γ)·p_0 + γ is exactly 0 or 1 in exact arithmetic (then rounded)."""
+    zeta, gamma = params.get("zeta"), params.get("gamma")
+    if zeta is None or gamma is None or zeta == gamma:
+        return []
+    out = []
+    for target in (-gamma / (zeta - gamma), (1 - gamma) / (zeta - gamma)):
+        if 0 < target < 1:
+            for n in (2, 3, 8, 64):  # p_0 = e^a / (e^a + n − 1) = target
+                a = math.log(target * (n - 1) / (1 - target))
+                for nudge in (0.0, 1e-7, -1e-7):
+                    out.append((a + nudge,) + (0.0,) * (n - 1))
+    return out
+
+
+# normalizer → rows where its own formula nearly cancels, given its parameters
+SPECIAL_ROWS = {"clipped": _clipped_rows}
+
+
+def special_rows(name: str, params: dict) -> list[tuple[float, ...]]:
+    return SPECIAL_ROWS[name](params) if name in SPECIAL_ROWS else []

@@ -2,8 +2,9 @@
 
 Values come from ``Normalizer.reference`` (mpmath) on the *exact* inputs the
 implementation received (the inputs rounded to its dtype). A masked entry (score −∞) is
-passed as a mask entry False. Where the definition has no value (softmax of a row whose
-every score is −∞) the reference is *undefined* and NaN or 0 are both accepted there.
+passed as a mask entry False. On a fully masked row the rules of :mod:`.masked` say
+whether the definition has a value there; where it has none the reference is *undefined*
+(NaN) and the conventions of :mod:`.masked` are accepted.
 
 The Jacobian ∂p_j/∂x_k is derived symbolically: the registry's symbolic weight for a row
 of concrete length n is differentiated with SymPy and evaluated with mpmath. For the
@@ -20,7 +21,7 @@ import sympy as sp
 
 from derive.model.attention import M, i, n
 
-__all__ = ["Exact", "exact_row", "jacobian"]
+__all__ = ["KINKS", "Exact", "exact_row", "jacobian", "kink_distance"]
 
 _X = sp.IndexedBase("x")
 
@@ -28,8 +29,10 @@ _X = sp.IndexedBase("x")
 class Exact:
     """One row's exact weights (mpf) and whether the definition gives them a value."""
 
-    def __init__(self, values: list, defined: bool):
+    def __init__(self, values: list, defined: bool, scales: list | None = None):
         self.values, self.defined = values, defined
+        # per weight, the magnitude the tolerance is relative to (see SCALES)
+        self.scales = [abs(float(v)) if defined else 0.0 for v in values] if scales is None else scales
 
     def floats(self) -> list[float]:
         return [float(v) for v in self.values]
@@ -41,11 +44,29 @@ def _split(row: list[float]) -> tuple[list[float], list[bool]]:
 
 
 def exact_row(norm, row: list[float], params: dict, dps: int) -> Exact:
+    from derive.impl.masked import is_fully_masked, rule
+
+    if is_fully_masked(row) and not rule(norm).defined:
+        return Exact([mpmath.nan] * len(row), False)
     xs, allowed = _split(row)
     with mpmath.workdps(dps):
         values = norm.reference(xs, mask=allowed, **params)
         defined = all(not mpmath.isnan(v) for v in values)
-    return Exact(list(values), defined)
+        scales = SCALES[norm.name](xs, allowed, params, values) if defined and norm.name in SCALES else None
+    return Exact(list(values), defined, scales)
+
+
+def _clipped_scale(xs, allowed, params, values) -> list[float]:
+    """|ζ − γ|·p_k + |γ|: the terms of (ζ − γ)·p_k + γ, which cancel near the clip at 0."""
+    inner = get_normalizer("softmax").reference(xs, mask=allowed)
+    zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
+    return [float(abs(zeta - gamma) * p + abs(gamma)) if ok else 0.0 for p, ok in zip(inner, allowed)]
+
+
+# The tolerance of a weight is relative to its magnitude |p_k| (the condition of the
+# softmax family and of sigmoid, with κ), except where the definition's last step cancels:
+# normalizer → (scores, allowed, params, exact values) → the magnitude of each weight's terms.
+SCALES = {"clipped": _clipped_scale}
 
 
 @lru_cache(maxsize=64)
@@ -53,7 +74,10 @@ def _jacobian_fn(name: str, size: int):
     from derive.normalizers.registry import get
 
     norm = get(name)
-    syms = norm.symbols()
+    # plain real symbols for the parameters: a domain expression such as 1 + zeta' (clipped
+    # softmax's ζ ≥ 1) is not a valid argument name for lambdify
+    order = list(norm.params)
+    syms = {p: sp.Symbol(f"param_{k}", real=True) for k, p in enumerate(order)}
     xs = sp.symbols(f"x1:{size + 1}", real=True)
     ms = sp.symbols(f"m1:{size + 1}")
     rows = []
@@ -63,7 +87,6 @@ def _jacobian_fn(name: str, size: int):
         w = w.subs({M[i, q]: ms[q - 1] for q in range(1, size + 1)})
         w = w.subs({_X[q]: xs[q - 1] for q in range(1, size + 1)})
         rows.append([sp.diff(w, xv) for xv in xs])
-    order = list(norm.params)
     fn = sp.lambdify([xs, ms, [syms[p] for p in order]], rows, modules="mpmath")
     return fn, order
 
@@ -95,3 +118,36 @@ def jacobian(norm, row: list[float], params: dict, dps: int) -> list[list]:
             return [[mpmath.mpf(v) for v in r] for r in vals]
         except (TypeError, ValueError, NotImplementedError, AttributeError, KeyError):
             return _numeric_jacobian(norm, [mpmath.mpf(v) for v in xs], allowed, params)
+
+
+def _clipped_kinks(xs, allowed, params) -> list:
+    """|(ζ−γ)p_k + γ| and |(ζ−γ)p_k + γ − 1|: where the clip switches, p is not differentiable."""
+    inner = get_normalizer("softmax").reference(xs, mask=allowed)
+    zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
+    out = []
+    for p, ok in zip(inner, allowed):
+        if ok and not mpmath.isnan(p):
+            z = (zeta - gamma) * p + gamma
+            out.append(min(abs(z), abs(z - 1)))
+    return out
+
+
+# normalizer → the distances, in output units, of a row's weights from the points where the
+# definition is not differentiable (a gradient there is one-sided: not compared)
+KINKS = {"clipped": _clipped_kinks}
+
+
+def kink_distance(norm, row: list[float], params: dict, dps: int):
+    """The smallest distance of the row from a kink of ``norm``, or None (smooth everywhere)."""
+    if norm.name not in KINKS:
+        return None
+    xs, allowed = _split(row)
+    with mpmath.workdps(dps):
+        dists = KINKS[norm.name](xs, allowed, params)
+        return float(min(dists)) if dists else None
+
+
+def get_normalizer(name: str):
+    from derive.normalizers.registry import get
+
+    return get(name)

@@ -12,21 +12,26 @@ from derive.render.output import template_dir
 
 from derive.impl.check import DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
+from derive.impl.masked import CONVENTIONS, MaskedRule
 
 __all__ = ["TOLERANCE_RULE", "Report"]
 
 TOLERANCE_RULE = ("|y − p| ≤ abs + ulps·eps·(1 + κ)·|p|, where p is the exact weight of the inputs "
                   "as rounded to the dtype, eps the dtype's machine epsilon, abs its smallest normal "
-                  "number and κ = max_j |x_j| (over the row's finite scores) + max |θ| (over the normalizer's "
-                  "parameters, e.g. the sink logit s; 0 if it has none) the condition number of the weight; "
-                  "gradients use the same rule on Σ_j |c_j·J_jk| + |p_k|·max|c|. A NaN or inf where "
-                  "p is finite never agrees. Where the definition has no value (softmax of a row "
-                  "whose every score is −∞) NaN and 0 are both accepted.")
+                  "number and κ = 2·max_j |x_j| (+ max |param|) + (n − 1) the condition number of the "
+                  "weight (|x_k| + max_j |x_j| for exp(x_k − max x)) plus the roundings of a sum of n "
+                  "terms; for clipped softmax |p| is replaced by |ζ − γ|·softmax(x)_k + |γ|, the terms "
+                  "that cancel near the clip. Gradients use the same rule on Σ_j |c_j·J_jk| + "
+                  "|p_k|·max|c|, and are not compared within rounding of a clip, where the derivative is "
+                  "one-sided. A NaN or inf where p is finite never agrees. Fully masked rows follow the "
+                  "masked-row rule stated with the results.")
 
 _DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
 
 
 def num(v: float, digits: int = 17) -> str:
+    if isinstance(v, complex):
+        return f"{num(v.real, digits)}{'-' if v.imag < 0 else '+'}{num(abs(v.imag), digits)}j"
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
@@ -39,6 +44,8 @@ def err(v: float) -> str:
 
 
 def _jnum(v: float, digits: int = 17):
+    if isinstance(v, complex):
+        return num(v, digits)
     return num(v, digits) if not math.isfinite(v) else float(num(v, digits))
 
 
@@ -55,6 +62,28 @@ class Report:
     results: list[DtypeResult]
     diagnosis: Diagnosis | None
     keywords: list | None = None  # keywords passed to the function besides the scores
+    warnings: list | None = None  # one line each: things the function did that the verdict does not cover
+    masked_rule: MaskedRule | None = None  # what the definition gives on a fully masked row
+
+    def masked_note(self) -> str:
+        """The masked-row rule and the convention the implementation was seen using."""
+        rule = self.masked_rule
+        tested = sum(r.masked_rows for r in self.results)
+        if rule is None or not tested:
+            return ""
+        head = f"Fully masked rows (every score −∞): {self.normalizer} gives {rule.says}"
+        if rule.defined:
+            return f"{head}; that value is required, as on any other row ({tested} such rows tested)."
+        seen = {}
+        for r in self.results:
+            for conv, count in r.conventions.items():
+                seen.setdefault(conv, []).append(f"{count} in {r.dtype}")
+        accepted = "; ".join(CONVENTIONS.values())
+        if not seen:
+            return f"{head}. Accepted there: {accepted}."
+        used = "; ".join(f"{CONVENTIONS[c]} ({', '.join(seen[c])})" for c in CONVENTIONS if c in seen)
+        return (f"{head}. Any one of these conventions is accepted there: {accepted}. This implementation "
+                f"returns {used}: accepted, by convention, not by the definition.")
 
     @property
     def agrees(self) -> bool:
@@ -72,7 +101,10 @@ class Report:
                     f"tolerance ({total} inputs over {dts}). This is differential testing: evidence, "
                     f"not a proof.")
         f = self.failure
-        what = "its gradient" if f.kind == "gradient" else ("its output shape" if f.kind == "shape" else "it")
+        if f.kind == "complex":
+            return (f"{self.target} disagrees with {self.normalizer}: it returns complex numbers, where the "
+                    f"weights are real, on the {f.dtype} input below.")
+        what = "its gradient" if f.kind == "gradient" else "it"
         return (f"{self.target} disagrees with {self.normalizer}: {what} differs from the exact value "
                 f"beyond the {f.dtype} tolerance on the input below.")
 
@@ -95,6 +127,11 @@ class Report:
             "examples": self.examples,
             "verdict": "agrees" if self.agrees else "disagrees",
             "summary": self.summary(),
+            "warnings": list(self.warnings or []),
+            "fully_masked_rows": None if self.masked_rule is None else {
+                "definition": self.masked_rule.says, "defined": self.masked_rule.defined,
+                "accepted": [] if self.masked_rule.defined else list(CONVENTIONS),
+                "note": self.masked_note()},
             "tolerance_rule": TOLERANCE_RULE,
             "dtypes": [self._dtype_json(r) for r in self.results],
             "counterexample": None if f is None else self._failure_json(f),
@@ -109,6 +146,8 @@ class Report:
             "edge_cases": r.edge_cases,
             "rows": r.rows,
             "undefined_rows": r.undefined_rows,
+            "fully_masked_rows": r.masked_rows,
+            "conventions": dict(sorted(r.conventions.items())),
             "max_abs_error": _jnum(float(err(r.max_abs_error)) if math.isfinite(r.max_abs_error) else r.max_abs_error),
             "max_error_over_tolerance": _jnum(float(err(r.max_ratio)) if math.isfinite(r.max_ratio) else r.max_ratio),
             "gradients_checked": r.gradients,
@@ -123,6 +162,7 @@ class Report:
             "kind": f.kind,
             "source": f.source,
             "input_shape": list(f.shape),
+            "row_index": list(f.index),
             "row": [_jnum(v) for v in f.row],
             "params": {k: _jnum(v) for k, v in sorted(f.params.items())},
             "output": [_jnum(v, dg) for v in f.output],
@@ -153,10 +193,19 @@ class Report:
                 })
         return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
                                 derivation_lines=derivation_lines,
+                                accepted="; ".join(CONVENTIONS.values()),
                                 frow=", ".join(num(v) for v in f.row) if f else "",
+                                where=_where(f) if f else "",
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
                                 fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))
                                          if f else ""))
+
+
+def _where(f: Failure) -> str:
+    """Where the failing row is: its index when the input has more than one row."""
+    if math.prod(f.shape[:-1]) > 1:
+        return f"row {list(f.index)} of the input of shape {list(f.shape)}, normalized axis last"
+    return f"input shape {list(f.shape)}"
 
 
 def _status(v: dict) -> str:

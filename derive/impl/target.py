@@ -1,40 +1,63 @@
-"""Loading the implementation under test and calling it on numpy or torch inputs.
+"""The implementation under test, run in a child process (:mod:`.worker`).
 
 ``FILE.py:func`` and ``package.module:func`` (``func`` may be dotted, ``Class.method``)
-both work; importing runs the user's code. The callable takes a row array (numpy or
-torch: detected by calling it once) and returns the weights; it may also take ``dim``
-(or ``axis``), ``mask`` (boolean, True = allowed) and the normalizer's parameters as
-keywords, which are then passed.
+both work; a callable is passed to the child by pickling (by reference: it must be
+importable there, e.g. defined at module level). The child imports it and calls it; this
+process only sends inputs and receives float64 arrays over a private pipe, so nothing the
+user's code does can print into the report or decide the verdict:
+
+* it calls ``sys.exit``/``os._exit``, is killed, or does not answer within the timeout
+  (per import and per call) → :class:`~derive.errors.InputError` (exit 2) saying what
+  happened; the child is killed;
+* it writes to file descriptor 1 → the same (``print`` goes to standard error, which is
+  relayed to ours);
+* it returns something that is not an array of the input's shape → the same, naming the
+  type or shape received;
+* it raises on a valid input → :class:`ImplRaised`.
+
+The callable takes a row array (numpy or torch: detected by calling it once on [0, 1])
+and returns the weights; it may also take ``dim`` (or ``axis``), ``mask`` (boolean, True
+= allowed) and the normalizer's parameters as keywords, which are then passed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.util
-import inspect
+import io
+import json
 import os
+import pickle
+import signal
+import subprocess
 import sys
-import warnings
+import tempfile
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
 
 from derive.errors import InputError
 
-__all__ = ["ImplRaised", "Target", "brief", "load", "wrap"]
+__all__ = ["DEFAULT_TIMEOUT", "ImplRaised", "Target", "brief", "load", "shown"]
+
+DEFAULT_TIMEOUT = 60.0
+WORKER = Path(__file__).with_name("worker.py")
+_BOOT = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+
+
+def shown(x: np.ndarray) -> str:
+    flat = [float(v) for v in np.ravel(x)]
+    text = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in flat[:8])
+    return "[" + text + (", ..." if len(flat) > 8 else "") + "]"
 
 
 class ImplRaised(Exception):
     """The implementation raised on a valid input."""
 
-    def __init__(self, exc: BaseException, x: np.ndarray):
-        super().__init__(brief(exc))
-        self.exc, self.shape = exc, tuple(x.shape)
-        flat = [float(v) for v in np.ravel(x)]
-        shown = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in flat[:8])
-        self.values = "[" + shown + (", ..." if len(flat) > 8 else "") + "]"
+    def __init__(self, text: str, x: np.ndarray):
+        super().__init__(text)
+        self.shape = tuple(x.shape)
+        self.values = shown(x)
 
 
 def brief(exc: BaseException) -> str:
@@ -45,179 +68,215 @@ def brief(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _quiet():
-    """The user's code may print: send it to stderr, so stdout holds only the report."""
-    return contextlib.redirect_stdout(sys.stderr)
-
-
-def _import(spec: str):
-    if ":" not in spec:
-        raise InputError(f"cannot import {spec!r}: expected MODULE_OR_FILE:FUNCTION, e.g. impl.py:softmax1")
-    where, _, attr = spec.rpartition(":")
-    if not where or not attr:
-        raise InputError(f"cannot import {spec!r}: expected MODULE_OR_FILE:FUNCTION, e.g. impl.py:softmax1")
+def _signal_name(num: int) -> str:
     try:
-        if where.endswith(".py") or os.sep in where or "/" in where:
-            path = Path(where)
-            if not path.is_file():
-                raise InputError(f"cannot import {spec!r}: no file {where}")
-            name = "derive_impl_target_" + "".join(c if c.isalnum() else "_" for c in str(path.resolve()))
-            mod_spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[name] = module
-            with _quiet():
-                mod_spec.loader.exec_module(module)
-        else:
-            if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.insert(0, os.getcwd())
-            with _quiet():
-                module = importlib.import_module(where)
-    except InputError:
-        raise
-    except ModuleNotFoundError as exc:
-        raise InputError(f"cannot import {spec!r}: no module named {exc.name!r}") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
-        raise InputError(f"cannot import {spec!r}: importing it raised {brief(exc)}") from None
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise InputError(f"cannot import {spec!r}: {where} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise InputError(f"cannot import {spec!r}: {attr} is not callable")
-    return obj
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
 
 
-def _keywords(fn) -> set[str] | None:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    return {p.name for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+def decode(data: bytes) -> tuple:
+    """A reply of the worker (see :func:`derive.impl.worker.encode`), without pickle."""
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head.decode("utf-8"))
+    if not isinstance(header, list) or not header or not isinstance(header[0], str):
+        raise ValueError("not a reply")
+    buf = io.BytesIO(rest)
+    count = sum(isinstance(v, dict) and list(v) == ["array"] for v in header)
+    arrays = [np.load(buf, allow_pickle=False) for _ in range(count)]
+    return tuple(arrays[v["array"]] if isinstance(v, dict) and list(v) == ["array"] else v for v in header)
 
 
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
+class Worker:
+    """One child process running :mod:`.worker`; every request has a timeout."""
 
+    def __init__(self, name: str, timeout: float):
+        self.name, self.timeout = name, timeout
+        self.stdout = tempfile.TemporaryFile()
+        self.stderr = tempfile.TemporaryFile()
+        self._relayed = 0
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        env = dict(os.environ)
+        env.setdefault("PYTHONHASHSEED", "0")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(WORKER), str(req_r), str(rep_w)],
+                stdin=subprocess.DEVNULL, stdout=self.stdout, stderr=self.stderr, pass_fds=(req_r, rep_w),
+                start_new_session=True, env=env, close_fds=True)
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        self.to_child = Connection(req_w, readable=False)
+        self.from_child = Connection(rep_r, writable=False)
 
-TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16")
+    def relay(self) -> None:
+        """Copy what the child wrote to standard error since the last time to ours."""
+        self.stderr.flush()
+        size = os.fstat(self.stderr.fileno()).st_size
+        if size > self._relayed:
+            self.stderr.seek(self._relayed)
+            data = self.stderr.read(size - self._relayed)
+            self._relayed = size
+            sys.stderr.write(data.decode("utf-8", "replace"))
+            sys.stderr.flush()
+
+    def request(self, msg: tuple, doing: str):
+        try:
+            self.to_child.send(msg)
+        except (BrokenPipeError, OSError):
+            self._died(doing)
+        if not self.from_child.poll(self.timeout):
+            self.close()
+            raise InputError(f"{self.name} did not finish within the timeout of {self.timeout:g} s while "
+                             f"{doing}; it was stopped (set --timeout SECONDS); no verdict")
+        try:
+            data = self.from_child.recv_bytes()
+        except (EOFError, OSError):
+            self._died(doing)
+        try:
+            reply = decode(data)
+        except Exception:  # noqa: BLE001 - whatever the child sent, it is not a reply
+            self.close()
+            raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
+                             f"wrote to derive's private pipe); no verdict") from None
+        self.relay()
+        self._check_stdout(doing)
+        if reply[0] == "exit":
+            self.close()
+            code = reply[1]
+            raise InputError(f"{self.name} called sys.exit({code!r}) while {doing}: the check was stopped; "
+                             f"no verdict")
+        return reply
+
+    def _check_stdout(self, doing: str) -> None:
+        if os.fstat(self.stdout.fileno()).st_size:
+            self.close()
+            raise InputError(f"{self.name} wrote to standard output (file descriptor 1) while {doing}: "
+                             f"the report owns standard output; write to stderr instead; no verdict")
+
+    def _died(self, doing: str):
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.relay()
+        self.close()
+        if code is not None and code < 0:
+            raise InputError(f"the process running {self.name} was killed by {_signal_name(-code)} while "
+                             f"{doing}; no verdict")
+        raise InputError(f"the process running {self.name} ended with exit status {code} while {doing} "
+                         f"(os._exit or a crash); no verdict")
+
+    def close(self) -> None:
+        proc = getattr(self, "proc", None)
+        if proc is None:
+            return
+        self.proc = None
+        for conn in (self.to_child, self.from_child):
+            try:
+                conn.close()
+            except OSError:
+                pass
+        if proc.poll() is None:
+            try:
+                proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        try:  # and anything the user's code started in the worker's session
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.relay()
+        self.stdout.close()
+        self.stderr.close()
 
 
 @dataclass
 class Target:
     name: str
-    fn: object
+    worker: Worker | None = None
     api: str = "numpy"  # numpy | torch
     keywords: set[str] | None = None
     dim_kw: str | None = None
     takes_mask: bool = False
     param_kws: tuple[str, ...] = ()
+    mutates: bool = False  # the function changed its input array in place (seen at least once)
+    complex_output: bool = False
     extra: dict = field(default_factory=dict)
 
-    def _kwargs(self, dim: int, mask, params: dict) -> dict:
-        kw = dict(self.extra)
-        if self.dim_kw:
-            kw[self.dim_kw] = dim
-        if self.takes_mask and mask is not None:
-            kw["mask"] = mask
-        for p in self.param_kws:
-            if p in params:
-                kw[p] = params[p]
-        return kw
-
     def call(self, x: np.ndarray, dtype: str, dim: int, mask=None, params=None, grad=None):
-        """Output as float64 numpy (and, with ``grad`` weights c, d⟨c, y⟩/dx)."""
-        params = params or {}
-        if self.api == "numpy":
-            xin = x.astype(dtype)
-            m = None if mask is None else mask.copy()
-            try:
-                with np.errstate(all="ignore"), warnings.catch_warnings(), _quiet():
-                    warnings.simplefilter("ignore")
-                    y = self.fn(xin, **self._kwargs(dim, m, params))
-            except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
-                raise ImplRaised(exc, x) from None
-            return _as_float64(y), None
-        torch = _torch()
-        xt = torch.tensor(x, dtype=getattr(torch, dtype))
-        if grad is not None:
-            xt.requires_grad_(True)
-        mt = None if mask is None else torch.tensor(mask)
-        try:
-            with warnings.catch_warnings(), _quiet():
-                warnings.simplefilter("ignore")
-                y = self.fn(xt, **self._kwargs(dim, mt, params))
-                g = None
-                if grad is not None and isinstance(y, torch.Tensor) and y.requires_grad \
-                        and tuple(y.shape) == tuple(x.shape):
-                    c = torch.tensor(grad, dtype=y.dtype)
-                    (g,) = torch.autograd.grad((y * c).sum(), xt, allow_unused=True)
-                    g = np.zeros(x.shape) if g is None else g.detach().to(torch.float64).numpy()
-        except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
-            raise ImplRaised(exc, x) from None
-        return _as_float64(y), g
+        """Output as float64 numpy (and, with ``grad`` weights c, d⟨c, y⟩/dx).
+
+        A complex output is returned as is (complex128): the checker judges it.
+        """
+        doing = f"being called on a {dtype} input of shape {list(x.shape)}: {shown(x)}"
+        reply = self.worker.request(("call", np.ascontiguousarray(x, dtype=np.float64), dtype, dim,
+                                     None if mask is None else np.asarray(mask), dict(params or {}),
+                                     None if grad is None else np.asarray(grad, dtype=np.float64)), doing)
+        if reply[0] == "raised":
+            raise ImplRaised(reply[1], x)
+        if reply[0] == "bad":
+            self.close()
+            raise InputError(f"{self.name} {reply[1]} (on a {dtype} input of shape {list(x.shape)}); no verdict")
+        if not _well_formed(reply, x.shape):
+            self.close()
+            raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
+                             f"wrote to derive's private pipe); no verdict")
+        _, y, g, notes = reply
+        self.mutates |= notes["mutated"]
+        self.complex_output |= notes["complex"]
+        return y, g
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
 
 
-def _as_float64(y) -> np.ndarray:
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(y, torch.Tensor):
-        return y.detach().to(torch.float64).cpu().numpy()
-    return np.asarray(y, dtype=np.float64)
+def _well_formed(reply: tuple, shape: tuple) -> bool:
+    """An ("ok", y, g, notes) reply whose arrays are what the worker sends for this input."""
+    if len(reply) != 4 or reply[0] != "ok":
+        return False
+    _, y, g, notes = reply
+    return (isinstance(y, np.ndarray) and y.dtype in (np.float64, np.complex128) and y.shape == tuple(shape)
+            and (g is None or (isinstance(g, np.ndarray) and g.dtype == np.float64 and g.shape == tuple(shape)))
+            and isinstance(notes, dict) and isinstance(notes.get("mutated"), bool)
+            and isinstance(notes.get("complex"), bool))
 
 
-def wrap(fn, name: str, params: tuple[str, ...], dim: int, dtype: str) -> Target:
-    """A :class:`Target` for ``fn``, with the calling convention and the API detected."""
-    kws = _keywords(fn)
-    target = Target(name=name, fn=fn, keywords=kws)
-    if kws is not None:
-        target.dim_kw = "dim" if "dim" in kws else ("axis" if "axis" in kws else None)
-        target.takes_mask = "mask" in kws
-        target.param_kws = tuple(p for p in params if p in kws)
-    shape = [1] * (dim + 1 if dim >= 0 else -dim)
-    shape[dim] = 2
-    probe = np.reshape(np.array([0.0, 1.0]), shape)
-    mask = np.ones(shape, dtype=bool) if target.takes_mask else None
-    probe_params = {p: 0.0 for p in target.param_kws}
-    attempts = [("numpy", None)] + ([("torch", None)] if _torch() is not None else [])
-    if kws is None:  # a builtin: try passing dim first, then nothing
-        attempts = [(api, kw) for api, _ in attempts for kw in ("dim", None)]
-    first_error = None
-    for api, dim_kw in attempts:
-        target.api = api
-        if kws is None:
-            target.dim_kw = dim_kw
-        probe_dtype = dtype if (api == "torch" or dtype != "bfloat16") else "float32"
-        try:
-            raw = _raw_call(target, probe, probe_dtype, dim, mask, probe_params)
-        except ImplRaised as exc:
-            first_error = first_error or exc
-            continue
-        torch = sys.modules.get("torch")
-        if api == "numpy" and torch is not None and isinstance(raw, torch.Tensor):
-            target.api = "torch"
-        return target
-    raise InputError(f"{name} raised {first_error} on the input [0.0, 1.0]")
-
-
-def _raw_call(target: Target, x, dtype, dim, mask, params):
-    if target.api == "numpy":
-        args = x.astype(dtype)
+def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
+         timeout: float = DEFAULT_TIMEOUT) -> Target:
+    """Start a worker, import ``fn_or_spec`` there and detect its calling convention."""
+    if isinstance(fn_or_spec, str):
+        where, _, attr = fn_or_spec.rpartition(":")
+        if ":" not in fn_or_spec or not where or not attr:
+            raise InputError(f"cannot import {fn_or_spec!r}: expected MODULE_OR_FILE:FUNCTION, e.g. impl.py:softmax1")
+        if (where.endswith(".py") or os.sep in where or "/" in where) and not Path(where).is_file():
+            raise InputError(f"cannot import {fn_or_spec!r}: no file {where}")
+        payload = fn_or_spec
     else:
-        torch = _torch()
-        args = torch.tensor(x, dtype=getattr(torch, dtype))
-        mask = None if mask is None else torch.tensor(mask)
+        try:
+            payload = pickle.dumps(fn_or_spec)
+        except Exception as exc:  # noqa: BLE001 - lambdas, closures, bound objects
+            raise InputError(f"cannot run {name} in a separate process: it cannot be pickled ({brief(exc)}); "
+                             f"define it at module level or pass FILE.py:FUNCTION") from None
+    path = list(sys.path)
+    if "" not in path and os.getcwd() not in path:
+        path.insert(0, os.getcwd())
+    worker = Worker(name, timeout)
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings(), _quiet():
-            warnings.simplefilter("ignore")
-            return target.fn(args, **target._kwargs(dim, mask, params))
-    except Exception as exc:  # noqa: BLE001 - any error of the user's code is reported
-        raise ImplRaised(exc, x) from None
-
-
-def load(spec: str, params: tuple[str, ...], dim: int, dtype: str) -> Target:
-    return wrap(_import(spec), spec, params, dim, dtype)
+        reply = worker.request(("load", payload, path, tuple(params), dim), "being imported")
+        if reply[0] == "ok":
+            reply = worker.request(("probe", dim, dtype), "being called on the input [0.0, 1.0]")
+    except BaseException:
+        worker.close()
+        raise
+    if reply[0] != "ok":
+        worker.close()
+        message = reply[1]
+        raise InputError(message if message.startswith("cannot") else f"{name} {message}")
+    info = reply[1]
+    return Target(name=name, worker=worker, api=info["api"],
+                  keywords=None if info["keywords"] is None else set(info["keywords"]),
+                  dim_kw=info["dim_kw"], takes_mask=info["takes_mask"], param_kws=tuple(info["param_kws"]))

@@ -2,16 +2,19 @@
 
 An output weight ``y`` agrees with the exact weight ``p`` when
 
-    |y − p| ≤ abs + ulps · eps · (1 + κ) · |p|,   κ = max_j |x_j| + max_θ |θ|
+    |y − p| ≤ abs + ulps · eps · (1 + κ) · m_p,   κ = 2·max_j |x_j| + max |params| + (n − 1)
 
 (x_j the row's finite scores, θ the normalizer's parameters such as a sink logit; the second
 term is 0 without parameters: ``_kappa`` in :mod:`derive.impl.check` and ``diagnose``)
 where ``eps`` is the dtype's machine epsilon (one ulp at 1), ``abs`` is the dtype's
 smallest normal number (weights below it cannot be stored to full precision) and κ is the
-condition number of a weight under a relative rounding of its inputs: a backward-stable
-implementation (e.g. one computing exp2(x·log₂e − m·log₂e)) may lose that many ulps, and
-no implementation can be required to do better. A NaN or an infinity where the exact
-value is finite never agrees.
+condition number of a weight under a relative rounding of its inputs (|x_k| + max_j |x_j|
+for exp(x_k − m), at most twice max |x_j|) plus the n − 1 roundings of a sum of n terms
+(a tiled or sequential sum may lose that many): a backward-stable implementation may lose
+that many ulps, and no implementation can be required to do better. m_p is the magnitude
+of the weight, |p|, except where the definition's last step cancels (clipped softmax:
+|ζ − γ|·softmax(x)_k + |γ|, see :data:`derive.impl.reference.SCALES`). A NaN or an
+infinity where the exact value is finite never agrees.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from dataclasses import dataclass
 
 from derive.errors import InputError
 
-__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "tolerance"]
+__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "tolerance"]
+
+
+def kappa(row, params: dict) -> float:
+    """The condition of a weight of ``row`` (see the module docstring)."""
+    finite = [abs(v) for v in row if v != float("-inf") and v == v]
+    return (2 * max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
+            + max(len(finite) - 1, 0))
 
 
 @dataclass(frozen=True)

@@ -46,3 +46,17 @@ def chatty(x):
     """Correct, but prints: the report on stdout must stay clean."""
     print("debug: computing softmax1")
     return softmax1(x)
+
+
+def global_max(x):
+    """softmax₁ with the maximum taken over the whole batch, not per row: exact in exact
+    arithmetic, but a row far below the batch maximum underflows to 0/0."""
+    top = np.max(np.where(np.isneginf(x), -np.inf, x))
+    m = max(float(top), 0.0) if np.isfinite(top) else 0.0
+    e = np.exp(x - m)
+    return e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))
+
+
+def slightly_off(x):
+    """The right weights times (1 + 1e-9): a relative error far below float32's ulp."""
+    return softmax1(x) * (1 + 1e-9)

@@ -1,0 +1,298 @@
+"""The child process that imports and calls the implementation under test.
+
+It is started by :mod:`derive.impl.sandbox` as ``python -c <runpy bootstrap> worker.py
+RFD WFD``: it runs as a plain script, so it imports neither derive nor SymPy, only numpy
+(and torch when the implementation needs it). It speaks a private pipe (file descriptors
+RFD, WFD; requests pickled by the parent, replies as JSON and .npy bytes, which the
+parent decodes without pickle, so no reply can run code there), never its standard output: file descriptor 1 is a file the
+parent inspects, and ``print`` goes to standard error. Every request gets one reply:
+
+* ``("load", spec_or_pickle, sys_path, params, dim)`` → ``("ok", None)`` or
+  ``("error", message)``;
+* ``("probe", dim, dtype)`` (one call on [0, 1]) → ``("ok", info)`` or ``("error", message)``;
+* ``("call", x, dtype, dim, mask, params, cotangent)`` → ``("ok", y, g, notes)``,
+  ``("raised", text)`` or ``("bad", message)`` (not an array of the right shape);
+* a ``SystemExit`` raised by the user's code → ``("exit", code)``, then the worker ends.
+
+Anything else (``os._exit``, a signal, a hang) is seen by the parent from outside.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import io
+import json
+import os
+import pickle
+import sys
+import warnings
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+class Raised(Exception):
+    pass
+
+
+def brief(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 160:
+        first = first[:157] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _torch():
+    if "torch" in sys.modules:
+        return sys.modules["torch"]
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _import(spec):
+    if isinstance(spec, bytes):
+        try:
+            return pickle.loads(spec), None
+        except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+            return None, f"cannot import the function in the worker process: {brief(exc)}"
+    where, _, attr = spec.rpartition(":")
+    try:
+        if where.endswith(".py") or os.sep in where or "/" in where:
+            path = os.path.abspath(where)
+            if not os.path.isfile(path):
+                return None, f"cannot import {spec!r}: no file {where}"
+            name = "derive_impl_target_" + "".join(c if c.isalnum() else "_" for c in path)
+            mod_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[name] = module
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except ModuleNotFoundError as exc:
+        return None, f"cannot import {spec!r}: no module named {exc.name!r}"
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+        return None, f"cannot import {spec!r}: importing it raised {brief(exc)}"
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            return None, f"cannot import {spec!r}: {where} has no attribute {attr!r}"
+        obj = getattr(obj, part)
+    if not callable(obj):
+        return None, f"cannot import {spec!r}: {attr} is not callable"
+    return obj, None
+
+
+def _keywords(fn):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+class Target:
+    def __init__(self, fn, params, dim):
+        self.fn = fn
+        self.api = "numpy"
+        kws = _keywords(fn)
+        self.keywords = kws
+        self.dim_kw = None
+        self.takes_mask = False
+        self.param_kws = ()
+        if kws is not None:
+            self.dim_kw = "dim" if "dim" in kws else ("axis" if "axis" in kws else None)
+            self.takes_mask = "mask" in kws
+            self.param_kws = tuple(p for p in params if p in kws)
+
+    def info(self) -> dict:
+        return {"api": self.api, "keywords": None if self.keywords is None else sorted(self.keywords),
+                "dim_kw": self.dim_kw, "takes_mask": self.takes_mask, "param_kws": list(self.param_kws)}
+
+    def kwargs(self, dim, mask, params) -> dict:
+        kw = {}
+        if self.dim_kw:
+            kw[self.dim_kw] = dim
+        if self.takes_mask and mask is not None:
+            kw["mask"] = mask
+        for p in self.param_kws:
+            if p in params:
+                kw[p] = params[p]
+        return kw
+
+    def raw(self, x, dtype, dim, mask, params, cot=None):
+        """(returned object, input as passed, copy of the input, gradient or None)."""
+        if self.api == "numpy":
+            xin = x.astype(dtype)
+            m = None if mask is None else mask.copy()
+            before = xin.copy()
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    y = self.fn(xin, **self.kwargs(dim, m, params))
+                except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
+                    raise Raised(brief(exc)) from None
+            return y, xin, before, None
+        torch = _torch()
+        xt = torch.tensor(x, dtype=getattr(torch, dtype))
+        before = xt.detach().clone()
+        if cot is not None:
+            xt.requires_grad_(True)
+        mt = None if mask is None else torch.tensor(mask)
+        g = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                y = self.fn(xt, **self.kwargs(dim, mt, params))
+                if cot is not None and isinstance(y, torch.Tensor) and y.requires_grad \
+                        and tuple(y.shape) == tuple(x.shape) and not y.is_complex():
+                    c = torch.tensor(cot, dtype=y.dtype)
+                    (g,) = torch.autograd.grad((y * c).sum(), xt, allow_unused=True)
+                    g = np.zeros(x.shape) if g is None else g.detach().to(torch.float64).numpy()
+            except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
+                raise Raised(brief(exc)) from None
+        return y, xt.detach(), before, g
+
+
+def _kind(y) -> str:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(y, torch.Tensor):
+        return f"a torch tensor of dtype {str(y.dtype).replace('torch.', '')}"
+    if isinstance(y, np.ndarray):
+        return f"a numpy array of dtype {y.dtype}"
+    return f"a value of type {type(y).__module__}.{type(y).__qualname__}".replace("builtins.", "")
+
+
+def _as_array(y):
+    """(float64 array or None, complex?, message when not an array of numbers)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(y, torch.Tensor):
+        y = y.detach().cpu()
+        if y.is_complex():
+            return y.to(torch.complex128).numpy(), True, None
+        if y.dtype == torch.bool:
+            return None, False, f"returned {_kind(y)}, not floating-point weights"
+        return y.to(torch.float64).numpy(), False, None
+    if isinstance(y, np.ndarray):
+        if np.iscomplexobj(y):
+            return y.astype(np.complex128), True, None
+        if y.dtype.kind not in "fiu":
+            return None, False, f"returned {_kind(y)}, not floating-point weights"
+        return y.astype(np.float64), False, None
+    return None, False, f"returned {_kind(y)}, not an array (numpy array or torch tensor)"
+
+
+def _same(a, b) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        a, b = a.detach().to(torch.float64).numpy(), b.to(torch.float64).numpy()
+    return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+
+
+def call(target: Target, x, dtype, dim, mask, params, cot):
+    y, xin, before, g = target.raw(x, dtype, dim, mask, params, cot)
+    arr, cplx, bad = _as_array(y)
+    if bad is not None:
+        return ("bad", bad)
+    if tuple(arr.shape) != tuple(x.shape):
+        return ("bad", f"returned an array of shape {list(arr.shape)} for an input of shape {list(x.shape)}: "
+                       f"the weights must have the shape of the scores")
+    notes = {"complex": cplx, "mutated": not _same(xin, before)}
+    return ("ok", arr, g, notes)
+
+
+def load(spec, sys_path, params, dim):
+    sys.path[:] = list(sys_path)
+    fn, error = _import(spec)
+    if error:
+        return ("error", error), None
+    return ("ok", None), Target(fn, params, dim)
+
+
+def probe(target: Target, dim, dtype):
+    """Detect the API (numpy, else torch) and, for a builtin, whether it takes dim=."""
+    shape = [1] * (dim + 1 if dim >= 0 else -dim)
+    shape[dim] = 2
+    row = np.reshape(np.array([0.0, 1.0]), shape)
+    mask = np.ones(shape, dtype=bool) if target.takes_mask else None
+    probe_params = {p: 0.0 for p in target.param_kws}
+    has_torch = "torch" in sys.modules or importlib.util.find_spec("torch") is not None  # not imported yet
+    attempts = ["numpy"] + (["torch"] if has_torch else [])
+    dims = (None,) if target.keywords is not None else ("dim", None)  # a builtin: try dim=, then none
+    first = None
+    for api in attempts:
+        for dim_kw in dims:
+            target.api = api
+            if target.keywords is None:
+                target.dim_kw = dim_kw
+            probe_dtype = dtype if (api == "torch" or dtype != "bfloat16") else "float32"
+            try:
+                y, _, _, _ = target.raw(row, probe_dtype, dim, mask, probe_params)
+            except Raised as exc:
+                first = first or str(exc)
+                continue
+            torch = sys.modules.get("torch")
+            if api == "numpy" and torch is not None and isinstance(y, torch.Tensor):
+                target.api = "torch"
+            return ("ok", target.info())
+    return ("error", f"raised {first} on the input [0.0, 1.0]")
+
+
+def encode(reply: tuple) -> bytes:
+    """A reply as bytes the parent decodes without pickle: a JSON header line, then the
+    arrays in .npy format (the parent loads them with allow_pickle=False)."""
+    header, arrays = [], []
+    for v in reply:
+        if isinstance(v, np.ndarray):
+            header.append({"array": len(arrays)})
+            arrays.append(v)
+        else:
+            header.append(v)
+    out = io.BytesIO()
+    out.write(json.dumps(header).encode() + b"\n")
+    for a in arrays:
+        np.save(out, np.ascontiguousarray(a), allow_pickle=False)
+    return out.getvalue()
+
+
+def main(rfd: int, wfd: int) -> None:
+    conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
+    sys.stdout = sys.stderr  # print() goes to standard error; fd 1 is watched by the parent
+    target = None
+    while True:
+        try:
+            msg = conn_in.recv()
+        except EOFError:
+            return
+        try:
+            if msg[0] == "load":
+                reply, target = load(*msg[1:])
+            elif msg[0] == "probe":
+                reply = probe(target, *msg[1:])
+            elif msg[0] == "call":
+                try:
+                    reply = call(target, *msg[1:])
+                except Raised as exc:
+                    reply = ("raised", str(exc))
+            else:
+                return
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, (int, type(None))) else str(exc.code)
+            conn_out.send_bytes(encode(("exit", code)))
+            sys.stderr.flush()
+            os._exit(0)
+        except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt raised by the user's code
+            reply = ("raised", brief(exc))
+        sys.stderr.flush()
+        conn_out.send_bytes(encode(reply))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))
