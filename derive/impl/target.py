@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from derive.impl.worker import brief  # one wording for exceptions, parent and child
 from derive.errors import InputError
 
 __all__ = ["DEFAULT_TIMEOUT", "ImplRaised", "Target", "brief", "load", "shown"]
@@ -58,14 +59,6 @@ class ImplRaised(Exception):
         super().__init__(text)
         self.shape = tuple(x.shape)
         self.values = shown(x)
-
-
-def brief(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 160:
-        first = first[:157] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _signal_name(num: int) -> str:
