@@ -11,6 +11,8 @@ counterexample is an instance of the variant as specified.
 
 from __future__ import annotations
 
+import math
+
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
@@ -93,7 +95,8 @@ def row_values(witness: dict, which: int, mask: str) -> list | None:
             out.append(rounded(evaluate(expr, inst, "arb", env, prec=128)))
     except Exception:  # noqa: BLE001 - the row is shown for reading only
         return None
-    return out
+    flat = [v for x in out for v in (x if isinstance(x, list) else [x])]
+    return out if all(isinstance(v, float) and math.isfinite(v) for v in flat) else None
 
 
 def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:

@@ -10,6 +10,7 @@ from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
 from derive.model.vectors import Dot, Rot
+from derive.prove.timeout import TimeLimit, time_limit
 
 __all__ = ["apart", "latex", "text"]
 
@@ -77,17 +78,28 @@ def _head(expr: sp.Basic) -> tuple[sp.Basic, int]:
     return expr, 0
 
 
+PRINT_SECONDS = 2.0  # SymPy orders terms by evaluating them: exp(-exp(10**12)) never finishes
+
+
 def text(expr: sp.Basic) -> str:
     if not isinstance(expr, sp.Basic):
         return str(expr)
-    head, more = _head(_shown(expr))
-    out = _Text().doprint(head)
+    try:
+        with time_limit(PRINT_SECONDS):
+            head, more = _head(_shown(expr))
+            out = _Text().doprint(head)
+    except TimeLimit:
+        return "(an expression SymPy cannot print in time)"
     return out + (f" + … ({more} more terms)" if more else "")
 
 
 def latex(expr: sp.Basic) -> str:
-    head, more = _head(_shown(expr))
-    out = _Latex().doprint(head)
+    try:
+        with time_limit(PRINT_SECONDS):
+            head, more = _head(_shown(expr))
+            out = _Latex().doprint(head)
+    except TimeLimit:
+        return r"\text{(an expression SymPy cannot print in time)}"
     return out + (r" + \dots" if more else "")
 
 

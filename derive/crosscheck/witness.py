@@ -17,6 +17,7 @@ same on a slow machine as on a fast one; the wall-clock limit is only a last gua
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -286,9 +287,14 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
 
 
 def rounded(x):
-    """A value for reading: 6 significant digits of the enclosure's midpoint."""
+    """A value for reading: 6 significant digits of the enclosure's midpoint (text beyond the
+    range of float64, ``None`` for a ball that is not finite; JSON has no NaN)."""
     if isinstance(x, np.ndarray):
         return [rounded(v) for v in x]
     if not isinstance(x, arb):
         return float(x)
-    return float(f"{float(Decimal(x.mid().str(30, radius=False))):.6g}")
+    if not x.is_finite():
+        return None
+    mid = Decimal(x.mid().str(30, radius=False))
+    f = float(mid)
+    return float(f"{f:.6g}") if math.isfinite(f) else f"{mid:.6g}"  # beyond float64: as text

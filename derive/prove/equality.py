@@ -37,7 +37,8 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
     rational function (of exponentials, sums and ⟨·,·⟩ as opaque generators)."""
     e = e.rewrite(sp.tanh, sp.exp).rewrite(sp.sinh, sp.exp).rewrite(sp.cosh, sp.exp)
     e = sp.powsimp(e, combine="exp")
-    e = e.replace(lambda a: isinstance(a, sp.exp), lambda a: sp.exp(sp.cancel(sp.expand(a.args[0]))))
+    e = e.replace(lambda a: isinstance(a, sp.exp),
+                  lambda a: sp.exp(sp.cancel(sp.expand(a.args[0], power_exp=True))))
     return sp.cancel(sp.expand(e, power_exp=True))
 
 

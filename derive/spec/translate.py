@@ -123,6 +123,20 @@ def translate(node: Node, binds: dict[str, Binding], key: sp.Expr = A.j,
     return expr, kind
 
 
+def _constant_zero(c: sp.Expr) -> bool:
+    """Is a constant (no symbols) zero, or too close to zero for ball arithmetic to tell?
+    ``log(4) - 2*log(2)`` is not 0 to SymPy's eye but is 0; dividing by it is bad input."""
+    if c.free_symbols or not isinstance(c, sp.Expr):
+        return False
+    from derive.crosscheck.evaluate import Instance, evaluate
+
+    try:
+        ball = evaluate(c, Instance(d=1, n=1), "arb", prec=256)
+    except Exception:  # noqa: BLE001 - a constant that cannot be enclosed is not known nonzero
+        return True
+    return not ball.is_finite() or ball.contains(0)
+
+
 class _Translator:
     def __init__(self, binds: dict[str, Binding], key: sp.Expr):
         self.binds, self.key = binds, key
@@ -181,7 +195,7 @@ class _Translator:
             return a * b, VECTOR if VECTOR in (ka, kb) else SCALAR
         if kb == VECTOR:
             raise ExprError("cannot divide by a vector", node.col)
-        if b == 0:
+        if b == 0 or _constant_zero(b):
             raise ExprError("division by zero", node.col)
         self.guard("nonzero", b)
         return a / b, ka
@@ -196,7 +210,7 @@ class _Translator:
         if not isinstance(ex, Num) or not ex.text.isdigit():
             raise ExprError("the exponent must be an integer literal (use sqrt for roots)", node.right.col)
         value = sign * int(ex.text)
-        if base == 0 and value < 0:
+        if value < 0 and (base == 0 or _constant_zero(base)):
             raise ExprError("division by zero", node.col)
         if isinstance(base, sp.Rational):
             # a constant costs nothing to raise; only the size of the exact result is bounded
