@@ -275,7 +275,8 @@ def _lse(doc: Document) -> None:
         "(folded into the softmax scale), keep $m_2$ in base-2 units and save $\\mathrm{lse}_2 = m_2 + \\log_2 \\ell_2$. "
         "The extra logit is a score and must be multiplied too: with it seeded as $2^{\\sigma \\log_2 e - m_2}$,"
     )
-    doc.equation(sp.Pow(2, m2_) * base2_state(n, m2_, sigma * LOG2E), Zn(), name="base-2 state",
+    # (state = Z·2^(−m₂) rather than 2^(m₂)·state = Z: SymPy 1.12 prints a \cdot in the latter)
+    doc.equation(base2_state(n, m2_, sigma * LOG2E), Zn() * sp.Pow(2, -m2_), name="base-2 state",
                  why="2^{y·log₂e} = e^y for every exponent y, the extra logit's included.")
     doc.prose("so $2^{\\mathrm{lse}_2} = Z$, i.e. $\\mathrm{lse} = \\mathrm{lse}_2 \\cdot \\ln 2$. Without the "
               "factor the kernel computes a sink of logit $\\sigma \\ln 2$ (fault 3 below); for softmax₁ and the "
