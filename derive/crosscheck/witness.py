@@ -265,8 +265,9 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     guards = list(guards)
     sig = signature(lhs, rhs, *(g for _, g in guards))
     found = None
-    # Small sizes first (their witnesses read best), then the whole range, half the budget each.
-    for size_d, size_n in dict.fromkeys(((min(3, max_d), min(3, max_n)), (max_d, max_n))):
+    # Sizes up to 2 first (their witnesses read best and shrink fast), then the whole range,
+    # half the budget each.
+    for size_d, size_n in dict.fromkeys(((min(2, max_d), min(2, max_n)), (max_d, max_n))):
         found = _search(lhs, rhs, instances(sig, dict(fixed or {}), size_d, size_n),
                         max(1, cfg.witness_examples // 2), cfg, guards)
         if found is not None:
