@@ -27,7 +27,7 @@ _TEX_UNICODE = {
     "≢": r"$\not\equiv$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "∑": r"$\Sigma$", "′": "'",
     "←": r"$\leftarrow$", "ᵀ": r"$^{T}$",
 }
-_TEX_UNICODE.update({c: f"$^{{{k}}}$" for c, k in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")})
+_TEX_UNICODE.update({c: f"$^{{{k}}}$" for c, k in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾", "0123456789+-()")})
 _TEX_UNICODE.update({c: f"$_{{{k}}}$" for c, k in zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖ", "0123456789ijk")})
 
 
