@@ -107,7 +107,7 @@ def test_golden_github_points_at_the_claim_line():
     text = (ROOT / "tests" / "golden" / "check_report.github").read_text(encoding="utf-8")
     lines = text.splitlines()
     assert lines[0].startswith("::error file=tests/specs/golden.toml,line=11,col=1,title=k_bias_redundant is refuted::")
-    assert "counterexample: d = 2, n = 3, mask causal, i = 3, j = 1" in lines[0]
+    assert "counterexample: d = 2, n = 2, mask causal, i = 2, j = 1" in lines[0]
     assert lines[-1] == "5 claims: 4 proved, 1 refuted, 0 undecided"
     spec_line = (ROOT / "tests" / "specs" / "golden.toml").read_text(encoding="utf-8").splitlines()[10]
     assert spec_line.startswith("k_bias_redundant =")

@@ -265,11 +265,12 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     guards = list(guards)
     sig = signature(lhs, rhs, *(g for _, g in guards))
     found = None
-    # Sizes up to 2 first (their witnesses read best and shrink fast), then the whole range,
-    # half the budget each.
-    for size_d, size_n in dict.fromkeys(((min(2, max_d), min(2, max_n)), (max_d, max_n))):
+    # Sizes up to 2 first (their witnesses read best and shrink fast), then up to 3, then the
+    # whole range, a third of the budget each.
+    sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
+    for size_d, size_n in dict.fromkeys(sizes):
         found = _search(lhs, rhs, instances(sig, dict(fixed or {}), size_d, size_n),
-                        max(1, cfg.witness_examples // 2), cfg, guards)
+                        max(1, cfg.witness_examples // 3), cfg, guards)
         if found is not None:
             break
     if found is None:
