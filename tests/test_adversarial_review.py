@@ -63,3 +63,12 @@ def test_the_domain_is_read_before_sympy_rewrites_it():
 def test_a_claim_false_only_outside_the_domain_is_not_refuted():
     # x / x is 1 wherever it is defined: the weights never depend on x.
     assert _verdicts("dot(q, k) + j * x / x", {"x": "scalar"}, ["invariant(x)"]) in (["proved"], ["undecided"])
+
+
+def test_a_constant_divisor_equal_to_zero_is_bad_input():
+    from derive.errors import InputError
+
+    src = 'name = "z"\nscore = "dot(q, k) + j / (log(4) - 2*log(2))"\n'
+    with pytest.raises(InputError) as err:
+        parse_spec(src, "z.toml")
+    assert str(err.value) == "z.toml: key 'score', column 15: division by zero"
