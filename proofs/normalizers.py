@@ -109,8 +109,9 @@ def document() -> Document:
     rows = []
     for name in names():
         e = REGISTRY[name]
-        rows.append([f"`{name}`", e.title, f"${e.definition}$", e.domain_text or "—", e.note or "—"])
-    doc.table(["entry", "normalizer", "definition", "parameters", "note"], rows)
+        source = "{cite:" + ",".join(e.sources) + "}" if e.sources else "—"
+        rows.append([f"`{name}`", e.title, f"${e.definition}$", e.domain_text or "—", e.note or "—", source])
+    doc.table(["entry", "normalizer", "definition", "parameters", "note", "source"], rows)
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(

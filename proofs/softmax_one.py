@@ -1,6 +1,6 @@
 """softmax₁ ("Attention is off by one") derived: docs/softmax-one.md.
 
-Reproduces and checks the second seed article and its discussion: QuietAttention's
+Reproduces and checks Evan Miller's “Attention is off by one” and its discussion: QuietAttention's
 definition, the total mass, abstention, the limits to −∞ along three kinds of path, the
 ratio identity, the Jacobian, the K bias, the zero-prefix-token argument with its exact
 conditions, the learned key/value token, the overflow-free form and the widespread faulty
@@ -71,10 +71,10 @@ def document() -> Document:
         "softmax-one",
         "softmax₁: attention that can abstain, derived",
         summary=(
-            "The seed article proposes adding 1 to the denominator of the attention softmax so that a head can "
+            "Evan Miller's “Attention is off by one” {cite:miller2023} proposes adding 1 to the denominator of the attention softmax so that a head can "
             "attend to nothing. This document derives softmax₁'s properties for any number of keys and any mask, "
             "checks each statement of the article and of its discussion (extra zero logits, PyTorch's "
-            "add_zero_attn and add_bias_kv, attention sinks), derives the exact conditions of the zero-prefix-token "
+            "add_zero_attn and add_bias_kv {cite:pytorch-mha}, attention sinks {cite:xiao2024,gpt-oss2025}), derives the exact conditions of the zero-prefix-token "
             "trick, the overflow-free implementation, and what a common faulty implementation computes instead."
         ),
     )
@@ -92,7 +92,7 @@ def document() -> Document:
     doc.equation(SINK.weight(sc, key=j, s=sp.S.Zero), p1(j), name="softmax₁ is a sink logit of 0",
                  why="A sink logit s adds e^s to the denominator; e^0 = 1.")
     doc.prose("The extra 1 is the weight $e^0$ of an implicit key of score 0 whose value is the zero vector "
-              "(the “ghostmax” of the article; flaxformer's extra zero logit). Section 8 derives exactly when "
+              "(the “ghostmax” of the article; flaxformer's extra zero logit {cite:flaxformer}). Section 8 derives exactly when "
               "an actual zero token implements it.")
 
     # 2 ------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def document() -> Document:
         f"With $0 < p^{{(1)}}_j < 1$ the diagonal is positive ({_v(doc, 'softmax1', 'jacobian_diagonal', 'proved')}), also for a "
         "single allowed key, where softmax's is 0; the off-diagonal entries are negative "
         f"({_v(doc, 'softmax1', 'jacobian_offdiagonal', 'proved')}). The article's “the derivatives are positive” holds "
-        "for $\\partial p^{(1)}_j/\\partial x_j$ only: **refined**. Clipped softmax, by contrast, has regions of zero "
+        "for $\\partial p^{(1)}_j/\\partial x_j$ only: **refined**. Clipped softmax {cite:bondarenko2023}, by contrast, has regions of zero "
         f"gradient ({_v(doc, 'clipped', 'gradient_nonvanishing', 'refuted')})."
     )
 

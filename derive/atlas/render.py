@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from derive.atlas import ORDER, PROPERTIES, spec_paths
+from derive.atlas import ORDER, PROPERTIES, SOURCES, spec_paths
 from derive.claims.result import ICONS
 
 __all__ = ["atlas_markdown", "check_atlas"]
@@ -57,5 +57,17 @@ def atlas_markdown(results: list | None = None) -> str:
         head.append(f"| [{r.name}](#{anchor(r.name)}) (`{name}`) | " + " | ".join(cells) + " |")
     head += ["", "## Details", ""]
     body = render(results, "md", summary=False)
-    return "\n".join(head) + "\n" + body
+    return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
+
+
+def _references(results) -> str:
+    """The works the variants follow, each with the variants that cite it."""
+    from derive.document.references import markdown_section
+    from derive.report.render import anchor
+
+    users: dict[str, list[str]] = {}
+    for name, r in zip(ORDER, results):
+        for key in SOURCES[name]:
+            users.setdefault(key, []).append(f"[{r.name}](#{anchor(r.name)})")
+    return markdown_section(users, {k: "Variants: " + ", ".join(v) + "." for k, v in users.items()})
 

@@ -130,7 +130,15 @@ def view(doc, target: str) -> dict:
         "n_checks": len(doc.checks),
         "checks": [_check_row(c, target) for c in doc.checks],
         "checks_note": _text(CHECKS_NOTE, target),
+        "references": references(doc.cited, target),
     }
+
+
+def references(keys, target: str) -> list[dict]:
+    """The References section: the works cited, sorted by the name they are cited by, then year."""
+    from derive.document.references import entry, ordered
+
+    return [{**e, "text": _text(e["text"], target)} for e in map(entry, ordered(keys))]
 
 
 def _check_row(c, target: str) -> list[str]:
@@ -170,5 +178,6 @@ def to_json(doc) -> str:
         "data": doc.data,
         "steps": _steps_json(doc),
         "checks": [c.as_json() for c in doc.checks],
+        "references": [{k: v for k, v in r.items() if k != "text"} for r in references(doc.cited, "md")],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
