@@ -153,8 +153,11 @@ def document() -> Document:
             doc.prose(text)
             if v.proved and der.equality is not None and "argument by argument" not in v.method:
                 lhs, rhs = der.equality
-                doc.equation(lhs, rhs, name=f"{name}: {prop}",
-                             why="The equation behind the verdict, proved again and cross-checked by the document engine.")
+                if sp.sympify(lhs) == sp.sympify(rhs):  # no equation to show: "x = x" carries nothing
+                    doc.prose(f"Written out, both sides are the same expression, ${tex(lhs)}$.")
+                else:
+                    doc.equation(lhs, rhs, name=f"{name}: {prop}", why="The equation behind the verdict, proved "
+                                 "again and cross-checked by the document engine.")
             steps = der.latex_steps()
             if steps:
                 doc.prose("\n".join(f"{k + 1}. {why}: ${m}$" if not _is_text(m) else f"{k + 1}. {why}: {m}"
