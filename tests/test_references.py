@@ -74,3 +74,22 @@ def test_sources_named_by_the_issue_are_cited():
     assert re.search(r"Bondarenko et al\., 2023", text["normalizers.md"])
     assert "an article on Q and K biases (Q/K-bias article)" in text["qk-bias.md"]
     assert "weights, article" in text["qk-bias.md"]  # the article's table beside the recomputed one
+
+
+@pytest.mark.parametrize("name", ["atlas.md", "normalizers.md", "softmax-one.md", "qk-bias.md", "kernels.md"])
+def test_links_to_anchors_land_on_an_anchor(name):
+    """Every [text](#id) and [text](normalizers.md#id) link lands on an <a id> of its target."""
+    text = (DOCS / name).read_text(encoding="utf-8")
+    def ids(f: str) -> set[str]:  # explicit <a id> anchors and GitHub's heading slugs
+        t = (DOCS / f).read_text(encoding="utf-8")
+        slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", t, re.M)}
+        return set(re.findall(r'<a id="([^"]+)"', t)) | slugs
+
+    for target, anchor in re.findall(r"\]\(((?:[a-z0-9-]+\.md)?)#([A-Za-z0-9_-]+)\)", text):
+        assert anchor in ids(target or name), (name, target, anchor)
+
+
+def test_normalizer_derivations_are_grouped_by_property_with_each_claim_stated_once():
+    text = (DOCS / "normalizers.md").read_text(encoding="utf-8")
+    assert text.count("**Claim:**") == text.count('<a id="nrm-prop-')
+    assert "#### softmax₁ (QuietAttention), zero-token attention (add_zero_attn)" in text

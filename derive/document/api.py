@@ -102,8 +102,8 @@ def _sentence(text: str, start: int, end: int) -> str:
 class Section:
     title: str
     kind: str = "section"
-    anchor: str = ""  # an id other documents and tables can link to: [text](#anchor)
-    level: int = 2  # 2 = section, 3 = subsection
+    anchor: str = ""  # ids other documents and tables can link to, space-separated: [text](#anchor)
+    level: int = 2  # 2 = section, 3 = subsection, 4 = subsubsection
 
 
 @dataclass

@@ -115,11 +115,10 @@ def weights_sum_to_one(entry, params) -> Derivation:
     )
     T = mass(entry, params)
     der.verdict = settle(T, sp.S.One, entry, params)
+    der.equality = (T, sp.S.One)
     # Shown with its own outer index u: the weights' inner sums run over t (canon_sums
-    # renames every dummy to t, which reads as if the outer index were captured). The
-    # equation shown is the sum itself = 1, not T = 1: T may already be the literal 1.
+    # renames every dummy to t, which reads as if the outer index were captured).
     shown_sum = sp.Sum(weight(entry, params, key=u), (u, 1, n))
-    der.equality = (shown_sum, sp.S.One)
     der.step("total mass of the row", shown_sum if T.has(sp.Sum) else sp.Eq(shown_sum, T, evaluate=False))
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
