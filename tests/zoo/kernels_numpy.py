@@ -196,6 +196,10 @@ def softmax1_online_unshifted_one(x, v, block):
     return _online(x, v, block, 0.0, fault="softmax1_unshifted_one")
 
 
+def softmax1_online_unshifted_one_out(x, v, block):
+    return _online(x, v, block, 0.0, fault="softmax1_unshifted_one")[0]
+
+
 def softmax_online_acc_not_rescaled(x, v, block):
     return _online(x, v, block, None, fault="acc_not_rescaled")
 
