@@ -227,6 +227,14 @@ def _num(v: float) -> str:
     return repr(float(v))
 
 
+def _err(v: float) -> str:
+    return format(v, ".3e") if math.isfinite(v) else _num(float(v))
+
+
+def _list(xs, fmt) -> str:
+    return "[" + ", ".join(fmt(float(a)) for a in xs) + "]"
+
+
 def _jnum(v):
     v = float(v)
     return _num(v) if not math.isfinite(v) else float(format(v, ".17g"))
@@ -680,13 +688,16 @@ class KernelReport:
             lines.append("")
             if f.row >= 0:
                 lines.append(f"- failing row {f.row}: x = {shown(f.call.x[f.row])}")
-                lines.append(f"- its values v = {[[float(a) for a in t] for t in f.call.v[f.row]]}")
+                lines.append(f"- its values v = [{', '.join(_list(t, _num) for t in f.call.v[f.row])}]")
                 if self.form == "backward":
-                    lines.append(f"- dout = {[float(a) for a in f.call.third[f.row]]}")
-            lines.append(f"- {f.what} returned: {[_jnum(a) for a in f.output]}")
-            lines.append(f"- exact: {[_jnum(a) for a in f.exact]}")
-            lines.append(f"- error: {[format(e, '.3e') if math.isfinite(e) else _num(e) for e in f.errors]} "
-                         f"(allowed: {[format(b, '.3e') if math.isfinite(b) else _num(b) for b in f.bounds]})")
+                    lines.append(f"- dout = {_list(f.call.third[f.row], _num)}")
+            if f.row < 0:
+                lines.append(f"- scores x (every row) = [{', '.join(_list(r, _num) for r in f.call.x)}]")
+                if self.form == "backward":
+                    lines.append(f"- dout (every row) = [{', '.join(_list(r, _num) for r in f.call.third)}]")
+            lines.append(f"- {f.what} returned: {_list(f.output, _num)}")
+            lines.append(f"- exact: {_list(f.exact, _num)}")
+            lines.append(f"- error: {_list(f.errors, _err)} (allowed: {_list(f.bounds, _err)})")
             lines.append("")
             d = self.diagnosis
             if d is not None and d.matched:
