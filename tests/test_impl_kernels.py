@@ -247,3 +247,15 @@ def test_help_documents_the_new_flags():
     out = _cli("--help").stdout
     for words in ("--form", "--lse", "fn(x, v, block)", "fn(x, v, splits)", "fn(x, v, dout)", "kv-only"):
         assert words in out
+
+
+def test_a_hanging_kernel_is_stopped_at_the_timeout():
+    with pytest.raises(InputError, match="did not finish within the timeout of 2 s while being called in split form"):
+        check_implementation("tests/zoo/kernels_odd.py:hangs", "softmax", form="split", dtypes=("float64",),
+                             timeout=2)
+
+
+def test_float16_numpy_kernels():
+    assert check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",)).agrees
+    bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
+    assert [m["name"] for m in bad.diagnosis.matched] == ["extra_per_tile"]

@@ -52,6 +52,8 @@ lse, when returned, is checked too: natural log by default, --lse base2 (log2) o
 40, tiles of 1 key to more than n, ties split across tiles, fully masked tiles and
 splits, empty splits, sinks from -inf to 1e4, scores up to +-1e4); a disagreement is
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
+--examples and --dim do not apply to a kernel form; --timeout, the child process and
+the exit statuses are the same.
 
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function

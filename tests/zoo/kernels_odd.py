@@ -2,6 +2,7 @@
 needs an environment variable set before it is imported (the hook TRITON_INTERPRET=1 uses)."""
 
 import os
+import time
 
 import numpy as np
 
@@ -36,3 +37,7 @@ def needs_env(x, v, block, *, s):
     if ENV_AT_IMPORT != "1":
         raise RuntimeError("DERIVE_KERNEL_TEST_ENV was not set when the module was imported")
     return sink_online(x, v, block, s=s)
+
+
+def hangs(x, v, splits):
+    time.sleep(60)
