@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from derive.impl.api import check_implementation
+from derive.impl.kernel import KERNEL_TOLERANCE_RULE
 from derive.impl.masked import CONVENTIONS, RULES
 from derive.impl.report import TOLERANCE_RULE
 from derive.impl.target import DEFAULT_TIMEOUT
@@ -208,7 +209,7 @@ across tiles, a first tile or split with every key masked, empty splits (splits 
 splits, fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. A
 disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
 (the document kernels.md derives and refutes them), run on the same inputs by the numeric
-kernels of `derive/kernels/numeric.py`.
+kernels of `derive/kernels/numeric.py`. Tolerance: {KERNEL_TOLERANCE_RULE}
 
 A split-KV kernel with a sink, `review_split.py`:
 

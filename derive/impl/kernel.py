@@ -615,6 +615,14 @@ def _pattern(checker, failure, seen, tol) -> list[str]:
     return lines
 
 
+KERNEL_TOLERANCE_RULE = (
+    "|y − p| ≤ abs + ulps·eps·(1 + κ)·m per entry, with the ulps, eps and abs of the dtype as for the row "
+    "form, κ = 2·max_t |x_t| (+ |s|) + (n − 1) the condition of the row, and m the magnitude of the terms "
+    "that make up p: Σ_t P_t·|v_tk| for out, max(1, |lse|) for lse, P_t·(Σ_k |g_k v_tk| + Σ_k |g_k|·m_k) "
+    "for dx, P_t·|g_k| for dv, and Σ_rows (1 + κ)·P_s·Σ_k |g_k|·m_k for a shared sink's ds (P the exact "
+    "weights, g = dout). Where the definition has no value (softmax with every key masked: 0/0), out "
+    "and the gradients may be 0 or NaN; an lse of log 0 may be −∞ or +∞.")
+
 _CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)", "kv-only": "ln Σ e^x, without the extra logit"}
 
 
@@ -680,9 +688,14 @@ class KernelReport:
         f = self.failure
         if f is None:
             lines.append("**Verdict: agrees** with the exact definition on every tested input (evidence, not a "
-                         "proof). Tolerance: |y − p| ≤ abs + ulps·eps·(1 + κ)·m per entry; "
+                         "proof). Tolerance: " + KERNEL_TOLERANCE_RULE + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")
+            undefined = sum(r.undefined_rows for r in self.results)
+            if undefined:
+                lines.append("")
+                lines.append(f"{undefined} rows had every key masked and no extra logit, where {self.normalizer} "
+                             "has no value (0/0): out 0 or NaN (and gradients 0 or NaN) were accepted there.")
         else:
             lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}.")
             lines.append("")
