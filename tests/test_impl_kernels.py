@@ -259,3 +259,21 @@ def test_float16_numpy_kernels():
     assert check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",)).agrees
     bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
     assert [m["name"] for m in bad.diagnosis.matched] == ["extra_per_tile"]
+
+
+def test_a_dropped_partial_tile_is_caught_and_not_misnamed():
+    report = check_implementation(NP + "softmax_online_drops_last_tile", "softmax", form="online",
+                                  dtypes=("float64",))
+    f = report.failure
+    assert not report.agrees and report.diagnosis.matched == []
+    assert f.call.x.shape[-1] % f.call.third != 0  # only a partial tile shows it
+    assert "No known kernel fault of the online form matches" in report.to_markdown()
+
+
+def test_a_fully_masked_tile_without_the_guard_is_caught():
+    report = check_implementation(NP + "softmax_online_unguarded", "softmax", form="online", dtypes=("float64",))
+    f = report.failure
+    row = f.call.x[f.row].tolist()
+    assert report.diagnosis.matched == [] and any(math.isnan(y) for y in f.output)
+    assert row[:f.call.third] == [-math.inf] * f.call.third and any(v > -math.inf for v in row)  # a masked first tile
+    assert "It returns NaN or ±inf where the definition is finite." in report.to_markdown()

@@ -233,3 +233,32 @@ def sink_backward_grad_missing(x, v, dout, *, s):
 def sink_backward_grad_sign(x, v, dout, *, s):
     dx, dv, ds = _backward(x, v, dout, s, fault="sink_grad_sign")
     return dx, dv, {"s": ds}
+
+
+# --- faulty in ways no known kernel fault describes ------------------------------------------------
+
+def softmax_online_drops_last_tile(x, v, block):
+    """Only whole tiles: the keys of a last, partial tile are never seen."""
+    n = x.shape[-1]
+    whole = n - n % block
+    return _online(x[..., :whole], v[..., :whole, :], block, None)
+
+
+def _unguarded_row(x, v, block):
+    dv = v.shape[1]
+    m, ell, acc = NEG, 0.0, np.zeros(dv)
+    with np.errstate(all="ignore"):
+        for lo in range(0, len(x), block):
+            u, vals = x[lo:lo + block], v[lo:lo + block]
+            m_new = max(m, float(np.max(u)))
+            alpha = np.exp(m - m_new)  # BUG: −inf − (−inf) = NaN on a fully masked tile
+            p = np.exp(u - m_new)
+            ell, acc, m = alpha * ell + p.sum(), alpha * acc + p @ vals, m_new
+        return acc / ell, m + np.log(ell)
+
+
+def softmax_online_unguarded(x, v, block):
+    X, V, lead, dv = _rows(x, v)
+    res = [_unguarded_row(X[r], V[r], block) for r in range(X.shape[0])]
+    return (np.array([o for o, _ in res]).reshape(lead + (dv,)).astype(x.dtype),
+            np.array([l for _, l in res]).reshape(lead).astype(x.dtype))
