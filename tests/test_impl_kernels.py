@@ -277,3 +277,20 @@ def test_a_fully_masked_tile_without_the_guard_is_caught():
     assert report.diagnosis.matched == [] and any(math.isnan(y) for y in f.output)
     assert row[:f.call.third] == [-math.inf] * f.call.third and any(v > -math.inf for v in row)  # a masked first tile
     assert "It returns NaN or ±inf where the definition is finite." in report.to_markdown()
+
+
+def test_a_kernel_that_changes_its_input_is_named_in_a_note():
+    report = check_implementation("tests/zoo/kernels_odd.py:mutates_scores", "softmax", form="online",
+                                  dtypes=("float64",))
+    assert report.agrees
+    assert "Note: the function modifies one of its input arrays in place" in report.to_markdown()
+    assert "modifies" not in check_implementation(NP + "softmax_online", "softmax", form="online",
+                                                  dtypes=("float64",)).to_markdown()
+
+
+def test_assert_implements_with_a_callable_kernel():
+    from tests.zoo import kernels_numpy
+
+    assert assert_implements(kernels_numpy.sink_backward, "sink", form="backward", dtypes=("float32",)).agrees
+    with pytest.raises(AssertionError, match="sink_grad_missing"):
+        assert_implements(kernels_numpy.sink_backward_grad_missing, "sink", form="backward", dtypes=("float32",))

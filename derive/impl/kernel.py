@@ -759,6 +759,9 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> 
         if result.failure is not None and diagnosis is None:
             diagnosis = diagnose(checker, result.failure, tol)
     notes = []
+    if target.mutates:
+        notes.append("the function modifies one of its input arrays in place (x, v or dout changed): callers "
+                     "that reuse them will see them changed")
     if form == "backward" and norm.params and results and not any(
             "d" + p in (r.returned or "") for r in results for p in norm.params):
         notes.append(f"the function returns no gradient for {', '.join(norm.params)} (no dparams dict): "

@@ -242,7 +242,9 @@ class Target:
             self.close()
             raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
                              f"wrote to derive's private pipe); no verdict")
-        return dict(zip(names, reply[2:]))
+        got = dict(zip(names, reply[2:]))
+        self.mutates |= got.pop("mutated", None) is not None
+        return got
 
     def close(self) -> None:
         if self.worker is not None:

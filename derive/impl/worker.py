@@ -258,7 +258,8 @@ def _tensor(a, dtype):
 
 
 def kraw(target: Target, form, x, v, third, params, dtype):
-    """Call a kernel-form function: fn(x, v, block | splits | dout, **params)."""
+    """Call a kernel-form function: fn(x, v, block | splits | dout, **params); returns
+    (what it returned, whether it changed one of its input arrays in place)."""
     kw = {p: params[p] for p in target.param_kws if p in params}
     if target.api == "numpy":
         args = [x.astype(dtype), v.astype(dtype)]
@@ -266,12 +267,15 @@ def kraw(target: Target, form, x, v, third, params, dtype):
     else:
         args = [_tensor(x, dtype), _tensor(v, dtype)]
         args.append(_tensor(third, dtype) if isinstance(third, np.ndarray) else int(third))
+    before = [a.clone() if hasattr(a, "clone") else (a.copy() if isinstance(a, np.ndarray) else a) for a in args]
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return target.fn(*args, **kw)
+            y = target.fn(*args, **kw)
         except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
             raise Raised(brief(exc)) from None
+    mutated = any(not isinstance(a, int) and not _same(a, b) for a, b in zip(args, before))
+    return y, mutated
 
 
 def _scalar_or_array(y, what):
@@ -287,7 +291,7 @@ def _scalar_or_array(y, what):
 
 
 def kcall(target: Target, form, x, v, third, params, dtype):
-    y = kraw(target, form, x, v, third, params, dtype)
+    y, mutated = kraw(target, form, x, v, third, params, dtype)
     lead = tuple(x.shape[:-1])
     dv = v.shape[-1]
     if form in ("online", "split"):
@@ -319,7 +323,7 @@ def kcall(target: Target, form, x, v, third, params, dtype):
             return ("bad", f"returned {name} of shape {list(arr.shape)}; expected {list(shape)} "
                            f"for scores of shape {list(x.shape)} and values of shape {list(v.shape)}")
         arrays.append(arr)
-    return ("ok", names, *arrays)
+    return ("ok", names + (["mutated"] if mutated else []), *arrays, *([np.zeros(0)] if mutated else []))
 
 
 def kprobe(target: Target, form):
@@ -332,7 +336,7 @@ def kprobe(target: Target, form):
     for api in ["numpy"] + (["torch"] if has_torch else []):
         target.api = api
         try:
-            y = kraw(target, form, x, v, third, {p: 0.0 for p in target.param_kws}, "float64")
+            y, _ = kraw(target, form, x, v, third, {p: 0.0 for p in target.param_kws}, "float64")
         except Raised as exc:
             first = first or str(exc)
             continue
