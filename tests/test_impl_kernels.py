@@ -294,3 +294,8 @@ def test_assert_implements_with_a_callable_kernel():
     assert assert_implements(kernels_numpy.sink_backward, "sink", form="backward", dtypes=("float32",)).agrees
     with pytest.raises(AssertionError, match="sink_grad_missing"):
         assert_implements(kernels_numpy.sink_backward_grad_missing, "sink", form="backward", dtypes=("float32",))
+
+
+def test_env_must_be_strings():
+    with pytest.raises(InputError, match="env must map names to strings"):
+        check_implementation(NP + "softmax_online", "softmax", form="online", env={"TRITON_INTERPRET": 1})

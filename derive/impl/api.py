@@ -62,6 +62,9 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
     if lse != "natural" and form in ("row", "backward"):
         raise InputError(f"--lse {lse} applies to --form online or split, not {form}")
+    if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                              for k, v in env.items())):
+        raise InputError(f"env must map names to strings (e.g. {{'TRITON_INTERPRET': '1'}}), got {env!r}")
     norm = get(normalizer)
     dtypes = tuple(dtypes)
     if not dtypes:
