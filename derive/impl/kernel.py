@@ -441,7 +441,22 @@ def _variants(form: str, key: str) -> list[dict]:
         return [{"base2": True}]
     if key == "scale_on_extra":
         return [{"base2": b, "scale": 1.0 / math.sqrt(d)} for d in _SCALES for b in (True, False)]
+    if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
+        return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
     return [{"base2": True}, {"base2": False}]
+
+
+def _finalized(x, v, block, sigma, base2, fault):
+    """A kernel that streams the keys without the extra logit and adds it once at finalization
+    (forms.finalize_extra): the numeric kernel's KV-only (out, lse) merged with (0, σ)."""
+    o, lse = numeric.online(x, v, block, None, base2=base2, fault=fault)
+    if sigma is None:
+        return o
+    top = max(lse, sigma)
+    if top == -INF:
+        return o
+    a, b = math.exp(lse - top), math.exp(sigma - top)
+    return o * (a / (a + b))
 
 
 def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dict:
@@ -453,9 +468,12 @@ def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dic
         with np.errstate(all="ignore"):
             if form == "online":
                 scale = variant.get("scale", 1.0)
-                o, _ = numeric.online(x / scale, v, call.third, call.sigma, scale=scale,
-                                      base2=variant.get("base2", True), fault=key)
-                outs.append(o)
+                if variant.get("finalize"):
+                    outs.append(_finalized(x, v, call.third, call.sigma, variant.get("base2", True), key))
+                else:
+                    o, _ = numeric.online(x / scale, v, call.third, call.sigma, scale=scale,
+                                          base2=variant.get("base2", True), fault=key)
+                    outs.append(o)
             elif form == "split":
                 o, _ = numeric.split(x, v, call.third, call.sigma, fault=key)
                 outs.append(o)

@@ -19,9 +19,17 @@ def _rows(x, v):
     return x.reshape(rows, n).astype(np.float64), v.reshape(rows, n, dv).astype(np.float64), x.shape[:-1], dv
 
 
-def _online_row(x, v, block, sigma, fault=None, base2=False, scale=1.0):
-    """(out, natural lse) of one row streamed in tiles of ``block`` keys."""
+def _online_row(x, v, block, sigma, fault=None, base2=False, scale=1.0, finalize=False):
+    """(out, natural lse) of one row streamed in tiles of ``block`` keys; the extra logit seeds
+    the state (tile 0), or with ``finalize`` enters once after the last tile."""
     dv = v.shape[1]
+    if finalize and sigma is not None:
+        out, lse = _online_row(x, v, block, None, fault, base2, scale)
+        top = max(lse, sigma)
+        if top == NEG:
+            return out, NEG
+        a, b = math.exp(lse - top), math.exp(sigma - top)  # ℓ·e^{m − m'} and e^{σ − m'}, as acc/ℓ and lse
+        return out * a / (a + b), top + math.log(a + b)
     ex, c = (np.exp2, LOG2E) if base2 else (np.exp, 1.0)
     m, ell, acc = NEG, 0.0, np.zeros(dv)
     e = None
@@ -198,6 +206,18 @@ def softmax1_online_unshifted_one(x, v, block):
 
 def softmax1_online_unshifted_one_out(x, v, block):
     return _online(x, v, block, 0.0, fault="softmax1_unshifted_one")[0]
+
+
+def softmax1_online_finalized(x, v, block):
+    return _online(x, v, block, 0.0, finalize=True)
+
+
+def softmax1_online_finalized_sum_not_rescaled(x, v, block):
+    return _online(x, v, block, 0.0, fault="sum_not_rescaled", finalize=True)
+
+
+def sink_online_finalized_acc_not_rescaled(x, v, block, *, s):
+    return _online(x, v, block, s, fault="acc_not_rescaled", finalize=True)
 
 
 def softmax_online_acc_not_rescaled(x, v, block):
