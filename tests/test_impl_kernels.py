@@ -189,7 +189,7 @@ def test_exact_reference_edge_cases():
 
 
 def test_partitions_cover_the_adversarial_cases():
-    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(40) == [1, 2, 3, 16, 40, 41]
+    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(40) == [1, 2, 3, 16, 32, 40, 41]
     assert split_counts(0) == [1, 2, 3, 8] and split_counts(5) == [1, 2, 3, 5, 6, 8, 13]
     assert any(all(v == -math.inf for v in r) for r in ROWS[5])  # a fully masked row
     assert any(r[:3] == (-math.inf,) * 3 and r[3] > -math.inf for r in ROWS[5])  # first split masked

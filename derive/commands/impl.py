@@ -49,7 +49,7 @@ parameters are keywords (a sink: `def fn(x, v, block, *, s)`).
                    parameter as passed (a scalar sink: the sum over rows).
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
-40, tiles of 1 key to more than n, ties split across tiles, fully masked tiles and
+64, tiles of 1 key to more than n, ties split across tiles, fully masked tiles and
 splits, empty splits, sinks from -inf to 1e4, scores up to +-1e4); a disagreement is
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
 --examples and --dim do not apply to a kernel form; --timeout, the child process and

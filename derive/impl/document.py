@@ -204,7 +204,7 @@ the normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`),
 parameter's gradient has the parameter's shape (a scalar sink shared by every row: the sum
 over rows). A returned `lse` is the natural log-sum-exp including the extra logit;
 `--lse base2` and `--lse kv-only` select the other conventions. The inputs are a fixed
-adversarial list: n = 0 to 40 keys, tiles of one key and of more than n, ties split
+adversarial list: n = 0 to 64 keys, tiles of one key and of more than n, ties split
 across tiles, a first tile or split with every key masked, empty splits (splits > n), many
 splits, fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. A
 disagreement is matched against the known kernel faults of `derive/kernels/faults.py`

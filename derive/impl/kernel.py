@@ -20,9 +20,9 @@ digits) on the inputs as rounded to the dtype:
     dx_t = P_t (⟨g, v_t⟩ − D),  dv_t = P_t g,  ds = −P_σ D  (P = e^{· − lse}, D = ⟨g, out⟩).
 
 Inputs are a fixed, deterministic adversarial list, simplest first (so the first failure is a
-small counterexample): n = 0, 1, 2, 3, 5, 8, 17, 40 keys; ties, a running maximum that grows
+small counterexample): n = 0, 1, 2, 3, 5, 8, 17, 40, 64 keys; ties, a running maximum that grows
 in every tile, a first tile or split with every key masked, fully masked rows, scores up to
-±1e4; tiles of 1, 2, 3 and 16 keys, n and n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3
+±1e4; tiles of 1, 2, 3, 16 and 32 keys, n and n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3
 splits (empty splits); sink logits 0, 1.5, −2, 30, −30, −∞, 1e4. Agreement means agreement on
 every tested input: evidence, not a proof.
 
@@ -82,6 +82,8 @@ ROWS: dict[int, tuple[tuple[float, ...], ...]] = {
          tuple(-INF if k < 8 else float(k % 5) for k in range(17))),
     40: (tuple(round(-4.0 + 8.0 * k / 40 + 0.25 * math.sin(k), 6) for k in range(40)),
          tuple(-INF if k % 16 < 8 else round(20.0 + math.cos(k), 6) for k in range(40))),
+    64: (tuple(round(30.0 * math.sin(1.7 * k) * math.cos(0.3 * k), 6) for k in range(64)),
+         tuple(-INF if 16 <= k < 48 else round(0.5 * k - 10.0, 6) for k in range(64))),
 }
 
 
@@ -99,7 +101,7 @@ def dout_row(r: int, k: int = 0) -> np.ndarray:
 
 
 def blocks(n: int) -> list[int]:
-    return sorted({b for b in (1, 2, 3, 16, n, n + 1) if 1 <= b <= n + 1})
+    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if 1 <= b <= n + 1})
 
 
 def split_counts(n: int) -> list[int]:
