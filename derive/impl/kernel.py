@@ -630,8 +630,9 @@ def _pattern(checker, failure, seen, tol) -> list[str]:
     if bad and failure.what != "lse":
         lines.append("It returns NaN or ±inf where the definition is finite.")
     if not lines:
-        lines.append(f"No known kernel fault of the {checker.form} form matches: it disagrees on "
-                     f"{failure.what} ({failure.call.describe()}).")
+        lines.append(f"No known kernel fault of the {checker.form} form matches (tried: "
+                     f"{', '.join(FORM_FAULTS[checker.form])}): it disagrees on {failure.what} "
+                     f"({failure.call.describe()}).")
     return lines
 
 
