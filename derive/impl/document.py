@@ -196,7 +196,7 @@ zero_token and sink), against the exact definition of `out`, `lse` and the gradi
 | `--form` | the function | returns |
 |---|---|---|
 | `online` | `fn(x, v, block, **params)`: the keys in tiles of `block` ≥ 1 | `out` (…, dv) or `(out, lse)` |
-| `split` | `fn(x, v, splits, **params)`: `splits` contiguous chunks, `numpy.array_split` order | `out` or `(out, lse)` |
+| `split` | `fn(x, v, splits, **params)`: `splits` contiguous chunks (`numpy.array_split`) | `out` or `(out, lse)` |
 | `backward` | `fn(x, v, dout, **params)` | `(dx, dv)` or `(dx, dv, {{"s": ds}})` |
 
 The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second;

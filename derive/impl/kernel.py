@@ -644,7 +644,8 @@ KERNEL_TOLERANCE_RULE = (
     "weights, g = dout). Where the definition has no value (softmax with every key masked: 0/0), out "
     "and the gradients may be 0 or NaN; an lse of log 0 may be −∞ or +∞.")
 
-_CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)", "kv-only": "ln Σ e^x, without the extra logit"}
+_CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)",
+               "kv-only": "ln Σ e^x, without the extra logit"}
 
 
 # ---------------------------------------------------------------------------------------------

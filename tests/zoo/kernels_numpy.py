@@ -60,7 +60,7 @@ def _online(x, v, block, sigma, **kw):
     X, V, lead, dv = _rows(x, v)
     res = [_online_row(X[r], V[r], block, sigma, **kw) for r in range(X.shape[0])]
     out = np.array([o for o, _ in res]).reshape(lead + (dv,))
-    lse = np.array([l for _, l in res]).reshape(lead)
+    lse = np.array([part_lse for _, part_lse in res]).reshape(lead)
     return out.astype(x.dtype), lse.astype(x.dtype)
 
 
@@ -76,20 +76,20 @@ def _split_row(x, v, splits, sigma, fault=None):
             else:
                 parts.append((np.zeros(dv), NEG))
             continue
-        o, l = _online_row(x[idx], v[idx], len(idx), sigma if fault == "extra_per_tile" else None)
-        if fault == "nan_empty_split" and l == NEG:
+        o, part_lse = _online_row(x[idx], v[idx], len(idx), sigma if fault == "extra_per_tile" else None)
+        if fault == "nan_empty_split" and part_lse == NEG:
             o = np.full(dv, np.nan)
-        parts.append((o, l))
+        parts.append((o, part_lse))
     if sigma is not None and fault != "extra_per_tile":
         parts.append((np.zeros(dv), sigma))
-    lses = np.array([l for _, l in parts])
+    lses = np.array([part_lse for _, part_lse in parts])
     top = lses.max()
     if top == NEG:
         return np.zeros(dv), NEG
     lse = top + math.log(np.exp(lses - top).sum())
     out = np.zeros(dv)
-    for o, l in parts:
-        wgt = math.exp(l - lse)
+    for o, part_lse in parts:
+        wgt = math.exp(part_lse - lse)
         if wgt > 0 or fault == "nan_empty_split":
             out = out + wgt * o
     return out, lse
@@ -99,7 +99,7 @@ def _split(x, v, splits, sigma, **kw):
     X, V, lead, dv = _rows(x, v)
     res = [_split_row(X[r], V[r], splits, sigma, **kw) for r in range(X.shape[0])]
     return (np.array([o for o, _ in res]).reshape(lead + (dv,)).astype(x.dtype),
-            np.array([l for _, l in res]).reshape(lead).astype(x.dtype))
+            np.array([part_lse for _, part_lse in res]).reshape(lead).astype(x.dtype))
 
 
 def _backward(x, v, dout, sigma, fault=None):
@@ -281,4 +281,4 @@ def softmax_online_unguarded(x, v, block):
     X, V, lead, dv = _rows(x, v)
     res = [_unguarded_row(X[r], V[r], block) for r in range(X.shape[0])]
     return (np.array([o for o, _ in res]).reshape(lead + (dv,)).astype(x.dtype),
-            np.array([l for _, l in res]).reshape(lead).astype(x.dtype))
+            np.array([part_lse for _, part_lse in res]).reshape(lead).astype(x.dtype))

@@ -44,18 +44,18 @@ def _split(x, v, splits, sigma, fault=None):
         bounds.append(bounds[-1] + n // splits + (1 if k < n % splits else 0))
     outs, lses = [], []
     for lo, hi in zip(bounds, bounds[1:]):
-        o, l = _online(x[..., lo:hi], v[..., lo:hi, :], max(1, hi - lo), None)
+        o, part_lse = _online(x[..., lo:hi], v[..., lo:hi, :], max(1, hi - lo), None)
         if fault == "nan_empty_split":
-            o = torch.where((l == NEG)[..., None], torch.full_like(o, float("nan")), o)  # BUG: 0/0 kept
+            o = torch.where((part_lse == NEG)[..., None], torch.full_like(o, float("nan")), o)  # BUG: 0/0 kept
         outs.append(o)
-        lses.append(l)
+        lses.append(part_lse)
     if sigma is not None:
         outs.append(torch.zeros_like(outs[0]))
         lses.append(torch.full_like(lses[0], sigma))
-    o, l = torch.stack(outs, -2), torch.stack(lses, -1)
-    top = l.amax(-1)
+    o, part_lse = torch.stack(outs, -2), torch.stack(lses, -1)
+    top = part_lse.amax(-1)
     safe = torch.where(top == NEG, torch.zeros_like(top), top)
-    w = torch.exp(l - safe[..., None])
+    w = torch.exp(part_lse - safe[..., None])
     total = w.sum(-1)
     lse = torch.where(total > 0, safe + torch.log(torch.where(total > 0, total, 1.0)), torch.full_like(top, NEG))
     wn = w / torch.where(total > 0, total, 1.0)[..., None]
