@@ -302,3 +302,24 @@ def test_assert_implements_with_a_callable_kernel():
 def test_env_must_be_strings():
     with pytest.raises(InputError, match="env must map names to strings"):
         check_implementation(NP + "softmax_online", "softmax", form="online", env={"TRITON_INTERPRET": 1})
+
+
+def test_the_tolerance_admits_an_ulp_and_not_a_relative_1e9():
+    odd = "tests/zoo/kernels_odd.py:"
+    assert check_implementation(odd + "sink_online_one_ulp_off", "sink", form="online", dtypes=("float64",)).agrees
+    bad = check_implementation(odd + "sink_online_1e9_off", "sink", form="online", dtypes=("float64",))
+    f = bad.failure
+    assert f.what == "out" and bad.diagnosis.matched == []
+    assert all(e > b for e, b in zip(f.errors, f.bounds) if e > 0)
+    assert max(f.bounds) < 1e-12
+
+
+def test_a_failing_report_as_json_is_deterministic():
+    args = (NP + "sink_backward_grad_missing", "--as", "sink", "--form", "backward", "--dtype", "float32",
+            "--format", "json")
+    one, two = _cli(*args), _cli(*args)
+    assert one.returncode == 1 and one.stdout == two.stdout
+    data = json.loads(one.stdout)
+    assert data["diagnosis"]["matched"][0]["name"] == "sink_grad_missing"
+    failure = data["results"][0]["failure"]
+    assert (failure["what"], failure["output"], failure["row"]) == ("ds", [0.0], None)

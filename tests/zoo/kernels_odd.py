@@ -47,3 +47,14 @@ def mutates_scores(x, v, block):
     out = softmax_online(x, v, block)
     x[...] = 0.0
     return out
+
+
+def sink_online_one_ulp_off(x, v, block, *, s):
+    out, lse = sink_online(x, v, block, s=s)
+    up = np.where(out != 0, np.nextafter(out, np.inf), out)  # 0 stays 0: there it is the masked-row convention
+    return up, np.where(np.isfinite(lse), np.nextafter(lse, np.inf), lse)
+
+
+def sink_online_1e9_off(x, v, block, *, s):
+    out, lse = sink_online(x, v, block, s=s)
+    return out * (1 + 1e-9), lse
