@@ -16,7 +16,8 @@ parent inspects, and ``print`` goes to standard error. Every request gets one re
   or ``("error", message)``;
 * ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
   ``dout``) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
-  parameter gradient), ``("raised", text)`` or ``("bad", message)``;
+  parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
+  changed one of its input arrays), ``("raised", text)`` or ``("bad", message)``;
 * a ``SystemExit`` raised by the user's code → ``("exit", code)``, then the worker ends.
 
 Anything else (``os._exit``, a signal, a hang) is seen by the parent from outside.
