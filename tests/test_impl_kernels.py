@@ -41,9 +41,11 @@ CORRECT = [
     ("sink_online_kv_lse", "sink", "online", "kv-only", "out, lse"),
     ("softmax_split", "softmax", "split", "natural", "out, lse"),
     ("softmax1_split", "softmax1", "split", "natural", "out, lse"),
+    ("softmax1_split", "zero_token", "split", "natural", "out, lse"),
     ("sink_split", "sink", "split", "natural", "out, lse"),
     ("softmax_backward", "softmax", "backward", "natural", "dx, dv"),
     ("softmax1_backward", "softmax1", "backward", "natural", "dx, dv"),
+    ("softmax1_backward", "zero_token", "backward", "natural", "dx, dv"),
     ("sink_backward", "sink", "backward", "natural", "dx, dv, ds"),
 ]
 
