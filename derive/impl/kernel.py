@@ -273,7 +273,6 @@ class KernelChecker:
     dps: int
     fixed_params: dict = field(default_factory=dict)
     free_params: tuple = ()
-    notes: list = field(default_factory=list)
     _cache: dict = field(default_factory=dict)
 
     def sigma(self, params: dict):
