@@ -1,10 +1,12 @@
 """Wall time of ``derive impl`` per implementation with the default settings.
 
-Target: a median under 5 s per implementation on a 2-core machine, torch import excluded.
+Target: a median under 5 s per implementation on a 2-core machine, torch import excluded;
+every kernel-form check (``--form online|split|backward``, :data:`FORM_CASES`) under 10 s.
 The implementation runs in a child process, which imports torch itself when the code uses
 it; that import is timed once (a fresh interpreter importing torch) and subtracted from
 the torch cases. Run from the repository root:
-``python benchmarks/bench_impl.py [TARGET NORMALIZER [NAME=VALUE ...]]``.
+``python benchmarks/bench_impl.py [TARGET NORMALIZER [NAME=VALUE ...]]``
+(``--form FORM`` anywhere after them checks TARGET in that kernel form).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from derive.impl import check_implementation
 
 BUDGET = 5.0
+FORM_BUDGET = 10.0  # per kernel-form check
 CASES = (
     ("tests/zoo/softmax1_numpy.py:softmax1", "softmax1", {}),  # agrees: every example and edge case
     ("tests/zoo/softmax1_unshifted.py:softmax1", "softmax1", {}),  # disagrees: shrinking + diagnosis
@@ -32,6 +35,16 @@ CASES = (
     ("tests/zoo/masking.py:softmax_hf", "softmax", {}),  # torch, HF-style masking
 )
 
+# kernel-form checks (default dtypes float64 and float32): agreeing, and disagreeing with diagnosis
+FORM_CASES = (
+    ("tests/zoo/kernels_numpy.py:sink_online", "sink", "online"),  # s over 7 values: the most calls
+    ("tests/zoo/kernels_numpy.py:sink_split", "sink", "split"),
+    ("tests/zoo/kernels_numpy.py:sink_backward", "sink", "backward"),
+    ("tests/zoo/kernels_numpy.py:softmax1_online_sum_not_rescaled", "softmax1", "online"),  # diagnosis
+    ("tests/zoo/kernels_torch.py:sink_online", "sink", "online"),  # torch
+    ("tests/zoo/kernels_torch.py:sink_split_nan_empty", "sink", "split"),  # torch, diagnosis
+)
+
 
 def torch_import_seconds() -> float | None:
     code = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
@@ -40,13 +53,21 @@ def torch_import_seconds() -> float | None:
 
 
 def main(argv: list[str]) -> int:
+    form = None
+    if "--form" in argv:
+        k = argv.index("--form")
+        form, argv = argv[k + 1], argv[:k] + argv[k + 2:]
+    form_cases = []
     if len(argv) >= 2:
-        cases = [(argv[0], argv[1], {k: float(v) for k, _, v in (a.partition("=") for a in argv[2:])})]
+        params = {k: float(v) for k, _, v in (a.partition("=") for a in argv[2:])}
+        cases = [] if form else [(argv[0], argv[1], params)]
+        form_cases = [(argv[0], argv[1], form)] if form else []
     else:
-        cases = list(CASES)
+        cases, form_cases = list(CASES), list(FORM_CASES)
     torch_s = torch_import_seconds()
     if torch_s is None:
         cases = [c for c in cases if "torch" not in c[0] and "masking" not in c[0]]
+        form_cases = [c for c in form_cases if "torch" not in c[0]]
     else:
         print(f"torch import in a fresh process: {torch_s:.2f} s (subtracted from the torch cases)")
     times = []
@@ -59,10 +80,27 @@ def main(argv: list[str]) -> int:
         times.append(elapsed)
         verdict = "agrees" if report.agrees else "disagrees"
         print(f"{spec} as {norm}: {verdict} in {elapsed:.2f} s")
-    median = statistics.median(times)
-    print(f"median: {median:.2f} s, worst: {max(times):.2f} s (budget: median {BUDGET:.1f} s): "
-          f"{'OK' if median <= BUDGET else 'TOO SLOW'}")
-    return 0 if median <= BUDGET else 1
+    ok = True
+    if times:
+        median = statistics.median(times)
+        ok = median <= BUDGET
+        print(f"median: {median:.2f} s, worst: {max(times):.2f} s (budget: median {BUDGET:.1f} s): "
+              f"{'OK' if ok else 'TOO SLOW'}")
+    form_times = []
+    for spec, norm, form in form_cases:
+        start = time.perf_counter()
+        report = check_implementation(spec, norm, form=form)
+        elapsed = time.perf_counter() - start
+        if report.api == "torch" and torch_s is not None:
+            elapsed = max(0.0, elapsed - torch_s)
+        form_times.append(elapsed)
+        print(f"{spec} as {norm}, --form {form}: {'agrees' if report.agrees else 'disagrees'} in {elapsed:.2f} s")
+    if form_times:
+        form_ok = max(form_times) <= FORM_BUDGET
+        ok = ok and form_ok
+        print(f"--form worst: {max(form_times):.2f} s (budget: {FORM_BUDGET:.1f} s each): "
+              f"{'OK' if form_ok else 'TOO SLOW'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

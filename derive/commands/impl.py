@@ -7,6 +7,7 @@ import sys
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
 from derive.settings import DEFAULT
@@ -35,6 +36,25 @@ TARGET is FILE.py:FUNCTION or package.module:FUNCTION. The function takes an arr
 scores (numpy or torch, detected) and returns the weights along --dim; it may also take
 `dim`/`axis`, `mask` (bool, True = allowed) and the normalizer's parameters as keywords.
 
+Kernel-shaped code (--form; softmax, softmax1, zero_token, sink): the scores x (..., n)
+come first (-inf marks a masked key), then the values v (..., n, dv); the normalizer's
+parameters are keywords (a sink: `def fn(x, v, block, *, s)`).
+  --form online    fn(x, v, block) streams the keys in tiles of `block` >= 1 keys and
+                   returns out (..., dv) or (out, lse);
+  --form split     fn(x, v, splits) cuts the keys into `splits` contiguous chunks
+                   (numpy.array_split order: some empty, some fully masked), reduces
+                   each and merges them; returns out or (out, lse);
+  --form backward  fn(x, v, dout) returns (dx, dv) or (dx, dv, dparams), dparams a dict
+                   keyed by parameter name ({"s": ds}), each gradient shaped like the
+                   parameter as passed (a scalar sink: the sum over rows).
+lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
+--lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
+64, tiles of 1 key to more than n, ties split across tiles, fully masked tiles and
+splits, empty splits, sinks from -inf to 1e4, scores up to +-1e4); a disagreement is
+matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
+--examples and --dim do not apply to a kernel form; --timeout, the child process and
+the exit statuses are the same.
+
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
 raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape;
@@ -54,6 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"Hypothesis examples per dtype (default {DEFAULT.examples})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--form", choices=("row",) + FORMS, default="row",
+                        help="the calling convention: row (default: fn(x) -> weights) or a kernel form, "
+                             "online fn(x, v, block), split fn(x, v, splits), backward fn(x, v, dout)")
+    parser.add_argument("--lse", choices=LSE_CONVENTIONS, default="natural",
+                        help="the convention of a returned lse (--form online/split): natural (default), "
+                             "base2, kv-only")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
 
 
@@ -73,6 +99,6 @@ def _params(pairs: list[str]) -> dict:
 def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
-                                  timeout=args.timeout)
+                                  timeout=args.timeout, form=args.form, lse=args.lse)
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

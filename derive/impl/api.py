@@ -9,6 +9,7 @@ from hypothesis.errors import Flaky
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS, check_kernel
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
@@ -45,11 +46,25 @@ def _params(norm, given: dict, accepted: tuple[str, ...], target: str) -> tuple[
 def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = None, dim: int = -1,
                          dtypes=DEFAULT_DTYPES, examples: int | None = None,
                          cfg: Settings = DEFAULT, name: str | None = None,
-                         timeout: float = DEFAULT_TIMEOUT) -> Report:
+                         timeout: float = DEFAULT_TIMEOUT, form: str = "row", lse: str = "natural",
+                         env: dict | None = None):
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
-    The function is imported and called only in a child process (:mod:`.target`).
+    The function is imported and called only in a child process (:mod:`.target`), whose
+    environment gets ``env`` on top of ours before it imports anything. ``form`` is ``row``
+    (fn(x) → weights: a :class:`Report`) or a kernel form, ``online``, ``split`` or
+    ``backward`` (:mod:`.kernel`: a :class:`~derive.impl.kernel.KernelReport`); ``lse`` is the
+    convention of a returned log-sum-exp there (``natural``, ``base2`` or ``kv-only``).
     """
+    if form not in ("row",) + FORMS:
+        raise InputError(f"unknown --form {form!r}: expected one of row, {', '.join(FORMS)}")
+    if lse not in LSE_CONVENTIONS:
+        raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
+    if lse != "natural" and form in ("row", "backward"):
+        raise InputError(f"--lse {lse} applies to --form online or split, not {form}")
+    if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                              for k, v in env.items())):
+        raise InputError(f"env must map names to strings (e.g. {{'TRITON_INTERPRET': '1'}}), got {env!r}")
     norm = get(normalizer)
     dtypes = tuple(dtypes)
     if not dtypes:
@@ -69,9 +84,18 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     else:
         raise InputError(f"expected a callable or MODULE_OR_FILE:FUNCTION, got {fn_or_spec!r}")
     _check_given(norm, dict(params or {}))
-    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout)
+    if form != "row" and dim != -1:
+        raise InputError(f"--dim applies to --form row; in {form} form the keys are the last axis of the scores")
+    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env)
     try:
-        report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
+        if form != "row":
+            for tol in tols:
+                if target.api == "numpy" and not tol.numpy:
+                    raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
+                                     f"arrays")
+            report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg)
+        else:
+            report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later
         return report
     except (InputError, KeyboardInterrupt):

@@ -14,6 +14,7 @@ import numpy as np
 
 from derive.document.references import citation, markdown_section
 from derive.impl.api import check_implementation
+from derive.impl.kernel import KERNEL_TOLERANCE_RULE
 from derive.impl.masked import CONVENTIONS, RULES
 from derive.impl.report import TOLERANCE_RULE
 from derive.impl.target import DEFAULT_TIMEOUT
@@ -42,6 +43,50 @@ def softmax1(x):
     e = np.exp(x - m)
     return e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))
 '''
+
+
+SPLIT = '''\
+import math
+
+import numpy as np
+
+
+def partial(x, v):
+    """(out, lse) of one chunk of keys, without the sink."""
+    m = np.max(x) if len(x) else -math.inf
+    if m == -math.inf:
+        return np.zeros(v.shape[-1]), -math.inf
+    e = np.exp(x - m)
+    return e @ v / e.sum(), m + math.log(e.sum())
+
+
+def attend(x, v, splits, *, s):
+    """Split-KV attention with a learned sink logit s, one row at a time."""
+    out, lse = np.zeros(x.shape[:-1] + v.shape[-1:]), np.zeros(x.shape[:-1])
+    for r in np.ndindex(x.shape[:-1]):
+        parts = []
+        for idx in np.array_split(np.arange(x.shape[-1]), splits):
+            if len(idx) == 0:
+                parts.append((np.zeros(v.shape[-1]), s))  # an empty split: the seeded state
+            else:
+                parts.append(partial(x[r][idx], v[r][idx]))
+        parts.append((np.zeros(v.shape[-1]), s))  # the sink enters in the combine
+        lses = np.array([p[1] for p in parts])
+        top = np.max(lses)
+        if top == -math.inf:
+            continue
+        lse[r] = top + math.log(np.exp(lses - top).sum())
+        out[r] = sum(math.exp(l - lse[r]) * o for o, l in parts if l > -math.inf)
+    return out, lse
+'''
+
+
+def _kernel_check(directory: str):
+    """``derive impl review_split.py:attend --as sink --form split --dtype float64``."""
+    path = Path(directory) / "review_split.py"
+    path.write_text(SPLIT, encoding="utf-8")
+    return check_implementation(f"{path}:attend", "sink", dtypes=("float64",), form="split",
+                                name="review_split.py:attend")
 
 
 def _check(source: str, directory: str):
@@ -76,6 +121,7 @@ def render() -> str:
     with tempfile.TemporaryDirectory() as directory:
         bad = _check(FAULTY, directory)
         good = _check(FIXED, directory)
+        kernel = _kernel_check(directory)
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
     rules = "\n".join(f"| `{name}` | {r.says} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
                        for name, r in RULES.items())
@@ -140,6 +186,44 @@ def test_softmax1():
 
 A callable given to `assert_implements` is sent to the child process by reference, so it
 must be importable there (defined at module level, not a lambda or a closure).
+
+## Kernel-shaped code: `--form online|split|backward`
+
+Fused attention kernels never form the weights: they stream the keys in tiles, or cut them
+into splits and merge the partial results, and the backward pass recomputes the weights
+from a saved log-sum-exp. `--form` checks such code as it is written (softmax, softmax₁,
+zero_token and sink), against the exact definition of `out`, `lse` and the gradients:
+
+| `--form` | the function | returns |
+|---|---|---|
+| `online` | `fn(x, v, block, **params)`: the keys in tiles of `block` ≥ 1 | `out` (…, dv) or `(out, lse)` |
+| `split` | `fn(x, v, splits, **params)`: `splits` contiguous chunks (`numpy.array_split`) | `out` or `(out, lse)` |
+| `backward` | `fn(x, v, dout, **params)` | `(dx, dv)` or `(dx, dv, {{"s": ds}})` |
+
+The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second;
+the normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
+parameter's gradient has the parameter's shape (a scalar sink shared by every row: the sum
+over rows). A returned `lse` is the natural log-sum-exp including the extra logit;
+`--lse base2` and `--lse kv-only` select the other conventions. The inputs are a fixed
+adversarial list: n = 0 to 64 keys, tiles of one key and of more than n, ties split
+across tiles, a first tile or split with every key masked, empty splits (splits > n), many
+splits, fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. A
+disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
+(the document kernels.md derives and refutes them), run on the same inputs by the numeric
+kernels of `derive/kernels/numeric.py`. Tolerance: {KERNEL_TOLERANCE_RULE}
+
+A split-KV kernel with a sink, `review_split.py`:
+
+```python
+{SPLIT}```
+
+```console
+$ derive impl review_split.py:attend --as sink --form split --dtype float64
+```
+
+exits with status {kernel.exit_code()} and prints:
+
+{_demote(kernel.to_markdown()).rstrip()}
 
 ## Your code runs in a separate process
 

@@ -83,14 +83,14 @@ def decode(data: bytes) -> tuple:
 class Worker:
     """One child process running :mod:`.worker`; every request has a timeout."""
 
-    def __init__(self, name: str, timeout: float):
+    def __init__(self, name: str, timeout: float, env: dict | None = None):
         self.name, self.timeout = name, timeout
         self.stdout = tempfile.TemporaryFile()
         self.stderr = tempfile.TemporaryFile()
         self._relayed = 0
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}  # the hook for e.g. TRITON_INTERPRET=1, set before any import
         env.setdefault("PYTHONHASHSEED", "0")
         try:
             self.proc = subprocess.Popen(
@@ -222,6 +222,30 @@ class Target:
         self.complex_output |= notes["complex"]
         return y, g
 
+    def kcall(self, form: str, x: np.ndarray, v: np.ndarray, third, params: dict, dtype: str) -> dict:
+        """A kernel-form call fn(x, v, block | splits | dout, **params): {name: float64 array}."""
+        doing = (f"being called in {form} form on {dtype} scores of shape {list(x.shape)}: {shown(x)}"
+                 + (f", {'block' if form == 'online' else 'splits'} = {third}" if form != "backward" else ""))
+        third = np.ascontiguousarray(third, dtype=np.float64) if isinstance(third, np.ndarray) else int(third)
+        reply = self.worker.request(("kcall", form, np.ascontiguousarray(x, dtype=np.float64),
+                                     np.ascontiguousarray(v, dtype=np.float64), third, dict(params or {}),
+                                     dtype), doing)
+        if reply[0] == "raised":
+            raise ImplRaised(reply[1], x)
+        if reply[0] == "bad":
+            self.close()
+            raise InputError(f"{self.name} {reply[1]} (in {form} form, on {dtype} scores of shape "
+                             f"{list(x.shape)}); no verdict")
+        names = reply[1] if len(reply) >= 2 else None
+        if (reply[0] != "ok" or not isinstance(names, list) or len(reply) != 2 + len(names)
+                or not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in reply[2:])):
+            self.close()
+            raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
+                             f"wrote to derive's private pipe); no verdict")
+        got = dict(zip(names, reply[2:]))
+        self.mutates |= got.pop("mutated", None) is not None
+        return got
+
     def close(self) -> None:
         if self.worker is not None:
             self.worker.close()
@@ -239,8 +263,12 @@ def _well_formed(reply: tuple, shape: tuple) -> bool:
 
 
 def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
-         timeout: float = DEFAULT_TIMEOUT) -> Target:
-    """Start a worker, import ``fn_or_spec`` there and detect its calling convention."""
+         timeout: float = DEFAULT_TIMEOUT, form: str = "row", env: dict | None = None) -> Target:
+    """Start a worker, import ``fn_or_spec`` there and detect its calling convention.
+
+    ``form`` is ``row`` (fn(x) → weights) or a kernel form (``online``, ``split``, ``backward``:
+    see :mod:`derive.impl.kernel`). ``env`` is added to the child's environment before it
+    imports anything (e.g. ``{"TRITON_INTERPRET": "1"}``)."""
     if isinstance(fn_or_spec, str):
         where, _, attr = fn_or_spec.rpartition(":")
         if ":" not in fn_or_spec or not where or not attr:
@@ -257,11 +285,13 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
     path = list(sys.path)
     if "" not in path and os.getcwd() not in path:
         path.insert(0, os.getcwd())
-    worker = Worker(name, timeout)
+    worker = Worker(name, timeout, env)
     try:
         reply = worker.request(("load", payload, path, tuple(params), dim), "being imported")
-        if reply[0] == "ok":
+        if reply[0] == "ok" and form == "row":
             reply = worker.request(("probe", dim, dtype), "being called on the input [0.0, 1.0]")
+        elif reply[0] == "ok":
+            reply = worker.request(("kprobe", form), f"being called in {form} form on a tiny input")
     except BaseException:
         worker.close()
         raise

@@ -12,6 +12,12 @@ parent inspects, and ``print`` goes to standard error. Every request gets one re
 * ``("probe", dim, dtype)`` (one call on [0, 1]) → ``("ok", info)`` or ``("error", message)``;
 * ``("call", x, dtype, dim, mask, params, cotangent)`` → ``("ok", y, g, notes)``,
   ``("raised", text)`` or ``("bad", message)`` (not an array of the right shape);
+* ``("kprobe", form)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
+  or ``("error", message)``;
+* ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
+  ``dout``) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
+  parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
+  changed one of its input arrays), ``("raised", text)`` or ``("bad", message)``;
 * a ``SystemExit`` raised by the user's code → ``("exit", code)``, then the worker ends.
 
 Anything else (``os._exit``, a signal, a hang) is seen by the parent from outside.
@@ -245,6 +251,104 @@ def probe(target: Target, dim, dtype):
     return ("error", f"raised {first} on the input [0.0, 1.0]")
 
 
+def _tensor(a, dtype):
+    if a is None:
+        return None
+    torch = _torch()
+    return torch.tensor(np.asarray(a, dtype=np.float64), dtype=getattr(torch, dtype))
+
+
+def kraw(target: Target, form, x, v, third, params, dtype):
+    """Call a kernel-form function: fn(x, v, block | splits | dout, **params); returns
+    (what it returned, whether it changed one of its input arrays in place)."""
+    kw = {p: params[p] for p in target.param_kws if p in params}
+    if target.api == "numpy":
+        args = [x.astype(dtype), v.astype(dtype)]
+        args.append(third.astype(dtype) if isinstance(third, np.ndarray) else int(third))
+    else:
+        args = [_tensor(x, dtype), _tensor(v, dtype)]
+        args.append(_tensor(third, dtype) if isinstance(third, np.ndarray) else int(third))
+    before = [a.clone() if hasattr(a, "clone") else (a.copy() if isinstance(a, np.ndarray) else a) for a in args]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            y = target.fn(*args, **kw)
+        except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
+            raise Raised(brief(exc)) from None
+    mutated = any(not isinstance(a, int) and not _same(a, b) for a, b in zip(args, before))
+    return y, mutated
+
+
+def _scalar_or_array(y, what):
+    """A returned array (or Python number) as float64 numpy, or a message saying what it is."""
+    if isinstance(y, (int, float)) and not isinstance(y, bool):
+        return np.asarray(float(y)), None
+    arr, cplx, bad = _as_array(y)
+    if bad is not None:
+        return None, bad.replace("returned", f"returned as {what}").replace("weights", "values")
+    if cplx:
+        return None, f"returned a complex {what}"
+    return arr, None
+
+
+def kcall(target: Target, form, x, v, third, params, dtype):
+    y, mutated = kraw(target, form, x, v, third, params, dtype)
+    lead = tuple(x.shape[:-1])
+    dv = v.shape[-1]
+    if form in ("online", "split"):
+        parts = tuple(y) if isinstance(y, (tuple, list)) else (y,)
+        if len(parts) not in (1, 2):
+            return ("bad", f"returned {len(parts)} values; expected out or (out, lse)")
+        names = ["out", "lse"][:len(parts)]
+        shapes = [lead + (dv,), lead]
+    else:
+        parts = tuple(y) if isinstance(y, (tuple, list)) else (y,)
+        if len(parts) not in (2, 3):
+            return ("bad", f"returned {len(parts)} values; expected (dx, dv) or (dx, dv, dparams)")
+        names, shapes = ["dx", "dv"], [tuple(x.shape), tuple(v.shape)]
+        if len(parts) == 3:
+            dparams = parts[2]
+            if not isinstance(dparams, dict) or not all(isinstance(k, str) for k in dparams):
+                return ("bad", "returned a third value that is not a dict of parameter gradients "
+                               "(e.g. {\"s\": ds})")
+            parts = parts[:2] + tuple(dparams[k] for k in sorted(dparams))
+            for k in sorted(dparams):
+                names.append("d" + k)
+                shapes.append(None)
+    arrays = []
+    for name, part, shape in zip(names, parts, shapes):
+        arr, bad = _scalar_or_array(part, name)
+        if bad is not None:
+            return ("bad", bad)
+        if shape is not None and tuple(arr.shape) != shape:
+            return ("bad", f"returned {name} of shape {list(arr.shape)}; expected {list(shape)} "
+                           f"for scores of shape {list(x.shape)} and values of shape {list(v.shape)}")
+        arrays.append(arr)
+    return ("ok", names + (["mutated"] if mutated else []), *arrays, *([np.zeros(0)] if mutated else []))
+
+
+def kprobe(target: Target, form):
+    """Detect the API (numpy, else torch) from one call on a tiny input."""
+    x = np.array([[0.0, 1.0]])
+    v = np.array([[[1.0], [2.0]]])
+    third = np.array([[1.0]]) if form == "backward" else 1
+    has_torch = "torch" in sys.modules or importlib.util.find_spec("torch") is not None
+    first = None
+    for api in ["numpy"] + (["torch"] if has_torch else []):
+        target.api = api
+        try:
+            y, _ = kraw(target, form, x, v, third, {p: 0.0 for p in target.param_kws}, "float64")
+        except Raised as exc:
+            first = first or str(exc)
+            continue
+        torch = sys.modules.get("torch")
+        first_part = y[0] if isinstance(y, (tuple, list)) and y else y
+        if api == "numpy" and torch is not None and isinstance(first_part, torch.Tensor):
+            target.api = "torch"
+        return ("ok", target.info())
+    return ("error", f"raised {first} on scores [[0.0, 1.0]], values [[[1.0], [2.0]]]")
+
+
 def encode(reply: tuple) -> bytes:
     """A reply as bytes the parent decodes without pickle: a JSON header line, then the
     arrays in .npy format (the parent loads them with allow_pickle=False)."""
@@ -258,7 +362,7 @@ def encode(reply: tuple) -> bytes:
     out = io.BytesIO()
     out.write(json.dumps(header).encode() + b"\n")
     for a in arrays:
-        np.save(out, np.ascontiguousarray(a), allow_pickle=False)
+        np.save(out, np.array(a, order="C"), allow_pickle=False)  # keeps a 0-d array 0-d
     return out.getvalue()
 
 
@@ -279,6 +383,13 @@ def main(rfd: int, wfd: int) -> None:
             elif msg[0] == "call":
                 try:
                     reply = call(target, *msg[1:])
+                except Raised as exc:
+                    reply = ("raised", str(exc))
+            elif msg[0] == "kprobe":
+                reply = kprobe(target, *msg[1:])
+            elif msg[0] == "kcall":
+                try:
+                    reply = kcall(target, *msg[1:])
                 except Raised as exc:
                     reply = ("raised", str(exc))
             else:

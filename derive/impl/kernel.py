@@ -1,0 +1,792 @@
+"""``derive impl --form online|split|backward``: checking kernel-shaped code.
+
+A kernel-shaped function takes the scores ``x`` (..., n) (−inf marks a masked key), the
+values ``v`` (..., n, dv) and a third argument, and the normalizer's parameters as keywords:
+
+* ``online``: ``fn(x, v, block, **params)`` streams the keys in tiles of ``block`` keys and
+  returns ``out`` (..., dv) or ``(out, lse)``;
+* ``split``: ``fn(x, v, splits, **params)`` cuts the keys into ``splits`` contiguous chunks
+  (``numpy.array_split`` order: some empty when splits > n, some with every key masked),
+  reduces each and merges them; returns ``out`` or ``(out, lse)``;
+* ``backward``: ``fn(x, v, dout, **params)`` returns ``(dx, dv)`` or ``(dx, dv, dparams)``,
+  ``dparams`` a dict keyed by parameter name, each gradient shaped like the parameter as
+  passed (a scalar sink shared by every row: the sum over rows).
+
+The exact definition, for one row with extra logit σ (a sink s, 0 for softmax₁ and the zero
+token, none for softmax) and extra value 0, is evaluated with mpmath (``Settings.mp_dps``
+digits) on the inputs as rounded to the dtype:
+
+    out = Σ_t e^{x_t} v_t / (e^σ + Σ_t e^{x_t}),   lse = log(e^σ + Σ_t e^{x_t}),
+    dx_t = P_t (⟨g, v_t⟩ − D),  dv_t = P_t g,  ds = −P_σ D  (P = e^{· − lse}, D = ⟨g, out⟩).
+
+Inputs are a fixed, deterministic adversarial list, simplest first (so the first failure is a
+small counterexample): n = 0, 1, 2, 3, 5, 8, 17, 40, 64 keys; ties, a running maximum that grows
+in every tile, a first tile or split with every key masked, fully masked rows, scores up to
+±1e4; tiles of 1, 2, 3, 16 and 32 keys, n and n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3
+splits (empty splits); sink logits 0, 1.5, −2, 30, −30, −∞, 1e4. Agreement means agreement on
+every tested input: evidence, not a proof.
+
+Tolerance (as for the row form, stated in ulps and absolutely): an entry y agrees with the
+exact value p when |y − p| ≤ abs + ulps·eps·(1 + κ)·m, with κ the condition of the row
+(:func:`derive.impl.tolerance.kappa`) and m the magnitude of the terms that make up p:
+Σ_t P_t |v_tk| for ``out``, max(1, |lse|) for ``lse``, P_t(Σ_k |g_k v_tk| + Σ_k |g_k| m_k) for
+``dx``, P_t |g_k| for ``dv`` and the sum over rows of P_σ Σ_k |g_k| m_k for ``ds``. Where the
+definition has no value (softmax, every key masked: 0/0) ``out`` may be 0 or NaN and the
+gradients 0 or NaN; an ``lse`` of log 0 may be −∞ or +∞ (FlashAttention's convention).
+
+On disagreement the function is run on a few probe inputs and compared with every known
+kernel fault of its form (:data:`derive.kernels.faults.FAULTS`, run by the numeric kernels
+of :mod:`derive.kernels.numeric` with the fault's switch): a fault *matches* when the
+function agrees with the faulty kernel on every probe row and the faulty kernel differs from
+the definition on at least one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import mpmath
+import numpy as np
+
+from derive.errors import InputError
+from derive.impl.target import ImplRaised, shown
+from derive.impl.tolerance import Tolerance, kappa
+from derive.kernels import numeric
+from derive.kernels.faults import FAULTS as KERNEL_FAULTS
+
+__all__ = ["EXTRA_LOGIT", "FORMS", "LSE_CONVENTIONS", "KernelChecker", "KernelReport", "check_kernel"]
+
+INF = math.inf
+FORMS = ("online", "split", "backward")
+LSE_CONVENTIONS = ("natural", "base2", "kv-only")
+LOG2E = 1.0 / math.log(2.0)
+
+# normalizer → its extra logit: None (none), a number, or the name of the parameter
+EXTRA_LOGIT: dict[str, object] = {"softmax": None, "softmax1": 0.0, "zero_token": 0.0, "sink": "s"}
+SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
+DV = 3
+
+# rows per length, simplest first
+ROWS: dict[int, tuple[tuple[float, ...], ...]] = {
+    0: ((),),
+    1: ((0.0,), (1.0,), (-INF,), (1e4,)),
+    2: ((0.0, 0.0), (1.0, 3.0), (3.0, 1.0), (-INF, 2.0), (-INF, -INF), (1e4, -1e4)),
+    3: ((1.0, 1.0, 1.0), (2.0, -1.0, 0.5), (-INF, -INF, 1.0), (1e4, 0.0, -1e4), (-1e4, -1e4, -INF)),
+    5: ((-2.0, -1.0, 0.0, 1.0, 2.0), (0.0, 0.0, 5.0, 5.0, -INF), (-INF, -INF, -INF, 1.0, 2.0),
+        (30.0, 20.0, -INF, 25.0, 40.0), (-INF,) * 5),
+    8: ((7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0), tuple(4.0 * k for k in range(8)),
+        (-100.0, -INF, -INF, -INF, 100.0, 99.0, 100.0, -100.0), (1e3, 0.0, -1e3, 5.0, 5.0, 5.0, 5.0, 5.0)),
+    17: (tuple(round(8.0 * k / 17 + 0.25 * math.sin(k), 6) for k in range(17)),
+         tuple(-INF if k < 8 else float(k % 5) for k in range(17))),
+    40: (tuple(round(-4.0 + 8.0 * k / 40 + 0.25 * math.sin(k), 6) for k in range(40)),
+         tuple(-INF if k % 16 < 8 else round(20.0 + math.cos(k), 6) for k in range(40))),
+    64: (tuple(round(30.0 * math.sin(1.7 * k) * math.cos(0.3 * k), 6) for k in range(64)),
+         tuple(-INF if 16 <= k < 48 else round(0.5 * k - 10.0, 6) for k in range(64))),
+}
+
+
+def values(n: int, r: int) -> np.ndarray:
+    """The values of row r: v[t, k] = ((3(t + r) + 5k) mod 7 − 3)/2 + k, exact in every dtype."""
+    t = np.arange(n)[:, None] + r
+    k = np.arange(DV)[None, :]
+    return ((3 * t + 5 * k) % 7 - 3) / 2.0 + k
+
+
+def dout_row(r: int, k: int = 0) -> np.ndarray:
+    """The cotangent of row r in the k-th backward call (not constant: ⟨g, v_t⟩ varies with t)."""
+    base = np.array([1.0, -0.5, 2.0]) if k == 0 else np.array([-3.0, 0.25, 1.5])
+    return base * (1.0 + (r % 3) / 2.0)
+
+
+def blocks(n: int) -> list[int]:
+    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if 1 <= b <= n + 1})
+
+
+def split_counts(n: int) -> list[int]:
+    return sorted({s for s in (1, 2, 3, 8, n, n + 1, 2 * n + 3) if s >= 1})
+
+
+# ---------------------------------------------------------------------------------------------
+# the exact definition
+
+
+@dataclass
+class ExactRow:
+    defined: bool
+    out: list[float]
+    out_scale: list[float]
+    lse: dict  # convention → float (−inf for log 0)
+    dx: list[float] = field(default_factory=list)
+    dx_scale: list[float] = field(default_factory=list)
+    dv: list[list[float]] = field(default_factory=list)
+    dv_scale: list[list[float]] = field(default_factory=list)
+    ds: float = 0.0
+    ds_scale: float = 0.0
+
+
+def exact_row(row, v, sigma, g, dps: int) -> ExactRow:
+    """The definition at ``dps`` digits for one row (scores ``row``, values ``v``, extra logit ``sigma``)."""
+    with mpmath.workdps(dps):
+        e = [mpmath.exp(mpmath.mpf(x)) if x != -INF else mpmath.mpf(0) for x in row]
+        es = mpmath.mpf(0) if sigma is None or sigma == -INF else mpmath.exp(mpmath.mpf(sigma))
+        kv = mpmath.fsum(e)
+        den = kv + es
+        logs = {"natural": mpmath.log(den) if den > 0 else None, "kv-only": mpmath.log(kv) if kv > 0 else None}
+        lse = {"natural": -INF if logs["natural"] is None else float(logs["natural"]),
+               "kv-only": -INF if logs["kv-only"] is None else float(logs["kv-only"])}
+        lse["base2"] = -INF if logs["natural"] is None else float(logs["natural"] / mpmath.log(2))
+        if den == 0:
+            return ExactRow(False, [math.nan] * DV, [0.0] * DV, lse)
+        vm = [[mpmath.mpf(float(a)) for a in r] for r in v]
+        p = [q / den for q in e]
+        out = [mpmath.fsum(p[t] * vm[t][k] for t in range(len(row))) for k in range(DV)]
+        scale = [mpmath.fsum(p[t] * abs(vm[t][k]) for t in range(len(row))) for k in range(DV)]
+        res = ExactRow(True, [float(o) for o in out], [float(s) for s in scale], lse)
+        if g is not None:
+            gm = [mpmath.mpf(float(a)) for a in g]
+            D = mpmath.fsum(gm[k] * out[k] for k in range(DV))
+            gs = mpmath.fsum(abs(gm[k]) * scale[k] for k in range(DV))
+            res.dx = [float(p[t] * (mpmath.fsum(gm[k] * vm[t][k] for k in range(DV)) - D)) for t in range(len(row))]
+            res.dx_scale = [float(p[t] * (mpmath.fsum(abs(gm[k] * vm[t][k]) for k in range(DV)) + gs))
+                            for t in range(len(row))]
+            res.dv = [[float(p[t] * gm[k]) for k in range(DV)] for t in range(len(row))]
+            res.dv_scale = [[abs(x) for x in r] for r in res.dv]
+            ps = es / den
+            res.ds, res.ds_scale = float(-ps * D), float(ps * gs)
+        return res
+
+
+# ---------------------------------------------------------------------------------------------
+# one call: inputs, outputs, comparison
+
+
+@dataclass
+class Call:
+    form: str
+    x: np.ndarray  # (R, n), rounded to the dtype
+    v: np.ndarray  # (R, n, DV)
+    third: object  # block, splits or dout (R, DV)
+    params: dict  # rounded to the dtype
+    sigma: float | None
+    lead: tuple = ()  # the leading shape the rows are passed in
+
+    def args(self):
+        shape = self.lead + (self.x.shape[-1],)
+        third = self.third.reshape(self.lead + (DV,)) if isinstance(self.third, np.ndarray) else self.third
+        return self.x.reshape(shape), self.v.reshape(shape + (DV,)), third
+
+    def describe(self) -> str:
+        what = {"online": "block", "split": "splits"}.get(self.form)
+        bits = [f"scores of shape {list(self.lead + (self.x.shape[-1],))}"]
+        if what:
+            bits.append(f"{what} = {self.third}")
+        bits += [f"{k} = {_num(v)}" for k, v in sorted(self.params.items())]
+        return ", ".join(bits)
+
+
+@dataclass
+class KernelFailure:
+    dtype: str
+    form: str
+    what: str  # out | lse | dx | dv | d<param> | nan
+    call: Call
+    row: int  # index of the failing row among the call's rows (-1: the whole call, a parameter gradient)
+    output: list
+    exact: list
+    errors: list
+    bounds: list
+
+    def as_json(self) -> dict:
+        r = self.row
+        return {"dtype": self.dtype, "form": self.form, "what": self.what, "call": self.call.describe(),
+                "third": self.call.third if not isinstance(self.call.third, np.ndarray) else None,
+                "params": {k: _jnum(v) for k, v in sorted(self.call.params.items())},
+                "row": None if r < 0 else [_jnum(x) for x in self.call.x[r]],
+                "values": None if r < 0 else [[_jnum(a) for a in t] for t in self.call.v[r]],
+                "output": [_jnum(a) for a in self.output], "exact": [_jnum(a) for a in self.exact],
+                "errors": [_jnum(a) for a in self.errors], "bounds": [_jnum(a) for a in self.bounds]}
+
+
+@dataclass
+class KernelResult:
+    dtype: str
+    tolerance: Tolerance
+    calls: int = 0
+    rows: int = 0
+    undefined_rows: int = 0
+    max_ratio: float = 0.0
+    returned: str = ""  # what the function returned, e.g. "out, lse"
+    failure: KernelFailure | None = None
+
+
+def _num(v: float) -> str:
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if isinstance(v, float) and math.isnan(v):
+        return "nan"
+    return repr(float(v))
+
+
+def _err(v: float) -> str:
+    return format(v, ".3e") if math.isfinite(v) else _num(float(v))
+
+
+def _list(xs, fmt) -> str:
+    return "[" + ", ".join(fmt(float(a)) for a in xs) + "]"
+
+
+def _jnum(v):
+    v = float(v)
+    return _num(v) if not math.isfinite(v) else float(format(v, ".17g"))
+
+
+def _round(a, dtype: str):
+    if dtype == "bfloat16":
+        import torch
+
+        return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.bfloat16).to(torch.float64).numpy()
+    return np.asarray(a, dtype=np.float64).astype(dtype).astype(np.float64)
+
+
+def _agree(y: float, p: float, bound: float) -> tuple[bool, float]:
+    if math.isinf(p) or math.isnan(p):
+        return (y == p or (math.isnan(p) and math.isnan(y))), (0.0 if y == p else INF)
+    if not math.isfinite(y):
+        return False, INF
+    err = abs(y - p)
+    return err <= bound, err
+
+
+def _zero_or_nan(ys) -> bool:
+    ys = [float(y) for y in np.ravel(ys)]
+    return all(y == 0 for y in ys) or all(math.isnan(y) for y in ys)
+
+
+@dataclass
+class KernelChecker:
+    norm: object
+    target: object
+    form: str
+    lse: str
+    dps: int
+    fixed_params: dict = field(default_factory=dict)
+    free_params: tuple = ()
+    _cache: dict = field(default_factory=dict)
+
+    def sigma(self, params: dict):
+        extra = EXTRA_LOGIT[self.norm.name]
+        return params[extra] if isinstance(extra, str) else extra
+
+    def param_sets(self) -> list[dict]:
+        if not self.free_params:
+            return [dict(self.fixed_params)]
+        return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in SINK_VALUES]
+
+    def calls(self, dtype: str):
+        """Every call of the check, simplest first."""
+        for n in sorted(ROWS):
+            rows = ROWS[n]
+            x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
+            v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
+            for params in self.param_sets():
+                params = {k: float(_round(val, dtype)) for k, val in params.items()}
+                if self.form == "online":
+                    thirds = blocks(n)
+                elif self.form == "split":
+                    thirds = split_counts(n)
+                else:
+                    thirds = [_round(np.stack([dout_row(r, k) for r in range(len(rows))]), dtype) for k in (0, 1)]
+                for k, third in enumerate(thirds):
+                    lead = (1, len(rows)) if k % 2 else (len(rows),)  # batch and head axes, alternately
+                    yield Call(self.form, x, v, third, params, self.sigma(params), lead)
+
+    def exact(self, call: Call, r: int) -> ExactRow:
+        g = call.third[r] if isinstance(call.third, np.ndarray) else None
+        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.sigma, None if g is None else g.tobytes())
+        if key not in self._cache:
+            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r].tolist(), call.sigma,
+                                         None if g is None else g.tolist(), self.dps)
+        return self._cache[key]
+
+    def run_call(self, call: Call, dtype: str) -> dict:
+        x, v, third = call.args()
+        got = self.target.kcall(self.form, x, v, third, call.params, dtype)
+        R, n = call.x.shape
+        out = {}
+        for name, arr in got.items():
+            if name in ("out", "dv"):
+                out[name] = arr.reshape((R, n, DV) if name == "dv" else (R, DV))
+            elif name in ("lse", "dx"):
+                out[name] = arr.reshape(R, n) if name == "dx" else arr.reshape(R)
+            else:
+                out[name] = arr
+        return out
+
+    def compare(self, call: Call, got: dict, tol: Tolerance, result: KernelResult | None) -> KernelFailure | None:
+        R = call.x.shape[0]
+
+        def fail(what, r, y, p, errs, bounds):
+            return KernelFailure(tol.dtype, self.form, what, call, r, [float(a) for a in y], [float(a) for a in p],
+                                 errs, bounds)
+
+        ds_total, ds_scale, ds_defined = 0.0, 0.0, True
+        for r in range(R):
+            row = call.x[r].tolist()
+            ex = self.exact(call, r)
+            kap = kappa(row, {k: val for k, val in call.params.items() if math.isfinite(val)})
+            if result is not None:
+                result.rows += 1
+                result.undefined_rows += not ex.defined
+            checks = []
+            if self.form in ("online", "split"):
+                if ex.defined:
+                    checks.append(("out", got["out"][r], ex.out, ex.out_scale))
+                elif not _zero_or_nan(got["out"][r]):
+                    return fail("out", r, got["out"][r], ex.out, [INF] * DV, [math.nan] * DV)
+                if "lse" in got:
+                    p = ex.lse[self.lse]
+                    y = float(got["lse"][r])
+                    if p == -INF:
+                        if not (math.isinf(y) or (not ex.defined and math.isnan(y))):
+                            return fail("lse", r, [y], [p], [INF], [0.0])
+                    else:
+                        checks.append(("lse", [y], [p], [max(1.0, abs(p))]))
+            else:
+                if not ex.defined:
+                    ds_defined = False
+                    if not (_zero_or_nan(got["dx"][r]) and _zero_or_nan(got["dv"][r])):
+                        which = "dx" if not _zero_or_nan(got["dx"][r]) else "dv"
+                        y = np.ravel(got[which][r])
+                        return fail(which, r, y, [math.nan] * len(y), [INF] * len(y), [math.nan] * len(y))
+                    continue
+                checks.append(("dx", got["dx"][r], ex.dx, ex.dx_scale))
+                checks.append(("dv", np.ravel(got["dv"][r]), np.ravel(ex.dv), np.ravel(ex.dv_scale)))
+                ds_total += ex.ds
+                ds_scale += (1.0 + kap) * ex.ds_scale
+            for what, y, p, scales in checks:
+                bounds = [tol.bound(m, kap) for m in scales]
+                res = [_agree(float(a), float(b), c) for a, b, c in zip(y, p, bounds)]
+                if result is not None:
+                    for (_, e), b in zip(res, bounds):
+                        if math.isfinite(e) and b > 0:
+                            result.max_ratio = max(result.max_ratio, e / b)
+                if not all(ok for ok, _ in res):
+                    return fail(what, r, y, p, [e for _, e in res], bounds)
+        if self.form == "backward":
+            for name in self.norm.params:
+                key = "d" + name
+                if key not in got:
+                    continue
+                arr = got[key]
+                if arr.shape != ():
+                    raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
+                                     f"{list(arr.shape)}; {name} was passed as a scalar shared by every row, so "
+                                     f"its gradient is a scalar (the sum over rows)")
+                if not ds_defined:
+                    continue
+                y = float(arr)
+                bound = tol.abs + tol.rel * ds_scale
+                ok, err = _agree(y, ds_total, bound)
+                if result is not None and math.isfinite(err) and bound > 0:
+                    result.max_ratio = max(result.max_ratio, err / bound)
+                if not ok:
+                    return fail(key, -1, [y], [ds_total], [err], [bound])
+        return None
+
+    def run(self, tol: Tolerance) -> KernelResult:
+        result = KernelResult(tol.dtype, tol)
+        for call in self.calls(tol.dtype):
+            got = self.run_call(call, tol.dtype)
+            result.calls += 1
+            names = sorted(got)
+            result.returned = result.returned or ", ".join(
+                [k for k in ("out", "lse", "dx", "dv") if k in got] + [k for k in names if k.startswith("d")
+                                                                          and k not in ("dx", "dv")])
+            if self.form == "backward":
+                unknown = [k[1:] for k in got if k not in ("dx", "dv") and k[1:] not in self.norm.params]
+                if unknown:
+                    raise InputError(f"{self.target.name} returned a gradient for {unknown[0]!r}, which is not a "
+                                     f"parameter of {self.norm.name} (its parameters: "
+                                     f"{', '.join(self.norm.params) or 'none'})")
+            if self.lse != "natural" and self.form != "backward" and "lse" not in got:
+                raise InputError(f"--lse {self.lse} was given but {self.target.name} returns out only, "
+                                 f"not (out, lse)")
+            fail = self.compare(call, got, tol, result)
+            if fail is not None:
+                result.failure = fail
+                return result
+        return result
+
+
+# ---------------------------------------------------------------------------------------------
+# diagnosis: the known kernel faults, run by derive.kernels.numeric on the same inputs
+
+FORM_FAULTS: dict[str, tuple[str, ...]] = {
+    "online": ("extra_per_tile", "missing_log2e", "scale_on_extra", "softmax1_unshifted_one", "acc_not_rescaled",
+               "sum_not_rescaled"),
+    "split": ("extra_per_tile", "seeded_twice_empty_split", "nan_empty_split"),
+    "backward": ("kv_only_lse_backward", "sink_grad_missing", "sink_grad_sign"),
+}
+_BY_KEY = {f.key: f for f in KERNEL_FAULTS}
+assert all(k in _BY_KEY for keys in FORM_FAULTS.values() for k in keys)
+_SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
+
+
+def _variants(form: str, key: str) -> list[dict]:
+    """Keyword sets of the numeric kernel that realize fault ``key`` (base 2 or e, the scale)."""
+    if form != "online":
+        return [{}]
+    if key == "missing_log2e":
+        return [{"base2": True}]
+    if key == "scale_on_extra":
+        return [{"base2": b, "scale": 1.0 / math.sqrt(d)} for d in _SCALES for b in (True, False)]
+    if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
+        return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
+    return [{"base2": True}, {"base2": False}]
+
+
+def _finalized(x, v, block, sigma, base2, fault):
+    """A kernel that streams the keys without the extra logit and adds it once at finalization
+    (forms.finalize_extra): the numeric kernel's KV-only (out, lse) merged with (0, σ)."""
+    o, lse = numeric.online(x, v, block, None, base2=base2, fault=fault)
+    if sigma is None:
+        return o
+    top = max(lse, sigma)
+    if top == -INF:
+        return o
+    a, b = math.exp(lse - top), math.exp(sigma - top)
+    return o * (a / (a + b))
+
+
+def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dict:
+    """The numeric kernel (with fault ``key``, or none) on every row of ``call``."""
+    R, n = call.x.shape
+    outs, dxs, dvs, ds = [], [], [], 0.0
+    for r in range(R):
+        x, v = call.x[r], call.v[r]
+        with np.errstate(all="ignore"):
+            if form == "online":
+                scale = variant.get("scale", 1.0)
+                if variant.get("finalize"):
+                    outs.append(_finalized(x, v, call.third, call.sigma, variant.get("base2", True), key))
+                else:
+                    o, _ = numeric.online(x / scale, v, call.third, call.sigma, scale=scale,
+                                          base2=variant.get("base2", True), fault=key)
+                    outs.append(o)
+            elif form == "split":
+                o, _ = numeric.split(x, v, call.third, call.sigma, fault=key)
+                outs.append(o)
+            else:
+                dx, dv, dsr = numeric.backward(x, v, call.third[r], call.sigma, fault=key)
+                dxs.append(dx)
+                dvs.append(dv)
+                ds += 0.0 if dsr is None else dsr
+    if form == "backward":
+        return {"dx": np.array(dxs).reshape(R, n), "dv": np.array(dvs).reshape(R, n, DV), "ds": ds}
+    return {"out": np.array(outs).reshape(R, DV)}
+
+
+def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Tolerance, lenient: bool = False) -> bool:
+    """Every compared entry of ``got`` equals ``ref`` within the check's tolerance (scaled by both).
+
+    With ``lenient``, rows where ``ref`` is not finite are skipped: there the faulty kernel's
+    0/0 (e.g. P = e^{x − lse} with lse = −∞) may be guarded or not, a detail the fault is not about."""
+    R = call.x.shape[0]
+    for r in range(R):
+        ex = checker.exact(call, r)
+        if not ex.defined:
+            continue
+        if lenient and not all(np.all(np.isfinite(np.asarray(ref[k][r]))) for k in ("out", "dx", "dv") if k in ref):
+            continue
+        kap = kappa(call.x[r].tolist(), {k: val for k, val in call.params.items() if math.isfinite(val)})
+        pairs = []
+        if checker.form in ("online", "split"):
+            pairs.append((got["out"][r], ref["out"][r], ex.out_scale))
+        else:
+            pairs.append((got["dx"][r], ref["dx"][r], ex.dx_scale))
+            pairs.append((np.ravel(got["dv"][r]), np.ravel(ref["dv"][r]), np.ravel(ex.dv_scale)))
+        for ys, ps, scales in pairs:
+            for y, p, m in zip(ys, ps, scales):
+                y, p = float(y), float(p)
+                if math.isnan(p) or math.isnan(y):
+                    if not (math.isnan(p) and math.isnan(y)):
+                        return False
+                    continue
+                if not math.isfinite(p) or not math.isfinite(y):
+                    if y != p:
+                        return False
+                    continue
+                if abs(y - p) > tol.bound(max(m, abs(p)), kap):
+                    return False
+    if checker.form == "backward" and "ds" in ref:
+        name = next((p for p in checker.norm.params), None)
+        if name is not None and "d" + name in got and all(checker.exact(call, r).defined for r in range(R)):
+            y, p = float(got["d" + name]), float(ref["ds"])
+            scale = sum(checker.exact(call, r).ds_scale for r in range(R)) + abs(p)
+            kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
+                (abs(val) for val in call.params.values() if math.isfinite(val)), default=0.0)
+            if not math.isfinite(y) or abs(y - p) > tol.abs + tol.rel * (1 + kap) * scale:
+                return False
+    return True
+
+
+def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
+    """The failing call, then calls that tell the faults apart (several tiles, a growing maximum,
+    empty and fully masked splits, each with the failing parameters and with a sink of 1.5)."""
+    dtype = failure.dtype
+    params_list = [failure.call.params]
+    if checker.free_params:
+        params_list.append({**failure.call.params, **{p: 1.5 for p in checker.free_params}})
+    out = [failure.call]
+    for n, rows in ((5, ((-2.0, -1.0, 0.0, 1.0, 2.0), (-INF, -INF, -INF, 1.0, 2.0), (3.0, 1.0, 4.0, 1.0, 5.0))),
+                    (8, (tuple(4.0 * k for k in range(8)), (7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0)))):
+        x = _round(np.array(rows), dtype)
+        v = _round(np.stack([values(n, r) for r in range(len(rows))]), dtype)
+        thirds = {"online": [1, 2], "split": [3, 2 * n + 3],
+                  "backward": [_round(np.stack([dout_row(r) for r in range(len(rows))]), dtype)]}[checker.form]
+        for params in params_list:
+            params = {k: float(_round(val, dtype)) for k, val in params.items()}
+            for third in thirds:
+                out.append(Call(checker.form, x, v, third, params, checker.sigma(params), (len(rows),)))
+    return out
+
+
+@dataclass
+class KernelDiagnosis:
+    matched: list = field(default_factory=list)
+    pattern: list = field(default_factory=list)
+    probes: int = 0
+
+    def as_json(self) -> dict:
+        return {"matched": self.matched, "pattern": self.pattern, "probes": self.probes}
+
+
+def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> KernelDiagnosis:
+    calls = _probe_calls(checker, failure)
+    seen = []
+    for call in calls:
+        try:
+            seen.append((call, checker.run_call(call, tol.dtype)))
+        except ImplRaised:
+            continue
+    diag = KernelDiagnosis(probes=sum(c.x.shape[0] for c, _ in seen))
+    for key in FORM_FAULTS[checker.form]:
+        for variant in _variants(checker.form, key):
+            differs, same = False, True
+            for call, got in seen:
+                ref = faulty_outputs(checker.form, key, call, variant)
+                exact = faulty_outputs(checker.form, None, call, {})
+                if not _same(ref, exact, checker, call, tol):
+                    differs = True
+                if not _same(got, ref, checker, call, tol, lenient=key != "nan_empty_split"):
+                    same = False
+                    break
+            if same and differs:
+                f = _BY_KEY[key]
+                entry = {"name": key, "title": f.title, "does": f.does, "computes": f.computes, "fix": f.fix}
+                if "scale" in variant:
+                    d = round(1.0 / variant["scale"] ** 2)
+                    entry["computes"] += f" (here with the scale 1/√{d})"
+                diag.matched.append(entry)
+                break
+    if not diag.matched:
+        diag.pattern = _pattern(checker, failure, seen, tol)
+    return diag
+
+
+def _lse_matches(checker, seen, conv: str, tol: Tolerance) -> bool:
+    """The returned lse is the ``conv`` log-sum-exp on every probe row (−∞ where that is log 0)."""
+    compared = 0
+    for call, got in seen:
+        if "lse" not in got:
+            return False
+        for r in range(call.x.shape[0]):
+            p, y = checker.exact(call, r).lse[conv], float(got["lse"][r])
+            if math.isinf(p):
+                if not math.isinf(y):
+                    return False
+                continue
+            kap = kappa(call.x[r].tolist(), {k: val for k, val in call.params.items() if math.isfinite(val)})
+            if not math.isfinite(y) or abs(y - p) > tol.bound(max(1.0, abs(p)), kap):
+                return False
+            compared += 1
+    return compared > 0
+
+
+def _pattern(checker, failure, seen, tol) -> list[str]:
+    lines = []
+    if failure.what == "lse":
+        for conv in LSE_CONVENTIONS:
+            if conv != checker.lse and _lse_matches(checker, seen, conv, tol):
+                flag = "the default" if conv == "natural" else f"--lse {conv}"
+                lines.append(f"The lse returned is the {conv} log-sum-exp ({_CONV_WORDS[conv]}) on every probe "
+                             f"row, not the {checker.lse} one: if that is the convention meant, check it with "
+                             f"{flag}.")
+                break
+    bad = [v for v in np.ravel(failure.output) if not math.isfinite(v)]
+    if bad and failure.what != "lse":
+        lines.append("It returns NaN or ±inf where the definition is finite.")
+    if not lines:
+        lines.append(f"No known kernel fault of the {checker.form} form matches (tried: "
+                     f"{', '.join(FORM_FAULTS[checker.form])}): it disagrees on {failure.what} "
+                     f"({failure.call.describe()}).")
+    return lines
+
+
+KERNEL_TOLERANCE_RULE = (
+    "|y − p| ≤ abs + ulps·eps·(1 + κ)·m per entry, with the ulps, eps and abs of the dtype as for the row "
+    "form, κ = 2·max_t |x_t| (+ |s|) + (n − 1) the condition of the row, and m the magnitude of the terms "
+    "that make up p: Σ_t P_t·|v_tk| for out, max(1, |lse|) for lse, P_t·(Σ_k |g_k v_tk| + Σ_k |g_k|·m_k) "
+    "for dx, P_t·|g_k| for dv, and Σ_rows (1 + κ)·P_s·Σ_k |g_k|·m_k for a shared sink's ds (P the exact "
+    "weights, g = dout). Where the definition has no value (softmax with every key masked: 0/0), out "
+    "and the gradients may be 0 or NaN; an lse of log 0 may be −∞ or +∞.")
+
+_CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)",
+               "kv-only": "ln Σ e^x, without the extra logit"}
+
+
+# ---------------------------------------------------------------------------------------------
+# the report
+
+
+@dataclass
+class KernelReport:
+    target: str
+    normalizer: str
+    title: str
+    form: str
+    lse: str
+    api: str
+    params: dict
+    free_params: tuple
+    results: list
+    diagnosis: KernelDiagnosis | None
+    notes: list = field(default_factory=list)
+
+    @property
+    def failure(self) -> KernelFailure | None:
+        return next((r.failure for r in self.results if r.failure is not None), None)
+
+    @property
+    def agrees(self) -> bool:
+        return self.failure is None
+
+    def exit_code(self) -> int:
+        return 0 if self.agrees else 1
+
+    def as_json(self) -> dict:
+        return {
+            "target": self.target, "normalizer": self.normalizer, "form": self.form, "lse": self.lse,
+            "api": self.api, "params": {k: _jnum(v) for k, v in sorted(self.params.items())},
+            "free_params": list(self.free_params), "agrees": self.agrees,
+            "results": [{"dtype": r.dtype, "tolerance": r.tolerance.as_json(), "calls": r.calls, "rows": r.rows,
+                         "undefined_rows": r.undefined_rows, "returned": r.returned,
+                         "max_ratio": float(f"{r.max_ratio:.3e}") if r.failure is None else None,
+                         "failure": None if r.failure is None else r.failure.as_json()} for r in self.results],
+            "diagnosis": None if self.diagnosis is None else self.diagnosis.as_json(),
+            "notes": list(self.notes),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_json(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+    def to_markdown(self) -> str:
+        third = {"online": "block", "split": "splits", "backward": "dout"}[self.form]
+        lines = [f"### derive impl --form {self.form}: `{self.target}` as {self.title}", ""]
+        sig = ", ".join(["x", "v", third] + [f"{p}=…" for p in sorted(set(self.params) | set(self.free_params))])
+        lines.append(f"Called as `fn({sig})` ({self.api}); lse convention: {self.lse}.")
+        if self.free_params:
+            lines.append(f"Varied: {', '.join(self.free_params)} ∈ {{{', '.join(_num(s) for s in SINK_VALUES)}}}.")
+        lines.append("")
+        lines.append("| dtype | calls | rows | returned | result |")
+        lines.append("|---|---|---|---|---|")
+        for r in self.results:
+            verdict = "**disagrees**" if r.failure else "agrees"
+            lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.returned} | {verdict} |")
+        lines.append("")
+        f = self.failure
+        if f is None:
+            lines.append("**Verdict: agrees** with the exact definition on every tested input (evidence, not a "
+                         "proof). Tolerance: " + KERNEL_TOLERANCE_RULE + " Here "
+                         + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
+                                     for r in self.results) + ".")
+            undefined = sum(r.undefined_rows for r in self.results)
+            if undefined:
+                lines.append("")
+                lines.append(f"{undefined} rows had every key masked and no extra logit, where {self.normalizer} "
+                             "has no value (0/0): out 0 or NaN (and gradients 0 or NaN) were accepted there.")
+        else:
+            lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}.")
+            lines.append("")
+            if f.row >= 0:
+                lines.append(f"- failing row {f.row}: x = {shown(f.call.x[f.row])}")
+                lines.append(f"- its values v = [{', '.join(_list(t, _num) for t in f.call.v[f.row])}]")
+                if self.form == "backward":
+                    lines.append(f"- dout = {_list(f.call.third[f.row], _num)}")
+            if f.row < 0:
+                lines.append(f"- scores x (every row) = [{', '.join(_list(r, _num) for r in f.call.x)}]")
+                if self.form == "backward":
+                    lines.append(f"- dout (every row) = [{', '.join(_list(r, _num) for r in f.call.third)}]")
+            lines.append(f"- {f.what} returned: {_list(f.output, _num)}")
+            lines.append(f"- exact: {_list(f.exact, _num)}")
+            lines.append(f"- error: {_list(f.errors, _err)} (allowed: {_list(f.bounds, _err)})")
+            lines.append("")
+            d = self.diagnosis
+            if d is not None and d.matched:
+                for m in d.matched:
+                    lines.append(f"**Known kernel fault: {m['title']}** (`{m['name']}`, matched on {d.probes} "
+                                 f"probe rows).")
+                    lines.append(f"- What the faulty kernel does: {m['does']}.")
+                    lines.append(f"- What it computes instead: {m['computes']}.")
+                    lines.append(f"- Fix: {m['fix']}.")
+                    lines.append("")
+            elif d is not None:
+                lines.extend(d.pattern)
+                lines.append("")
+        for note in self.notes:
+            lines.append(f"Note: {note}")
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> KernelReport:
+    """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
+    if norm.name not in EXTRA_LOGIT:
+        raise InputError(f"--form {form} supports the normalizers {', '.join(EXTRA_LOGIT)}; "
+                         f"{norm.name} has no kernel form checked here")
+    fixed, free = {}, []
+    for p in norm.params:
+        if p not in target.param_kws:
+            raise InputError(f"normalizer {norm.name!r} needs its parameter {p}, which {target.name} does not take "
+                             f"as a keyword: declare it (e.g. `def fn(x, v, {'dout' if form == 'backward' else 'block'}"
+                             f", *, {p})`)")
+        if p in params:
+            value = float(params[p])
+            if math.isnan(value) or value == INF:
+                raise InputError(f"parameter {p} must be a number or -inf, got {params[p]!r}")
+            fixed[p] = value
+        else:
+            free.append(p)
+    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free))
+    results, diagnosis = [], None
+    for tol in tols:
+        try:
+            result = checker.run(tol)
+        except ImplRaised as exc:
+            raise InputError(f"{target.name} raised {exc} on a valid {tol.dtype} input in {form} form "
+                             f"(scores of shape {list(exc.shape)}: {exc.values})") from None
+        results.append(result)
+        if result.failure is not None and diagnosis is None:
+            diagnosis = diagnose(checker, result.failure, tol)
+    notes = []
+    if target.mutates:
+        notes.append("the function modifies one of its input arrays in place (x, v or dout changed): callers "
+                     "that reuse them will see them changed")
+    if form == "backward" and norm.params and results and not any(
+            "d" + p in (r.returned or "") for r in results for p in norm.params):
+        notes.append(f"the function returns no gradient for {', '.join(norm.params)} (no dparams dict): "
+                     f"that gradient was not checked")
+    return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
+                        api=target.api, params=fixed, free_params=tuple(free), results=results,
+                        diagnosis=diagnosis, notes=notes)

@@ -1,0 +1,327 @@
+"""``derive impl --form online|split|backward`` on the kernel zoo: every correct kernel-shaped
+implementation agrees, every faulty one is caught and diagnosed as the known kernel fault it
+has (derive/kernels/faults.py), in numpy and in torch."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from derive.errors import InputError
+from derive.impl import check_implementation
+from derive.impl.kernel import ROWS, blocks, exact_row, split_counts
+from derive.testing import assert_implements
+
+NP = "tests/zoo/kernels_numpy.py:"
+TORCH = "tests/zoo/kernels_torch.py:"
+
+
+def need_torch():
+    if os.environ.get("CI") == "true":
+        import torch
+
+        return torch
+    return pytest.importorskip("torch", reason="the torch half of the kernel zoo needs torch")
+
+
+CORRECT = [
+    ("softmax_online", "softmax", "online", "natural", "out, lse"),
+    ("softmax_online_out_only", "softmax", "online", "natural", "out"),
+    ("softmax1_online", "softmax1", "online", "natural", "out, lse"),
+    ("softmax1_online_base2", "softmax1", "online", "natural", "out, lse"),
+    ("softmax1_online_finalized", "softmax1", "online", "natural", "out, lse"),
+    ("softmax1_online", "zero_token", "online", "natural", "out, lse"),
+    ("sink_online", "sink", "online", "natural", "out, lse"),
+    ("sink_online_base2_lse", "sink", "online", "base2", "out, lse"),
+    ("sink_online_kv_lse", "sink", "online", "kv-only", "out, lse"),
+    ("softmax_split", "softmax", "split", "natural", "out, lse"),
+    ("softmax1_split", "softmax1", "split", "natural", "out, lse"),
+    ("softmax1_split", "zero_token", "split", "natural", "out, lse"),
+    ("sink_split", "sink", "split", "natural", "out, lse"),
+    ("softmax_backward", "softmax", "backward", "natural", "dx, dv"),
+    ("softmax1_backward", "softmax1", "backward", "natural", "dx, dv"),
+    ("softmax1_backward", "zero_token", "backward", "natural", "dx, dv"),
+    ("sink_backward", "sink", "backward", "natural", "dx, dv, ds"),
+]
+
+
+@pytest.mark.parametrize("fn,norm,form,lse,returned", CORRECT)
+def test_correct_numpy_kernels_agree(fn, norm, form, lse, returned):
+    report = check_implementation(NP + fn, norm, form=form, lse=lse)
+    assert report.agrees, report.to_markdown()
+    assert report.exit_code() == 0 and report.diagnosis is None
+    assert [r.returned for r in report.results] == [returned, returned]
+    assert all(r.calls >= 8 and r.rows >= 40 for r in report.results)
+
+
+FAULTY = [
+    ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
+    ("sink_online_missing_log2e", "sink", "online", "missing_log2e"),
+    ("sink_online_scale_on_extra", "sink", "online", "scale_on_extra"),
+    ("softmax1_online_unshifted_one", "softmax1", "online", "softmax1_unshifted_one"),
+    ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
+    ("softmax1_online_sum_not_rescaled", "softmax1", "online", "sum_not_rescaled"),
+    # the extra logit added once at finalization instead of seeded: the same faults, named
+    ("softmax1_online_finalized_sum_not_rescaled", "softmax1", "online", "sum_not_rescaled"),
+    ("sink_online_finalized_acc_not_rescaled", "sink", "online", "acc_not_rescaled"),
+    ("sink_split_extra_per_split", "sink", "split", "extra_per_tile"),
+    ("sink_split_seeded_twice", "sink", "split", "seeded_twice_empty_split"),
+    ("softmax1_split_nan_empty", "softmax1", "split", "nan_empty_split"),
+    ("softmax1_backward_kv_only_lse", "softmax1", "backward", "kv_only_lse_backward"),
+    ("sink_backward_grad_missing", "sink", "backward", "sink_grad_missing"),
+    ("sink_backward_grad_sign", "sink", "backward", "sink_grad_sign"),
+]
+
+
+@pytest.mark.parametrize("fn,norm,form,fault", FAULTY)
+def test_faulty_numpy_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
+    from derive.kernels.faults import FAULTS
+
+    report = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
+    assert not report.agrees and report.exit_code() == 1
+    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    entry = next(f for f in FAULTS if f.key == fault)
+    md = report.to_markdown()
+    assert f"Fix: {entry.fix}." in md and entry.title in md  # one wording: the fault's own entry
+
+
+TORCH_CORRECT = [
+    ("softmax_online", "softmax", "online"), ("softmax1_online", "softmax1", "online"),
+    ("sink_online", "sink", "online"), ("softmax_split", "softmax", "split"),
+    ("softmax1_split", "softmax1", "split"), ("sink_split", "sink", "split"),
+    ("softmax1_backward", "softmax1", "backward"), ("sink_backward", "sink", "backward"),
+]
+
+
+@pytest.mark.parametrize("fn,norm,form", TORCH_CORRECT)
+def test_correct_torch_kernels_agree(fn, norm, form):
+    need_torch()
+    report = check_implementation(TORCH + fn, norm, form=form, dtypes=("float64", "float32", "bfloat16"))
+    assert report.api == "torch"
+    assert report.agrees, report.to_markdown()
+
+
+TORCH_FAULTY = [
+    ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
+    ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
+    ("sink_split_nan_empty", "sink", "split", "nan_empty_split"),
+    ("sink_backward_grad_sign", "sink", "backward", "sink_grad_sign"),
+]
+
+
+@pytest.mark.parametrize("fn,norm,form,fault", TORCH_FAULTY)
+def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
+    need_torch()
+    report = check_implementation(TORCH + fn, norm, form=form, dtypes=("float32",))
+    assert not report.agrees and report.api == "torch"
+    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+
+
+def test_first_counterexample_is_the_smallest_input_and_exact():
+    """An empty split seeded with the sink doubles it: on n = 0 keys with s = 0 the lse is ln 2, not 0."""
+    report = check_implementation(NP + "sink_split_seeded_twice", "sink", form="split", dtypes=("float64",))
+    f = report.failure
+    assert (f.what, f.call.third, f.call.params, f.call.x.shape) == ("lse", 1, {"s": 0.0}, (1, 0))
+    assert f.output == [math.log(2.0)] and f.exact == [0.0]
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, lse) on scores of shape [1, 0], splits = 1, s = 0.0." in md
+    assert "What the faulty kernel does: an empty split returns the seeded state" in md
+
+
+def test_unshifted_one_is_caught_without_keys():
+    """softmax₁ finalized with ℓ + 1 at m = −∞ (no keys yet): lse = −∞ + ln 1, where the definition is ln 1 = 0."""
+    report = check_implementation(NP + "softmax1_online_unshifted_one", "softmax1", form="online",
+                                  dtypes=("float64",))
+    f = report.failure
+    assert (f.what, f.call.x.shape, f.output, f.exact) == ("lse", (1, 0), [-math.inf], [0.0])
+    assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
+
+
+def test_unshifted_one_out_only_is_caught_on_one_key():
+    """Without an lse, the out of one key x = 1: v·e/(e + 1) exactly, the faulty kernel v/(1 + 1)."""
+    report = check_implementation(NP + "softmax1_online_unshifted_one_out", "softmax1", form="online",
+                                  dtypes=("float64",))
+    f = report.failure
+    assert f.call.x.tolist()[f.row] == [1.0] and f.what == "out"
+    v0 = f.call.v[f.row][0]
+    assert f.exact == pytest.approx(list(v0 * math.e / (math.e + 1)), rel=1e-15)
+    assert f.output == pytest.approx(list(v0 / 2), rel=1e-15)
+    assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
+
+
+def test_lse_in_the_wrong_convention_says_which_flag():
+    report = check_implementation(NP + "sink_online_base2_lse", "sink", form="online", dtypes=("float64",))
+    assert not report.agrees and report.failure.what == "lse"
+    assert report.diagnosis.matched == []
+    assert "The lse returned is the base2 log-sum-exp" in report.to_markdown()
+    assert "--lse base2" in report.to_markdown()
+    kv = check_implementation(NP + "sink_online_kv_lse", "sink", form="online", dtypes=("float64",))
+    assert "--lse kv-only" in kv.to_markdown()
+
+
+def test_fixed_sink_and_a_sink_of_minus_infinity():
+    for s in (-math.inf, 1e4, -0.5):
+        report = check_implementation(NP + "sink_online", "sink", form="online", params={"s": s},
+                                      dtypes=("float64",))
+        assert report.agrees and report.params == {"s": s} and report.free_params == ()
+
+
+def test_a_missing_parameter_gradient_is_a_note_not_a_pass_of_it():
+    report = check_implementation(NP + "sink_backward_no_dparams", "sink", form="backward", dtypes=("float64",))
+    assert report.agrees
+    assert "returns no gradient for s (no dparams dict): that gradient was not checked" in report.to_markdown()
+
+
+def test_exact_reference_edge_cases():
+    sink_empty = exact_row([], [], 1.5, None, 60)
+    assert sink_empty.defined and sink_empty.out == [0.0, 0.0, 0.0] and sink_empty.lse["natural"] == 1.5
+    assert sink_empty.lse["kv-only"] == -math.inf
+    assert exact_row([-math.inf, -math.inf], [[1, 2, 3], [4, 5, 6]], -math.inf, None, 60).defined is False
+    soft = exact_row([0.0, 0.0], [[1, 0, 0], [3, 0, 0]], None, [1.0, 0.0, 0.0], 60)
+    assert soft.out == [2.0, 0.0, 0.0] and soft.lse["natural"] == pytest.approx(math.log(2), rel=1e-16)
+    assert soft.dx == [-0.5, 0.5]  # P_t(⟨g, v_t⟩ − D) = ½(1 − 2), ½(3 − 2)
+    big = exact_row([1e4], [[1, 0, 0]], 1e4, [1.0, 0.0, 0.0], 60)
+    assert big.out[0] == 0.5 and big.ds == -0.25  # −P_s·D = −½·½
+
+
+def test_partitions_cover_the_adversarial_cases():
+    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(40) == [1, 2, 3, 16, 32, 40, 41]
+    assert split_counts(0) == [1, 2, 3, 8] and split_counts(5) == [1, 2, 3, 5, 6, 8, 13]
+    assert any(all(v == -math.inf for v in r) for r in ROWS[5])  # a fully masked row
+    assert any(r[:3] == (-math.inf,) * 3 and r[3] > -math.inf for r in ROWS[5])  # first split masked
+
+
+def test_assert_implements_with_a_form():
+    report = assert_implements(NP + "sink_split", "sink", form="split", dtypes=("float64",))
+    assert report.agrees
+    with pytest.raises(AssertionError, match="extra logit added per tile or per split"):
+        assert_implements(NP + "sink_split_extra_per_split", "sink", form="split", dtypes=("float64",))
+
+
+def test_the_worker_environment_hook_is_set_before_import():
+    odd = "tests/zoo/kernels_odd.py:needs_env"
+    with pytest.raises(InputError, match="DERIVE_KERNEL_TEST_ENV was not set"):
+        check_implementation(odd, "sink", form="online", dtypes=("float64",))
+    report = check_implementation(odd, "sink", form="online", dtypes=("float64",),
+                                  env={"DERIVE_KERNEL_TEST_ENV": "1"})
+    assert report.agrees
+
+
+@pytest.mark.parametrize("fn,norm,form,message", [
+    ("wrong_out_shape", "softmax", "online", "returned out of shape [1, 0]; expected [1, 3]"),
+    ("raises_on_empty", "softmax", "online", "raised ValueError: no keys on a valid float64 input in online form"),
+    ("sink_ds_per_row", "sink", "backward", "returned the gradient of s with shape [1]; s was passed as a scalar"),
+    ("unknown_param_grad", "softmax", "backward", "returned a gradient for 'tau', which is not a parameter"),
+    ("sink_without_s", "sink", "online", "does not take as a keyword: declare it (e.g. `def fn(x, v, block, *, s)`)"),
+])
+def test_bad_kernel_functions_are_usage_errors(fn, norm, form, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]").replace("*", r"\*")):
+        check_implementation("tests/zoo/kernels_odd.py:" + fn, norm, form=form, dtypes=("float64",))
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "derive", "impl", *args], capture_output=True, text=True)
+
+
+def test_cli_exit_codes_and_json():
+    ok = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "split", "--dtype", "float64", "--format", "json")
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    assert (data["agrees"], data["form"], data["lse"], data["results"][0]["returned"]) == (True, "split", "natural",
+                                                                                          "out, lse")
+    again = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "split", "--dtype", "float64", "--format", "json")
+    assert again.stdout == ok.stdout  # deterministic
+    bad = _cli(NP + "softmax_online_acc_not_rescaled", "--as", "softmax", "--form", "online", "--dtype", "float32")
+    assert bad.returncode == 1 and "`acc_not_rescaled`" in bad.stdout
+    usage = _cli(NP + "softmax1_backward", "--as", "softmax1", "--form", "backward", "--lse", "base2")
+    assert usage.returncode == 2 and "--lse base2 applies to --form online or split" in usage.stderr
+    assert "Traceback" not in usage.stderr
+    nonsense = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "diagonal")
+    assert nonsense.returncode == 2
+    unsupported = _cli(NP + "softmax1_split", "--as", "sigmoid", "--form", "split")
+    assert unsupported.returncode == 2 and "sigmoid has no kernel form checked here" in unsupported.stderr
+
+
+def test_help_documents_the_new_flags():
+    out = _cli("--help").stdout
+    for words in ("--form", "--lse", "fn(x, v, block)", "fn(x, v, splits)", "fn(x, v, dout)", "kv-only"):
+        assert words in out
+
+
+def test_a_hanging_kernel_is_stopped_at_the_timeout():
+    with pytest.raises(InputError, match="did not finish within the timeout of 2 s while being called in split form"):
+        check_implementation("tests/zoo/kernels_odd.py:hangs", "softmax", form="split", dtypes=("float64",),
+                             timeout=2)
+
+
+def test_float16_numpy_kernels():
+    assert check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",)).agrees
+    bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
+    assert [m["name"] for m in bad.diagnosis.matched] == ["extra_per_tile"]
+
+
+def test_a_dropped_partial_tile_is_caught_and_not_misnamed():
+    report = check_implementation(NP + "softmax_online_drops_last_tile", "softmax", form="online",
+                                  dtypes=("float64",))
+    f = report.failure
+    assert not report.agrees and report.diagnosis.matched == []
+    assert f.call.x.shape[-1] % f.call.third != 0  # only a partial tile shows it
+    assert "No known kernel fault of the online form matches" in report.to_markdown()
+
+
+def test_a_fully_masked_tile_without_the_guard_is_caught():
+    report = check_implementation(NP + "softmax_online_unguarded", "softmax", form="online", dtypes=("float64",))
+    f = report.failure
+    row = f.call.x[f.row].tolist()
+    assert report.diagnosis.matched == [] and any(math.isnan(y) for y in f.output)
+    assert row[:f.call.third] == [-math.inf] * f.call.third and any(v > -math.inf for v in row)  # a masked first tile
+    assert "It returns NaN or ±inf where the definition is finite." in report.to_markdown()
+
+
+def test_a_kernel_that_changes_its_input_is_named_in_a_note():
+    report = check_implementation("tests/zoo/kernels_odd.py:mutates_scores", "softmax", form="online",
+                                  dtypes=("float64",))
+    assert report.agrees
+    assert "Note: the function modifies one of its input arrays in place" in report.to_markdown()
+    assert "modifies" not in check_implementation(NP + "softmax_online", "softmax", form="online",
+                                                  dtypes=("float64",)).to_markdown()
+
+
+def test_assert_implements_with_a_callable_kernel():
+    from tests.zoo import kernels_numpy
+
+    assert assert_implements(kernels_numpy.sink_backward, "sink", form="backward", dtypes=("float32",)).agrees
+    with pytest.raises(AssertionError, match="sink_grad_missing"):
+        assert_implements(kernels_numpy.sink_backward_grad_missing, "sink", form="backward", dtypes=("float32",))
+
+
+def test_env_must_be_strings():
+    with pytest.raises(InputError, match="env must map names to strings"):
+        check_implementation(NP + "softmax_online", "softmax", form="online", env={"TRITON_INTERPRET": 1})
+
+
+def test_the_tolerance_admits_an_ulp_and_not_a_relative_1e9():
+    odd = "tests/zoo/kernels_odd.py:"
+    assert check_implementation(odd + "sink_online_one_ulp_off", "sink", form="online", dtypes=("float64",)).agrees
+    bad = check_implementation(odd + "sink_online_1e9_off", "sink", form="online", dtypes=("float64",))
+    f = bad.failure
+    assert f.what == "out" and bad.diagnosis.matched == []
+    assert all(e > b for e, b in zip(f.errors, f.bounds) if e > 0)
+    assert max(f.bounds) < 1e-12
+
+
+def test_a_failing_report_as_json_is_deterministic():
+    args = (NP + "sink_backward_grad_missing", "--as", "sink", "--form", "backward", "--dtype", "float32",
+            "--format", "json")
+    one, two = _cli(*args), _cli(*args)
+    assert one.returncode == 1 and one.stdout == two.stdout
+    data = json.loads(one.stdout)
+    assert data["diagnosis"]["matched"][0]["name"] == "sink_grad_missing"
+    failure = data["results"][0]["failure"]
+    assert (failure["what"], failure["output"], failure["row"]) == ("ds", [0.0], None)
