@@ -9,6 +9,7 @@ from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
+from derive.impl.triton_env import child_env
 from derive.settings import DEFAULT
 
 HELP = "check a Python implementation against a normalizer's definition (runs your code)"
@@ -35,6 +36,11 @@ TARGET is FILE.py:FUNCTION or package.module:FUNCTION. The function takes an arr
 scores (numpy or torch, detected) and returns the weights along --dim; it may also take
 `dim`/`axis`, `mask` (bool, True = allowed) and the normalizer's parameters as keywords.
 
+Triton kernels run without a GPU under Triton's own CPU interpreter: --triton-interpret
+sets TRITON_INTERPRET=1 in the child process before TARGET is imported, so the real
+kernel code runs on CPU tensors. It is set anyway, with a note on stderr, when TARGET's
+file imports triton and torch reports no CUDA device.
+
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
 raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape;
@@ -55,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
+    parser.add_argument("--triton-interpret", action="store_true",
+                        help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
+                             "process); automatic, with a note, when TARGET imports triton and there is no CUDA device")
 
 
 def _params(pairs: list[str]) -> dict:
@@ -73,6 +82,6 @@ def _params(pairs: list[str]) -> dict:
 def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
-                                  timeout=args.timeout)
+                                  timeout=args.timeout, env=child_env(args.triton_interpret, args.target))
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

@@ -45,10 +45,11 @@ def _params(norm, given: dict, accepted: tuple[str, ...], target: str) -> tuple[
 def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = None, dim: int = -1,
                          dtypes=DEFAULT_DTYPES, examples: int | None = None,
                          cfg: Settings = DEFAULT, name: str | None = None,
-                         timeout: float = DEFAULT_TIMEOUT) -> Report:
+                         timeout: float = DEFAULT_TIMEOUT, env: dict | None = None) -> Report:
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
-    The function is imported and called only in a child process (:mod:`.target`).
+    The function is imported and called only in a child process (:mod:`.target`), whose
+    environment gets ``env`` on top of ours before it imports anything.
     """
     norm = get(normalizer)
     dtypes = tuple(dtypes)
@@ -69,7 +70,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     else:
         raise InputError(f"expected a callable or MODULE_OR_FILE:FUNCTION, got {fn_or_spec!r}")
     _check_given(norm, dict(params or {}))
-    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout)
+    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, env=env)
     try:
         report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

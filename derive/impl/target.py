@@ -83,14 +83,14 @@ def decode(data: bytes) -> tuple:
 class Worker:
     """One child process running :mod:`.worker`; every request has a timeout."""
 
-    def __init__(self, name: str, timeout: float):
+    def __init__(self, name: str, timeout: float, env: dict | None = None):
         self.name, self.timeout = name, timeout
         self.stdout = tempfile.TemporaryFile()
         self.stderr = tempfile.TemporaryFile()
         self._relayed = 0
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}  # the hook for e.g. TRITON_INTERPRET=1, set before any import
         env.setdefault("PYTHONHASHSEED", "0")
         try:
             self.proc = subprocess.Popen(
@@ -239,8 +239,11 @@ def _well_formed(reply: tuple, shape: tuple) -> bool:
 
 
 def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
-         timeout: float = DEFAULT_TIMEOUT) -> Target:
-    """Start a worker, import ``fn_or_spec`` there and detect its calling convention."""
+         timeout: float = DEFAULT_TIMEOUT, env: dict | None = None) -> Target:
+    """Start a worker, import ``fn_or_spec`` there and detect its calling convention.
+
+    ``env`` is added to the child's environment before it imports anything (e.g.
+    ``{"TRITON_INTERPRET": "1"}``)."""
     if isinstance(fn_or_spec, str):
         where, _, attr = fn_or_spec.rpartition(":")
         if ":" not in fn_or_spec or not where or not attr:
@@ -257,7 +260,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
     path = list(sys.path)
     if "" not in path and os.getcwd() not in path:
         path.insert(0, os.getcwd())
-    worker = Worker(name, timeout)
+    worker = Worker(name, timeout, env)
     try:
         reply = worker.request(("load", payload, path, tuple(params), dim), "being imported")
         if reply[0] == "ok":
