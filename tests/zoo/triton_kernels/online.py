@@ -26,7 +26,7 @@ from tests.zoo.triton_kernels._host import p2, rows
 
 
 @triton.jit
-def _sink_forward(X, V, S, O, LSE, n, dv,
+def _sink_forward(X, V, S, OUT, LSE, n, dv,
                   BLOCK: tl.constexpr, BLOCK_P2: tl.constexpr, DV_P2: tl.constexpr,
                   SINK_PER_TILE: tl.constexpr):
     row = tl.program_id(0)
@@ -35,10 +35,10 @@ def _sink_forward(X, V, S, O, LSE, n, dv,
     d = tl.arange(0, DV_P2)
     if SINK_PER_TILE:
         m = -float("inf")
-        l = 0.0
+        lsum = 0.0
     else:
         m = s  # the sink is the first "key": score s, value 0
-        l = 1.0
+        lsum = 1.0
     acc = tl.zeros([DV_P2], dtype=tl.float32)
     for start in range(0, n, BLOCK):
         keys = start + lane
@@ -52,13 +52,13 @@ def _sink_forward(X, V, S, O, LSE, n, dv,
         m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # only without a sink yet
         alpha = tl.exp(m - m_ref)
         p = tl.exp(x - m_ref)
-        l = l * alpha + tl.sum(p, axis=0)
+        lsum = lsum * alpha + tl.sum(p, axis=0)
         if SINK_PER_TILE:
-            l = l + tl.exp(s - m_ref)  # BUG: the sink joins every tile's sum
+            lsum = lsum + tl.exp(s - m_ref)  # BUG: the sink joins every tile's sum
         acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
         m = m_new
-    tl.store(O + row * dv + d, acc / l, mask=d < dv)
-    tl.store(LSE + row, m + tl.log(l))
+    tl.store(OUT + row * dv + d, acc / lsum, mask=d < dv)
+    tl.store(LSE + row, m + tl.log(lsum))
 
 
 def _forward(x, v, block, s, sink_per_tile):

@@ -39,8 +39,7 @@ def _row_softmax(X, Y, n, N_P2: tl.constexpr, SHIFT: tl.constexpr, ONE: tl.const
 
 
 def _launch(x, shift, one):
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"expected a torch tensor, got {type(x).__name__}")
+    x = torch.as_tensor(x)
     xr = x.to(torch.float32).reshape(-1, x.shape[-1]).contiguous() if x.numel() else None
     if xr is None:
         return torch.empty(x.shape, dtype=torch.float32)

@@ -47,10 +47,10 @@ def _sink_partial(X, V, S, M, L, ACC, n, dv, splits,
     d = tl.arange(0, DV_P2)
     if SINK_IN_PARTIAL:
         m = s  # BUG: every split starts from the sink
-        l = 1.0
+        lsum = 1.0
     else:
         m = -float("inf")
-        l = 0.0
+        lsum = 0.0
     acc = tl.zeros([DV_P2], dtype=tl.float32)
     for start in range(0, size, TILE_):
         keys = begin + start + lane
@@ -62,21 +62,21 @@ def _sink_partial(X, V, S, M, L, ACC, n, dv, splits,
         m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # a chunk masked so far
         alpha = tl.exp(m - m_ref)
         p = tl.exp(x - m_ref)
-        l = l * alpha + tl.sum(p, axis=0)
+        lsum = lsum * alpha + tl.sum(p, axis=0)
         acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
         m = m_new
     if EMPTY_AS_SINK:
         if m == -float("inf"):  # BUG: an empty chunk reports the sink's state
             m = s
-            l = 1.0
+            lsum = 1.0
     slot = row * splits + k
     tl.store(M + slot, m)
-    tl.store(L + slot, l)
+    tl.store(L + slot, lsum)
     tl.store(ACC + slot * dv + d, acc, mask=d < dv)
 
 
 @triton.jit
-def _sink_combine(M, L, ACC, S, O, LSE, dv, splits,
+def _sink_combine(M, L, ACC, S, OUT, LSE, dv, splits,
                   SPLITS_P2: tl.constexpr, DV_P2: tl.constexpr, SINK_IN_COMBINE: tl.constexpr):
     row = tl.program_id(0)
     k = tl.arange(0, SPLITS_P2)
@@ -92,12 +92,12 @@ def _sink_combine(M, L, ACC, S, O, LSE, dv, splits,
         m = tl.maximum(m, s)
     m_ref = tl.where(m == -float("inf"), 0.0, m)
     w = tl.exp(mk - m_ref)  # 0 for an empty or fully masked chunk
-    l = tl.sum(w * lk, axis=0)
+    lsum = tl.sum(w * lk, axis=0)
     if SINK_IN_COMBINE:
-        l = l + tl.exp(s - m_ref)  # the sink, once
+        lsum = lsum + tl.exp(s - m_ref)  # the sink, once
     acc = tl.sum(w[:, None] * acck, axis=0)
-    tl.store(O + row * dv + d, acc / l, mask=d < dv)
-    tl.store(LSE + row, m + tl.log(l))
+    tl.store(OUT + row * dv + d, acc / lsum, mask=d < dv)
+    tl.store(LSE + row, m + tl.log(lsum))
 
 
 def _split(x, v, splits, s, sink_in_partial, empty_as_sink):
@@ -108,14 +108,14 @@ def _split(x, v, splits, s, sink_in_partial, empty_as_sink):
     r, n = xr.shape
     dv = vr.shape[-1]
     m = torch.empty(r, splits, dtype=torch.float32)
-    l = torch.empty(r, splits, dtype=torch.float32)
+    lsum = torch.empty(r, splits, dtype=torch.float32)
     acc = torch.empty(r, splits, dv, dtype=torch.float32)
     out = torch.empty(r, dv, dtype=torch.float32)
     lse = torch.empty(r, dtype=torch.float32)
     if r:
-        _sink_partial[(r, splits)](xr, vr, sr, m, l, acc, n, dv, splits, TILE_=TILE, DV_P2=p2(dv),
+        _sink_partial[(r, splits)](xr, vr, sr, m, lsum, acc, n, dv, splits, TILE_=TILE, DV_P2=p2(dv),
                                    SINK_IN_PARTIAL=sink_in_partial, EMPTY_AS_SINK=empty_as_sink)
-        _sink_combine[(r,)](m, l, acc, sr, out, lse, dv, splits, SPLITS_P2=p2(splits), DV_P2=p2(dv),
+        _sink_combine[(r,)](m, lsum, acc, sr, out, lse, dv, splits, SPLITS_P2=p2(splits), DV_P2=p2(dv),
                             SINK_IN_COMBINE=not sink_in_partial)
     return out.reshape(*lead, dv), lse.reshape(lead)
 
