@@ -160,6 +160,16 @@ def test_split_combine_matches_the_definition(zoo, shape, splits):
     assert close(out, want_out) and close(lse, want_lse)
 
 
+@pytest.mark.parametrize("module, fn, third", [("online", "sink_online", 3), ("split", "sink_split", 4)])
+def test_a_sink_at_minus_infinity_is_plain_softmax_attention(zoo, module, fn, third):
+    x, v = case((2, 7))
+    x[1] = f32([2.5, -1, *[-np.inf] * 5])  # partly masked; no row fully masked (softmax has no value there)
+    out, lse = run(getattr(zoo[module], fn), x, v, third, -math.inf)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    want_out = (e[..., None] * v).sum(axis=-2) / e.sum(axis=-1)[..., None]
+    assert close(out, want_out) and close(lse, reference(x, v, -math.inf)[1])
+
+
 def test_split_chunks_are_numpy_array_split_chunks(zoo):
     """The partial kernel's (m_k, l_k) are those of numpy.array_split's chunk k."""
     import torch
