@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 
@@ -18,6 +19,16 @@ def require_tool(name: str) -> str:
             pytest.fail(f"{name} is required in CI (CI=true) but is not installed")
         pytest.skip(f"{name} is not installed")
     return path
+
+
+def require_module(name: str, why: str):
+    """The module ``name``; skip without it locally, fail without it in CI (CI=true)."""
+    if IN_CI:
+        try:
+            return importlib.import_module(name)
+        except ImportError as exc:
+            pytest.fail(f"{name} is required in CI (CI=true) but cannot be imported: {exc}")
+    return pytest.importorskip(name, reason=f"{name} is not installed: {why}")
 
 
 def pytest_addoption(parser):

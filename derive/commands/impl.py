@@ -10,6 +10,7 @@ from derive.impl import DEFAULT_DTYPES, check_implementation
 from derive.impl.kernel import FORMS, LSE_CONVENTIONS
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
+from derive.impl.triton_env import child_env
 from derive.settings import DEFAULT
 
 HELP = "check a Python implementation against a normalizer's definition (runs your code)"
@@ -54,6 +55,10 @@ splits, empty splits, sinks from -inf to 1e4, scores up to +-1e4); a disagreemen
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
 --examples and --dim do not apply to a kernel form; --timeout, the child process and
 the exit statuses are the same.
+Triton kernels run without a GPU under Triton's own CPU interpreter: --triton-interpret
+sets TRITON_INTERPRET=1 in the child process before TARGET is imported, so the real
+kernel code runs on CPU tensors. It is set anyway, with a note on stderr, when TARGET's
+file imports triton and torch reports no CUDA device.
 
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
@@ -81,6 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the convention of a returned lse (--form online/split): natural (default), "
                              "base2, kv-only")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
+    parser.add_argument("--triton-interpret", action="store_true",
+                        help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
+                             "process); automatic, with a note, when TARGET imports triton and there is no CUDA device")
 
 
 def _params(pairs: list[str]) -> dict:
@@ -99,6 +107,7 @@ def _params(pairs: list[str]) -> dict:
 def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
-                                  timeout=args.timeout, form=args.form, lse=args.lse)
+                                  timeout=args.timeout, form=args.form, lse=args.lse,
+                                  env=child_env(args.triton_interpret, args.target))
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

@@ -250,6 +250,17 @@ CI gate that reads `--format json` never sees a truncated report or a zero exit 
 function that exited early. An exception inside derive's own engine is also exit 2, with
 "please report this": it is never turned into a verdict.
 
+## Triton kernels without a GPU
+
+The function may be a thin wrapper that launches a Triton kernel on torch tensors.
+Triton ships a CPU interpreter that runs the kernel code itself (`TRITON_INTERPRET=1`);
+`--triton-interpret` sets that variable in the child process before the target is
+imported, which is when `@triton.jit` reads it. When the target's file imports triton
+and torch reports no CUDA device, derive sets it anyway and says so in one line on
+standard error; a `TRITON_INTERPRET` you exported yourself is left as it is. Check the
+float32 kernels with `--dtype float32`. The zoo in `tests/zoo/triton_kernels/` has a
+row softmax, a tiled forward with a sink and a split-KV combine, each with a faulty twin.
+
 ## Inputs
 
 Hypothesis (derandomized) draws, per dtype: short rows of small integers, ordinary
