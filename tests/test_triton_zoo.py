@@ -254,6 +254,28 @@ def test_derive_impl_triton_interpret(zoo, capsys, monkeypatch, fn, normalizer, 
     assert text in out
 
 
+# ---- derive impl --form on the real Triton kernels (slow: the interpreter runs every tile) ----------
+
+ZOO = "tests/zoo/triton_kernels"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target, form, code, text", [
+    ("online.py:sink_online", "online", 0, "**Verdict: agrees**"),
+    ("online.py:sink_online_sink_per_tile", "online", 1, "on scores of shape [1, 0], block = 1, s = 0.0"),
+    ("split.py:sink_split_sink_per_split", "split", 1, "disagrees on lse (scores of shape [1, 1, 0], splits = 2"),
+    ("split.py:sink_split_empty_as_sink", "split", 1, "disagrees on lse (scores of shape [1, 0], splits = 1"),
+])
+def test_derive_impl_form_on_triton_kernels(zoo, capsys, monkeypatch, target, form, code, text):
+    """The shipped kernel code itself, checked in its form: the correct one agrees, each faulty twin is
+    caught on its smallest failing input (an empty row: the sink counted 0 or 2 times)."""
+    monkeypatch.delenv(VAR, raising=False)
+    got, out, err = impl(capsys, f"{ZOO}/{target}", "--as", "sink", "--form", form, "--dtype", "float32",
+                         "--triton-interpret")
+    assert (got, err) == (code, ""), out
+    assert text in out
+
+
 def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monkeypatch):
     import torch
 
