@@ -352,7 +352,13 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
         name = base.name
 
         def indexed(ev, env):
-            idx = tuple(ev.index(g(ev, env)) for g in index_fs)
+            index = ev.index
+            if len(index_fs) == 1:
+                idx = (index(index_fs[0](ev, env)),)
+            elif len(index_fs) == 2:
+                idx = (index(index_fs[0](ev, env)), index(index_fs[1](ev, env)))
+            else:
+                idx = tuple(index(g(ev, env)) for g in index_fs)
             if is_vector:
                 return ev.arr(ev.inst.families[name][idx[0]])
             entry = ev.inst.tables[name][idx]
