@@ -8,6 +8,7 @@ into ``build/``, and compiles the PDF when ``pdflatex`` is installed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -20,11 +21,12 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from derive import progress
+from derive import progress, shared
 from derive.errors import DeriveError, InputError
 from derive.render import Rendered, render_document
 
@@ -290,25 +292,40 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     the same, and are written and logged in module order, for any ``jobs``. ``cache`` is a folder
     of results keyed by :func:`cache_key` (``None``: build everything). A failing document
     raises after the documents before it (in module order) are written, as a sequential
-    build would.
+    build would. Results several documents need (see :mod:`derive.shared`) are computed
+    once per parallel build, as a sequential build computes them once in its process.
     """
     start = time.perf_counter()
     report = BuildReport(stale=[])
     modules = proof_modules(paths)
     have_pdflatex = shutil.which("pdflatex") is not None
-    old = os.environ.get(progress.ENV)
-    os.environ[progress.ENV] = "1" if show_progress else "0"
-    try:
+    parallel = jobs > 1 and len(modules) > 1
+    with tempfile.TemporaryDirectory(prefix="derive-shared-") as shared_dir, \
+            _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
         _build_all(modules, report, docs, out, check, pdf and have_pdflatex, log, jobs, cache)
-    finally:
-        if old is None:
-            os.environ.pop(progress.ENV, None)
-        else:
-            os.environ[progress.ENV] = old
     if not check and pdf and not have_pdflatex:
         log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
     report.seconds = time.perf_counter() - start
     return report
+
+
+@contextlib.contextmanager
+def _environ(values: dict):
+    """Set (or, for None, unset) environment variables for the build and its processes."""
+    old = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None:

@@ -173,3 +173,46 @@ def test_progress_is_off_when_asked(tmp_path, capfd):
 def test_jobs_must_be_positive(tmp_path, capsys):
     assert main(["build", str(DATA / "demo.py"), "--jobs", "0", "--docs", str(tmp_path)]) == 2
     assert "--jobs 0: expected a whole number ≥ 1" in capsys.readouterr().err
+
+
+def _compute_once(folder: str, log: str, out) -> None:
+    import os
+    import time
+
+    from derive import shared
+
+    os.environ[shared.ENV] = folder
+
+    def compute():
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        time.sleep(0.5)
+        return {"value": 42}
+
+    out.put(shared.once("the same step", compute))
+
+
+def test_a_shared_step_is_computed_once_across_processes(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    log = tmp_path / "computed"
+    procs = [ctx.Process(target=_compute_once, args=(str(tmp_path), str(log), out)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join()
+    assert results == [{"value": 42}] * 3
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_without_a_build_a_shared_step_is_just_computed(monkeypatch):
+    from derive import shared
+
+    monkeypatch.delenv(shared.ENV, raising=False)
+    calls = []
+    assert shared.once("k", lambda: calls.append(1) or 7) == 7
+    assert shared.once("k", lambda: calls.append(1) or 7) == 7
+    assert calls == [1, 1]
