@@ -235,8 +235,8 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
     on scheduling. The costly documents start first; results are handed out in module
     order, and the first failure (in module order) is raised.
     """
-    if jobs <= 1 or len(modules) <= 1:
-        for path in modules:
+    if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        for path in modules:  # (no fork on Windows: one process)
             yield _build_one(path, cache)
         return
     ctx = multiprocessing.get_context("fork")
@@ -299,7 +299,7 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     report = BuildReport(stale=[])
     modules = proof_modules(paths)
     have_pdflatex = shutil.which("pdflatex") is not None
-    parallel = jobs > 1 and len(modules) > 1
+    parallel = jobs > 1 and len(modules) > 1 and "fork" in multiprocessing.get_all_start_methods()
     with tempfile.TemporaryDirectory(prefix="derive-shared-") as shared_dir, \
             _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
         _build_all(modules, report, docs, out, check, pdf and have_pdflatex, log, jobs, cache)
