@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
-"""Wall time of the qk-bias document, per step, against a naive component-wise proof.
+"""The document build: per-document and whole-build times against the targets.
 
-Targets (2-core machine): the whole qk-bias document — proofs, cross-checks, rendering, no
-PDF — under 5 s after imports; the kernels document under 15 s; symbolic proof time
-independent of n and d. The baseline
-proves the same K-bias cancellation by expanding explicit components of n keys in d
-dimensions and calling ``simplify``; its cost grows quickly with n = d.
+Targets (2-core machine, no PDF, cold: no cache): every document at most 5 s, the kernels
+document at most 15 s, the whole build at most 20 s wall with the documents built in
+parallel processes. Each figure is printed in seconds and as a ratio to the wall time of
+``python -c "import sympy"`` (a ratio travels between machines better than seconds, as in
+``bench_check.py``); CPU seconds (user + sys, child processes included) are printed too,
+since wall time on a shared machine depends on the load.
 
-    python benchmarks/bench_build.py            # baseline at n = d = 4, 8, 16
+It then times the qk-bias document per step, against a naive component-wise proof: the
+baseline proves the same K-bias cancellation by expanding explicit components of n keys in
+d dimensions and calling ``simplify``; its cost grows quickly with n = d, the symbolic
+proof's does not.
+
+    python benchmarks/bench_build.py            # documents, whole build, baseline at n = d = 4, 8, 16
     python benchmarks/bench_build.py --full     # also n = d = 32 (about a minute)
+    python benchmarks/bench_build.py --quick    # documents and whole build only
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 t_import = time.perf_counter()
 import sympy as sp
 
-from derive.build import load_document
+from derive.build import build, load_document, proof_modules
 from derive.render import render_document
 
 IMPORT_S = time.perf_counter() - t_import
@@ -44,10 +56,67 @@ def naive_k_bias_cancellation(n: int, d: int) -> float:
     return time.perf_counter() - t0
 
 
+DOC_TARGET_S = 5.0
+TARGETS_S = {"kernels": 15.0}  # documents with their own target
+WHOLE_TARGET_S = 20.0
+
+
+def import_sympy_s(runs: int = 3) -> float:
+    def once() -> float:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import sympy"], check=True)
+        return time.perf_counter() - t0
+    return statistics.median(once() for _ in range(runs))
+
+
+def status(seconds: float, target: float) -> str:
+    return f"(target ≤ {target:g} s: {'met' if seconds <= target else 'MISSED'})"
+
+
+def documents(base: float, jobs: int) -> bool:
+    """Each document alone (one process), then the whole build in ``jobs`` processes; all cold."""
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        one = build(None, docs=Path(tmp) / "d1", out=Path(tmp) / "b1", pdf=False, log=lambda m: None, jobs=1)
+        print(f"{'document (one process, cold)':34} {'wall s':>7} {'CPU s':>7} {'× sympy':>8}")
+        for slug, wall, cpu, _ in one.timings:
+            target = TARGETS_S.get(slug, DOC_TARGET_S)
+            ok &= wall <= target
+            print(f"{slug:34} {wall:7.2f} {cpu:7.2f} {wall / base:8.2f}  {status(wall, target)}")
+        cpu_total = sum(c for _, _, c, _ in one.timings)
+        print(f"{'all documents, one after another':34} {one.seconds:7.2f} {cpu_total:7.2f} {one.seconds / base:8.2f}")
+        # the whole build in a fresh interpreter: a fork of this one would inherit SymPy's warm caches
+        argv = [sys.executable, "-m", "derive", "build", "--no-pdf", "--no-cache", "--no-progress",
+                "--jobs", str(jobs), "--docs", str(Path(tmp) / "d2"), "--out", str(Path(tmp) / "b2")]
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+        ok &= wall <= WHOLE_TARGET_S
+        print(f"{f'whole build, {jobs} processes (fresh)':34} {wall:7.2f} {cpu:7.2f} {wall / base:8.2f}  "
+              f"{status(wall, WHOLE_TARGET_S)}")
+        same = all((Path(tmp) / "d1" / p.name).read_bytes() == p.read_bytes() for p in (Path(tmp) / "d2").iterdir())
+        print(f"parallel and sequential builds wrote the same bytes: {same}")
+        ok &= same
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="include the n = d = 32 baseline")
+    ap.add_argument("--quick", action="store_true", help="documents and whole build only")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for the whole build")
     args = ap.parse_args()
+
+    base = import_sympy_s()  # measured before any build, like the documents below: all cold
+    print(f"{'import sympy':34} {base:7.2f} s")
+    print(f"documents: {len(proof_modules())} modules in proofs/\n")
+    ok = documents(base, args.jobs)
+    if args.quick:
+        return 0 if ok else 1
+    print()
 
     t0 = time.perf_counter()
     doc = load_document(ROOT / "proofs" / "qk_bias.py")
@@ -76,7 +145,7 @@ def main() -> int:
     for size in sizes:
         naive = naive_k_bias_cancellation(size, size)
         print(f"naive components n = d = {size:>2}: {naive:7.2f} s   ratio naive/symbolic {naive / k_bias:8.1f}x")
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

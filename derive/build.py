@@ -8,18 +8,34 @@ into ``build/``, and compiles the PDF when ``pdflatex`` is installed.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.metadata
 import importlib.util
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import platform
+import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from derive import progress, shared
 from derive.errors import DeriveError, InputError
 from derive.render import Rendered, render_document
 
-__all__ = ["BuildReport", "build", "load_document", "proof_modules"]
+__all__ = ["BuildReport", "build", "cache_key", "load_document", "proof_modules"]
+
+# Libraries whose behaviour can change a document's bytes: part of every cache key.
+KEYED_DISTRIBUTIONS = ("derive", "sympy", "numpy", "python-flint", "mpmath", "hypothesis", "jinja2", "matplotlib",
+                       "markdown-it-py")
+_PACKAGE = Path(__file__).resolve().parent
 
 
 def proofs_dir() -> Path:
@@ -103,6 +119,158 @@ class BuildReport:
     stale: list[str] | None = None
     pdfs: int = 0
     seconds: float = 0.0
+    cached: int = 0  # documents taken from the cache
+    # per document, in module order: (slug, wall seconds, CPU seconds incl. its child processes, cached)
+    timings: list = field(default_factory=list)
+
+
+# -- the cache ----------------------------------------------------------------------------
+
+def _tree_digest(h, root: Path, patterns: tuple[str, ...]) -> None:
+    for pattern in patterns:
+        for f in sorted(root.rglob(pattern)):
+            if "__pycache__" in f.parts:
+                continue
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+
+
+_INPUTS_DIGEST: str | None = None
+
+
+def _inputs_digest() -> str:
+    """What every document depends on: derive's sources, the templates, library versions."""
+    global _INPUTS_DIGEST
+    if _INPUTS_DIGEST is None:
+        h = hashlib.sha256()
+        h.update(f"python {platform.python_implementation()} {sys.version_info[:3]}\n".encode())
+        for dist in KEYED_DISTRIBUTIONS:
+            try:
+                version = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                version = "absent"
+            h.update(f"{dist} {version}\n".encode())
+        _tree_digest(h, _PACKAGE, ("*.py", "*.toml", "*.j2", "*.json"))
+        from derive.render.output import template_dir
+
+        _tree_digest(h, template_dir(), ("*",))
+        _INPUTS_DIGEST = h.hexdigest()
+    return _INPUTS_DIGEST
+
+
+def cache_key(path: Path) -> str:
+    """A content hash of everything the document of ``path`` is built from.
+
+    The module's path as the document shows it, every ``.py`` file next to it (the module and any helper it may
+    import), every file of the ``derive`` package (sources, atlas specs), the templates,
+    and the versions of Python and of the libraries in :data:`KEYED_DISTRIBUTIONS`. A
+    change to any of them gives another key.
+    """
+    h = hashlib.sha256(_inputs_digest().encode())
+    h.update(_display_path(path).encode() + b"\0")  # the document prints it
+    for f in sorted(path.resolve().parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _cache_get(cache: Path | None, key: str):
+    if cache is None:
+        return None
+    f = cache / f"{key}.pickle"
+    try:
+        with f.open("rb") as fh:
+            value = pickle.load(fh)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+        return None
+    return value if isinstance(value, tuple) and len(value) == 4 else None
+
+
+def _cache_put(cache: Path | None, key: str, value) -> None:
+    if cache is None:
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f"{key}.{os.getpid()}.tmp"
+    tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.replace(cache / f"{key}.pickle")  # atomic: a reader never sees half a file
+
+
+# -- one document, in this process or a worker -----------------------------------------------
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _build_one(path: Path, cache: Path | None):
+    """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module."""
+    t0, c0 = time.perf_counter(), _cpu()
+    key = cache_key(path) if cache is not None else ""
+    hit = _cache_get(cache, key) if cache is not None else None
+    if hit is None:
+        result = _render_module(path)
+        _cache_put(cache, key, result)
+    else:
+        result = hit
+    return result, time.perf_counter() - t0, _cpu() - c0, hit is not None
+
+
+def _child(path: Path, cache: Path | None, conn) -> None:
+    """A worker process: build one document and send back its result or its exception."""
+    try:
+        payload = ("ok", _build_one(path, cache))
+    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an exception that cannot travel is described instead
+            exc = DeriveError(f"{path}: {type(exc).__name__}: {exc}")
+        payload = ("error", exc)
+    conn.send(payload)
+    conn.close()
+
+
+def _results(modules: list[Path], jobs: int, cache: Path | None):
+    """Each module's result in module order, built ``jobs`` at a time in their own processes.
+
+    Each document is built in a fresh fork of this process, so it sees the same interpreter
+    state whichever other documents run beside it or before it: the output never depends
+    on scheduling. The costly documents start first; results are handed out in module
+    order, and the first failure (in module order) is raised.
+    """
+    if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        for path in modules:  # (no fork on Windows: one process)
+            yield _build_one(path, cache)
+        return
+    ctx = multiprocessing.get_context("fork")
+    waiting = sorted(range(len(modules)), key=lambda k: (-_COST.get(modules[k].stem, 0), k))
+    running: dict = {}  # k → (process, receiving end)
+    done: dict = {}
+    try:
+        for k in range(len(modules)):
+            while k not in done:
+                while waiting and len(running) < jobs:
+                    j = waiting.pop(0)
+                    recv, send = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_child, args=(modules[j], cache, send), name=f"derive-build-{j}")
+                    proc.start()
+                    send.close()
+                    running[j] = (proc, recv)
+                ready = multiprocessing.connection.wait([r for _, r in running.values()])
+                for j in [j for j, (_, r) in running.items() if r in ready]:
+                    proc, recv = running.pop(j)
+                    try:
+                        done[j] = recv.recv()
+                    except EOFError:
+                        done[j] = ("error", DeriveError(f"{modules[j]}: the build process died"))
+                    recv.close()
+                    proc.join()
+            status, value = done.pop(k)
+            if status == "error":
+                raise value
+            yield value
+    finally:
+        for proc, recv in running.values():
+            proc.terminate()
+            proc.join()
+            recv.close()
 
 
 def _write(path: Path, content: bytes) -> None:
@@ -111,16 +279,61 @@ def _write(path: Path, content: bytes) -> None:
         path.write_bytes(content)
 
 
+# Rough CPU seconds of the shipped documents: the order in which workers start them.
+_COST = {"normalizers": 30, "atlas": 16, "softmax_one": 12, "kernels": 8, "qk_bias": 6, "impl_check": 1}
+
+
 def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Path = Path("build"),
-          check: bool = False, pdf: bool = True, log=print) -> BuildReport:
+          check: bool = False, pdf: bool = True, log=print, jobs: int = 1, cache: Path | None = None,
+          show_progress: bool = False) -> BuildReport:
+    """Build ``paths`` (default: every module of ``proofs/``) and write or compare the files.
+
+    ``jobs`` documents are built at once, each in its own process; the files written are
+    the same, and are written and logged in module order, for any ``jobs``. ``cache`` is a folder
+    of results keyed by :func:`cache_key` (``None``: build everything). A failing document
+    raises after the documents before it (in module order) are written, as a sequential
+    build would. Results several documents need (see :mod:`derive.shared`) are computed
+    once per parallel build, as a sequential build computes them once in its process.
+    """
     start = time.perf_counter()
     report = BuildReport(stale=[])
     modules = proof_modules(paths)
     have_pdflatex = shutil.which("pdflatex") is not None
-    for path in modules:
-        t0 = time.perf_counter()
-        slug, rendered, steps, checks = _render_module(path)
+    parallel = jobs > 1 and len(modules) > 1 and "fork" in multiprocessing.get_all_start_methods()
+    with tempfile.TemporaryDirectory(prefix="derive-shared-") as shared_dir, \
+            _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
+        _build_all(modules, report, docs, out, check, pdf and have_pdflatex, log, jobs, cache)
+    if not check and pdf and not have_pdflatex:
+        log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+@contextlib.contextmanager
+def _environ(values: dict):
+    """Set (or, for None, unset) environment variables for the build and its processes."""
+    old = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None:
+    for path, ((slug, rendered, steps, checks), wall, cpu, cached) in zip(
+            modules, _results(modules, jobs, cache)):
         report.documents += 1
+        report.cached += cached
+        report.timings.append((slug, wall, cpu, cached))
         report.steps += steps
         report.checks += checks
         if check:
@@ -134,14 +347,11 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
             for name, content in rendered.build.items():
                 _write(out / name, content)
             tex = f"{slug}.tex"
-            if pdf and have_pdflatex and tex in rendered.build:
+            if pdf and tex in rendered.build:
                 compile_pdf(out / tex)
                 report.pdfs += 1
-        log(f"  {slug}: {steps} steps proved, {checks} checks passed ({time.perf_counter() - t0:.1f} s)")
-    if not check and pdf and not have_pdflatex:
-        log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
-    report.seconds = time.perf_counter() - start
-    return report
+        how = "from the cache" if cached else f"{wall:.1f} s, CPU {cpu:.1f} s"
+        log(f"  {slug}: {steps} steps proved, {checks} checks passed ({how})")
 
 
 def compile_pdf(tex: Path) -> Path:

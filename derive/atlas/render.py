@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from derive.atlas import ORDER, PROPERTIES, SOURCES, spec_paths
 from derive.claims.result import ICONS
+from derive.progress import note
 
 __all__ = ["atlas_markdown", "check_atlas"]
 
@@ -27,10 +28,17 @@ def check_atlas(workers: int | None = None) -> list:
     """Check every atlas spec (in parallel processes when more than one core is there)."""
     paths = [str(p) for p in spec_paths()]
     workers = workers or min(len(paths), os.cpu_count() or 1)
+    results = []
     if workers <= 1:
-        return [_check_one(p) for p in paths]
+        for p in paths:
+            results.append(_check_one(p))
+            note("atlas", f"{len(results)}/{len(paths)} specs checked")
+        return results
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_check_one, paths))
+        for r in pool.map(_check_one, paths):
+            results.append(r)
+            note("atlas", f"{len(results)}/{len(paths)} specs checked")
+    return results
 
 
 def atlas_markdown(results: list | None = None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +19,13 @@ def add_arguments(p) -> None:
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex")
     p.add_argument("--docs", default="docs", help="where Markdown/JSON/SVG go (default: docs)")
     p.add_argument("--out", default="build", help="where LaTeX/PDF go (default: build)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="documents built at once, each in its own process (default: the number of cores)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build every document; by default a document whose inputs (its module, derive's sources, "
+                        "templates, library versions) are unchanged is taken from OUT/cache. --check never uses it")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress lines on stderr while a document builds (default: when stderr is a terminal)")
 
 
 def run(args) -> int:
@@ -24,9 +33,17 @@ def run(args) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     log("derive build" + (" --check" if args.check else ""))
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        log(f"derive: error: --jobs {jobs}: expected a whole number ≥ 1")
+        return 2
+    # --check proves that docs/ follows from the code, so it always builds cold.
+    cache = None if args.no_cache or args.check else Path(args.out) / "cache"
+    show = sys.stderr.isatty() if args.progress is None else args.progress
     try:
         report = build(args.modules or None, docs=Path(args.docs), out=Path(args.out),
-                       check=args.check, pdf=not args.no_pdf, log=log)
+                       check=args.check, pdf=not args.no_pdf, log=log, jobs=jobs, cache=cache,
+                       show_progress=show)
     except StepFailed as exc:
         log(f"derive: step failed: {exc}")
         return 1
@@ -37,6 +54,7 @@ def run(args) -> int:
         for name in report.stale:
             log(f"stale: {name} differs from what the build writes; run `python build_docs.py`")
         return 1
-    log(f"{report.documents} documents, {report.steps} steps proved, {report.checks} checks run, "
+    cached = f", {report.cached} from the cache" if report.cached else ""
+    log(f"{report.documents} documents{cached}, {report.steps} steps proved, {report.checks} checks run, "
         f"{report.pdfs} PDFs, {report.seconds:.1f} s")
     return 0

@@ -179,29 +179,32 @@ class _Eval:
     # ---- the interpreter ----------------------------------------------------------------
 
     def run(self, e: sp.Basic, env: dict):
-        if isinstance(e, sp.Sum) or isinstance(e, Dot):
-            key = (e, tuple(sorted((s.name, env[s]) for s in _free(e) if s in env)))
-            if key in self.cache:
-                return self.cache[key]
-            val = self._node(e, env)
-            self.cache[key] = val
-            return val
-        return self._node(e, env)
+        return _compile(e)(self, env)
+
+    def symbol(self, e: sp.Symbol):
+        """The value of a symbol that no loop binds: d, n, a scalar or a vector of the instance."""
+        if isinstance(e, VectorSymbol):
+            return self.arr(self.inst.vectors[e])
+        if e.name == "d":
+            return self.num(self.inst.d)
+        if e.name == "n":
+            return self.num(self.inst.n)
+        if e in self.inst.scalars:
+            return self.num(self.inst.scalars[e])
+        raise Unsupported(f"no value for symbol {e}")
 
     def _node(self, e: sp.Basic, env: dict):
+        """The value of one node (its children through :meth:`run`); the reference semantics.
+
+        :func:`_compile` turns an expression into closures that do exactly what this does, in
+        the same order (so the same floats), without re-dispatching on the node type for every
+        instance and every index of a sum.
+        """
         mode = self.mode
         if isinstance(e, sp.Symbol):
             if e in env:
                 return env[e]
-            if isinstance(e, VectorSymbol):
-                return self.arr(self.inst.vectors[e])
-            if e.name == "d":
-                return self.num(self.inst.d)
-            if e.name == "n":
-                return self.num(self.inst.n)
-            if e in self.inst.scalars:
-                return self.num(self.inst.scalars[e])
-            raise Unsupported(f"no value for symbol {e}")
+            return self.symbol(e)
         if isinstance(e, sp.Integer):
             return {"mp": mpmath.mpf, "arb": arb}.get(mode, float)(int(e))
         if isinstance(e, sp.Rational):
@@ -294,6 +297,190 @@ class _Eval:
         if total is None:
             return self.num(0)
         return total
+
+
+# ---- compiled evaluation ---------------------------------------------------------------------
+# An expression is turned once into a tree of closures ``f(ev, env)``; evaluating it on many
+# instances (a cross-check evaluates each side on 120 of them, and a sum's body once per index)
+# then skips the isinstance dispatch of :meth:`_Eval._node`. Each closure performs the same
+# operations in the same order as ``_node``, so results are identical to the last bit.
+
+
+@lru_cache(maxsize=8192)
+def _compile(e: sp.Basic):
+    f = _compile_node(e)
+    if isinstance(e, (sp.Sum, Dot)):
+        # A sum or dot product is cached per evaluation, keyed by the loop variables it uses.
+        bound = sorted(_free(e), key=lambda s: s.name)
+
+        def cached(ev, env, _f=f, _e=e, _bound=bound):
+            key = (_e, tuple(sorted((s.name, env[s]) for s in _bound if s in env)))
+            cache = ev.cache
+            if key in cache:
+                return cache[key]
+            val = cache[key] = _f(ev, env)
+            return val
+        return cached
+    return f
+
+
+def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in _Eval._node
+    if isinstance(e, sp.Symbol):
+        def symbol(ev, env):
+            if e in env:
+                return env[e]
+            return ev.symbol(e)
+        return symbol
+    if isinstance(e, sp.Integer):
+        k = int(e)
+
+        def integer(ev, env):
+            return float(k) if ev.mode == "float" else ev._node(e, env)
+        return integer
+    if isinstance(e, sp.Rational):
+        p, q = int(e.p), int(e.q)
+
+        def rational(ev, env):
+            return p / q if ev.mode == "float" else ev._node(e, env)
+        return rational
+    if isinstance(e, sp.Float) or e is sp.pi or e is sp.E:
+        return lambda ev, env: ev._node(e, env)
+    if isinstance(e, sp.Indexed):
+        index_fs = tuple(_compile(a) for a in e.indices)
+        base = e.base
+        is_vector = isinstance(base, VectorBase)
+        name = base.name
+
+        def indexed(ev, env):
+            index = ev.index
+            if len(index_fs) == 1:
+                idx = (index(index_fs[0](ev, env)),)
+            elif len(index_fs) == 2:
+                idx = (index(index_fs[0](ev, env)), index(index_fs[1](ev, env)))
+            else:
+                idx = tuple(index(g(ev, env)) for g in index_fs)
+            if is_vector:
+                return ev.arr(ev.inst.families[name][idx[0]])
+            entry = ev.inst.tables[name][idx]
+            return ev.num(entry if ev.mode == "arb" else float(entry))
+        return indexed
+    if isinstance(e, sp.Add):
+        first, *rest = (_compile(a) for a in e.args)
+
+        def add(ev, env):
+            vals = [first(ev, env)] + [g(ev, env) for g in rest]
+            total = vals[0]
+            for v in vals[1:]:
+                total = total + v
+            return total
+        return add
+    if isinstance(e, sp.Mul):
+        first, *rest = (_compile(a) for a in e.args)
+
+        def mul(ev, env):
+            total = first(ev, env)
+            for g in rest:
+                total = total * g(ev, env)
+            return total
+        return mul
+    if isinstance(e, sp.Pow):
+        base_f, ex = _compile(e.base), e.exp
+        if ex == sp.Rational(1, 2):
+            return lambda ev, env: ev.sqrt(base_f(ev, env))
+        if ex == -sp.Rational(1, 2):
+            return lambda ev, env: 1 / ev.sqrt(base_f(ev, env))
+        integer_ex = int(ex) if isinstance(ex, sp.Integer) else None
+        ex_f = None if integer_ex is not None else _compile(ex)
+
+        def power(ev, env):
+            b = base_f(ev, env)
+            mode = ev.mode
+            if mode == "arb" and not isinstance(b, np.ndarray):
+                b = ev.exact(b)  # an integer index to a negative power must not become a float
+            if integer_ex is not None:
+                return b ** integer_ex
+            x = ex_f(ev, env)
+            if mode == "arb":
+                return ev.exact(b) ** ev.exact(x)
+            return mpmath.power(b, x) if mode == "mp" else b**x
+        return power
+    if isinstance(e, (sp.exp, sp.log, sp.tanh, sp.sin, sp.cos)):
+        name, arg_f = type(e).__name__, _compile(e.args[0])
+        return lambda ev, env: ev.unary(name, arg_f(ev, env))
+    if isinstance(e, sp.Abs):
+        arg_f = _compile(e.args[0])
+        return lambda ev, env: abs(arg_f(ev, env))
+    if isinstance(e, (sp.Max, sp.Min)):
+        fs, is_max = tuple(_compile(a) for a in e.args), isinstance(e, sp.Max)
+
+        def extremum(ev, env):
+            vals = [g(ev, env) for g in fs]
+            if ev.mode == "arb":
+                out = ev.exact(vals[0])
+                for v in vals[1:]:
+                    out = out.max(ev.exact(v)) if is_max else out.min(ev.exact(v))
+                return out
+            return max(vals) if is_max else min(vals)
+        return extremum
+    if isinstance(e, Dot):
+        fa, fb = (_compile(x) for x in e.args)
+
+        def dot(ev, env):
+            a, b = fa(ev, env), fb(ev, env)
+            mode = ev.mode
+            if mode == "float":
+                return float(np.dot(a, b))
+            return mpmath.fsum(a * b) if mode == "mp" else sum(a * b, arb(0))
+        return dot
+    if isinstance(e, Rot):
+        fpos, fvec = _compile(e.args[0]), _compile(e.args[1])
+
+        def rot(ev, env):
+            pos = fpos(ev, env)
+            vec = fvec(ev, env)
+            if ev.mode == "arb":
+                pos = ev.exact(pos)
+            return rope_matrix(pos, ev.inst.d, ev.mode).dot(vec)
+        return rot
+    if isinstance(e, sp.Sum):
+        body, *limits = e.args
+        return _compile_sum(_compile(body), [(v, _compile(lo), _compile(hi)) for v, lo, hi in limits])
+    if isinstance(e, sp.Piecewise):
+        branches = tuple((cond == sp.true, _compile(val), None if cond == sp.true else _compile(cond))
+                         for val, cond in e.args)
+
+        def piecewise(ev, env):
+            for always, val_f, cond_f in branches:
+                if always or cond_f(ev, env):
+                    return val_f(ev, env)
+            raise Unsupported("Piecewise without a true branch")
+        return piecewise
+    if isinstance(e, sp.core.relational.Relational):
+        op, fl, fr = e.rel_op, _compile(e.lhs), _compile(e.rhs)
+        return lambda ev, env: ev.truth(op, fl(ev, env), fr(ev, env))
+
+    def unsupported(ev, env):
+        raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
+    return unsupported
+
+
+def _compile_sum(body_f, limits):
+    """Σ over ``limits`` [(var, lo, hi), …] (outermost first), as :meth:`_Eval._sum`."""
+    (var, lo_f, hi_f), inner_limits = limits[0], limits[1:]
+    inner_f = _compile_sum(body_f, inner_limits) if inner_limits else body_f
+
+    def total_of(ev, env):
+        lo_v, hi_v = ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env))
+        total = None
+        for k in range(lo_v, hi_v + 1):
+            inner = dict(env)
+            inner[var] = k
+            v = inner_f(ev, inner)
+            total = v if total is None else total + v
+        if total is None:
+            return ev.num(0)
+        return total
+    return total_of
 
 
 def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | None = None, dps: int = 60,

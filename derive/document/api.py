@@ -47,6 +47,7 @@ import sympy as sp
 from derive.crosscheck.check import CheckResult, cross_check
 from derive.document.notation import unfold
 from derive.errors import InputError, StepFailed
+from derive.progress import note
 from derive.prove.equality import prove_equal
 from derive.prove.rowconst import Classification, classify
 from derive.prove.verdict import PROVED, REFUTED, Verdict
@@ -215,6 +216,9 @@ class Document:
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
         """A heading; ``anchor`` makes it a link target (``[text](#anchor)`` in prose and cells)."""
         self.blocks.append(Section(title, anchor=anchor, level=level))
+        if level <= 2:
+            steps = sum(1 for b in self.blocks if b.kind in ("equation", "chain", "refutation", "classification"))
+            note(self.slug, f"{title} ({steps} steps checked so far)")
 
     def prose(self, text: str) -> None:
         """A paragraph; ``$…$`` marks inline math, ``**…**`` bold, `` `…` `` code.

@@ -22,6 +22,7 @@ from derive.model.attention import M, d, i, j, n, t, u
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers.registry import get
 from derive.prove.verdict import Verdict
+from derive.shared import once
 
 __all__ = [
     "EQUIVALENCES",
@@ -150,4 +151,6 @@ def decide_all() -> list[tuple[Equivalence, Verdict]]:
     from derive.normalizers.algebra import settle
 
     softmax = get("softmax")
-    return [(e, settle(e.lhs(), e.rhs(), softmax, {})) for e in EQUIVALENCES]
+    # the verdicts (an Equivalence holds lambdas) are decided once per build across documents
+    verdicts = once("equivalences.decide_all", lambda: [settle(e.lhs(), e.rhs(), softmax, {}) for e in EQUIVALENCES])
+    return list(zip(EQUIVALENCES, verdicts))

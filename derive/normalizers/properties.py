@@ -32,6 +32,7 @@ from derive.normalizers.algebra import (
 from derive.normalizers.registry import get, names
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
+from derive.shared import once
 
 __all__ = ["PROPERTIES", "decide", "derive_property", "params_for"]
 
@@ -346,8 +347,8 @@ def derive_property(name: str, prop: str, **params) -> Derivation:
     if prop not in PROPERTIES:
         raise InputError(f"unknown property {prop!r}: expected one of {', '.join(PROPERTIES)}")
     key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())))
-    if key not in _CACHE:
-        _CACHE[key] = PROPERTIES[prop][1](entry, params_for(entry, params))
+    if key not in _CACHE:  # and once per build across the documents' processes
+        _CACHE[key] = once(f"derive_property {key!r}", lambda: PROPERTIES[prop][1](entry, params_for(entry, params)))
     return _CACHE[key]
 
 

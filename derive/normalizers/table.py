@@ -12,6 +12,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 
 from derive.normalizers import properties
+from derive.progress import note
 from derive.normalizers.properties import PROPERTIES, derive_property
 from derive.normalizers.registry import get, names
 
@@ -41,13 +42,15 @@ def build_table(workers: int | None = None) -> dict:
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 # the slowest entries first, so the two workers finish together
                 order = sorted(todo, key=lambda nm: nm not in ("softcap", "clipped"))
-                for name, row in zip(order, pool.map(_row, order)):
+                for k, (name, row) in enumerate(zip(order, pool.map(_row, order))):
                     rows[name] = row
+                    note("normalizers", f"table row {k + 1}/{len(order)} ({name})")
         except (OSError, ValueError, RuntimeError, ImportError):
             rows = {}
     for name in todo:
         if name not in rows:
             rows[name] = _row(name)
+            note("normalizers", f"table row {len(rows)}/{len(todo)} ({name})")
     out = {}
     for name in todo:
         for prop, der in zip(PROPERTIES, rows[name]):
