@@ -97,8 +97,13 @@ def run_baseline(args, cfg) -> int:
 
 
 def run(args) -> int:
+    import gc
+
     from derive.report import render
 
+    # The modules imported so far live as long as the process: the collector need not walk
+    # them again (each full collection would, and Hypothesis starts one on first use).
+    gc.freeze()
     cfg = settings_from(args)
     if getattr(args, "baseline", None) is not None:
         return run_baseline(args, cfg)
