@@ -13,24 +13,13 @@ The pipeline, one sub-package per stage:
 
 __version__ = "0.1.0"
 
-import gc as _gc
-
-# Importing SymPy, NumPy and Hypothesis allocates some 100,000 long-lived objects; the cyclic
-# garbage collector would walk the growing heap again and again meanwhile (a fifth of the
-# import time), so it is paused for the import and restored as it was.
-_gc_was_enabled = _gc.isenabled()
-_gc.disable()
-try:
-    from derive.document.api import Document
-    from derive.document.notation import notation
-    from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, expand_dot, vector, vectors
-    from derive.prove.equality import prove_equal
-    from derive.prove.rowconst import classify
-    from derive.prove.verdict import Verdict
-    from derive.settings import Settings
-finally:
-    if _gc_was_enabled:
-        _gc.enable()
+from derive.document.api import Document
+from derive.document.notation import notation
+from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, expand_dot, vector, vectors
+from derive.prove.equality import prove_equal
+from derive.prove.rowconst import classify
+from derive.prove.verdict import Verdict
+from derive.settings import Settings
 
 __all__ = [
     "Document",
