@@ -287,17 +287,32 @@ def shrink(inst: Instance, env: dict, differs, *, low: int = 1, fixed=(),
     mask by all keys, then causal. At most ``SHRINK_CALLS`` instances are judged (repeats
     are free), so the work is a count, the same on every machine.
     """
-    calls = [0]
     judged: set = set()
+    best = [(inst, env)]  # the simplest instance so far
 
     def keeps(cand: Instance, cenv: dict) -> bool:
         key = _key((cand, cenv))
         if key not in judged:
-            if calls[0] >= SHRINK_CALLS:
-                return False
-            calls[0] += 1
+            if len(judged) >= SHRINK_CALLS:
+                raise _Spent
             judged.add(key)
-        return differs(cand, cenv)
+        if differs(cand, cenv):
+            best[0] = (cand, cenv)
+            return True
+        return False
+
+    try:
+        return _passes(inst, env, keeps, low, fixed, masks)
+    except _Spent:
+        return best[0]
+
+
+class _Spent(Exception):
+    """The shrink budget is spent: the simplest instance so far is the answer."""
+
+
+def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[Instance, dict]:
+    """The passes of :func:`shrink`, repeated while one of them makes progress."""
 
     def entries(x: Instance) -> list:
         """(dict, key, position) of every entry of ``x``, in drawing order."""
@@ -308,7 +323,7 @@ def shrink(inst: Instance, env: dict, differs, *, low: int = 1, fixed=(),
         return out
 
     progress = True
-    while progress and calls[0] < SHRINK_CALLS:
+    while progress:
         progress = False
         for d in range(1, inst.d):
             cand = _cut(inst, env, d, inst.n, masks)
