@@ -15,7 +15,8 @@ import sympy as sp
 from flint import arb
 
 from derive.crosscheck.evaluate import Instance
-from derive.crosscheck.witness import VALUES, certify, find_witness, show_ball
+from derive.crosscheck.witness import SHRINK_CALLS, VALUES, certify, find_witness, show_ball, shrink
+from derive.model.vectors import Dot, vector
 from derive.model.attention import d as D
 from derive.model.attention import n as N
 from derive.settings import DEFAULT
@@ -86,6 +87,32 @@ def test_tiny_difference_under_a_huge_term_needs_more_bits():
     inst = Instance(d=1, n=1, scalars={x: 1})
     cert = certify(lhs, rhs, inst, {})
     assert cert is not None and cert.bits > 64
+
+
+def test_shrink_gives_the_first_table_value_that_differs():
+    # x² = x at 0 and 1; −1 is the next value of the table, whatever Hypothesis drew first.
+    w = find_witness(x**2, x, cfg=CFG)
+    assert w["instance"]["x"] == -1 and w["lhs"] == 1.0 and w["rhs"] == -1.0
+
+
+def test_shrink_gives_the_smallest_sizes_and_one_nonzero_entry():
+    # ⟨u, u⟩ ≠ 0 for any u ≠ 0: the simplest witness is d = 1, u = [1].
+    u = vector("u")
+    w = find_witness(Dot(u, u), sp.S.Zero, cfg=CFG)
+    assert (w["instance"]["d"], w["instance"]["u"]) == (1, [1])
+
+
+def test_shrink_judges_at_most_its_budget():
+    judged = []
+
+    def differs(inst, env):
+        judged.append(inst.scalars[x])
+        return inst.scalars[x] != 0
+
+    inst = Instance(d=1, n=1, scalars={x: VALUES[-1]})
+    out, _ = shrink(inst, {}, differs)
+    assert out.scalars[x] == 1  # the first value before −7 that still differs
+    assert len(judged) <= SHRINK_CALLS
 
 
 def test_search_reaches_n_equal_one():
