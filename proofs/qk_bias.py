@@ -162,8 +162,8 @@ def document() -> Document:
     doc.prose(
         "A term $f(j)$ is **row-constant** when $f(j_1) = f(j_2)$ for any two keys of the row. "
         "The engine proves this by reducing $f(j_1) - f(j_2)$ to $0$; it shows a term is "
-        "**key-dependent** by a concrete instance, found and shrunk by Hypothesis, on which the two "
-        "values differ (certified by ball arithmetic)."
+        "**key-dependent** by a concrete instance, found by Hypothesis and then shrunk, on which the "
+        "two values certainly differ (certified by ball arithmetic)."
     )
     terms = sorted(sp.Add.make_args(expanded), key=sp.default_sort_key)
     labels = {Dot(k0[j], q0[i]): "q⁰·k⁰", Dot(bQ, k0[j]): "b_Q·k⁰", Dot(bK, q0[i]): "q⁰·b_K", Dot(bK, bQ): "b_Q·b_K"}

@@ -8,13 +8,15 @@ search reaches n = 1, d ≥ 4, halves and irrational entries.
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 import sympy as sp
 from flint import arb
 
-from derive.crosscheck.evaluate import Instance, evaluate
-from derive.crosscheck.witness import VALUES, certify, find_witness, show_ball
+from derive.crosscheck.evaluate import Instance
+from derive.crosscheck.witness import SHRINK_CALLS, VALUES, certify, find_witness, show_ball, shrink
+from derive.model.vectors import Dot, vector
 from derive.model.attention import d as D
 from derive.model.attention import n as N
 from derive.settings import DEFAULT
@@ -57,13 +59,20 @@ def test_many_digit_identities_hold_on_every_table_value(lhs, rhs):
 
 
 def test_the_old_two_precision_rule_was_fooled():
-    """What the certificate replaces: at 50 and 100 digits the same wrong difference."""
+    """What the certificate replaces: at 50 and 100 digits the same wrong difference.
+
+    e^300 + 1 − e^300 (= 1) at x = 1, term by term as the unevaluated sum is written:
+    e^300 has 131 digits before the point, so the 1 is lost at both precisions."""
     lhs, rhs = MANY_DIGITS[0].values
+    assert set(sp.Add.make_args(lhs)) == {E(300 * x), sp.S.One, -E(300 * x)}
+
+    def at(dps):
+        with mpmath.workdps(dps):
+            return mpmath.exp(300) + 1 - mpmath.exp(300)
+
+    assert at(50) == at(100) == 0 and rhs == 1  # both precisions "agree" on a false difference
     inst = Instance(d=1, n=1, scalars={x: 1})
-    a50, a100 = (evaluate(lhs, inst, "mp", {}, dps) for dps in (50, 100))
-    b = evaluate(rhs, inst, "mp", {}, 50)
-    assert a50 == a100 == 0 and b == 1  # both precisions "agree" on a false difference
-    assert certify(lhs, rhs, inst, {}) is None
+    assert certify(lhs, rhs, inst, {}) is None  # ball arithmetic: no certificate
 
 
 def test_small_differences_are_found_without_a_float_filter():
@@ -78,6 +87,32 @@ def test_tiny_difference_under_a_huge_term_needs_more_bits():
     inst = Instance(d=1, n=1, scalars={x: 1})
     cert = certify(lhs, rhs, inst, {})
     assert cert is not None and cert.bits > 64
+
+
+def test_shrink_gives_the_first_table_value_that_differs():
+    # x² = x at 0 and 1; −1 is the next value of the table, whatever Hypothesis drew first.
+    w = find_witness(x**2, x, cfg=CFG)
+    assert w["instance"]["x"] == -1 and w["lhs"] == 1.0 and w["rhs"] == -1.0
+
+
+def test_shrink_gives_the_smallest_sizes_and_one_nonzero_entry():
+    # ⟨u, u⟩ ≠ 0 for any u ≠ 0: the simplest witness is d = 1, u = [1].
+    u = vector("u")
+    w = find_witness(Dot(u, u), sp.S.Zero, cfg=CFG)
+    assert (w["instance"]["d"], w["instance"]["u"]) == (1, [1])
+
+
+def test_shrink_judges_at_most_its_budget():
+    judged = []
+
+    def differs(inst, env):
+        judged.append(inst.scalars[x])
+        return inst.scalars[x] != 0
+
+    inst = Instance(d=1, n=1, scalars={x: VALUES[-1]})
+    out, _ = shrink(inst, {}, differs)
+    assert out.scalars[x] == 1  # the first value before −7 that still differs
+    assert len(judged) <= SHRINK_CALLS
 
 
 def test_search_reaches_n_equal_one():

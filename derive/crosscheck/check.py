@@ -111,7 +111,7 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
     skipped and not counted.
     """
     sig = signature(lhs, rhs, *([where] if where is not None else []))
-    stats = {"n": 0, "abs": 0.0, "rel": 0.0, "mp": 0, "witness": None, "searched": 0}
+    stats = {"n": 0, "abs": 0.0, "rel": 0.0, "arb": 0, "witness": None, "searched": 0}
 
     def compare(d, n, seed, mask, record: bool) -> bool:
         n = max(n, sig.min_n)
@@ -125,9 +125,9 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
             return True  # no draw inside the statement's range: this instance tells nothing
         a, b = _flat(evaluate(lhs, inst, "float", env)), _flat(evaluate(rhs, inst, "float", env))
         ok = all(close(x, y, cfg) for x, y in zip(a, b)) and len(a) == len(b)
-        used_mp = False
+        used_arb = False
         if not ok or not all(math.isfinite(x) for x in a + b):
-            used_mp = True
+            used_arb = True
             am, bm = _precise(lhs, inst, env), _precise(rhs, inst, env)
             if am is None or bm is None:
                 return True  # beyond the precision cap: this instance tells nothing either way
@@ -135,7 +135,7 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
             a, b = am, bm
         if record:
             stats["n"] += 1
-            stats["mp"] += used_mp
+            stats["arb"] += used_arb
             for x, y in zip(a, b):
                 err = abs(x - y)
                 stats["abs"] = max(stats["abs"], err)
@@ -183,4 +183,4 @@ def _result(name: str, passed: bool, stats: dict, cfg: Settings) -> CheckResult:
     # number when it passed, so the figure does not depend on what Hypothesis drew.
     searched = cfg.examples if passed and stats["searched"] else stats["searched"]
     return CheckResult(name, passed, stats["n"], stats["abs"], stats["rel"], cfg.rtol,
-                       stats["mp"], stats["witness"], searched, atol=cfg.atol)
+                       stats["arb"], stats["witness"], searched, atol=cfg.atol)

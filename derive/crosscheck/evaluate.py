@@ -1,11 +1,10 @@
 """Numeric evaluation of engine expressions on a concrete instance.
 
-Three backends: ``float`` (numpy float64), ``mp`` (mpmath at a chosen precision, vectors
-as object arrays of ``mpf``) and ``arb`` (python-flint's ball arithmetic at a chosen
-precision in bits: every value is an interval certain to contain the exact one, which is
-what certifies a counterexample). Instance entries may be exact numbers (integers,
-``sympy.Rational``, ``sqrt(2)``); the ``arb`` backend encloses them exactly, the others round
-them. The evaluator is an interpreter over a whitelist of node
+Two backends: ``float`` (numpy float64) and ``arb`` (python-flint's ball arithmetic at a
+chosen precision in bits, vectors as object arrays of balls: every value is an interval
+certain to contain the exact one, which is what certifies a counterexample). Instance
+entries may be exact numbers (integers, ``sympy.Rational``, ``sqrt(2)``); the ``arb``
+backend encloses them exactly, ``float`` rounds them. The evaluator is an interpreter over a whitelist of node
 types; anything else raises :class:`~derive.errors.Unsupported`. Sub-expressions that do
 not depend on a loop variable are cached, so a double sum (an output mixing weights whose
 denominator is itself a sum) costs O(n), not O(n²).
@@ -18,7 +17,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import flint
-import mpmath
 import numpy as np
 import sympy as sp
 from flint import arb
@@ -83,18 +81,11 @@ def rope_matrix(pos, dim: int, mode: str = "float", base: float = 10000.0):
             c, s = math.cos(th), math.sin(th)
             r[2 * k, 2 * k], r[2 * k, 2 * k + 1], r[2 * k + 1, 2 * k], r[2 * k + 1, 2 * k + 1] = c, -s, s, c
         return r
-    if mode == "arb":
-        one, zero, b = arb(1), arb(0), arb(int(base))
-        r = np.array([[one if a == c else zero for c in range(dim)] for a in range(dim)], dtype=object)
-        for k in range(dim // 2):
-            th = pos * b ** (arb(-2 * k) / dim)
-            c, s = th.cos(), th.sin()
-            r[2 * k, 2 * k], r[2 * k, 2 * k + 1], r[2 * k + 1, 2 * k], r[2 * k + 1, 2 * k + 1] = c, -s, s, c
-        return r
-    r = np.array([[mpmath.mpf(int(a == b)) for b in range(dim)] for a in range(dim)], dtype=object)
+    one, zero, b = arb(1), arb(0), arb(int(base))
+    r = np.array([[one if a == c else zero for c in range(dim)] for a in range(dim)], dtype=object)
     for k in range(dim // 2):
-        th = pos * mpmath.mpf(base) ** (mpmath.mpf(-2 * k) / dim)
-        c, s = mpmath.cos(th), mpmath.sin(th)
+        th = pos * b ** (arb(-2 * k) / dim)
+        c, s = th.cos(), th.sin()
         r[2 * k, 2 * k], r[2 * k, 2 * k + 1], r[2 * k + 1, 2 * k], r[2 * k + 1, 2 * k + 1] = c, -s, s, c
     return r
 
@@ -120,8 +111,6 @@ class _Eval:
     def num(self, x):
         if self.mode == "float":
             return float(x)
-        if self.mode == "mp":
-            return x if isinstance(x, mpmath.mpf) else mpmath.mpf(float(x))
         return self.exact(x)
 
     def exact(self, x):
@@ -154,8 +143,6 @@ class _Eval:
     def unary(self, name: str, x):
         if self.mode == "arb":
             return getattr(self.exact(x), name)()
-        if self.mode == "mp":
-            return getattr(mpmath, name)(x)
         if name == "exp":
             return math.exp(x) if x < 709.0 else math.inf
         if name == "log":
@@ -163,7 +150,7 @@ class _Eval:
         return getattr(math, name)(x)
 
     def sqrt(self, x):
-        return self.exact(x).sqrt() if self.mode == "arb" else mpmath.sqrt(x) if self.mode == "mp" else math.sqrt(x)
+        return self.exact(x).sqrt() if self.mode == "arb" else math.sqrt(x)
 
     def truth(self, op: str, a, b) -> bool:
         """A comparison; with balls, only a certain answer counts."""
@@ -206,17 +193,17 @@ class _Eval:
                 return env[e]
             return self.symbol(e)
         if isinstance(e, sp.Integer):
-            return {"mp": mpmath.mpf, "arb": arb}.get(mode, float)(int(e))
+            return arb(int(e)) if mode == "arb" else float(int(e))
         if isinstance(e, sp.Rational):
             if mode == "float":
                 return int(e.p) / int(e.q)
-            return (mpmath.mpf(int(e.p)) if mode == "mp" else arb(int(e.p))) / int(e.q)
+            return arb(int(e.p)) / int(e.q)
         if isinstance(e, sp.Float):
-            return mpmath.mpf(str(e)) if mode == "mp" else arb(str(e)) if mode == "arb" else float(e)
+            return arb(str(e)) if mode == "arb" else float(e)
         if e is sp.pi:
-            return mpmath.pi if mode == "mp" else arb.pi() if mode == "arb" else math.pi
+            return arb.pi() if mode == "arb" else math.pi
         if e is sp.E:
-            return mpmath.e if mode == "mp" else arb.const_e() if mode == "arb" else math.e
+            return arb.const_e() if mode == "arb" else math.e
         if isinstance(e, sp.Indexed):
             idx = tuple(self.index(self.run(a, env)) for a in e.indices)
             if isinstance(e.base, VectorBase):
@@ -249,7 +236,7 @@ class _Eval:
             x = self.run(ex, env)
             if mode == "arb":
                 return self.exact(b) ** self.exact(x)
-            return mpmath.power(b, x) if mode == "mp" else b**x
+            return b**x
         if isinstance(e, (sp.exp, sp.log, sp.tanh, sp.sin, sp.cos)):
             return self.unary(type(e).__name__, self.run(e.args[0], env))
         if isinstance(e, sp.Abs):
@@ -266,7 +253,7 @@ class _Eval:
             a, b = (self.run(x, env) for x in e.args)
             if mode == "float":
                 return float(np.dot(a, b))
-            return mpmath.fsum(a * b) if mode == "mp" else sum(a * b, arb(0))
+            return sum(a * b, arb(0))
         if isinstance(e, Rot):
             pos = self.run(e.args[0], env)
             vec = self.run(e.args[1], env)
@@ -402,7 +389,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
             x = ex_f(ev, env)
             if mode == "arb":
                 return ev.exact(b) ** ev.exact(x)
-            return mpmath.power(b, x) if mode == "mp" else b**x
+            return b**x
         return power
     if isinstance(e, (sp.exp, sp.log, sp.tanh, sp.sin, sp.cos)):
         name, arg_f = type(e).__name__, _compile(e.args[0])
@@ -430,7 +417,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
             mode = ev.mode
             if mode == "float":
                 return float(np.dot(a, b))
-            return mpmath.fsum(a * b) if mode == "mp" else sum(a * b, arb(0))
+            return sum(a * b, arb(0))
         return dot
     if isinstance(e, Rot):
         fpos, fvec = _compile(e.args[0]), _compile(e.args[1])
@@ -483,11 +470,10 @@ def _compile_sum(body_f, limits):
     return total_of
 
 
-def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | None = None, dps: int = 60,
-             prec: int = 64):
+def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | None = None, prec: int = 64):
     """Evaluate ``expr`` on ``inst``; ``env`` binds index symbols (i, j, …) to integers.
 
-    ``dps`` is the mpmath precision in digits, ``prec`` the arb precision in bits.
+    ``mode`` is ``"float"`` or ``"arb"``; ``prec`` is the arb precision in bits.
     """
     if mode == "arb":
         old = flint.ctx.prec
@@ -496,8 +482,7 @@ def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | No
             return _Eval(inst, mode).run(expr, dict(env or {}))
         finally:
             flint.ctx.prec = old
-    if mode == "mp":
-        with mpmath.workdps(dps):
-            return _Eval(inst, mode).run(expr, dict(env or {}))
+    if mode != "float":
+        raise ValueError(f"unknown evaluation mode {mode!r}; expected 'float' or 'arb'")
     with np.errstate(all="ignore"):  # inf and nan are results here; callers check finiteness
         return _Eval(inst, mode).run(expr, dict(env or {}))

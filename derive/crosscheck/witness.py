@@ -2,8 +2,11 @@
 
 The one counterexample searcher of derive. Hypothesis draws d and n (1 to 6), the index
 values and every entry from a table of exact values (small integers, halves, a few
-irrational-looking numbers such as √2 and π/4) and shrinks a failing instance towards the
-simplest one. An instance counts as a counterexample only when ball arithmetic
+irrational-looking numbers such as √2 and π/4) until an instance is certified; a greedy
+shrink (:func:`shrink`) then makes it as simple as it can: smaller d and n, smaller index
+values, each entry replaced by the first value of the table that keeps the difference.
+Hypothesis's own shrinker found the same kind of witness at several times the cost (it
+replays hundreds of choice sequences for a few dozen judged instances). An instance counts as a counterexample only when ball arithmetic
 (python-flint's ``arb``) *proves* the difference nonzero: both sides are enclosed in
 intervals certain to contain the exact values, at a precision raised from 64 bits until
 the enclosure of the difference excludes 0 or the bit cap is reached (then: no
@@ -36,7 +39,7 @@ from derive.settings import DEFAULT, Settings
 
 __all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball"]
 
-# Entries are drawn from this table, simplest first (Hypothesis shrinks towards the start).
+# Entries are drawn from this table, simplest first (shrinking moves towards the start).
 # Every value is exact: a counterexample can be replayed by hand or by any CAS.
 VALUES: tuple[sp.Expr, ...] = tuple(
     sp.sympify(v) for v in (0, 1, -1, 2, -2, sp.Rational(1, 2), sp.Rational(-1, 2), 3, -3,
@@ -46,7 +49,7 @@ MAX_D = MAX_N = 6
 START_BITS = 64
 SURE_BITS = 256  # below this, a tight ball around 0 is not yet taken as "equal here"
 MAX_BITS = 1 << 14  # 16384 bits ≈ 4900 digits: beyond, an instance gives no certificate
-SHRINK_CALLS = 60  # further tries once an instance is found (a count, not a clock)
+SHRINK_CALLS = 60  # instances judged while shrinking a found one (a count, not a clock)
 BITS_BUDGET = 64 * 2000  # bits of all evaluations above 64 bits in one search (≈ 8 at the cap)
 
 
@@ -213,38 +216,158 @@ def in_domain(guards, inst: Instance, env: dict) -> bool:
     return True
 
 
-def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=()):
-    """(instance, env, certificate) of the simplest certified instance ``strategy`` finds."""
-    budget = {"calls": 0, "found": None}
+def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=(), low: int = 1, fixed=(),
+            masks=frozenset()):
+    """(instance, env, certificate) of the simplest certified instance ``strategy`` finds.
+
+    Hypothesis generates instances until the first certified one; :func:`shrink` then
+    simplifies it greedily over the value table (at most ``SHRINK_CALLS`` judged instances).
+    """
     bits = [BITS_BUDGET]
     seen: dict = {}
 
-    def differs(ie) -> bool:
-        # Instances already judged keep their answer (so Hypothesis' replay agrees), and
-        # shrinking stops after SHRINK_CALLS further calls (repeats included: entries cut
-        # off by a smaller d or n make many different draws the same instance).
-        key = _key(ie)
-        budget["calls"] += 1
-        if key in seen:
-            return seen[key]
-        if budget["found"] is not None and budget["calls"] - budget["found"] > SHRINK_CALLS:
-            return False
-        seen[key] = ok = in_domain(guards, ie[0], ie[1]) and certify(lhs, rhs, ie[0], ie[1], budget=bits) is not None
-        if ok and budget["found"] is None:
-            budget["found"] = budget["calls"]
-        return ok
+    def differs(inst: Instance, env: dict) -> bool:
+        # An instance already judged keeps its answer (Hypothesis replays the one it found).
+        key = _key((inst, env))
+        if key not in seen:
+            seen[key] = in_domain(guards, inst, env) and certify(lhs, rhs, inst, env, budget=bits) is not None
+        return seen[key]
 
     try:
         with time_limit(cfg.time_limit):  # a last guard: the counts above bound the work
-            inst, env = find(strategy, differs, settings=settings(
+            inst, env = find(strategy, lambda ie: differs(*ie), settings=settings(
                 max_examples=examples, derandomize=True, database=None, deadline=None,
-                phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+                phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+            inst, env = shrink(inst, env, differs, low=low, fixed=fixed, masks=masks)
             cert = certify(lhs, rhs, inst, env)
     except (NoSuchExample, TimeLimit):
         return None
     except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
         return None
     return None if cert is None else (inst, env, cert)
+
+
+def _simpler(v, table) -> list:
+    """The entries of ``table`` that come before ``v`` (simplest first); all of it if ``v`` is not in it."""
+    for k, w in enumerate(table):
+        if w == v:
+            return list(table[:k])
+    return list(table)
+
+
+def _copy(inst: Instance) -> Instance:
+    return Instance(d=inst.d, n=inst.n, scalars=dict(inst.scalars),
+                    vectors={k: v.copy() for k, v in inst.vectors.items()},
+                    families={k: v.copy() for k, v in inst.families.items()},
+                    tables={k: v.copy() for k, v in inst.tables.items()})
+
+
+def _cut(inst: Instance, env: dict, d: int, n: int, masks=frozenset()) -> tuple[Instance, dict]:
+    """The instance restricted to the first ``d`` components and the first ``n`` keys; index
+    values beyond ``n`` become ``n`` and a mask row left without a key keeps key 1."""
+    out = Instance(d=d, n=n, scalars=dict(inst.scalars),
+                   vectors={k: v[:d].copy() for k, v in inst.vectors.items()},
+                   families={k: v[: n + 1, :d].copy() for k, v in inst.families.items()},
+                   tables={k: v[: n + 1, : n + 1].copy() for k, v in inst.tables.items()})
+    for name, tab in out.tables.items():
+        if name in masks:
+            for r in range(1, n + 1):
+                if not tab[r, 1:].any():
+                    tab[r, 1] = 1
+    return out, {s: min(v, n) for s, v in env.items()}
+
+
+def shrink(inst: Instance, env: dict, differs, *, low: int = 1, fixed=(),
+           masks=frozenset()) -> tuple[Instance, dict]:
+    """A simpler instance on which ``differs`` still holds: greedy, deterministic, bounded.
+
+    Passes, repeated while one of them makes progress: a smaller d, then a smaller n
+    (entries cut off), smaller index values, then every scalar and entry replaced by the
+    first value of the table before it that keeps the difference (0 first), and every
+    mask by all keys, then causal. At most ``SHRINK_CALLS`` instances are judged (repeats
+    are free), so the work is a count, the same on every machine.
+    """
+    judged: set = set()
+    best = [(inst, env)]  # the simplest instance so far
+
+    def keeps(cand: Instance, cenv: dict) -> bool:
+        key = _key((cand, cenv))
+        if key not in judged:
+            if len(judged) >= SHRINK_CALLS:
+                raise _Spent
+            judged.add(key)
+        if differs(cand, cenv):
+            best[0] = (cand, cenv)
+            return True
+        return False
+
+    try:
+        return _passes(inst, env, keeps, low, fixed, masks)
+    except _Spent:
+        return best[0]
+
+
+class _Spent(Exception):
+    """The shrink budget is spent: the simplest instance so far is the answer."""
+
+
+def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[Instance, dict]:
+    """The passes of :func:`shrink`, repeated while one of them makes progress."""
+
+    def entries(x: Instance) -> list:
+        """(dict, key, position) of every entry of ``x``, in drawing order."""
+        out = [("vectors", v, (c,)) for v in x.vectors for c in range(x.d)]
+        out += [("families", f, (r, c)) for f in x.families for r in range(1, x.n + 1) for c in range(x.d)]
+        out += [("tables", t, (r, c)) for t in x.tables if t not in masks
+                for r in range(1, x.n + 1) for c in range(1, x.n + 1)]
+        return out
+
+    progress = True
+    while progress:
+        progress = False
+        for d in range(1, inst.d):
+            cand = _cut(inst, env, d, inst.n, masks)
+            if keeps(*cand):
+                (inst, env), progress = cand, True
+                break
+        for n in range(low, inst.n):
+            cand = _cut(inst, env, inst.d, n, masks)
+            if keeps(*cand):
+                (inst, env), progress = cand, True
+                break
+        for s in sorted(env, key=lambda s: s.name):
+            if s in fixed:
+                continue
+            for v in range(1, env[s]):
+                cenv = {**env, s: v}
+                if keeps(inst, cenv):
+                    env, progress = cenv, True
+                    break
+        for s in sorted(inst.scalars, key=lambda s: s.name):
+            for v in _simpler(inst.scalars[s], _allowed(s)):
+                cand = _copy(inst)
+                cand.scalars[s] = v
+                if keeps(cand, env):
+                    inst, progress = cand, True
+                    break
+        for attr, name, pos in entries(inst):
+            for v in _simpler(getattr(inst, attr)[name][pos], VALUES):
+                cand = _copy(inst)
+                getattr(cand, attr)[name][pos] = v
+                if keeps(cand, env):
+                    inst, progress = cand, True
+                    break
+        for name in sorted(masks):
+            for kind in ("full", "causal"):
+                table = mask_table(kind, inst.n, np.random.default_rng(0))
+                if np.array_equal(table, inst.tables[name]):
+                    break
+                cand = _copy(inst)
+                cand.tables[name] = table
+                if keeps(cand, env):
+                    inst, progress = cand, True
+                    break
+    return inst, env
 
 
 def _key(ie) -> str:
@@ -268,9 +391,11 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     # Sizes up to 2 first (their witnesses read best and shrink fast), then up to 3, then the
     # whole range, a third of the budget each.
     sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
+    fixed = dict(fixed or {})
+    low = max(1, sig.min_n, max(fixed.values(), default=1))
     for size_d, size_n in dict.fromkeys(sizes):
-        found = _search(lhs, rhs, instances(sig, dict(fixed or {}), size_d, size_n),
-                        max(1, cfg.witness_examples // 3), cfg, guards)
+        found = _search(lhs, rhs, instances(sig, fixed, size_d, size_n), max(1, cfg.witness_examples // 3),
+                        cfg, guards, low=low, fixed=fixed, masks=frozenset(sig.masks))
         if found is not None:
             break
     if found is None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
 
 from derive.render.figures import render_figure
 from derive.render.view import to_json, view
@@ -24,6 +23,8 @@ def template_dir() -> Path:
 
 
 def environment() -> jinja2.Environment:
+    import jinja2  # imported when a document is rendered, not by every command that loads derive
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir())),
         undefined=jinja2.StrictUndefined,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jinja2
-
 from derive.claims.result import ICONS
 
 __all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json", "total_counts"]
@@ -49,6 +47,8 @@ def anchor(*parts: str) -> str:
 
 
 def environment() -> jinja2.Environment:
+    import jinja2  # only the text formats need it: a JSON report does not pay for the import
+
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
