@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from flint import arb
 
 from derive.crosscheck.evaluate import evaluate
+from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.errors import Unsupported
 from derive.crosscheck.instances import MASK_KINDS, make_instance, signature
 from derive.settings import DEFAULT, Settings
@@ -167,7 +168,8 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
             raise AssertionError(name)
 
     try:
-        search()
+        with no_local_constants():
+            search()
         passed = True
     except AssertionError:
         passed = False

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from derive.crosscheck.evaluate import Instance, evaluate
+from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.crosscheck.instances import Signature, mask_table, signature
 from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
@@ -234,7 +235,7 @@ def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=(), low: in
         return seen[key]
 
     try:
-        with time_limit(cfg.time_limit):  # a last guard: the counts above bound the work
+        with time_limit(cfg.time_limit), no_local_constants():  # the clock: a last guard behind the counts
             inst, env = find(strategy, lambda ie: differs(*ie), settings=settings(
                 max_examples=examples, derandomize=True, database=None, deadline=None,
                 phases=[Phase.generate], suppress_health_check=list(HealthCheck)))

@@ -18,6 +18,8 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
+from derive.crosscheck.hypothesis_env import no_local_constants
+
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
 from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets,
@@ -232,9 +234,10 @@ class Checker:
                 continue
             strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
             try:
-                x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
-                    max_examples=budget, derandomize=True, database=None, deadline=None,
-                    phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+                with no_local_constants():
+                    x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
+                        max_examples=budget, derandomize=True, database=None, deadline=None,
+                        phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
                 if aborted:
                     raise aborted[0]
                 result.failure = self.compare(x, params, tol, result, with_grad)

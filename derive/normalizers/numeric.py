@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from derive.crosscheck.check import CheckResult
+from derive.crosscheck.hypothesis_env import no_local_constants
 
 __all__ = ["adversarial_rows", "check_identity", "check_stable"]
 
@@ -126,7 +127,8 @@ def _run(name: str, fn, examples: int, tol: float, allow_empty: bool) -> CheckRe
             raise AssertionError(name)
 
     try:
-        search()
+        with no_local_constants():
+            search()
         passed = True
     except AssertionError:
         passed = False
