@@ -288,7 +288,7 @@ three = 'row_constant("dot(q, k) * b")'
         "key 'score', column 13: unknown name 'w': declare it under [symbols]",
         "key 'value', column 5: unknown name 'c': declare it under [symbols]",
         "key 'normalizer', column 6: unknown name 'z': declare it under [symbols]",
-        "key 'mask': unknown mask 'casual'; did you mean 'causal'? (expected none or causal)",
+        "key 'mask': unknown mask 'casual'; did you mean 'causal'? (expected none, causal, sliding_window(W), causal_window(W), prefix_lm(P) or document(IDS))",
         "key 'claims.two', column 1: unknown claim 'invarient'; did you mean 'invariant'? (expected one of "
         "invariant, depends, output_invariant, output_shift, row_constant, equivalent, shift_invariant, "
         "can_abstain, weights_sum_to_one)",
@@ -302,7 +302,7 @@ def test_errors_of_every_file(tmp_path, capsys):
     assert main(["check", str(a), str(b)]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"derive: error: {a}: key 'score', column 1: unknown name 'w': declare it under [symbols]",
-        f"derive: error: {b}: key 'mask': unknown mask 'x' (expected none or causal)",
+        f"derive: error: {b}: key 'mask': unknown mask 'x' (expected none, causal, sliding_window(W), causal_window(W), prefix_lm(P) or document(IDS))",
     ]
 
 

@@ -150,6 +150,9 @@ def _violation(f, mask, data, heads, cfg) -> dict | None:
         values = {k: v for k, v in inst.describe().items() if k not in ("d", "n")}
         if data:
             values["head"] = head
+            for key, vals in data.items():
+                if isinstance(key, sp.Symbol) and key in f.free_symbols:
+                    values[key.name] = str(vals[min(head, len(vals) - 1)])
         return {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": str(mask),
                 "indices": wit["indices"], "values": values, "functions": interpretations(g) or None,
                 "original": near, "changed": far, "enclosures": wit["enclosures"],

@@ -6,6 +6,8 @@ compares) carrying its condition. The hand-written forms are
 * ``none`` (every key), ``causal`` (j ≤ i);
 * ``sliding_window(W)``: |i − j| < W; ``causal_window(W)``: 0 ≤ i − j < W;
 * ``prefix_lm(P)``: j ≤ P or j ≤ i (the first P keys are seen by every row, the rest causally);
+* ``document(IDS)``: IDS(i − 1) = IDS(j − 1), IDS the document id of each 0-based position
+  (an opaque table, like a FlexAttention tensor ``document_id``);
 * a traced ``mask_mod`` (``mods.py:causal``), whose condition is what it computes.
 
 Positions are the engine's 1-based i, j (a mask_mod's 0-based q_idx is i − 1).
@@ -39,7 +41,8 @@ _FORMS = {
     "prefix_lm": ("P", lambda p: sp.Or(j <= p, j <= i)),
 }
 _FORM = re.compile(r"\s*([a-z_]+)\s*\(\s*([0-9]+)\s*\)\s*\Z")
-HAND_WRITTEN = ("none", "causal") + tuple(f"{k}({v[0]})" for k, v in _FORMS.items())
+_DOC = re.compile(r"\s*document\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*\Z")
+HAND_WRITTEN = ("none", "causal") + tuple(f"{k}({v[0]})" for k, v in _FORMS.items()) + ("document(IDS)",)
 
 
 def parse_mask(text: str) -> Mask | str:
@@ -48,6 +51,10 @@ def parse_mask(text: str) -> Mask | str:
         return Mask("none", None)
     if text == "causal":
         return Mask("causal", j <= i)
+    doc = _DOC.match(text)
+    if doc:
+        f = sp.Function(doc.group(1), real=True)
+        return Mask(f"document({doc.group(1)})", sp.Eq(f(i - 1), f(j - 1)))
     m = _FORM.match(text)
     if not m or m.group(1) not in _FORMS:
         raise ValueError(f"unknown mask {text!r} (expected {', '.join(HAND_WRITTEN[:-1])} or {HAND_WRITTEN[-1]})")

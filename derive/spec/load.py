@@ -35,7 +35,7 @@ __all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec",
 TOP_KEYS = ("name", "description", "score", "score_mod", "normalizer", "mask", "mask_mod", "value", "symbols",
             "claims")
 MASKS = ("none", "causal")
-HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm")
+HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm", "document")
 NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid", "bias_kv")
 # The arguments a normalizer takes in a spec: (registry parameter, what it is, kind), the
 # form shown in messages, and whether the arguments may be left out.
