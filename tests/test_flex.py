@@ -184,3 +184,22 @@ def test_decreasing_in_distance_on_hand_written_specs():
     # certified: both keys allowed, j_1 no farther than j_2, and the farther key scores higher
     i0, j1, j2 = ce["indices"]["i"], ce["indices"]["j_1"], ce["indices"]["j_2"]
     assert abs(i0 - j1) <= abs(i0 - j2) < 3 and ce["changed"] > ce["original"]
+
+
+@pytest.mark.parametrize("mask, expr, verdict", [
+    ("causal", "abs(i - j) + j", "proved"),  # i on every allowed key j ≤ i, not constant beyond
+    ("none", "abs(i - j) + j", "refuted"),
+    ("causal_window(1)", "j", "proved"),  # one allowed key per row
+    ("sliding_window(2)", "j", "refuted"),
+    ("prefix_lm(2)", "i", "proved"),
+])
+def test_row_constant_is_over_the_allowed_keys(mask, expr, verdict):
+    from derive.claims.run import check_spec
+
+    spec = parse_spec(f'name = "x"\nscore = "dot(q, k) / sqrt(d)"\nmask = "{mask}"\n'
+                      f'[claims]\nc = "row_constant(\'{expr}\')"\n')
+    res = check_spec(spec).claims[0]
+    assert res.verdict == verdict, res.reason
+    if verdict == "refuted":
+        ce = res.counterexample
+        assert ce["original"] != ce["changed"]

@@ -281,7 +281,69 @@ def equivalent_to(ctx, claim) -> Outcome:
     return out
 
 
+def _offsets(cond, side, dist, limit: int = 64) -> list | None:
+    """The distances e = |i − j| a one-sided mask allows, when the condition depends on e alone
+    and they are finitely many (a window); else None."""
+    x = sp.Symbol("x", nonnegative=True)
+    c = cond.xreplace({j: i - x if side == "past" else i + x})
+    if c.free_symbols - {x}:
+        return None
+    try:
+        allowed = sp.Intersection(c.as_set(), sp.Range(0, limit + 1))
+        values = list(allowed) if allowed.is_finite_set and isinstance(allowed, (sp.FiniteSet, sp.Range)) else None
+    except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
+        return None
+    if values is None or not values or max(values) >= limit:
+        return None
+    return [int(v) for v in values]
+
+
+def row_constant(ctx, claim) -> Outcome:
+    """``row_constant(EXPR)`` over the *allowed* keys of a row: with a mask other than none,
+    a term constant on the allowed keys (not on all keys) is row-constant under that mask."""
+    from derive.claims.provers import row_constant as on_all_keys, two_keys
+
+    mask = ctx.spec.mask
+    if mask == "none":
+        return on_all_keys(ctx, claim)
+    if mask == "causal":
+        out = on_all_keys(ctx, claim)  # its witness has both keys allowed (i = 2, keys 1 and 2)
+        if out.status != UNDECIDED:
+            return out
+    cond = _cond(mask)
+    guards = list(ctx.base.guards)
+    e_expr = ctx.base.expr(claim.node, guards)
+    steps = [step("expression", show.latex(e_expr))]
+    ex = expand(e_expr, ctx.cfg)
+    lemma = (False, "", steps, None)
+    if ex is not None:
+        steps.append(step("expanded", show.latex(ex)))
+        side = mask_side(mask)
+        if j not in ex.free_symbols:
+            lemma = (True, "the expanded expression does not involve the key j", steps, None)
+        elif side is not None:
+            dist = sp.Symbol("e", integer=True, nonnegative=True)
+            on = sp.simplify(ex.xreplace({j: i - dist if side == "past" else i + dist}))
+            steps.append(step(f"on the allowed keys of row i (j = i {'−' if side == 'past' else '+'} e, e ≥ 0, "
+                              f"mask {mask})", show.latex(on)))
+            offsets = _offsets(cond, side, dist)
+            if dist not in on.free_symbols or (offsets is not None and len({sp.simplify(on.subs(dist, v))
+                                                                             for v in offsets}) == 1):
+                if offsets is not None and dist in on.free_symbols:
+                    steps.append(step(f"the mask allows only e ∈ {{{', '.join(map(str, offsets))}}}, where it "
+                                      "takes one value"))
+                lemma = (True, f"constant on the allowed keys of each row under the mask {mask} (not on all keys)",
+                         steps, None)
+    one, two = two_keys(set(ctx.spec.symbols))
+    both = sp.Mul(indicator(cond, i, one), indicator(cond, i, two))
+    lhs, rhs = both * e_expr.xreplace({j: one}), both * e_expr.xreplace({j: two})
+    return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
+                  why_refuted=f"two keys allowed by the mask {mask} give different values",
+                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
+
+
 FLEX_PROVERS = {
+    "row_constant": row_constant,
     "decreasing_in_distance": decreasing_in_distance,
     "equivalent_to": equivalent_to,
     "mask_equivalent": mask_equivalent,
