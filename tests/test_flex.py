@@ -161,7 +161,8 @@ def test_same_mask(a, b, status):
 
 
 def test_per_head_kind_in_a_hand_written_spec():
-    spec = parse_spec('name = "x"\nscore = "dot(q, k) / sqrt(d) - m * abs(i - j)"\n[symbols]\nm = "per_head positive"\n')
+    spec = parse_spec('name = "x"\nscore = "dot(q, k) / sqrt(d) - m * abs(i - j)"\n'
+                      '[symbols]\nm = "per_head positive"\n')
     from derive.claims.variant import Variant
 
     assert sp.Symbol("m_h", real=True, positive=True) in Variant(spec).score().free_symbols
@@ -203,3 +204,22 @@ def test_row_constant_is_over_the_allowed_keys(mask, expr, verdict):
     if verdict == "refuted":
         ce = res.counterexample
         assert ce["original"] != ce["changed"]
+
+
+def test_a_jump_between_pieces_is_not_proved_by_the_derivative():
+    """Each piece of the score is constant in the distance (derivative 0), but the far piece is
+    higher: never proved, refuted with both keys allowed."""
+    from derive.claims.run import check_spec
+    from derive.flex.masks import Mask
+    from derive.flex.spec import Flex
+    from derive.flex.tree import Built
+
+    spec = parse_spec('name = "x"\nscore = "dot(q, k) / sqrt(d)"\nmask = "causal"\n'
+                      '[claims]\nc = "decreasing_in_distance"\n')
+    jump = Built(SCORE + sp.Piecewise((0, i - j < 2), (10, True)))
+    import dataclasses
+
+    spec = dataclasses.replace(spec, flex=Flex(score=jump), mask=Mask("causal", j <= i))
+    res = check_spec(spec).claims[0]
+    assert res.verdict == "refuted"
+    assert res.counterexample["changed"] - res.counterexample["original"] == 10

@@ -79,7 +79,8 @@ CASES = [
     ("branch", "mods.py, line 5: a Python branch (if, while, and/or, bool()) on a traced value: the result would "
                "depend on data the tracer cannot see; use torch.where"),
     ("item", "mods.py, line 11: .item() turns a traced value into a Python number: not traceable"),
-    ("inplace", "mods.py, line 15: the in-place operation .add_() is not supported: a modifier must return a new value"),
+    ("inplace", "mods.py, line 15: the in-place operation .add_() is not supported: a modifier must return a "
+                "new value"),
     ("noise", "mods.py, line 19: randomness (torch.rand) is not allowed in a modifier"),
     ("reads", "mods.py, line 23: file I/O (open) is not allowed in a modifier"),
     ("raises", "mods.py, line 28: the modifier raised IndexError: list index out of range"),

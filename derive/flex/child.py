@@ -6,7 +6,7 @@ watched). It runs as a plain script: it imports neither derive nor SymPy, only t
 Every request gets one reply, a JSON header line (no pickle, no code):
 
 * ``("hello",)`` → ``("ok", None)`` once torch is imported, or ``("notorch",)``;
-* ``("trace", file, name, args, kind, sys_path)`` → ``("ok", tree)`` or ``("error", line, text)``.
+* ``("trace", file, name, args, kind, sys_path)`` → ``("ok", tree, cpu_seconds)`` or ``("error", line, text)``.
 
 ``tree`` is ``{"nodes": [...], "out": ref, "tables": {...}, "line": N, "source": "..."}``;
 a node is ``{"op": OP, "args": [ref, ...], "line": N}`` and a ref is ``{"n": index}`` (a
@@ -24,6 +24,7 @@ import json
 import operator
 import os
 import sys
+import time
 import traceback
 from multiprocessing.connection import Connection
 
@@ -249,7 +250,8 @@ def trace(path: str, name: str, args, kind: str):
         elif node.op == "call_function":
             op = funcs.get(node.target)
             if op is None:
-                shown = getattr(node.target, "__module__", "") + "." + getattr(node.target, "__name__", str(node.target))
+                shown = (getattr(node.target, "__module__", "") + "."
+                         + getattr(node.target, "__name__", str(node.target)))
                 raise Untraceable(line_of(node), f"the operation {shown.lstrip('.')} is not supported "
                                                  f"(supported: arithmetic, comparisons, torch.where, tanh, exp, exp2, "
                                                  f"log, abs, sqrt, clamp, sign, indexing a captured tensor)")
@@ -338,8 +340,10 @@ def main(rfd: int, wfd: int) -> None:
         try:
             import torch
 
+            start = time.process_time()
             with _Guard(torch):
-                reply = ("ok", trace(path, name, args, kind))
+                tree = trace(path, name, args, kind)
+            reply = ("ok", tree, time.process_time() - start)  # CPU seconds, for benchmarks only
         except Untraceable as exc:
             reply = ("error", exc.line, exc.text)
         except SystemExit as exc:

@@ -52,9 +52,7 @@ def modifier(spec, variant) -> sp.Expr | None:
         return spec.flex.score.expr
     dot = plain_score()
     score = sp.expand(expand_dot(variant.score()))
-    f = sp.expand(score.xreplace({dot.args[0] if isinstance(dot, sp.Mul) else dot: SCORE}))
-    f = score.subs(dot, SCORE)
-    f = sp.expand(f)
+    f = sp.expand(score.subs(dot, SCORE))
     if any(getattr(a, "base", None) is not None for a in f.atoms(sp.Indexed)):
         return None
     return f
@@ -117,6 +115,11 @@ def _monotone(f, side, steps) -> tuple[bool, str]:
             return False, "the mask allows keys on both sides and the score is not symmetric in i − j"
     for sgn in sides[:1]:
         g = f.xreplace({j: i + sgn * E})
+        if g.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign, sp.floor, sp.ceiling):
+            # a derivative that is ≤ 0 on every piece says nothing about the jumps between pieces
+            steps.append(step("the score is not smooth in the distance (a branch, max, min or abs of it)",
+                              show.latex(g)))
+            return False, "the score is not smooth in the distance, so its derivative proves nothing"
         dg = sp.simplify(sp.diff(g, E))
         steps.append(step(f"d/de of the score at j = i {'+' if sgn > 0 else '−'} e, e ≥ 0", show.latex(dg)))
         if dg.is_nonpositive:
@@ -263,7 +266,8 @@ def equivalent_to(ctx, claim) -> Outcome:
                            "(which see only allowed keys) are the same", steps, diff)
     lhs, rhs = concrete_mask(va.weight(), ma), concrete_mask(vb.weight(), mb)
     if lemma[0]:
-        return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+        return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
+                      compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
     data = {**_data(other), **_data(ctx.spec)}
     if data:
         lhs, rhs = concrete_data(lhs, data, 0), concrete_data(rhs, data, 0)

@@ -14,7 +14,7 @@ import ast
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from derive.errors import InputError
@@ -37,6 +37,7 @@ class Traced:
     file: str  # the path of the modifier's file
     line: int | None
     source: str  # that line, stripped
+    cpu_seconds: float = field(default=0.0, compare=False)  # the child's CPU time tracing (benchmarks only)
 
 
 def parse_ref(text: str) -> tuple[str, str, list | None]:
@@ -91,9 +92,10 @@ def trace(text: str, kind: str, base: Path, timeout: float = DEFAULT_TIMEOUT) ->
         line, message = reply[1], reply[2]
         where_line = f"{where}, line {line}: " if isinstance(line, int) else f"{where}: "
         raise InputError(f"{where_line}{message}")
-    if reply[0] != "ok" or len(reply) != 2 or not isinstance(reply[1], dict):
+    if reply[0] != "ok" or len(reply) != 3 or not isinstance(reply[1], dict):
         raise InputError(f"the process tracing {text} sent a malformed reply; no verdict")
     tree = reply[1]
     line = tree.get("line")
+    cpu = reply[2] if isinstance(reply[2], float) else 0.0
     return Traced(text, kind, tree, os.path.relpath(path, base), line if isinstance(line, int) else None,
-                  str(tree.get("source", ""))[:200])
+                  str(tree.get("source", ""))[:200], cpu)
