@@ -223,3 +223,14 @@ def test_a_jump_between_pieces_is_not_proved_by_the_derivative():
     res = check_spec(spec).claims[0]
     assert res.verdict == "refuted"
     assert res.counterexample["changed"] - res.counterexample["original"] == 10
+
+
+def test_the_head_is_predeclared():
+    from derive.claims.run import check_spec
+
+    spec = parse_spec('name = "x"\nscore = "dot(q, k) / sqrt(d) - exp(-h) * abs(i - j)"\nmask = "causal"\n'
+                      '[claims]\nc = "decreasing_in_distance"\n')
+    assert check_spec(spec).claims[0].verdict == "proved"
+    with pytest.raises(InputError) as exc:
+        parse_spec('name = "x"\nscore = "dot(q, k)"\n[symbols]\nh = "scalar"\n', "f.toml")
+    assert str(exc.value) == "f.toml: key 'symbols.h': 'h' is predeclared (head); choose another name"

@@ -25,7 +25,7 @@ from derive.model.attention import i, j
 __all__ = ["HEAD", "SCORE", "Built", "TreeError", "build"]
 
 SCORE = sp.Symbol("s", real=True)
-HEAD = sp.Symbol("h", integer=True, nonnegative=True)
+HEAD = sp.Symbol("h", integer=True, nonnegative=True)  # the same as derive.spec.translate.HEAD
 LEAVES = {"score": SCORE, "h": HEAD, "q_idx": i - 1, "kv_idx": j - 1}
 MAX_NODES = 2000
 MAX_TABLE = 1 << 16

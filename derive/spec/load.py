@@ -355,7 +355,7 @@ def _claim_name(errs, key, kind, inner, col, binds) -> str | None:
     if kind == "output_shift" and b.kind != "vector":
         errs.add(key, f"output_shift needs a shared vector (kind \"vector\"); {name!r} is a {b.kind}", col)
         return None
-    if b.kind in ("position", "dimension", "count"):
+    if b.kind in ("position", "dimension", "count", "head"):
         errs.add(key, f"{name!r} is the {b.kind} {'index' if b.kind == 'position' else ''}"
                       f" and cannot be varied".replace("  ", " "), col)
         return None

@@ -47,10 +47,11 @@ SCALAR_ASSUMPTIONS = {
 PER_HEAD = {"per_head": {}, "per_head positive": {"positive": True}, "per_head negative": {"negative": True}}
 DECLARABLE = KINDS[:3] + tuple(SCALAR_ASSUMPTIONS) + tuple(PER_HEAD) + KINDS[4:]
 PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "position",
-               "d": "dimension", "n": "count"}
+               "d": "dimension", "n": "count", "h": "head"}
 BUILTINS = {"dot": 2, "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "rope": 2}
 
 SCALAR, VECTOR = "scalar", "vector"
+HEAD = sp.Symbol("h", integer=True, nonnegative=True)  # the attention head (0-based, as in FlexAttention)
 BROKEN = "broken"  # the binding of a name whose declaration is an error (reported once)
 
 
@@ -75,6 +76,7 @@ def bindings(symbols: dict[str, str], rename: dict[str, str] | None = None) -> d
         "j": Binding("position", A.j),
         "d": Binding("dimension", A.d),
         "n": Binding("count", A.n),
+        "h": Binding("head", HEAD),
     }
     for name, declared in symbols.items():
         if declared == BROKEN:
