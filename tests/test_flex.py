@@ -234,3 +234,17 @@ def test_the_head_is_predeclared():
     with pytest.raises(InputError) as exc:
         parse_spec('name = "x"\nscore = "dot(q, k)"\n[symbols]\nh = "scalar"\n', "f.toml")
     assert str(exc.value) == "f.toml: key 'symbols.h': 'h' is predeclared (head); choose another name"
+
+
+def test_the_other_spec_of_equivalent_to_must_exist(tmp_path):
+    from derive.spec import load_spec
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "x"\nscore = "dot(q, k)"\n[claims]\nc = \'equivalent_to("nope.toml")\'\n'
+                    'm = "mask_equivalent(nope.toml)"\n')
+    with pytest.raises(InputError) as exc:
+        load_spec(spec)
+    assert str(exc.value) == (
+        f"{spec}: key 'claims.m', column 17: mask_equivalent needs a quoted file name: "
+        "mask_equivalent(\"OTHER.toml\")\n"
+        f"{spec}: key 'claims.c': equivalent_to: no file nope.toml (looked in {tmp_path})")

@@ -168,6 +168,9 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     norm, norm_args = _normalizer(errs, data.get("normalizer", "softmax"), binds)
     mask = _mask(errs, data.get("mask", "none"))
     claims = _claims(errs, data.get("claims", {}), binds)
+    for c in claims:  # the other spec of equivalent_to / mask_equivalent, relative to this file
+        if CLAIM_ARGS[c.kind] == "file" and not (Path(file).parent / c.arg).is_file():
+            errs.add(f"claims.{c.name}", f"{c.kind}: no file {c.arg} (looked in {Path(file).parent})")
     errs.raise_any()
     flex = None
     if "score_mod" in data or "mask_mod" in data:  # runs the user's code (in a child process)
