@@ -248,3 +248,14 @@ def test_the_other_spec_of_equivalent_to_must_exist(tmp_path):
         f"{spec}: key 'claims.m', column 17: mask_equivalent needs a quoted file name: "
         "mask_equivalent(\"OTHER.toml\")\n"
         f"{spec}: key 'claims.c': equivalent_to: no file nope.toml (looked in {tmp_path})")
+
+
+def test_check_help_says_that_tracing_runs_user_code():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "derive", "check", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    flat = " ".join(out.split())
+    assert "A spec with score_mod or mask_mod (a FlexAttention modifier, FILE.py:FUNCTION) RUNS that Python code" in flat
+    assert "--timeout SECONDS" in flat and "pip install 'derive[torch]'" in flat
