@@ -259,3 +259,12 @@ def test_check_help_says_that_tracing_runs_user_code():
     flat = " ".join(out.split())
     assert "A spec with score_mod or mask_mod (a FlexAttention modifier, FILE.py:FUNCTION) RUNS that Python code" in flat
     assert "--timeout SECONDS" in flat and "pip install 'derive[torch]'" in flat
+
+
+@pytest.mark.parametrize("text", ["none", "causal", "sliding_window(3)", "prefix_lm(2)", "document(ids)"])
+def test_masks_pickle_with_their_condition(text):
+    import pickle
+
+    m = parse_mask(text)
+    back = pickle.loads(pickle.dumps(m))
+    assert (back, back.condition) == (m, m.condition)

@@ -34,6 +34,9 @@ class Mask(str):
         obj.condition = condition
         return obj
 
+    def __reduce__(self):  # specs travel to worker processes (the atlas checks in parallel)
+        return (Mask, (str(self), self.condition))
+
 
 _FORMS = {
     "sliding_window": ("W", lambda w: sp.Abs(i - j) < w),
