@@ -281,17 +281,18 @@ two = "invarient(bb)"
 three = 'row_constant("dot(q, k) * b")'
 ''')
     assert got == [
-        "key 'colour': unknown key (expected one of name, description, score, normalizer, mask, value, "
-        "symbols, claims)",
+        "key 'colour': unknown key (expected one of name, description, score, score_mod, normalizer, mask, "
+        "mask_mod, value, symbols, claims)",
         "key 'symbols.b': unknown kind 'vectr'; did you mean 'vector'? (expected one of vector, query, key, "
-        "scalar, scalar positive, scalar negative, scalar nonzero, function)",
+        "scalar, scalar positive, scalar negative, scalar nonzero, per_head, per_head positive, per_head negative, "
+        "function)",
         "key 'score', column 13: unknown name 'w': declare it under [symbols]",
         "key 'value', column 5: unknown name 'c': declare it under [symbols]",
         "key 'normalizer', column 6: unknown name 'z': declare it under [symbols]",
-        "key 'mask': unknown mask 'casual'; did you mean 'causal'? (expected none or causal)",
+        "key 'mask': unknown mask 'casual'; did you mean 'causal'? (expected none, causal, sliding_window(W), causal_window(W), prefix_lm(P) or document(IDS))",
         "key 'claims.two', column 1: unknown claim 'invarient'; did you mean 'invariant'? (expected one of "
         "invariant, depends, output_invariant, output_shift, row_constant, equivalent, shift_invariant, "
-        "can_abstain, weights_sum_to_one)",
+        "can_abstain, weights_sum_to_one, decreasing_in_distance, equivalent_to, mask_equivalent)",
     ]  # the uses of the wrongly declared b (claims one and three) are not reported again
 
 
@@ -302,7 +303,7 @@ def test_errors_of_every_file(tmp_path, capsys):
     assert main(["check", str(a), str(b)]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"derive: error: {a}: key 'score', column 1: unknown name 'w': declare it under [symbols]",
-        f"derive: error: {b}: key 'mask': unknown mask 'x' (expected none or causal)",
+        f"derive: error: {b}: key 'mask': unknown mask 'x' (expected none, causal, sliding_window(W), causal_window(W), prefix_lm(P) or document(IDS))",
     ]
 
 

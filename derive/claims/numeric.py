@@ -60,8 +60,14 @@ def interpretations(expr: sp.Expr) -> dict[str, str]:
 
 
 def concrete_mask(expr: sp.Expr, mask: str) -> sp.Expr:
+    cond = getattr(mask, "condition", False)  # a mask as data (derive.flex.masks.Mask)
+
     def repl(e):
         row, col = e.indices
+        if cond is not False:
+            from derive.flex.masks import indicator
+
+            return indicator(cond, row, col)
         return sp.S.One if mask == "none" else sp.Piecewise((1, sp.Le(col, row)), (0, True))
 
     return expr.replace(lambda e: isinstance(e, sp.Indexed) and e.base == M, repl)

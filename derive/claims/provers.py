@@ -198,3 +198,7 @@ PROVERS = {
 }
 
 _ = UNDECIDED
+
+from derive.flex.claims import FLEX_PROVERS  # noqa: E402 - claims about FlexAttention modifiers and masks
+
+PROVERS.update(FLEX_PROVERS)

@@ -13,7 +13,11 @@ DESCRIPTION = """Prove or refute each claim of each spec, for symbolic d and n.
 Exit code: 0 when every claim is proved, 1 when any is refuted or undecided, 2 for bad input.
 With --fail-on refuted, undecided claims do not fail. With --baseline REF only the claims whose
 verdict changed since REF count: a new refutation fails (exit 1).
-Shipped examples: `derive examples`."""
+Shipped examples: `derive examples`.
+
+A spec with score_mod or mask_mod (a FlexAttention modifier, FILE.py:FUNCTION) RUNS that Python
+code: it is imported and traced with torch.fx in a child process, with the isolation of `derive
+impl` and a timeout (--timeout). This needs torch: pip install 'derive[torch]'."""
 
 FORMATS = ("md", "json", "tex", "github", "sarif")
 
@@ -29,6 +33,9 @@ def add_arguments(parser) -> None:
                              "only the claims whose verdict changed")
     parser.add_argument("--fail-on", choices=("refuted", "undecided"), default="undecided",
                         help="exit 1 on refuted claims only, or on refuted and undecided claims (default)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="time allowed to tracing each score_mod / mask_mod, which runs its code in a "
+                             "child process (default 60)")
     parser.add_argument("--summary", metavar="PATH",
                         help="also append the Markdown report to PATH (e.g. $GITHUB_STEP_SUMMARY)")
 
@@ -113,6 +120,13 @@ def _run(args) -> int:
     from derive.report import render
 
     cfg = settings_from(args)
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None:
+        if not 0 < timeout <= 3600:
+            raise InputError(f"--timeout must be in (0, 3600], got {timeout:g}")
+        from derive.flex.spec import TIMEOUT
+
+        TIMEOUT[0] = timeout
     if getattr(args, "baseline", None) is not None:
         return run_baseline(args, cfg)
     results = check_files(args.files, cfg)

@@ -270,6 +270,16 @@ class _Eval:
             raise Unsupported("Piecewise without a true branch")
         if isinstance(e, sp.core.relational.Relational):
             return self.truth(e.rel_op, self.run(e.lhs, env), self.run(e.rhs, env))
+        if isinstance(e, (sp.And, sp.Or)):  # conditions of masks as data (derive.flex.masks)
+            test = all if isinstance(e, sp.And) else any
+            return test(self.run(a, env) for a in e.args)
+        if isinstance(e, sp.Not):
+            return not self.run(e.args[0], env)
+        if isinstance(e, sp.ITE):
+            c, a, b = e.args
+            return self.run(a if self.run(c, env) else b, env)
+        if e in (sp.true, sp.false):
+            return bool(e)
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
 
     def _sum(self, body, limits, env):

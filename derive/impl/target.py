@@ -83,7 +83,7 @@ def decode(data: bytes) -> tuple:
 class Worker:
     """One child process running :mod:`.worker`; every request has a timeout."""
 
-    def __init__(self, name: str, timeout: float, env: dict | None = None):
+    def __init__(self, name: str, timeout: float, env: dict | None = None, script: Path = WORKER):
         self.name, self.timeout = name, timeout
         self.stdout = tempfile.TemporaryFile()
         self.stderr = tempfile.TemporaryFile()
@@ -94,7 +94,7 @@ class Worker:
         env.setdefault("PYTHONHASHSEED", "0")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, str(WORKER), str(req_r), str(rep_w)],
+                [sys.executable, "-c", _BOOT, str(script), str(req_r), str(rep_w)],
                 stdin=subprocess.DEVNULL, stdout=self.stdout, stderr=self.stderr, pass_fds=(req_r, rep_w),
                 start_new_session=True, env=env, close_fds=True)
         finally:

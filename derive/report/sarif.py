@@ -33,6 +33,10 @@ RULES = {
     "shift_invariant": "adding the same constant to every score of a row leaves the weights unchanged",
     "can_abstain": "a row can give its keys less than all the weight (total < 1)",
     "weights_sum_to_one": "the weights of every row sum to 1",
+    "decreasing_in_distance": "for a fixed query and dot product, the score does not increase with |i - j| over "
+                              "the allowed keys",
+    "equivalent_to": "this variant and the spec OTHER give the same weights",
+    "mask_equivalent": "the masks of this spec and of OTHER allow the same keys",
 }
 
 

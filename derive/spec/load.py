@@ -32,8 +32,10 @@ from derive.spec.translate import (
 
 __all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec", "Spec", "load_spec", "parse_spec"]
 
-TOP_KEYS = ("name", "description", "score", "normalizer", "mask", "value", "symbols", "claims")
+TOP_KEYS = ("name", "description", "score", "score_mod", "normalizer", "mask", "mask_mod", "value", "symbols",
+            "claims")
 MASKS = ("none", "causal")
+HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm", "document")
 NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid", "bias_kv")
 # The arguments a normalizer takes in a spec: (registry parameter, what it is, kind), the
 # form shown in messages, and whether the arguments may be left out.
@@ -47,6 +49,7 @@ CLAIM_ARGS = {
     "invariant": "name", "depends": "name", "output_invariant": "name", "output_shift": "name",
     "row_constant": "expr", "equivalent": "expr",
     "shift_invariant": None, "can_abstain": None, "weights_sum_to_one": None,
+    "decreasing_in_distance": None, "equivalent_to": "file", "mask_equivalent": "file",
 }
 MAX_FILE, MAX_ENTRIES, MAX_NAME = 64 * 1024, 64, 40
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -68,7 +71,7 @@ class Spec:
     file: str
     name: str
     score_src: str
-    score: Node
+    score: Node | None  # None when the score is a traced score_mod (see ``flex``)
     value_src: str
     value: Node
     normalizer: str
@@ -79,6 +82,7 @@ class Spec:
     description: str = ""
     # (line, column) of every key in the TOML source, e.g. ("claims", "k") -> (12, 1)
     positions: dict = field(default_factory=dict, compare=False, repr=False)
+    flex: object = field(default=None, compare=False, repr=False)  # derive.flex.spec.Flex: traced modifiers
 
     @property
     def normalizer_text(self) -> str:
@@ -135,9 +139,19 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     for key in data:
         if key not in TOP_KEYS:
             errs.add(key, f"unknown key{nearest(key, TOP_KEYS)} (expected one of {', '.join(TOP_KEYS)})")
-    for key in ("name", "score"):
-        if key not in data:
-            errs.add(None, f"missing required key {key!r}")
+    if "name" not in data:
+        errs.add(None, "missing required key 'name'")
+    for one, other in (("score", "score_mod"), ("mask", "mask_mod")):
+        if one in data and other in data:
+            errs.add(other, f"give either {one!r} or {other!r}, not both")
+            data.pop(other)
+    if "score" not in data and "score_mod" not in data:
+        errs.add(None, "missing required key 'score' (or 'score_mod')")
+    for key in ("score_mod", "mask_mod"):
+        why = _flex_ref(data[key]) if key in data else None
+        if why:
+            errs.add(key, why)
+            data.pop(key)
     for key in ("name", "description", "score", "normalizer", "mask", "value"):
         if key in data and not isinstance(data[key], str):
             errs.add(key, f"expected a string, got {type(data[key]).__name__}")
@@ -152,14 +166,44 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     score = _expr(errs, "score", score_src, binds, SCALAR) if score_src is not None else None
     value = _expr(errs, "value", value_src, binds, VECTOR)
     norm, norm_args = _normalizer(errs, data.get("normalizer", "softmax"), binds)
-    mask = data.get("mask", "none")
-    if mask not in MASKS:
-        errs.add("mask", f"unknown mask {mask!r}{nearest(mask, MASKS)} (expected none or causal)")
+    mask = _mask(errs, data.get("mask", "none"))
     claims = _claims(errs, data.get("claims", {}), binds)
+    for c in claims:  # the other spec of equivalent_to / mask_equivalent, relative to this file
+        if CLAIM_ARGS[c.kind] == "file" and not (Path(file).parent / c.arg).is_file():
+            errs.add(f"claims.{c.name}", f"{c.kind}: no file {c.arg} (looked in {Path(file).parent})")
     errs.raise_any()
+    flex = None
+    if "score_mod" in data or "mask_mod" in data:  # runs the user's code (in a child process)
+        from derive.flex.spec import trace_keys, traced_mask
+
+        flex, problems = trace_keys(data, file)
+        for key, msg in problems:
+            errs.add(key, msg)
+        errs.raise_any()
+        score_src = data.get("score_mod", score_src)
+        mask = traced_mask(flex, data["mask_mod"]) if "mask_mod" in data else mask
     return Spec(file=file, name=data["name"], score_src=score_src, score=score, value_src=value_src,
                 value=value, normalizer=norm, norm_args=norm_args, mask=mask, symbols=symbols,
-                claims=claims, description=data.get("description", ""), positions=key_positions(text))
+                claims=claims, description=data.get("description", ""), positions=key_positions(text), flex=flex)
+
+
+def _flex_ref(text) -> str | None:
+    from derive.flex.spec import validate_ref
+
+    return validate_ref(text)
+
+
+def _mask(errs: _Errors, text: str) -> str:
+    from derive.flex.masks import parse_mask
+
+    try:
+        return parse_mask(text)
+    except ValueError as exc:
+        msg = str(exc)
+        if not any(ch in text for ch in "()"):
+            msg = msg.replace(f"unknown mask {text!r}", f"unknown mask {text!r}{nearest(text, HAND_MASKS)}")
+        errs.add("mask", msg)
+        return "none"
 
 
 def _symbols(errs: _Errors, table: dict) -> tuple[dict[str, str], list[str]]:
@@ -279,13 +323,18 @@ def _claim(errs: _Errors, key: str, cname: str, text, binds: dict) -> ClaimSpec 
             return None
         return ClaimSpec(cname, text, kind)
     if inner is None:
-        shape = "NAME" if want == "name" else '"EXPR"'
+        shape = {"name": "NAME", "file": '"OTHER.toml"'}.get(want, '"EXPR"')
         errs.add(key, f"{kind} needs an argument: {kind}({shape})", col)
         return None
     if want == "name":
         name = _claim_name(errs, key, kind, inner, col, binds)
         return None if name is None else ClaimSpec(cname, text, kind, name)
     src = inner.strip()
+    if want == "file":
+        if len(src) < 2 or src[0] not in "\"'" or src[-1] != src[0] or not src[1:-1].strip():
+            errs.add(key, f"{kind} needs a quoted file name: {kind}(\"OTHER.toml\")", col)
+            return None
+        return ClaimSpec(cname, text, kind, src[1:-1].strip())
     if len(src) < 2 or src[0] not in "\"'" or src[-1] != src[0]:
         errs.add(key, f"{kind} needs a quoted expression: {kind}(\"EXPR\")", col)
         return None
@@ -309,7 +358,7 @@ def _claim_name(errs, key, kind, inner, col, binds) -> str | None:
     if kind == "output_shift" and b.kind != "vector":
         errs.add(key, f"output_shift needs a shared vector (kind \"vector\"); {name!r} is a {b.kind}", col)
         return None
-    if b.kind in ("position", "dimension", "count"):
+    if b.kind in ("position", "dimension", "count", "head"):
         errs.add(key, f"{name!r} is the {b.kind} {'index' if b.kind == 'position' else ''}"
                       f" and cannot be varied".replace("  ", " "), col)
         return None

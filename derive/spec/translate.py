@@ -43,12 +43,15 @@ SCALAR_ASSUMPTIONS = {
     "scalar negative": {"negative": True},
     "scalar nonzero": {"nonzero": True},
 }
-DECLARABLE = KINDS[:3] + tuple(SCALAR_ASSUMPTIONS) + KINDS[4:]
+# A scalar per attention head (ALiBi's slopes): the symbol NAME_h, h the predeclared head index.
+PER_HEAD = {"per_head": {}, "per_head positive": {"positive": True}, "per_head negative": {"negative": True}}
+DECLARABLE = KINDS[:3] + tuple(SCALAR_ASSUMPTIONS) + tuple(PER_HEAD) + KINDS[4:]
 PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "position",
-               "d": "dimension", "n": "count"}
+               "d": "dimension", "n": "count", "h": "head"}
 BUILTINS = {"dot": 2, "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "rope": 2}
 
 SCALAR, VECTOR = "scalar", "vector"
+HEAD = sp.Symbol("h", integer=True, nonnegative=True)  # the attention head (0-based, as in FlexAttention)
 BROKEN = "broken"  # the binding of a name whose declaration is an error (reported once)
 
 
@@ -73,13 +76,14 @@ def bindings(symbols: dict[str, str], rename: dict[str, str] | None = None) -> d
         "j": Binding("position", A.j),
         "d": Binding("dimension", A.d),
         "n": Binding("count", A.n),
+        "h": Binding("head", HEAD),
     }
     for name, declared in symbols.items():
         if declared == BROKEN:
             out[name] = Binding(BROKEN, None)
             continue
         label = rename.get(name, name)
-        kind = SCALAR if declared in SCALAR_ASSUMPTIONS else declared
+        kind = SCALAR if declared in SCALAR_ASSUMPTIONS or declared in PER_HEAD else declared
         out[name] = Binding(kind, _make(declared, label))
     return out
 
@@ -92,6 +96,8 @@ def _make(declared: str, label: str):
         return VectorBase(label)
     if declared in SCALAR_ASSUMPTIONS:
         return sp.Symbol(label, real=True, **SCALAR_ASSUMPTIONS[declared])
+    if declared in PER_HEAD:
+        return sp.Symbol(label + "_h", real=True, **PER_HEAD[declared])
     return label  # a function: its class is made when it is applied
 
 

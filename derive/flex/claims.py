@@ -1,0 +1,354 @@
+"""Claims about modifiers: ``decreasing_in_distance``, ``equivalent_to``, ``mask_equivalent``.
+
+* ``decreasing_in_distance``: for a fixed query i and a fixed dot-product score s, the
+  score is non-increasing in |i − j| over the allowed keys. Proved when, with j = i ∓ e
+  (e ≥ 0 real, the side(s) the mask allows), the derivative in e is ≤ 0 by SymPy's
+  assumptions (and, for a two-sided mask, the score is symmetric: f(i + e) = f(i − e));
+  refuted by a certified instance of the one searcher (:func:`find_witness`):
+  keys j₁, j₂ both allowed, |i − j₁| ≤ |i − j₂| and f(j₂) − f(j₁) > 0, on the real data
+  (a per-head table takes each head's own value).
+* ``equivalent_to("OTHER.toml")``: the two variants give the same weights. Proved when
+  the masks are proved equal and the scores agree on the allowed keys (then every
+  normalizer, which sees only allowed keys, gives the same weights); refuted by a
+  certified instance of the weights, each side with its own mask.
+* ``mask_equivalent("OTHER.toml")``: the two masks allow the same keys, for every n.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sympy as sp
+
+from derive.claims import show
+from derive.claims.core import expand, settle
+from derive.claims.numeric import concrete_mask, interpretations
+from derive.claims.result import Outcome, step
+from derive.crosscheck.witness import find_witness
+from derive.errors import InputError
+from derive.flex.masks import indicator, mask_side
+from derive.flex.spec import plain_score
+from derive.flex.tree import SCORE
+from derive.model.attention import i, j
+from derive.model.vectors import expand_dot
+from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
+
+__all__ = ["FLEX_PROVERS", "concrete_data", "modifier", "same_mask"]
+
+E = sp.Symbol("e", nonnegative=True)  # the distance |i − j| as a real variable
+
+
+def _cond(mask):
+    cond = getattr(mask, "condition", False)
+    if cond is False:  # a plain string from an older caller
+        return None if mask == "none" else j <= i
+    return cond
+
+
+def modifier(spec, variant) -> sp.Expr | None:
+    """The score as a function of s = ⟨q_i, k_j⟩/√d, i, j (and parameters), or None when the
+    score involves the key's vector otherwise (then distance alone does not fix it)."""
+    if spec.flex is not None and spec.flex.score is not None:
+        return spec.flex.score.expr
+    dot = plain_score()
+    score = sp.expand(expand_dot(variant.score()))
+    f = sp.expand(score.subs(dot, SCORE))
+    if any(getattr(a, "base", None) is not None for a in f.atoms(sp.Indexed)):
+        return None
+    return f
+
+
+def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
+    """``expr`` on the real captured data of head ``head``: per-head symbols take that head's
+    value, opaque tables become exact lookups (Piecewise on the index)."""
+    out = expr
+    for key, values in data.items():
+        if isinstance(key, sp.Symbol):
+            out = out.xreplace({key: values[min(head, len(values) - 1)]})
+    for key, values in data.items():
+        if isinstance(key, str):
+            rows = values[min(head, len(values) - 1)] if values and isinstance(values[0], list) else values
+
+            def lookup(x, rows=rows):
+                return sp.Piecewise(*[(v, sp.Eq(x, k)) for k, v in enumerate(rows)], (sp.nan, True))
+
+            out = out.replace(lambda e, key=key: isinstance(e, sp.core.function.AppliedUndef)
+                              and type(e).__name__ == key, lambda e, f=lookup: f(e.args[0]))
+    return out
+
+
+def _heads(spec) -> int:
+    data = spec.flex.data if spec.flex is not None else {}
+    sizes = [len(v) for k, v in data.items() if isinstance(k, sp.Symbol)]
+    sizes += [len(v) for k, v in data.items() if isinstance(k, str) and v and isinstance(v[0], list)]
+    return max(sizes, default=1)
+
+
+def _data(spec) -> dict:
+    return spec.flex.data if spec.flex is not None else {}
+
+
+def decreasing_in_distance(ctx, claim) -> Outcome:
+    spec = ctx.spec
+    f = modifier(spec, ctx.base)
+    if f is None:
+        return Outcome(UNDECIDED, "the score involves the keys' vectors beyond ⟨q_i, k_j⟩/√d, so the distance "
+                                  "alone does not fix it")
+    mask = spec.mask
+    side = mask_side(mask)
+    steps = [step("the score as a function of s = ⟨q_i, k_j⟩/√d, i and j", show.latex(f))]
+    proved, why = _monotone(f, side, steps)
+    if proved:
+        return Outcome(PROVED, why, steps)
+    wit = _violation(f, mask, _data(spec), _heads(spec), ctx.cfg)
+    if wit is not None:
+        return Outcome(REFUTED, "a farther allowed key gets a larger score", steps, witness=wit)
+    return Outcome(UNDECIDED, f"no proof ({why}) and no counterexample were found", steps)
+
+
+def _monotone(f, side, steps) -> tuple[bool, str]:
+    sides = {"past": (-1,), "future": (1,), None: (1, -1)}[side]
+    if side is None:
+        sym = sp.simplify(f.xreplace({j: i + E}) - f.xreplace({j: i - E}))
+        steps.append(step("f(i + e) − f(i − e), e ≥ 0 (both sides allowed)", show.latex(sym)))
+        if sym != 0:
+            return False, "the mask allows keys on both sides and the score is not symmetric in i − j"
+    for sgn in sides[:1]:
+        g = f.xreplace({j: i + sgn * E})
+        if g.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign, sp.floor, sp.ceiling):
+            # a derivative that is ≤ 0 on every piece says nothing about the jumps between pieces
+            steps.append(step("the score is not smooth in the distance (a branch, max, min or abs of it)",
+                              show.latex(g)))
+            return False, "the score is not smooth in the distance, so its derivative proves nothing"
+        dg = sp.simplify(sp.diff(g, E))
+        steps.append(step(f"d/de of the score at j = i {'+' if sgn > 0 else '−'} e, e ≥ 0", show.latex(dg)))
+        if dg.is_nonpositive:
+            where = "for every allowed key" if side is None else \
+                f"and the mask allows only keys {'before' if side == 'past' else 'after'} the query"
+            return True, f"the derivative in the distance is ≤ 0 {where}"
+        return False, "the sign of the derivative in the distance is not proved"
+    return False, ""
+
+
+def _violation(f, mask, data, heads, cfg) -> dict | None:
+    j1, j2 = sp.Symbol("j_1", integer=True, positive=True), sp.Symbol("j_2", integer=True, positive=True)
+    cond = _cond(mask)
+    for head in range(heads):
+        g = concrete_data(f, data, head) if data else f
+        f1, f2 = g.xreplace({j: j1}), g.xreplace({j: j2})
+        guard = sp.Mul(indicator(cond, i, j1), indicator(cond, i, j2),
+                       sp.Piecewise((1, sp.Abs(i - j1) <= sp.Abs(i - j2)), (0, True)))
+        lhs = guard * sp.Max(0, f2 - f1)
+        wit = find_witness(lhs, sp.S.Zero, cfg=cfg)
+        if wit is None:
+            continue
+        from derive.crosscheck.evaluate import evaluate
+        from derive.crosscheck.witness import rounded
+
+        inst, env = wit["_instance"], wit["_env"]
+        for sym in sorted((f1 + f2).free_symbols - set(inst.scalars) - set(env), key=str):
+            if not sym.is_integer:  # cancels in the difference (s, for a bias): any value; 0 shown
+                inst.scalars[sym] = sp.S.Zero
+        near, far = (rounded(evaluate(x, inst, "arb", env, prec=128)) for x in (f1, f2))
+        values = {k: v for k, v in inst.describe().items() if k not in ("d", "n")}
+        if data:
+            values["head"] = head
+            for key, vals in data.items():
+                if isinstance(key, sp.Symbol) and key in f.free_symbols:
+                    values[key.name] = str(vals[min(head, len(vals) - 1)])
+        return {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": str(mask),
+                "indices": wit["indices"], "values": values, "functions": interpretations(g) or None,
+                "original": near, "changed": far, "enclosures": wit["enclosures"],
+                "compared": ["score at the nearer key j_1", "score at the farther key j_2"]}
+    return None
+
+
+def _other(ctx, claim):
+    from derive.spec.load import load_spec
+
+    path = Path(ctx.spec.file).parent / claim.arg
+    try:
+        return load_spec(path)
+    except InputError as exc:
+        raise _Bad(str(exc)) from None
+
+
+class _Bad(Exception):
+    pass
+
+
+def _canon(cond):
+    """Strict comparisons of integer-valued sides made non-strict: i − j < 4 ↦ i − j ≤ 3."""
+    if cond is None:
+        return sp.true
+
+    def fix(r):
+        diff = r.lhs - r.rhs
+        if not diff.is_integer:
+            return r
+        if isinstance(r, sp.StrictLessThan):
+            return sp.Le(r.lhs, r.rhs - 1)
+        if isinstance(r, sp.StrictGreaterThan):
+            return sp.Ge(r.lhs, r.rhs + 1)
+        return r
+
+    return cond.replace(lambda e: isinstance(e, (sp.StrictLessThan, sp.StrictGreaterThan)), fix)
+
+
+def same_mask(ma, mb) -> tuple[str, str, list]:
+    """(status, reason, steps) of "the masks allow the same keys" (proof only; no search)."""
+    ca, cb = _canon(_cond(ma)), _canon(_cond(mb))
+    steps = [step(f"mask {ma}", show.latex(ca)), step(f"mask {mb}", show.latex(cb))]
+    if ca == cb or sp.simplify_logic(sp.Equivalent(ca, cb)) == sp.true:
+        return PROVED, "the two conditions are the same", steps
+    delta = sp.Symbol("delta", real=True)
+    xa, xb = ca.xreplace({j: i - delta}), cb.xreplace({j: i - delta})
+    if i not in xa.free_symbols | xb.free_symbols and xa.free_symbols <= {delta} and xb.free_symbols <= {delta}:
+        try:
+            sa, sb = xa.as_set(), xb.as_set()
+            odd = sp.Intersection(sp.SymmetricDifference(sa, sb), sp.S.Integers)
+        except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
+            odd = None
+        if odd is not None and odd == sp.S.EmptySet:
+            steps.append(step("both depend only on δ = i − j; the integer δ they allow are the same",
+                              f"{sp.latex(sa)} \\cap \\mathbb{{Z}} = {sp.latex(sb)} \\cap \\mathbb{{Z}}"))
+            return PROVED, "both masks depend only on i − j and allow the same integer offsets", steps
+    return UNDECIDED, "the conditions differ in form", steps
+
+
+def mask_equivalent(ctx, claim) -> Outcome:
+    try:
+        other = _other(ctx, claim)
+    except _Bad as exc:
+        return Outcome(UNDECIDED, f"cannot load {claim.arg}: {exc}")
+    ma, mb = ctx.spec.mask, other.mask
+    status, reason, steps = same_mask(ma, mb)
+    if status == PROVED:
+        return Outcome(PROVED, reason, steps)
+    da, db = _data(ctx.spec), _data(other)
+    a = concrete_data(indicator(_cond(ma)), da, 0) if da else indicator(_cond(ma))
+    b = concrete_data(indicator(_cond(mb)), db, 0) if db else indicator(_cond(mb))
+    wit = find_witness(a, b, cfg=ctx.cfg)
+    if wit is not None:
+        ce = {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": f"{ma} vs {mb}",
+              "indices": wit["indices"], "values": {}, "functions": None, "original": wit["lhs"],
+              "changed": wit["rhs"], "enclosures": wit["enclosures"],
+              "compared": [f"allowed by {ma}", f"allowed by {mb}"]}
+        return Outcome(REFUTED, "a key is allowed by one mask and not by the other", steps, witness=ce)
+    return Outcome(UNDECIDED, f"no proof ({reason}) and no counterexample were found", steps)
+
+
+def equivalent_to(ctx, claim) -> Outcome:
+    from derive.claims.variant import Variant
+
+    try:
+        other = _other(ctx, claim)
+    except _Bad as exc:
+        return Outcome(UNDECIDED, f"cannot load {claim.arg}: {exc}")
+    va, vb = ctx.base, Variant(other)
+    ma, mb = ctx.spec.mask, other.mask
+    mstatus, mreason, steps = same_mask(ma, mb)
+    steps.append(step(f"the masks: {mstatus} ({mreason})"))
+    lemma = (False, "", steps, None)
+    same_norm = ctx.spec.normalizer_text == other.normalizer_text and \
+        {str(k): str(v) for k, v in va.params.items()} == {str(k): str(v) for k, v in vb.params.items()}
+    diff = expand(vb.score() - va.score(), ctx.cfg)
+    if diff is not None:
+        steps.append(step("difference of the scores, expanded", show.latex(diff)))
+        side = mask_side(ma)
+        e = sp.Symbol("e", integer=True, nonnegative=True)
+        on_allowed = diff if side is None else sp.simplify(diff.xreplace({j: i - e if side == "past" else i + e}))
+        if side is not None:
+            steps.append(step(f"on the allowed keys (j = i {'−' if side == 'past' else '+'} e, e ≥ 0)",
+                              show.latex(on_allowed)))
+        if mstatus == PROVED and same_norm and on_allowed == 0:
+            lemma = (True, "the masks are the same and the scores agree on every allowed key, so the weights "
+                           "(which see only allowed keys) are the same", steps, diff)
+    lhs, rhs = concrete_mask(va.weight(), ma), concrete_mask(vb.weight(), mb)
+    if lemma[0]:
+        return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
+                      compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+    data = {**_data(other), **_data(ctx.spec)}
+    if data:
+        lhs, rhs = concrete_data(lhs, data, 0), concrete_data(rhs, data, 0)
+    out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=va.guards + vb.guards,
+                 why_refuted="the two variants give different weights",
+                 compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+    out.steps = steps + out.steps
+    if out.status == PROVED and data:
+        return Outcome(UNDECIDED, "the weights agree for the first head's data only; no proof for every head",
+                       out.steps)
+    if out.status == REFUTED:
+        out.witness["mask"] = f"{ma} / {mb}"
+        if data:
+            out.witness["values"]["head"] = 0
+    return out
+
+
+def _offsets(cond, side, dist, limit: int = 64) -> list | None:
+    """The distances e = |i − j| a one-sided mask allows, when the condition depends on e alone
+    and they are finitely many (a window); else None."""
+    x = sp.Symbol("x", nonnegative=True)
+    c = cond.xreplace({j: i - x if side == "past" else i + x})
+    if c.free_symbols - {x}:
+        return None
+    try:
+        allowed = sp.Intersection(c.as_set(), sp.Range(0, limit + 1))
+        values = list(allowed) if allowed.is_finite_set and isinstance(allowed, (sp.FiniteSet, sp.Range)) else None
+    except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
+        return None
+    if values is None or not values or max(values) >= limit:
+        return None
+    return [int(v) for v in values]
+
+
+def row_constant(ctx, claim) -> Outcome:
+    """``row_constant(EXPR)`` over the *allowed* keys of a row: with a mask other than none,
+    a term constant on the allowed keys (not on all keys) is row-constant under that mask."""
+    from derive.claims.provers import row_constant as on_all_keys, two_keys
+
+    mask = ctx.spec.mask
+    if mask == "none":
+        return on_all_keys(ctx, claim)
+    if mask == "causal":
+        out = on_all_keys(ctx, claim)  # its witness has both keys allowed (i = 2, keys 1 and 2)
+        if out.status != UNDECIDED:
+            return out
+    cond = _cond(mask)
+    guards = list(ctx.base.guards)
+    e_expr = ctx.base.expr(claim.node, guards)
+    steps = [step("expression", show.latex(e_expr))]
+    ex = expand(e_expr, ctx.cfg)
+    lemma = (False, "", steps, None)
+    if ex is not None:
+        steps.append(step("expanded", show.latex(ex)))
+        side = mask_side(mask)
+        if j not in ex.free_symbols:
+            lemma = (True, "the expanded expression does not involve the key j", steps, None)
+        elif side is not None:
+            dist = sp.Symbol("e", integer=True, nonnegative=True)
+            on = sp.simplify(ex.xreplace({j: i - dist if side == "past" else i + dist}))
+            steps.append(step(f"on the allowed keys of row i (j = i {'−' if side == 'past' else '+'} e, e ≥ 0, "
+                              f"mask {mask})", show.latex(on)))
+            offsets = _offsets(cond, side, dist)
+            if dist not in on.free_symbols or (offsets is not None and len({sp.simplify(on.subs(dist, v))
+                                                                             for v in offsets}) == 1):
+                if offsets is not None and dist in on.free_symbols:
+                    steps.append(step(f"the mask allows only e ∈ {{{', '.join(map(str, offsets))}}}, where it "
+                                      "takes one value"))
+                lemma = (True, f"constant on the allowed keys of each row under the mask {mask} (not on all keys)",
+                         steps, None)
+    one, two = two_keys(set(ctx.spec.symbols))
+    both = sp.Mul(indicator(cond, i, one), indicator(cond, i, two))
+    lhs, rhs = both * e_expr.xreplace({j: one}), both * e_expr.xreplace({j: two})
+    return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
+                  why_refuted=f"two keys allowed by the mask {mask} give different values",
+                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
+
+
+FLEX_PROVERS = {
+    "row_constant": row_constant,
+    "decreasing_in_distance": decreasing_in_distance,
+    "equivalent_to": equivalent_to,
+    "mask_equivalent": mask_equivalent,
+}

@@ -1,0 +1,99 @@
+"""The spec keys ``score_mod`` and ``mask_mod``: trace, rebuild, and hand the engine its parts.
+
+``score_mod = "mods.py:alibi"`` replaces ``score``: the modifier is called as FlexAttention
+calls it, with ``score`` the plain scaled dot product ⟨q_i, k_j⟩/√d, so the variant's score
+is the traced expression with s ↦ ⟨q_i, k_j⟩/√d. ``mask_mod = "mods.py:causal"`` replaces
+``mask``. Paths are relative to the spec file. Tracing runs the user's code, in a child
+process (:mod:`derive.flex.trace`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sympy as sp
+
+from derive.errors import InputError
+from derive.flex.masks import Mask
+from derive.flex.trace import DEFAULT_TIMEOUT, Traced, parse_ref, trace
+from derive.flex.tree import SCORE, Built, TreeError, build
+from derive.model.attention import d, i, j
+from derive.model.vectors import Dot, VectorBase
+
+__all__ = ["Flex", "plain_score", "trace_keys", "validate_ref"]
+
+TIMEOUT = [DEFAULT_TIMEOUT]  # set by ``derive check --timeout``
+
+
+def plain_score() -> sp.Expr:
+    """⟨q_i, k_j⟩/√d, the ``score`` FlexAttention passes to a score_mod."""
+    return Dot(VectorBase("q")[i], VectorBase("k")[j]) / sp.sqrt(d)
+
+
+@dataclass(frozen=True)
+class Flex:
+    """What the traced modifiers give a spec (kept apart from the hand-written parts)."""
+
+    score: Built | None = None  # the score_mod's expression in s, i, j, h
+    mask: Built | None = None
+    traced: tuple[Traced, ...] = ()
+    data: dict = field(default_factory=dict)  # per-head symbol → values, function name → values
+
+    def score_expr(self) -> sp.Expr | None:
+        return None if self.score is None else self.score.expr.xreplace({SCORE: plain_score()})
+
+    def display(self) -> list[dict]:
+        """One row per modifier for the report: the source line next to the traced math."""
+        from derive.claims import show
+
+        out = []
+        for t in self.traced:
+            built = self.score if t.kind == "score" else self.mask
+            out.append({"key": f"{t.kind}_mod", "ref": t.ref, "file": t.file, "line": t.line, "source": t.source,
+                        "math": show.text(built.expr), "latex": show.latex(built.expr)})
+        return out
+
+
+def validate_ref(text) -> str | None:
+    """Why ``text`` is not FILE.py:NAME[(ARGS)], or None."""
+    if not isinstance(text, str):
+        return f"expected a string, got {type(text).__name__}"
+    try:
+        parse_ref(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def trace_keys(data: dict, file: str) -> tuple[Flex, list[tuple[str, str]]]:
+    """Trace ``score_mod`` and ``mask_mod`` of a spec; (parts, [(key, error), ...])."""
+    base = Path(file).parent
+    errors, traced, parts = [], [], {}
+    for key, kind in (("score_mod", "score"), ("mask_mod", "mask")):
+        text = data.get(key)
+        if text is None:
+            continue
+        try:
+            t = trace(text, kind, base, TIMEOUT[0])
+            built = build(t.tree, kind)
+        except InputError as exc:
+            errors.append((key, str(exc)))
+            continue
+        except TreeError as exc:
+            where = parse_ref(text)[0]
+            at = f"{where}, line {exc.line}: " if exc.line else f"{where}: "
+            errors.append((key, at + exc.text))
+            continue
+        traced.append(t)
+        parts[kind] = built
+    data_tables: dict = {}
+    for built in parts.values():
+        data_tables.update(built.per_head)
+        data_tables.update(built.functions)
+        data_tables.update(built.per_head_functions)
+    return Flex(parts.get("score"), parts.get("mask"), tuple(traced), data_tables), errors
+
+
+def traced_mask(flex: Flex, text: str) -> Mask | None:
+    return None if flex.mask is None else Mask(text, flex.mask.expr)

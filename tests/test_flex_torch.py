@@ -1,0 +1,230 @@
+"""FlexAttention modifiers traced with torch: bad input (pinned), the shipped examples against
+their hand-written specs, and every traced modifier against torch's own flex_attention.
+
+Without torch these skip locally and fail in CI (CI=true), where torch is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import IN_CI
+
+FLEX = Path(__file__).resolve().parent.parent / "derive" / "atlas" / "flex"
+
+
+@pytest.fixture(autouse=True)
+def _torch():
+    if importlib.util.find_spec("torch") is None:
+        if IN_CI:
+            pytest.fail("torch is required in CI (CI=true) but is not installed")
+        pytest.skip("torch is not installed")
+
+
+BAD = '''import torch
+
+
+def branch(score, b, h, q_idx, kv_idx):
+    if score > 0:
+        return score
+    return -score
+
+
+def item(score, b, h, q_idx, kv_idx):
+    return score * score.item()
+
+
+def inplace(score, b, h, q_idx, kv_idx):
+    return score.add_(1)
+
+
+def noise(score, b, h, q_idx, kv_idx):
+    return score + torch.rand(1)
+
+
+def reads(score, b, h, q_idx, kv_idx):
+    open("/etc/hostname").read()
+    return score
+
+
+def raises(score, b, h, q_idx, kv_idx):
+    return score + [1, 2][5]
+
+
+def forever(score, b, h, q_idx, kv_idx):
+    while True:
+        pass
+
+
+def floor(score, b, h, q_idx, kv_idx):
+    return torch.floor(score)
+
+
+def two(score, b):
+    return score
+
+
+def prints(score, b, h, q_idx, kv_idx):
+    import os
+    os.write(1, b"hi")
+    return score
+'''
+
+CASES = [
+    ("branch", "mods.py, line 5: a Python branch (if, while, and/or, bool()) on a traced value: the result would "
+               "depend on data the tracer cannot see; use torch.where"),
+    ("item", "mods.py, line 11: .item() turns a traced value into a Python number: not traceable"),
+    ("inplace", "mods.py, line 15: the in-place operation .add_() is not supported: a modifier must return a "
+                "new value"),
+    ("noise", "mods.py, line 19: randomness (torch.rand) is not allowed in a modifier"),
+    ("reads", "mods.py, line 23: file I/O (open) is not allowed in a modifier"),
+    ("raises", "mods.py, line 28: the modifier raised IndexError: list index out of range"),
+    ("forever", "the score_mod mods.py:forever did not finish within the timeout of 3 s while being traced; it was "
+                "stopped (set --timeout SECONDS); no verdict"),
+    ("floor", "mods.py, line 37: the operation torch.floor is not supported (supported: arithmetic, comparisons, "
+              "torch.where, tanh, exp, exp2, log, abs, sqrt, clamp, sign, indexing a captured tensor)"),
+    ("two", "mods.py: a score_mod takes 5 arguments (score, b, h, q_idx, kv_idx); two takes 2"),
+    ("prints", "the score_mod mods.py:prints wrote to standard output (file descriptor 1) while being traced: the "
+               "report owns standard output; write to stderr instead; no verdict"),
+]
+
+
+@pytest.mark.parametrize("name, message", CASES, ids=[c[0] for c in CASES])
+def test_untraceable_code_is_bad_input(tmp_path, name, message):
+    (tmp_path / "mods.py").write_text(BAD)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "x"\nscore_mod = "mods.py:{name}"\n[claims]\nc = "shift_invariant"\n')
+    res = subprocess.run([sys.executable, "-m", "derive", "check", "--timeout", "3", str(spec)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert res.stderr.strip().splitlines()[-1] == f"derive: error: {spec}: key 'score_mod': {message}"
+    assert "Traceback" not in res.stderr
+
+
+def _load_all():
+    from derive.spec import load_spec
+
+    return {p.stem: load_spec(p) for p in sorted(FLEX.glob("*.toml"))}
+
+
+@pytest.fixture(scope="module")
+def specs():
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    return _load_all()
+
+
+EXPECTED = {  # every claim of the shipped FlexAttention examples
+    ("alibi", "prefers_near_keys"): "proved", ("alibi", "same_as_hand_written"): "proved",
+    ("alibi_flipped", "prefers_near_keys"): "refuted", ("alibi_hand", "prefers_near_keys"): "proved",
+    ("causal", "same_mask_as_hand_written"): "proved", ("causal", "same_as_hand_written"): "proved",
+    ("document", "same_mask_as_hand_written"): "proved", ("document", "same_as_hand_written"): "proved",
+    ("prefix_lm", "same_mask_as_hand_written"): "proved", ("prefix_lm", "same_as_hand_written"): "proved",
+    ("relative_bias", "same_as_hand_written"): "proved",
+    ("sliding_window", "same_mask_as_hand_written"): "proved", ("sliding_window", "same_as_hand_written"): "proved",
+    ("sliding_window", "not_plain_causal"): "refuted",
+    ("softcap", "same_as_hand_written"): "proved",
+    ("softcap_alibi", "prefers_near_keys"): "proved", ("softcap_alibi", "same_as_hand_written"): "proved",
+}
+
+
+@pytest.mark.slow
+def test_shipped_modifiers_against_their_hand_written_specs(specs):
+    from derive.claims.run import check_spec
+
+    got = {(stem, c.name): c.verdict for stem, s in specs.items() for c in check_spec(s).claims}
+    assert got == EXPECTED
+
+
+@pytest.mark.slow
+def test_sign_flipped_alibi_counterexample_is_certified_on_the_real_slopes(specs):
+    from derive.claims.run import check_spec
+
+    (res,) = check_spec(specs["alibi_flipped"]).claims
+    ce = res.counterexample
+    assert res.reason == "a farther allowed key gets a larger score"
+    assert ce["values"]["head"] == 0 and ce["values"]["alibi_slopes_h"] == "1/2"
+    i, j1, j2 = ce["indices"]["i"], ce["indices"]["j_1"], ce["indices"]["j_2"]
+    assert j1 <= i and j2 <= i and abs(i - j1) <= abs(i - j2)
+    # the exact scores (s cancels): slope·(i − j)
+    assert ce["changed"] - ce["original"] == pytest.approx(0.5 * ((i - j2) - (i - j1)))
+
+
+def test_report_shows_the_traced_math_next_to_the_source_line(tmp_path):
+    (tmp_path / "mods.py").write_text((FLEX / "mods.py").read_text())
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "x"\nscore_mod = "mods.py:generate_alibi_bias(4)"\nmask_mod = "mods.py:causal"\n'
+                    '[claims]\nc = "shift_invariant"\n')
+    res = subprocess.run([sys.executable, "-m", "derive", "check", str(spec)], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "- `score_mod` — mods.py, line 14: `return score + bias` → `alibi_slopes_h*(-i + j) + s`" in res.stdout
+    assert "- `mask_mod` — mods.py, line 60: `return q_idx >= kv_idx` → `i >= j`" in res.stdout
+
+
+def _engine_output(spec, q, k, v):
+    """The engine's output for one batch: weights from the Variant, on the modifier's real data."""
+    import sympy as sp
+
+    from derive.claims.numeric import concrete_mask
+    from derive.claims.variant import Variant
+    from derive.crosscheck.evaluate import Instance, evaluate
+    from derive.flex.claims import concrete_data
+    from derive.model.attention import i, j
+
+    heads, n, d = q.shape
+    weight = concrete_mask(Variant(spec).weight(), spec.mask)
+    out = np.zeros((heads, n, d))
+    for h in range(heads):
+        w = concrete_data(weight, spec.flex.data, h)
+        inst = Instance(d=d, n=n)
+        for name, x in (("q", q[h]), ("k", k[h])):
+            fam = np.zeros((n + 1, d))
+            fam[1:] = x
+            inst.families[name] = fam
+        p = np.array([[float(evaluate(w, inst, "float", {i: r, j: c})) for c in range(1, n + 1)]
+                      for r in range(1, n + 1)])
+        assert not any(isinstance(s, sp.Symbol) and s.name.endswith("_h") for s in w.free_symbols)
+        out[h] = p @ v[h]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", ["alibi", "alibi_flipped", "softcap", "softcap_alibi", "relative_bias", "causal",
+                                  "sliding_window", "prefix_lm", "document"])
+def test_traced_modifier_agrees_with_torch_flex_attention(specs, stem):
+    import warnings
+
+    import torch
+    from torch.nn.attention.flex_attention import flex_attention
+
+    sys.path.insert(0, str(FLEX))
+    try:
+        import mods
+    finally:
+        sys.path.remove(str(FLEX))
+    spec = specs[stem]
+    refs = {t.kind: t.ref.split(":", 1)[1] for t in spec.flex.traced}
+    make = {k: eval(ref, vars(mods)) for k, ref in refs.items()}  # our own shipped file, in the test process
+    heads = 8 if "alibi" in stem else 2
+    gen = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(1, heads, 6, 4, dtype=torch.float64, generator=gen) for _ in range(3))
+    mask_mod = make.get("mask")
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        s = make["score"](score, b, h, q_idx, kv_idx) if "score" in make else score
+        if mask_mod is None:
+            return s
+        return torch.where(mask_mod(b, h, q_idx, kv_idx), s, -float("inf"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = flex_attention(q, k, v, score_mod=score_mod)[0].numpy()
+    want = _engine_output(spec, q[0].numpy(), k[0].numpy(), v[0].numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
