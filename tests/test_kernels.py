@@ -55,12 +55,6 @@ def test_committed_document_is_current(kernels_json):
     assert data == json.loads((ROOT / "docs" / "kernels.json").read_text(encoding="utf-8"))
 
 
-def test_document_builds_within_budget(kernels_json):
-    _, _, seconds = kernels_json
-    print(f"kernels document: {seconds:.1f} s")
-    assert seconds < 30  # target 15 s on an idle 2-core machine; loose here for shared CI runners
-
-
 def test_every_step_is_proved_and_every_fault_refuted(kernels_json):
     data, page, _ = kernels_json
     kinds = {}

@@ -26,8 +26,8 @@ terms. With torch, the autograd gradient is compared with the derived Jacobian. 
 disagreement the simplest counterexample is shown and the implementation is matched
 against known faulty forms.
 
-WARNING: this imports TARGET and calls it, i.e. it runs your code. It is the only derive
-command that does. Your code runs in a separate child process, never in the one that
+WARNING: this imports TARGET and calls it, i.e. it runs your code (the only other derive
+command that does is `derive check` on a spec with score_mod/mask_mod). Your code runs in a separate child process, never in the one that
 prints the report: if it exits (sys.exit, os._exit), is killed, takes longer than
 --timeout seconds for one import or call, writes to file descriptor 1 (stdout), or
 returns something that is not an array of the input's shape, derive stops it and exits 2

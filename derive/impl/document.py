@@ -138,8 +138,8 @@ precision. When they disagree it shows the simplest counterexample Hypothesis fi
 tests the code against a table of known faulty forms, so the report says *what* is wrong
 and how to fix it.
 
-`derive impl` imports and runs the target (in a separate process, see below): it is the
-only derive command that runs your code. An "agrees" verdict means agreement on every tested input within the stated
+`derive impl` imports and runs the target (in a separate process, see below), as `derive
+check` does with a FlexAttention `score_mod`/`mask_mod`; no other derive command runs your code. An "agrees" verdict means agreement on every tested input within the stated
 tolerance — differential testing, not a proof.
 
 ## The code under review
