@@ -14,15 +14,15 @@ import json
 import sympy as sp
 
 from derive import __version__
-from derive.crosscheck.check import tolerance_text
 from derive.render import prose
 from derive.render.latex import tex
 
 __all__ = ["CHECKS_NOTE", "to_json", "view"]
 
 
-CHECKS_NOTE = ("A check passes when every compared pair of values a, b satisfies "
-               "|a − b| ≤ abs + rel·max(|a|, |b|), with the tolerances of its row. The measured errors are "
+CHECKS_NOTE = ("A check passes when every compared pair of values $a, b$ satisfies "
+               r"$\lvert a - b\rvert \le \mathrm{abs} + \mathrm{rel} \cdot \max(\lvert a\rvert, \lvert b\rvert)$, "
+               "with the tolerances of its row. The measured errors are "
                "not printed: their last digits depend on the machine's floating-point code paths (SIMD) and "
                "on the numpy and SymPy versions, and this document must be the same on every machine.")
 
@@ -35,7 +35,23 @@ def _check_text(c, where=None) -> str:
           if j["arb_fallbacks"] else "")
     on = "" if where is None else f" with ${tex(where)}$"
     return (f"cross-checked on {c.examples} random instances{on} (d ≤ 64, n ≤ 64, random masks) "
-            f"and {c.searched} more searched by Hypothesis: all agree within {tolerance_text(j['tolerance'])}{mp}")
+            f"and {c.searched} more searched by Hypothesis: all agree within {_tolerance_math(j['tolerance'])}{mp}")
+
+
+def _number_math(x: float) -> str:
+    """``1e-12`` → ``10^{-12}``, ``2.5e-07`` → ``2.5 \\cdot 10^{-7}``, ``0.5`` → ``0.5``."""
+    text = f"{x:g}"
+    if "e" not in text:
+        return text
+    mant, exp = text.split("e")
+    power = f"10^{{{int(exp)}}}"
+    return power if mant == "1" else rf"{mant} \cdot {power}"
+
+
+def _tolerance_math(tol: dict) -> str:
+    """The pass criterion of a check as math (the same rule as ``tolerance_text``)."""
+    return (rf"$\lvert a - b\rvert \le {_number_math(tol['abs'])} + {_number_math(tol['rel'])} "
+            r"\max(\lvert a\rvert, \lvert b\rvert)$")
 
 
 def _cell(value, target: str) -> str:
@@ -43,11 +59,17 @@ def _cell(value, target: str) -> str:
         return prose.md_table_math(tex(value)) if target == "md" else f"${tex(value)}$"
     text = str(value)
     if target == "md":
-        return prose.to_markdown(text).replace("|", r"\|")
-    return prose.to_latex(text)
+        return prose.to_markdown(text, inline=True).replace("|", r"\|")
+    return prose.to_latex(text, inline=True)
 
 
 def _text(value: str, target: str) -> str:
+    """A title, a name, a reason or a caption: one line of inline markup."""
+    return prose.to_markdown(value, inline=True) if target == "md" else prose.to_latex(value, inline=True)
+
+
+def _paragraphs(value: str, target: str) -> str:
+    """Prose: paragraphs and numbered or bulleted lists."""
     return prose.to_markdown(value) if target == "md" else prose.to_latex(value)
 
 
@@ -61,7 +83,7 @@ def _block(b, target: str) -> dict:
     if b.kind == "section":
         out.update(title=_text(b.title, target), anchor=getattr(b, "anchor", ""), level=getattr(b, "level", 2))
     elif b.kind == "prose":
-        out["text"] = _text(b.text, target)
+        out["text"] = _paragraphs(b.text, target)
     elif b.kind == "equation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
                    verdict=b.verdict.status, method=_method(b.verdict.method, target),
@@ -123,13 +145,13 @@ def view(doc, target: str) -> dict:
         "slug": doc.slug,
         "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
         "title": _text(doc.title, target),
-        "summary": _text(doc.summary, target),
+        "summary": _paragraphs(doc.summary, target),
         "blocks": [_block(b, target) for b in doc.blocks],
         "version": __version__,
         "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
         "n_checks": len(doc.checks),
         "checks": [_check_row(c, target) for c in doc.checks],
-        "checks_note": _text(CHECKS_NOTE, target),
+        "checks_note": _paragraphs(CHECKS_NOTE, target),
     }
 
 
