@@ -7,7 +7,7 @@ and the syntax tree is printed for each target, so a ``*`` is emphasis or a lite
 the same rule on both, and a numbered list stays a list.
 
 >>> to_gfm("Step *one*: $x_i$ and s_star.")
-'Step *one*: $`x_i`$ and s_star.'
+'Step *one*: $`x_i`$ and `s_star`.'
 >>> to_tex("Step *one*: $x_i$ and a literal \\\\* star.")
 'Step \\\\emph{one}: $x_i$ and a literal * star.'
 """
@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["math_text", "tex_math", "tex_text", "to_gfm", "to_tex"]
+__all__ = ["mark_pseudo_math", "math_text", "tex_math", "tex_text", "to_gfm", "to_tex"]
 
 
 @lru_cache(maxsize=1)
@@ -33,9 +33,97 @@ def _parser() -> MarkdownIt:
 
 
 def _tree(text: str, inline: bool) -> SyntaxTreeNode:
+    text = mark_pseudo_math(text)
     md = _parser()
     tokens = md.parseInline(text) if inline else md.parse(text)
     return SyntaxTreeNode(tokens)
+
+
+# -- pseudo-math in plain text ------------------------------------------------------------
+# Authors and engine messages write e^{−c}, M_{i,u}, c_i, lse_r in running text; they are
+# printed as math. A snake_case name (s_star, zero_token) is a name: printed as code.
+
+_LETTER = "A-Za-zα-ωΑ-Ωℓ"
+_SCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋"
+_BRACED = r"\{(?:[^{}]|\{[^{}]*\})*\}"
+_PSEUDO = re.compile(
+    rf"(?<![\w./\\])(?P<path>[\w/]+\.(?:py|md|toml|json|j2|yml|yaml))\b"
+    rf"|(?<![\w\\])(?<!\w\.)(?P<tok>[{_LETTER}0-9][{_LETTER}0-9*{_SCRIPTS}]*"
+    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+)(?![\w(])")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+
+
+def _is_name(tok: str) -> bool:
+    if not _NAME.fullmatch(tok):
+        return False
+    base, *rest = tok.split("_")
+    return any(len(r) >= 3 for r in rest) or (len(base) >= 3 and any(len(r) >= 2 and r.islower() for r in rest))
+
+
+def _pseudo_tex(tok: str) -> str:
+    head = re.match(r"[A-Za-z]{2,}(?=[_^])", tok)
+    if head:  # lse_r, acc_r: a multi-letter name is upright
+        tok = rf"\mathrm{{{head.group()}}}" + tok[head.end():]
+    tok = re.sub(r"([_^])([A-Za-z0-9]{2,})", r"\1{\2}", tok)  # lse_KV → lse_{KV}
+    return tex_math(tok)
+
+
+def _split_pseudo(text: str) -> list[tuple[str, str]]:
+    """``[(kind, s)]`` with kind ``text``, ``math`` (LaTeX source) or ``code``."""
+    out, pos = [], 0
+    for m in _PSEUDO.finditer(text):
+        tok = m.group("tok")
+        if tok is None:
+            kind, body = "code", m.group("path")
+        elif _is_name(tok):
+            kind, body = "code", tok
+        elif "_" not in tok and "^" not in tok:
+            continue
+        else:
+            kind, body = "math", _pseudo_tex(tok)
+        out.append(("text", text[pos:m.start()]))
+        out.append((kind, body))
+        pos = m.end()
+    out.append(("text", text[pos:]))
+    out = [(k, v) for k, v in out if v]
+    merged = []  # b_Q·b_K, e^{x_j}/Z: two math pieces joined by symbols are one formula
+    for kind, v in out:
+        if (kind == "math" and len(merged) >= 2 and merged[-2][0] == "math" and merged[-1][0] == "text"
+                and _join_pattern().fullmatch(merged[-1][1])):
+            joint = merged.pop()[1]
+            merged[-1] = ("math", merged[-1][1] + _math_ops(joint) + v)
+        else:
+            merged.append((kind, v))
+    return merged
+
+
+@lru_cache(maxsize=1)
+def _join_pattern() -> re.Pattern:
+    return re.compile("[" + re.escape("".join(sorted(set(_MATH_SYMBOLS) - {"√"}))) + "/+-]+")
+
+
+def _math_ops(ops: str) -> str:
+    out = "".join(_math_run(c) + (" " if _math_run(c)[-1].isalpha() else "") if c in _MATH_SYMBOLS else c
+                  for c in ops)
+    return out
+
+
+# math, code spans and link targets are left as they are
+_PROTECTED = re.compile(r"(\$[^$\n]+\$|`[^`\n]*`|\]\([^)\s]*\))")
+
+
+def mark_pseudo_math(text: str) -> str:
+    """Mark pseudo-math in prose source as ``$…$`` math and snake_case names as code,
+    before the Markdown parser sees their ``_``, ``^`` and ``*``.
+
+    >>> mark_pseudo_math("the 1 becomes e^{−c} for M_{i,1}; s_star = 1, $x_i$ stays")
+    'the 1 becomes $e^{-c}$ for $M_{i,1}$; `s_star` = 1, $x_i$ stays'
+    """
+    parts = _PROTECTED.split(text)
+    for k in range(0, len(parts), 2):
+        parts[k] = "".join(v if kind == "text" else (f"`{v}`" if kind == "code" else f"${v}$")
+                           for kind, v in _split_pseudo(parts[k]))
+    return "".join(parts)
 
 
 # -- GitHub Markdown ---------------------------------------------------------------------
@@ -227,6 +315,10 @@ def to_tex(text: str, *, inline: bool = False) -> str:
     return _TexWriter().render(_tree(text, inline)).strip("\n")
 
 
+def _tex_code(code: str) -> str:
+    return "\\texttt{" + _plain(code).replace("'", "\\textquotesingle{}") + "}"
+
+
 class _TexWriter:
     def render(self, node: SyntaxTreeNode) -> str:
         t = node.type
@@ -253,7 +345,7 @@ class _TexWriter:
         if t == "hardbreak":
             return "\\\\\n"
         if t == "code_inline":
-            return "\\texttt{" + _plain(node.content).replace("'", "\\textquotesingle{}") + "}"
+            return _tex_code(node.content)
         if t == "math_inline":
             return f"${tex_math(node.content.strip())}$"
         if t == "em":

@@ -10,6 +10,7 @@ versions); a check shows its instance counts, its tolerance and its verdict.
 from __future__ import annotations
 
 import json
+import re
 
 import sympy as sp
 
@@ -119,22 +120,40 @@ def _block(b, target: str) -> dict:
     return out
 
 
+def _name_tex(name: str) -> str:
+    """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``."""
+    if not name.replace("_", "").replace("^", "").isalnum():
+        return r"\mathrm{" + name.replace("_", r"\_") + "}"
+    return tex(sp.Symbol(name))
+
+
+def _value_text(value) -> str:
+    """A witness value (a number, a nested list of numbers, an interval) as text that can
+    break across lines in a narrow column; a minus sign is a minus, not a hyphen."""
+    text = str(value).replace("'", "").replace('"', "")
+    return re.sub(r"(?<![\w.])-(?=[\d.])", "−", text)
+
+
+def _assign(name: str, value) -> str:
+    return f"${_name_tex(name)}$ = {_value_text(value)}"
+
+
 def _witness_text(w: dict | None) -> str:
     if not w:
         return ""
     inst = w["instance"]
-    parts = [f"{k} = {v}" for k, v in inst.items()]
-    idx = ", ".join(f"{k} = {v}" for k, v in w["indices"].items())
-    return f"witness: {'; '.join(parts)}; {idx}: values {w['lhs']:.6g} vs {w['rhs']:.6g}" if isinstance(
+    parts = [_assign(k, v) for k, v in inst.items()]
+    idx = ", ".join(_assign(k, v) for k, v in w["indices"].items())
+    return f"witness: {'; '.join(parts)}; {idx}: values {_value_text(format(w['lhs'], '.6g'))} vs {_value_text(format(w['rhs'], '.6g'))}" if isinstance(
         w["lhs"], float) else f"witness: {'; '.join(parts)}; {idx}"
 
 
 def _instance_text(w: dict, assume: dict | None = None) -> str:
-    parts = [f"{k} = {v}" for k, v in w["instance"].items()] + [f"{k} = {v}" for k, v in w["indices"].items()]
+    parts = [_assign(k, v) for k, v in w["instance"].items()] + [_assign(k, v) for k, v in w["indices"].items()]
     if assume:
         parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items()] + parts
     enc = w["enclosures"]
-    side = lambda e: f"({', '.join(e)})" if isinstance(e, list) else e
+    side = lambda e: f"({', '.join(_value_text(x) for x in e)})" if isinstance(e, list) else _value_text(e)
     return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "
             f"(certified at {enc['bits']} bits)")
 
