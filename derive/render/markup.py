@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["mark_pseudo_math", "math_text", "tex_math", "tex_text", "to_gfm", "to_tex"]
+__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "tex_math", "tex_text", "to_gfm", "to_tex"]
 
 
 @lru_cache(maxsize=1)
@@ -130,6 +130,15 @@ def mark_pseudo_math(text: str) -> str:
 
 # Characters that would start markup again when the text is read by GitHub's parser.
 _GFM_ESCAPE = re.compile(r"([\\`*$]|<(?=[A-Za-z/!?]))|(?<![A-Za-z0-9])(_)|(_)(?![A-Za-z0-9])")
+
+
+def gfm_escape(text: str) -> str:
+    r"""Plain text for GitHub Markdown: ``*``, `` ` ``, ``$``, ``\`` and word-edge ``_`` escaped.
+
+    >>> gfm_escape("x*2 for *every* s_t and _x_")
+    'x\\*2 for \\*every\\* s_t and \\_x\\_'
+    """
+    return _gfm_text(text)
 
 
 def _gfm_text(text: str) -> str:

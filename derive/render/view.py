@@ -115,6 +115,10 @@ def _block(b, target: str) -> dict:
     elif b.kind == "table":
         out.update(headers=[_cell(h, target) for h in b.headers],
                    rows=[[_cell(c, target) for c in r] for r in b.rows], caption=_text(b.caption, target))
+    elif b.kind == "definitions":
+        rows = [f"{tex(a)} &\\mathrel{{:=}} {tex(e)}" for a, e in b.pairs]
+        out.update(math=r"\begin{aligned}" + " \\\\\n".join(rows) + r"\end{aligned}",
+                   caption=_text(b.caption, target))
     elif b.kind == "figure":
         out.update(slug=b.slug, caption=_text(b.caption, target))
     return out
