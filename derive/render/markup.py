@@ -49,7 +49,7 @@ _BRACED = r"\{(?:[^{}]|\{[^{}]*\})*\}"
 _PSEUDO = re.compile(
     rf"(?<![\w./\\])(?P<path>[\w/]+\.(?:py|md|toml|json|j2|yml|yaml))\b"
     rf"|(?<![\w\\])(?<!\w\.)(?P<tok>[{_LETTER}0-9][{_LETTER}0-9*{_SCRIPTS}]*"
-    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+)(?![\w(])")
+    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+)(?:(?<=\}})|(?![\w(]))")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 
 
@@ -234,7 +234,7 @@ _MATH_SYMBOLS = {
     "π": r"\pi", "ρ": r"\rho", "σ": r"\sigma", "τ": r"\tau", "φ": r"\varphi", "ψ": r"\psi",
     "ω": r"\omega", "Σ": r"\Sigma", "Δ": r"\Delta", "Π": r"\Pi", "Ω": r"\Omega", "⊙": r"\odot",
     "∣": r"\mid", "⌊": r"\lfloor", "⌋": r"\rfloor", "∅": r"\emptyset", "⊂": r"\subset", "⊆": r"\subseteq",
-    "∪": r"\cup", "∩": r"\cap", "↦": r"\mapsto", "≪": r"\ll", "≫": r"\gg", "∝": r"\propto",
+    "′": "'", "∪": r"\cup", "∩": r"\cap", "↦": r"\mapsto", "≪": r"\ll", "≫": r"\gg", "∝": r"\propto",
 }
 _SUP = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ", "0123456789+-()Tn"))
 _SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋", "0123456789ijkt+-"))
