@@ -220,7 +220,11 @@ class Document:
         self.blocks.append(Section(title, anchor=anchor, level=level))
 
     def prose(self, text: str) -> None:
-        """A paragraph; ``$…$`` marks inline math, ``**…**`` bold, `` `…` `` code.
+        """A paragraph in Markdown: ``$…$`` inline math, ``**…**`` bold, ``*…*`` emphasis,
+        `` `…` `` code, ``1.`` numbered steps (see :mod:`derive.render.markup`).
+
+        Pipeline: references are resolved here; at rendering, pseudo-math such as ``e^{−c}``
+        is marked as math, then markdown-it-py parses the text for Markdown and LaTeX.
 
         ``{verdict:NAME=STATUS}`` and ``{value:NAME=TEXT}`` state a checked result (see
         :meth:`fact`): they print it, and the build stops if NAME's result differs.

@@ -274,6 +274,10 @@ def tex_text(text: str) -> str:
     >>> tex_text("50% of k⁰₁ − 1 → √d")
     '50\\\\% of k$^{0}_{1}$ $-$ 1 $\\\\to$ $\\\\sqrt{d}$'
     """
+    url = _URL.search(text)
+    if url:  # a bare address: \url breaks it at / and . instead of running into the margin
+        return (tex_text(text[:url.start()]) + "\\url{" + url.group().replace("%", "\\%").replace("#", "\\#") + "}"
+                + tex_text(text[url.end():]))
     out, pos = [], 0
     for m in _SQRT.finditer(text):  # √d, √(d_k): the radical over its argument
         out.append(_symbols_text(text[pos:m.start()]))
@@ -283,6 +287,7 @@ def tex_text(text: str) -> str:
     return "".join(out)
 
 
+_URL = re.compile(r"https?://[^\s<>()]+[^\s<>().,;:!?'\"]")
 _SQRT = re.compile(r"√([A-Za-z0-9]+|\([^()]*\))")
 
 
