@@ -156,7 +156,7 @@ def document() -> Document:
                              why="The equation behind the verdict, proved again and cross-checked by the document engine.")
             steps = der.latex_steps()
             if steps:
-                doc.prose("\n".join(f"{k + 1}. {why}: ${m}$" if not _is_text(m) else f"{k + 1}. {why}: {m}"
+                doc.prose("\n".join(f"{k + 1}. {why}:\n\n   $$\n   {m}\n   $$\n" if not _is_text(m) else f"{k + 1}. {why}: {m}"
                                     for k, (why, m) in enumerate(steps)))
             if v.witness:
                 doc.prose(_witness_text(v.witness))

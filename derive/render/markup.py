@@ -109,7 +109,7 @@ def _math_ops(ops: str) -> str:
 
 
 # math, code spans and link targets are left as they are
-_PROTECTED = re.compile(r"(\$[^$\n]+\$|`[^`\n]*`|\]\([^)\s]*\))")
+_PROTECTED = re.compile(r"(\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]*`|\]\([^)\s]*\))", re.S)
 
 
 def mark_pseudo_math(text: str) -> str:
@@ -168,7 +168,8 @@ class _GfmWriter:
         if t in ("bullet_list", "ordered_list"):
             return self._list(node, indent)
         if t == "math_block" or t == "math_block_label":
-            return f"```math\n{node.content.strip()}\n```"
+            body = node.content.strip().replace("\n", "\n" + indent)
+            return f"```math\n{indent}{body}\n{indent}```"
         if t == "fence":
             return f"```{node.info}\n{node.content}```"
         if t == "blockquote":
@@ -321,12 +322,12 @@ def tex_math(latex: str) -> str:
     return "".join(out)
 
 
-def to_tex(text: str, *, inline: bool = False) -> str:
+def to_tex(text: str, *, inline: bool = False, cell: bool = False) -> str:
     """LaTeX for prose. ``[text](#anchor)`` links to a section, ``[text](other.md#x)`` keeps
     its text only, numbered steps become ``enumerate``."""
     if not text:
         return text
-    return _TexWriter().render(_tree(text, inline)).strip("\n")
+    return _TexWriter(fit=cell).render(_tree(text, inline or cell)).strip("\n")
 
 
 def _tex_code(code: str) -> str:
@@ -334,6 +335,9 @@ def _tex_code(code: str) -> str:
 
 
 class _TexWriter:
+    def __init__(self, fit: bool = False):
+        self.fit = fit  # in a table cell: each formula is scaled down to the column if wider
+
     def render(self, node: SyntaxTreeNode) -> str:
         t = node.type
         kids = lambda: "".join(self.render(c) for c in node.children)
@@ -347,7 +351,8 @@ class _TexWriter:
             items = ["\\item " + "\n\n".join(self.render(c) for c in it.children) for it in node.children]
             return f"\\begin{{{env}}}\n" + "\n".join(items) + f"\n\\end{{{env}}}"
         if t in ("math_block", "math_block_label"):
-            return "\\begin{equation*}\n" + tex_math(node.content.strip()) + "\n\\end{equation*}"
+            # \fitmath (document.tex.j2): a display, scaled down if wider than the text
+            return "\\fitmath{" + tex_math(node.content.strip()) + "}"
         if t == "fence":
             return "\\begin{verbatim}\n" + node.content + "\\end{verbatim}"
         if t == "blockquote":
@@ -361,7 +366,8 @@ class _TexWriter:
         if t == "code_inline":
             return _tex_code(node.content)
         if t == "math_inline":
-            return f"${tex_math(node.content.strip())}$"
+            math = f"${tex_math(node.content.strip())}$"
+            return f"\\fitcell{{{math}}}" if self.fit else math
         if t == "em":
             return "\\emph{" + kids() + "}"
         if t == "strong":

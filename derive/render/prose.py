@@ -32,7 +32,7 @@ def escape_latex_text(text: str) -> str:
     return tex_text(text)
 
 
-def to_latex(text: str, *, inline: bool = False) -> str:
+def to_latex(text: str, *, inline: bool = False, cell: bool = False) -> str:
     """LaTeX for prose; ``[text](#anchor)`` becomes a hyperlink to a section's anchor, and a
     link into another document (``[text](other.md#anchor)``) keeps its text only."""
-    return to_tex(text, inline=inline)
+    return to_tex(text, inline=inline, cell=cell)

@@ -57,11 +57,11 @@ def _tolerance_math(tol: dict) -> str:
 
 def _cell(value, target: str) -> str:
     if isinstance(value, sp.Basic):
-        return prose.md_table_math(tex(value)) if target == "md" else f"${tex(value)}$"
+        return prose.md_table_math(tex(value)) if target == "md" else f"\\fitcell{{${tex(value)}$}}"
     text = str(value)
     if target == "md":
         return prose.to_markdown(text, inline=True).replace("|", r"\|")
-    return prose.to_latex(text, inline=True)
+    return prose.to_latex(text, cell=True)
 
 
 def _text(value: str, target: str) -> str:
