@@ -303,8 +303,8 @@ class Derivation:
         def latex(m) -> str:
             if isinstance(m, str):
                 return m
-            if isinstance(m, sp.Equality):  # side by side: xreplace on the Eq would evaluate it to True
-                return f"{tex(show(m.lhs))} = {tex(show(m.rhs))}"
+            if isinstance(m, tuple):  # (lhs, rhs): an equation, printed side by side
+                return f"{tex(show(m[0]))} = {tex(show(m[1]))}"
             return tex(show(m))
 
         return [(why, latex(m)) for why, m in self.steps]
