@@ -74,6 +74,7 @@ def test_problems_are_found(markdown, found):
     "A reason with x*2 and *emphasis* and b_Q·b_K and e^{−c}.",
     "Steps:\n\n1. first $x_i$\n2. second with s_star",
     "A [link to √d](#x) and a [link with $\\sqrt{d}$](#y).",
+    "[bias_kv with s^*_i ↦ s^*_i − c](#x)",
 ])
 def test_rendered_prose_is_clean_on_github(prose):
     assert problems(to_html(to_gfm(prose))) == []

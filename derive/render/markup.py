@@ -187,7 +187,7 @@ class _GfmWriter:
             return f"{fence}{pad}{node.content}{pad}{fence}"
         if t == "math_inline":
             # GitHub renders no math inside link text: the math's plain reading instead
-            return math_text(node.content) if self.in_link else f"$`{node.content.strip()}`$"
+            return _gfm_text(math_text(node.content)) if self.in_link else f"$`{node.content.strip()}`$"
         if t == "em":
             return "*" + self._inline(node, indent) + "*"
         if t == "strong":
