@@ -61,31 +61,15 @@ ar = sp.Symbol("a_r", integer=True, nonnegative=True)
 ar1 = sp.Symbol("a_{r+1}", integer=True, nonnegative=True)
 lse_r = sp.Symbol("lse_{r+1}", real=True)
 
-REFERENCES = [
-    ("Dao, Fu, Ermon, Rudra, Ré (2022)", "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness",
-     "NeurIPS 2022", "https://arxiv.org/abs/2205.14135"),
-    ("Dao (2023)", "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning",
-     "ICLR 2024", "https://arxiv.org/abs/2307.08691"),
-    ("Dao, Haziza, Massa, Sizov (2023)", "Flash-Decoding for long-context inference",
-     "PyTorch blog / Stanford CRFM", "https://crfm.stanford.edu/2023/10/12/flashdecoding.html"),
-    ("Xiao, Tian, Chen, Han, Lewis (2023)", "Efficient Streaming Language Models with Attention Sinks",
-     "ICLR 2024", "https://arxiv.org/abs/2309.17453"),
-    ("OpenAI (2025)", "gpt-oss-120b & gpt-oss-20b Model Card (learned per-head sink logits in the softmax denominator)",
-     "", "https://arxiv.org/abs/2508.10925"),
-    ("Milakov, Gimelshein (2018)", "Online normalizer calculation for softmax", "",
-     "https://arxiv.org/abs/1805.02867"),
-]
-
-
 def document() -> Document:
     doc = Document(
         "kernels",
         "Kernel forms of attention: online, split-KV and backward, derived",
         summary=(
             "Fast attention kernels never compute p = e^x / Z. They stream the keys in tiles with a running "
-            "maximum, a running sum and an accumulator (FlashAttention), split the keys across workers and merge "
-            "the partial results by their log-sum-exp (flash-decoding), and rebuild the weights from the saved "
-            "log-sum-exp in the backward pass. An extra logit — a sink, softmax₁'s implicit 0, a zero token, a "
+            "maximum, a running sum and an accumulator (online softmax {cite:milakov2018}; FlashAttention {cite:dao2022,dao2023}), split the keys across workers and merge "
+            "the partial results by their log-sum-exp (flash-decoding {cite:flash-decoding2023}), and rebuild the weights from the saved "
+            "log-sum-exp in the backward pass. An extra logit — a sink {cite:gpt-oss2025}, softmax₁'s implicit 0, a zero token, a "
             "learned key/value — must enter each of these forms exactly once and in the right units, and that is "
             "where kernel bugs ship. This document proves each form equal to the definition for any number and "
             "size of tiles and splits and any mask (including empty splits, fully masked tiles and fully masked "
@@ -102,7 +86,6 @@ def document() -> Document:
     _faults(doc)
     _kernels_run(doc)
     _others(doc)
-    _references(doc)
     return doc
 
 
@@ -427,11 +410,6 @@ def _others(doc: Document) -> None:
     doc.section("8. The other normalizers", anchor="others")
     doc.prose("The registry's other entries have no online form of their own:")
     doc.table(["normalizer", "why"], [[get(name).title, why] for name, why in NO_FORM.items()])
-
-
-def _references(doc: Document) -> None:
-    doc.section("References")
-    doc.prose("\n".join(f"- {who}. *{title}*. {venue + '. ' if venue else ''}{url}" for who, title, venue, url in REFERENCES))
-    doc.prose("The sink used here is the gpt-oss one: a learned logit per head added to the softmax denominator, "
-              "with no value (σ = s, w = 0); Xiao et al. keep real initial tokens as sinks, which is the "
-              "learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")
+    doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
+              "softmax denominator, with no value (σ = s, w = 0). Real initial tokens kept as sinks "
+              "{cite:xiao2024} are the learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")

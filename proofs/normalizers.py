@@ -109,8 +109,9 @@ def document() -> Document:
     rows = []
     for name in names():
         e = REGISTRY[name]
-        rows.append([f"`{name}`", e.title, f"${e.definition}$", e.domain_text or "—", e.note or "—"])
-    doc.table(["entry", "normalizer", "definition", "parameters", "note"], rows)
+        source = "{cite:" + ",".join(e.sources) + "}" if e.sources else "—"
+        rows.append([f"`{name}`", e.title, f"${e.definition}$", e.domain_text or "—", e.note or "—", source])
+    doc.table(["entry", "normalizer", "definition", "parameters", "note", "source"], rows)
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(
@@ -141,31 +142,56 @@ def document() -> Document:
         eq_rows.append([e.name, e.condition, f"{SYMBOL[v.status]} {v.status}"])
     doc.table(["claim", "condition", "verdict"], eq_rows)
 
-    doc.section("4. Derivations")
-    for name in names():
-        for prop, (title, _) in PROPERTIES.items():
-            der = table[(name, prop)]
-            doc.section(f"{get(name).title}: {title}", anchor=anchor(name, prop), level=3)
+    _derivations(doc, table)
+    _numeric_checks(doc, table)
+    doc.record("table", {f"{n}/{p}": {"verdict": d.verdict.status, "value": d.value_text(), "reason": d.verdict.reason}
+                         for (n, p), d in sorted(table.items())})
+    return doc
+
+
+def _derivations(doc: Document, table: dict) -> None:
+    """Section 4: each property stated once, then decided for every normalizer; normalizers whose
+    derivation reads the same word for word share one entry (and every table cell's anchor)."""
+    doc.section("4. Derivations, by property")
+    doc.prose("Each property is stated once and then decided for every normalizer. Normalizers whose derivations "
+              "read the same, word for word, share one entry.")
+    for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
+        doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
+        doc.prose(f"**Claim:** {table[(names()[0], prop)].claim}.")
+        groups: dict[tuple, list[str]] = {}
+        for name in names():
+            groups.setdefault(_derivation_key(table[(name, prop)]), []).append(name)
+        for members in groups.values():
+            der = table[(members[0], prop)]
+            doc.section(", ".join(get(m).title for m in members), anchor=" ".join(anchor(m, prop) for m in members),
+                        level=4)
             v = der.verdict
-            text = (f"**Claim:** {der.claim}. **Verdict: {v.status}** — {v.reason}"
-                    + (f" (method: {v.method})" if v.method else "") + f". Result: {der.value_text()}.")
-            doc.prose(text)
+            doc.prose(f"**{v.status.capitalize()}** — {v.reason}" + (f" (method: {v.method})" if v.method else "")
+                      + f". Result: {der.value_text()}.")
             if v.proved and der.equality is not None and "argument by argument" not in v.method:
                 lhs, rhs = der.equality
-                doc.equation(lhs, rhs, name=f"{name}: {prop}",
-                             why="The equation behind the verdict, proved again and cross-checked by the document engine.")
+                if sp.sympify(lhs) == sp.sympify(rhs):  # no equation to show: "x = x" carries nothing
+                    doc.prose("Once the definitions are written out and summation indices renamed alike, both sides "
+                              f"are the same expression, ${tex(lhs)}$: no step is left to show.")
+                else:
+                    doc.equation(lhs, rhs, name=f"{title}: {', '.join(get(m).title for m in members)}",
+                                 why="The equation behind the verdict, proved again and cross-checked by the "
+                                     "document engine.")
             steps = der.latex_steps()
             if steps:
                 doc.prose("\n".join(f"{k + 1}. {why}:\n\n   $$\n   {m}\n   $$\n" if not _is_text(m) else f"{k + 1}. {why}: {m}"
                                     for k, (why, m) in enumerate(steps)))
             if v.witness:
                 doc.prose(_witness_text(v.witness))
-            doc.prose("[back to the table](#nrm-table)")
+        doc.prose("[back to the table](#nrm-table)")
 
-    _numeric_checks(doc, table)
-    doc.record("table", {f"{n}/{p}": {"verdict": d.verdict.status, "value": d.value_text(), "reason": d.verdict.reason}
-                         for (n, p), d in sorted(table.items())})
-    return doc
+
+def _derivation_key(der) -> tuple:
+    """What a derivation shows; two normalizers with equal keys have the same text."""
+    v = der.verdict
+    eq = tuple(tex(e) for e in der.equality) if der.equality is not None else None
+    return (v.status, v.reason, v.method, der.value_text(), tuple(der.latex_steps()), eq,
+            _witness_text(v.witness))
 
 
 def _is_text(m: str) -> bool:

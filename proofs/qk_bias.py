@@ -1,6 +1,6 @@
 """Q bias vs K bias in scaled dot-product attention (docs/qk-bias.md).
 
-Reproduces and extends the seed article on Q/K biases: the four-term expansion, the
+Reproduces and extends the Q/K-bias article (the source of the worked example): the four-term expansion, the
 row-constant classification, softmax's shift invariance for any allowed set, the exact
 condition under which a Q bias has no effect, the per-token control, and the worked
 example with its eight checks.
@@ -50,11 +50,11 @@ def _out(weight):
 out0 = notation("out0", _out(_weight(_scores(0, 0))), latex=r"\mathrm{out}^{0}", nargs=1)
 outK = notation("outK", _out(_weight(_scores(0, bK))), latex=r"\mathrm{out}^{K}", nargs=1)
 
-# ---- the worked example of the seed article ------------------------------------------
+# ---- the worked example of the Q/K-bias article ------------------------------------------
 EX_Q = (1, 0)
 EX_KEYS = ((1, 0), (0, 1), (-1, 0))
 EX_BQ, EX_BK = (0, 1), (3, -2)
-SEED_TABLE = {  # the seed's table, to 6 decimals
+SEED_TABLE = {  # the article's table, to 6 decimals
     "no bias": ((0.707107, 0.0, -0.707107), (0.575975, 0.283995, 0.140029)),
     "Q bias": ((0.707107, 0.707107, -0.707107), (0.445808, 0.445808, 0.108383)),
     "K bias": ((2.828427, 2.121320, 1.414214), (0.575975, 0.283995, 0.140029)),
@@ -121,14 +121,14 @@ def document() -> Document:
             "cancels; a bias added to the query shifts each score by a key-dependent amount, which "
             "softmax keeps. This document derives both facts for any head dimension, any number of "
             "keys and any mask, states the exact condition under which a Q bias has no effect, and "
-            "recomputes the seed article's worked example."
+            "recomputes, next to its table, the worked example of an article on Q and K biases {cite:qkbias-article}."
         ),
     )
 
     # 1 ------------------------------------------------------------------------------
     doc.section("1. The model")
     doc.prose(
-        "Row $i$ of attention has a query $q_i = x_i W_Q + b_Q$ and keys $k_j = x_j W_K + b_K$. "
+        "Scaled dot-product attention {cite:vaswani2017}: row $i$ has a query $q_i = x_i W_Q + b_Q$ and keys $k_j = x_j W_K + b_K$. "
         "We write $q^{0}_{i} = x_i W_Q$ and $k^{0}_{j} = x_j W_K$ for the projections without bias; "
         "$b_Q$ and $b_K$ are shared by all tokens of the head. Vectors live in $\\mathbb{R}^d$ for a "
         "symbolic $d$ and are never expanded into components; $\\langle a, b \\rangle$ is the dot product. "
@@ -162,7 +162,7 @@ def document() -> Document:
         "A term $f(j)$ is **row-constant** when $f(j_1) = f(j_2)$ for any two keys of the row. "
         "The engine proves this by reducing $f(j_1) - f(j_2)$ to $0$; it shows a term is "
         "**key-dependent** by a concrete instance, found and shrunk by Hypothesis, on which the two "
-        "values differ (certified with 50- and 100-digit arithmetic)."
+        "values differ (certified by ball arithmetic)."
     )
     terms = sorted(sp.Add.make_args(expanded), key=sp.default_sort_key)
     labels = {Dot(k0[j], q0[i]): "q⁰·k⁰", Dot(bQ, k0[j]): "b_Q·k⁰", Dot(bK, q0[i]): "q⁰·b_K", Dot(bK, bQ): "b_Q·b_K"}
@@ -251,7 +251,7 @@ def document() -> Document:
     doc.equation(_weight(s_gamma)(i, j), p0(i, j), name="Q bias with a constant inner product",
                  why="If b_Q·k⁰_t = γ_i for all allowed t, the Q-bias scores are s⁰ + γ_i/√d: shift invariance.")
     doc.prose(
-        "$b_Q = 0$ is one case. Another, from the seed's numbers: $b_Q = (0, 1) \\neq 0$ and a row whose "
+        "$b_Q = 0$ is one case. Another, from the article's numbers: $b_Q = (0, 1) \\neq 0$ and a row whose "
         "allowed keys all lie on the first axis, e.g. $k_1 = (1, 0)$ and $k_3 = (-1, 0)$; then "
         "$\\langle b_Q, k_j \\rangle = 0$ for both and the weights do not change (check "
         "`Q-bias no-effect exception` below)."
@@ -269,7 +269,7 @@ def document() -> Document:
     p_after = _exact_weights(_exact_scores(EX_Q, [tuple(a + b for a, b in zip(k, s_)) for k, s_ in zip(EX_KEYS, shifts)],
                                            (0, 0), (0, 0)))
     doc.prose(
-        "A concrete counterexample with the seed's query and keys: shift only the first key, "
+        "A concrete counterexample with the article's query and keys: shift only the first key, "
         "$\\delta_1 = (1, 0)$, $\\delta_2 = \\delta_3 = 0$. Its score rises by $1/\\sqrt{2}$ and the weights change:"
     )
     doc.table(["keys", "weights"], [["k_j", _fmt(p_before)], ["k_j + δ_j", _fmt(p_after)]])
@@ -289,16 +289,19 @@ def document() -> Document:
         ran = [c for c in doc.checks if c.name.startswith(kind)]
         doc.fact(f"{kind} checks", "passed" if ran and all(c.passed for c in ran) else "failed")
     doc.prose(
-        "The seed's numbers: $q = (1, 0)$; $k_1 = (1, 0)$, $k_2 = (0, 1)$, $k_3 = (-1, 0)$; "
+        "The article's numbers: $q = (1, 0)$; $k_1 = (1, 0)$, $k_2 = (0, 1)$, $k_3 = (-1, 0)$; "
         "$b_Q = (0, 1)$; $b_K = (3, -2)$; $d = 2$. The engine computes exact scores and weights; an "
         f"independent float64 implementation agrees with them within {doc.cfg.rtol:g} on these inputs (the "
         "`numpy agrees` checks, {verdict:numpy agrees checks=passed} for all four conditions), and the exact "
-        "values match the seed's table to 6 decimals (the `seed table` checks, {verdict:seed table checks=passed})."
+        "values match the article's table to 6 decimals (the `seed table` checks, {verdict:seed table checks=passed})."
     )
     doc.table(
-        ["condition", "scores (exact)", "scores", "weights"],
-        [[cond, sp.Tuple(*ex[cond][0]), _fmt(ex[cond][0]), _fmt(ex[cond][1])] for cond in CONDITIONS],
-        caption="Scores before softmax and weights, rounded to 6 decimals.",
+        ["condition", "scores (exact)", "scores, recomputed", "scores, article", "weights, recomputed",
+         "weights, article"],
+        [[cond, sp.Tuple(*ex[cond][0]), _fmt(ex[cond][0]), _fmt(SEED_TABLE[cond][0]), _fmt(ex[cond][1]),
+          _fmt(SEED_TABLE[cond][1])] for cond in CONDITIONS],
+        caption="Scores before softmax and weights: the engine's exact values rounded to 6 decimals, next to "
+                "the article's table {cite:qkbias-article}.",
     )
     doc.prose("The exact weights without bias, for instance, are")
     doc.table(["key", "weight (exact)"], [[f"p{k + 1}", w] for k, w in enumerate(ex["no bias"][1])])
@@ -336,7 +339,7 @@ def document() -> Document:
         ["one head, one query row at a time", "the shift c_i = q_i·b_K/√d differs between rows and heads; each row is normalized on its own"],
         ["the same b_K is added to every key", "a per-token shift δ_j is key-dependent (section 7) and changes the weights"],
         ["a shift-invariant normalizer (softmax)", shift_row],
-        ["no position-dependent transform between the bias and the dot product", "with RoPE applied after the bias, R_j b_K differs per key; the extra term is no longer row-constant"],
+        ["no position-dependent transform between the bias and the dot product", "with RoPE {cite:su2021} applied after the bias, R_j b_K differs per key; the extra term is no longer row-constant"],
         ["a non-empty allowed set", "a fully masked row has no softmax weights at all"],
         ["exact real arithmetic", "floating point can round a cancelled shift differently; the numeric "
                                   "cross-checks sample inputs and compare within a tolerance of "
@@ -346,7 +349,7 @@ def document() -> Document:
 
 
 def _seed_checks(doc: Document, ex: dict) -> None:
-    """The eight checks of the seed article, on the worked example."""
+    """The eight checks of the Q/K-bias article, on the worked example."""
     sq = 1 / np.sqrt(2)
     base_s, base_p = [float(x) for x in ex["no bias"][0]], [float(x) for x in ex["no bias"][1]]
     k_s, k_p = [float(x) for x in ex["K bias"][0]], [float(x) for x in ex["K bias"][1]]

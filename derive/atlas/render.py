@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from derive.atlas import ORDER, PROPERTIES, spec_paths
+from derive.atlas import ORDER, PROPERTIES, SOURCES, spec_paths
 from derive.claims.result import ICONS
 
 __all__ = ["atlas_markdown", "check_atlas"]
@@ -56,6 +56,35 @@ def atlas_markdown(results: list | None = None) -> str:
             cells.append("—" if c is None else f"[{ICONS[c.verdict]}](#{anchor(r.name, c.name)})")
         head.append(f"| [{r.name}](#{anchor(r.name)}) (`{name}`) | " + " | ".join(cells) + " |")
     head += ["", "## Details", ""]
-    body = render(results, "md", summary=False)
-    return "\n".join(head) + "\n" + body
+    body = render(results, "md", summary=False, see=_normalizer_links(results))
+    return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
+
+
+# atlas claims that are properties of the normalizer alone, derived once in normalizers.md
+NORMALIZER_CLAIMS = ("shift_invariant", "can_abstain", "weights_sum_to_one")
+
+
+def _normalizer_links(results) -> dict:
+    """(spec, claim) → a link to the normalizer's derivation, for claims that depend on it alone."""
+    from derive.normalizers.table import anchor as nrm_anchor
+
+    links = {}
+    for r in results:
+        name = r.spec.normalizer
+        for c in r.claims:
+            if c.claim in NORMALIZER_CLAIMS:
+                links[(r.name, c.name)] = f"[`{name}`, {c.claim.replace('_', ' ')}](normalizers.md#{nrm_anchor(name, c.claim)})"
+    return links
+
+
+def _references(results) -> str:
+    """The works the variants follow, each with the variants that cite it."""
+    from derive.document.references import markdown_section
+    from derive.report.render import anchor
+
+    users: dict[str, list[str]] = {}
+    for name, r in zip(ORDER, results):
+        for key in SOURCES[name]:
+            users.setdefault(key, []).append(f"[{r.name}](#{anchor(r.name)})")
+    return markdown_section(users, {k: "Variants: " + ", ".join(v) + "." for k, v in users.items()})
 

@@ -58,6 +58,8 @@ __all__ = ["Classified", "Definitions", "Document", "Equation", "ExampleCheck", 
 # A reference from prose to a checked result: {verdict:NAME}, {verdict:NAME=STATUS},
 # {value:NAME}, {value:NAME=TEXT}. NAME has no braces, "=" or newline.
 _REF = re.compile(r"\{(verdict|value):([^{}=\n]+?)(?:=([^{}\n]*))?\}")
+# A citation: {cite:KEY} or {cite:KEY1,KEY2}, keys of derive.document.references.REFERENCES.
+_CITE = re.compile(r"\{cite:([^{}\n]+)\}")
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,8 @@ def _sentence(text: str, start: int, end: int) -> str:
 class Section:
     title: str
     kind: str = "section"
-    anchor: str = ""  # an id other documents and tables can link to: [text](#anchor)
-    level: int = 2  # 2 = section, 3 = subsection
+    anchor: str = ""  # ids other documents and tables can link to, space-separated: [text](#anchor)
+    level: int = 2  # 2 = section, 3 = subsection, 4 = subsubsection
 
 
 @dataclass
@@ -213,6 +215,10 @@ class Document:
     source: str = ""  # the module it was built from, set by the build
     timings: list = field(default_factory=list)  # (step, proof seconds, check seconds); never rendered
     facts: dict = field(default_factory=dict)  # name → Fact: what prose may refer to; never rendered
+    cited: list = field(default_factory=list)  # keys of the works cited, in order of first citation
+
+    def __post_init__(self) -> None:
+        self.summary = _CITE.sub(self._cite, self.summary)  # a summary may cite; it has no facts yet
 
     # -- structure -------------------------------------------------------------------
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
@@ -261,7 +267,8 @@ class Document:
         return f
 
     def resolve(self, text: str) -> str:
-        """Replace each ``{verdict:NAME[=STATUS]}`` / ``{value:NAME[=TEXT]}`` by the result.
+        """Replace each ``{verdict:NAME[=STATUS]}`` / ``{value:NAME[=TEXT]}`` by the result,
+        and each ``{cite:KEY}`` by the citation (the work is listed under References).
 
         A stated STATUS or TEXT that NAME's result does not have raises
         :class:`~derive.errors.StepFailed`; an unknown NAME raises
@@ -280,7 +287,22 @@ class Document:
                                  f"{kind} {stated.strip()!r} for {name!r}, but its checked {kind} is {actual!r}")
             return actual
 
-        return _REF.sub(sub, text) if text else text
+        return _CITE.sub(self._cite, _REF.sub(sub, text)) if text else text
+
+    def _cite(self, m: re.Match) -> str:
+        from derive.document.references import REFERENCES, citation
+
+        keys = [k.strip() for k in m.group(1).split(",")]
+        unknown = [k for k in keys if k not in REFERENCES]
+        if unknown:
+            raise InputError(f"{self.slug}: the citation {m.group(0)} names {', '.join(map(repr, unknown))}, "
+                             f"which derive/document/references.py does not list")
+        self.cited.extend(k for k in keys if k not in self.cited)
+        return citation(keys)
+
+    def cite(self, *keys: str) -> str:
+        """Cite works by key outside prose (e.g. in a summary): the citation text, recorded."""
+        return self.resolve("{cite:" + ",".join(keys) + "}")
 
     def claim_sentence(self, name: str, if_proved: str, if_refuted: str) -> str:
         """A paragraph chosen by the verdict of ``name``: the text for *proved* or for *refuted*.

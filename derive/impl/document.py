@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from derive.document.references import citation, markdown_section
 from derive.impl.api import check_implementation
 from derive.impl.masked import CONVENTIONS, RULES
 from derive.impl.report import TOLERANCE_RULE
@@ -97,7 +98,7 @@ tolerance — differential testing, not a proof.
 
 ## The code under review
 
-A softmax₁ (QuietAttention) with the usual max-subtraction trick, `review.py`:
+A softmax₁ (QuietAttention) {citation(["miller2023"])} with the usual max-subtraction trick, `review.py`:
 
 ```python
 {FAULTY}```
@@ -209,6 +210,7 @@ So Hugging Face-style masking with `torch.finfo(dtype).min` (a uniform row) pass
 softmax, while for softmax₁ and the sinks, where the row's mass is exactly 0, a uniform
 row or NaN is a disagreement.
 
+{markdown_section(["miller2023"])}
 ---
 Generated from `proofs/impl_check.py` by `python build_docs.py`; `python build_docs.py --check`
 reports it when stale.

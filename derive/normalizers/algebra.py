@@ -112,8 +112,11 @@ def _by_arguments(a, b, depth):
         ok, how = prove_congruent(x, y, depth - 1)
         if not ok:
             return False, how
-        hows.append(how)
-    return True, "argument by argument (" + "; ".join(dict.fromkeys(hows)) + ")"
+        hows.append(how.removeprefix(_BY_ARGS).removesuffix(")") if how.startswith(_BY_ARGS) else how)
+    return True, _BY_ARGS + "; ".join(dict.fromkeys(hows)) + ")"  # nested levels flattened: one label
+
+
+_BY_ARGS = "argument by argument ("
 
 
 def plain_witness(w: dict | None) -> dict | None:

@@ -53,6 +53,7 @@ class Normalizer:
     shift_effect: Callable | None = None  # (c, params) → (entry name, params) claimed equal
     extra_value: bool = False  # mixes a value vector of its own into the output
     note: str = ""
+    sources: tuple[str, ...] = ()  # keys of derive.document.references: where the normalizer comes from
     # An overflow-free form with a free shift m, when it is not the generic one (scores x − m
     # with the shifted parameters of ``shift_effect``): (score, key, m, **params) → weight.
     stable_form: Callable | None = None
@@ -191,6 +192,7 @@ register(
     Normalizer(
         name="softmax",
         title="softmax",
+        sources=("vaswani2017",),
         params=(),
         weight=lambda score, key=j, **p: _sink_weight(score, key, None),
         stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
@@ -204,6 +206,7 @@ register(
     Normalizer(
         name="softmax1",
         title="softmax₁ (QuietAttention)",
+        sources=("miller2023",),
         params=(),
         weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
         stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
@@ -218,6 +221,7 @@ register(
     Normalizer(
         name="sink",
         title="sink logit s (gpt-oss)",
+        sources=("gpt-oss2025", "xiao2024"),
         params=("s",),
         weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
         stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
@@ -235,6 +239,7 @@ register(
     Normalizer(
         name="zero_token",
         title="zero-token attention (add_zero_attn)",
+        sources=("pytorch-mha",),
         params=(),
         # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
         weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
@@ -251,6 +256,7 @@ register(
     Normalizer(
         name="bias_kv",
         title="learned key/value token (add_bias_kv)",
+        sources=("pytorch-mha",),
         params=("s_star",),
         # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
         # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
@@ -275,6 +281,7 @@ register(
     Normalizer(
         name="sigmoid",
         title="sigmoid attention",
+        sources=("ramapuram2025",),
         params=("b",),
         weight=lambda score, key=j, b=_b, **p: M[i, key] / (1 + sp.exp(-(score(key) + b))),
         stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
@@ -299,6 +306,7 @@ register(
     Normalizer(
         name="clipped",
         title="clipped softmax (Quantizable Transformers)",
+        sources=("bondarenko2023",),
         params=("zeta", "gamma"),
         weight=lambda score, key=j, zeta=_zeta, gamma=_gamma, **p: (
             M[i, key] * sp.Min(1, sp.Max(0, (zeta - gamma) * _sink_weight(score, key, None) + gamma))
@@ -319,6 +327,7 @@ register(
     Normalizer(
         name="softcap",
         title="soft-capped softmax (Gemma 2)",
+        sources=("gemma2-2024",),
         params=("c",),
         weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
         stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),

@@ -45,7 +45,7 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
 _PASSES = (
     ("expanding ⟨·,·⟩ by bilinearity and exp(a+b) = exp(a)·exp(b)", _expand),
     ("merging sums over the same range", _sums),
-    ("exponentials combined (tanh written with them) and cancelled", _exponentials),
+    ("exponentials combined (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
     ("simplification (common factors cancelled)", sp.simplify),
 )
 
@@ -54,6 +54,13 @@ _PASSES = (
 # a worse start for simplify than the chain's).
 _SIDE = (_exponentials,)
 SIMPLIFY_OPS = 600  # a deterministic bound: larger expressions are not handed to sp.simplify
+
+
+def _label(how: str, expr: sp.Expr) -> str:
+    """The pass's label as it applies to ``expr``: tanh is mentioned only when there was one."""
+    if how.startswith("exponentials combined") and not expr.has(sp.tanh, sp.sinh, sp.cosh):
+        return "exponentials combined and cancelled"
+    return how
 
 
 def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
@@ -72,7 +79,7 @@ def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
             except Exception:  # noqa: BLE001 - a SymPy pass that fails proves nothing; try the next
                 continue
             if out == 0:
-                return out, how
+                return out, _label(how, expr)
             if rewrite not in _SIDE:
                 form = out
     return form, "no rewrite reached 0"

@@ -21,38 +21,28 @@ from derive.render.latex import tex
 __all__ = ["CHECKS_NOTE", "to_json", "view"]
 
 
-CHECKS_NOTE = ("A check passes when every compared pair of values $a, b$ satisfies "
+CHECKS_NOTE = ("Random instances have head dimension d ≤ 64, n ≤ 64 keys and random masks; searched instances "
+               "are drawn by Hypothesis to find a disagreement. "
+               "A check passes when every compared pair of values $a, b$ satisfies "
                r"$\lvert a - b\rvert \le \mathrm{abs} + \mathrm{rel} \cdot \max(\lvert a\rvert, \lvert b\rvert)$, "
                "with the tolerances of its row. The measured errors are "
                "not printed: their last digits depend on the machine's floating-point code paths (SIMD) and "
                "on the numpy and SymPy versions, and this document must be the same on every machine.")
 
 
-def _check_text(c, where=None) -> str:
-    if c is None:
-        return ""
+def _check_text(c, numbers: dict) -> str:
+    """The badge's pointer to a step's check in the appendix: ``check 12``."""
+    return "" if c is None else f"check {numbers[id(c)]}"
+
+
+def _instances(c, where=None) -> str:
+    """How many instances a check compared, for the appendix: ``60 random + 60 searched``."""
     j = c.as_json()
-    mp = (f" ({j['arb_fallbacks']} of them compared in ball arithmetic, where float64 could not decide)"
-          if j["arb_fallbacks"] else "")
+    if "hypothesis_examples" not in j:
+        return str(j["examples"])
     on = "" if where is None else f" with ${tex(where)}$"
-    return (f"cross-checked on {c.examples} random instances{on} (d ≤ 64, n ≤ 64, random masks) "
-            f"and {c.searched} more searched by Hypothesis: all agree within {_tolerance_math(j['tolerance'])}{mp}")
-
-
-def _number_math(x: float) -> str:
-    """``1e-12`` → ``10^{-12}``, ``2.5e-07`` → ``2.5 \\cdot 10^{-7}``, ``0.5`` → ``0.5``."""
-    text = f"{x:g}"
-    if "e" not in text:
-        return text
-    mant, exp = text.split("e")
-    power = f"10^{{{int(exp)}}}"
-    return power if mant == "1" else rf"{mant} \cdot {power}"
-
-
-def _tolerance_math(tol: dict) -> str:
-    """The pass criterion of a check as math (the same rule as ``tolerance_text``)."""
-    return (rf"$\lvert a - b\rvert \le {_number_math(tol['abs'])} + {_number_math(tol['rel'])} "
-            r"\max(\lvert a\rvert, \lvert b\rvert)$")
+    arb = f", {j['arb_fallbacks']} in ball arithmetic" if j["arb_fallbacks"] else ""
+    return f"{j['examples']} random{on} + {j['hypothesis_examples']} searched{arb}"
 
 
 def _cell(value, target: str) -> str:
@@ -79,7 +69,7 @@ def _method(method: str, target: str) -> str:
     return prose.escape_latex_text(method) if target == "tex" else method
 
 
-def _block(b, target: str) -> dict:
+def _block(b, target: str, numbers: dict) -> dict:
     out = {"kind": b.kind}
     if b.kind == "section":
         out.update(title=_text(b.title, target), anchor=getattr(b, "anchor", ""), level=getattr(b, "level", 2))
@@ -88,7 +78,7 @@ def _block(b, target: str) -> dict:
     elif b.kind == "equation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
                    verdict=b.verdict.status, method=_method(b.verdict.method, target),
-                   check=_text(_check_text(b.check, getattr(b, "where", None)), target))
+                   check=_text(_check_text(b.check, numbers), target))
     elif b.kind == "refutation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} \\neq {tex(b.rhs)}", why=_text(b.why, target),
                    witness=_cell(_instance_text(b.verdict.witness, getattr(b, "assume", None)), target))
@@ -98,7 +88,7 @@ def _block(b, target: str) -> dict:
         math = r"\begin{aligned}" + " \\\\\n".join([lines[0]] + lines[2:]) + r"\end{aligned}"
         out.update(name=_text(b.name, target), math=math,
                    whys=[_text(w, target) + f" ({_method(v.method, target)})" for w, v in zip(b.whys, b.verdicts)],
-                   verdict="proved", check=_text(_check_text(b.check), target))
+                   verdict="proved", check=_text(_check_text(b.check, numbers), target))
     elif b.kind == "classification":
         rows = []
         for label, c in b.rows:
@@ -164,24 +154,34 @@ def _instance_text(w: dict, assume: dict | None = None) -> str:
 
 def view(doc, target: str) -> dict:
     """Template context for ``target`` in {"md", "tex"}."""
+    numbers = {id(c): k + 1 for k, c in enumerate(doc.checks)}
+    wheres = {id(b.check): b.where for b in doc.blocks if getattr(b, "where", None) is not None}
     return {
         "slug": doc.slug,
         "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
         "title": _text(doc.title, target),
         "summary": _paragraphs(doc.summary, target),
-        "blocks": [_block(b, target) for b in doc.blocks],
+        "blocks": [_block(b, target, numbers) for b in doc.blocks],
         "version": __version__,
         "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
         "n_checks": len(doc.checks),
-        "checks": [_check_row(c, target) for c in doc.checks],
+        "checks": [_check_row(k + 1, c, target, wheres.get(id(c))) for k, c in enumerate(doc.checks)],
         "checks_note": _paragraphs(CHECKS_NOTE, target),
+        "references": references(doc.cited, target),
     }
 
 
-def _check_row(c, target: str) -> list[str]:
+def references(keys, target: str) -> list[dict]:
+    """The References section: the works cited, sorted by the name they are cited by, then year."""
+    from derive.document.references import entry, ordered
+
+    return [{**e, "text": _text(e["text"], target)} for e in map(entry, ordered(keys))]
+
+
+def _check_row(number: int, c, target: str, where=None) -> list[str]:
     j = c.as_json()
-    return [_cell(j["name"], target), j["kind"], str(j["examples"]), f"{j['tolerance']['abs']:g}",
-            f"{j['tolerance']['rel']:g}", j["verdict"]]
+    return [str(number), _cell(j["name"], target), j["kind"], _cell(_instances(c, where), target),
+            f"{j['tolerance']['abs']:g}", f"{j['tolerance']['rel']:g}", j["verdict"]]
 
 
 def _steps_json(doc) -> list[dict]:
@@ -215,5 +215,6 @@ def to_json(doc) -> str:
         "data": doc.data,
         "steps": _steps_json(doc),
         "checks": [c.as_json() for c in doc.checks],
+        "references": [{k: v for k, v in r.items() if k != "text"} for r in references(doc.cited, "md")],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False) + "\n"

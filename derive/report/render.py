@@ -73,9 +73,11 @@ def to_json(results: list) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def render(results: list, fmt: str, summary: bool = True) -> str:
+def render(results: list, fmt: str, summary: bool = True, see: dict | None = None) -> str:
     """The report of ``results`` in ``fmt``; ``summary=False`` leaves out the Markdown summary line
-    (for documents that embed the report, such as the atlas)."""
+    (for documents that embed the report, such as the atlas). ``see`` maps (spec name, claim name)
+    to a Markdown link that replaces the claim's steps (the atlas links normalizer properties to
+    normalizers.md instead of repeating their derivation for every variant)."""
     if fmt == "json":
         return to_json(results)
     if fmt == "github":
@@ -91,4 +93,4 @@ def render(results: list, fmt: str, summary: bool = True) -> str:
 
     template = environment().get_template(f"check.{fmt}.j2")
     line = summary_line(total_counts(results)) if summary else ""
-    return template.render(results=results, version=__version__, summary=line)
+    return template.render(results=results, version=__version__, summary=line, see=see or {})
