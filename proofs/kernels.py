@@ -98,7 +98,7 @@ def _notation(doc: Document) -> None:
         "dimension $d$). The softmax family adds at most one **extra logit** $\\sigma$ with an **extra value** "
         "$w$; the attention output and its normalizer are"
     )
-    doc.table(["name", "stands for"], [[Zn(), exact_den()], [OUT(), exact_out()]],
+    doc.definitions([[Zn(), exact_den()], [OUT(), exact_out()]],
               caption="Plain softmax has no extra logit (σ = −∞: drop the e^σ terms).")
     doc.prose("Each registered normalizer of the softmax family is this output for one choice of $(\\sigma, w)$:")
     rows = []
@@ -147,7 +147,7 @@ def _online(doc: Document) -> None:
         "3. **Finalize.** $\\mathrm{out} = \\mathrm{acc}_B / \\ell_B$ and $\\mathrm{lse} = m_B + \\log \\ell_B$.\n\n"
         "**Invariant** (after $b$ tiles): the state represents the extra key and keys $1..a_b$ at the shift $m_b$:"
     )
-    doc.table(["name", "stands for"], [[Lb(), Lb().unfolded()], [Ab(), Ab().unfolded()]],
+    doc.definitions([[Lb(), Lb().unfolded()], [Ab(), Ab().unfolded()]],
               caption="ℓ_{b+1}, acc_{b+1}: the same with a_{b+1}, m_{b+1}. No property of m_b is used: the running "
                       "maximum only keeps every exponent ≤ 0, so the proofs hold for any real shifts.")
     doc.prose("**Base** ($b = 0$, $a_0 = 0$, $m_0 = \\sigma$): the seed satisfies the invariant.")
@@ -224,7 +224,7 @@ def _split(doc: Document) -> None:
                      why="The step of section 2 for a run of keys that starts at c = a_{r−1}+1 instead of 1.")
     Lr = notation("Lr", lambda: state(ar, mm)[0], latex="J_r", nargs=0)
     Ar = notation("Ar", lambda: state(ar, mm)[1], latex="J^{\\mathrm{acc}}_r", nargs=0)
-    doc.table(["name", "stands for"], [[Lr(), Lr().unfolded()], [Ar(), Ar().unfolded()]])
+    doc.definitions([[Lr(), Lr().unfolded()], [Ar(), Ar().unfolded()]])
     doc.equation(Lr() + sp.exp(mr - mm) * tile_den(ar + 1, ar1, mr), state(ar1, mm)[0], where=sp.Le(ar, ar1),
                  name="merge step: ℓ", why="e^{m_{r+1}−m}·e^{−m_{r+1}} = e^{−m}, then the two sums join.")
     doc.equation(Ar() + sp.exp(mr - mm) * tile_num(ar + 1, ar1, mr), state(ar1, mm)[1], where=sp.Le(ar, ar1),
@@ -293,7 +293,7 @@ def _backward(doc: Document) -> None:
     Ps = notation("Ps", lambda: bw.P(sigma), latex="P_\\sigma", nargs=0)
     outb = notation("outb", bw.out, latex="\\mathrm{out}", nargs=0)
     lseb = notation("lseb", lambda: bw.lse, latex="\\mathrm{lse}", nargs=0)
-    doc.table(["name", "stands for"], [[outb(), bw.out()], [lseb(), bw.lse],
+    doc.definitions([[outb(), bw.out()], [lseb(), bw.lse],
                                        [Pj(), bw.P(bw.xj)], [Dn(), bw.D]])
     doc.equation(bw.L(), Dot(bw.g, bw.out()), name="the loss", why="⟨g, ·⟩ is linear.")
     dLx = notation("dLx", bw.dL_dx, latex="\\frac{\\partial L}{\\partial x_j}", nargs=0)

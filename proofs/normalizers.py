@@ -179,7 +179,7 @@ def _derivations(doc: Document, table: dict) -> None:
                                      "document engine.")
             steps = der.latex_steps()
             if steps:
-                doc.prose("\n".join(f"{k + 1}. {why}: ${m}$" if not _is_text(m) else f"{k + 1}. {why}: {m}"
+                doc.prose("\n".join(f"{k + 1}. {why}:\n\n   $$\n   {m}\n   $$\n" if not _is_text(m) else f"{k + 1}. {why}: {m}"
                                     for k, (why, m) in enumerate(steps)))
             if v.witness:
                 doc.prose(_witness_text(v.witness))

@@ -135,8 +135,7 @@ def document() -> Document:
         "A mask $M_{i,t} \\in \\{0, 1\\}$ marks the keys row $i$ may attend to: all $n$ keys, a causal "
         "prefix, or any non-empty set; every sum over keys below runs over $t = 1, \\dots, n$ weighted by $M$."
     )
-    doc.table(
-        ["name", "stands for"],
+    doc.definitions(
         [
             [sB(i, j), sB(i, j).unfolded()],
             [pB(i, j), pB(i, j).unfolded()],

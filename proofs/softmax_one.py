@@ -88,7 +88,7 @@ def document() -> Document:
         "($M_{i,t} = 1$) of a row of symbolic length $n$. QuietAttention replaces softmax by softmax₁, "
         "$\\mathrm{QuietAttention}(Q, K, V) = \\operatorname{softmax}_1(QK^T/\\sqrt{d})V$:"
     )
-    doc.table(["name", "stands for"], [
+    doc.definitions([
         [p1(j), p1(j).unfolded()], [p0(j), p0(j).unfolded()], [Zn(), Zsum],
     ], caption="Notation. $p^{(1)}$ is softmax₁, $p$ is softmax, $Z > 0$ when at least one key is allowed.")
     doc.equation(SINK.weight(sc, key=j, s=sp.S.Zero), p1(j), name="softmax₁ is a sink logit of 0",
@@ -280,7 +280,7 @@ def document() -> Document:
     p1m = notation("p1m", lambda a: S1.weight(lambda k: x[i, k] - m, key=a), latex="p^{(1)}(x - m)", nargs=1)
     fw = ft(j)
     doc.prose("A widespread faulty form subtracts $m = \\max_j x_j$ and then adds a plain 1:")
-    doc.table(["name", "stands for"], [[ft(j), faulty_weight(j)]])
+    doc.definitions([[ft(j), faulty_weight(j)]])
     doc.equation(fw, p1m(j), name="faulty = softmax₁(x − m)",
                  why="It is softmax₁ applied to the shifted scores.")
     doc.equation(fw, SINK.weight(sc, key=j, s=m), name="faulty = sink(m)", why="Section 2 with c = −m.")

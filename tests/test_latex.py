@@ -1,5 +1,11 @@
-"""The LaTeX output compiles with pdflatex (required in CI)."""
+"""The PDFs: they compile, use Latin Modern (no Type 3 fonts), fit the page, and show no raw markup.
 
+Each check is a function of its own so it can be pinned on a small, hand-made input too
+(an overfull log line, a pdffonts table, a page of text with a leaked ``**``).
+"""
+
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,12 +15,107 @@ from derive.build import build, compile_pdf
 
 ROOT = Path(__file__).parent.parent
 
+_OVERFULL = re.compile(r"^Overfull \\[hv]box \(([0-9.]+)pt too (?:wide|high)\)", re.M)
+
+
+def overfull_boxes(log: str, limit: float = 1.0) -> list[str]:
+    """The overfull-box warnings of a pdflatex log that exceed ``limit`` points."""
+    return [m.group(0) for m in _OVERFULL.finditer(log) if float(m.group(1)) > limit]
+
+
+def type3_fonts(pdffonts_output: str) -> list[str]:
+    """Rows of ``pdffonts`` output whose font type is Type 3 (bitmap-like, blurry on screen)."""
+    return [ln for ln in pdffonts_output.splitlines()[2:] if re.search(r"\bType 3\b", ln)]
+
+
+# Markup that must never reach the page: Markdown, TeX and SymPy/Python spellings.
+_RAW = {
+    "bold markers": re.compile(r"\*\*"),
+    "emphasis markers": re.compile(r"(?<![\w*])\*[A-Za-z][^*\n]*\*(?![\w*])"),
+    "a TeX command": re.compile(r"\\[A-Za-z]+"),
+    "a dollar sign": re.compile(r"\$"),
+    "a braced subscript or superscript": re.compile(r"[_^]\{"),
+    "a Python boolean": re.compile(r"\b(?:True|False)\b"),
+    "a Python tuple": re.compile(r"\(\d+,\)"),
+    "a caret": re.compile(r"\w\^\w|ˆ"),
+}
+
+
+def raw_markup(text: str) -> list[str]:
+    """Lines of PDF text that show raw markup, each with what was found."""
+    found = []
+    for line in text.splitlines():
+        for what, pat in _RAW.items():
+            if pat.search(line):
+                found.append(f"{what}: {line.strip()}")
+    return found
+
+
+@pytest.mark.parametrize("log, expected", [
+    ("Overfull \\hbox (0.80116pt too wide) in paragraph at lines 66--78\n", []),
+    ("Overfull \\hbox (12.5pt too wide) in paragraph at lines 1--2\n", ["Overfull \\hbox (12.5pt too wide)"]),
+    ("Overfull \\vbox (3.0pt too high) has occurred\n", ["Overfull \\vbox (3.0pt too high)"]),
+    ("Underfull \\hbox (badness 10000)\n", []),
+])
+def test_overfull_boxes(log, expected):
+    assert overfull_boxes(log) == expected
+
+
+def test_type3_fonts():
+    table = ("name type encoding emb sub uni object ID\n---- ----\n"
+             "[none]                               Type 3            Custom           yes no  no       8  0\n"
+             "KWXQTX+LMRoman10-Regular             Type 1            Builtin          yes yes yes     11  0\n")
+    assert len(type3_fonts(table)) == 1 and type3_fonts(table)[0].startswith("[none]")
+
+
+@pytest.mark.parametrize("line, what", [
+    ("the **bold** leaked", "bold markers"),
+    ("a *bias-free* shift", "emphasis markers"),
+    ("an empty \\sqrt{} before d", "a TeX command"),
+    ("cost $x$", "a dollar sign"),
+    ("M_{i,1} = 1", "a braced subscript or superscript"),
+    ("e^{−c}", "a braced subscript or superscript"),
+    ("the claim is True", "a Python boolean"),
+    ("shape (1,)", "a Python tuple"),
+    ("kˆ0", "a caret"),
+])
+def test_raw_markup_is_found(line, what):
+    assert any(f.startswith(what) for f in raw_markup(line))
+
+
+def test_clean_text_has_no_raw_markup():
+    assert raw_markup("Row i has a query qi = xi WQ + bQ; |a − b| ≤ 10−12, p ∗ q, 3 × 4.") == []
+
+
+def _check_pdf(pdf: Path) -> None:
+    log = pdf.with_suffix(".log").read_text(errors="replace")
+    assert overfull_boxes(log) == [], f"{pdf.name}: formulas or tables wider than the page"
+    fonts = subprocess.run([require_tool("pdffonts"), str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert type3_fonts(fonts) == [], f"{pdf.name}: Type 3 fonts (T1 without lmodern, or a figure's fonts)"
+    assert "LMRoman" in fonts, f"{pdf.name}: not set in Latin Modern"
+    text = subprocess.run([require_tool("pdftotext"), "-layout", str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert raw_markup(text) == [], f"{pdf.name}: raw markup on the page"
+
 
 @pytest.mark.latex
-def test_qk_bias_compiles_to_pdf(tmp_path):
+def test_qk_bias_compiles_to_a_clean_pdf(tmp_path):
     require_tool("pdflatex")
     build([str(ROOT / "proofs" / "qk_bias.py")], docs=tmp_path / "docs", out=tmp_path / "build", pdf=False,
           log=lambda m: None)
     pdf = compile_pdf(tmp_path / "build" / "qk-bias.tex")
     assert pdf.read_bytes()[:5] == b"%PDF-"
     assert pdf.stat().st_size > 20_000
+    _check_pdf(pdf)
+
+
+@pytest.mark.latex
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["softmax_one", "kernels", "normalizers"])
+def test_every_pdf_is_clean(tmp_path, module):
+    require_tool("pdflatex")
+    report = build([str(ROOT / "proofs" / f"{module}.py")], docs=tmp_path / "docs", out=tmp_path / "build",
+                   log=lambda m: None)
+    assert report.pdfs == 1
+    (pdf,) = [p for p in (tmp_path / "build").glob("*.pdf") if p.with_suffix(".tex").exists()]
+    _check_pdf(pdf)

@@ -38,6 +38,11 @@ def test_rendering_is_deterministic(demo):
         ("a $x_i$ b", "a $`x_i`$ b"),
         ("two $a$ and $b$", "two $`a`$ and $`b`$"),
         ("no math", "no math"),
+        ("a \\* b is a product, b_Q·b_K too", r"a \* b is a product, $`b_Q\cdot b_K`$ too"),
+        ("a*b*c", "a*b*c"),  # CommonMark: intraword * is emphasis; the Markdown keeps it
+        ("*bias-free* **row**", "*bias-free* **row**"),
+        ("1. one\n2. two", "1. one\n2. two"),
+        ("[$\\sqrt{d}$ scaling](#s)", "[√d scaling](#s)"),
     ],
 )
 def test_markdown_inline_math(text, expected):
@@ -51,10 +56,17 @@ def test_pipe_in_table_math_is_escaped():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("50% & #1_x", r"50\% \& \#1\_x"),
+        ("50% & #1 x", r"50\% \& \#1 x"),
+        ("*bias-free* and a literal \\* star", r"\emph{bias-free} and a literal * star"),
+        ("1. first step\n2. second step", "\\begin{enumerate}\n\\item first step\n\\item second step\n\\end{enumerate}"),
+        ("the 1 becomes e^{−c} for M_{i,1}", r"the 1 becomes $e^{-c}$ for $M_{i,1}$"),
+        ("∂p⁽¹⁾_j/∂x_j", r"$\partial$$p^{(1)}_j/\partial x_j$"),
+        ("s_star = 1 in tests/test_kernels.py", r"\texttt{s\_star} = 1 in \texttt{tests/test\_kernels.py}"),
+        ("a − b", "a $-$ b"),
+        ("[see](#sec-2) and [other](other.md#x)", r"\hyperlink{sec-2}{see} and other"),
         ("math $a_b$ stays", "math $a_b$ stays"),
         ("**bold** and `code`", r"\textbf{bold} and \texttt{code}"),
-        ("k⁰₁ → √d", r"k$^{0}$$_{1}$ $\to$ $\sqrt{\ }$d"),
+        ("k⁰₁ → √d", r"k$^{0}_{1}$ $\to$ $\sqrt{d}$"),
     ],
 )
 def test_latex_prose(text, expected):

@@ -53,7 +53,7 @@ from derive.prove.rowconst import Classification, classify
 from derive.prove.verdict import PROVED, REFUTED, Verdict
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["Classified", "Document", "Equation", "ExampleCheck", "Fact", "Figure", "Prose", "Refutation", "Section",
+__all__ = ["Classified", "Definitions", "Document", "Equation", "ExampleCheck", "Fact", "Figure", "Prose", "Refutation", "Section",
            "Table"]
 
 # A reference from prose to a checked result: {verdict:NAME}, {verdict:NAME=STATUS},
@@ -167,6 +167,15 @@ class Table:
 
 
 @dataclass
+class Definitions:
+    """Notation: ``name := expression`` pairs, shown as one displayed, aligned block."""
+
+    pairs: list[tuple]
+    caption: str = ""
+    kind: str = "definitions"
+
+
+@dataclass
 class Figure:
     slug: str
     caption: str
@@ -221,7 +230,11 @@ class Document:
             note(self.slug, f"{title} ({steps} steps checked so far)")
 
     def prose(self, text: str) -> None:
-        """A paragraph; ``$…$`` marks inline math, ``**…**`` bold, `` `…` `` code.
+        """A paragraph in Markdown: ``$…$`` inline math, ``**…**`` bold, ``*…*`` emphasis,
+        `` `…` `` code, ``1.`` numbered steps (see :mod:`derive.render.markup`).
+
+        Pipeline: references are resolved here; at rendering, pseudo-math such as ``e^{−c}``
+        is marked as math, then markdown-it-py parses the text for Markdown and LaTeX.
 
         ``{verdict:NAME=STATUS}`` and ``{value:NAME=TEXT}`` state a checked result (see
         :meth:`fact`): they print it, and the build stops if NAME's result differs.
@@ -235,6 +248,11 @@ class Document:
         """
         rows = [[self.resolve(c) if isinstance(c, str) else c for c in r] for r in rows]
         self.blocks.append(Table(list(headers), rows, self.resolve(caption)))
+
+    def definitions(self, pairs: Sequence[tuple], caption: str = "") -> None:
+        """Notation defined once, as a displayed block ``name := expression`` (not a table of
+        inline fractions); the caption may refer to checked results as :meth:`prose` does."""
+        self.blocks.append(Definitions([tuple(p) for p in pairs], self.resolve(caption)))
 
     # -- references from prose to checked results -------------------------------------------
     def fact(self, name: str, result, value: str | None = None) -> Fact:

@@ -301,7 +301,16 @@ class Derivation:
     def latex_steps(self) -> list[tuple[str, str]]:
         """The steps with the entry's parameters shown by their own names (ζ, not 1 + ζ')."""
         back = display_subs(self.normalizer)
-        return [(why, m if isinstance(m, str) else tex(m.xreplace(back) if back else m)) for why, m in self.steps]
+        show = lambda e: e.xreplace(back) if back else e
+
+        def latex(m) -> str:
+            if isinstance(m, str):
+                return m
+            if isinstance(m, tuple):  # (lhs, rhs): an equation, printed side by side
+                return f"{tex(show(m[0]))} = {tex(show(m[1]))}"
+            return tex(show(m))
+
+        return [(why, latex(m)) for why, m in self.steps]
 
     def value_text(self) -> str:
         """The table's short result: text, with ``$…$`` around a formula."""

@@ -10,6 +10,7 @@ versions); a check shows its instance counts, its tolerance and its verdict.
 from __future__ import annotations
 
 import json
+import re
 
 import sympy as sp
 
@@ -22,8 +23,9 @@ __all__ = ["CHECKS_NOTE", "to_json", "view"]
 
 CHECKS_NOTE = ("Random instances have head dimension d ≤ 64, n ≤ 64 keys and random masks; searched instances "
                "are drawn by Hypothesis to find a disagreement. "
-               "A check passes when every compared pair of values a, b satisfies "
-               "|a − b| ≤ abs + rel·max(|a|, |b|), with the tolerances of its row. The measured errors are "
+               "A check passes when every compared pair of values $a, b$ satisfies "
+               r"$\lvert a - b\rvert \le \mathrm{abs} + \mathrm{rel} \cdot \max(\lvert a\rvert, \lvert b\rvert)$, "
+               "with the tolerances of its row. The measured errors are "
                "not printed: their last digits depend on the machine's floating-point code paths (SIMD) and "
                "on the numpy and SymPy versions, and this document must be the same on every machine.")
 
@@ -45,14 +47,20 @@ def _instances(c, where=None) -> str:
 
 def _cell(value, target: str) -> str:
     if isinstance(value, sp.Basic):
-        return prose.md_table_math(tex(value)) if target == "md" else f"${tex(value)}$"
+        return prose.md_table_math(tex(value)) if target == "md" else f"\\fitcell{{${tex(value)}$}}"
     text = str(value)
     if target == "md":
-        return prose.to_markdown(text).replace("|", r"\|")
-    return prose.to_latex(text)
+        return prose.to_markdown(text, inline=True).replace("|", r"\|")
+    return prose.to_latex(text, cell=True)
 
 
 def _text(value: str, target: str) -> str:
+    """A title, a name, a reason or a caption: one line of inline markup."""
+    return prose.to_markdown(value, inline=True) if target == "md" else prose.to_latex(value, inline=True)
+
+
+def _paragraphs(value: str, target: str) -> str:
+    """Prose: paragraphs and numbered or bulleted lists."""
     return prose.to_markdown(value) if target == "md" else prose.to_latex(value)
 
 
@@ -66,7 +74,7 @@ def _block(b, target: str, numbers: dict) -> dict:
     if b.kind == "section":
         out.update(title=_text(b.title, target), anchor=getattr(b, "anchor", ""), level=getattr(b, "level", 2))
     elif b.kind == "prose":
-        out["text"] = _text(b.text, target)
+        out["text"] = _paragraphs(b.text, target)
     elif b.kind == "equation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
                    verdict=b.verdict.status, method=_method(b.verdict.method, target),
@@ -97,27 +105,49 @@ def _block(b, target: str, numbers: dict) -> dict:
     elif b.kind == "table":
         out.update(headers=[_cell(h, target) for h in b.headers],
                    rows=[[_cell(c, target) for c in r] for r in b.rows], caption=_text(b.caption, target))
+    elif b.kind == "definitions":
+        rows = [f"{tex(a)} &\\mathrel{{:=}} {tex(e)}" for a, e in b.pairs]
+        out.update(math=r"\begin{aligned}" + " \\\\\n".join(rows) + r"\end{aligned}",
+                   caption=_text(b.caption, target))
     elif b.kind == "figure":
         out.update(slug=b.slug, caption=_text(b.caption, target))
     return out
+
+
+def _name_tex(name: str) -> str:
+    """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``."""
+    if not name.replace("_", "").replace("^", "").isalnum():
+        return r"\mathrm{" + name.replace("_", r"\_") + "}"
+    return tex(sp.Symbol(name))
+
+
+def _value_text(value) -> str:
+    """A witness value (a number, a nested list of numbers, an interval) as text that can
+    break across lines in a narrow column; a minus sign is a minus, not a hyphen."""
+    text = str(value).replace("'", "").replace('"', "")
+    return re.sub(r"(?<![\w.])-(?=[\d.])", "−", text)
+
+
+def _assign(name: str, value) -> str:
+    return f"${_name_tex(name)}$ = {_value_text(value)}"
 
 
 def _witness_text(w: dict | None) -> str:
     if not w:
         return ""
     inst = w["instance"]
-    parts = [f"{k} = {v}" for k, v in inst.items()]
-    idx = ", ".join(f"{k} = {v}" for k, v in w["indices"].items())
-    return f"witness: {'; '.join(parts)}; {idx}: values {w['lhs']:.6g} vs {w['rhs']:.6g}" if isinstance(
+    parts = [_assign(k, v) for k, v in inst.items()]
+    idx = ", ".join(_assign(k, v) for k, v in w["indices"].items())
+    return f"witness: {'; '.join(parts)}; {idx}: values {_value_text(format(w['lhs'], '.6g'))} vs {_value_text(format(w['rhs'], '.6g'))}" if isinstance(
         w["lhs"], float) else f"witness: {'; '.join(parts)}; {idx}"
 
 
 def _instance_text(w: dict, assume: dict | None = None) -> str:
-    parts = [f"{k} = {v}" for k, v in w["instance"].items()] + [f"{k} = {v}" for k, v in w["indices"].items()]
+    parts = [_assign(k, v) for k, v in w["instance"].items()] + [_assign(k, v) for k, v in w["indices"].items()]
     if assume:
         parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items()] + parts
     enc = w["enclosures"]
-    side = lambda e: f"({', '.join(e)})" if isinstance(e, list) else e
+    side = lambda e: f"({', '.join(_value_text(x) for x in e)})" if isinstance(e, list) else _value_text(e)
     return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "
             f"(certified at {enc['bits']} bits)")
 
@@ -130,13 +160,13 @@ def view(doc, target: str) -> dict:
         "slug": doc.slug,
         "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
         "title": _text(doc.title, target),
-        "summary": _text(doc.summary, target),
+        "summary": _paragraphs(doc.summary, target),
         "blocks": [_block(b, target, numbers) for b in doc.blocks],
         "version": __version__,
         "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
         "n_checks": len(doc.checks),
         "checks": [_check_row(k + 1, c, target, wheres.get(id(c))) for k, c in enumerate(doc.checks)],
-        "checks_note": _text(CHECKS_NOTE, target),
+        "checks_note": _paragraphs(CHECKS_NOTE, target),
         "references": references(doc.cited, target),
     }
 

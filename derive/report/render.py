@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from derive.claims.result import ICONS
+from derive.render.markup import gfm_escape
 
 __all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json", "total_counts"]
 
@@ -52,7 +53,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(one_line=one_line, tex=_tex_escape, compact=_compact, anchor=anchor)
+    env.filters.update(one_line=one_line, md_text=gfm_escape, tex=_tex_escape, compact=_compact, anchor=anchor)
     env.globals.update(icons=ICONS)
     return env
 

@@ -19,6 +19,7 @@ def document():
     doc.classify([("key bias", Dot(q[i], bK)), ("key", Dot(q[i], k[j]))], j, why="Over the keys:",
                  expect=["row-constant", "key-dependent"])
     doc.table(["a", "b"], [["|x|", sp.Abs(x)], ["1", sp.Rational(1, 2)]], caption="A table.")
+    doc.definitions([(sp.Symbol("h"), sp.Rational(1, 2) * x)], caption="Notation: $h$ is half of $x$.")
     doc.example_check("one half", [0.5], [0.5])
     doc.record("answer", 42)
     return doc
