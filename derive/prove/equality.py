@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
-from derive.model.vectors import expand_dot
+from derive.model.vectors import Dot, expand_dot
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
@@ -42,8 +42,9 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
     return sp.cancel(sp.expand(e, power_exp=True))
 
 
+_EXPANDING = "expanding ⟨·,·⟩ by bilinearity and exp(a+b) = exp(a)·exp(b)"
 _PASSES = (
-    ("expanding ⟨·,·⟩ by bilinearity and exp(a+b) = exp(a)·exp(b)", _expand),
+    (_EXPANDING, _expand),
     ("merging sums over the same range", _sums),
     ("exponentials combined (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
     ("simplification (common factors cancelled)", sp.simplify),
@@ -57,9 +58,18 @@ SIMPLIFY_OPS = 600  # a deterministic bound: larger expressions are not handed t
 
 
 def _label(how: str, expr: sp.Expr) -> str:
-    """The pass's label as it applies to ``expr``: tanh is mentioned only when there was one."""
+    """The pass's label as it applies to ``expr``: a rule is named only when ``expr`` has what it
+    rewrites (tanh, ⟨·,·⟩, exp)."""
     if how.startswith("exponentials combined") and not expr.has(sp.tanh, sp.sinh, sp.cosh):
         return "exponentials combined and cancelled"
+    if how == _EXPANDING:
+        dots, exps = expr.has(Dot), expr.has(sp.exp)
+        if dots and not exps:
+            return "expanding ⟨·,·⟩ by bilinearity"
+        if exps and not dots:
+            return "expanding: exp(a+b) = exp(a)·exp(b)"
+        if not dots and not exps:
+            return "expanding products and powers"
     return how
 
 
