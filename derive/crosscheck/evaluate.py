@@ -455,6 +455,18 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
     if isinstance(e, sp.core.relational.Relational):
         op, fl, fr = e.rel_op, _compile(e.lhs), _compile(e.rhs)
         return lambda ev, env: ev.truth(op, fl(ev, env), fr(ev, env))
+    if isinstance(e, (sp.And, sp.Or)):  # conditions of masks as data (derive.flex.masks), as _Eval._node
+        test, fs = (all if isinstance(e, sp.And) else any), tuple(_compile(a) for a in e.args)
+        return lambda ev, env: test(f(ev, env) for f in fs)
+    if isinstance(e, sp.Not):
+        f_not = _compile(e.args[0])
+        return lambda ev, env: not f_not(ev, env)
+    if isinstance(e, sp.ITE):
+        fc, fa, fb = (_compile(a) for a in e.args)
+        return lambda ev, env: fa(ev, env) if fc(ev, env) else fb(ev, env)
+    if e in (sp.true, sp.false):
+        value = bool(e)
+        return lambda ev, env: value
 
     def unsupported(ev, env):
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
