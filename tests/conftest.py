@@ -10,6 +10,12 @@ import pytest
 
 IN_CI = os.environ.get("CI") == "true"
 
+# Triton reads TRITON_INTERPRET when it is first imported (its own @jit helpers are built then),
+# and torch may import it on its own (flex_attention, inductor) long before the Triton zoo's
+# tests run. The test session runs Triton kernels only under the CPU interpreter, so it is set
+# before anything can import triton; tests that need it unset say so (monkeypatch).
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 def require_tool(name: str) -> str:
     """Path of ``name``; skip without it locally, fail without it in CI."""
