@@ -243,3 +243,17 @@ def test_recompute_backward_equals_torch_autograd(seed):
     assert np.allclose(dx[allowed], xt.grad.numpy()[allowed], atol=1e-12)
     assert np.allclose(np.nan_to_num(dvv), vt.grad.numpy(), atol=1e-12)
     assert ds == pytest.approx(float(st.grad[0]), abs=1e-12)
+
+
+def test_split_fault_variants_count_the_extra_logit_as_real_kernels_do():
+    """Fault 1 seeded in every split, an empty one too; fault 2 also for a fully masked split."""
+    from derive.kernels import numeric
+
+    one = ([0.0], [[1.0]])
+    assert numeric.split(*one, 2, extra=0.0)[0][0] == pytest.approx(1 / 2)  # the definition
+    assert numeric.split(*one, 2, extra=0.0, fault="extra_per_tile")[0][0] == pytest.approx(1 / 2)
+    assert numeric.split(*one, 2, extra=0.0, fault="extra_per_tile", empty_too=True)[0][0] == pytest.approx(1 / 3)
+    masked = ([-np.inf, 0.0], [[5.0], [1.0]])
+    assert numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split")[0][0] == pytest.approx(1 / 2)
+    got = numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split", masked_too=True)[0][0]
+    assert got == pytest.approx(1 / 3)

@@ -436,6 +436,10 @@ _SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
 
 def _variants(form: str, key: str) -> list[dict]:
     """Keyword sets of the numeric kernel that realize fault ``key`` (base 2 or e, the scale)."""
+    if form == "split" and key == "extra_per_tile":  # seeded per split: the empty ones too, or not
+        return [{}, {"empty_too": True}]
+    if form == "split" and key == "seeded_twice_empty_split":  # a fully masked split, too
+        return [{}, {"masked_too": True}]
     if form != "online":
         return [{}]
     if key == "missing_log2e":
@@ -476,7 +480,7 @@ def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dic
                                           base2=variant.get("base2", True), fault=key)
                     outs.append(o)
             elif form == "split":
-                o, _ = numeric.split(x, v, call.third, call.sigma, fault=key)
+                o, _ = numeric.split(x, v, call.third, call.sigma, fault=key, **variant)
                 outs.append(o)
             else:
                 dx, dv, dsr = numeric.backward(x, v, call.third[r], call.sigma, fault=key)

@@ -63,16 +63,24 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
     return acc / ell, m / c + math.log(ell)
 
 
-def split(x, v, splits, extra=None, extra_value=None, fault=None):
+def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=False, masked_too=False):
     """The keys cut into ``splits`` contiguous chunks (numpy.array_split order), each reduced to
-    (o, lse) by an online pass without the extra logit, then merged; returns (out, lse)."""
+    (o, lse) by an online pass without the extra logit, then merged; returns (out, lse).
+
+    Two ways kernels realize the split faults: ``empty_too`` (extra_per_tile) seeds every
+    split with the extra logit, an empty one too; ``masked_too`` (seeded_twice_empty_split)
+    has a fully masked split return the seeded state as an empty one does."""
     x, v = np.asarray(x, float), np.asarray(v, float)
     dv = v.shape[1]
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
     parts = []
     for idx in np.array_split(np.arange(len(x)), splits):
         per = extra if fault == "extra_per_tile" else None
-        if len(idx) == 0 and fault == "seeded_twice_empty_split" and extra is not None:
+        dead = len(idx) == 0 or (masked_too and bool(np.all(x[idx] == NEG)))
+        if per is not None and empty_too and len(idx) == 0:
+            parts.append((wv, float(extra)))  # the seeded state of a split with no key
+            continue
+        if dead and fault == "seeded_twice_empty_split" and extra is not None:
             parts.append((wv, float(extra)))
             continue
         if fault == "nan_empty_split" and (len(idx) == 0 or np.all(x[idx] == NEG)):
