@@ -268,3 +268,16 @@ def test_masks_pickle_with_their_condition(text):
     m = parse_mask(text)
     back = pickle.loads(pickle.dumps(m))
     assert (back, back.condition) == (m, m.condition)
+
+
+def test_window_offsets_are_all_the_allowed_distances_or_none():
+    """A mask that allows distances 0, 1 and every distance from 100 on is not a window of {0, 1}:
+    enumerating offsets up to a limit would prove row-constant terms that change at distance 100."""
+    import sympy as sp
+
+    from derive.flex.claims import _offsets
+    from derive.model.attention import i, j
+
+    assert _offsets(sp.And(j <= i, i - j < 4), "past", None) == [0, 1, 2, 3]
+    assert _offsets(sp.And(j <= i, sp.Or(i - j <= 1, i - j >= 100)), "past", None) is None
+    assert _offsets(sp.And(j <= i, i - j <= 64), "past", None) is None  # reaches the limit: not enumerated

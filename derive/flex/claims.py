@@ -293,6 +293,9 @@ def _offsets(cond, side, dist, limit: int = 64) -> list | None:
     if c.free_symbols - {x}:
         return None
     try:
+        # every allowed distance must lie in [0, limit]: a window cut at the limit would hide the rest
+        if sp.Intersection(c.as_set(), sp.Interval(0, sp.oo)).is_subset(sp.Interval(0, limit)) is not True:
+            return None
         allowed = sp.Intersection(c.as_set(), sp.Range(0, limit + 1))
         values = list(allowed) if allowed.is_finite_set and isinstance(allowed, (sp.FiniteSet, sp.Range)) else None
     except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
