@@ -228,3 +228,100 @@ def test_traced_modifier_agrees_with_torch_flex_attention(specs, stem):
         got = flex_attention(q, k, v, score_mod=score_mod)[0].numpy()
     want = _engine_output(spec, q[0].numpy(), k[0].numpy(), v[0].numpy())
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+TABLES = '''import torch
+
+head_bias = torch.tensor([0.5, -1.0])
+query_bias = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+rel = torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+doc = torch.tensor([0, 0, 1, 1, 1, 2, 2, 2])
+
+
+def per_head(score, b, h, q_idx, kv_idx):
+    return score + head_bias[h]
+
+
+def per_query(score, b, h, q_idx, kv_idx):
+    return score * 2 + query_bias[q_idx]
+
+
+def relative(score, b, h, q_idx, kv_idx):
+    return score + rel[q_idx - kv_idx]
+
+
+def same_doc(b, h, q_idx, kv_idx):
+    return doc[q_idx] == doc[kv_idx]
+'''
+
+
+def _tables_spec(tmp_path, body):
+    from derive.spec import load_spec
+
+    (tmp_path / "mods.py").write_text(TABLES)
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "tables"\n' + body)
+    return load_spec(spec)
+
+
+def test_invariant_of_a_traced_table_is_proved_when_the_table_adds_a_row_constant(tmp_path):
+    """A table indexed by the head or the query only shifts a whole row: softmax ignores it,
+    whatever its entries (the table is an opaque function of its indices)."""
+    from derive.claims.run import check_spec
+
+    for mod, name in (("per_head", "head_bias"), ("per_query", "query_bias")):
+        spec = _tables_spec(tmp_path, f'score_mod = "mods.py:{mod}"\nmask = "causal"\n[claims]\n'
+                                      f'inv = "invariant({name})"\ndep = "depends({name})"\n')
+        inv, dep = check_spec(spec).claims
+        assert (inv.verdict, dep.verdict) == ("proved", "refuted"), mod
+        assert inv.reason == "the score changes only by a row-constant term and softmax is shift-invariant"
+
+
+def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(tmp_path):
+    import sympy as sp
+
+    from derive.claims.run import check_spec
+
+    spec = _tables_spec(tmp_path, 'score_mod = "mods.py:relative"\nmask = "causal"\n[claims]\n'
+                                  'inv = "invariant(rel)"\n')
+    (res,) = check_spec(spec).claims
+    assert res.verdict == "refuted"
+    assert res.reason == "the score changes by a key-dependent term: -rel(i - j) + rel'(i - j)"
+    ce = res.counterexample
+    assert ce["changed_name"] == "rel'" and ce["mask"] == "causal" and ce["enclosures"]["bits"] >= 64
+    assert set(ce["functions"]) == {"rel", "rel'"}
+    # replay the instance exactly: q = k = 0, so p_ij = exp(f(i − j)) / Σ_{t ≤ i} exp(f(i − t))
+    vals, n, i, j = ce["values"], ce["n"], ce["indices"]["i"], ce["indices"]["j"]
+    assert all(x == 0 for row in vals["q"] + vals["k"] for x in row)
+
+    def weight(f):
+        a = [sp.nsimplify(vals[f"{f}.a{m}"]) for m in range(5)]
+        fx = lambda x: a[0] + a[1] * x + a[2] * x**2 + a[3] * x**3 + a[4] * sp.exp(x)  # noqa: E731
+        return sp.exp(fx(i - j)) / sum(sp.exp(fx(i - t)) for t in range(1, i + 1))
+
+    assert 1 <= j <= i <= n
+    lhs, rhs = weight("rel"), weight("rel'")
+    assert sp.N(lhs - rhs, 30) != 0
+    assert float(lhs) == pytest.approx(ce["original"], rel=1e-5) and float(rhs) == pytest.approx(ce["changed"], rel=1e-5)
+
+
+def test_invariant_of_a_table_the_mask_reads_is_not_decided(tmp_path):
+    from derive.claims.run import check_spec
+
+    spec = _tables_spec(tmp_path, 'score = "dot(q, k) / sqrt(d)"\nmask_mod = "mods.py:same_doc"\n[claims]\n'
+                                  'inv = "invariant(doc)"\n')
+    (res,) = check_spec(spec).claims
+    assert res.verdict == "undecided"
+    assert res.reason == ("doc is read by the mask_mod: changing it changes the allowed keys, and invariance "
+                          "under a changing mask is not decided")
+
+
+def test_invariant_of_a_name_neither_declared_nor_traced_is_bad_input(tmp_path):
+    (tmp_path / "mods.py").write_text(TABLES)
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "x"\nscore_mod = "mods.py:relative"\n[claims]\nc = "invariant(rell)"\n')
+    res = subprocess.run([sys.executable, "-m", "derive", "check", str(spec)], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    assert res.stderr.strip() == (f"derive: error: {spec}: key 'claims.c', column 11: unknown name 'rell': declare "
+                                  "it under [symbols], or name a tensor the score_mod indexes (rel)")

@@ -28,7 +28,7 @@ class Context:
 
 def delta_form(diff, variant, name: str):
     """``diff`` with the fresh copy NAME' written as NAME + ΔNAME (vectors and scalars)."""
-    if diff is None or name not in variant.rename:
+    if diff is None or name not in variant.rename or name not in variant.binds:  # a traced table: as is
         return diff
     b = variant.binds[name]
     base = variant.spec.binds()[name].obj
@@ -57,6 +57,11 @@ def _why_scores(diff, name: str, norm: str) -> str:
 def invariant(ctx: Context, claim) -> Outcome:
     name = claim.arg
     if name in ctx._inv:
+        return ctx._inv[name]
+    flex = ctx.spec.flex
+    if name not in ctx.spec.symbols and flex is not None and flex.mask_reads(name):
+        ctx._inv[name] = Outcome(UNDECIDED, f"{name} is read by the mask_mod: changing it changes the allowed keys, "
+                                            "and invariance under a changing mask is not decided")
         return ctx._inv[name]
     va, vb = ctx.base, ctx.changed(name)
     lemma = scores_lemma(va, vb, ctx.cfg)

@@ -38,7 +38,7 @@ class Variant:
         self.binds = spec.binds(self.rename)
         self.guards: list = []  # the domain as written (see translate): counterexamples stay inside
         self.score_j = translate(spec.score, self.binds, guards=self.guards)[0] if spec.flex is None or \
-            spec.flex.score is None else spec.flex.score_expr()
+            spec.flex.score is None else spec.flex.score_expr(self.rename)
         self.value_j = translate(spec.value, self.binds, guards=self.guards)[0]
         self.params, self.extra = self._normalizer_parts()
 

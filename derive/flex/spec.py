@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from derive.errors import InputError
 from derive.flex.masks import Mask
@@ -40,8 +41,19 @@ class Flex:
     traced: tuple[Traced, ...] = ()
     data: dict = field(default_factory=dict)  # per-head symbol → values, function name → values
 
-    def score_expr(self) -> sp.Expr | None:
-        return None if self.score is None else self.score.expr.xreplace({SCORE: plain_score()})
+    def score_expr(self, rename: dict | None = None) -> sp.Expr | None:
+        """The traced score with s ↦ ⟨q_i, k_j⟩/√d; ``rename`` gives tables fresh copies
+        (``{"rel_bias": "rel_bias'"}``: another, unconstrained table of the same shape)."""
+        if self.score is None:
+            return None
+        return renamed(self.score.expr, self.score.tables, rename or {}).xreplace({SCORE: plain_score()})
+
+    def table_names(self) -> set[str]:
+        """The captured tables the modifiers read (what ``invariant(NAME)`` may name)."""
+        return {name for built in (self.score, self.mask) if built is not None for name in built.tables}
+
+    def mask_reads(self, name: str) -> bool:
+        return self.mask is not None and name in self.mask.tables
 
     def display(self) -> list[dict]:
         """One row per modifier for the report: the source line next to the traced math."""
@@ -53,6 +65,23 @@ class Flex:
             out.append({"key": f"{t.kind}_mod", "ref": t.ref, "file": t.file, "line": t.line, "source": t.source,
                         "math": show.text(built.expr), "latex": show.latex(built.expr)})
         return out
+
+
+def renamed(expr: sp.Basic, tables: dict, rename: dict) -> sp.Basic:
+    """``expr`` with each table of ``rename`` replaced by a fresh one: an opaque function
+    (or per-head symbol) of the same indices, with no assumption from the captured values."""
+    for name, new in rename.items():
+        obj = tables.get(name)
+        if obj is None:
+            continue
+        if isinstance(obj, sp.Symbol):  # a per-head scalar NAME_h
+            expr = expr.xreplace({obj: sp.Symbol(obj.name.replace(name, new, 1), real=True)})
+            continue
+        label = obj.__name__
+        fresh = sp.Function(label.replace(name, new, 1), real=True)
+        expr = expr.replace(lambda e, label=label: isinstance(e, AppliedUndef) and type(e).__name__ == label,
+                            lambda e, fresh=fresh: fresh(*e.args))
+    return expr
 
 
 def validate_ref(text) -> str | None:

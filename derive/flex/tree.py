@@ -43,6 +43,7 @@ class Built:
     per_head: dict = field(default_factory=dict)  # Symbol NAME_h → [exact values per head]
     functions: dict = field(default_factory=dict)  # function name → [exact values], 1-D
     per_head_functions: dict = field(default_factory=dict)  # NAME_h → rows per head
+    tables: dict = field(default_factory=dict)  # the name of every captured table read → its SymPy objects
 
 
 def _is_bool(x) -> bool:
@@ -245,17 +246,20 @@ class _Builder:
         if len(shape) == 1 and idx[0] == HEAD:
             sym = sp.Symbol(f"{name}_h", real=True, **_sign_of(values))
             self.out.per_head[sym] = values
+            self.out.tables[name] = sym
             return sym
         if len(shape) == 1:
             if HEAD in idx[0].free_symbols:
                 raise TreeError(line, f"{name} is indexed by an expression of the head h; index it by h alone")
             f = sp.Function(name, real=True)
             self.out.functions[name] = values
+            self.out.tables[name] = f
             return f(idx[0])
         if len(shape) == 2 and idx[0] == HEAD and HEAD not in idx[1].free_symbols:
             f = sp.Function(f"{name}_h", real=True)
             self.out.per_head_functions[f"{name}_h"] = [values[r * shape[1]:(r + 1) * shape[1]]
                                                         for r in range(shape[0])]
+            self.out.tables[name] = f
             return f(idx[1])
         raise TreeError(line, f"the captured tensor {name} (shape {shape}) is indexed in a way not supported: "
                               "use table[h], table[position] or table[h, position]")

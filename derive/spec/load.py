@@ -167,7 +167,9 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     value = _expr(errs, "value", value_src, binds, VECTOR)
     norm, norm_args = _normalizer(errs, data.get("normalizer", "softmax"), binds)
     mask = _mask(errs, data.get("mask", "none"))
-    claims = _claims(errs, data.get("claims", {}), binds)
+    traced = [key for key in ("score_mod", "mask_mod") if key in data]
+    deferred: list | None = [] if traced else None  # names that may be tables the modifiers capture
+    claims = _claims(errs, data.get("claims", {}), binds, deferred)
     for c in claims:  # the other spec of equivalent_to / mask_equivalent, relative to this file
         if CLAIM_ARGS[c.kind] == "file" and not (Path(file).parent / c.arg).is_file():
             errs.add(f"claims.{c.name}", f"{c.kind}: no file {c.arg} (looked in {Path(file).parent})")
@@ -179,6 +181,13 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
         flex, problems = trace_keys(data, file)
         for key, msg in problems:
             errs.add(key, msg)
+        errs.raise_any()
+        tables = flex.table_names()
+        for key, name, col in deferred:
+            if name not in tables:
+                shown = f" ({', '.join(sorted(tables))})" if tables else ""
+                errs.add(key, f"{unknown_name(name, binds)}, or name a tensor the {' or '.join(traced)} "
+                              f"indexes{shown}", col)
         errs.raise_any()
         score_src = data.get("score_mod", score_src)
         mask = traced_mask(flex, data["mask_mod"]) if "mask_mod" in data else mask
@@ -290,19 +299,19 @@ def _normalizer(errs: _Errors, text: str, binds: dict) -> tuple[str, tuple[str, 
     return name, tuple(args) if ok else ()
 
 
-def _claims(errs: _Errors, table: dict, binds: dict) -> tuple[ClaimSpec, ...]:
+def _claims(errs: _Errors, table: dict, binds: dict, deferred: list | None = None) -> tuple[ClaimSpec, ...]:
     if len(table) > MAX_ENTRIES:
         errs.add("claims", f"too many claims (limit {MAX_ENTRIES})")
         return ()
     out = []
     for cname, text in table.items():
-        claim = _claim(errs, f"claims.{cname}", cname, text, binds)
+        claim = _claim(errs, f"claims.{cname}", cname, text, binds, deferred)
         if claim is not None:
             out.append(claim)
     return tuple(out)
 
 
-def _claim(errs: _Errors, key: str, cname: str, text, binds: dict) -> ClaimSpec | None:
+def _claim(errs: _Errors, key: str, cname: str, text, binds: dict, deferred: list | None) -> ClaimSpec | None:
     if not isinstance(text, str):
         errs.add(key, f"expected a string, got {type(text).__name__}")
         return None
@@ -327,7 +336,7 @@ def _claim(errs: _Errors, key: str, cname: str, text, binds: dict) -> ClaimSpec 
         errs.add(key, f"{kind} needs an argument: {kind}({shape})", col)
         return None
     if want == "name":
-        name = _claim_name(errs, key, kind, inner, col, binds)
+        name = _claim_name(errs, key, kind, inner, col, binds, deferred)
         return None if name is None else ClaimSpec(cname, text, kind, name)
     src = inner.strip()
     if want == "file":
@@ -343,13 +352,16 @@ def _claim(errs: _Errors, key: str, cname: str, text, binds: dict) -> ClaimSpec 
     return None if node is None else ClaimSpec(cname, text, kind, src[1:-1], node)
 
 
-def _claim_name(errs, key, kind, inner, col, binds) -> str | None:
+def _claim_name(errs, key, kind, inner, col, binds, deferred=None) -> str | None:
     name = inner.strip()
     col += len(inner) - len(inner.lstrip())
     if not _IDENT.match(name):
         errs.add(key, f"{kind} needs a name, got {name!r}", col)
         return None
     b = binds.get(name)
+    if b is None and deferred is not None and kind != "output_shift":
+        deferred.append((key, name, col))  # a table a traced modifier captures: checked once traced
+        return name
     if b is None:
         errs.add(key, unknown_name(name, binds), col)
         return None
