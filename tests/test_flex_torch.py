@@ -325,3 +325,79 @@ def test_invariant_of_a_name_neither_declared_nor_traced_is_bad_input(tmp_path):
     assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
     assert res.stderr.strip() == (f"derive: error: {spec}: key 'claims.c', column 11: unknown name 'rell': declare "
                                   "it under [symbols], or name a tensor the score_mod indexes (rel)")
+
+
+MASKS = '''def generate_window(w):
+    def window(b, h, q_idx, kv_idx):
+        return (kv_idx <= q_idx) & (kv_idx > q_idx - w)
+
+    return window
+
+
+def window_abs(b, h, q_idx, kv_idx):
+    return (q_idx - kv_idx).abs() < 3
+
+
+def not_a_mask(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx
+'''
+
+
+def _masks_spec(tmp_path, mask, claims):
+    (tmp_path / "masks.py").write_text(MASKS)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "m"\nscore = "dot(q, k) / sqrt(d)"\nmask = "{mask}"\n[claims]\n' + claims)
+    return spec
+
+
+def test_mask_equivalent_takes_a_mask_mod_and_proves_a_window_written_two_ways(tmp_path):
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    spec = _masks_spec(tmp_path, "causal_window(3)", "same = 'mask_equivalent(\"masks.py:generate_window(3)\")'\n")
+    (res,) = check_spec(load_spec(spec)).claims
+    assert (res.verdict, res.reason) == ("proved", "the two conditions are the same")
+    spec = _masks_spec(tmp_path, "sliding_window(3)", "same = 'mask_equivalent(\"masks.py:window_abs\")'\n")
+    (res,) = check_spec(load_spec(spec)).claims
+    assert res.verdict == "proved"
+
+
+@pytest.mark.parametrize("mask, ref", [("causal_window(3)", "masks.py:generate_window(4)"),
+                                       ("causal_window(3)", "masks.py:window_abs"),
+                                       ("sliding_window(2)", "masks.py:window_abs")])
+def test_mask_equivalent_with_a_different_mask_mod_is_refuted_with_a_certified_key(tmp_path, mask, ref):
+    import sympy as sp
+
+    from derive.claims.run import check_spec
+    from derive.flex.masks import parse_mask
+    from derive.spec import load_spec
+
+    spec = _masks_spec(tmp_path, mask, f"diff = 'mask_equivalent(\"{ref}\")'\n")
+    (res,) = check_spec(load_spec(spec)).claims
+    assert (res.verdict, res.reason) == ("refuted", "a key is allowed by one mask and not by the other")
+    ce = res.counterexample
+    n, i, j = ce["n"], ce["indices"]["i"], ce["indices"]["j"]
+    assert 1 <= i <= n and 1 <= j <= n and ce["enclosures"]["bits"] >= 64
+    # replay with the modifier's own definition (0-based q_idx = i − 1, kv_idx = j − 1)
+    q, k = i - 1, j - 1
+    theirs = {"masks.py:generate_window(4)": k <= q and k > q - 4, "masks.py:window_abs": abs(q - k) < 3}[ref]
+    ours = bool(parse_mask(mask).condition.xreplace(dict(zip(sp.symbols("i j", integer=True, positive=True),
+                                                             (i, j)))))
+    assert ours != theirs
+    assert (ce["original"], ce["changed"]) == (float(ours), float(theirs))
+
+
+@pytest.mark.parametrize("claim, message", [
+    ('mask_equivalent("masks.py:not_a_mask")', "masks.py, line 13: a mask_mod must return a boolean (a comparison), "
+                                               "got i - j"),
+    ('mask_equivalent("masks.py:missing")', "masks.py: masks.py has no function 'missing'"),
+    ('mask_equivalent("nothere.py:window_abs")', "mask_equivalent: no file nothere.py (looked in {dir})"),
+    ('mask_equivalent("masks.py:window_abs(x)")', "mask_equivalent: the arguments of window_abs(...) must be "
+                                                  "literals (numbers, strings, lists), got 'x'"),
+])
+def test_a_bad_mask_mod_in_a_claim_is_bad_input(tmp_path, claim, message):
+    spec = _masks_spec(tmp_path, "causal", f"c = '{claim}'\n")
+    res = subprocess.run([sys.executable, "-m", "derive", "check", str(spec)], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    assert res.stderr.strip() == f"derive: error: {spec}: key 'claims.c': " + message.format(dir=tmp_path)

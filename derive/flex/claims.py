@@ -26,8 +26,8 @@ from derive.claims.numeric import concrete_mask, interpretations
 from derive.claims.result import Outcome, step
 from derive.crosscheck.witness import find_witness
 from derive.errors import InputError
-from derive.flex.masks import indicator, mask_side
-from derive.flex.spec import plain_score
+from derive.flex.masks import Mask, indicator, mask_side
+from derive.flex.spec import data_of, plain_score
 from derive.flex.tree import SCORE
 from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
@@ -216,16 +216,26 @@ def same_mask(ma, mb) -> tuple[str, str, list]:
     return UNDECIDED, "the conditions differ in form", steps
 
 
+def _other_mask(ctx, claim):
+    """(mask, its data) of the other side: a traced mask_mod (``mods.py:NAME``) or a spec's mask."""
+    flex = ctx.spec.flex
+    if flex is not None and claim.arg in flex.masks:
+        built = flex.masks[claim.arg]
+        return Mask(claim.arg, built.expr), data_of(built)
+    other = _other(ctx, claim)
+    return other.mask, _data(other)
+
+
 def mask_equivalent(ctx, claim) -> Outcome:
     try:
-        other = _other(ctx, claim)
+        mb, db = _other_mask(ctx, claim)
     except _Bad as exc:
         return Outcome(UNDECIDED, f"cannot load {claim.arg}: {exc}")
-    ma, mb = ctx.spec.mask, other.mask
+    ma = ctx.spec.mask
     status, reason, steps = same_mask(ma, mb)
     if status == PROVED:
         return Outcome(PROVED, reason, steps)
-    da, db = _data(ctx.spec), _data(other)
+    da = _data(ctx.spec)
     a = concrete_data(indicator(_cond(ma)), da, 0) if da else indicator(_cond(ma))
     b = concrete_data(indicator(_cond(mb)), db, 0) if db else indicator(_cond(mb))
     wit = find_witness(a, b, cfg=ctx.cfg)

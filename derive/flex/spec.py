@@ -40,6 +40,7 @@ class Flex:
     mask: Built | None = None
     traced: tuple[Traced, ...] = ()
     data: dict = field(default_factory=dict)  # per-head symbol → values, function name → values
+    masks: dict = field(default_factory=dict)  # a claim's mask_mod (mods.py:NAME) → Built
 
     def score_expr(self, rename: dict | None = None) -> sp.Expr | None:
         """The traced score with s ↦ ⟨q_i, k_j⟩/√d; ``rename`` gives tables fresh copies
@@ -95,12 +96,14 @@ def validate_ref(text) -> str | None:
     return None
 
 
-def trace_keys(data: dict, file: str) -> tuple[Flex, list[tuple[str, str]]]:
-    """Trace ``score_mod`` and ``mask_mod`` of a spec; (parts, [(key, error), ...])."""
+def trace_keys(data: dict, file: str, refs: dict | None = None) -> tuple[Flex, list[tuple[str, str]]]:
+    """Trace ``score_mod`` and ``mask_mod`` of a spec, and the mask_mods ``refs`` its claims
+    name (claim key → text); (parts, [(key, error), ...])."""
     base = Path(file).parent
-    errors, traced, parts = [], [], {}
-    for key, kind in (("score_mod", "score"), ("mask_mod", "mask")):
-        text = data.get(key)
+    errors, traced, parts, masks = [], [], {}, {}
+    jobs = [(key, kind, data.get(key)) for key, kind in (("score_mod", "score"), ("mask_mod", "mask"))]
+    jobs += [(key, "mask", text) for key, text in (refs or {}).items()]
+    for key, kind, text in jobs:
         if text is None:
             continue
         try:
@@ -114,14 +117,22 @@ def trace_keys(data: dict, file: str) -> tuple[Flex, list[tuple[str, str]]]:
             at = f"{where}, line {exc.line}: " if exc.line else f"{where}: "
             errors.append((key, at + exc.text))
             continue
+        if key.startswith("claims."):
+            masks[text] = built
+            continue
         traced.append(t)
         parts[kind] = built
-    data_tables: dict = {}
-    for built in parts.values():
-        data_tables.update(built.per_head)
-        data_tables.update(built.functions)
-        data_tables.update(built.per_head_functions)
-    return Flex(parts.get("score"), parts.get("mask"), tuple(traced), data_tables), errors
+    return Flex(parts.get("score"), parts.get("mask"), tuple(traced), data_of(*parts.values()), masks), errors
+
+
+def data_of(*built: Built) -> dict:
+    """The captured data of traced modifiers: per-head symbol → values, table name → values."""
+    out: dict = {}
+    for b in built:
+        out.update(b.per_head)
+        out.update(b.functions)
+        out.update(b.per_head_functions)
+    return out
 
 
 def traced_mask(flex: Flex, text: str) -> Mask | None:

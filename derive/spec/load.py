@@ -170,20 +170,29 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     traced = [key for key in ("score_mod", "mask_mod") if key in data]
     deferred: list | None = [] if traced else None  # names that may be tables the modifiers capture
     claims = _claims(errs, data.get("claims", {}), binds, deferred)
+    refs = {}  # claim → a mask_mod to trace (mask_equivalent("mods.py:NAME"))
     for c in claims:  # the other spec of equivalent_to / mask_equivalent, relative to this file
-        if CLAIM_ARGS[c.kind] == "file" and not (Path(file).parent / c.arg).is_file():
-            errs.add(f"claims.{c.name}", f"{c.kind}: no file {c.arg} (looked in {Path(file).parent})")
+        other = c.arg
+        if c.kind == "mask_equivalent" and not other.endswith(".toml") and ":" in other:
+            why = _flex_ref(other)
+            if why:
+                errs.add(f"claims.{c.name}", f"mask_equivalent: {why}")
+                continue
+            refs[f"claims.{c.name}"] = other
+            other = other.rpartition(":")[0]
+        if CLAIM_ARGS[c.kind] == "file" and not (Path(file).parent / other).is_file():
+            errs.add(f"claims.{c.name}", f"{c.kind}: no file {other} (looked in {Path(file).parent})")
     errs.raise_any()
     flex = None
-    if "score_mod" in data or "mask_mod" in data:  # runs the user's code (in a child process)
+    if "score_mod" in data or "mask_mod" in data or refs:  # runs the user's code (in a child process)
         from derive.flex.spec import trace_keys, traced_mask
 
-        flex, problems = trace_keys(data, file)
+        flex, problems = trace_keys(data, file, refs)
         for key, msg in problems:
             errs.add(key, msg)
         errs.raise_any()
         tables = flex.table_names()
-        for key, name, col in deferred:
+        for key, name, col in deferred or ():
             if name not in tables:
                 shown = f" ({', '.join(sorted(tables))})" if tables else ""
                 errs.add(key, f"{unknown_name(name, binds)}, or name a tensor the {' or '.join(traced)} "
