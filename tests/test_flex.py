@@ -281,3 +281,64 @@ def test_window_offsets_are_all_the_allowed_distances_or_none():
     assert _offsets(sp.And(j <= i, i - j < 4), "past", None) == [0, 1, 2, 3]
     assert _offsets(sp.And(j <= i, sp.Or(i - j <= 1, i - j >= 100)), "past", None) is None
     assert _offsets(sp.And(j <= i, i - j <= 64), "past", None) is None  # reaches the limit: not enumerated
+
+
+def _doc_spec(tmp_path, score, claims, extra=""):
+    (tmp_path / "none.toml").write_text('name = "none"\nscore = "dot(q, k) / sqrt(d)"\n')
+    (tmp_path / "causal.toml").write_text('name = "causal"\nscore = "dot(q, k) / sqrt(d)"\nmask = "causal"\n')
+    path = tmp_path / "doc.toml"
+    path.write_text(f'name = "doc"\nscore = "{score}"\nmask = "document(ids)"\n[claims]\n{claims}{extra}')
+    from derive.spec import load_spec
+
+    return load_spec(path)
+
+
+def _same_doc(ids, a, b) -> bool:
+    return ids[a - 1] == ids[b - 1]  # positions are 1-based, IDS of the 0-based position t − 1
+
+
+def test_a_false_claim_over_a_document_mask_has_a_certified_document_id_vector(tmp_path):
+    from derive.claims.run import check_spec
+
+    spec = _doc_spec(tmp_path, "dot(q, k) / sqrt(d) + b * (j - i)",
+                     "dec = 'decreasing_in_distance'\nrc = 'row_constant(\"i - j\")'\nrci = 'row_constant(\"i\")'\n"
+                     "mask = 'mask_equivalent(\"none.toml\")'\neq = 'equivalent_to(\"causal.toml\")'\n",
+                     '[symbols]\nb = "scalar positive"\n')
+    got = {c.name: c for c in check_spec(spec).claims}
+    assert {k: c.verdict for k, c in got.items()} == {"dec": "refuted", "rc": "refuted", "rci": "proved",
+                                                     "mask": "refuted", "eq": "refuted"}
+    for c in got.values():
+        ce = c.counterexample
+        if ce is None:
+            continue
+        ids, n, idx = ce["values"]["ids"], ce["n"], ce["indices"]
+        assert len(ids) == n and all(x in (0, 1, 2) for x in ids), c.name
+        assert ce["enclosures"]["bits"] >= 64 and ce["original"] != ce["changed"]
+        assert str(ce["mask"]).startswith("document(ids)")
+    # replay each against the definition of the mask: IDS(i − 1) = IDS(j − 1)
+    ce = got["dec"].counterexample
+    i0, j1, j2, b = ce["indices"]["i"], ce["indices"]["j_1"], ce["indices"]["j_2"], ce["values"]["b"]
+    assert _same_doc(ce["values"]["ids"], i0, j1) and _same_doc(ce["values"]["ids"], i0, j2)
+    assert abs(i0 - j1) <= abs(i0 - j2) and b * (j2 - i0) > b * (j1 - i0)
+    ce = got["rc"].counterexample
+    i0, j1, j2 = ce["indices"]["i"], ce["indices"]["j_1"], ce["indices"]["j_2"]
+    assert _same_doc(ce["values"]["ids"], i0, j1) and _same_doc(ce["values"]["ids"], i0, j2) and j1 != j2
+    assert (ce["original"], ce["changed"]) == (i0 - j1, i0 - j2)
+    ce = got["mask"].counterexample
+    assert not _same_doc(ce["values"]["ids"], ce["indices"]["i"], ce["indices"]["j"])
+    assert (ce["original"], ce["changed"]) == (0.0, 1.0)
+    ce = got["eq"].counterexample  # a key after the query in the same document: causal hides it
+    ids, i0 = ce["values"]["ids"], ce["indices"]["i"]
+    assert any(_same_doc(ids, i0, t) for t in range(i0 + 1, ce["n"] + 1))
+
+
+def test_label_vectors_shrink_and_describe_one_id_per_position():
+    from derive.crosscheck.witness import find_witness
+    from derive.flex.masks import labelled
+
+    f = sp.Function("ids", real=True)
+    same = labelled(sp.Piecewise((1, sp.Eq(f(i - 1), f(j - 1))), (0, True)))
+    wit = find_witness(same, sp.S.One)
+    assert wit is not None and len(wit["instance"]["ids"]) == wit["instance"]["n"] == 2
+    ids = wit["instance"]["ids"]
+    assert not _same_doc(ids, wit["indices"]["i"], wit["indices"]["j"]) and sorted(ids) == [0, 1]

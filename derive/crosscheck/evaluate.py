@@ -32,7 +32,7 @@ class Instance:
     """Concrete values: ``d``, ``n``, scalars/indices by symbol, tables by base name.
 
     Tables are indexed 1-based like the model: a vector family has shape (n + 1, d), a
-    scalar table (n + 1, n + 1); row/column 0 is unused.
+    scalar table (n + 1, n + 1), a label vector (n + 1,); row/column 0 is unused.
     """
 
     d: int
@@ -52,6 +52,9 @@ class Instance:
         for name, fam in sorted(self.families.items()):
             out[name] = [[_plain(x) for x in row] for row in fam[1:]]
         for name, tab in sorted(self.tables.items()):
+            if tab.ndim == 1:  # a label vector (document ids), position 1..n
+                out[name] = [_plain(x) for x in tab[1:]]
+                continue
             out[name] = [[_plain(x) for x in row[1:]] for row in tab[1:]]
         return out
 

@@ -14,14 +14,15 @@ import numpy as np
 import sympy as sp
 
 from derive.crosscheck.evaluate import Instance
-from derive.model.attention import MaskBase
+from derive.model.attention import LabelBase, MaskBase
 from derive.model.attention import d as D
 from derive.model.attention import n as N
 from derive.model.vectors import VectorBase, VectorSymbol
 
-__all__ = ["MASK_KINDS", "Signature", "make_instance", "signature"]
+__all__ = ["LABELS", "MASK_KINDS", "Signature", "make_instance", "signature"]
 
 MASK_KINDS = ("full", "causal", "random")
+LABELS = 3  # a label vector's entries are 0, 1, 2 (three documents are enough to tell masks apart)
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,12 @@ class Signature:
     masks: tuple[str, ...]
     scalars: tuple[sp.Symbol, ...]
     indices: tuple[sp.Symbol, ...]
-    min_n: int = 1  # the largest concrete key index used (e.g. k[2] needs n ≥ 2)
+    min_n: int = 1
+    labels: tuple[str, ...] = ()  # label vectors (LabelBase): one integer per position  # the largest concrete key index used (e.g. k[2] needs n ≥ 2)
 
 
 def signature(*exprs: sp.Basic) -> Signature:
-    vecs, fams, tabs, masks, scal, idx = set(), set(), set(), set(), set(), set()
+    vecs, fams, tabs, masks, scal, idx, labs = set(), set(), set(), set(), set(), set(), set()
     min_n = 1
     labels = {ind.base.label for e in exprs for ind in e.atoms(sp.Indexed)}
     for e in exprs:
@@ -57,6 +59,8 @@ def signature(*exprs: sp.Basic) -> Signature:
                 fams.add(base.name)
             elif isinstance(base, MaskBase):
                 masks.add(base.name)
+            elif isinstance(base, LabelBase):
+                labs.add(base.name)
             else:
                 tabs.add(base.name)
             for a in ind.indices:
@@ -77,6 +81,7 @@ def signature(*exprs: sp.Basic) -> Signature:
         tuple(sorted(scal, key=key)),
         tuple(sorted(idx, key=key)),
         min_n,
+        tuple(sorted(labs)),
     )
 
 
@@ -126,6 +131,8 @@ def make_instance(
         inst.tables[tname] = tab
     for mname in sig.masks:
         inst.tables[mname] = mask_table(mask, n, rng)
+    for lname in sig.labels:
+        inst.tables[lname] = np.concatenate([[0], rng.integers(0, LABELS, size=n)]).astype(float)
     for s in sig.scalars:
         inst.scalars[s] = float(draw(1)[0])
     env = {s: int(rng.integers(1, n + 1)) for s in sig.indices}

@@ -2,7 +2,8 @@
 
 The one counterexample searcher of derive. Hypothesis draws d and n (1 to 6), the index
 values and every entry from a table of exact values (small integers, halves, a few
-irrational-looking numbers such as √2 and π/4) until an instance is certified; a greedy
+irrational-looking numbers such as √2 and π/4; a label vector, a document mask's ids, from
+0, 1, 2) until an instance is certified; a greedy
 shrink (:func:`shrink`) then makes it as simple as it can: smaller d and n, smaller index
 values, each entry replaced by the first value of the table that keeps the difference.
 Hypothesis's own shrinker found the same kind of witness at several times the cost (it
@@ -46,6 +47,7 @@ VALUES: tuple[sp.Expr, ...] = tuple(
     sp.sympify(v) for v in (0, 1, -1, 2, -2, sp.Rational(1, 2), sp.Rational(-1, 2), 3, -3,
                             sp.Rational(3, 2), sp.Rational(-3, 2), sp.sqrt(2), -sp.sqrt(3), sp.pi / 4, 5, -7)
 )
+LABEL_VALUES: tuple[sp.Expr, ...] = tuple(sp.Integer(k) for k in range(3))  # a label vector's entries (document ids)
 MAX_D = MAX_N = 6
 START_BITS = 64
 SURE_BITS = 256  # below this, a tight ball around 0 is not yet taken as "equal here"
@@ -184,6 +186,9 @@ def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int 
         tab[1:, 1:] = np.array([[draw(entry) for _ in range(max(max_n, n))][:n] for _ in range(max(max_n, n))],
                                dtype=object)[:n]
         inst.tables[name] = tab
+    for name in sig.labels:  # drawn at full length and cut to n, like the blocks
+        full = [draw(st.sampled_from(LABEL_VALUES)) for _ in range(max(max_n, n))]
+        inst.tables[name] = np.array([sp.S.Zero] + full[:n], dtype=object)
     for name in sig.masks:
         kind = draw(st.sampled_from(("full", "causal", "random")))
         inst.tables[name] = mask_table(kind, n, np.random.default_rng(draw(st.integers(0, 7))))
@@ -269,7 +274,8 @@ def _cut(inst: Instance, env: dict, d: int, n: int, masks=frozenset()) -> tuple[
     out = Instance(d=d, n=n, scalars=dict(inst.scalars),
                    vectors={k: v[:d].copy() for k, v in inst.vectors.items()},
                    families={k: v[: n + 1, :d].copy() for k, v in inst.families.items()},
-                   tables={k: v[: n + 1, : n + 1].copy() for k, v in inst.tables.items()})
+                   tables={k: (v[: n + 1] if v.ndim == 1 else v[: n + 1, : n + 1]).copy()
+                           for k, v in inst.tables.items()})
     for name, tab in out.tables.items():
         if name in masks:
             for r in range(1, n + 1):
@@ -319,8 +325,9 @@ def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[I
         """(dict, key, position) of every entry of ``x``, in drawing order."""
         out = [("vectors", v, (c,)) for v in x.vectors for c in range(x.d)]
         out += [("families", f, (r, c)) for f in x.families for r in range(1, x.n + 1) for c in range(x.d)]
-        out += [("tables", t, (r, c)) for t in x.tables if t not in masks
+        out += [("tables", t, (r, c)) for t in x.tables if t not in masks and x.tables[t].ndim == 2
                 for r in range(1, x.n + 1) for c in range(1, x.n + 1)]
+        out += [("tables", t, (r,)) for t in x.tables if x.tables[t].ndim == 1 for r in range(1, x.n + 1)]
         return out
 
     progress = True
@@ -352,7 +359,8 @@ def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[I
                     inst, progress = cand, True
                     break
         for attr, name, pos in entries(inst):
-            for v in _simpler(getattr(inst, attr)[name][pos], VALUES):
+            table = LABEL_VALUES if len(pos) == 1 and attr == "tables" else VALUES
+            for v in _simpler(getattr(inst, attr)[name][pos], table):
                 cand = _copy(inst)
                 getattr(cand, attr)[name][pos] = v
                 if keeps(cand, env):

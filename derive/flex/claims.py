@@ -26,7 +26,7 @@ from derive.claims.numeric import concrete_mask, interpretations
 from derive.claims.result import Outcome, step
 from derive.crosscheck.witness import find_witness
 from derive.errors import InputError
-from derive.flex.masks import Mask, indicator, mask_side
+from derive.flex.masks import Mask, indicator, labelled, mask_side
 from derive.flex.spec import data_of, plain_score
 from derive.flex.tree import SCORE
 from derive.model.attention import i, j
@@ -88,6 +88,14 @@ def _data(spec) -> dict:
     return spec.flex.data if spec.flex is not None else {}
 
 
+def _allowed(mask, key, data: dict | None = None) -> sp.Expr:
+    """1 when ``key`` is allowed in row i, as the searcher evaluates it: a traced table on its
+    real entries (``data``, else the mask's own), an opaque document id table as labels."""
+    ind = indicator(_cond(mask), i, key)
+    data = data or getattr(mask, "data", None)
+    return labelled(concrete_data(ind, data, 0) if data else ind)
+
+
 def decreasing_in_distance(ctx, claim) -> Outcome:
     spec = ctx.spec
     f = modifier(spec, ctx.base)
@@ -132,11 +140,10 @@ def _monotone(f, side, steps) -> tuple[bool, str]:
 
 def _violation(f, mask, data, heads, cfg) -> dict | None:
     j1, j2 = sp.Symbol("j_1", integer=True, positive=True), sp.Symbol("j_2", integer=True, positive=True)
-    cond = _cond(mask)
     for head in range(heads):
         g = concrete_data(f, data, head) if data else f
         f1, f2 = g.xreplace({j: j1}), g.xreplace({j: j2})
-        guard = sp.Mul(indicator(cond, i, j1), indicator(cond, i, j2),
+        guard = sp.Mul(_allowed(mask, j1), _allowed(mask, j2),
                        sp.Piecewise((1, sp.Abs(i - j1) <= sp.Abs(i - j2)), (0, True)))
         lhs = guard * sp.Max(0, f2 - f1)
         wit = find_witness(lhs, sp.S.Zero, cfg=cfg)
@@ -235,13 +242,12 @@ def mask_equivalent(ctx, claim) -> Outcome:
     status, reason, steps = same_mask(ma, mb)
     if status == PROVED:
         return Outcome(PROVED, reason, steps)
-    da = _data(ctx.spec)
-    a = concrete_data(indicator(_cond(ma)), da, 0) if da else indicator(_cond(ma))
-    b = concrete_data(indicator(_cond(mb)), db, 0) if db else indicator(_cond(mb))
+    a, b = _allowed(ma, j, _data(ctx.spec)), _allowed(mb, j, db)
     wit = find_witness(a, b, cfg=ctx.cfg)
     if wit is not None:
+        values = {k: v for k, v in wit["instance"].items() if k not in ("d", "n")}  # document ids, if any
         ce = {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": f"{ma} vs {mb}",
-              "indices": wit["indices"], "values": {}, "functions": None, "original": wit["lhs"],
+              "indices": wit["indices"], "values": values, "functions": None, "original": wit["lhs"],
               "changed": wit["rhs"], "enclosures": wit["enclosures"],
               "compared": [f"allowed by {ma}", f"allowed by {mb}"]}
         return Outcome(REFUTED, "a key is allowed by one mask and not by the other", steps, witness=ce)
@@ -274,11 +280,11 @@ def equivalent_to(ctx, claim) -> Outcome:
         if mstatus == PROVED and same_norm and on_allowed == 0:
             lemma = (True, "the masks are the same and the scores agree on every allowed key, so the weights "
                            "(which see only allowed keys) are the same", steps, diff)
-    lhs, rhs = concrete_mask(va.weight(), ma), concrete_mask(vb.weight(), mb)
+    data = {**_data(other), **_data(ctx.spec)}  # a table both name is one table (the real one, if traced)
+    lhs, rhs = concrete_mask(va.weight(), ma, data), concrete_mask(vb.weight(), mb, data)
     if lemma[0]:
         return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
                       compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
-    data = {**_data(other), **_data(ctx.spec)}
     if data:
         lhs, rhs = concrete_data(lhs, data, 0), concrete_data(rhs, data, 0)
     out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=va.guards + vb.guards,
@@ -352,11 +358,14 @@ def row_constant(ctx, claim) -> Outcome:
                 lemma = (True, f"constant on the allowed keys of each row under the mask {mask} (not on all keys)",
                          steps, None)
     one, two = two_keys(set(ctx.spec.symbols))
-    both = sp.Mul(indicator(cond, i, one), indicator(cond, i, two))
+    both = sp.Mul(_allowed(mask, one, _data(ctx.spec)), _allowed(mask, two, _data(ctx.spec)))
     lhs, rhs = both * e_expr.xreplace({j: one}), both * e_expr.xreplace({j: two})
-    return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
-                  why_refuted=f"two keys allowed by the mask {mask} give different values",
-                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
+    out = settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
+                 why_refuted=f"two keys allowed by the mask {mask} give different values",
+                 compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
+    if out.status == REFUTED:
+        out.witness["mask"] = str(mask)  # both keys are allowed by it (the search ran on its indicator)
+    return out
 
 
 FLEX_PROVERS = {

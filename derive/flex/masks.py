@@ -21,21 +21,48 @@ import sympy as sp
 
 from derive.model.attention import i, j
 
-__all__ = ["Mask", "indicator", "mask_side", "parse_mask"]
+__all__ = ["Mask", "concrete", "indicator", "labelled", "mask_side", "parse_mask"]
 
 
 class Mask(str):
-    """A mask's name with its condition (``None``: every key is allowed)."""
+    """A mask's name with its condition (``None``: every key is allowed), and for a traced
+    mask_mod the tables it captured (``data``: name → values, as :attr:`Flex.data`)."""
 
     condition: sp.Basic | None
+    data: dict
 
-    def __new__(cls, text: str, condition):
+    def __new__(cls, text: str, condition, data: dict | None = None):
         obj = super().__new__(cls, text)
         obj.condition = condition
+        obj.data = dict(data or {})
         return obj
 
     def __reduce__(self):  # specs travel to worker processes (the atlas checks in parallel)
-        return (Mask, (str(self), self.condition))
+        return (Mask, (str(self), self.condition, self.data))
+
+
+def labelled(expr: sp.Basic) -> sp.Basic:
+    """``expr`` with each opaque table of a position, IDS(x), as the label vector IDS[x + 1]
+    the counterexample searcher fills (one integer label per position). Only for an opaque
+    IDS (``document(IDS)``): a traced table takes its real entries first (``concrete_data``)."""
+    from sympy.core.function import AppliedUndef
+
+    from derive.model.attention import LabelBase
+
+    return expr.replace(lambda e: isinstance(e, AppliedUndef) and len(e.args) == 1 and e.args[0].is_integer,
+                        lambda e: LabelBase(type(e).__name__)[e.args[0] + 1])
+
+
+def concrete(mask, row=i, col=j, data: dict | None = None) -> sp.Expr:
+    """The mask's indicator at (row, col) as the searcher evaluates it: a traced mask on its
+    real tables (``data``, else its own), an opaque document id table as a label vector."""
+    ind = indicator(getattr(mask, "condition", None), row, col)
+    data = data or getattr(mask, "data", None)
+    if data:
+        from derive.flex.claims import concrete_data
+
+        ind = concrete_data(ind, data, 0)
+    return labelled(ind)
 
 
 _FORMS = {

@@ -136,4 +136,4 @@ def data_of(*built: Built) -> dict:
 
 
 def traced_mask(flex: Flex, text: str) -> Mask | None:
-    return None if flex.mask is None else Mask(text, flex.mask.expr)
+    return None if flex.mask is None else Mask(text, flex.mask.expr, data_of(flex.mask))

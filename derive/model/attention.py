@@ -17,6 +17,7 @@ import sympy as sp
 __all__ = [
     "DISPLAY_APART",
     "M",
+    "LabelBase",
     "MaskBase",
     "ScalarBase",
     "Score",
@@ -43,6 +44,11 @@ u = sp.Symbol("u", integer=True, positive=True)
 
 class MaskBase(sp.IndexedBase):
     """M[i, t] ∈ {0, 1}: whether key t is allowed for query row i."""
+
+
+class LabelBase(sp.IndexedBase):
+    """A vector of integer labels L[t], t = 1..n: an opaque table of positions compared only
+    for equality (a document mask's ids, IDS(t − 1) = L[t])."""
 
 
 class ScalarBase(sp.IndexedBase):
