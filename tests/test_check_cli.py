@@ -61,6 +61,27 @@ def test_json_schema(outputs):
             assert c["cross_check"]["verdict"] == "passed" and c["steps"]
 
 
+def validate_report(doc: dict) -> None:
+    """``doc`` against the JSON Schema of the report (tests/check-report-schema.json, docs/spec.md)."""
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "check-report-schema.json").read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    errors = sorted(cls(schema).iter_errors(doc), key=str)
+    assert not errors, [e.message for e in errors[:5]]
+
+
+def test_json_report_validates_against_its_json_schema(outputs):
+    doc = json.loads(outputs["json"][1])
+    validate_report(doc)
+    assert doc["specs"][0]["traced"] == []  # a hand-written spec
+    bad = json.loads(outputs["json"][1])
+    bad["specs"][0]["traced"] = [{"key": "score_mod"}]
+    with pytest.raises(AssertionError):
+        validate_report(bad)
+
+
 def test_md_is_a_pr_comment(outputs):
     text = outputs["md"][1]
     assert text.startswith("5 claims: 4 proved, 1 refuted, 0 undecided\n\n")

@@ -166,6 +166,22 @@ def test_report_shows_the_traced_math_next_to_the_source_line(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "- `score_mod` — mods.py, line 14: `return score + bias` → `alibi_slopes_h*(-i + j) + s`" in res.stdout
     assert "- `mask_mod` — mods.py, line 60: `return q_idx >= kv_idx` → `i >= j`" in res.stdout
+    # the JSON report carries the same math and source lines, valid against the report's schema
+    import json
+
+    from tests.test_check_cli import validate_report
+
+    res = subprocess.run([sys.executable, "-m", "derive", "check", "--format", "json", str(spec)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    validate_report(doc)
+    assert doc["specs"][0]["traced"] == [
+        {"key": "score_mod", "ref": "mods.py:generate_alibi_bias(4)", "file": "mods.py", "line": 14,
+         "source": "return score + bias", "math": "alibi_slopes_h*(-i + j) + s",
+         "latex": "alibi_{slopes h} \\left(- i + j\\right) + s"},
+        {"key": "mask_mod", "ref": "mods.py:causal", "file": "mods.py", "line": 60, "source": "return q_idx >= kv_idx",
+         "math": "i >= j", "latex": "i \\geq j"}]
 
 
 def _engine_output(spec, q, k, v):

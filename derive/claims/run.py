@@ -34,7 +34,8 @@ class SpecResult:
     def as_json(self) -> dict:
         s = self.spec
         return {"file": self.file, "name": self.name, "score": s.score_src, "value": s.value_src,
-                "normalizer": s.normalizer_text, "mask": s.mask, "counts": self.counts,
+                "normalizer": s.normalizer_text, "mask": s.mask,
+                "traced": s.flex.display() if s.flex is not None else [], "counts": self.counts,
                 "claims": [c.as_json() for c in self.claims]}
 
 
