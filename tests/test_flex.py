@@ -342,3 +342,27 @@ def test_label_vectors_shrink_and_describe_one_id_per_position():
     assert wit is not None and len(wit["instance"]["ids"]) == wit["instance"]["n"] == 2
     ids = wit["instance"]["ids"]
     assert not _same_doc(ids, wit["indices"]["i"], wit["indices"]["j"]) and sorted(ids) == [0, 1]
+
+
+def test_a_three_index_table_is_an_opaque_function_and_its_lookup_reads_the_real_entries():
+    from derive.flex.claims import concrete_data
+    from derive.flex.tree import BATCH, PerHead
+
+    values = [[k, 1] for k in range(8)]  # bias[h, q, kv] = 4h + 2q + kv
+    for idx, name, expect in (([{"n": 2}, {"n": 3}, {"n": 4}], "bias_h", lambda f: f(i - 1, j - 1)),
+                              ([{"n": 1}, {"n": 2}, {"n": 4}], "bias", lambda f: f(BATCH, HEAD, j - 1))):
+        nodes = ARGS + [
+            {"op": "table", "args": [{"name": "bias"}], "line": 5},
+            {"op": "getitem", "args": [{"n": 5}, {"tuple": idx}], "line": 6},
+            {"op": "add", "args": [{"n": 0}, {"n": 6}], "line": 6},
+        ]
+        built = build(tree(nodes, 7, {"bias": {"shape": [2, 2, 2], "values": values}}), "score")
+        assert built.expr == SCORE + expect(sp.Function(name, real=True))
+        data = {**built.functions, **built.per_head_functions}
+        if name == "bias_h":
+            assert isinstance(data[name], PerHead) and data[name] == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+            got = concrete_data(built.expr, data, 1).xreplace({SCORE: 0, i: 2, j: 1})
+            assert got == 4 + 2 + 0
+        else:  # b = 0 (the batch the real entries are read at), head 1, key 2
+            got = concrete_data(built.expr, data, 1).xreplace({SCORE: 0, i: 1, j: 2})
+            assert got == 0 + 2 + 1

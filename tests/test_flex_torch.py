@@ -417,3 +417,69 @@ def test_a_bad_mask_mod_in_a_claim_is_bad_input(tmp_path, claim, message):
                          timeout=600)
     assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
     assert res.stderr.strip() == f"derive: error: {spec}: key 'claims.c': " + message.format(dir=tmp_path)
+
+
+TABLES_3D = '''import torch
+
+H, L = 2, 6
+bias3 = torch.linspace(-1.0, 1.0, H * L * L, dtype=torch.float64).reshape(H, L, L)
+relb = torch.linspace(-2.0, 2.0, H * (2 * L - 1), dtype=torch.float64).reshape(1, H, 2 * L - 1)
+qk = torch.linspace(0.0, 1.0, L * L, dtype=torch.float64).reshape(L, L)
+
+
+def bias_hqk(score, b, h, q_idx, kv_idx):
+    return score + bias3[h, q_idx, kv_idx]
+
+
+def bias_bhr(score, b, h, q_idx, kv_idx):
+    return score + relb[b, h, q_idx - kv_idx + L - 1]
+
+
+def bias_qk(score, b, h, q_idx, kv_idx):
+    return score * qk[q_idx, kv_idx]
+'''
+
+
+@pytest.mark.parametrize("name, table, math", [
+    ("bias_hqk", "bias3", "s + bias3_h(i - 1, j - 1)"),
+    ("bias_bhr", "relb", "s + relb(b, h, i - j + 5)"),
+    ("bias_qk", "qk", "s*qk(i - 1, j - 1)"),
+])
+def test_tables_of_two_or_more_indices_are_opaque_functions_and_agree_with_flex_attention(tmp_path, name, table,
+                                                                                        math):
+    import importlib
+    import warnings
+
+    import torch
+    from torch.nn.attention.flex_attention import flex_attention
+
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "mods3.py").write_text(TABLES_3D)
+    path = tmp_path / "s.toml"
+    path.write_text(f'name = "t"\nscore_mod = "mods3.py:{name}"\nmask = "causal"\n[claims]\n'
+                    f'inv = "invariant({table})"\n')
+    spec = load_spec(path)
+    assert spec.flex.display()[0]["math"] == math
+    (res,) = check_spec(spec).claims  # the table is any table: changing it changes the weights
+    assert res.verdict == "refuted" and res.counterexample["changed_name"] == f"{table}'"
+    assert res.counterexample["enclosures"]["bits"] >= 64
+    # the engine's weights on the captured entries against torch's own flex_attention
+    gen = torch.Generator().manual_seed(11)
+    q, k, v = (torch.randn(1, 2, 6, 4, dtype=torch.float64, generator=gen) for _ in range(3))
+    sys.path.insert(0, str(tmp_path))  # torch may import the module again while it compiles
+    try:
+        mods = importlib.import_module("mods3")
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return torch.where(q_idx >= kv_idx, getattr(mods, name)(score, b, h, q_idx, kv_idx), -float("inf"))
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = flex_attention(q, k, v, score_mod=score_mod)[0].numpy()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("mods3", None)
+    want = _engine_output(spec, q[0].numpy(), k[0].numpy(), v[0].numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)

@@ -2,7 +2,8 @@
 
 A declared function is opaque to the proofs. To evaluate, each one gets a concrete
 member of a family with drawn coefficients — scalar
-``f(x) = f.a0 + f.a1·x + f.a2·x² + f.a3·x³ + f.a4·exp(x)``, vector
+``f(x) = f.a0 + f.a1·x + f.a2·x² + f.a3·x³ + f.a4·exp(x)`` (a traced table of more indices,
+``f(x, y1, …)``, adds ``f.b1·exp(y1) + …``), vector
 ``F(x) = F.a·x + ⟨x, x⟩·F.c + exp(F.e·⟨x, F.b⟩)·F.b`` — which is sound for counterexamples (a claim
 "for all f" fails if it fails for one f) and fine as evidence for cross-checks.
 The mask of the spec is made concrete (``none`` → all keys, ``causal`` → t ≤ i) so a
@@ -31,7 +32,8 @@ def _scalar_fn(e: AppliedUndef) -> sp.Expr:
     name = type(e).__name__
     a0, a1, a2, a3, a4 = (sp.Symbol(f"{name}.a{k}", real=True) for k in range(5))
     x = e.args[0]
-    return a0 + a1 * x + a2 * x**2 + a3 * x**3 + a4 * sp.exp(x)
+    more = [sp.Symbol(f"{name}.b{k}", real=True) * sp.exp(y) for k, y in enumerate(e.args[1:], 1)]
+    return a0 + a1 * x + a2 * x**2 + a3 * x**3 + a4 * sp.exp(x) + sp.Add(*more)
 
 
 def _vector_fn(e: VectorFunction) -> sp.Expr:
@@ -55,7 +57,12 @@ def interpretations(expr: sp.Expr) -> dict[str, str]:
         out[nm] = f"{nm}(x) = {nm}.a·x + ⟨x, x⟩·{nm}.c + exp({nm}.e·⟨x, {nm}.b⟩)·{nm}.b"
     for e in expr.atoms(AppliedUndef):
         nm = type(e).__name__
-        out[nm] = f"{nm}(x) = {nm}.a0 + {nm}.a1·x + {nm}.a2·x² + {nm}.a3·x³ + {nm}.a4·exp(x)"
+        if len(e.args) == 1:
+            out[nm] = f"{nm}(x) = {nm}.a0 + {nm}.a1·x + {nm}.a2·x² + {nm}.a3·x³ + {nm}.a4·exp(x)"
+            continue
+        ys = [f"y{k}" for k in range(1, len(e.args))]
+        out[nm] = (f"{nm}(x, {', '.join(ys)}) = {nm}.a0 + {nm}.a1·x + {nm}.a2·x² + {nm}.a3·x³ + {nm}.a4·exp(x)"
+                   + "".join(f" + {nm}.b{k}·exp({y})" for k, y in enumerate(ys, 1)))
     return dict(sorted(out.items()))
 
 

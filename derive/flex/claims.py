@@ -28,7 +28,7 @@ from derive.crosscheck.witness import find_witness
 from derive.errors import InputError
 from derive.flex.masks import Mask, indicator, labelled, mask_side
 from derive.flex.spec import data_of, plain_score
-from derive.flex.tree import SCORE
+from derive.flex.tree import BATCH, HEAD, SCORE, PerHead
 from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
@@ -58,29 +58,31 @@ def modifier(spec, variant) -> sp.Expr | None:
     return f
 
 
+def _lookup(args, rows) -> sp.Expr:
+    """The entry ``rows[args[0]][args[1]]…`` as nested Piecewise on the indices (NaN outside)."""
+    x, rest = args[0], args[1:]
+    return sp.Piecewise(*[(_lookup(rest, r) if rest else r, sp.Eq(x, k)) for k, r in enumerate(rows)],
+                        (sp.nan, True))
+
+
 def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
-    """``expr`` on the real captured data of head ``head``: per-head symbols take that head's
-    value, opaque tables become exact lookups (Piecewise on the index)."""
+    """``expr`` on the real captured data of head ``head`` (and batch 0): per-head symbols take
+    that head's value, opaque tables become exact lookups (Piecewise on the indices)."""
     out = expr
     for key, values in data.items():
         if isinstance(key, sp.Symbol):
             out = out.xreplace({key: values[min(head, len(values) - 1)]})
     for key, values in data.items():
         if isinstance(key, str):
-            rows = values[min(head, len(values) - 1)] if values and isinstance(values[0], list) else values
-
-            def lookup(x, rows=rows):
-                return sp.Piecewise(*[(v, sp.Eq(x, k)) for k, v in enumerate(rows)], (sp.nan, True))
-
+            rows = values[min(head, len(values) - 1)] if isinstance(values, PerHead) else values
             out = out.replace(lambda e, key=key: isinstance(e, sp.core.function.AppliedUndef)
-                              and type(e).__name__ == key, lambda e, f=lookup: f(e.args[0]))
-    return out
+                              and type(e).__name__ == key, lambda e, rows=rows: _lookup(e.args, rows))
+    return out.xreplace({HEAD: head, BATCH: 0}) if data else out
 
 
 def _heads(spec) -> int:
     data = spec.flex.data if spec.flex is not None else {}
-    sizes = [len(v) for k, v in data.items() if isinstance(k, sp.Symbol)]
-    sizes += [len(v) for k, v in data.items() if isinstance(k, str) and v and isinstance(v[0], list)]
+    sizes = [len(v) for k, v in data.items() if isinstance(k, sp.Symbol) or isinstance(v, PerHead)]
     return max(sizes, default=1)
 
 

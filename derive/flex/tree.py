@@ -9,8 +9,11 @@ keys of the engine as ``i − 1`` and ``j − 1``.
 Captured tensors: a 1-D table indexed by ``h`` alone is a *per-head scalar*, the symbol
 ``NAME_h`` (its sign, when every entry has it, is an assumption of the symbol, so a proof
 for the symbol holds for every head); a table indexed by positions is *opaque*, the
-function ``NAME(x)`` (``NAME_h(x)`` for ``NAME[h, x]``), as a declared function of a spec.
-The entries are kept (:attr:`Built.data`) for counterexamples on the real values and the
+function ``NAME(x)`` (``NAME_h(x)`` for ``NAME[h, x]``), as a declared function of a spec;
+a table of more indices is the opaque function of all of them (``NAME_h(x, y)`` for
+``NAME[h, q_idx, kv_idx]``, ``NAME(b, h, x)`` for ``NAME[b, h, q_idx - kv_idx]``: the batch
+index b, the symbol b, may index a table and nothing else). The entries are kept
+(:attr:`Built.functions` …, nested lists) for counterexamples on the real values and the
 FlexAttention cross-check.
 """
 
@@ -22,13 +25,26 @@ import sympy as sp
 
 from derive.model.attention import i, j
 
-__all__ = ["HEAD", "SCORE", "Built", "TreeError", "build"]
+__all__ = ["BATCH", "HEAD", "SCORE", "Built", "PerHead", "TreeError", "build", "nested"]
 
 SCORE = sp.Symbol("s", real=True)
 HEAD = sp.Symbol("h", integer=True, nonnegative=True)  # the same as derive.spec.translate.HEAD
+BATCH = sp.Symbol("b", integer=True, nonnegative=True)  # the batch index: only as an index of a table
 LEAVES = {"score": SCORE, "h": HEAD, "q_idx": i - 1, "kv_idx": j - 1}
 MAX_NODES = 2000
 MAX_TABLE = 1 << 16
+
+
+class PerHead(list):
+    """The entries of a table indexed by the head first: one (nested) block per head."""
+
+
+def nested(values: list, shape: list) -> list:
+    """A flat row-major list as nested lists of ``shape``."""
+    if len(shape) == 1:
+        return list(values)
+    step = len(values) // shape[0] if shape[0] else 0
+    return [nested(values[r * step:(r + 1) * step], shape[1:]) for r in range(shape[0])]
 
 
 class TreeError(Exception):
@@ -41,8 +57,8 @@ class TreeError(Exception):
 class Built:
     expr: sp.Basic  # a SymPy expression (score) or boolean (mask)
     per_head: dict = field(default_factory=dict)  # Symbol NAME_h → [exact values per head]
-    functions: dict = field(default_factory=dict)  # function name → [exact values], 1-D
-    per_head_functions: dict = field(default_factory=dict)  # NAME_h → rows per head
+    functions: dict = field(default_factory=dict)  # function name → [exact values], nested by index
+    per_head_functions: dict = field(default_factory=dict)  # NAME_h → PerHead(block per head)
     tables: dict = field(default_factory=dict)  # the name of every captured table read → its SymPy objects
 
 
@@ -255,14 +271,17 @@ class _Builder:
             self.out.functions[name] = values
             self.out.tables[name] = f
             return f(idx[0])
-        if len(shape) == 2 and idx[0] == HEAD and HEAD not in idx[1].free_symbols:
+        rows = nested(values, shape)
+        if idx[0] == HEAD and not any(HEAD in x.free_symbols for x in idx[1:]):  # table[h, ...]: per head
             f = sp.Function(f"{name}_h", real=True)
-            self.out.per_head_functions[f"{name}_h"] = [values[r * shape[1]:(r + 1) * shape[1]]
-                                                        for r in range(shape[0])]
+            self.out.per_head_functions[f"{name}_h"] = PerHead(rows)
             self.out.tables[name] = f
-            return f(idx[1])
-        raise TreeError(line, f"the captured tensor {name} (shape {shape}) is indexed in a way not supported: "
-                              "use table[h], table[position] or table[h, position]")
+            return f(*idx[1:])
+        # any other table of two or more indices (positions, h, the batch b): an opaque function of them
+        f = sp.Function(name, real=True)
+        self.out.functions[name] = rows
+        self.out.tables[name] = f
+        return f(*idx)
 
     def run(self, kind: str) -> Built:
         nodes = self.tree.get("nodes")
@@ -298,7 +317,9 @@ class _Builder:
             if op == "getitem":
                 if len(got) != 2 or not (isinstance(got[0], tuple) and got[0][:1] == ("table",)):
                     raise TreeError(line, "only a captured tensor can be indexed")
-                vals.append(self.table(got[0][1], got[1], line))
+                index = tuple(BATCH if x is None else x for x in got[1]) if isinstance(got[1], tuple) \
+                    else BATCH if got[1] is None else got[1]  # the batch index b may index a table
+                vals.append(self.table(got[0][1], index, line))
                 continue
             if op not in OPS:
                 raise TreeError(line, f"the operation {op!r} is not supported")
