@@ -54,15 +54,24 @@ def _why_scores(diff, name: str, norm: str) -> str:
     return f"the score changes by the row-constant {show.text(diff)}, and {norm} is not shift-invariant"
 
 
+def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
+    """Undecided when ``name`` is a table the traced mask_mod reads: the variant with a fresh
+    copy would keep the old mask, so comparing the two would say nothing about NAME."""
+    flex = ctx.spec.flex
+    if name not in ctx.spec.symbols and flex is not None and flex.mask_reads(name):
+        return Outcome(UNDECIDED, f"{name} is read by the mask_mod: changing it changes the allowed keys, "
+                                  "and invariance under a changing mask is not decided")
+    return None
+
+
 def invariant(ctx: Context, claim) -> Outcome:
     name = claim.arg
     if name in ctx._inv:
         return ctx._inv[name]
-    flex = ctx.spec.flex
-    if name not in ctx.spec.symbols and flex is not None and flex.mask_reads(name):
-        ctx._inv[name] = Outcome(UNDECIDED, f"{name} is read by the mask_mod: changing it changes the allowed keys, "
-                                            "and invariance under a changing mask is not decided")
-        return ctx._inv[name]
+    masked = _read_by_mask(ctx, name)
+    if masked is not None:
+        ctx._inv[name] = masked
+        return masked
     va, vb = ctx.base, ctx.changed(name)
     lemma = scores_lemma(va, vb, ctx.cfg)
     delta = delta_form(lemma[3], vb, name)
@@ -91,6 +100,9 @@ def depends(ctx: Context, claim) -> Outcome:
 
 def output_invariant(ctx: Context, claim) -> Outcome:
     name = claim.arg
+    masked = _read_by_mask(ctx, name)
+    if masked is not None:
+        return masked
     va, vb = ctx.base, ctx.changed(name)
     ok, reason, steps, diff = scores_lemma(va, vb, ctx.cfg)
     dv = expand(vb.value() - va.value(), ctx.cfg)
