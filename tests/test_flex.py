@@ -366,3 +366,14 @@ def test_a_three_index_table_is_an_opaque_function_and_its_lookup_reads_the_real
         else:  # b = 0 (the batch the real entries are read at), head 1, key 2
             got = concrete_data(built.expr, data, 1).xreplace({SCORE: 0, i: 1, j: 2})
             assert got == 0 + 2 + 1
+
+
+def test_a_function_used_as_document_ids_and_in_the_score_gets_no_inconsistent_counterexample():
+    """The score's ids(j) would be a drawn polynomial and the mask's ids a drawn label vector:
+    two different functions for one name, so no instance of both is searched."""
+    from derive.claims.run import check_spec
+
+    spec = parse_spec('name = "x"\nscore = "dot(q, k) / sqrt(d) + ids(j)"\nmask = "document(ids)"\n'
+                      '[symbols]\nids = "function"\n[claims]\nc = "equivalent(\'dot(q, k) / sqrt(d)\')"\n')
+    (res,) = check_spec(spec).claims
+    assert (res.verdict, res.reason) == ("undecided", "no proof and no counterexample were found")

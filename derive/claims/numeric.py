@@ -91,6 +91,11 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
     """A small certified instance of the variant (its mask, its functions) with lhs ≠ rhs,
     inside the domain ``guards`` of the spec as written; or None."""
     a, b = _prepare(lhs, mask), _prepare(rhs, mask)
+    from derive.model.attention import LabelBase
+
+    used = {type(e).__name__ for e in sp.Tuple(sp.sympify(lhs), sp.sympify(rhs)).atoms(AppliedUndef)}
+    if any(x.base.name in used for x in sp.Tuple(a, b).atoms(sp.Indexed) if isinstance(x.base, LabelBase)):
+        return None  # one function both as document ids and in the scores: two stand-ins would disagree
     wit = find_witness(a, b, fixed=fixed, cfg=cfg, guards=[(kind, instantiate(g)) for kind, g in guards])
     if wit is not None:
         wit["_exprs"] = (a, b)
