@@ -483,3 +483,27 @@ def test_tables_of_two_or_more_indices_are_opaque_functions_and_agree_with_flex_
         sys.modules.pop("mods3", None)
     want = _engine_output(spec, q[0].numpy(), k[0].numpy(), v[0].numpy())
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_table_indexed_by_the_head_last_is_searched_on_every_head(tmp_path):
+    """bias[distance, h]: head 0 prefers near keys, head 1 far ones; the counterexample is on
+    head 1's real entries."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "mods.py").write_text('import torch\n\n'
+                                      'bias = torch.tensor([[0.0, 0.0], [-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]])\n\n\n'
+                                      'def by_distance(score, b, h, q_idx, kv_idx):\n'
+                                      '    return score + bias[q_idx - kv_idx, h]\n')
+    path = tmp_path / "s.toml"
+    path.write_text('name = "t"\nscore_mod = "mods.py:by_distance"\nmask = "causal"\n[claims]\n'
+                    'near = "decreasing_in_distance"\n')
+    spec = load_spec(path)
+    assert spec.flex.display()[0]["math"] == "s + bias(i - j, h)"
+    (res,) = check_spec(spec).claims
+    assert res.verdict == "refuted"
+    ce = res.counterexample
+    i, j1, j2 = ce["indices"]["i"], ce["indices"]["j_1"], ce["indices"]["j_2"]
+    rows = [[0, 0], [-1, 1], [-2, 2], [-3, 3]]
+    assert ce["values"]["head"] == 1 and j1 <= i and j2 <= i and abs(i - j1) <= abs(i - j2)
+    assert (ce["original"], ce["changed"]) == (rows[i - j1][1], rows[i - j2][1])

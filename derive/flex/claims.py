@@ -83,6 +83,8 @@ def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
 def _heads(spec) -> int:
     data = spec.flex.data if spec.flex is not None else {}
     sizes = [len(v) for k, v in data.items() if isinstance(k, sp.Symbol) or isinstance(v, PerHead)]
+    if spec.flex is not None:
+        sizes += [b.heads for b in (spec.flex.score, spec.flex.mask) if b is not None]
     return max(sizes, default=1)
 
 
