@@ -33,8 +33,8 @@ class Signature:
     masks: tuple[str, ...]
     scalars: tuple[sp.Symbol, ...]
     indices: tuple[sp.Symbol, ...]
-    min_n: int = 1
-    labels: tuple[str, ...] = ()  # label vectors (LabelBase): one integer per position  # the largest concrete key index used (e.g. k[2] needs n ≥ 2)
+    min_n: int = 1  # the largest concrete key index used (e.g. k[2] needs n ≥ 2)
+    labels: tuple[str, ...] = ()  # label vectors (LabelBase): one integer per position
 
 
 def signature(*exprs: sp.Basic) -> Signature:
