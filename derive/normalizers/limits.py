@@ -27,6 +27,7 @@ from derive.normalizers.algebra import (
     sign_of,
     weight,
 )
+from derive.normalizers.continuity import limit_at_infinity
 from derive.prove.memo import memoized, simplify
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -50,6 +51,9 @@ def _lim(expr, var, point, direction="+"):
 
 
 def _sympy_lim(expr, var, point, direction="+"):
+    direct = limit_at_infinity(expr, var, point)  # the limit laws, where they decide it
+    if direct is not None:
+        return simplify(direct)
     try:
         with time_limit(CFG.time_limit):
             out = sp.limit(expr, var, point, direction)
