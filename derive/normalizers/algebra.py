@@ -326,14 +326,19 @@ def display_subs(name: str) -> dict:
     """Map the domain symbols of an entry back to its parameter names (ζ' → ζ − 1)."""
     from derive.normalizers.registry import get
 
-    entry, out = get(name), {}
-    for p, expr in entry.domain.items():
+    return dict(_display_subs(tuple(get(name).domain.items())))
+
+
+@memoized
+def _display_subs(domain: tuple) -> tuple:
+    out = {}
+    for p, expr in domain:
         free = list(expr.free_symbols)
         if len(free) == 1 and expr != free[0]:
             sol = sp.solve(sp.Eq(expr, _DISPLAY.get(p, sp.Symbol(p, real=True))), free[0])
             if sol:
                 out[free[0]] = sol[0]
-    return out
+    return tuple(out.items())
 
 
 _DISPLAY = {"zeta": sp.Symbol("zeta", real=True), "gamma": sp.Symbol("gamma", real=True)}
