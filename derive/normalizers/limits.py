@@ -38,7 +38,6 @@ TAU = sp.Symbol("tau", positive=True)
 K = sp.Symbol("k", integer=True, positive=True)
 
 
-@memoized
 def _lim(expr, var, point, direction="+"):
     """SymPy's limit; where it fails on min/max, the limit of a continuous function of
     arguments that all converge to finite values is the function of their limits."""
@@ -56,12 +55,18 @@ def _sympy_lim(expr, var, point, direction="+"):
         return simplify(direct)
     try:
         with time_limit(CFG.time_limit):
-            out = sp.limit(expr, var, point, direction)
+            out = _sympy_limit(expr, var, point, direction)
     except (TimeLimit, NotImplementedError, ValueError, TypeError):
         return None
     if out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
         return None
     return simplify(out)
+
+
+@memoized
+def _sympy_limit(expr, var, point, direction):
+    """``sympy.limit``, once per argument tuple (a failure or a time limit hit stores nothing)."""
+    return sp.limit(expr, var, point, direction)
 
 
 def limit_uniform(entry, params) -> Derivation:

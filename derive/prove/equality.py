@@ -16,7 +16,7 @@ from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
-from derive.prove.memo import memoized, simplify
+from derive.prove.memo import memoized
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
@@ -48,7 +48,7 @@ _PASSES = (
     (_EXPANDING, _expand),
     ("merging sums over the same range", _sums),
     ("exponentials combined (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
-    ("simplification (common factors cancelled)", simplify),
+    ("simplification (common factors cancelled)", sp.simplify),
 )
 
 
@@ -74,6 +74,8 @@ def _label(how: str, expr: sp.Expr) -> str:
     return how
 
 
+# Remembered per (expression, settings): a repeated proof is not redone. Settings are part of the
+# key, so a proof under one time limit never answers for another; a time limit hit stores nothing.
 @memoized
 def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
     """``expr`` rewritten by the passes above, stopping at 0; returns (form, last pass)."""
@@ -82,7 +84,7 @@ def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
     form = expr
     with time_limit(cfg.time_limit):
         for how, rewrite in _PASSES:
-            if rewrite is simplify and sp.count_ops(form) > SIMPLIFY_OPS:
+            if rewrite is sp.simplify and sp.count_ops(form) > SIMPLIFY_OPS:
                 return form, f"beyond the simplification budget ({SIMPLIFY_OPS} operations)"
             try:
                 out = rewrite(expr if rewrite in _SIDE else form)
