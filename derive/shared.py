@@ -27,10 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["ENV", "once"]
+__all__ = ["ENV", "in_parallel_build", "once"]
 
 ENV = "DERIVE_SHARED_DIR"
 T = TypeVar("T")
+
+
+def in_parallel_build() -> bool:
+    """True in a document built beside others in parallel processes: the cores are taken."""
+    folder = os.environ.get(ENV)
+    return bool(folder) and Path(folder).is_dir()
 
 
 def once(key: str, compute: Callable[[], T]) -> T:

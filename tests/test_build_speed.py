@@ -216,3 +216,24 @@ def test_without_a_build_a_shared_step_is_just_computed(monkeypatch):
     assert shared.once("k", lambda: calls.append(1) or 7) == 7
     assert shared.once("k", lambda: calls.append(1) or 7) == 7
     assert calls == [1, 1]
+
+
+def test_the_normalizer_table_uses_no_pool_inside_a_parallel_build(tmp_path, monkeypatch):
+    """Beside other documents the cores are taken: a pool of table workers would only add work."""
+    import derive.normalizers.properties as props
+    import derive.normalizers.table as table
+    from derive import shared
+
+    pools = []
+    monkeypatch.setattr(table, "ProcessPoolExecutor", lambda *a, **k: pools.append(1) or (_ for _ in ()).throw(OSError))
+    monkeypatch.setattr(table, "_row", lambda name: [name] * len(props.PROPERTIES))
+    monkeypatch.setattr(props, "_CACHE", {})
+    monkeypatch.setattr(table, "_cores", lambda: 2)
+    monkeypatch.setenv(shared.ENV, str(tmp_path))
+    assert shared.in_parallel_build()
+    cells = table.build_table()
+    assert pools == [] and cells[("softmax", "ratio_identity")] == "softmax"
+    monkeypatch.delenv(shared.ENV)
+    assert not shared.in_parallel_build()
+    table.build_table()
+    assert pools == [1]  # alone on two cores: the pool is tried (and here falls back to one process)

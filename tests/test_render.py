@@ -90,3 +90,16 @@ def test_svg_clip_ids_do_not_depend_on_numpy():
     assert re.search(rb'id="p[0-9a-f]{10}"', svg) is None
     refs, ids = set(re.findall(rb"url\(#([^)]+)\)", svg)), set(re.findall(rb'id="([^"]+)"', svg))
     assert refs and refs <= ids
+
+
+def test_a_figure_drawn_once_for_both_formats_has_the_bytes_of_each_drawn_alone():
+    """The build draws a figure once and saves SVG and PDF from it; that must not change a byte."""
+    from derive.render.figures import render_figure, render_figures
+
+    def draw(ax):
+        ax.plot([0, 1, 2], [1, 2, 0], label="p")
+        ax.set_title("weights")
+        ax.legend()
+
+    both = render_figures(draw, ("svg", "pdf"))
+    assert both == {"svg": render_figure(draw, "svg"), "pdf": render_figure(draw, "pdf")}

@@ -18,6 +18,7 @@ import sympy as sp
 from derive.crosscheck.instances import make_instance, signature
 from derive.crosscheck.witness import certify, find_witness, rounded
 from derive.model.attention import M, ScalarBase, i, j, n, t, u
+from derive.prove.memo import memoized, simplify
 from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
@@ -212,6 +213,7 @@ class RowForm:
     identity_scores: bool  # F = exp: Z takes every value in (0, ∞)
 
 
+@memoized
 def row_form(W: sp.Expr) -> RowForm | None:
     sums = {canon_sums(s) for s in W.atoms(sp.Sum)}
     W = canon_sums(W)
@@ -219,7 +221,7 @@ def row_form(W: sp.Expr) -> RowForm | None:
         return None
     (S,) = sums
     body = S.function
-    rest = sp.simplify(body / M[i, t])
+    rest = simplify(body / M[i, t])
     if rest.has(M):
         return None
     y = sp.Symbol("y", real=True)
@@ -227,10 +229,10 @@ def row_form(W: sp.Expr) -> RowForm | None:
     if F(y).has(X) or F(y).is_positive is not True:
         return None
     Wz = W.xreplace({S: Z})
-    R = sp.simplify(Wz / (M[i, j] * F(X[i, j])))
+    R = simplify(Wz / (M[i, j] * F(X[i, j])))
     if R.has(X) or R.has(M) or j in R.free_symbols:
         return None
-    return RowForm(F, R, sp.simplify(Z * R), F(y) == sp.exp(y))
+    return RowForm(F, R, simplify(Z * R), F(y) == sp.exp(y))
 
 
 def elementwise(W: sp.Expr) -> sp.Lambda | None:
@@ -238,10 +240,10 @@ def elementwise(W: sp.Expr) -> sp.Lambda | None:
     if W.atoms(sp.Sum):
         return None
     y = sp.Symbol("y", real=True)
-    g = sp.simplify(W.subs(M[i, j], 1)).xreplace({X[i, j]: y})
+    g = simplify(W.subs(M[i, j], 1)).xreplace({X[i, j]: y})
     if g.has(X) or g.has(M):
         return None
-    if sp.simplify(W - M[i, j] * g.xreplace({y: X[i, j]})) != 0:
+    if simplify(W - M[i, j] * g.xreplace({y: X[i, j]})) != 0:
         return None
     return sp.Lambda(y, g)
 
@@ -266,8 +268,8 @@ def sign_of(expr: sp.Expr) -> str | None:
         got = decided(make())
         if got:
             return got
-    e = sp.simplify(expr)
-    for form in (e, sp.factor(e), sp.simplify(e.rewrite(sp.exp))):
+    e = simplify(expr)
+    for form in (e, sp.factor(e), simplify(e.rewrite(sp.exp))):
         got = decided(form)
         if got:
             return got
@@ -316,7 +318,7 @@ class Derivation:
         """The table's short result: text, with ``$…$`` around a formula."""
         if isinstance(self.value, sp.Basic):
             back = display_subs(self.normalizer)
-            return f"${tex(sp.simplify(self.value.xreplace(back)) if back else self.value)}$"
+            return f"${tex(simplify(self.value.xreplace(back)) if back else self.value)}$"
         return self.value
 
 
@@ -324,14 +326,19 @@ def display_subs(name: str) -> dict:
     """Map the domain symbols of an entry back to its parameter names (ζ' → ζ − 1)."""
     from derive.normalizers.registry import get
 
-    entry, out = get(name), {}
-    for p, expr in entry.domain.items():
+    return dict(_display_subs(tuple(get(name).domain.items())))
+
+
+@memoized
+def _display_subs(domain: tuple) -> tuple:
+    out = {}
+    for p, expr in domain:
         free = list(expr.free_symbols)
         if len(free) == 1 and expr != free[0]:
             sol = sp.solve(sp.Eq(expr, _DISPLAY.get(p, sp.Symbol(p, real=True))), free[0])
             if sol:
                 out[free[0]] = sol[0]
-    return out
+    return tuple(out.items())
 
 
 _DISPLAY = {"zeta": sp.Symbol("zeta", real=True), "gamma": sp.Symbol("gamma", real=True)}

@@ -24,6 +24,7 @@ from derive.normalizers.algebra import (
     sign_of,
     weight,
 )
+from derive.prove.memo import simplify
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
 __all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal", "two_key"]
@@ -41,7 +42,7 @@ def two_key(entry, params) -> sp.Expr | None:
     def repl(s):
         nonlocal ok
         body = s.function
-        F = sp.simplify(body / M[i, s.limits[0][0]])
+        F = simplify(body / M[i, s.limits[0][0]])
         if F.has(M):
             ok = False
             return s
@@ -75,7 +76,7 @@ def _compute_derivatives(entry, params):
         return None, None, None, None, None
     djj, djk = sp.diff(W, XJ), sp.diff(W, XK)
     if not W.has(sp.Min, sp.Max):
-        djj, djk = sp.simplify(djj), sp.simplify(djk)
+        djj, djk = simplify(djj), simplify(djk)
     return W, djj, djk, sign_of(djj), sign_of(djk)
 
 

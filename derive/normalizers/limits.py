@@ -27,6 +27,8 @@ from derive.normalizers.algebra import (
     sign_of,
     weight,
 )
+from derive.normalizers.continuity import limit_at_infinity
+from derive.prove.memo import memoized, simplify
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
@@ -43,19 +45,28 @@ def _lim(expr, var, point, direction="+"):
     if out is None and isinstance(expr, (sp.Min, sp.Max, sp.Add, sp.Mul)):
         args = [_lim(a, var, point, direction) for a in expr.args]
         if all(a is not None and a.is_finite for a in args):
-            return sp.simplify(expr.func(*args))
+            return simplify(expr.func(*args))
     return out
 
 
 def _sympy_lim(expr, var, point, direction="+"):
+    direct = limit_at_infinity(expr, var, point)  # the limit laws, where they decide it
+    if direct is not None:
+        return simplify(direct)
     try:
         with time_limit(CFG.time_limit):
-            out = sp.limit(expr, var, point, direction)
+            out = _sympy_limit(expr, var, point, direction)
     except (TimeLimit, NotImplementedError, ValueError, TypeError):
         return None
     if out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
         return None
-    return sp.simplify(out)
+    return simplify(out)
+
+
+@memoized
+def _sympy_limit(expr, var, point, direction):
+    """``sympy.limit``, once per argument tuple (a failure or a time limit hit stores nothing)."""
+    return sp.limit(expr, var, point, direction)
 
 
 def limit_uniform(entry, params) -> Derivation:
@@ -68,7 +79,7 @@ def limit_uniform(entry, params) -> Derivation:
     W = weight(entry, params).subs(M[i, j], 1)
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
-    W = sp.simplify(W)
+    W = simplify(W)
     der.step("on the path every score is −τ; Σ_t M_t = N_i allowed keys", sp.Eq(shown("p_j"), W, evaluate=False))
     L = _lim(W, TAU, sp.oo)
     if L is None or L.has(sp.Sum):
@@ -131,7 +142,7 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
                     else ("0 for every key" if ell == 0 else f"({sp.sstr(ell)}, 0, …, 0)")
                 )
         elif cont and a is not None and a.is_positive:
-            val = sp.simplify(a * form.R.subs(Z, K * a))
+            val = simplify(a * form.R.subs(Z, K * a))
             der.step(
                 "F(x) → a > 0: each limit sets F(x_t) = a; Z ≥ a > 0 keeps R continuous; all k keys end equal",
                 sp.Eq(shown("p_j"), val, evaluate=False),
@@ -163,7 +174,7 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         if vec is None:
             continue
         expect = [claimed[0].subs(K, k)] + [claimed[1].subs(K, k)] * (k - 1)
-        if any(sp.simplify(a - b) != 0 for a, b in zip(vec, expect)):
+        if any(simplify(a - b) != 0 for a, b in zip(vec, expect)):
             der.verdict = Verdict(UNDECIDED, f"the symbolic rule disagrees with the explicit k = {k} computation")
             return der
     why = (
@@ -212,7 +223,7 @@ def _composed_iterated(entry, params, der):
     vec = _claimed_of(inner, inner_params)
     if vec is None:
         return None
-    claimed = (sp.simplify(outer.subs(w, vec[0])), sp.simplify(outer.subs(w, vec[1])))
+    claimed = (simplify(outer.subs(w, vec[0])), simplify(outer.subs(w, vec[1])))
     der.step(
         f"composition: p_j = M_j·outer(p'_j) with p' = {inner.name} (checked), outer continuous",
         sp.Eq(shown("\\operatorname{outer}(w)"), outer, evaluate=False),
@@ -237,7 +248,7 @@ def _claimed_of(entry, params):
             ell = _lim(form.f, Z, 0, "+")
             return None if ell is None else (ell, sp.S.Zero)
         if a is not None and a.is_positive:
-            val = sp.simplify(a * form.R.subs(Z, K * a))
+            val = simplify(a * form.R.subs(Z, K * a))
             return (val, val)
     if g is not None:
         lim = _lim(g.expr, g.variables[0], -sp.oo)
@@ -252,7 +263,7 @@ def path_limit(entry, params, path: tuple) -> list | None:
         W = weight(entry, params, key=key).subs(n, 2)
         W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
         W = W.subs({M[i, 1]: 1, M[i, 2]: 1}).subs({X[i, 1]: path[0], X[i, 2]: path[1]})
-        lim = _lim(sp.simplify(W), TAU, sp.oo)
+        lim = _lim(simplify(W), TAU, sp.oo)
         if lim is None:
             return None
         out.append(lim)
@@ -294,7 +305,7 @@ def limit_any_path(entry, params) -> Derivation:
                 return der
         elif a is not None and a.is_positive and sign_of(sp.denom(sp.together(form.R))) in ("+", "-"):
             nn = sp.Symbol("N_i", integer=True, positive=True)
-            val = sp.simplify(a * form.R.subs(Z, nn * a))
+            val = simplify(a * form.R.subs(Z, nn * a))
             der.step(
                 "F(x_t) → a > 0 on every such path, Z → N_i a > 0 and R is continuous there",
                 sp.Eq(shown("p_j"), val, evaluate=False),

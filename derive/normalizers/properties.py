@@ -30,6 +30,7 @@ from derive.normalizers.algebra import (
     weight,
 )
 from derive.normalizers.registry import get, names
+from derive.prove.memo import simplify
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
 from derive.shared import once
@@ -143,7 +144,7 @@ def mass_range(entry, params) -> Derivation:
             der.verdict = Verdict(UNDECIDED, "Z does not range over all of (0, ∞) and the mass depends on Z")
             der.value = "?"
             return der
-        df = sp.simplify(sp.diff(form.f, Z))
+        df = simplify(sp.diff(form.f, Z))
         sgn = sign_of(df)
         der.step("derivative in Z (Z ranges over (0, ∞) as the scores vary)", sp.Eq(shown("f'(Z)"), df, evaluate=False))
         if sgn in ("+", "-"):
@@ -160,7 +161,7 @@ def mass_range(entry, params) -> Derivation:
     g = elementwise(W)
     if g is not None:
         y = g.variables[0]
-        dg = sp.simplify(sp.diff(g.expr, y))
+        dg = simplify(sp.diff(g.expr, y))
         sgn = sign_of(dg)
         der.step(
             "elementwise: $p_j = M_j g(x_j)$, $\\sum_j p_j = \\sum_{\\text{allowed}} g(x_j)$",
@@ -204,7 +205,7 @@ def can_abstain(entry, params) -> Derivation:
             )
             der.value = "yes"
             return der
-        if Z not in form.f.free_symbols and sp.simplify(form.f).is_positive:
+        if Z not in form.f.free_symbols and simplify(form.f).is_positive:
             der.verdict = Verdict(
                 REFUTED,
                 f"the weights of every row sum to {sp.sstr(form.f)} > 0 (proved), so they cannot all tend to 0",
@@ -230,7 +231,7 @@ def can_abstain(entry, params) -> Derivation:
     # A row with a single allowed key: the weight is a function of one score.
     one = single_key_weight(entry, params)
     der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(shown("p_1"), one, evaluate=False))
-    if not one.has(X) and sp.simplify(one).is_positive:
+    if not one.has(X) and simplify(one).is_positive:
         der.verdict = Verdict(
             REFUTED,
             f"with one allowed key the weight is {sp.sstr(one)} for every score",
@@ -247,7 +248,7 @@ def can_abstain(entry, params) -> Derivation:
 def single_key_weight(entry, params) -> sp.Expr:
     W = weight(entry, params, key=1).subs(M[i, 1], 1)
     W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.subs(s.limits[0][2], 1).doit()).subs(M[i, 1], 1)
-    return sp.simplify(W)
+    return simplify(W)
 
 
 def _one_key_witness(entry, params, value) -> dict:
@@ -276,7 +277,7 @@ def ratio_identity(entry, params) -> Derivation:
     rhs = sp.exp(X[i, 1] - X[i, 2])
     der.verdict = settle(canon_sums(lhs), rhs, entry, params)
     der.equality = (lhs, rhs)
-    der.step("ratio of the weights of keys 1 and 2 (both allowed)", sp.simplify(lhs))
+    der.step("ratio of the weights of keys 1 and 2 (both allowed)", simplify(lhs))
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 

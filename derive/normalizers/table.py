@@ -1,8 +1,9 @@
 """The comparison table: every registered normalizer × every property, each cell a verdict.
 
 :func:`build_table` runs the generic provers of :mod:`derive.normalizers.properties` on
-every registry entry (in two worker processes when available); :func:`cell_text` and
-:func:`markdown` turn the results into table cells that link to the derivation of each
+every registry entry (in two worker processes when the process may use two cores, except in a
+document built beside others in parallel: there the cores are taken and a pool only adds
+work); :func:`cell_text` and :func:`markdown` turn the results into table cells that link to the derivation of each
 cell (anchors ``nrm-<normalizer>-<property>``).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
+from derive import shared
 from derive.normalizers import properties
 from derive.progress import note
 from derive.normalizers.properties import PROPERTIES, derive_property
@@ -29,9 +31,15 @@ def _row(name: str) -> list:
     return [derive_property(name, prop) for prop in PROPERTIES]
 
 
+def _cores() -> int:
+    """Cores this process may run on (``taskset`` included)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def build_table(workers: int | None = None) -> dict:
     """{(normalizer, property): Derivation} for every entry and every property."""
-    workers = min(2, os.cpu_count() or 1) if workers is None else workers
+    if workers is None:
+        workers = 1 if shared.in_parallel_build() else min(2, _cores())
     todo = names()
     rows: dict[str, list] = {}
     if workers > 1:

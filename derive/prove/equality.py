@@ -16,6 +16,7 @@ from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
+from derive.prove.memo import memoized
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
@@ -73,6 +74,9 @@ def _label(how: str, expr: sp.Expr) -> str:
     return how
 
 
+# Remembered per (expression, settings): a repeated proof is not redone. Settings are part of the
+# key, so a proof under one time limit never answers for another; a time limit hit stores nothing.
+@memoized
 def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
     """``expr`` rewritten by the passes above, stopping at 0; returns (form, last pass)."""
     if expr == 0:

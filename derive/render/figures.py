@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 
-__all__ = ["render_figure"]
+__all__ = ["render_figure", "render_figures"]
 
 # pdf.fonttype 42: embed TrueType fonts in the PDF figures, never Type 3 (bitmap-like in viewers)
 _RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "pdf.fonttype": 42, "font.size": 10,
@@ -14,20 +14,29 @@ _RC = {"svg.hashsalt": "derive", "svg.fonttype": "path", "pdf.fonttype": 42, "fo
 
 def render_figure(draw, fmt: str) -> bytes:
     """Bytes of the figure in ``fmt`` (``svg`` or ``pdf``); identical across runs."""
+    return render_figures(draw, (fmt,))[fmt]
+
+
+def render_figures(draw, fmts: tuple[str, ...]) -> dict[str, bytes]:
+    """{format: bytes} of one drawing saved in each of ``fmts``: drawn and laid out once,
+    the same bytes as :func:`render_figure` gives for each format alone."""
     import matplotlib  # imported here: only a build that draws figures pays for it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    out = {}
     with plt.rc_context(_RC):
         fig, ax = plt.subplots()
         draw(ax)
         fig.tight_layout()
-        buf = io.BytesIO()
-        meta = {"Date": None} if fmt == "svg" else {"CreationDate": None, "ModDate": None}
-        fig.savefig(buf, format=fmt, metadata=meta)
+        for fmt in fmts:
+            buf = io.BytesIO()
+            meta = {"Date": None} if fmt == "svg" else {"CreationDate": None, "ModDate": None}
+            fig.savefig(buf, format=fmt, metadata=meta)
+            out[fmt] = _stable_clip_ids(buf.getvalue()) if fmt == "svg" else buf.getvalue()
         plt.close(fig)
-    return _stable_clip_ids(buf.getvalue()) if fmt == "svg" else buf.getvalue()
+    return out
 
 
 _CLIP_ID = re.compile(rb'id="(p[0-9a-f]{10})"')

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
+from derive.prove.memo import memoized
+
 __all__ = ["DeriveLatexPrinter", "tex"]
 
 
@@ -48,4 +50,9 @@ def tex(expr) -> str:
     """LaTeX of a SymPy expression (or a string passed through unchanged)."""
     if isinstance(expr, str):
         return expr
-    return _PRINTER.doprint(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr)
+    return _tex(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr)
+
+
+@memoized
+def _tex(expr: sp.Basic) -> str:  # documents print the same expression many times
+    return _PRINTER.doprint(expr)

@@ -1,0 +1,54 @@
+"""Pure SymPy computations remembered by their arguments, within one process.
+
+The normalizer provers ask for the same simplification, limit or proof more than once
+(the table, the derivations below it and the documents that cite a cell reach the same
+expressions by different routes). A memoized function computes a result once per process
+and hands back the same object afterwards: the result is what the computation returns for
+those arguments (SymPy compares expressions structurally, a Float never equals an
+Integer), so verdicts and documents are unchanged; only repeated work goes. An exception
+(a time bound hit, a SymPy failure) stores nothing.
+
+    >>> import sympy as sp
+    >>> x = sp.Symbol("x")
+    >>> simplify(sp.sin(x) ** 2 + sp.cos(x) ** 2)
+    1
+    >>> simplify(sp.sin(x) ** 2 + sp.cos(x) ** 2) is simplify(sp.sin(x) ** 2 + sp.cos(x) ** 2)
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
+import sympy as sp
+
+__all__ = ["memoized", "simplify"]
+
+F = TypeVar("F", bound=Callable)
+
+
+def memoized(f: F) -> F:
+    """``f`` remembering its results by positional arguments (unhashable arguments: not remembered)."""
+    cache: dict = {}
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        try:
+            return cache[args]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable argument
+            return f(*args)
+        out = cache[args] = f(*args)
+        return out
+
+    wrapper.cache = cache
+    return wrapper
+
+
+@memoized
+def simplify(expr):
+    """``sympy.simplify(expr)``, once per expression."""
+    return sp.simplify(expr)
