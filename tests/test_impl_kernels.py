@@ -14,7 +14,8 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.kernel import ROWS, blocks, exact_row, split_counts
+from derive.impl.kernel import ROWS, SINK_VALUES, KernelChecker, blocks, exact_row, split_counts
+from derive.normalizers import get
 from derive.testing import assert_implements
 
 NP = "tests/zoo/kernels_numpy.py:"
@@ -61,6 +62,7 @@ def test_correct_numpy_kernels_agree(fn, norm, form, lse, returned):
 
 FAULTY = [
     ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
+    ("sink_online_extra_per_tile_unguarded", "sink", "online", "extra_per_tile"),  # NaN at n = 0
     ("sink_online_missing_log2e", "sink", "online", "missing_log2e"),
     ("sink_online_scale_on_extra", "sink", "online", "scale_on_extra"),
     ("softmax1_online_unshifted_one", "softmax1", "online", "softmax1_unshifted_one"),
@@ -190,10 +192,43 @@ def test_exact_reference_edge_cases():
 
 
 def test_partitions_cover_the_adversarial_cases():
-    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(40) == [1, 2, 3, 16, 32, 40, 41]
-    assert split_counts(0) == [1, 2, 3, 8] and split_counts(5) == [1, 2, 3, 5, 6, 8, 13]
+    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(17) == [1, 2, 3, 16, 17, 18]
+    assert blocks(40) == [3, 16, 32, 40, 41] and blocks(64) == [4, 16, 32, 64, 65]  # at most 17 tiles
+    assert split_counts(0) == [1, 2, 3] and split_counts(5) == [1, 2, 3, 5, 6, 13]
+    assert split_counts(8) == [1, 2, 3, 8, 9] and split_counts(64) == [1, 2, 3, 8, 17]
     assert any(all(v == -math.inf for v in r) for r in ROWS[5])  # a fully masked row
     assert any(r[:3] == (-math.inf,) * 3 and r[3] > -math.inf for r in ROWS[5])  # first split masked
+
+
+@pytest.mark.parametrize("form", ["online", "split"])
+def test_sink_values_are_spread_over_the_partitions(form):
+    """One sink value per tile size or split count, in turn: every value meets several lengths,
+    a partition of two or more parts with a finite result, and one of a single part."""
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",)).calls("float32"))
+    parts = {(c.x.shape[1], c.third) for c in calls}
+    assert len(parts) == len(calls)  # each partition once
+    for s in SINK_VALUES:
+        mine = [c for c in calls if c.params["s"] == s or (math.isnan(s) and math.isnan(c.params["s"]))]
+        assert len({c.x.shape[1] for c in mine}) >= 3, s
+        several = [c for c in mine if c.x.shape[1] >= 2 and (c.third < c.x.shape[1] if form == "online"
+                                                               else 2 <= c.third)]
+        assert several, s
+    rows = sum(c.x.shape[0] for c in calls)
+    assert rows == {"online": 124, "split": 148}[form]
+
+
+def test_extra_per_tile_named_where_a_row_of_no_key_is_nan():
+    """A per-tile kernel never adds the extra logit to a row of no tile: 0/0 at n = 0. The first
+    failure is that row; the diagnosis still names the fault, matched on rows of two or more
+    tiles with finite results (the fault model realizes the NaN too)."""
+    report = check_implementation(NP + "sink_online_extra_per_tile_unguarded", "sink", form="online",
+                                  dtypes=("float64",))
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [1, 0], block = 1, s = 0.0." in md
+    assert "- out returned: [nan, nan, nan]" in md
+    assert "**Known kernel fault: extra logit added per tile or per split** (`extra_per_tile`, matched on 21 " \
+           "probe rows)." in md, md
+    assert "NaN" not in md.split("Known kernel fault")[1]
 
 
 def test_assert_implements_with_a_form():
@@ -214,6 +249,9 @@ def test_the_worker_environment_hook_is_set_before_import():
 
 @pytest.mark.parametrize("fn,norm,form,message", [
     ("wrong_out_shape", "softmax", "online", "returned out of shape [1, 0]; expected [1, 3]"),
+    ("one_row_only", "softmax", "online", "returned out of shape [1, 1, 3]; expected [1, 3] for scores of shape "
+                                          "[1, 0] and values of shape [1, 0, 3] (the kernel forms pass every row "
+                                          "of a length in one call"),
     ("raises_on_empty", "softmax", "online", "raised ValueError: no keys on a valid float64 input in online form"),
     ("sink_ds_per_row", "sink", "backward", "returned the gradient of s with shape [1]; s was passed as a scalar"),
     ("unknown_param_grad", "softmax", "backward", "returned a gradient for 'tau', which is not a parameter"),

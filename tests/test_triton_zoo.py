@@ -262,7 +262,11 @@ ZOO = "tests/zoo/triton_kernels"
 @pytest.mark.slow
 @pytest.mark.parametrize("target, form, code, text", [
     ("online.py:sink_online", "online", 0, "**Verdict: agrees**"),
-    ("online.py:sink_online_sink_per_tile", "online", 1, "on scores of shape [1, 0], block = 1, s = 0.0"),
+    ("online.py:sink_online_sink_per_tile", "online", 1, "**Verdict: disagrees** (float32, out) on scores of shape "
+                                                        "[1, 0], block = 1, s = 0.0.\n\n- failing row 0: x = []\n"
+                                                        "- its values v = []\n- out returned: [nan, nan, nan]"),
+    ("online.py:sink_online_sink_per_tile", "online", 1, "**Known kernel fault: extra logit added per tile or per "
+                                                        "split** (`extra_per_tile`, matched on 21 probe rows)."),
     ("split.py:sink_split_sink_per_split", "split", 1, "**Known kernel fault: extra logit added per tile or per "
                                                       "split** (`extra_per_tile`"),
     ("split.py:sink_split_empty_as_sink", "split", 1, "**Known kernel fault: extra logit seeded twice when a split "
@@ -270,9 +274,11 @@ ZOO = "tests/zoo/triton_kernels"
 ])
 def test_derive_impl_form_on_triton_kernels(zoo, capsys, monkeypatch, target, form, code, text):
     """The shipped kernel code itself, checked in its form: the correct one agrees, each faulty twin is
-    caught on its smallest failing input (an empty row: the sink counted 0 or 2 times), and the split
-    twins are named: they seed every split (empty ones too) or let a fully masked split report the
-    seeded state, two ways kernels realize faults 1 and 2."""
+    caught on its smallest failing input (an empty row: the sink counted 0 or 2 times) and named:
+    the online twin adds the sink per tile, so a row of no tile is 0/0 (the fault model realizes
+    that too) and the rows of two or more tiles name it; the split twins seed every split (empty
+    ones too) or let a fully masked split report the seeded state, two ways kernels realize faults
+    1 and 2."""
     monkeypatch.delenv(VAR, raising=False)
     got, out, err = impl(capsys, f"{ZOO}/{target}", "--as", "sink", "--form", form, "--dtype", "float32",
                          "--triton-interpret")

@@ -39,7 +39,8 @@ scores (numpy or torch, detected) and returns the weights along --dim; it may al
 
 Kernel-shaped code (--form; softmax, softmax1, zero_token, sink): the scores x (..., n)
 come first (-inf marks a masked key), then the values v (..., n, dv); the normalizer's
-parameters are keywords (a sink: `def fn(x, v, block, *, s)`).
+parameters are keywords (a sink: `def fn(x, v, block, *, s)`). Every row of a length
+comes in one call with leading dimensions: a function for one row (n,) must loop.
   --form online    fn(x, v, block) streams the keys in tiles of `block` >= 1 keys and
                    returns out (..., dv) or (out, lse);
   --form split     fn(x, v, splits) cuts the keys into `splits` contiguous chunks
@@ -50,8 +51,9 @@ parameters are keywords (a sink: `def fn(x, v, block, *, s)`).
                    parameter as passed (a scalar sink: the sum over rows).
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
-64, tiles of 1 key to more than n, ties split across tiles, fully masked tiles and
-splits, empty splits, sinks from -inf to 1e4, scores up to +-1e4); a disagreement is
+64, tiles of 1 key to more than n, at most 17 tiles or splits, ties split across tiles,
+fully masked tiles and splits, empty splits, sinks from -inf to 1e4 spread over the
+partitions, scores up to +-1e4); a disagreement is
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
 --examples and --dim do not apply to a kernel form; --timeout, the child process and
 the exit statuses are the same.

@@ -200,14 +200,19 @@ zero_token and sink), against the exact definition of `out`, `lse` and the gradi
 | `split` | `fn(x, v, splits, **params)`: `splits` contiguous chunks (`numpy.array_split`) | `out` or `(out, lse)` |
 | `backward` | `fn(x, v, dout, **params)` | `(dx, dv)` or `(dx, dv, {{"s": ds}})` |
 
-The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second;
-the normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
+The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second.
+Every row of one length is passed in one call, with one or two leading dimensions (…, n):
+a function written for a single row (n,) must loop over them, else the shape it returns
+is refused (exit 2). The normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
 parameter's gradient has the parameter's shape (a scalar sink shared by every row: the sum
 over rows). A returned `lse` is the natural log-sum-exp including the extra logit;
 `--lse base2` and `--lse kv-only` select the other conventions. The inputs are a fixed
 adversarial list: n = 0 to 64 keys, tiles of one key and of more than n, ties split
-across tiles, a first tile or split with every key masked, empty splits (splits > n), many
-splits, fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. A
+across tiles, a first tile or split with every key masked, empty splits (splits > n), up
+to 17 tiles or splits per row, fully masked rows, scores up to ±1e4 and sink logits from
+−∞ to 1e4, one sink value per tile size or split count, in turn (a kernel run by Triton's
+CPU interpreter pays milliseconds per row and per tile, so partitions and sink values are
+spread rather than crossed: a check takes a few seconds there). A
 disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
 (the document kernels.md derives and refutes them), run on the same inputs by the numeric
 kernels of `derive/kernels/numeric.py`. Tolerance: {KERNEL_TOLERANCE_RULE}

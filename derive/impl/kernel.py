@@ -22,9 +22,14 @@ digits) on the inputs as rounded to the dtype:
 Inputs are a fixed, deterministic adversarial list, simplest first (so the first failure is a
 small counterexample): n = 0, 1, 2, 3, 5, 8, 17, 40, 64 keys; ties, a running maximum that grows
 in every tile, a first tile or split with every key masked, fully masked rows, scores up to
-±1e4; tiles of 1, 2, 3, 16 and 32 keys, n and n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3
-splits (empty splits); sink logits 0, 1.5, −2, 30, −30, −∞, 1e4. Agreement means agreement on
-every tested input: evidence, not a proof.
+±1e4; tiles of 1, 2, 3, 16 and 32 keys, n and n + 1 (one tile); 1, 2, 3, n, n + 1 and 2n + 3
+splits (empty splits), 8 from n = 8 on; at most ``MAX_PARTS`` tiles or splits per row. Every
+row of a length goes in one call, as (R, n) or (1, R, n). Sink logits 0, 1.5, −2, 30, −30, −∞,
+1e4 are spread over the partitions, ``SETS_PER_PARTITION`` per tile size or split count in turn,
+not crossed with them: the work of a check is rows × tiles, and a kernel run by Triton's CPU
+interpreter pays milliseconds per row (one program each, run one after the other, so batching
+rows saves launches only) and per tile. Agreement means agreement on every tested input:
+evidence, not a proof.
 
 Tolerance (as for the row form, stated in ulps and absolutely): an entry y agrees with the
 exact value p when |y − p| ≤ abs + ulps·eps·(1 + κ)·m, with κ the condition of the row
@@ -66,6 +71,11 @@ LOG2E = 1.0 / math.log(2.0)
 # normalizer → its extra logit: None (none), a number, or the name of the parameter
 EXTRA_LOGIT: dict[str, object] = {"softmax": None, "softmax1": 0.0, "zero_token": 0.0, "sink": "s"}
 SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
+# sink values per tile size or split count (online, split): the work of a check is rows × tiles, and
+# a kernel run by Triton's interpreter pays milliseconds per program and per tile, so the sink values
+# are spread over the partitions rather than crossed with them
+SETS_PER_PARTITION = 1
+MAX_PARTS = 17  # tiles per row, splits per row
 DV = 3
 
 # rows per length, simplest first
@@ -101,11 +111,17 @@ def dout_row(r: int, k: int = 0) -> np.ndarray:
 
 
 def blocks(n: int) -> list[int]:
-    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if 1 <= b <= n + 1})
+    """Tile sizes for rows of n keys: one key, a few, 16 and 32, one tile (n, n + 1); at most
+    MAX_PARTS tiles (the smallest block that keeps to it stands in for the smaller ones)."""
+    fit = -(-n // MAX_PARTS) if n else 1
+    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if 1 <= b <= n + 1 and b >= fit} | {fit})
 
 
 def split_counts(n: int) -> list[int]:
-    return sorted({s for s in (1, 2, 3, 8, n, n + 1, 2 * n + 3) if s >= 1})
+    """Split counts for rows of n keys: 1, 2, 3, a key per split, empty splits (n + 1, 2n + 3),
+    8 once n ≥ 8; at most MAX_PARTS splits (MAX_PARTS itself for longer rows)."""
+    return sorted({s for s in (1, 2, 3, n, n + 1, 2 * n + 3) if 1 <= s <= MAX_PARTS}
+                  | ({8} if n >= 8 else set()) | ({MAX_PARTS} if n > MAX_PARTS else set()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,23 +300,33 @@ class KernelChecker:
             return [dict(self.fixed_params)]
         return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in SINK_VALUES]
 
+    def _sets_for(self, sets: list, cursor: int) -> list:
+        """The parameter sets one partition is run with: every one for the backward form (no
+        partition), else ``SETS_PER_PARTITION`` of them, taken in turn from a cursor that runs
+        through ``sets`` across the whole list (each length sees every sink value)."""
+        if self.form == "backward" or len(sets) <= SETS_PER_PARTITION:
+            return sets
+        return [sets[(cursor + j) % len(sets)] for j in range(SETS_PER_PARTITION)]
+
     def calls(self, dtype: str):
         """Every call of the check, simplest first."""
+        sets, cursor = self.param_sets(), 0
         for n in sorted(ROWS):
             rows = ROWS[n]
             x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
             v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
-            for params in self.param_sets():
-                params = {k: float(_round(val, dtype)) for k, val in params.items()}
-                if self.form == "online":
-                    thirds = blocks(n)
-                elif self.form == "split":
-                    thirds = split_counts(n)
-                else:
-                    thirds = [_round(np.stack([dout_row(r, k) for r in range(len(rows))]), dtype) for k in (0, 1)]
-                for k, third in enumerate(thirds):
-                    lead = (1, len(rows)) if k % 2 else (len(rows),)  # batch and head axes, alternately
+            if self.form == "online":
+                thirds = blocks(n)
+            elif self.form == "split":
+                thirds = split_counts(n)
+            else:
+                thirds = [_round(np.stack([dout_row(r, k) for r in range(len(rows))]), dtype) for k in (0, 1)]
+            for k, third in enumerate(thirds):
+                lead = (1, len(rows)) if k % 2 else (len(rows),)  # batch and head axes, alternately
+                for params in self._sets_for(sets, cursor):
+                    params = {key: float(_round(val, dtype)) for key, val in params.items()}
                     yield Call(self.form, x, v, third, params, self.sigma(params), lead)
+                cursor += SETS_PER_PARTITION
 
     def exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
@@ -448,6 +474,8 @@ def _variants(form: str, key: str) -> list[dict]:
         return [{"base2": b, "scale": 1.0 / math.sqrt(d)} for d in _SCALES for b in (True, False)]
     if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
         return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
+    if key == "extra_per_tile":  # a row of no key: 0 (guarded), or 0/0 as a real per-tile kernel has it
+        return [{"base2": b, "no_tile_nan": nan} for nan in (False, True) for b in (True, False)]
     return [{"base2": True}, {"base2": False}]
 
 
@@ -477,7 +505,8 @@ def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dic
                     outs.append(_finalized(x, v, call.third, call.sigma, variant.get("base2", True), key))
                 else:
                     o, _ = numeric.online(x / scale, v, call.third, call.sigma, scale=scale,
-                                          base2=variant.get("base2", True), fault=key)
+                                          base2=variant.get("base2", True), fault=key,
+                                          no_tile_nan=variant.get("no_tile_nan", False))
                     outs.append(o)
             elif form == "split":
                 o, _ = numeric.split(x, v, call.third, call.sigma, fault=key, **variant)

@@ -291,6 +291,11 @@ def _scalar_or_array(y, what):
     return arr, None
 
 
+ROWS_CONTRACT = (" (the kernel forms pass every row of a length in one call, scores (..., n) with leading "
+                  "batch and head dimensions: a function written for one row of shape (n,) must loop over "
+                  "the leading dimensions)")
+
+
 def kcall(target: Target, form, x, v, third, params, dtype):
     y, mutated = kraw(target, form, x, v, third, params, dtype)
     lead = tuple(x.shape[:-1])
@@ -322,7 +327,8 @@ def kcall(target: Target, form, x, v, third, params, dtype):
             return ("bad", bad)
         if shape is not None and tuple(arr.shape) != shape:
             return ("bad", f"returned {name} of shape {list(arr.shape)}; expected {list(shape)} "
-                           f"for scores of shape {list(x.shape)} and values of shape {list(v.shape)}")
+                           f"for scores of shape {list(x.shape)} and values of shape {list(v.shape)}"
+                           + (ROWS_CONTRACT if x.ndim > 1 else ""))
         arrays.append(arr)
     return ("ok", names + (["mutated"] if mutated else []), *arrays, *([np.zeros(0)] if mutated else []))
 

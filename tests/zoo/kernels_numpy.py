@@ -192,6 +192,15 @@ def sink_online_extra_per_tile(x, v, block, *, s):
     return _online(x, v, block, s, fault="extra_per_tile")
 
 
+def sink_online_extra_per_tile_unguarded(x, v, block, *, s):
+    """As the Triton twin does it: the sink joins every tile's sum and the row ends with acc/ℓ
+    unguarded, so a row of no key (no tile: ℓ = 0) is 0/0 = NaN."""
+    out, lse = _online(x, v, block, s, fault="extra_per_tile")
+    if x.shape[-1] == 0:
+        out = np.full(out.shape, np.nan, dtype=out.dtype)
+    return out, lse
+
+
 def sink_online_missing_log2e(x, v, block, *, s):
     return _online(x, v, block, s, fault="missing_log2e", base2=True)
 
