@@ -283,7 +283,17 @@ def test_cli_exit_codes_and_json():
     nonsense = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "diagonal")
     assert nonsense.returncode == 2
     unsupported = _cli(NP + "softmax1_split", "--as", "sigmoid", "--form", "split")
-    assert unsupported.returncode == 2 and "sigmoid has no kernel form checked here" in unsupported.stderr
+    assert unsupported.returncode == 2 and "sigmoid has no kernel form checked here: elementwise" in unsupported.stderr
+
+
+def test_bias_kv_has_no_checked_kernel_form_and_says_why():
+    from derive.kernels.forms import NOT_CHECKED
+
+    with pytest.raises(InputError) as err:
+        check_implementation(NP + "softmax1_online", "bias_kv", form="online", dtypes=("float64",))
+    assert str(err.value) == ("--form online supports the normalizers softmax, softmax1, zero_token, sink; bias_kv "
+                              "has no kernel form checked here: " + NOT_CHECKED["bias_kv"])
+    assert "no keyword to pass v* to the kernel" in str(err.value)
 
 
 def test_help_documents_the_new_flags():

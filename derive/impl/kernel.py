@@ -60,6 +60,7 @@ from derive.impl.target import ImplRaised, shown
 from derive.impl.tolerance import Tolerance, kappa
 from derive.kernels import numeric
 from derive.kernels.faults import FAULTS as KERNEL_FAULTS
+from derive.kernels.forms import NO_FORM, NOT_CHECKED
 
 __all__ = ["EXTRA_LOGIT", "FORMS", "LSE_CONVENTIONS", "KernelChecker", "KernelReport", "check_kernel"]
 
@@ -786,8 +787,9 @@ class KernelReport:
 def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
     if norm.name not in EXTRA_LOGIT:
+        why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
         raise InputError(f"--form {form} supports the normalizers {', '.join(EXTRA_LOGIT)}; "
-                         f"{norm.name} has no kernel form checked here")
+                         f"{norm.name} has no kernel form checked here" + (f": {why}" if why else ""))
     fixed, free = {}, []
     for p in norm.params:
         if p not in target.param_kws:
