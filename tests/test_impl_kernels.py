@@ -373,3 +373,72 @@ def test_a_failing_report_as_json_is_deterministic():
     assert data["diagnosis"]["matched"][0]["name"] == "sink_grad_missing"
     failure = data["results"][0]["failure"]
     assert (failure["what"], failure["output"], failure["row"]) == ("ds", [0.0], None)
+
+
+# ---- a sink per head (--per-head): s of shape (H,) along the last leading axis of x ----------------
+
+PH = "tests/zoo/kernels_per_head.py:"
+
+
+@pytest.mark.parametrize("fn,form", [("sink_online", "online"), ("sink_split", "split"),
+                                     ("sink_backward", "backward")])
+def test_a_sink_per_head_agrees_in_every_form(fn, form):
+    report = check_implementation(PH + fn, "sink", form=form, per_head=True)
+    assert report.agrees, report.to_markdown()
+    assert report.as_json()["per_head"] is True
+    assert "Per head: s passed as an array of shape (2,), one value per head along the last leading axis of x " \
+           "(R, 2, n); a gradient has shape (2,), entry h the sum over the rows of head h." in report.to_markdown()
+    scalar = check_implementation(PH + fn, "sink", form=form, dtypes=("float64",))  # the same code, one sink
+    assert scalar.agrees and scalar.as_json()["per_head"] is False
+
+
+def test_per_head_calls_put_the_sink_values_side_by_side():
+    calls = list(KernelChecker(get("sink"), None, "backward", "natural", 30, {}, ("s",), True).calls("float64"))
+    first = calls[0]
+    assert first.lead == (1, 2) and first.heads == 2 and first.params["s"].tolist() == [0.0, 1.5]
+    assert [first.row_sigma(r) for r in range(2)] == [0.0, 1.5]
+    x, v, dout = first.args()
+    assert x.shape == (1, 2, 0) and v.shape == (1, 2, 0, 3) and dout.shape == (1, 2, 3)
+    assert {float(s) for c in calls for s in c.params["s"]} >= {0.0, 1.5, -2.0, 30.0, -30.0, 1e4}
+    assert any(math.isinf(s) for c in calls for s in c.params["s"])
+
+
+@pytest.mark.parametrize("fn,fault", [("sink_backward_grad_zero", "sink_grad_missing"),
+                                      ("sink_backward_grad_sign", "sink_grad_sign")])
+def test_a_per_head_sink_gradient_zero_or_of_the_wrong_sign_is_named(fn, fault):
+    report = check_implementation(PH + fn, "sink", form="backward", per_head=True, dtypes=("float64",))
+    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    f = report.failure
+    assert f.what == "ds" and f.row == -1 and len(f.output) == 2 and f.call.lead == (4, 2)
+
+
+def test_a_per_head_sink_gradient_summed_over_every_row_is_refuted_per_entry():
+    """Each head's entry must be the sum over that head's rows: the sum over all rows in every
+    entry is right for a scalar sink only."""
+    assert check_implementation(PH + "sink_backward_summed_over_heads", "sink", form="backward",
+                                dtypes=("float64",)).agrees
+    report = check_implementation(PH + "sink_backward_summed_over_heads", "sink", form="backward", per_head=True,
+                                  dtypes=("float64",))
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, ds) on scores of shape [4, 2, 1], s = [10000.0, 0.0] (one per head)." \
+        in md
+    assert "- exact: [-1.46875, -4.0322126495177795]" in md
+    assert report.failure.output[0] == report.failure.output[1]  # one number in both entries
+    assert "No known kernel fault of the backward form matches" in md
+
+
+def test_a_per_head_sink_gradient_not_summed_is_a_usage_error():
+    with pytest.raises(InputError, match=r"returned the gradient of s with shape \[1, 2\]; s was passed per head "
+                                         r"with shape \[2\] \(scores of shape \[1, 2, 0\]\), so its gradient has "
+                                         r"shape \[2\]: entry h is the sum over the rows of head h"):
+        check_implementation(PH + "sink_backward_not_summed", "sink", form="backward", per_head=True,
+                             dtypes=("float64",))
+
+
+def test_per_head_usage_errors():
+    with pytest.raises(InputError, match="--per-head applies to a kernel form"):
+        check_implementation("tests/zoo/sink_numpy.py:sink", "sink", per_head=True)
+    with pytest.raises(InputError, match="--per-head passes the normalizer's parameters per head; softmax1 has none"):
+        check_implementation(NP + "softmax1_online", "softmax1", form="online", per_head=True)
+    cli = _cli(PH + "sink_split", "--as", "sink", "--form", "split", "--per-head", "--dtype", "float32")
+    assert cli.returncode == 0 and "Per head: s passed as an array of shape (2,)" in cli.stdout

@@ -286,6 +286,17 @@ def test_derive_impl_form_on_triton_kernels(zoo, capsys, monkeypatch, target, fo
     assert text in out
 
 
+@pytest.mark.slow
+def test_derive_impl_form_per_head_on_the_triton_online_kernel(zoo, capsys, monkeypatch):
+    """The kernel's host code broadcasts a sink tensor against the leading dimensions: a sink per head
+    (s of shape (2,), x of shape (R, 2, n)) agrees too."""
+    monkeypatch.delenv(VAR, raising=False)
+    got, out, err = impl(capsys, f"{ZOO}/online.py:sink_online", "--as", "sink", "--form", "online", "--per-head",
+                         "--dtype", "float32", "--triton-interpret")
+    assert (got, err) == (0, ""), out
+    assert "Per head: s passed as an array of shape (2,)" in out and "**Verdict: agrees**" in out
+
+
 def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monkeypatch):
     import torch
 

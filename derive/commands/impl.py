@@ -48,7 +48,9 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
                    each and merges them; returns out or (out, lse);
   --form backward  fn(x, v, dout) returns (dx, dv) or (dx, dv, dparams), dparams a dict
                    keyed by parameter name ({"s": ds}), each gradient shaped like the
-                   parameter as passed (a scalar sink: the sum over rows).
+                   parameter as passed (a scalar sink: the sum over rows; with
+                   --per-head, s of shape (H,) along the last leading axis of x
+                   (..., H, n): entry h the sum over the rows of head h).
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
 64, tiles of 1 key to more than n, at most 17 tiles or splits, ties split across tiles,
@@ -87,6 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lse", choices=LSE_CONVENTIONS, default="natural",
                         help="the convention of a returned lse (--form online/split): natural (default), "
                              "base2, kv-only")
+    parser.add_argument("--per-head", action="store_true",
+                        help="kernel forms: pass the normalizer's parameters as arrays of shape (H,), one per head, "
+                             "along the last leading axis of x (..., H, n); each gradient then has shape (H,), "
+                             "the sum over the rows of that head")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
     parser.add_argument("--triton-interpret", action="store_true",
                         help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
@@ -110,6 +116,6 @@ def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
-                                  env=child_env(args.triton_interpret, args.target))
+                                  env=child_env(args.triton_interpret, args.target), per_head=args.per_head)
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

@@ -205,7 +205,10 @@ Every row of one length is passed in one call, with one or two leading dimension
 a function written for a single row (n,) must loop over them, else the shape it returns
 is refused (exit 2). The normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
 parameter's gradient has the parameter's shape (a scalar sink shared by every row: the sum
-over rows). A returned `lse` is the natural log-sum-exp including the extra logit;
+over rows). With `--per-head` the parameters are arrays of shape (H,), one per head along
+the last leading axis of `x` (…, H, n) (the check passes (R, 2, n) with two sink values side
+by side), and a gradient has shape (H,): entry h the sum over the rows of head h (a
+per-row gradient, not summed, is refused with exit 2). A returned `lse` is the natural log-sum-exp including the extra logit;
 `--lse base2` and `--lse kv-only` select the other conventions. The inputs are a fixed
 adversarial list: n = 0 to 64 keys, tiles of one key and of more than n, ties split
 across tiles, a first tile or split with every key masked, empty splits (splits > n), up

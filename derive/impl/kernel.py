@@ -76,6 +76,7 @@ SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
 # a kernel run by Triton's interpreter pays milliseconds per program and per tile, so the sink values
 # are spread over the partitions rather than crossed with them
 SETS_PER_PARTITION = 1
+HEADS = 2  # per-head parameters (--per-head): heads per call, each with its own sink value
 MAX_PARTS = 17  # tiles per row, splits per row
 DV = 3
 
@@ -186,8 +187,16 @@ class Call:
     v: np.ndarray  # (R, n, DV)
     third: object  # block, splits or dout (R, DV)
     params: dict  # rounded to the dtype
-    sigma: float | None
+    sigma: object  # the extra logit: a float or None; per head, a tuple of them
     lead: tuple = ()  # the leading shape the rows are passed in
+    heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
+
+    def row_sigma(self, r: int):
+        """The extra logit of flat row r (row-major over ``lead``: its head is r mod H)."""
+        return self.sigma[r % self.heads] if self.heads else self.sigma
+
+    def row_params(self, r: int) -> dict:
+        return {k: float(v[r % self.heads]) if self.heads else v for k, v in self.params.items()}
 
     def args(self):
         shape = self.lead + (self.x.shape[-1],)
@@ -199,7 +208,8 @@ class Call:
         bits = [f"scores of shape {list(self.lead + (self.x.shape[-1],))}"]
         if what:
             bits.append(f"{what} = {self.third}")
-        bits += [f"{k} = {_num(v)}" for k, v in sorted(self.params.items())]
+        bits += [f"{k} = {_list(v, _num) + ' (one per head)' if self.heads else _num(v)}"
+                 for k, v in sorted(self.params.items())]
         return ", ".join(bits)
 
 
@@ -219,7 +229,8 @@ class KernelFailure:
         r = self.row
         return {"dtype": self.dtype, "form": self.form, "what": self.what, "call": self.call.describe(),
                 "third": self.call.third if not isinstance(self.call.third, np.ndarray) else None,
-                "params": {k: _jnum(v) for k, v in sorted(self.call.params.items())},
+                "params": {k: [_jnum(a) for a in v] if self.call.heads else _jnum(v)
+                           for k, v in sorted(self.call.params.items())},
                 "row": None if r < 0 else [_jnum(x) for x in self.call.x[r]],
                 "values": None if r < 0 else [[_jnum(a) for a in t] for t in self.call.v[r]],
                 "output": [_jnum(a) for a in self.output], "exact": [_jnum(a) for a in self.exact],
@@ -290,6 +301,7 @@ class KernelChecker:
     dps: int
     fixed_params: dict = field(default_factory=dict)
     free_params: tuple = ()
+    per_head: bool = False  # parameters passed as arrays of shape (H,), one per head
     _cache: dict = field(default_factory=dict)
 
     def sigma(self, params: dict):
@@ -301,13 +313,32 @@ class KernelChecker:
             return [dict(self.fixed_params)]
         return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in SINK_VALUES]
 
-    def _sets_for(self, sets: list, cursor: int) -> list:
+    def _sets_for(self, sets: list, cursor: int, count: int = 0) -> list:
         """The parameter sets one partition is run with: every one for the backward form (no
         partition), else ``SETS_PER_PARTITION`` of them, taken in turn from a cursor that runs
-        through ``sets`` across the whole list (each length sees every sink value)."""
-        if self.form == "backward" or len(sets) <= SETS_PER_PARTITION:
+        through ``sets`` across the whole list (each length sees every sink value). With
+        ``count``: exactly that many, in turn (the heads of a per-head call)."""
+        if not count and (self.form == "backward" or len(sets) <= SETS_PER_PARTITION):
             return sets
-        return [sets[(cursor + j) % len(sets)] for j in range(SETS_PER_PARTITION)]
+        return [sets[(cursor + j) % len(sets)] for j in range(count or SETS_PER_PARTITION)]
+
+    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0) -> Call:
+        """A call on the rows ``x`` (R, n), ``v`` (R, n, DV): ``third`` a block or split count, or
+        for the backward form the index of the cotangent (:func:`dout_row`). Scalar parameters:
+        one parameter set, rows passed as (R, n) or (1, R, n) by ``k``. Per head: one set per head,
+        the rows passed as (R, H, n) (each row once per head) with each parameter an array (H,)."""
+        rounded = [{key: float(_round(val, dtype)) for key, val in c.items()} for c in chosen]
+        if self.per_head:
+            H = len(rounded)
+            x, v = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
+            params = {key: np.array([c[key] for c in rounded]) for key in rounded[0]}
+            sigma, lead = tuple(self.sigma(c) for c in rounded), (x.shape[0] // H, H)
+        else:
+            params, sigma = rounded[0], self.sigma(rounded[0])
+            lead = (1, x.shape[0]) if k % 2 else (x.shape[0],)  # batch and head axes, alternately
+        if self.form == "backward":
+            third = _round(np.stack([dout_row(r, third) for r in range(x.shape[0])]).reshape(-1, DV), dtype)
+        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0)
 
     def calls(self, dtype: str):
         """Every call of the check, simplest first."""
@@ -316,24 +347,21 @@ class KernelChecker:
             rows = ROWS[n]
             x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
             v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
-            if self.form == "online":
-                thirds = blocks(n)
-            elif self.form == "split":
-                thirds = split_counts(n)
-            else:
-                thirds = [_round(np.stack([dout_row(r, k) for r in range(len(rows))]), dtype) for k in (0, 1)]
+            thirds = {"online": blocks, "split": split_counts}.get(self.form, lambda _: [0, 1])(n)
             for k, third in enumerate(thirds):
-                lead = (1, len(rows)) if k % 2 else (len(rows),)  # batch and head axes, alternately
+                if self.per_head:  # the sink values of this partition side by side, as heads
+                    yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
+                    cursor += HEADS
+                    continue
                 for params in self._sets_for(sets, cursor):
-                    params = {key: float(_round(val, dtype)) for key, val in params.items()}
-                    yield Call(self.form, x, v, third, params, self.sigma(params), lead)
+                    yield self.make_call(x, v, third, [params], dtype, k)
                 cursor += SETS_PER_PARTITION
 
     def exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.sigma, None if g is None else g.tobytes())
+        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
-            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r].tolist(), call.sigma,
+            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r].tolist(), call.row_sigma(r),
                                          None if g is None else g.tolist(), self.dps)
         return self._cache[key]
 
@@ -358,11 +386,12 @@ class KernelChecker:
             return KernelFailure(tol.dtype, self.form, what, call, r, [float(a) for a in y], [float(a) for a in p],
                                  errs, bounds)
 
-        ds_total, ds_scale, ds_defined = 0.0, 0.0, True
+        slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
+        ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
         for r in range(R):
             row = call.x[r].tolist()
             ex = self.exact(call, r)
-            kap = kappa(row, {k: val for k, val in call.params.items() if math.isfinite(val)})
+            kap = kappa(row, {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
             if result is not None:
                 result.rows += 1
                 result.undefined_rows += not ex.defined
@@ -382,7 +411,7 @@ class KernelChecker:
                         checks.append(("lse", [y], [p], [max(1.0, abs(p))]))
             else:
                 if not ex.defined:
-                    ds_defined = False
+                    ds_defined[r % slots] = False
                     if not (_zero_or_nan(got["dx"][r]) and _zero_or_nan(got["dv"][r])):
                         which = "dx" if not _zero_or_nan(got["dx"][r]) else "dv"
                         y = np.ravel(got[which][r])
@@ -390,8 +419,8 @@ class KernelChecker:
                     continue
                 checks.append(("dx", got["dx"][r], ex.dx, ex.dx_scale))
                 checks.append(("dv", np.ravel(got["dv"][r]), np.ravel(ex.dv), np.ravel(ex.dv_scale)))
-                ds_total += ex.ds
-                ds_scale += (1.0 + kap) * ex.ds_scale
+                ds_total[r % slots] += ex.ds
+                ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
             for what, y, p, scales in checks:
                 bounds = [tol.bound(m, kap) for m in scales]
                 res = [_agree(float(a), float(b), c) for a, b, c in zip(y, p, bounds)]
@@ -407,19 +436,24 @@ class KernelChecker:
                 if key not in got:
                     continue
                 arr = got[key]
-                if arr.shape != ():
+                if call.heads and arr.shape != (call.heads,):
+                    raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
+                                     f"{list(arr.shape)}; {name} was passed per head with shape [{call.heads}] "
+                                     f"(scores of shape {list(call.lead + (call.x.shape[-1],))}), so its gradient "
+                                     f"has shape [{call.heads}]: entry h is the sum over the rows of head h")
+                if not call.heads and arr.shape != ():
                     raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
                                      f"{list(arr.shape)}; {name} was passed as a scalar shared by every row, so "
                                      f"its gradient is a scalar (the sum over rows)")
-                if not ds_defined:
-                    continue
-                y = float(arr)
-                bound = tol.abs + tol.rel * ds_scale
-                ok, err = _agree(y, ds_total, bound)
-                if result is not None and math.isfinite(err) and bound > 0:
-                    result.max_ratio = max(result.max_ratio, err / bound)
-                if not ok:
-                    return fail(key, -1, [y], [ds_total], [err], [bound])
+                ys = [float(a) for a in np.ravel(arr)]
+                bounds = [tol.abs + tol.rel * m for m in ds_scale]
+                res = [_agree(y, p, b) if ok else (True, 0.0)
+                       for y, p, b, ok in zip(ys, ds_total, bounds, ds_defined)]
+                for (_, err), bound in zip(res, bounds):
+                    if result is not None and math.isfinite(err) and bound > 0:
+                        result.max_ratio = max(result.max_ratio, err / bound)
+                if not all(ok for ok, _ in res):
+                    return fail(key, -1, ys, ds_total, [e for _, e in res], bounds)
         return None
 
     def run(self, tol: Tolerance) -> KernelResult:
@@ -496,27 +530,27 @@ def _finalized(x, v, block, sigma, base2, fault):
 def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dict:
     """The numeric kernel (with fault ``key``, or none) on every row of ``call``."""
     R, n = call.x.shape
-    outs, dxs, dvs, ds = [], [], [], 0.0
+    outs, dxs, dvs, ds = [], [], [], np.zeros(call.heads or 1)
     for r in range(R):
-        x, v = call.x[r], call.v[r]
+        x, v, sigma = call.x[r], call.v[r], call.row_sigma(r)
         with np.errstate(all="ignore"):
             if form == "online":
                 scale = variant.get("scale", 1.0)
                 if variant.get("finalize"):
-                    outs.append(_finalized(x, v, call.third, call.sigma, variant.get("base2", True), key))
+                    outs.append(_finalized(x, v, call.third, sigma, variant.get("base2", True), key))
                 else:
-                    o, _ = numeric.online(x / scale, v, call.third, call.sigma, scale=scale,
+                    o, _ = numeric.online(x / scale, v, call.third, sigma, scale=scale,
                                           base2=variant.get("base2", True), fault=key,
                                           no_tile_nan=variant.get("no_tile_nan", False))
                     outs.append(o)
             elif form == "split":
-                o, _ = numeric.split(x, v, call.third, call.sigma, fault=key, **variant)
+                o, _ = numeric.split(x, v, call.third, sigma, fault=key, **variant)
                 outs.append(o)
             else:
-                dx, dv, dsr = numeric.backward(x, v, call.third[r], call.sigma, fault=key)
+                dx, dv, dsr = numeric.backward(x, v, call.third[r], sigma, fault=key)
                 dxs.append(dx)
                 dvs.append(dv)
-                ds += 0.0 if dsr is None else dsr
+                ds[r % len(ds)] += 0.0 if dsr is None else dsr
     if form == "backward":
         return {"dx": np.array(dxs).reshape(R, n), "dv": np.array(dvs).reshape(R, n, DV), "ds": ds}
     return {"out": np.array(outs).reshape(R, DV)}
@@ -534,7 +568,7 @@ def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Toleran
             continue
         if lenient and not all(np.all(np.isfinite(np.asarray(ref[k][r]))) for k in ("out", "dx", "dv") if k in ref):
             continue
-        kap = kappa(call.x[r].tolist(), {k: val for k, val in call.params.items() if math.isfinite(val)})
+        kap = kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
         pairs = []
         if checker.form in ("online", "split"):
             pairs.append((got["out"][r], ref["out"][r], ex.out_scale))
@@ -557,33 +591,35 @@ def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Toleran
     if checker.form == "backward" and "ds" in ref:
         name = next((p for p in checker.norm.params), None)
         if name is not None and "d" + name in got and all(checker.exact(call, r).defined for r in range(R)):
-            y, p = float(got["d" + name]), float(ref["ds"])
-            scale = sum(checker.exact(call, r).ds_scale for r in range(R)) + abs(p)
-            kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
-                (abs(val) for val in call.params.values() if math.isfinite(val)), default=0.0)
-            if not math.isfinite(y) or abs(y - p) > tol.abs + tol.rel * (1 + kap) * scale:
+            ys, ps = np.ravel(got["d" + name]), np.ravel(ref["ds"])
+            if ys.shape != ps.shape:
                 return False
+            kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
+                (abs(val) for val in np.ravel(list(call.params.values())) if math.isfinite(val)), default=0.0)
+            for h, (y, p) in enumerate(zip(ys, ps)):
+                scale = sum(checker.exact(call, r).ds_scale for r in range(h, R, len(ps))) + abs(p)
+                if not math.isfinite(y) or abs(y - p) > tol.abs + tol.rel * (1 + kap) * scale:
+                    return False
     return True
 
 
 def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
     """The failing call, then calls that tell the faults apart (several tiles, a growing maximum,
     empty and fully masked splits, each with the failing parameters and with a sink of 1.5)."""
-    dtype = failure.dtype
-    params_list = [failure.call.params]
+    dtype, call = failure.dtype, failure.call
+    heads = [call.row_params(h) for h in range(call.heads or 1)]  # the failing parameter sets
+    params_list = [heads]
     if checker.free_params:
-        params_list.append({**failure.call.params, **{p: 1.5 for p in checker.free_params}})
+        params_list.append([{**c, **{p: 1.5 for p in checker.free_params}} for c in heads])
     out = [failure.call]
     for n, rows in ((5, ((-2.0, -1.0, 0.0, 1.0, 2.0), (-INF, -INF, -INF, 1.0, 2.0), (3.0, 1.0, 4.0, 1.0, 5.0))),
                     (8, (tuple(4.0 * k for k in range(8)), (7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0)))):
         x = _round(np.array(rows), dtype)
         v = _round(np.stack([values(n, r) for r in range(len(rows))]), dtype)
-        thirds = {"online": [1, 2], "split": [3, 2 * n + 3],
-                  "backward": [_round(np.stack([dout_row(r) for r in range(len(rows))]), dtype)]}[checker.form]
-        for params in params_list:
-            params = {k: float(_round(val, dtype)) for k, val in params.items()}
+        thirds = {"online": [1, 2], "split": [3, 2 * n + 3], "backward": [0]}[checker.form]
+        for chosen in params_list:
             for third in thirds:
-                out.append(Call(checker.form, x, v, third, params, checker.sigma(params), (len(rows),)))
+                out.append(checker.make_call(x, v, third, chosen, dtype))
     return out
 
 
@@ -698,6 +734,7 @@ class KernelReport:
     results: list
     diagnosis: KernelDiagnosis | None
     notes: list = field(default_factory=list)
+    per_head: bool = False
 
     @property
     def failure(self) -> KernelFailure | None:
@@ -714,7 +751,7 @@ class KernelReport:
         return {
             "target": self.target, "normalizer": self.normalizer, "form": self.form, "lse": self.lse,
             "api": self.api, "params": {k: _jnum(v) for k, v in sorted(self.params.items())},
-            "free_params": list(self.free_params), "agrees": self.agrees,
+            "free_params": list(self.free_params), "agrees": self.agrees, "per_head": self.per_head,
             "results": [{"dtype": r.dtype, "tolerance": r.tolerance.as_json(), "calls": r.calls, "rows": r.rows,
                          "undefined_rows": r.undefined_rows, "returned": r.returned,
                          "max_ratio": float(f"{r.max_ratio:.3e}") if r.failure is None else None,
@@ -733,6 +770,11 @@ class KernelReport:
         lines.append(f"Called as `fn({sig})` ({self.api}); lse convention: {self.lse}.")
         if self.free_params:
             lines.append(f"Varied: {', '.join(self.free_params)} ∈ {{{', '.join(_num(s) for s in SINK_VALUES)}}}.")
+        if self.per_head:
+            names = ", ".join(sorted(set(self.params) | set(self.free_params)))
+            lines.append(f"Per head: {names} passed as an array of shape ({HEADS},), one value per head along the "
+                         f"last leading axis of x (R, {HEADS}, n); a gradient has shape ({HEADS},), entry h the sum "
+                         f"over the rows of head h.")
         lines.append("")
         lines.append("| dtype | calls | rows | returned | result |")
         lines.append("|---|---|---|---|---|")
@@ -784,7 +826,7 @@ class KernelReport:
         return "\n".join(lines).rstrip() + "\n"
 
 
-def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> KernelReport:
+def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
     if norm.name not in EXTRA_LOGIT:
         why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
@@ -803,7 +845,9 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> 
             fixed[p] = value
         else:
             free.append(p)
-    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free))
+    if per_head and not norm.params:
+        raise InputError(f"--per-head passes the normalizer's parameters per head; {norm.name} has none")
+    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head)
     results, diagnosis = [], None
     for tol in tols:
         try:
@@ -824,4 +868,4 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> 
                      f"that gradient was not checked")
     return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
                         api=target.api, params=fixed, free_params=tuple(free), results=results,
-                        diagnosis=diagnosis, notes=notes)
+                        diagnosis=diagnosis, notes=notes, per_head=per_head)

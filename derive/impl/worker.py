@@ -262,6 +262,9 @@ def kraw(target: Target, form, x, v, third, params, dtype):
     """Call a kernel-form function: fn(x, v, block | splits | dout, **params); returns
     (what it returned, whether it changed one of its input arrays in place)."""
     kw = {p: params[p] for p in target.param_kws if p in params}
+    for p, val in kw.items():  # a parameter per head: an array of the call's dtype
+        if isinstance(val, np.ndarray):
+            kw[p] = val.astype(dtype) if target.api == "numpy" else _tensor(val, dtype)
     if target.api == "numpy":
         args = [x.astype(dtype), v.astype(dtype)]
         args.append(third.astype(dtype) if isinstance(third, np.ndarray) else int(third))

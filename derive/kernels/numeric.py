@@ -121,6 +121,7 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None):
     dv = p[:, None] * g[None, :]
     if extra is None:
         return dx, dv, None
-    ds = math.exp(extra - lse) * (float(g @ wv) - D)
+    with np.errstate(over="ignore", invalid="ignore"):  # a KV-only lse of −∞ (fault 9, every key masked)
+        ds = float(np.exp(extra - lse)) * (float(g @ wv) - D)
     ds = {"sink_grad_missing": 0.0, "sink_grad_sign": -ds}.get(fault, ds)
     return dx, dv, ds
