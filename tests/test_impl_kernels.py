@@ -442,3 +442,31 @@ def test_per_head_usage_errors():
         check_implementation(NP + "softmax1_online", "softmax1", form="online", per_head=True)
     cli = _cli(PH + "sink_split", "--as", "sink", "--form", "split", "--per-head", "--dtype", "float32")
     assert cli.returncode == 0 and "Per head: s passed as an array of shape (2,)" in cli.stdout
+
+
+# ---- the Hypothesis search after the fixed list ----------------------------------------------------
+
+def test_the_search_reaches_a_partition_the_fixed_list_lacks():
+    """A tail path that forgets to store out when a last tile of 3 keys follows full ones: every
+    partition of the fixed list misses it; the search draws one and shrinks it."""
+    assert not any(n > b and n % b == 3 for n in ROWS for b in blocks(n))
+    report = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
+    md = report.to_markdown()
+    assert ("**Verdict: disagrees** (float64, out) on scores of shape [1, 7], block = 4 (found by the Hypothesis "
+            "search after the fixed list, shrunk).") in md, md
+    assert "- out returned: [0.0, 0.0, 0.0]" in md and "- exact: [0.3, 1.0, 1.7]" in md
+    r = report.results[0]
+    assert r.source == "search" and r.calls == 36 and r.searched > 20  # 20 drawn, then shrinking
+    again = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
+    assert again.to_json() == report.to_json()  # derandomized: the same search every run
+
+
+def test_the_search_budget_is_a_count():
+    report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",))
+    assert report.agrees and report.results[0].searched == 20 and report.results[0].source == ""
+    report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",), examples=3)
+    assert report.agrees and report.results[0].searched == 3
+    assert report.as_json()["results"][0]["searched"] == 3
+    report = check_implementation(PH + "sink_backward", "sink", form="backward", dtypes=("float64",), examples=5,
+                                  per_head=True)
+    assert report.agrees and report.results[0].searched == 5

@@ -7,7 +7,7 @@ import sys
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
 from derive.impl.triton_env import child_env
@@ -57,7 +57,10 @@ lse, when returned, is checked too: natural log by default, --lse base2 (log2) o
 fully masked tiles and splits, empty splits, sinks from -inf to 1e4 spread over the
 partitions, scores up to +-1e4); a disagreement is
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
---examples and --dim do not apply to a kernel form; --timeout, the child process and
+After the fixed list, Hypothesis (derandomized) searches --examples more cases (default
+20 in a kernel form: n <= 12 keys, one to three rows, any entry or row masked, any tile
+size or split count, sink values) and shrinks a failing one. --dim does not apply to a
+kernel form; --timeout, the child process and
 the exit statuses are the same.
 Triton kernels run without a GPU under Triton's own CPU interpreter: --triton-interpret
 sets TRITON_INTERPRET=1 in the child process before TARGET is imported, so the real
@@ -79,8 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dim", type=int, default=-1, help="the normalized axis (default -1)")
     parser.add_argument("--dtype", nargs="+", default=list(DEFAULT_DTYPES), metavar="DTYPE",
                         help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
-    parser.add_argument("--examples", type=int, default=DEFAULT.examples,
-                        help=f"Hypothesis examples per dtype (default {DEFAULT.examples})")
+    parser.add_argument("--examples", type=int, default=None,
+                        help=f"Hypothesis examples per dtype (default {DEFAULT.examples}; in a kernel form, "
+                             f"after the fixed list: {SEARCH_EXAMPLES})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--form", choices=("row",) + FORMS, default="row",

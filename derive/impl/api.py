@@ -9,7 +9,7 @@ from hypothesis.errors import Flaky
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, check_kernel
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
@@ -76,6 +76,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     tols = [tolerance(d) for d in dtypes]
     if len(set(dtypes)) != len(dtypes):
         raise InputError(f"dtype given twice: {', '.join(dtypes)}")
+    searched = SEARCH_EXAMPLES if examples is None else int(examples)  # kernel forms
     examples = cfg.examples if examples is None else int(examples)
     if examples < 1:
         raise InputError(f"--examples must be at least 1, got {examples}")
@@ -97,7 +98,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                 if target.api == "numpy" and not tol.numpy:
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
-            report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head)
+            report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
+                                  searched)
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

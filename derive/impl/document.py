@@ -215,7 +215,11 @@ across tiles, a first tile or split with every key masked, empty splits (splits 
 to 17 tiles or splits per row, fully masked rows, scores up to ±1e4 and sink logits from
 −∞ to 1e4, one sink value per tile size or split count, in turn (a kernel run by Triton's
 CPU interpreter pays milliseconds per row and per tile, so partitions and sink values are
-spread rather than crossed: a check takes a few seconds there). A
+spread rather than crossed: a check takes a few seconds there). Then a derandomized
+Hypothesis search (`--examples`, default 20 per dtype, a count) draws partitions the list
+lacks — up to three full tiles of 1 to 6 keys and a partial one, 1 to 8 splits of up to 12
+keys — with one to three rows of any scores (any entry or row masked) and sink values, and
+shrinks a failing case to the simplest one. A
 disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
 (the document kernels.md derives and refutes them), run on the same inputs by the numeric
 kernels of `derive/kernels/numeric.py`. Tolerance: {KERNEL_TOLERANCE_RULE}

@@ -28,8 +28,14 @@ row of a length goes in one call, as (R, n) or (1, R, n). Sink logits 0, 1.5, �
 1e4 are spread over the partitions, ``SETS_PER_PARTITION`` per tile size or split count in turn,
 not crossed with them: the work of a check is rows × tiles, and a kernel run by Triton's CPU
 interpreter pays milliseconds per row (one program each, run one after the other, so batching
-rows saves launches only) and per tile. Agreement means agreement on every tested input:
-evidence, not a proof.
+rows saves launches only) and per tile. After the fixed list, a derandomized Hypothesis search
+(:func:`derive.impl.inputs.search`, the same as the row form's; ``SEARCH_EXAMPLES`` examples,
+a count) draws partitions the list lacks, rows and sink values, and shrinks a failing case.
+Agreement means agreement on every tested input: evidence, not a proof.
+
+With ``per_head`` the parameters are arrays (H,) along the last leading axis, the rows passed
+as (R, H, n) with ``HEADS`` sink values side by side; a gradient must have shape (H,), entry h
+the sum over the rows of head h.
 
 Tolerance (as for the row form, stated in ulps and absolutely): an entry y agrees with the
 exact value p when |y − p| ≤ abs + ulps·eps·(1 + κ)·m, with κ the condition of the row
@@ -55,7 +61,10 @@ from dataclasses import dataclass, field
 import mpmath
 import numpy as np
 
+from hypothesis import strategies as st
+
 from derive.errors import InputError
+from derive.impl.inputs import _entry, _param, search
 from derive.impl.target import ImplRaised, shown
 from derive.impl.tolerance import Tolerance, kappa
 from derive.kernels import numeric
@@ -78,6 +87,9 @@ SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
 SETS_PER_PARTITION = 1
 HEADS = 2  # per-head parameters (--per-head): heads per call, each with its own sink value
 MAX_PARTS = 17  # tiles per row, splits per row
+SEARCH_EXAMPLES = 20  # Hypothesis examples per dtype after the fixed list (a count; --examples sets it)
+SEARCH_MAX_N = 12  # keys per searched row (split, backward)
+SEARCH_MAX_BLOCK, SEARCH_MAX_TILES = 6, 4  # online: tiles of 1 to 6 keys, up to 3 full ones and a partial one
 DV = 3
 
 # rows per length, simplest first
@@ -247,6 +259,8 @@ class KernelResult:
     max_ratio: float = 0.0
     returned: str = ""  # what the function returned, e.g. "out, lse"
     failure: KernelFailure | None = None
+    searched: int = 0  # Hypothesis examples run after the fixed list
+    source: str = ""  # where the failure was found: fixed list | search
 
 
 def _num(v: float) -> str:
@@ -456,7 +470,42 @@ class KernelChecker:
                     return fail(key, -1, ys, ds_total, [e for _, e in res], bounds)
         return None
 
-    def run(self, tol: Tolerance) -> KernelResult:
+    def search(self, tol: Tolerance, result: KernelResult, budget: int) -> None:
+        """After the fixed list: Hypothesis (:func:`derive.impl.inputs.search`) draws a length n ≤
+        SEARCH_MAX_N, one to three rows of scores (any entry −∞, or the whole row), a tile size or
+        split count and the parameter values (the sink: a value of the fixed list or any in its
+        range; per head, one each), and shrinks a failing case to the simplest one."""
+        dtype, aborted = tol.dtype, []
+
+        def as_call(case) -> Call:
+            rows, third, sets = case
+            n = len(rows[0])
+            x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
+            v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
+            return self.make_call(x, v, third, [{**self.fixed_params, **c} for c in sets], dtype, len(rows) + 1)
+
+        def fails(case) -> bool:
+            if aborted:
+                return False
+            result.searched += 1
+            call = as_call(case)
+            try:
+                return self.compare(call, self.run_call(call, dtype), tol, None) is not None
+            except ImplRaised:
+                return True  # shrunk like a failure; the call below raises it on the simplest case
+            except InputError as exc:  # the worker is gone, or bad output: no more calls
+                aborted.append(exc)
+                return False
+
+        found = search(_kernel_cases(self.form, self.free_params, HEADS if self.per_head else 1), fails, budget)
+        if aborted:
+            raise aborted[0]
+        if found is not None:
+            call = as_call(found)
+            result.failure = self.compare(call, self.run_call(call, dtype), tol, result)
+            result.source = "search"
+
+    def run(self, tol: Tolerance, examples: int = SEARCH_EXAMPLES) -> KernelResult:
         result = KernelResult(tol.dtype, tol)
         for call in self.calls(tol.dtype):
             got = self.run_call(call, tol.dtype)
@@ -476,9 +525,27 @@ class KernelChecker:
                                  f"not (out, lse)")
             fail = self.compare(call, got, tol, result)
             if fail is not None:
-                result.failure = fail
+                result.failure, result.source = fail, "fixed list"
                 return result
+        if examples > 0:
+            self.search(tol, result, examples)
         return result
+
+
+@st.composite
+def _kernel_cases(draw, form: str, free: tuple, sets: int):
+    """(rows of scores, block | splits | cotangent index, parameter sets), simplest first."""
+    if form == "online":  # the partition first: full tiles of `block` keys and a partial last one
+        third = draw(st.integers(1, SEARCH_MAX_BLOCK))
+        n = third * draw(st.integers(0, SEARCH_MAX_TILES - 1)) + draw(st.integers(0, third - 1))
+    elif form == "split":
+        n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(1, 8))
+    else:
+        n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(0, 1))
+    rows = [draw(st.one_of(st.lists(_entry(True), min_size=n, max_size=n), st.just([-INF] * n)))
+            for _ in range(draw(st.integers(1, 3)))]
+    value = {p: st.one_of(st.sampled_from(SINK_VALUES), _param(p)) for p in free}
+    return rows, third, [{p: draw(value[p]) for p in free} for _ in range(sets)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -753,6 +820,7 @@ class KernelReport:
             "api": self.api, "params": {k: _jnum(v) for k, v in sorted(self.params.items())},
             "free_params": list(self.free_params), "agrees": self.agrees, "per_head": self.per_head,
             "results": [{"dtype": r.dtype, "tolerance": r.tolerance.as_json(), "calls": r.calls, "rows": r.rows,
+                         "searched": r.searched, "source": r.source or None,
                          "undefined_rows": r.undefined_rows, "returned": r.returned,
                          "max_ratio": float(f"{r.max_ratio:.3e}") if r.failure is None else None,
                          "failure": None if r.failure is None else r.failure.as_json()} for r in self.results],
@@ -776,16 +844,16 @@ class KernelReport:
                          f"last leading axis of x (R, {HEADS}, n); a gradient has shape ({HEADS},), entry h the sum "
                          f"over the rows of head h.")
         lines.append("")
-        lines.append("| dtype | calls | rows | returned | result |")
-        lines.append("|---|---|---|---|---|")
+        lines.append("| dtype | calls | rows | searched | returned | result |")
+        lines.append("|---|---|---|---|---|---|")
         for r in self.results:
             verdict = "**disagrees**" if r.failure else "agrees"
-            lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.returned} | {verdict} |")
+            lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.searched} | {r.returned} | {verdict} |")
         lines.append("")
         f = self.failure
         if f is None:
-            lines.append("**Verdict: agrees** with the exact definition on every tested input (evidence, not a "
-                         "proof). Tolerance: " + KERNEL_TOLERANCE_RULE + " Here "
+            lines.append("**Verdict: agrees** with the exact definition on every tested input, the fixed list "
+                         "and the searched cases (evidence, not a proof). Tolerance: " + KERNEL_TOLERANCE_RULE + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")
             undefined = sum(r.undefined_rows for r in self.results)
@@ -794,7 +862,10 @@ class KernelReport:
                 lines.append(f"{undefined} rows had every key masked and no extra logit, where {self.normalizer} "
                              "has no value (0/0): out 0 or NaN (and gradients 0 or NaN) were accepted there.")
         else:
-            lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}.")
+            found = next(r.source for r in self.results if r.failure is f)
+            lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}"
+                         + (" (found by the Hypothesis search after the fixed list, shrunk)." if found == "search"
+                            else "."))
             lines.append("")
             if f.row >= 0:
                 lines.append(f"- failing row {f.row}: x = {shown(f.call.x[f.row])}")
@@ -826,7 +897,8 @@ class KernelReport:
         return "\n".join(lines).rstrip() + "\n"
 
 
-def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False) -> KernelReport:
+def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False,
+                 examples: int = SEARCH_EXAMPLES) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
     if norm.name not in EXTRA_LOGIT:
         why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
@@ -851,7 +923,7 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     results, diagnosis = [], None
     for tol in tols:
         try:
-            result = checker.run(tol)
+            result = checker.run(tol, examples)
         except ImplRaised as exc:
             raise InputError(f"{target.name} raised {exc} on a valid {tol.dtype} input in {form} form "
                              f"(scores of shape {list(exc.shape)}: {exc.values})") from None
