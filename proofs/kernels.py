@@ -416,8 +416,8 @@ def _others(doc: Document) -> None:
     for name, why in NOT_CHECKED.items():
         if name in EXTRA_LOGIT or name not in EXTRA or get(name).params != ("s_star",):
             raise AssertionError(f"NOT_CHECKED[{name!r}] no longer describes the registry and the checker")
-        doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked)} against these forms. "
-                  f"It does not check {get(name).title} (`{name}`), although its forms are derived above: {why}.")
+        doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked[:-1])} and {checked[-1]} against "
+                  f"these forms. It does not check `{name}`, although its forms are derived above: {why}.")
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
               "softmax denominator, with no value (σ = s, w = 0). Real initial tokens kept as sinks "
               "{cite:xiao2024} are the learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")

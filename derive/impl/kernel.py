@@ -853,7 +853,8 @@ class KernelReport:
         f = self.failure
         if f is None:
             lines.append("**Verdict: agrees** with the exact definition on every tested input, the fixed list "
-                         "and the searched cases (evidence, not a proof). Tolerance: " + KERNEL_TOLERANCE_RULE + " Here "
+                         "and the searched cases (evidence, not a proof). Tolerance: " + KERNEL_TOLERANCE_RULE
+                         + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")
             undefined = sum(r.undefined_rows for r in self.results)
