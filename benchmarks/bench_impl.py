@@ -9,7 +9,8 @@ The implementation runs in a child process, which imports torch itself when the 
 it; that import is timed once (a fresh interpreter importing torch) and subtracted from
 the torch cases. Run from the repository root:
 ``python benchmarks/bench_impl.py [TARGET NORMALIZER [NAME=VALUE ...]]``
-(``--form FORM`` anywhere after them checks TARGET in that kernel form).
+(``--form FORM`` anywhere after them checks TARGET in that kernel form; a TARGET that imports
+triton runs under the interpreter in float32).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from derive.impl import check_implementation
+from derive.impl.triton_env import imports_triton
 
 BUDGET = 5.0
 FORM_BUDGET = 10.0  # per kernel-form check
@@ -106,7 +108,7 @@ def main(argv: list[str]) -> int:
               f"{'OK' if ok else 'TOO SLOW'}")
     form_times = []
     triton = [] if torch_s is None or len(argv) >= 2 else [(*c, True) for c in TRITON_CASES]
-    for spec, norm, form, *interpreted in [(*c, False) for c in form_cases] + triton:
+    for spec, norm, form, *interpreted in [(*c, imports_triton(c[0])) for c in form_cases] + triton:
         kw = {"dtypes": ("float32",), "env": {"TRITON_INTERPRET": "1"}} if interpreted[0] else {}
         start, cpu = time.perf_counter(), cpu_seconds()
         report = check_implementation(spec, norm, form=form, **kw)
