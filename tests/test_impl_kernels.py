@@ -470,3 +470,14 @@ def test_the_search_budget_is_a_count():
     report = check_implementation(PH + "sink_backward", "sink", form="backward", dtypes=("float64",), examples=5,
                                   per_head=True)
     assert report.agrees and report.results[0].searched == 5
+
+
+def test_a_per_head_failure_names_the_head_of_the_failing_row():
+    assert check_implementation(PH + "sink_online_first_head_only", "sink", form="online", dtypes=("float64",)).agrees
+    report = check_implementation(PH + "sink_online_first_head_only", "sink", form="online", per_head=True,
+                                  dtypes=("float64",))
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, lse) on scores of shape [1, 2, 0], block = 1, s = [0.0, 1.5] (one per " \
+           "head)." in md
+    assert "- failing row 1 (head 1: s = 1.5): x = []" in md and "- exact: [1.5]" in md
+    assert report.as_json()["results"][0]["failure"]["params"] == {"s": [0.0, 1.5]}

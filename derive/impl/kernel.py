@@ -745,7 +745,7 @@ def _lse_matches(checker, seen, conv: str, tol: Tolerance) -> bool:
                 if not math.isinf(y):
                     return False
                 continue
-            kap = kappa(call.x[r].tolist(), {k: val for k, val in call.params.items() if math.isfinite(val)})
+            kap = kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
             if not math.isfinite(y) or abs(y - p) > tol.bound(max(1.0, abs(p)), kap):
                 return False
             compared += 1
@@ -869,7 +869,12 @@ class KernelReport:
                             else "."))
             lines.append("")
             if f.row >= 0:
-                lines.append(f"- failing row {f.row}: x = {shown(f.call.x[f.row])}")
+                head = ""
+                if f.call.heads:
+                    h = f.row % f.call.heads
+                    head = f" (head {h}: " + ", ".join(f"{k} = {_num(v)}" for k, v in
+                                                    sorted(f.call.row_params(f.row).items())) + ")"
+                lines.append(f"- failing row {f.row}{head}: x = {shown(f.call.x[f.row])}")
                 lines.append(f"- its values v = [{', '.join(_list(t, _num) for t in f.call.v[f.row])}]")
                 if self.form == "backward":
                     lines.append(f"- dout = {_list(f.call.third[f.row], _num)}")

@@ -88,3 +88,9 @@ def sink_backward_summed_over_heads(x, v, dout, *, s):
     """Every head gets the sum over all rows, of every head: right for a scalar sink only."""
     dx, dv, ds = _backward(x, v, dout, s)
     return dx, dv, {"s": np.full(np.shape(s), ds.sum(), dtype=x.dtype)}
+
+
+def sink_online_first_head_only(x, v, block, *, s):
+    """Reads s[0] for every head (a per-head sink indexed as if it were shared)."""
+    s = np.asarray(s)
+    return sink_online(x, v, block, s=s.reshape(-1)[0] if s.ndim else s)
