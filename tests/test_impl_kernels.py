@@ -481,3 +481,14 @@ def test_a_per_head_failure_names_the_head_of_the_failing_row():
            "head)." in md
     assert "- failing row 1 (head 1: s = 1.5): x = []" in md and "- exact: [1.5]" in md
     assert report.as_json()["results"][0]["failure"]["params"] == {"s": [0.0, 1.5]}
+
+
+def test_torch_autograd_sink_gradient_per_head_and_shared():
+    """torch autograd through the definition: the sink's gradient summed over the rows sharing each
+    entry, per head or over every row; both agree with the recompute form's check."""
+    need_torch()
+    for per_head in (False, True):
+        report = check_implementation(TORCH + "sink_backward_autograd", "sink", form="backward", per_head=per_head,
+                                      dtypes=("float64", "float32"))
+        assert report.agrees, report.to_markdown()
+        assert report.api == "torch" and [r.returned for r in report.results] == ["dx, dv, ds"] * 2
