@@ -41,7 +41,8 @@ CASES = (
     ("tests/zoo/masking.py:softmax_hf", "softmax", {}),  # torch, HF-style masking
 )
 
-# kernel-form checks (default dtypes float64 and float32): agreeing, and disagreeing with diagnosis
+# kernel-form checks (default dtypes float64 and float32): agreeing, and disagreeing with diagnosis; numpy and
+# torch get the full fixed list (every tile size and split count with every sink value)
 FORM_CASES = (
     ("tests/zoo/kernels_numpy.py:sink_online", "sink", "online"),  # s over 7 values: the most calls
     ("tests/zoo/kernels_numpy.py:sink_split", "sink", "split"),
@@ -51,7 +52,8 @@ FORM_CASES = (
     ("tests/zoo/kernels_torch.py:sink_split_nan_empty", "sink", "split"),  # torch, diagnosis
 )
 # real Triton kernels under Triton's CPU interpreter, float32 (the kernels compute in float32): the
-# interpreter runs one program per row, one after the other, and pays milliseconds per tile
+# interpreter runs one program per row, one after the other, and pays milliseconds per tile, so these
+# get the interpreter list (at most 17 tiles or splits per row, sink values spread over the partitions)
 TRITON_CASES = (
     ("tests/zoo/triton_kernels/online.py:sink_online", "sink", "online"),
     ("tests/zoo/triton_kernels/online.py:sink_online_sink_per_tile", "sink", "online"),  # diagnosis

@@ -14,7 +14,7 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.kernel import ROWS, SINK_VALUES, KernelChecker, blocks, exact_row, split_counts
+from derive.impl.kernel import MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row, split_counts
 from derive.normalizers import get
 from derive.testing import assert_implements
 
@@ -192,19 +192,48 @@ def test_exact_reference_edge_cases():
 
 
 def test_partitions_cover_the_adversarial_cases():
+    """The full list (numpy, torch): one key per tile, many tiles and splits, empty splits up to 2n + 3.
+    The interpreter list: at most 17 tiles or splits per row."""
     assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(17) == [1, 2, 3, 16, 17, 18]
-    assert blocks(40) == [3, 16, 32, 40, 41] and blocks(64) == [4, 16, 32, 64, 65]  # at most 17 tiles
-    assert split_counts(0) == [1, 2, 3] and split_counts(5) == [1, 2, 3, 5, 6, 13]
-    assert split_counts(8) == [1, 2, 3, 8, 9] and split_counts(64) == [1, 2, 3, 8, 17]
+    assert blocks(40) == [1, 2, 3, 16, 32, 40, 41] and blocks(64) == [1, 2, 3, 16, 32, 64, 65]
+    assert split_counts(0) == [1, 2, 3, 8] and split_counts(5) == [1, 2, 3, 5, 6, 8, 13]
+    assert split_counts(8) == [1, 2, 3, 8, 9, 19] and split_counts(64) == [1, 2, 3, 8, 64, 65, 131]
+    assert blocks(17, True) == [1, 2, 3, 16, 17, 18]
+    assert blocks(40, True) == [3, 16, 32, 40, 41] and blocks(64, True) == [4, 16, 32, 64, 65]
+    assert split_counts(0, True) == [1, 2, 3] and split_counts(5, True) == [1, 2, 3, 5, 6, 13]
+    assert split_counts(8, True) == [1, 2, 3, 8, 9] and split_counts(64, True) == [1, 2, 3, 8, 17]
+    assert all(-(-n // b) <= MAX_PARTS for n in ROWS for b in blocks(n, True))
+    assert all(s <= MAX_PARTS for n in ROWS for s in split_counts(n, True))
     assert any(all(v == -math.inf for v in r) for r in ROWS[5])  # a fully masked row
     assert any(r[:3] == (-math.inf,) * 3 and r[3] > -math.inf for r in ROWS[5])  # first split masked
 
 
 @pytest.mark.parametrize("form", ["online", "split"])
-def test_sink_values_are_spread_over_the_partitions(form):
+def test_the_full_list_crosses_every_sink_value_with_every_partition(form):
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",)).calls("float32"))
+    part = {"online": blocks, "split": split_counts}[form]
+    want = {(n, t, s) for n in ROWS for t in part(n) for s in SINK_VALUES}
+    got = [(c.x.shape[1], c.third, c.params["s"]) for c in calls]
+    assert len(got) == len(set(got)) and set(got) == want
+    assert sum(c.x.shape[0] for c in calls) == {"online": 924, "split": 1295}[form]  # 132, 185 rows × 7 sink values
+
+
+@pytest.mark.parametrize("form", ["online", "split", "backward"])
+def test_the_full_list_per_head_puts_every_sink_value_on_every_partition(form):
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",), per_head=True).calls("float32"))
+    part = {"online": blocks, "split": split_counts}.get(form, lambda n: [0, 1])
+    for n in ROWS:
+        for t in part(n):
+            seen = {float(s) for c in calls if c.x.shape[1] == n and c.third == t for s in c.params["s"]} \
+                if form != "backward" else {float(s) for c in calls if c.x.shape[1] == n for s in c.params["s"]}
+            assert seen == set(SINK_VALUES), (n, t)
+
+
+@pytest.mark.parametrize("form", ["online", "split"])
+def test_the_interpreter_list_spreads_the_sink_values_over_the_partitions(form):
     """One sink value per tile size or split count, in turn: every value meets several lengths,
     a partition of two or more parts with a finite result, and one of a single part."""
-    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",)).calls("float32"))
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",), thin=True).calls("float32"))
     parts = {(c.x.shape[1], c.third) for c in calls}
     assert len(parts) == len(calls)  # each partition once
     for s in SINK_VALUES:
@@ -215,6 +244,47 @@ def test_sink_values_are_spread_over_the_partitions(form):
         assert several, s
     rows = sum(c.x.shape[0] for c in calls)
     assert rows == {"online": 124, "split": 148}[form]
+
+
+LATE = NP + "sink_online_no_rescale_past_17_tiles"
+
+
+def test_a_tile_fault_past_17_tiles_is_caught_by_the_full_list():
+    """The running state is not rescaled from the 18th tile on: a numpy target gets the full list,
+    whose rows of 40 keys in tiles of one key show it (the search draws at most 4 tiles, the
+    interpreter list at most 17)."""
+    report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
+    assert not report.agrees and report.fixed_list == "full"
+    md = report.to_markdown()
+    assert ("Fixed list: the full list, every tile size (1, 2, 3, 16, 32, n and n + 1 keys) and split count "
+            "(1, 2, 3, 8, n, n + 1 and 2n + 3) with every sink value.") in md
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [2, 40], block = 1, s = 0.0.\n" in md
+    assert "- out returned: [0.026861020731092686, 0.9308665752377254, 1.9177493113190245]" in md
+    assert "- exact: [0.19588072344537905, 0.8464458420816037, 1.8862840695657492]" in md
+    data = report.as_json()
+    assert data["fixed_list"] == "full" and data["results"][0]["source"] == "fixed list"
+    assert data["results"][0]["searched"] == 0
+
+
+def test_the_interpreter_list_misses_it(monkeypatch):
+    """The same target as if it ran under Triton's interpreter (the child's report forced): the
+    interpreter list and the search agree with it. This is the price of the thinned list, paid
+    only there."""
+    import derive.impl.api as api
+
+    real = api.load
+
+    def interpreted(*args, **kw):
+        target = real(*args, **kw)
+        target.triton_interpreter = True
+        return target
+
+    monkeypatch.setattr(api, "load", interpreted)
+    report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
+    assert report.agrees and report.fixed_list == "interpreter" and report.results[0].searched == 20
+    assert ("Fixed list: the interpreter list (the target runs under Triton's CPU interpreter), at most 17 tiles "
+            "or splits per row and the sink values spread over the tile sizes and split counts, 1 per partition "
+            "in turn.") in report.to_markdown()
 
 
 def test_extra_per_tile_named_where_a_row_of_no_key_is_nan():
@@ -420,9 +490,9 @@ def test_a_per_head_sink_gradient_summed_over_every_row_is_refuted_per_entry():
     report = check_implementation(PH + "sink_backward_summed_over_heads", "sink", form="backward", per_head=True,
                                   dtypes=("float64",))
     md = report.to_markdown()
-    assert "**Verdict: disagrees** (float64, ds) on scores of shape [4, 2, 1], s = [10000.0, 0.0] (one per head)." \
+    assert "**Verdict: disagrees** (float64, ds) on scores of shape [4, 2, 1], s = [-2.0, 30.0] (one per head)." \
         in md
-    assert "- exact: [-1.46875, -4.0322126495177795]" in md
+    assert "- exact: [-0.7899636143380296, -1.9911124699618046e-12]" in md
     assert report.failure.output[0] == report.failure.output[1]  # one number in both entries
     assert "No known kernel fault of the backward form matches" in md
 
@@ -449,14 +519,14 @@ def test_per_head_usage_errors():
 def test_the_search_reaches_a_partition_the_fixed_list_lacks():
     """A tail path that forgets to store out when a last tile of 3 keys follows full ones: every
     partition of the fixed list misses it; the search draws one and shrinks it."""
-    assert not any(n > b and n % b == 3 for n in ROWS for b in blocks(n))
+    assert not any(n > b and n % b == 3 for n in ROWS for thin in (False, True) for b in blocks(n, thin))
     report = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
     md = report.to_markdown()
     assert ("**Verdict: disagrees** (float64, out) on scores of shape [1, 7], block = 4 (found by the Hypothesis "
             "search after the fixed list, shrunk).") in md, md
     assert "- out returned: [0.0, 0.0, 0.0]" in md and "- exact: [0.3, 1.0, 1.7]" in md
     r = report.results[0]
-    assert r.source == "search" and r.calls == 36 and r.searched > 20  # 20 drawn, then shrinking
+    assert r.source == "search" and r.calls == 40 and r.searched > 20  # the full list; 20 drawn, then shrinking
     again = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
     assert again.to_json() == report.to_json()  # derandomized: the same search every run
 

@@ -22,20 +22,31 @@ digits) on the inputs as rounded to the dtype:
 Inputs are a fixed, deterministic adversarial list, simplest first (so the first failure is a
 small counterexample): n = 0, 1, 2, 3, 5, 8, 17, 40, 64 keys; ties, a running maximum that grows
 in every tile, a first tile or split with every key masked, fully masked rows, scores up to
-±1e4; tiles of 1, 2, 3, 16 and 32 keys, n and n + 1 (one tile); 1, 2, 3, n, n + 1 and 2n + 3
-splits (empty splits), 8 from n = 8 on; at most ``MAX_PARTS`` tiles or splits per row. Every
-row of a length goes in one call, as (R, n) or (1, R, n). Sink logits 0, 1.5, −2, 30, −30, −∞,
-1e4 are spread over the partitions, ``SETS_PER_PARTITION`` per tile size or split count in turn,
-not crossed with them: the work of a check is rows × tiles, and a kernel run by Triton's CPU
-interpreter pays milliseconds per row (one program each, run one after the other, so batching
-rows saves launches only) and per tile. After the fixed list, a derandomized Hypothesis search
+±1e4. Every row of a length goes in one call, as (R, n) or (1, R, n). The partitions and sink
+values come in two sizes (:data:`FIXED_LISTS`), chosen by where the target runs:
+
+* the full list (numpy, torch, and Triton on a GPU): tiles of 1, 2, 3, 16 and 32 keys, n and
+  n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3 splits (empty splits); every sink logit 0,
+  1.5, −2, 30, −30, −∞, 1e4 on every tile size and split count (crossed);
+* the interpreter list, when the child reports that triton is loaded with its CPU interpreter on
+  (``TRITON_INTERPRET=1``: ``--triton-interpret``, or set by :mod:`derive.impl.triton_env` when
+  the target imports triton and there is no CUDA device): the same sizes cut to at most
+  ``MAX_PARTS`` tiles or splits per row (the smallest block that keeps to it stands in for the
+  smaller ones; ``MAX_PARTS`` splits for longer rows; 8 splits from n = 8 on), and the sink values
+  spread over the partitions, ``SETS_PER_PARTITION`` per tile size or split count in turn: the
+  interpreter runs one program per row, one after the other, and pays milliseconds per row and
+  per tile.
+
+After the fixed list, a derandomized Hypothesis search
 (:func:`derive.impl.inputs.search`, the same as the row form's; ``SEARCH_EXAMPLES`` examples,
 a count) draws partitions the list lacks, rows and sink values, and shrinks a failing case.
 Agreement means agreement on every tested input: evidence, not a proof.
 
 With ``per_head`` the parameters are arrays (H,) along the last leading axis, the rows passed
-as (R, H, n) with ``HEADS`` sink values side by side; a gradient must have shape (H,), entry h
-the sum over the rows of head h.
+as (R, H, n) with ``HEADS`` sink values side by side, taken in turn: in the full list
+⌈7/HEADS⌉ calls per tile size, split count or cotangent, so each meets every sink value; in
+the interpreter list one. A gradient must have shape (H,), entry h the sum over the rows of
+head h.
 
 Tolerance (as for the row form, stated in ulps and absolutely): an entry y agrees with the
 exact value p when |y − p| ≤ abs + ulps·eps·(1 + κ)·m, with κ the condition of the row
@@ -81,12 +92,20 @@ LOG2E = 1.0 / math.log(2.0)
 # normalizer → its extra logit: None (none), a number, or the name of the parameter
 EXTRA_LOGIT: dict[str, object] = {"softmax": None, "softmax1": 0.0, "zero_token": 0.0, "sink": "s"}
 SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
-# sink values per tile size or split count (online, split): the work of a check is rows × tiles, and
-# a kernel run by Triton's interpreter pays milliseconds per program and per tile, so the sink values
-# are spread over the partitions rather than crossed with them
+# the interpreter list only (a target run by Triton's CPU interpreter, which pays milliseconds per program
+# and per tile): sink values per tile size or split count, spread over the partitions rather than crossed
+# with them, and tiles or splits per row
 SETS_PER_PARTITION = 1
+MAX_PARTS = 17
 HEADS = 2  # per-head parameters (--per-head): heads per call, each with its own sink value
-MAX_PARTS = 17  # tiles per row, splits per row
+# which fixed list a check used (KernelChecker.thin), in the report's words
+FIXED_LISTS = {
+    "full": "the full list, every tile size (1, 2, 3, 16, 32, n and n + 1 keys) and split count (1, 2, 3, 8, "
+            "n, n + 1 and 2n + 3) with every sink value",
+    "interpreter": f"the interpreter list (the target runs under Triton's CPU interpreter), at most {MAX_PARTS} "
+                   f"tiles or splits per row and the sink values spread over the tile sizes and split counts, "
+                   f"{SETS_PER_PARTITION} per partition in turn",
+}
 SEARCH_EXAMPLES = 20  # Hypothesis examples per dtype after the fixed list (a count; --examples sets it)
 SEARCH_MAX_N = 12  # keys per searched row (split, backward)
 SEARCH_MAX_BLOCK, SEARCH_MAX_TILES = 6, 4  # online: tiles of 1 to 6 keys, up to 3 full ones and a partial one
@@ -124,16 +143,20 @@ def dout_row(r: int, k: int = 0) -> np.ndarray:
     return base * (1.0 + (r % 3) / 2.0)
 
 
-def blocks(n: int) -> list[int]:
-    """Tile sizes for rows of n keys: one key, a few, 16 and 32, one tile (n, n + 1); at most
-    MAX_PARTS tiles (the smallest block that keeps to it stands in for the smaller ones)."""
-    fit = -(-n // MAX_PARTS) if n else 1
-    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if 1 <= b <= n + 1 and b >= fit} | {fit})
+def blocks(n: int, thin: bool = False) -> list[int]:
+    """Tile sizes for rows of n keys: one key, a few, 16 and 32, one tile (n, n + 1). ``thin``
+    (the interpreter list): at most MAX_PARTS tiles, the smallest block that keeps to it standing
+    in for the smaller ones."""
+    fit = -(-n // MAX_PARTS) if n and thin else 1
+    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if fit <= b <= n + 1} | {fit})
 
 
-def split_counts(n: int) -> list[int]:
-    """Split counts for rows of n keys: 1, 2, 3, a key per split, empty splits (n + 1, 2n + 3),
-    8 once n ≥ 8; at most MAX_PARTS splits (MAX_PARTS itself for longer rows)."""
+def split_counts(n: int, thin: bool = False) -> list[int]:
+    """Split counts for rows of n keys: 1, 2, 3, 8, a key per split, empty splits (n + 1, 2n + 3).
+    ``thin`` (the interpreter list): at most MAX_PARTS splits (MAX_PARTS itself for longer rows),
+    8 once n ≥ 8."""
+    if not thin:
+        return sorted({s for s in (1, 2, 3, 8, n, n + 1, 2 * n + 3) if s >= 1})
     return sorted({s for s in (1, 2, 3, n, n + 1, 2 * n + 3) if 1 <= s <= MAX_PARTS}
                   | ({8} if n >= 8 else set()) | ({MAX_PARTS} if n > MAX_PARTS else set()))
 
@@ -316,6 +339,7 @@ class KernelChecker:
     fixed_params: dict = field(default_factory=dict)
     free_params: tuple = ()
     per_head: bool = False  # parameters passed as arrays of shape (H,), one per head
+    thin: bool = False  # the interpreter list (the target runs under Triton's CPU interpreter), else the full one
     _cache: dict = field(default_factory=dict)
 
     def sigma(self, params: dict):
@@ -328,11 +352,11 @@ class KernelChecker:
         return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in SINK_VALUES]
 
     def _sets_for(self, sets: list, cursor: int, count: int = 0) -> list:
-        """The parameter sets one partition is run with: every one for the backward form (no
-        partition), else ``SETS_PER_PARTITION`` of them, taken in turn from a cursor that runs
-        through ``sets`` across the whole list (each length sees every sink value). With
-        ``count``: exactly that many, in turn (the heads of a per-head call)."""
-        if not count and (self.form == "backward" or len(sets) <= SETS_PER_PARTITION):
+        """The parameter sets one partition is run with: every one in the full list and for the
+        backward form (no partition), else ``SETS_PER_PARTITION`` of them, taken in turn from a
+        cursor that runs through ``sets`` across the whole list (each length sees every sink
+        value). With ``count``: exactly that many, in turn (the heads of a per-head call)."""
+        if not count and (not self.thin or self.form == "backward" or len(sets) <= SETS_PER_PARTITION):
             return sets
         return [sets[(cursor + j) % len(sets)] for j in range(count or SETS_PER_PARTITION)]
 
@@ -361,11 +385,12 @@ class KernelChecker:
             rows = ROWS[n]
             x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
             v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
-            thirds = {"online": blocks, "split": split_counts}.get(self.form, lambda _: [0, 1])(n)
+            thirds = {"online": blocks, "split": split_counts}.get(self.form, lambda *_: [0, 1])(n, self.thin)
             for k, third in enumerate(thirds):
-                if self.per_head:  # the sink values of this partition side by side, as heads
-                    yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
-                    cursor += HEADS
+                if self.per_head:  # the sink values side by side, as heads: in turn, every one (full list)
+                    for _ in range(1 if self.thin else -(-len(sets) // HEADS)):
+                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
+                        cursor += HEADS
                     continue
                 for params in self._sets_for(sets, cursor):
                     yield self.make_call(x, v, third, [params], dtype, k)
@@ -802,6 +827,7 @@ class KernelReport:
     diagnosis: KernelDiagnosis | None
     notes: list = field(default_factory=list)
     per_head: bool = False
+    fixed_list: str = "full"  # a key of FIXED_LISTS
 
     @property
     def failure(self) -> KernelFailure | None:
@@ -819,6 +845,7 @@ class KernelReport:
             "target": self.target, "normalizer": self.normalizer, "form": self.form, "lse": self.lse,
             "api": self.api, "params": {k: _jnum(v) for k, v in sorted(self.params.items())},
             "free_params": list(self.free_params), "agrees": self.agrees, "per_head": self.per_head,
+            "fixed_list": self.fixed_list,
             "results": [{"dtype": r.dtype, "tolerance": r.tolerance.as_json(), "calls": r.calls, "rows": r.rows,
                          "searched": r.searched, "source": r.source or None,
                          "undefined_rows": r.undefined_rows, "returned": r.returned,
@@ -836,6 +863,7 @@ class KernelReport:
         lines = [f"### derive impl --form {self.form}: `{self.target}` as {self.title}", ""]
         sig = ", ".join(["x", "v", third] + [f"{p}=…" for p in sorted(set(self.params) | set(self.free_params))])
         lines.append(f"Called as `fn({sig})` ({self.api}); lse convention: {self.lse}.")
+        lines.append(f"Fixed list: {FIXED_LISTS[self.fixed_list]}.")
         if self.free_params:
             lines.append(f"Varied: {', '.join(self.free_params)} ∈ {{{', '.join(_num(s) for s in SINK_VALUES)}}}.")
         if self.per_head:
@@ -925,7 +953,8 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
             free.append(p)
     if per_head and not norm.params:
         raise InputError(f"--per-head passes the normalizer's parameters per head; {norm.name} has none")
-    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head)
+    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head,
+                            thin=target.triton_interpreter)
     results, diagnosis = [], None
     for tol in tols:
         try:
@@ -946,4 +975,5 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
                      f"that gradient was not checked")
     return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
                         api=target.api, params=fixed, free_params=tuple(free), results=results,
-                        diagnosis=diagnosis, notes=notes, per_head=per_head)
+                        diagnosis=diagnosis, notes=notes, per_head=per_head,
+                        fixed_list="interpreter" if checker.thin else "full")
