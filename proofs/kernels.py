@@ -21,6 +21,7 @@ from derive.kernels.forms import (
     EXTRA,
     LOG2E,
     NO_FORM,
+    NOT_CHECKED,
     a,
     a2,
     base2_state,
@@ -38,6 +39,7 @@ from derive.kernels.forms import (
     w,
     x,
 )
+from derive.impl.kernel import EXTRA_LOGIT
 from derive.kernels.numeric import backward, online, split
 from derive.model.attention import M, i, n, t, u
 from derive.model.vectors import Dot
@@ -410,6 +412,12 @@ def _others(doc: Document) -> None:
     doc.section("8. The other normalizers", anchor="others")
     doc.prose("The registry's other entries have no online form of their own:")
     doc.table(["normalizer", "why"], [[get(name).title, why] for name, why in NO_FORM.items()])
+    checked = [get(name).title for name in EXTRA_LOGIT]
+    for name, why in NOT_CHECKED.items():
+        if name in EXTRA_LOGIT or name not in EXTRA or get(name).params != ("s_star",):
+            raise AssertionError(f"NOT_CHECKED[{name!r}] no longer describes the registry and the checker")
+        doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked[:-1])} and {checked[-1]} against "
+                  f"these forms. It does not check `{name}`, although its forms are derived above: {why}.")
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
               "softmax denominator, with no value (σ = s, w = 0). Real initial tokens kept as sinks "
               "{cite:xiao2024} are the learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")

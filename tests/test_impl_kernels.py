@@ -14,7 +14,8 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.kernel import ROWS, blocks, exact_row, split_counts
+from derive.impl.kernel import MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row, split_counts
+from derive.normalizers import get
 from derive.testing import assert_implements
 
 NP = "tests/zoo/kernels_numpy.py:"
@@ -61,6 +62,7 @@ def test_correct_numpy_kernels_agree(fn, norm, form, lse, returned):
 
 FAULTY = [
     ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
+    ("sink_online_extra_per_tile_unguarded", "sink", "online", "extra_per_tile"),  # NaN at n = 0
     ("sink_online_missing_log2e", "sink", "online", "missing_log2e"),
     ("sink_online_scale_on_extra", "sink", "online", "scale_on_extra"),
     ("softmax1_online_unshifted_one", "softmax1", "online", "softmax1_unshifted_one"),
@@ -190,10 +192,113 @@ def test_exact_reference_edge_cases():
 
 
 def test_partitions_cover_the_adversarial_cases():
-    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(40) == [1, 2, 3, 16, 32, 40, 41]
+    """The full list (numpy, torch): one key per tile, many tiles and splits, empty splits up to 2n + 3.
+    The interpreter list: at most 17 tiles or splits per row."""
+    assert blocks(0) == [1] and blocks(5) == [1, 2, 3, 5, 6] and blocks(17) == [1, 2, 3, 16, 17, 18]
+    assert blocks(40) == [1, 2, 3, 16, 32, 40, 41] and blocks(64) == [1, 2, 3, 16, 32, 64, 65]
     assert split_counts(0) == [1, 2, 3, 8] and split_counts(5) == [1, 2, 3, 5, 6, 8, 13]
+    assert split_counts(8) == [1, 2, 3, 8, 9, 19] and split_counts(64) == [1, 2, 3, 8, 64, 65, 131]
+    assert blocks(17, True) == [1, 2, 3, 16, 17, 18]
+    assert blocks(40, True) == [3, 16, 32, 40, 41] and blocks(64, True) == [4, 16, 32, 64, 65]
+    assert split_counts(0, True) == [1, 2, 3] and split_counts(5, True) == [1, 2, 3, 5, 6, 13]
+    assert split_counts(8, True) == [1, 2, 3, 8, 9] and split_counts(64, True) == [1, 2, 3, 8, 17]
+    assert all(-(-n // b) <= MAX_PARTS for n in ROWS for b in blocks(n, True))
+    assert all(s <= MAX_PARTS for n in ROWS for s in split_counts(n, True))
     assert any(all(v == -math.inf for v in r) for r in ROWS[5])  # a fully masked row
     assert any(r[:3] == (-math.inf,) * 3 and r[3] > -math.inf for r in ROWS[5])  # first split masked
+
+
+@pytest.mark.parametrize("form", ["online", "split"])
+def test_the_full_list_crosses_every_sink_value_with_every_partition(form):
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",)).calls("float32"))
+    part = {"online": blocks, "split": split_counts}[form]
+    want = {(n, t, s) for n in ROWS for t in part(n) for s in SINK_VALUES}
+    got = [(c.x.shape[1], c.third, c.params["s"]) for c in calls]
+    assert len(got) == len(set(got)) and set(got) == want
+    assert sum(c.x.shape[0] for c in calls) == {"online": 924, "split": 1295}[form]  # 132, 185 rows × 7 sink values
+
+
+@pytest.mark.parametrize("form", ["online", "split", "backward"])
+def test_the_full_list_per_head_puts_every_sink_value_on_every_partition(form):
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",), per_head=True).calls("float32"))
+    part = {"online": blocks, "split": split_counts}.get(form, lambda n: [0, 1])
+    for n in ROWS:
+        for t in part(n):
+            seen = {float(s) for c in calls if c.x.shape[1] == n and c.third == t for s in c.params["s"]} \
+                if form != "backward" else {float(s) for c in calls if c.x.shape[1] == n for s in c.params["s"]}
+            assert seen == set(SINK_VALUES), (n, t)
+
+
+@pytest.mark.parametrize("form", ["online", "split"])
+def test_the_interpreter_list_spreads_the_sink_values_over_the_partitions(form):
+    """One sink value per tile size or split count, in turn: every value meets several lengths,
+    a partition of two or more parts with a finite result, and one of a single part."""
+    calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",), thin=True).calls("float32"))
+    parts = {(c.x.shape[1], c.third) for c in calls}
+    assert len(parts) == len(calls)  # each partition once
+    for s in SINK_VALUES:
+        mine = [c for c in calls if c.params["s"] == s or (math.isnan(s) and math.isnan(c.params["s"]))]
+        assert len({c.x.shape[1] for c in mine}) >= 3, s
+        several = [c for c in mine if c.x.shape[1] >= 2 and (c.third < c.x.shape[1] if form == "online"
+                                                               else 2 <= c.third)]
+        assert several, s
+    rows = sum(c.x.shape[0] for c in calls)
+    assert rows == {"online": 124, "split": 148}[form]
+
+
+LATE = NP + "sink_online_no_rescale_past_17_tiles"
+
+
+def test_a_tile_fault_past_17_tiles_is_caught_by_the_full_list():
+    """The running state is not rescaled from the 18th tile on: a numpy target gets the full list,
+    whose rows of 40 keys in tiles of one key show it (the search draws at most 4 tiles, the
+    interpreter list at most 17)."""
+    report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
+    assert not report.agrees and report.fixed_list == "full"
+    md = report.to_markdown()
+    assert ("Fixed list: the full list, every tile size (1, 2, 3, 16, 32, n and n + 1 keys) and split count "
+            "(1, 2, 3, 8, n, n + 1 and 2n + 3) with every sink value.") in md
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [2, 40], block = 1, s = 0.0.\n" in md
+    assert "- out returned: [0.026861020731092686, 0.9308665752377254, 1.9177493113190245]" in md
+    assert "- exact: [0.19588072344537905, 0.8464458420816037, 1.8862840695657492]" in md
+    data = report.as_json()
+    assert data["fixed_list"] == "full" and data["results"][0]["source"] == "fixed list"
+    assert data["results"][0]["searched"] == 0
+
+
+def test_the_interpreter_list_misses_it(monkeypatch):
+    """The same target as if it ran under Triton's interpreter (the child's report forced): the
+    interpreter list and the search agree with it. This is the price of the thinned list, paid
+    only there."""
+    import derive.impl.api as api
+
+    real = api.load
+
+    def interpreted(*args, **kw):
+        target = real(*args, **kw)
+        target.triton_interpreter = True
+        return target
+
+    monkeypatch.setattr(api, "load", interpreted)
+    report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
+    assert report.agrees and report.fixed_list == "interpreter" and report.results[0].searched == 20
+    assert ("Fixed list: the interpreter list (the target runs under Triton's CPU interpreter), at most 17 tiles "
+            "or splits per row and the sink values spread over the tile sizes and split counts, 1 per partition "
+            "in turn.") in report.to_markdown()
+
+
+def test_extra_per_tile_named_where_a_row_of_no_key_is_nan():
+    """A per-tile kernel never adds the extra logit to a row of no tile: 0/0 at n = 0. The first
+    failure is that row; the diagnosis still names the fault, matched on rows of two or more
+    tiles with finite results (the fault model realizes the NaN too)."""
+    report = check_implementation(NP + "sink_online_extra_per_tile_unguarded", "sink", form="online",
+                                  dtypes=("float64",))
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [1, 0], block = 1, s = 0.0." in md
+    assert "- out returned: [nan, nan, nan]" in md
+    assert "**Known kernel fault: extra logit added per tile or per split** (`extra_per_tile`, matched on 21 " \
+           "probe rows)." in md, md
+    assert "NaN" not in md.split("Known kernel fault")[1]
 
 
 def test_assert_implements_with_a_form():
@@ -214,6 +319,9 @@ def test_the_worker_environment_hook_is_set_before_import():
 
 @pytest.mark.parametrize("fn,norm,form,message", [
     ("wrong_out_shape", "softmax", "online", "returned out of shape [1, 0]; expected [1, 3]"),
+    ("one_row_only", "softmax", "online", "returned out of shape [1, 1, 3]; expected [1, 3] for scores of shape "
+                                          "[1, 0] and values of shape [1, 0, 3] (the kernel forms pass every row "
+                                          "of a length in one call"),
     ("raises_on_empty", "softmax", "online", "raised ValueError: no keys on a valid float64 input in online form"),
     ("sink_ds_per_row", "sink", "backward", "returned the gradient of s with shape [1]; s was passed as a scalar"),
     ("unknown_param_grad", "softmax", "backward", "returned a gradient for 'tau', which is not a parameter"),
@@ -245,7 +353,17 @@ def test_cli_exit_codes_and_json():
     nonsense = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "diagonal")
     assert nonsense.returncode == 2
     unsupported = _cli(NP + "softmax1_split", "--as", "sigmoid", "--form", "split")
-    assert unsupported.returncode == 2 and "sigmoid has no kernel form checked here" in unsupported.stderr
+    assert unsupported.returncode == 2 and "sigmoid has no kernel form checked here: elementwise" in unsupported.stderr
+
+
+def test_bias_kv_has_no_checked_kernel_form_and_says_why():
+    from derive.kernels.forms import NOT_CHECKED
+
+    with pytest.raises(InputError) as err:
+        check_implementation(NP + "softmax1_online", "bias_kv", form="online", dtypes=("float64",))
+    assert str(err.value) == ("--form online supports the normalizers softmax, softmax1, zero_token, sink; bias_kv "
+                              "has no kernel form checked here: " + NOT_CHECKED["bias_kv"])
+    assert "no keyword to pass v* to the kernel" in str(err.value)
 
 
 def test_help_documents_the_new_flags():
@@ -325,3 +443,122 @@ def test_a_failing_report_as_json_is_deterministic():
     assert data["diagnosis"]["matched"][0]["name"] == "sink_grad_missing"
     failure = data["results"][0]["failure"]
     assert (failure["what"], failure["output"], failure["row"]) == ("ds", [0.0], None)
+
+
+# ---- a sink per head (--per-head): s of shape (H,) along the last leading axis of x ----------------
+
+PH = "tests/zoo/kernels_per_head.py:"
+
+
+@pytest.mark.parametrize("fn,form", [("sink_online", "online"), ("sink_split", "split"),
+                                     ("sink_backward", "backward")])
+def test_a_sink_per_head_agrees_in_every_form(fn, form):
+    report = check_implementation(PH + fn, "sink", form=form, per_head=True)
+    assert report.agrees, report.to_markdown()
+    assert report.as_json()["per_head"] is True
+    assert "Per head: s passed as an array of shape (2,), one value per head along the last leading axis of x " \
+           "(R, 2, n); a gradient has shape (2,), entry h the sum over the rows of head h." in report.to_markdown()
+    scalar = check_implementation(PH + fn, "sink", form=form, dtypes=("float64",))  # the same code, one sink
+    assert scalar.agrees and scalar.as_json()["per_head"] is False
+
+
+def test_per_head_calls_put_the_sink_values_side_by_side():
+    calls = list(KernelChecker(get("sink"), None, "backward", "natural", 30, {}, ("s",), True).calls("float64"))
+    first = calls[0]
+    assert first.lead == (1, 2) and first.heads == 2 and first.params["s"].tolist() == [0.0, 1.5]
+    assert [first.row_sigma(r) for r in range(2)] == [0.0, 1.5]
+    x, v, dout = first.args()
+    assert x.shape == (1, 2, 0) and v.shape == (1, 2, 0, 3) and dout.shape == (1, 2, 3)
+    assert {float(s) for c in calls for s in c.params["s"]} >= {0.0, 1.5, -2.0, 30.0, -30.0, 1e4}
+    assert any(math.isinf(s) for c in calls for s in c.params["s"])
+
+
+@pytest.mark.parametrize("fn,fault", [("sink_backward_grad_zero", "sink_grad_missing"),
+                                      ("sink_backward_grad_sign", "sink_grad_sign")])
+def test_a_per_head_sink_gradient_zero_or_of_the_wrong_sign_is_named(fn, fault):
+    report = check_implementation(PH + fn, "sink", form="backward", per_head=True, dtypes=("float64",))
+    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    f = report.failure
+    assert f.what == "ds" and f.row == -1 and len(f.output) == 2 and f.call.lead == (4, 2)
+
+
+def test_a_per_head_sink_gradient_summed_over_every_row_is_refuted_per_entry():
+    """Each head's entry must be the sum over that head's rows: the sum over all rows in every
+    entry is right for a scalar sink only."""
+    assert check_implementation(PH + "sink_backward_summed_over_heads", "sink", form="backward",
+                                dtypes=("float64",)).agrees
+    report = check_implementation(PH + "sink_backward_summed_over_heads", "sink", form="backward", per_head=True,
+                                  dtypes=("float64",))
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, ds) on scores of shape [4, 2, 1], s = [-2.0, 30.0] (one per head)." \
+        in md
+    assert "- exact: [-0.7899636143380296, -1.9911124699618046e-12]" in md
+    assert report.failure.output[0] == report.failure.output[1]  # one number in both entries
+    assert "No known kernel fault of the backward form matches" in md
+
+
+def test_a_per_head_sink_gradient_not_summed_is_a_usage_error():
+    with pytest.raises(InputError, match=r"returned the gradient of s with shape \[1, 2\]; s was passed per head "
+                                         r"with shape \[2\] \(scores of shape \[1, 2, 0\]\), so its gradient has "
+                                         r"shape \[2\]: entry h is the sum over the rows of head h"):
+        check_implementation(PH + "sink_backward_not_summed", "sink", form="backward", per_head=True,
+                             dtypes=("float64",))
+
+
+def test_per_head_usage_errors():
+    with pytest.raises(InputError, match="--per-head applies to a kernel form"):
+        check_implementation("tests/zoo/sink_numpy.py:sink", "sink", per_head=True)
+    with pytest.raises(InputError, match="--per-head passes the normalizer's parameters per head; softmax1 has none"):
+        check_implementation(NP + "softmax1_online", "softmax1", form="online", per_head=True)
+    cli = _cli(PH + "sink_split", "--as", "sink", "--form", "split", "--per-head", "--dtype", "float32")
+    assert cli.returncode == 0 and "Per head: s passed as an array of shape (2,)" in cli.stdout
+
+
+# ---- the Hypothesis search after the fixed list ----------------------------------------------------
+
+def test_the_search_reaches_a_partition_the_fixed_list_lacks():
+    """A tail path that forgets to store out when a last tile of 3 keys follows full ones: every
+    partition of the fixed list misses it; the search draws one and shrinks it."""
+    assert not any(n > b and n % b == 3 for n in ROWS for thin in (False, True) for b in blocks(n, thin))
+    report = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
+    md = report.to_markdown()
+    assert ("**Verdict: disagrees** (float64, out) on scores of shape [1, 7], block = 4 (found by the Hypothesis "
+            "search after the fixed list, shrunk).") in md, md
+    assert "- out returned: [0.0, 0.0, 0.0]" in md and "- exact: [0.3, 1.0, 1.7]" in md
+    r = report.results[0]
+    assert r.source == "search" and r.calls == 40 and r.searched > 20  # the full list; 20 drawn, then shrinking
+    again = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
+    assert again.to_json() == report.to_json()  # derandomized: the same search every run
+
+
+def test_the_search_budget_is_a_count():
+    report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",))
+    assert report.agrees and report.results[0].searched == 20 and report.results[0].source == ""
+    report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",), examples=3)
+    assert report.agrees and report.results[0].searched == 3
+    assert report.as_json()["results"][0]["searched"] == 3
+    report = check_implementation(PH + "sink_backward", "sink", form="backward", dtypes=("float64",), examples=5,
+                                  per_head=True)
+    assert report.agrees and report.results[0].searched == 5
+
+
+def test_a_per_head_failure_names_the_head_of_the_failing_row():
+    assert check_implementation(PH + "sink_online_first_head_only", "sink", form="online", dtypes=("float64",)).agrees
+    report = check_implementation(PH + "sink_online_first_head_only", "sink", form="online", per_head=True,
+                                  dtypes=("float64",))
+    md = report.to_markdown()
+    assert "**Verdict: disagrees** (float64, lse) on scores of shape [1, 2, 0], block = 1, s = [0.0, 1.5] (one per " \
+           "head)." in md
+    assert "- failing row 1 (head 1: s = 1.5): x = []" in md and "- exact: [1.5]" in md
+    assert report.as_json()["results"][0]["failure"]["params"] == {"s": [0.0, 1.5]}
+
+
+def test_torch_autograd_sink_gradient_per_head_and_shared():
+    """torch autograd through the definition: the sink's gradient summed over the rows sharing each
+    entry, per head or over every row; both agree with the recompute form's check."""
+    need_torch()
+    for per_head in (False, True):
+        report = check_implementation(TORCH + "sink_backward_autograd", "sink", form="backward", per_head=per_head,
+                                      dtypes=("float64", "float32"))
+        assert report.agrees, report.to_markdown()
+        assert report.api == "torch" and [r.returned for r in report.results] == ["dx, dv, ds"] * 2

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from derive.cli import main
+from derive.impl import check_implementation
 from derive.impl.triton_env import VAR, child_env, imports_triton
 from tests.conftest import require_module
 
@@ -262,7 +263,11 @@ ZOO = "tests/zoo/triton_kernels"
 @pytest.mark.slow
 @pytest.mark.parametrize("target, form, code, text", [
     ("online.py:sink_online", "online", 0, "**Verdict: agrees**"),
-    ("online.py:sink_online_sink_per_tile", "online", 1, "on scores of shape [1, 0], block = 1, s = 0.0"),
+    ("online.py:sink_online_sink_per_tile", "online", 1, "**Verdict: disagrees** (float32, out) on scores of shape "
+                                                        "[1, 0], block = 1, s = 0.0.\n\n- failing row 0: x = []\n"
+                                                        "- its values v = []\n- out returned: [nan, nan, nan]"),
+    ("online.py:sink_online_sink_per_tile", "online", 1, "**Known kernel fault: extra logit added per tile or per "
+                                                        "split** (`extra_per_tile`, matched on 21 probe rows)."),
     ("split.py:sink_split_sink_per_split", "split", 1, "**Known kernel fault: extra logit added per tile or per "
                                                       "split** (`extra_per_tile`"),
     ("split.py:sink_split_empty_as_sink", "split", 1, "**Known kernel fault: extra logit seeded twice when a split "
@@ -270,14 +275,27 @@ ZOO = "tests/zoo/triton_kernels"
 ])
 def test_derive_impl_form_on_triton_kernels(zoo, capsys, monkeypatch, target, form, code, text):
     """The shipped kernel code itself, checked in its form: the correct one agrees, each faulty twin is
-    caught on its smallest failing input (an empty row: the sink counted 0 or 2 times), and the split
-    twins are named: they seed every split (empty ones too) or let a fully masked split report the
-    seeded state, two ways kernels realize faults 1 and 2."""
+    caught on its smallest failing input (an empty row: the sink counted 0 or 2 times) and named:
+    the online twin adds the sink per tile, so a row of no tile is 0/0 (the fault model realizes
+    that too) and the rows of two or more tiles name it; the split twins seed every split (empty
+    ones too) or let a fully masked split report the seeded state, two ways kernels realize faults
+    1 and 2."""
     monkeypatch.delenv(VAR, raising=False)
     got, out, err = impl(capsys, f"{ZOO}/{target}", "--as", "sink", "--form", form, "--dtype", "float32",
                          "--triton-interpret")
     assert (got, err) == (code, ""), out
     assert text in out
+
+
+@pytest.mark.slow
+def test_derive_impl_form_per_head_on_the_triton_online_kernel(zoo, capsys, monkeypatch):
+    """The kernel's host code broadcasts a sink tensor against the leading dimensions: a sink per head
+    (s of shape (2,), x of shape (R, 2, n)) agrees too."""
+    monkeypatch.delenv(VAR, raising=False)
+    got, out, err = impl(capsys, f"{ZOO}/online.py:sink_online", "--as", "sink", "--form", "online", "--per-head",
+                         "--dtype", "float32", "--triton-interpret")
+    assert (got, err) == (0, ""), out
+    assert "Per head: s passed as an array of shape (2,)" in out and "**Verdict: agrees**" in out
 
 
 def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monkeypatch):
@@ -290,6 +308,29 @@ def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monk
     assert code == 0 and "**Verdict: agrees.**" in out
     assert err == (f"derive impl: no CUDA device, so the Triton kernels of {KERNELS}:softmax run under "
                    f"Triton's CPU interpreter (TRITON_INTERPRET=1; --triton-interpret says so explicitly)\n")
+
+
+def test_a_target_that_loads_triton_under_the_interpreter_gets_the_interpreter_list(zoo, capsys, monkeypatch):
+    """Which fixed list applies is the child's report (triton loaded, its interpreter on), not the
+    file's imports or the variable alone: a numpy kernel in a module importing triton gets the
+    interpreter list, and its bug past the 17th tile goes unseen there; with TRITON_INTERPRET=1 but
+    no triton loaded, kernels_numpy.py's twin gets the full list and fails."""
+    monkeypatch.delenv(VAR, raising=False)
+    target = "sink_online_no_rescale_past_17_tiles"
+    got, out, err = impl(capsys, f"{ZOO}/numpy_late_tiles.py:{target}", "--as", "sink", "--form", "online",
+                         "--dtype", "float32", "--triton-interpret")
+    assert (got, err) == (0, ""), out
+    assert "Fixed list: the interpreter list (the target runs under Triton's CPU interpreter)" in out
+    got, out, err = impl(capsys, f"tests/zoo/kernels_numpy.py:{target}", "--as", "sink", "--form", "online",
+                         "--dtype", "float32", "--triton-interpret")
+    assert (got, err) == (1, ""), out
+    assert "Fixed list: the full list" in out
+    assert "**Verdict: disagrees** (float32, out) on scores of shape [2, 40], block = 1, s = 0.0." in out
+    torch_target = check_implementation("tests/zoo/kernels_torch.py:sink_online", "sink", form="online",
+                                        dtypes=("float32",), env={VAR: "1"}, examples=1)
+    assert (torch_target.api, torch_target.fixed_list, torch_target.agrees) == ("torch", "full", True)
+    r = torch_target.results[0]  # every block of every length (40, on 132 rows) with every sink value
+    assert (r.calls, r.rows) == (40 * 7, 132 * 7)
 
 
 # ---- child_env: no triton needed ----------------------------------------------------------------

@@ -7,7 +7,7 @@ import sys
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
 from derive.impl.triton_env import child_env
@@ -39,7 +39,8 @@ scores (numpy or torch, detected) and returns the weights along --dim; it may al
 
 Kernel-shaped code (--form; softmax, softmax1, zero_token, sink): the scores x (..., n)
 come first (-inf marks a masked key), then the values v (..., n, dv); the normalizer's
-parameters are keywords (a sink: `def fn(x, v, block, *, s)`).
+parameters are keywords (a sink: `def fn(x, v, block, *, s)`). Every row of a length
+comes in one call with leading dimensions: a function for one row (n,) must loop.
   --form online    fn(x, v, block) streams the keys in tiles of `block` >= 1 keys and
                    returns out (..., dv) or (out, lse);
   --form split     fn(x, v, splits) cuts the keys into `splits` contiguous chunks
@@ -47,13 +48,19 @@ parameters are keywords (a sink: `def fn(x, v, block, *, s)`).
                    each and merges them; returns out or (out, lse);
   --form backward  fn(x, v, dout) returns (dx, dv) or (dx, dv, dparams), dparams a dict
                    keyed by parameter name ({"s": ds}), each gradient shaped like the
-                   parameter as passed (a scalar sink: the sum over rows).
+                   parameter as passed (a scalar sink: the sum over rows; with
+                   --per-head, s of shape (H,) along the last leading axis of x
+                   (..., H, n): entry h the sum over the rows of head h).
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
-64, tiles of 1 key to more than n, ties split across tiles, fully masked tiles and
-splits, empty splits, sinks from -inf to 1e4, scores up to +-1e4); a disagreement is
+64, tiles of 1 key to more than n, at most 17 tiles or splits, ties split across tiles,
+fully masked tiles and splits, empty splits, sinks from -inf to 1e4 spread over the
+partitions, scores up to +-1e4); a disagreement is
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
---examples and --dim do not apply to a kernel form; --timeout, the child process and
+After the fixed list, Hypothesis (derandomized) searches --examples more cases (default
+20 in a kernel form: n <= 12 keys, one to three rows, any entry or row masked, any tile
+size or split count, sink values) and shrinks a failing one. --dim does not apply to a
+kernel form; --timeout, the child process and
 the exit statuses are the same.
 Triton kernels run without a GPU under Triton's own CPU interpreter: --triton-interpret
 sets TRITON_INTERPRET=1 in the child process before TARGET is imported, so the real
@@ -75,8 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dim", type=int, default=-1, help="the normalized axis (default -1)")
     parser.add_argument("--dtype", nargs="+", default=list(DEFAULT_DTYPES), metavar="DTYPE",
                         help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
-    parser.add_argument("--examples", type=int, default=DEFAULT.examples,
-                        help=f"Hypothesis examples per dtype (default {DEFAULT.examples})")
+    parser.add_argument("--examples", type=int, default=None,
+                        help=f"Hypothesis examples per dtype (default {DEFAULT.examples}; in a kernel form, "
+                             f"after the fixed list: {SEARCH_EXAMPLES})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--form", choices=("row",) + FORMS, default="row",
@@ -85,6 +93,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lse", choices=LSE_CONVENTIONS, default="natural",
                         help="the convention of a returned lse (--form online/split): natural (default), "
                              "base2, kv-only")
+    parser.add_argument("--per-head", action="store_true",
+                        help="kernel forms: pass the normalizer's parameters as arrays of shape (H,), one per head, "
+                             "along the last leading axis of x (..., H, n); each gradient then has shape (H,), "
+                             "the sum over the rows of that head")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
     parser.add_argument("--triton-interpret", action="store_true",
                         help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
@@ -108,6 +120,6 @@ def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
-                                  env=child_env(args.triton_interpret, args.target))
+                                  env=child_env(args.triton_interpret, args.target), per_head=args.per_head)
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

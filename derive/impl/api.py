@@ -9,7 +9,7 @@ from hypothesis.errors import Flaky
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, check_kernel
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
@@ -47,19 +47,23 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                          dtypes=DEFAULT_DTYPES, examples: int | None = None,
                          cfg: Settings = DEFAULT, name: str | None = None,
                          timeout: float = DEFAULT_TIMEOUT, form: str = "row", lse: str = "natural",
-                         env: dict | None = None):
+                         env: dict | None = None, per_head: bool = False):
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
     The function is imported and called only in a child process (:mod:`.target`), whose
     environment gets ``env`` on top of ours before it imports anything. ``form`` is ``row``
     (fn(x) → weights: a :class:`Report`) or a kernel form, ``online``, ``split`` or
     ``backward`` (:mod:`.kernel`: a :class:`~derive.impl.kernel.KernelReport`); ``lse`` is the
-    convention of a returned log-sum-exp there (``natural``, ``base2`` or ``kv-only``).
+    convention of a returned log-sum-exp there (``natural``, ``base2`` or ``kv-only``). With
+    ``per_head`` (kernel forms) the normalizer's parameters are passed as arrays of shape (H,),
+    one per head, along the last leading axis of the scores (…, H, n).
     """
     if form not in ("row",) + FORMS:
         raise InputError(f"unknown --form {form!r}: expected one of row, {', '.join(FORMS)}")
     if lse not in LSE_CONVENTIONS:
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
+    if per_head and form == "row":
+        raise InputError("--per-head applies to a kernel form (--form online, split or backward), not row")
     if lse != "natural" and form in ("row", "backward"):
         raise InputError(f"--lse {lse} applies to --form online or split, not {form}")
     if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
@@ -72,6 +76,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     tols = [tolerance(d) for d in dtypes]
     if len(set(dtypes)) != len(dtypes):
         raise InputError(f"dtype given twice: {', '.join(dtypes)}")
+    searched = SEARCH_EXAMPLES if examples is None else int(examples)  # kernel forms
     examples = cfg.examples if examples is None else int(examples)
     if examples < 1:
         raise InputError(f"--examples must be at least 1, got {examples}")
@@ -93,7 +98,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                 if target.api == "numpy" and not tol.numpy:
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
-            report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg)
+            report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
+                                  searched)
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

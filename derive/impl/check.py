@@ -15,14 +15,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis.errors import NoSuchExample
-
-from derive.crosscheck.hypothesis_env import no_local_constants
 
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
-from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets,
+from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, search,
                                 special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
@@ -233,17 +229,12 @@ class Checker:
             if budget < 1 or result.failure is not None:
                 continue
             strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
-            try:
-                with no_local_constants():
-                    x, params = find(strategy, lambda case, g=with_grad: fails(case, g), settings=settings(
-                        max_examples=budget, derandomize=True, database=None, deadline=None,
-                        phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
-                if aborted:
-                    raise aborted[0]
+            found = search(strategy, lambda case, g=with_grad: fails(case, g), budget)
+            if aborted:
+                raise aborted[0]
+            if found is not None:
+                x, params = found
                 result.failure = self.compare(x, params, tol, result, with_grad)
-            except NoSuchExample:
-                if aborted:
-                    raise aborted[0] from None
         if result.failure is not None:
             return result
         lead = (1,) * lead_ndim(self.dim)

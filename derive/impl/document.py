@@ -14,7 +14,7 @@ import numpy as np
 
 from derive.document.references import citation, markdown_section
 from derive.impl.api import check_implementation
-from derive.impl.kernel import KERNEL_TOLERANCE_RULE
+from derive.impl.kernel import FIXED_LISTS, KERNEL_TOLERANCE_RULE
 from derive.impl.masked import CONVENTIONS, RULES
 from derive.impl.report import TOLERANCE_RULE
 from derive.impl.target import DEFAULT_TIMEOUT
@@ -200,14 +200,28 @@ zero_token and sink), against the exact definition of `out`, `lse` and the gradi
 | `split` | `fn(x, v, splits, **params)`: `splits` contiguous chunks (`numpy.array_split`) | `out` or `(out, lse)` |
 | `backward` | `fn(x, v, dout, **params)` | `(dx, dv)` or `(dx, dv, {{"s": ds}})` |
 
-The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second;
-the normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
+The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second.
+Every row of one length is passed in one call, with one or two leading dimensions (…, n):
+a function written for a single row (n,) must loop over them, else the shape it returns
+is refused (exit 2). The normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
 parameter's gradient has the parameter's shape (a scalar sink shared by every row: the sum
-over rows). A returned `lse` is the natural log-sum-exp including the extra logit;
+over rows). With `--per-head` the parameters are arrays of shape (H,), one per head along
+the last leading axis of `x` (…, H, n) (the check passes (R, 2, n) with two sink values side
+by side), and a gradient has shape (H,): entry h the sum over the rows of head h (a
+per-row gradient, not summed, is refused with exit 2). A returned `lse` is the natural log-sum-exp including the extra logit;
 `--lse base2` and `--lse kv-only` select the other conventions. The inputs are a fixed
 adversarial list: n = 0 to 64 keys, tiles of one key and of more than n, ties split
-across tiles, a first tile or split with every key masked, empty splits (splits > n), many
-splits, fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. A
+across tiles, a first tile or split with every key masked, empty splits (splits > n),
+fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. For numpy and torch
+targets (and Triton on a GPU) it is {FIXED_LISTS["full"]}. When the child process reports
+that triton is loaded with its CPU interpreter on (see *Triton kernels without a GPU*
+below) it is {FIXED_LISTS["interpreter"]}: the interpreter runs one program per row, one
+after the other, and pays milliseconds per row and per tile. The report names the list it
+used. Then a derandomized
+Hypothesis search (`--examples`, default 20 per dtype, a count) draws partitions the list
+lacks — up to three full tiles of 1 to 6 keys and a partial one, 1 to 8 splits of up to 12
+keys — with one to three rows of any scores (any entry or row masked) and sink values, and
+shrinks a failing case to the simplest one. A
 disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
 (the document kernels.md derives and refutes them), run on the same inputs by the numeric
 kernels of `derive/kernels/numeric.py`. Tolerance: {KERNEL_TOLERANCE_RULE}
@@ -257,7 +271,8 @@ Triton ships a CPU interpreter that runs the kernel code itself (`TRITON_INTERPR
 `--triton-interpret` sets that variable in the child process before the target is
 imported, which is when `@triton.jit` reads it. When the target's file imports triton
 and torch reports no CUDA device, derive sets it anyway and says so in one line on
-standard error; a `TRITON_INTERPRET` you exported yourself is left as it is. Check the
+standard error; a `TRITON_INTERPRET` you exported yourself is left as it is. Under the
+interpreter the kernel forms use their thinned list (above). Check the
 float32 kernels with `--dtype float32`. The zoo in `tests/zoo/triton_kernels/` has a
 row softmax, a tiled forward with a sink and a split-KV combine, each with a faulty twin.
 

@@ -21,14 +21,31 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
-__all__ = ["DEFAULT_EDGE", "DEFAULT_PROBE", "EDGE_PARAMS", "PARAM_RANGES", "PROBE_VALUES", "param_sets", "EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
+from derive.crosscheck.hypothesis_env import no_local_constants
+
+__all__ = ["search", "DEFAULT_EDGE", "DEFAULT_PROBE", "EDGE_PARAMS", "PARAM_RANGES", "PROBE_VALUES", "param_sets", "EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
 
 INF = math.inf
 MAX_N = 8
 LONG_N = (17, 33, 65, 129, 200, 257, 512)
 SPECIALS = (1e4, -1e4, 100.0, -100.0, 1e3, 25.0, -25.0, 30.0, 40.0, 60.0)
+
+
+def search(strategy, fails, budget: int):
+    """The simplest drawn case for which ``fails`` holds (Hypothesis derandomized, no database, no
+    local constants, ``budget`` examples, then its shrinker), or None: the one search of
+    ``derive impl``, row and kernel forms alike."""
+    try:
+        with no_local_constants():
+            return find(strategy, fails, settings=settings(
+                max_examples=budget, derandomize=True, database=None, deadline=None,
+                phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        return None
 
 
 def _long(n: int, start: float = 0.0) -> tuple[float, ...]:

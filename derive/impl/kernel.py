@@ -22,9 +22,31 @@ digits) on the inputs as rounded to the dtype:
 Inputs are a fixed, deterministic adversarial list, simplest first (so the first failure is a
 small counterexample): n = 0, 1, 2, 3, 5, 8, 17, 40, 64 keys; ties, a running maximum that grows
 in every tile, a first tile or split with every key masked, fully masked rows, scores up to
-±1e4; tiles of 1, 2, 3, 16 and 32 keys, n and n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3
-splits (empty splits); sink logits 0, 1.5, −2, 30, −30, −∞, 1e4. Agreement means agreement on
-every tested input: evidence, not a proof.
+±1e4. Every row of a length goes in one call, as (R, n) or (1, R, n). The partitions and sink
+values come in two sizes (:data:`FIXED_LISTS`), chosen by where the target runs:
+
+* the full list (numpy, torch, and Triton on a GPU): tiles of 1, 2, 3, 16 and 32 keys, n and
+  n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3 splits (empty splits); every sink logit 0,
+  1.5, −2, 30, −30, −∞, 1e4 on every tile size and split count (crossed);
+* the interpreter list, when the child reports that triton is loaded with its CPU interpreter on
+  (``TRITON_INTERPRET=1``: ``--triton-interpret``, or set by :mod:`derive.impl.triton_env` when
+  the target imports triton and there is no CUDA device): the same sizes cut to at most
+  ``MAX_PARTS`` tiles or splits per row (the smallest block that keeps to it stands in for the
+  smaller ones; ``MAX_PARTS`` splits for longer rows; 8 splits from n = 8 on), and the sink values
+  spread over the partitions, ``SETS_PER_PARTITION`` per tile size or split count in turn: the
+  interpreter runs one program per row, one after the other, and pays milliseconds per row and
+  per tile.
+
+After the fixed list, a derandomized Hypothesis search
+(:func:`derive.impl.inputs.search`, the same as the row form's; ``SEARCH_EXAMPLES`` examples,
+a count) draws partitions the list lacks, rows and sink values, and shrinks a failing case.
+Agreement means agreement on every tested input: evidence, not a proof.
+
+With ``per_head`` the parameters are arrays (H,) along the last leading axis, the rows passed
+as (R, H, n) with ``HEADS`` sink values side by side, taken in turn: in the full list
+⌈7/HEADS⌉ calls per tile size, split count or cotangent, so each meets every sink value; in
+the interpreter list one. A gradient must have shape (H,), entry h the sum over the rows of
+head h.
 
 Tolerance (as for the row form, stated in ulps and absolutely): an entry y agrees with the
 exact value p when |y − p| ≤ abs + ulps·eps·(1 + κ)·m, with κ the condition of the row
@@ -50,11 +72,15 @@ from dataclasses import dataclass, field
 import mpmath
 import numpy as np
 
+from hypothesis import strategies as st
+
 from derive.errors import InputError
+from derive.impl.inputs import _entry, _param, search
 from derive.impl.target import ImplRaised, shown
 from derive.impl.tolerance import Tolerance, kappa
 from derive.kernels import numeric
 from derive.kernels.faults import FAULTS as KERNEL_FAULTS
+from derive.kernels.forms import NO_FORM, NOT_CHECKED
 
 __all__ = ["EXTRA_LOGIT", "FORMS", "LSE_CONVENTIONS", "KernelChecker", "KernelReport", "check_kernel"]
 
@@ -66,6 +92,23 @@ LOG2E = 1.0 / math.log(2.0)
 # normalizer → its extra logit: None (none), a number, or the name of the parameter
 EXTRA_LOGIT: dict[str, object] = {"softmax": None, "softmax1": 0.0, "zero_token": 0.0, "sink": "s"}
 SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
+# the interpreter list only (a target run by Triton's CPU interpreter, which pays milliseconds per program
+# and per tile): sink values per tile size or split count, spread over the partitions rather than crossed
+# with them, and tiles or splits per row
+SETS_PER_PARTITION = 1
+MAX_PARTS = 17
+HEADS = 2  # per-head parameters (--per-head): heads per call, each with its own sink value
+# which fixed list a check used (KernelChecker.thin), in the report's words
+FIXED_LISTS = {
+    "full": "the full list, every tile size (1, 2, 3, 16, 32, n and n + 1 keys) and split count (1, 2, 3, 8, "
+            "n, n + 1 and 2n + 3) with every sink value",
+    "interpreter": f"the interpreter list (the target runs under Triton's CPU interpreter), at most {MAX_PARTS} "
+                   f"tiles or splits per row and the sink values spread over the tile sizes and split counts, "
+                   f"{SETS_PER_PARTITION} per partition in turn",
+}
+SEARCH_EXAMPLES = 20  # Hypothesis examples per dtype after the fixed list (a count; --examples sets it)
+SEARCH_MAX_N = 12  # keys per searched row (split, backward)
+SEARCH_MAX_BLOCK, SEARCH_MAX_TILES = 6, 4  # online: tiles of 1 to 6 keys, up to 3 full ones and a partial one
 DV = 3
 
 # rows per length, simplest first
@@ -100,12 +143,22 @@ def dout_row(r: int, k: int = 0) -> np.ndarray:
     return base * (1.0 + (r % 3) / 2.0)
 
 
-def blocks(n: int) -> list[int]:
-    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if 1 <= b <= n + 1})
+def blocks(n: int, thin: bool = False) -> list[int]:
+    """Tile sizes for rows of n keys: one key, a few, 16 and 32, one tile (n, n + 1). ``thin``
+    (the interpreter list): at most MAX_PARTS tiles, the smallest block that keeps to it standing
+    in for the smaller ones."""
+    fit = -(-n // MAX_PARTS) if n and thin else 1
+    return sorted({b for b in (1, 2, 3, 16, 32, n, n + 1) if fit <= b <= n + 1} | {fit})
 
 
-def split_counts(n: int) -> list[int]:
-    return sorted({s for s in (1, 2, 3, 8, n, n + 1, 2 * n + 3) if s >= 1})
+def split_counts(n: int, thin: bool = False) -> list[int]:
+    """Split counts for rows of n keys: 1, 2, 3, 8, a key per split, empty splits (n + 1, 2n + 3).
+    ``thin`` (the interpreter list): at most MAX_PARTS splits (MAX_PARTS itself for longer rows),
+    8 once n ≥ 8."""
+    if not thin:
+        return sorted({s for s in (1, 2, 3, 8, n, n + 1, 2 * n + 3) if s >= 1})
+    return sorted({s for s in (1, 2, 3, n, n + 1, 2 * n + 3) if 1 <= s <= MAX_PARTS}
+                  | ({8} if n >= 8 else set()) | ({MAX_PARTS} if n > MAX_PARTS else set()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,8 +222,16 @@ class Call:
     v: np.ndarray  # (R, n, DV)
     third: object  # block, splits or dout (R, DV)
     params: dict  # rounded to the dtype
-    sigma: float | None
+    sigma: object  # the extra logit: a float or None; per head, a tuple of them
     lead: tuple = ()  # the leading shape the rows are passed in
+    heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
+
+    def row_sigma(self, r: int):
+        """The extra logit of flat row r (row-major over ``lead``: its head is r mod H)."""
+        return self.sigma[r % self.heads] if self.heads else self.sigma
+
+    def row_params(self, r: int) -> dict:
+        return {k: float(v[r % self.heads]) if self.heads else v for k, v in self.params.items()}
 
     def args(self):
         shape = self.lead + (self.x.shape[-1],)
@@ -182,7 +243,8 @@ class Call:
         bits = [f"scores of shape {list(self.lead + (self.x.shape[-1],))}"]
         if what:
             bits.append(f"{what} = {self.third}")
-        bits += [f"{k} = {_num(v)}" for k, v in sorted(self.params.items())]
+        bits += [f"{k} = {_list(v, _num) + ' (one per head)' if self.heads else _num(v)}"
+                 for k, v in sorted(self.params.items())]
         return ", ".join(bits)
 
 
@@ -202,7 +264,8 @@ class KernelFailure:
         r = self.row
         return {"dtype": self.dtype, "form": self.form, "what": self.what, "call": self.call.describe(),
                 "third": self.call.third if not isinstance(self.call.third, np.ndarray) else None,
-                "params": {k: _jnum(v) for k, v in sorted(self.call.params.items())},
+                "params": {k: [_jnum(a) for a in v] if self.call.heads else _jnum(v)
+                           for k, v in sorted(self.call.params.items())},
                 "row": None if r < 0 else [_jnum(x) for x in self.call.x[r]],
                 "values": None if r < 0 else [[_jnum(a) for a in t] for t in self.call.v[r]],
                 "output": [_jnum(a) for a in self.output], "exact": [_jnum(a) for a in self.exact],
@@ -219,6 +282,8 @@ class KernelResult:
     max_ratio: float = 0.0
     returned: str = ""  # what the function returned, e.g. "out, lse"
     failure: KernelFailure | None = None
+    searched: int = 0  # Hypothesis examples run after the fixed list
+    source: str = ""  # where the failure was found: fixed list | search
 
 
 def _num(v: float) -> str:
@@ -273,6 +338,8 @@ class KernelChecker:
     dps: int
     fixed_params: dict = field(default_factory=dict)
     free_params: tuple = ()
+    per_head: bool = False  # parameters passed as arrays of shape (H,), one per head
+    thin: bool = False  # the interpreter list (the target runs under Triton's CPU interpreter), else the full one
     _cache: dict = field(default_factory=dict)
 
     def sigma(self, params: dict):
@@ -284,29 +351,56 @@ class KernelChecker:
             return [dict(self.fixed_params)]
         return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in SINK_VALUES]
 
+    def _sets_for(self, sets: list, cursor: int, count: int = 0) -> list:
+        """The parameter sets one partition is run with: every one in the full list and for the
+        backward form (no partition), else ``SETS_PER_PARTITION`` of them, taken in turn from a
+        cursor that runs through ``sets`` across the whole list (each length sees every sink
+        value). With ``count``: exactly that many, in turn (the heads of a per-head call)."""
+        if not count and (not self.thin or self.form == "backward" or len(sets) <= SETS_PER_PARTITION):
+            return sets
+        return [sets[(cursor + j) % len(sets)] for j in range(count or SETS_PER_PARTITION)]
+
+    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0) -> Call:
+        """A call on the rows ``x`` (R, n), ``v`` (R, n, DV): ``third`` a block or split count, or
+        for the backward form the index of the cotangent (:func:`dout_row`). Scalar parameters:
+        one parameter set, rows passed as (R, n) or (1, R, n) by ``k``. Per head: one set per head,
+        the rows passed as (R, H, n) (each row once per head) with each parameter an array (H,)."""
+        rounded = [{key: float(_round(val, dtype)) for key, val in c.items()} for c in chosen]
+        if self.per_head:
+            H = len(rounded)
+            x, v = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
+            params = {key: np.array([c[key] for c in rounded]) for key in rounded[0]}
+            sigma, lead = tuple(self.sigma(c) for c in rounded), (x.shape[0] // H, H)
+        else:
+            params, sigma = rounded[0], self.sigma(rounded[0])
+            lead = (1, x.shape[0]) if k % 2 else (x.shape[0],)  # batch and head axes, alternately
+        if self.form == "backward":
+            third = _round(np.stack([dout_row(r, third) for r in range(x.shape[0])]).reshape(-1, DV), dtype)
+        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0)
+
     def calls(self, dtype: str):
         """Every call of the check, simplest first."""
+        sets, cursor = self.param_sets(), 0
         for n in sorted(ROWS):
             rows = ROWS[n]
             x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
             v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
-            for params in self.param_sets():
-                params = {k: float(_round(val, dtype)) for k, val in params.items()}
-                if self.form == "online":
-                    thirds = blocks(n)
-                elif self.form == "split":
-                    thirds = split_counts(n)
-                else:
-                    thirds = [_round(np.stack([dout_row(r, k) for r in range(len(rows))]), dtype) for k in (0, 1)]
-                for k, third in enumerate(thirds):
-                    lead = (1, len(rows)) if k % 2 else (len(rows),)  # batch and head axes, alternately
-                    yield Call(self.form, x, v, third, params, self.sigma(params), lead)
+            thirds = {"online": blocks, "split": split_counts}.get(self.form, lambda *_: [0, 1])(n, self.thin)
+            for k, third in enumerate(thirds):
+                if self.per_head:  # the sink values side by side, as heads: in turn, every one (full list)
+                    for _ in range(1 if self.thin else -(-len(sets) // HEADS)):
+                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
+                        cursor += HEADS
+                    continue
+                for params in self._sets_for(sets, cursor):
+                    yield self.make_call(x, v, third, [params], dtype, k)
+                cursor += SETS_PER_PARTITION
 
     def exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.sigma, None if g is None else g.tobytes())
+        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
-            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r].tolist(), call.sigma,
+            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r].tolist(), call.row_sigma(r),
                                          None if g is None else g.tolist(), self.dps)
         return self._cache[key]
 
@@ -331,11 +425,12 @@ class KernelChecker:
             return KernelFailure(tol.dtype, self.form, what, call, r, [float(a) for a in y], [float(a) for a in p],
                                  errs, bounds)
 
-        ds_total, ds_scale, ds_defined = 0.0, 0.0, True
+        slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
+        ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
         for r in range(R):
             row = call.x[r].tolist()
             ex = self.exact(call, r)
-            kap = kappa(row, {k: val for k, val in call.params.items() if math.isfinite(val)})
+            kap = kappa(row, {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
             if result is not None:
                 result.rows += 1
                 result.undefined_rows += not ex.defined
@@ -355,7 +450,7 @@ class KernelChecker:
                         checks.append(("lse", [y], [p], [max(1.0, abs(p))]))
             else:
                 if not ex.defined:
-                    ds_defined = False
+                    ds_defined[r % slots] = False
                     if not (_zero_or_nan(got["dx"][r]) and _zero_or_nan(got["dv"][r])):
                         which = "dx" if not _zero_or_nan(got["dx"][r]) else "dv"
                         y = np.ravel(got[which][r])
@@ -363,8 +458,8 @@ class KernelChecker:
                     continue
                 checks.append(("dx", got["dx"][r], ex.dx, ex.dx_scale))
                 checks.append(("dv", np.ravel(got["dv"][r]), np.ravel(ex.dv), np.ravel(ex.dv_scale)))
-                ds_total += ex.ds
-                ds_scale += (1.0 + kap) * ex.ds_scale
+                ds_total[r % slots] += ex.ds
+                ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
             for what, y, p, scales in checks:
                 bounds = [tol.bound(m, kap) for m in scales]
                 res = [_agree(float(a), float(b), c) for a, b, c in zip(y, p, bounds)]
@@ -380,22 +475,62 @@ class KernelChecker:
                 if key not in got:
                     continue
                 arr = got[key]
-                if arr.shape != ():
+                if call.heads and arr.shape != (call.heads,):
+                    raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
+                                     f"{list(arr.shape)}; {name} was passed per head with shape [{call.heads}] "
+                                     f"(scores of shape {list(call.lead + (call.x.shape[-1],))}), so its gradient "
+                                     f"has shape [{call.heads}]: entry h is the sum over the rows of head h")
+                if not call.heads and arr.shape != ():
                     raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
                                      f"{list(arr.shape)}; {name} was passed as a scalar shared by every row, so "
                                      f"its gradient is a scalar (the sum over rows)")
-                if not ds_defined:
-                    continue
-                y = float(arr)
-                bound = tol.abs + tol.rel * ds_scale
-                ok, err = _agree(y, ds_total, bound)
-                if result is not None and math.isfinite(err) and bound > 0:
-                    result.max_ratio = max(result.max_ratio, err / bound)
-                if not ok:
-                    return fail(key, -1, [y], [ds_total], [err], [bound])
+                ys = [float(a) for a in np.ravel(arr)]
+                bounds = [tol.abs + tol.rel * m for m in ds_scale]
+                res = [_agree(y, p, b) if ok else (True, 0.0)
+                       for y, p, b, ok in zip(ys, ds_total, bounds, ds_defined)]
+                for (_, err), bound in zip(res, bounds):
+                    if result is not None and math.isfinite(err) and bound > 0:
+                        result.max_ratio = max(result.max_ratio, err / bound)
+                if not all(ok for ok, _ in res):
+                    return fail(key, -1, ys, ds_total, [e for _, e in res], bounds)
         return None
 
-    def run(self, tol: Tolerance) -> KernelResult:
+    def search(self, tol: Tolerance, result: KernelResult, budget: int) -> None:
+        """After the fixed list: Hypothesis (:func:`derive.impl.inputs.search`) draws a length n ≤
+        SEARCH_MAX_N, one to three rows of scores (any entry −∞, or the whole row), a tile size or
+        split count and the parameter values (the sink: a value of the fixed list or any in its
+        range; per head, one each), and shrinks a failing case to the simplest one."""
+        dtype, aborted = tol.dtype, []
+
+        def as_call(case) -> Call:
+            rows, third, sets = case
+            n = len(rows[0])
+            x = _round(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
+            v = _round(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
+            return self.make_call(x, v, third, [{**self.fixed_params, **c} for c in sets], dtype, len(rows) + 1)
+
+        def fails(case) -> bool:
+            if aborted:
+                return False
+            result.searched += 1
+            call = as_call(case)
+            try:
+                return self.compare(call, self.run_call(call, dtype), tol, None) is not None
+            except ImplRaised:
+                return True  # shrunk like a failure; the call below raises it on the simplest case
+            except InputError as exc:  # the worker is gone, or bad output: no more calls
+                aborted.append(exc)
+                return False
+
+        found = search(_kernel_cases(self.form, self.free_params, HEADS if self.per_head else 1), fails, budget)
+        if aborted:
+            raise aborted[0]
+        if found is not None:
+            call = as_call(found)
+            result.failure = self.compare(call, self.run_call(call, dtype), tol, result)
+            result.source = "search"
+
+    def run(self, tol: Tolerance, examples: int = SEARCH_EXAMPLES) -> KernelResult:
         result = KernelResult(tol.dtype, tol)
         for call in self.calls(tol.dtype):
             got = self.run_call(call, tol.dtype)
@@ -415,9 +550,27 @@ class KernelChecker:
                                  f"not (out, lse)")
             fail = self.compare(call, got, tol, result)
             if fail is not None:
-                result.failure = fail
+                result.failure, result.source = fail, "fixed list"
                 return result
+        if examples > 0:
+            self.search(tol, result, examples)
         return result
+
+
+@st.composite
+def _kernel_cases(draw, form: str, free: tuple, sets: int):
+    """(rows of scores, block | splits | cotangent index, parameter sets), simplest first."""
+    if form == "online":  # the partition first: full tiles of `block` keys and a partial last one
+        third = draw(st.integers(1, SEARCH_MAX_BLOCK))
+        n = third * draw(st.integers(0, SEARCH_MAX_TILES - 1)) + draw(st.integers(0, third - 1))
+    elif form == "split":
+        n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(1, 8))
+    else:
+        n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(0, 1))
+    rows = [draw(st.one_of(st.lists(_entry(True), min_size=n, max_size=n), st.just([-INF] * n)))
+            for _ in range(draw(st.integers(1, 3)))]
+    value = {p: st.one_of(st.sampled_from(SINK_VALUES), _param(p)) for p in free}
+    return rows, third, [{p: draw(value[p]) for p in free} for _ in range(sets)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,6 +601,8 @@ def _variants(form: str, key: str) -> list[dict]:
         return [{"base2": b, "scale": 1.0 / math.sqrt(d)} for d in _SCALES for b in (True, False)]
     if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
         return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
+    if key == "extra_per_tile":  # a row of no key: 0 (guarded), or 0/0 as a real per-tile kernel has it
+        return [{"base2": b, "no_tile_nan": nan} for nan in (False, True) for b in (True, False)]
     return [{"base2": True}, {"base2": False}]
 
 
@@ -467,26 +622,27 @@ def _finalized(x, v, block, sigma, base2, fault):
 def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dict:
     """The numeric kernel (with fault ``key``, or none) on every row of ``call``."""
     R, n = call.x.shape
-    outs, dxs, dvs, ds = [], [], [], 0.0
+    outs, dxs, dvs, ds = [], [], [], np.zeros(call.heads or 1)
     for r in range(R):
-        x, v = call.x[r], call.v[r]
+        x, v, sigma = call.x[r], call.v[r], call.row_sigma(r)
         with np.errstate(all="ignore"):
             if form == "online":
                 scale = variant.get("scale", 1.0)
                 if variant.get("finalize"):
-                    outs.append(_finalized(x, v, call.third, call.sigma, variant.get("base2", True), key))
+                    outs.append(_finalized(x, v, call.third, sigma, variant.get("base2", True), key))
                 else:
-                    o, _ = numeric.online(x / scale, v, call.third, call.sigma, scale=scale,
-                                          base2=variant.get("base2", True), fault=key)
+                    o, _ = numeric.online(x / scale, v, call.third, sigma, scale=scale,
+                                          base2=variant.get("base2", True), fault=key,
+                                          no_tile_nan=variant.get("no_tile_nan", False))
                     outs.append(o)
             elif form == "split":
-                o, _ = numeric.split(x, v, call.third, call.sigma, fault=key, **variant)
+                o, _ = numeric.split(x, v, call.third, sigma, fault=key, **variant)
                 outs.append(o)
             else:
-                dx, dv, dsr = numeric.backward(x, v, call.third[r], call.sigma, fault=key)
+                dx, dv, dsr = numeric.backward(x, v, call.third[r], sigma, fault=key)
                 dxs.append(dx)
                 dvs.append(dv)
-                ds += 0.0 if dsr is None else dsr
+                ds[r % len(ds)] += 0.0 if dsr is None else dsr
     if form == "backward":
         return {"dx": np.array(dxs).reshape(R, n), "dv": np.array(dvs).reshape(R, n, DV), "ds": ds}
     return {"out": np.array(outs).reshape(R, DV)}
@@ -504,7 +660,7 @@ def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Toleran
             continue
         if lenient and not all(np.all(np.isfinite(np.asarray(ref[k][r]))) for k in ("out", "dx", "dv") if k in ref):
             continue
-        kap = kappa(call.x[r].tolist(), {k: val for k, val in call.params.items() if math.isfinite(val)})
+        kap = kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
         pairs = []
         if checker.form in ("online", "split"):
             pairs.append((got["out"][r], ref["out"][r], ex.out_scale))
@@ -527,33 +683,35 @@ def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Toleran
     if checker.form == "backward" and "ds" in ref:
         name = next((p for p in checker.norm.params), None)
         if name is not None and "d" + name in got and all(checker.exact(call, r).defined for r in range(R)):
-            y, p = float(got["d" + name]), float(ref["ds"])
-            scale = sum(checker.exact(call, r).ds_scale for r in range(R)) + abs(p)
-            kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
-                (abs(val) for val in call.params.values() if math.isfinite(val)), default=0.0)
-            if not math.isfinite(y) or abs(y - p) > tol.abs + tol.rel * (1 + kap) * scale:
+            ys, ps = np.ravel(got["d" + name]), np.ravel(ref["ds"])
+            if ys.shape != ps.shape:
                 return False
+            kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
+                (abs(val) for val in np.ravel(list(call.params.values())) if math.isfinite(val)), default=0.0)
+            for h, (y, p) in enumerate(zip(ys, ps)):
+                scale = sum(checker.exact(call, r).ds_scale for r in range(h, R, len(ps))) + abs(p)
+                if not math.isfinite(y) or abs(y - p) > tol.abs + tol.rel * (1 + kap) * scale:
+                    return False
     return True
 
 
 def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
     """The failing call, then calls that tell the faults apart (several tiles, a growing maximum,
     empty and fully masked splits, each with the failing parameters and with a sink of 1.5)."""
-    dtype = failure.dtype
-    params_list = [failure.call.params]
+    dtype, call = failure.dtype, failure.call
+    heads = [call.row_params(h) for h in range(call.heads or 1)]  # the failing parameter sets
+    params_list = [heads]
     if checker.free_params:
-        params_list.append({**failure.call.params, **{p: 1.5 for p in checker.free_params}})
+        params_list.append([{**c, **{p: 1.5 for p in checker.free_params}} for c in heads])
     out = [failure.call]
     for n, rows in ((5, ((-2.0, -1.0, 0.0, 1.0, 2.0), (-INF, -INF, -INF, 1.0, 2.0), (3.0, 1.0, 4.0, 1.0, 5.0))),
                     (8, (tuple(4.0 * k for k in range(8)), (7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0)))):
         x = _round(np.array(rows), dtype)
         v = _round(np.stack([values(n, r) for r in range(len(rows))]), dtype)
-        thirds = {"online": [1, 2], "split": [3, 2 * n + 3],
-                  "backward": [_round(np.stack([dout_row(r) for r in range(len(rows))]), dtype)]}[checker.form]
-        for params in params_list:
-            params = {k: float(_round(val, dtype)) for k, val in params.items()}
+        thirds = {"online": [1, 2], "split": [3, 2 * n + 3], "backward": [0]}[checker.form]
+        for chosen in params_list:
             for third in thirds:
-                out.append(Call(checker.form, x, v, third, params, checker.sigma(params), (len(rows),)))
+                out.append(checker.make_call(x, v, third, chosen, dtype))
     return out
 
 
@@ -612,7 +770,7 @@ def _lse_matches(checker, seen, conv: str, tol: Tolerance) -> bool:
                 if not math.isinf(y):
                     return False
                 continue
-            kap = kappa(call.x[r].tolist(), {k: val for k, val in call.params.items() if math.isfinite(val)})
+            kap = kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
             if not math.isfinite(y) or abs(y - p) > tol.bound(max(1.0, abs(p)), kap):
                 return False
             compared += 1
@@ -668,6 +826,8 @@ class KernelReport:
     results: list
     diagnosis: KernelDiagnosis | None
     notes: list = field(default_factory=list)
+    per_head: bool = False
+    fixed_list: str = "full"  # a key of FIXED_LISTS
 
     @property
     def failure(self) -> KernelFailure | None:
@@ -684,8 +844,10 @@ class KernelReport:
         return {
             "target": self.target, "normalizer": self.normalizer, "form": self.form, "lse": self.lse,
             "api": self.api, "params": {k: _jnum(v) for k, v in sorted(self.params.items())},
-            "free_params": list(self.free_params), "agrees": self.agrees,
+            "free_params": list(self.free_params), "agrees": self.agrees, "per_head": self.per_head,
+            "fixed_list": self.fixed_list,
             "results": [{"dtype": r.dtype, "tolerance": r.tolerance.as_json(), "calls": r.calls, "rows": r.rows,
+                         "searched": r.searched, "source": r.source or None,
                          "undefined_rows": r.undefined_rows, "returned": r.returned,
                          "max_ratio": float(f"{r.max_ratio:.3e}") if r.failure is None else None,
                          "failure": None if r.failure is None else r.failure.as_json()} for r in self.results],
@@ -701,19 +863,26 @@ class KernelReport:
         lines = [f"### derive impl --form {self.form}: `{self.target}` as {self.title}", ""]
         sig = ", ".join(["x", "v", third] + [f"{p}=…" for p in sorted(set(self.params) | set(self.free_params))])
         lines.append(f"Called as `fn({sig})` ({self.api}); lse convention: {self.lse}.")
+        lines.append(f"Fixed list: {FIXED_LISTS[self.fixed_list]}.")
         if self.free_params:
             lines.append(f"Varied: {', '.join(self.free_params)} ∈ {{{', '.join(_num(s) for s in SINK_VALUES)}}}.")
+        if self.per_head:
+            names = ", ".join(sorted(set(self.params) | set(self.free_params)))
+            lines.append(f"Per head: {names} passed as an array of shape ({HEADS},), one value per head along the "
+                         f"last leading axis of x (R, {HEADS}, n); a gradient has shape ({HEADS},), entry h the sum "
+                         f"over the rows of head h.")
         lines.append("")
-        lines.append("| dtype | calls | rows | returned | result |")
-        lines.append("|---|---|---|---|---|")
+        lines.append("| dtype | calls | rows | searched | returned | result |")
+        lines.append("|---|---|---|---|---|---|")
         for r in self.results:
             verdict = "**disagrees**" if r.failure else "agrees"
-            lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.returned} | {verdict} |")
+            lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.searched} | {r.returned} | {verdict} |")
         lines.append("")
         f = self.failure
         if f is None:
-            lines.append("**Verdict: agrees** with the exact definition on every tested input (evidence, not a "
-                         "proof). Tolerance: " + KERNEL_TOLERANCE_RULE + " Here "
+            lines.append("**Verdict: agrees** with the exact definition on every tested input, the fixed list "
+                         "and the searched cases (evidence, not a proof). Tolerance: " + KERNEL_TOLERANCE_RULE
+                         + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")
             undefined = sum(r.undefined_rows for r in self.results)
@@ -722,10 +891,18 @@ class KernelReport:
                 lines.append(f"{undefined} rows had every key masked and no extra logit, where {self.normalizer} "
                              "has no value (0/0): out 0 or NaN (and gradients 0 or NaN) were accepted there.")
         else:
-            lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}.")
+            found = next(r.source for r in self.results if r.failure is f)
+            lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}"
+                         + (" (found by the Hypothesis search after the fixed list, shrunk)." if found == "search"
+                            else "."))
             lines.append("")
             if f.row >= 0:
-                lines.append(f"- failing row {f.row}: x = {shown(f.call.x[f.row])}")
+                head = ""
+                if f.call.heads:
+                    h = f.row % f.call.heads
+                    head = f" (head {h}: " + ", ".join(f"{k} = {_num(v)}" for k, v in
+                                                    sorted(f.call.row_params(f.row).items())) + ")"
+                lines.append(f"- failing row {f.row}{head}: x = {shown(f.call.x[f.row])}")
                 lines.append(f"- its values v = [{', '.join(_list(t, _num) for t in f.call.v[f.row])}]")
                 if self.form == "backward":
                     lines.append(f"- dout = {_list(f.call.third[f.row], _num)}")
@@ -754,11 +931,13 @@ class KernelReport:
         return "\n".join(lines).rstrip() + "\n"
 
 
-def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> KernelReport:
+def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False,
+                 examples: int = SEARCH_EXAMPLES) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
     if norm.name not in EXTRA_LOGIT:
+        why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
         raise InputError(f"--form {form} supports the normalizers {', '.join(EXTRA_LOGIT)}; "
-                         f"{norm.name} has no kernel form checked here")
+                         f"{norm.name} has no kernel form checked here" + (f": {why}" if why else ""))
     fixed, free = {}, []
     for p in norm.params:
         if p not in target.param_kws:
@@ -772,11 +951,14 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> 
             fixed[p] = value
         else:
             free.append(p)
-    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free))
+    if per_head and not norm.params:
+        raise InputError(f"--per-head passes the normalizer's parameters per head; {norm.name} has none")
+    checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head,
+                            thin=target.triton_interpreter)
     results, diagnosis = [], None
     for tol in tols:
         try:
-            result = checker.run(tol)
+            result = checker.run(tol, examples)
         except ImplRaised as exc:
             raise InputError(f"{target.name} raised {exc} on a valid {tol.dtype} input in {form} form "
                              f"(scores of shape {list(exc.shape)}: {exc.values})") from None
@@ -793,4 +975,5 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg) -> 
                      f"that gradient was not checked")
     return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
                         api=target.api, params=fixed, free_params=tuple(free), results=results,
-                        diagnosis=diagnosis, notes=notes)
+                        diagnosis=diagnosis, notes=notes, per_head=per_head,
+                        fixed_list="interpreter" if checker.thin else "full")

@@ -13,7 +13,8 @@ parent inspects, and ``print`` goes to standard error. Every request gets one re
 * ``("call", x, dtype, dim, mask, params, cotangent)`` → ``("ok", y, g, notes)``,
   ``("raised", text)`` or ``("bad", message)`` (not an array of the right shape);
 * ``("kprobe", form)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
-  or ``("error", message)``;
+  or ``("error", message)``; ``info["triton_interpreter"]``: triton is loaded and its CPU
+  interpreter is on (the kernel forms then use their thinned input list);
 * ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
   ``dout``) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
   parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
@@ -120,7 +121,8 @@ class Target:
 
     def info(self) -> dict:
         return {"api": self.api, "keywords": None if self.keywords is None else sorted(self.keywords),
-                "dim_kw": self.dim_kw, "takes_mask": self.takes_mask, "param_kws": list(self.param_kws)}
+                "dim_kw": self.dim_kw, "takes_mask": self.takes_mask, "param_kws": list(self.param_kws),
+                "triton_interpreter": triton_interpreter()}
 
     def kwargs(self, dim, mask, params) -> dict:
         kw = {}
@@ -165,6 +167,19 @@ class Target:
             except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
                 raise Raised(brief(exc)) from None
         return y, xt.detach(), before, g
+
+
+def triton_interpreter() -> bool:
+    """Whether the target runs under Triton's CPU interpreter: triton is loaded (by the target's
+    import or its first call) and reads ``TRITON_INTERPRET`` as on (its own knob where it has one)."""
+    triton = sys.modules.get("triton")
+    if triton is None:
+        return False
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    try:
+        return bool(runtime.interpret)
+    except Exception:  # noqa: BLE001 - an older triton without knobs: its environment variable
+        return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "on", "yes")
 
 
 def _kind(y) -> str:
@@ -262,6 +277,9 @@ def kraw(target: Target, form, x, v, third, params, dtype):
     """Call a kernel-form function: fn(x, v, block | splits | dout, **params); returns
     (what it returned, whether it changed one of its input arrays in place)."""
     kw = {p: params[p] for p in target.param_kws if p in params}
+    for p, val in kw.items():  # a parameter per head: an array of the call's dtype
+        if isinstance(val, np.ndarray):
+            kw[p] = val.astype(dtype) if target.api == "numpy" else _tensor(val, dtype)
     if target.api == "numpy":
         args = [x.astype(dtype), v.astype(dtype)]
         args.append(third.astype(dtype) if isinstance(third, np.ndarray) else int(third))
@@ -289,6 +307,11 @@ def _scalar_or_array(y, what):
     if cplx:
         return None, f"returned a complex {what}"
     return arr, None
+
+
+ROWS_CONTRACT = (" (the kernel forms pass every row of a length in one call, scores (..., n) with leading "
+                  "batch and head dimensions: a function written for one row of shape (n,) must loop over "
+                  "the leading dimensions)")
 
 
 def kcall(target: Target, form, x, v, third, params, dtype):
@@ -322,7 +345,8 @@ def kcall(target: Target, form, x, v, third, params, dtype):
             return ("bad", bad)
         if shape is not None and tuple(arr.shape) != shape:
             return ("bad", f"returned {name} of shape {list(arr.shape)}; expected {list(shape)} "
-                           f"for scores of shape {list(x.shape)} and values of shape {list(v.shape)}")
+                           f"for scores of shape {list(x.shape)} and values of shape {list(v.shape)}"
+                           + (ROWS_CONTRACT if x.ndim > 1 else ""))
         arrays.append(arr)
     return ("ok", names + (["mutated"] if mutated else []), *arrays, *([np.zeros(0)] if mutated else []))
 

@@ -31,6 +31,7 @@ from derive.model.vectors import VectorBase, VectorSymbol
 __all__ = [
     "EXTRA",
     "LOG2E",
+    "NOT_CHECKED",
     "NO_FORM",
     "Extra",
     "base2_state",
@@ -140,4 +141,11 @@ NO_FORM: dict[str, str] = {
     "softcap": ("a score modifier followed by softmax: replace x_t by c·tanh(x_t/c) as each tile is loaded "
                 "and run softmax's online form; the cap bounds the scores by c, which the running max "
                 "does not need"),
+}
+
+# Normalizers with a kernel form derived here that ``derive impl --form`` does not check, and why.
+NOT_CHECKED: dict[str, str] = {
+    "bias_kv": ("its learned token has a value of its own, w = b_V = v*, which enters out as "
+                "e^{s*}·v*/(e^{s*} + Σ e^{x_t}); the registry's bias_kv has the one parameter s_star (the "
+                "token's logit), so there is no keyword to pass v* to the kernel and no out to compare it with"),
 }

@@ -31,11 +31,13 @@ def _extra_units(extra, scale, c, fault):
     return e if fault == "missing_log2e" else e * c
 
 
-def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fault=None):
+def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fault=None, no_tile_nan=False):
     """One row streamed in tiles of ``block`` keys; returns (out, lse).
 
     With ``base2`` the kernel works in base-2 units like FlashAttention: exponents
     u = x·scale·log₂e and exp2; lse is returned in natural units either way.
+    ``no_tile_nan`` is how a real kernel with the extra logit added per tile finalizes a row
+    of no key (n = 0, no tile, so ℓ = 0 and acc = 0): out = acc/ℓ = 0/0 = NaN, lse = −∞.
     """
     x, v = np.asarray(x, float), np.asarray(v, float)
     n, dv = v.shape
@@ -58,6 +60,8 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
         m = shift
     if fault == "softmax1_unshifted_one":
         ell += 1.0
+    if ell == 0 and no_tile_nan and fault == "extra_per_tile" and e is not None and n == 0:
+        return np.full(dv, np.nan), NEG  # no tile: the extra logit never entered, 0/0
     if ell == 0:
         return np.zeros(dv), NEG  # a fully masked row without an extra logit: out = 0, lse = −∞
     return acc / ell, m / c + math.log(ell)
@@ -117,6 +121,7 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None):
     dv = p[:, None] * g[None, :]
     if extra is None:
         return dx, dv, None
-    ds = math.exp(extra - lse) * (float(g @ wv) - D)
+    with np.errstate(over="ignore", invalid="ignore"):  # a KV-only lse of −∞ (fault 9, every key masked)
+        ds = float(np.exp(extra - lse)) * (float(g @ wv) - D)
     ds = {"sink_grad_missing": 0.0, "sink_grad_sign": -ds}.get(fault, ds)
     return dx, dv, ds

@@ -192,6 +192,15 @@ def sink_online_extra_per_tile(x, v, block, *, s):
     return _online(x, v, block, s, fault="extra_per_tile")
 
 
+def sink_online_extra_per_tile_unguarded(x, v, block, *, s):
+    """As the Triton twin does it: the sink joins every tile's sum and the row ends with acc/ℓ
+    unguarded, so a row of no key (no tile: ℓ = 0) is 0/0 = NaN."""
+    out, lse = _online(x, v, block, s, fault="extra_per_tile")
+    if x.shape[-1] == 0:
+        out = np.full(out.shape, np.nan, dtype=out.dtype)
+    return out, lse
+
+
 def sink_online_missing_log2e(x, v, block, *, s):
     return _online(x, v, block, s, fault="missing_log2e", base2=True)
 
@@ -280,5 +289,42 @@ def _unguarded_row(x, v, block):
 def softmax_online_unguarded(x, v, block):
     X, V, lead, dv = _rows(x, v)
     res = [_unguarded_row(X[r], V[r], block) for r in range(X.shape[0])]
+    return (np.array([o for o, _ in res]).reshape(lead + (dv,)).astype(x.dtype),
+            np.array([part_lse for _, part_lse in res]).reshape(lead).astype(x.dtype))
+
+
+def softmax_online_short_tail(x, v, block):
+    """A tail path that returns before storing: when a last tile of exactly 3 keys follows full
+    tiles, out is left as allocated (zeros). The fixed list has no such partition; the search
+    draws one (tiles of 5 keys, n = 8)."""
+    n = x.shape[-1]
+    out, lse = _online(x, v, block, None)
+    if n > block and n % block == 3:
+        out = np.zeros_like(out)
+    return out, lse
+
+
+def _late_no_rescale_row(x, v, block, sigma):
+    """A sink kernel whose running state is rescaled for the first 17 tiles only: from the 18th
+    tile on a larger maximum replaces m without scaling ℓ and acc by e^{m − m'} (a bug that only
+    a row of more than 17 tiles shows)."""
+    dv = v.shape[1]
+    m, ell, acc = (sigma, 1.0, np.zeros(dv)) if sigma > NEG else (NEG, 0.0, np.zeros(dv))
+    for tile, lo in enumerate(range(0, len(x), block)):
+        u, vals = x[lo:lo + block], v[lo:lo + block]
+        m_new = max(m, float(np.max(u)))
+        if m_new == NEG:
+            continue
+        alpha = 1.0 if tile >= 17 and m > NEG else math.exp(m - m_new)  # BUG from tile 18 on
+        p = np.exp(u - m_new)
+        ell, acc, m = alpha * ell + p.sum(), alpha * acc + p @ vals, m_new
+    if ell == 0:
+        return np.zeros(dv), NEG
+    return acc / ell, m + math.log(ell)
+
+
+def sink_online_no_rescale_past_17_tiles(x, v, block, *, s):
+    X, V, lead, dv = _rows(x, v)
+    res = [_late_no_rescale_row(X[r], V[r], block, float(s)) for r in range(X.shape[0])]
     return (np.array([o for o, _ in res]).reshape(lead + (dv,)).astype(x.dtype),
             np.array([part_lse for _, part_lse in res]).reshape(lead).astype(x.dtype))

@@ -129,3 +129,17 @@ def sink_split_nan_empty(x, v, splits, *, s):
 def sink_backward_grad_sign(x, v, dout, *, s):
     dx, dv, ds = _backward(x, v, dout, s, fault="sink_grad_sign")
     return dx, dv, {"s": ds}
+
+
+def sink_backward_autograd(x, v, dout, *, s):
+    """Every gradient by torch autograd through the definition, the sink a float or a tensor that
+    broadcasts against the leading dimensions (one per head): autograd sums the sink's gradient
+    over the rows that share each entry, which is what --per-head checks."""
+    x = x.detach().clone().requires_grad_(True)
+    v = v.detach().clone().requires_grad_(True)
+    s = torch.as_tensor(s, dtype=x.dtype).detach().clone().requires_grad_(True)
+    lse = torch.logsumexp(torch.cat([x, s.expand(x.shape[:-1])[..., None]], -1), -1)
+    out = (torch.exp(x - lse[..., None])[..., None] * v).sum(-2)
+    (out * dout).sum().backward()
+    ds = s.grad if s.grad is not None else torch.zeros_like(s)  # no key anywhere: out does not depend on s
+    return x.grad, v.grad, {"s": ds}
