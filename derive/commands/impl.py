@@ -53,9 +53,11 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
                    (..., H, n): entry h the sum over the rows of head h).
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
-64, tiles of 1 key to more than n, at most 17 tiles or splits, ties split across tiles,
-fully masked tiles and splits, empty splits, sinks from -inf to 1e4 spread over the
-partitions, scores up to +-1e4); a disagreement is
+64, tiles of 1 key to more than n, 1 to 2n + 3 splits, ties split across tiles, fully
+masked tiles and splits, empty splits, every sink value from -inf to 1e4 on every
+partition, scores up to +-1e4; under Triton's CPU interpreter, which pays per row and
+per tile, at most 17 tiles or splits and the sink values spread over the partitions);
+a disagreement is
 matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
 After the fixed list, Hypothesis (derandomized) searches --examples more cases (default
 20 in a kernel form: n <= 12 keys, one to three rows, any entry or row masked, any tile
