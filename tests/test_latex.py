@@ -119,3 +119,47 @@ def test_every_pdf_is_clean(tmp_path, module):
     assert report.pdfs == 1
     (pdf,) = [p for p in (tmp_path / "build").glob("*.pdf") if p.with_suffix(".tex").exists()]
     _check_pdf(pdf)
+
+
+# -- derive check --format tex: the same markup pipeline as the documents -----------------
+
+SPECIALS_SPEC = '''name = "50% of *bias* & $cost$ #1: s_star 𝕄 é"
+score = "dot(q + b_q, k + b_k) / sqrt(d)"
+[symbols]
+b_q = "vector"
+b_k = "vector"
+[claims]
+"k_bias*free$&%#" = "invariant(b_k)"
+q_bias_matters = "depends(b_q)"
+'''
+
+
+@pytest.fixture(scope="module")
+def specials_tex(tmp_path_factory):
+    from derive.cli import main
+
+    d = tmp_path_factory.mktemp("specials")
+    (d / "s.toml").write_text(SPECIALS_SPEC, encoding="utf-8")
+    assert main(["check", str(d / "s.toml"), "--format", "tex", "--output", str(d / "s.tex")]) == 0
+    return d / "s.tex"
+
+
+def test_check_tex_escapes_names_and_reasons(specials_tex):
+    tex = specials_tex.read_text(encoding="utf-8")
+    assert r"\section*{50\% of *bias* \& \$cost\$ \#1: s\_star $\mathbb{M}$ é}" in tex
+    assert r"\texttt{k\_bias*free\$\&\%\#} & \texttt{invariant(b\_k)} & proved \\" in tex
+    assert r"\subsection*{k\_bias*free\$\&\%\#: proved}" in tex
+    assert "\\texttt{dot(q + b\\_q, k + b\\_k) / sqrt(d)}" in tex
+    # no character pdflatex cannot set: Unicode symbols are math, the rest is ASCII or Latin
+    assert all(ord(c) < 128 or c == "é" for c in tex)
+
+
+@pytest.mark.latex
+def test_check_tex_with_specials_compiles(specials_tex):
+    proc = subprocess.run([require_tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", specials_tex.name],
+                          cwd=specials_tex.parent, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    text = subprocess.run([require_tool("pdftotext"), specials_tex.with_suffix(".pdf").name, "-"],
+                          cwd=specials_tex.parent, capture_output=True, text=True, check=True).stdout
+    assert "50% of *bias* & $cost$ #1: s_star M é" in text
+    assert "k_bias*free$&%#: proved" in text

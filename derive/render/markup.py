@@ -15,13 +15,14 @@ the same rule on both, and a numbered list stays a list.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "tex_math", "tex_text", "to_gfm", "to_tex"]
+__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "tex_code", "tex_math", "tex_text", "to_gfm", "to_tex"]
 
 
 @lru_cache(maxsize=1)
@@ -236,12 +237,13 @@ _MATH_SYMBOLS = {
     "ω": r"\omega", "Σ": r"\Sigma", "Δ": r"\Delta", "Π": r"\Pi", "Ω": r"\Omega", "⊙": r"\odot",
     "∣": r"\mid", "⌊": r"\lfloor", "⌋": r"\rfloor", "∅": r"\emptyset", "⊂": r"\subset", "⊆": r"\subseteq",
     "′": "'", "∪": r"\cup", "∩": r"\cap", "↦": r"\mapsto", "≪": r"\ll", "≫": r"\gg", "∝": r"\propto",
+    "∓": r"\mp", "𝕄": r"\mathbb{M}",
 }
 _SUP = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ", "0123456789+-()Tn"))
 _SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋", "0123456789ijkt+-"))
 _TEXT_ONLY = {
     "—": "---", "–": "--", "…": r"\dots{}", "“": "``", "”": "''", "’": "'", "′": "'",
-    "✅": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "\u00a0": "~",
+    "✅": r"$\checkmark$", "✔": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "\u00a0": "~",
 }
 
 
@@ -307,7 +309,24 @@ def _symbols_text(text: str) -> str:
 
 
 def _plain(text: str) -> str:
-    return "".join(_TEXT_ONLY.get(c, _TEX_SPECIAL.get(c, c)) for c in text)
+    return "".join(_TEXT_ONLY.get(c) or _TEX_SPECIAL.get(c) or _typesettable(c) for c in text)
+
+
+def _typesettable(c: str) -> str:
+    # pdflatex (utf8, T1) sets ASCII, Latin-1 and accented Latin letters (é, Ł); any other
+    # character (a spec's name may contain one) would stop it with an error
+    if c < "\x80" or "\xa0" <= c <= "\xff" or unicodedata.name(c, "").startswith("LATIN "):
+        return c
+    return "?"
+
+
+def tex_code(code: str) -> str:
+    """Code (a name, a claim, a JSON value) as LaTeX typewriter text, specials escaped.
+
+    >>> tex_code("s_star & 50% #1")
+    '\\\\texttt{s\\\\_star \\\\& 50\\\\% \\\\#1}'
+    """
+    return "\\texttt{" + tex_text(code).replace("'", "\\textquotesingle{}") + "}"
 
 
 def tex_math(latex: str) -> str:
@@ -328,10 +347,6 @@ def to_tex(text: str, *, inline: bool = False, cell: bool = False) -> str:
     if not text:
         return text
     return _TexWriter(fit=cell).render(_tree(text, inline or cell)).strip("\n")
-
-
-def _tex_code(code: str) -> str:
-    return "\\texttt{" + _plain(code).replace("'", "\\textquotesingle{}") + "}"
 
 
 class _TexWriter:
@@ -364,7 +379,7 @@ class _TexWriter:
         if t == "hardbreak":
             return "\\\\\n"
         if t == "code_inline":
-            return _tex_code(node.content)
+            return tex_code(node.content)
         if t == "math_inline":
             math = f"${tex_math(node.content.strip())}$"
             return f"\\fitcell{{{math}}}" if self.fit else math
