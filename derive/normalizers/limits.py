@@ -214,7 +214,7 @@ def _composed_iterated(entry, params, der):
         return None
     claimed = (sp.simplify(outer.subs(w, vec[0])), sp.simplify(outer.subs(w, vec[1])))
     der.step(
-        f"composition: p_j = M_j·outer(p'_j) with p' = {inner.name} (checked), outer continuous",
+        f"composition: $p_j = M_j \\, \\mathrm{{outer}}(p'_j)$ with $p'$ = {inner.name} (checked), outer continuous",
         sp.Eq(shown("\\operatorname{outer}(w)"), outer, evaluate=False),
     )
     der.step(f"the outer function of {inner.name}'s iterated limit (first key, other keys)", sp.Tuple(*claimed))
@@ -318,7 +318,7 @@ def limit_any_path(entry, params) -> Derivation:
         der.step("two keys, path A: x = (−τ, −2τ)", sp.Tuple(*la))
         der.step("two keys, path B: x = (−2τ, −τ)", sp.Tuple(*lb))
         w = {
-            "instance": {"n": 2, "path A": "x = (-tau, -2 tau)", "path B": "x = (-2 tau, -tau)"},
+            "instance": {"n": 2, "x on path A": "(−τ, −2τ)", "x on path B": "(−2τ, −τ)"},
             "indices": {"i": 1},
             "lhs": [float(v) for v in la],
             "rhs": [float(v) for v in lb],

@@ -304,7 +304,7 @@ def k_bias_cancels(entry, params) -> Derivation:
         if becomes.proved:
             pretty = _assign(other, new, entry.name)
             der.step(
-                f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {pretty}",
+                f"the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{{d}}$, so it becomes {pretty}",
                 sp.Eq(with_bias, rhs, evaluate=False),
             )
             der.value = f"no: becomes {pretty}"

@@ -229,7 +229,7 @@ register(
         latex=r"\operatorname{sink}_s",
         definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
         domain={"s": _s},
-        domain_text="s real (learned per head)",
+        domain_text="$s$ real (learned per head)",
         sample={"s": 1},
         shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
         stable_text="m = max(s, max x)",
@@ -266,7 +266,7 @@ register(
         latex=r"\operatorname{kv}^{*}",
         definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
         domain={"s_star": _sstar},
-        domain_text="s*_i = ⟨q_i, k*⟩/√d real, one per query row",
+        domain_text="$s^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
         sample={"s_star": 1},
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
         stable_text="m = max(s*_i, max x), per row",
@@ -274,7 +274,7 @@ register(
         extra_weight=lambda score, s_star=_sstar, **p: (
             sp.exp(s_star) / (sp.exp(s_star) + row_sum(lambda x: sp.exp(score(x))))
         ),
-        note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
+        note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
     )
 )
 register(
@@ -289,7 +289,7 @@ register(
         latex=r"\sigma",
         definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
         domain={"b": _b},
-        domain_text="b real",
+        domain_text="$b$ real",
         sample={"b": 0},
         shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
         stable_form=lambda score, key, m, b=_b, **p: (
@@ -316,7 +316,7 @@ register(
         latex=r"\operatorname{clip}",
         definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
         domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
-        domain_text="ζ ≥ 1, γ ≤ 0",
+        domain_text="$\\zeta \\ge 1$, $\\gamma \\le 0$",
         sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
         inner="softmax",
         outer=lambda w, zeta=_zeta, gamma=_gamma, **p: sp.Min(1, sp.Max(0, (zeta - gamma) * w + gamma)),

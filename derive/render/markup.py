@@ -412,8 +412,11 @@ def math_text(latex: str) -> str:
 
     >>> math_text(r"\\langle q_i, k_j \\rangle / \\sqrt{d}")
     '⟨q_i, k_j⟩ / √d'
+    >>> math_text(r"\\frac{1}{N_i}")
+    '1/N_i'
     """
-    s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), latex)
+    s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"\1/\2", latex)  # \frac{1}{N_i} → 1/N_i
+    s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), s)
     s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
     s = re.sub(r"\^\{([^{}]*)\}", r"^\1", s)
     s = s.replace("{", "").replace("}", "")

@@ -18,7 +18,7 @@ from derive import __version__
 from derive.render import prose
 from derive.render.latex import tex
 
-__all__ = ["CHECKS_NOTE", "to_json", "view"]
+__all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
 
 
 CHECKS_NOTE = ("Random instances have head dimension d ≤ 64, n ≤ 64 keys and random masks; searched instances "
@@ -117,7 +117,7 @@ def _block(b, target: str, numbers: dict) -> dict:
 def _name_tex(name: str) -> str:
     """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``."""
     if not name.replace("_", "").replace("^", "").isalnum():
-        return r"\mathrm{" + name.replace("_", r"\_") + "}"
+        return r"\text{" + name.replace("_", r"\_") + "}"
     return tex(sp.Symbol(name))
 
 
@@ -128,8 +128,18 @@ def _value_text(value) -> str:
     return re.sub(r"(?<![\w.])-(?=[\d.])", "−", text)
 
 
-def _assign(name: str, value) -> str:
-    return f"${_name_tex(name)}$ = {_value_text(value)}"
+def _value_math(value) -> str:
+    """A witness value as math source: ``[[0, -1]]``, ``(-τ, -2τ)``, ``-\\infty``."""
+    text = str(value).replace("'", "").replace('"', "").replace("−", "-")
+    return re.sub(r"\binf\b", r"\\infty", text)
+
+
+def assignment(name: str, value) -> str:
+    """``name = value`` as one math span of prose markup, e.g. ``$k^{0} = [[0], [1]]$``."""
+    return f"${_name_tex(name)} = {_value_math(value)}$"
+
+
+_assign = assignment
 
 
 def _witness_text(w: dict | None) -> str:
