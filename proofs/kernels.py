@@ -43,6 +43,7 @@ from derive.model.attention import M, i, n, t, u
 from derive.model.vectors import Dot
 from derive.normalizers.algebra import canon_sums
 from derive.normalizers.registry import get
+from derive.render.view import assignment
 from derive.settings import DEFAULT
 
 Zn = notation("Zk", lambda: exact_den(), latex="Z", nargs=0)
@@ -237,9 +238,9 @@ def _split(doc: Document) -> None:
     Ov = notation("or", lambda: cr_ / lr_, latex="o_{r+1}", nargs=0)
     Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r+1}", nargs=0)
     Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r+1}", nargs=0)
-    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="e^{lse_r} = e^{m_r}·ℓ_r",
+    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
                  why="A split's lse carries its own shift.")
-    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="e^{lse_r}·o_r = e^{m_r}·acc_r",
+    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
                  why="$e^{m_r + \\log \\ell_r} \\mathrm{acc}_r / \\ell_r$, for a split with $\\ell_r > 0$ (an empty one has no $o_r$: fault 8).")
     doc.prose("Hence, in $(o, \\mathrm{lse})$ form, $\\mathrm{lse} = \\log(e^{\\sigma} + \\sum_r e^{\\mathrm{lse}_r})$ and "
               "$\\mathrm{out} = (e^{\\sigma} w + \\sum_r e^{\\mathrm{lse}_r} o_r)\\,e^{-\\mathrm{lse}}$: the merge above "
@@ -350,7 +351,7 @@ def _faults(doc: Document) -> None:
                               why=f"Kernel: {f.does}. Computes: {f.computes}. Fix: {f.fix}.",
                               fixed=f.fixed or None, assume=f.assume or None, **f.sizes)
         wt = step.verdict.witness
-        inst = "; ".join(f"{kk} = {vv}" for kk, vv in {**wt["instance"], **wt["indices"]}.items())
+        inst = "; ".join(assignment(kk, vv) for kk, vv in {**wt["instance"], **wt["indices"]}.items())
         rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, inst])
     doc.table(["fault", "form", "computes instead", "fix", "counterexample"], rows,
               caption="$K = 2$ in fault 1 (two tiles or splits). Faults 3 and 4 vanish when $\\sigma = 0$ (softmax₁, zero token).")

@@ -38,6 +38,8 @@ _RAW = {
     "a Python boolean": re.compile(r"\b(?:True|False)\b"),
     "a Python tuple": re.compile(r"\(\d+,\)"),
     "a caret": re.compile(r"\w\^\w|ˆ"),
+    # math typesets a minus as U+2212; an ASCII hyphen before a digit is text where math was meant
+    "a hyphen as a minus sign": re.compile(r"(?:^|(?<=[\s(\[=,;:]))-(?=\d)"),
 }
 
 
@@ -78,13 +80,16 @@ def test_type3_fonts():
     ("the claim is True", "a Python boolean"),
     ("shape (1,)", "a Python tuple"),
     ("kˆ0", "a caret"),
+    ("Counterexample: d = 2, c = -1", "a hyphen as a minus sign"),
+    ("x = [[2, 1], [0, -1]]", "a hyphen as a minus sign"),
 ])
 def test_raw_markup_is_found(line, what):
     assert any(f.startswith(what) for f in raw_markup(line))
 
 
 def test_clean_text_has_no_raw_markup():
-    assert raw_markup("Row i has a query qi = xi WQ + bQ; |a − b| ≤ 10−12, p ∗ q, 3 × 4.") == []
+    assert raw_markup("Row i has a query qi = xi WQ + bQ; |a − b| ≤ 10−12, p ∗ q, 3 × 4, c = −1.") == []
+    assert raw_markup("a non-empty set, tolerance 1e-12, keys 1-3") == []
 
 
 def _check_pdf(pdf: Path) -> None:

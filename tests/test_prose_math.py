@@ -1,11 +1,14 @@
-"""Every generated document writes mathematics as math spans, never as pseudo-math in the text.
+r"""Every generated document writes mathematics as math spans, never as pseudo-math in the text.
 
 The committed ``docs/*.md`` (all generated except the hand-written ``spec.md``) are read as GitHub
 shows them: fenced blocks, ``$`…`$`` math, code spans, HTML tags and link targets are removed, and
 what remains, the running text, must not contain
 
-- a Unicode superscript or subscript, ``·``, ``⟨``, ``⟩``, ``√`` or ``−`` glued to a math span
-  (``q⁰·$`b_K`$``: half a formula in text, half in math);
+- a Unicode superscript or subscript, ``·``, ``⟨``, ``⟩``, ``√``, ``∂``, ``Σ`` or ``−`` glued to a
+  math span (``q⁰·$`b_K`$``: half a formula in text, half in math), or a function's name glued to
+  its math argument (``F($`x_k`$)``);
+- two math spans side by side or joined by one relation or operator (``$`M_{i,1}`$ = $`M_{i,2}`$``,
+  ``$`\Sigma_t`$ $`M_t`$``): one formula cut in pieces;
 - a braced subscript or superscript (``M_{i,1}``, ``e^{−c}``): LaTeX outside math;
 - a hyphen used as a minus sign before a digit (``c = -1``, ``[0, -1]``) after a space, bracket,
   ``=``, ``,``, ``;`` or ``:``; a word's hyphen (``non-empty``, ``1e-12``) is not one;
@@ -24,7 +27,8 @@ HAND_WRITTEN = {"spec.md"}
 
 _SCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋"
 FORBIDDEN = {
-    "text glued to a math span": re.compile(rf"[{_SCRIPT}·⟨⟩√−]\$`|`\$[{_SCRIPT}·⟨⟩]"),
+    "text glued to a math span": re.compile(rf"[{_SCRIPT}·⟨⟩√−∂Σ]\$`|`\$[{_SCRIPT}·⟨⟩]|[A-Za-z]\(\$`"),
+    "a formula split across math spans": re.compile(r"`\$ *(?:[=<>≤≥≠+−·/×→] *)?\$`"),
     "a braced subscript or superscript outside math": re.compile(r"[_^]\{"),
     "a hyphen as a minus sign": re.compile(r"(?:^|(?<=[\s(\[=,;:]))-(?=\d)"),
     "a Python or SymPy spelling": re.compile(r"\(\d+,\)|\b(?:True|False|None|EXPR)\b"),
@@ -33,8 +37,9 @@ FORBIDDEN = {
 # Python floats, and the fault and extra-logit texts of derive/kernels/ (faults.py, forms.py) mix Unicode
 # pseudo-math with math spans.
 KNOWN = {("impl-check.md", "a hyphen as a minus sign", "Varied: s ∈ {0.0, 1.5, -2.0, 30.0, -30.0, -inf, 10000.0}.")}
-KNOWN_RULES = {("kernels.md", "text glued to a math span")}
+KNOWN_RULES = {("kernels.md", "text glued to a math span"), ("kernels.md", "a formula split across math spans")}
 
+_ON_RAW = {"text glued to a math span", "a formula split across math spans"}
 _FENCE = re.compile(r"^( *)(```|~~~).*?^\1\2[ \t]*$", re.S | re.M)
 _REMOVED = re.compile(r"\$`.*?`\$|``.+?``|`[^`\n]*`|<[^>\n]*>|\]\([^)\s]*\)")
 
@@ -50,7 +55,7 @@ def pseudo_math(markdown: str) -> list[tuple[str, str]]:
     found = []
     for raw, line in zip(_FENCE.sub("", markdown).splitlines(), prose_lines(markdown)):
         for what, pat in FORBIDDEN.items():
-            if pat.search(raw if what == "text glued to a math span" else line):
+            if pat.search(raw if what in _ON_RAW else line):
                 found.append((what, line.strip()))
     return found
 
@@ -59,6 +64,10 @@ def pseudo_math(markdown: str) -> list[tuple[str, str]]:
     ("| q⁰·$`b_K`$ | x |", "text glued to a math span"),
     ("shifts by ⟨$`q_i`$, $`b_K`$⟩", "text glued to a math span"),
     ("a sink logit −$`c_i`$", "text glued to a math span"),
+    ("| ∂$`p_j/\\partial x_j`$ > 0 |", "text glued to a math span"),
+    ("F($`x_k`$) → 0", "text glued to a math span"),
+    ("($`M_{i,1}`$ = $`M_{i,2}`$ = 1)", "a formula split across math spans"),
+    ("$`\\Sigma_t`$ $`M_t`$ counts", "a formula split across math spans"),
     ("allowed keys (M_{i,1} = 1)", "a braced subscript or superscript outside math"),
     ("the 1 becomes e^{−c}", "a braced subscript or superscript outside math"),
     ("Counterexample: d = 2, c = -1.", "a hyphen as a minus sign"),
@@ -73,6 +82,7 @@ def test_pseudo_math_is_found(text, what):
 
 @pytest.mark.parametrize("text", [
     "the factor $`e^{c_i}`$ and $`M_{i,1} = M_{i,2} = 1`$, a sink logit $`-c_i`$",
+    "keys $`j`$ and $`k`$, with $`d = 1`$; $`n = 2`$, the weight $`p_j`$ (of key $`j`$)",
     "a non-empty set, tolerance 1e-12, softmax₁ and step 2-3",
     "```math\ne^{-c} = M_{i,1}\n```",
     "   ```json\n   {\"x\": [-1, 2], \"ok\": true}\n   ```",

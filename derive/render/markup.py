@@ -50,7 +50,7 @@ _BRACED = r"\{(?:[^{}]|\{[^{}]*\})*\}"
 _PSEUDO = re.compile(
     rf"(?<![\w./\\])(?P<path>[\w/]+\.(?:py|md|toml|json|j2|yml|yaml))\b"
     rf"|(?<![\w\\])(?<!\w\.)(?P<tok>[{_LETTER}0-9][{_LETTER}0-9*{_SCRIPTS}]*"
-    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+)(?:(?<=\}})|(?![\w(]))")
+    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+(?:'(?![A-Za-z]))*)(?:(?<=\}})|(?<=')|(?![\w(]))")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 
 
@@ -119,6 +119,8 @@ def mark_pseudo_math(text: str) -> str:
 
     >>> mark_pseudo_math("the 1 becomes e^{−c} for M_{i,1}; s_star = 1, $x_i$ stays")
     'the 1 becomes $e^{-c}$ for $M_{i,1}$; `s_star` = 1, $x_i$ stays'
+    >>> mark_pseudo_math("p_ij with b_k', the zero_token's key")
+    "$p_{ij}$ with $b_k'$, the `zero_token`'s key"
     """
     parts = _PROTECTED.split(text)
     for k in range(0, len(parts), 2):
@@ -407,6 +409,15 @@ _COMMANDS.update({r"\le": "≤", r"\ge": "≥", r"\ne": "≠", r"\cdot": "·", r
                   r"\sqrt": "√", r"\,": " ", r"\;": " ", r"\quad": " "})
 
 
+_BRACED_ARG = r"\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}"
+_FRAC = re.compile(r"\\frac\s*" + _BRACED_ARG + r"\s*" + _BRACED_ARG)
+
+
+def _part(arg: str) -> str:
+    atom = re.fullmatch(r"[\w\\{}^]*|\\langle[^\\]*\\rangle|\\sqrt\{\w*\}", arg.strip())
+    return arg if atom else f"({arg})"
+
+
 def math_text(latex: str) -> str:
     """A plain reading of simple LaTeX math (``\\sqrt{d}`` → ``√d``), for where no math renders.
 
@@ -414,11 +425,18 @@ def math_text(latex: str) -> str:
     '⟨q_i, k_j⟩ / √d'
     >>> math_text(r"\\frac{1}{N_i}")
     '1/N_i'
+    >>> math_text(r"s = - c, \\; b - c")
+    's = −c, b − c'
+    >>> math_text(r"\\min(1, \\frac{\\zeta - \\gamma + \\gamma N_{i}}{N_{i}})")
+    'min(1, (ζ − γ + γ N_i)/N_i)'
     """
-    s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"\1/\2", latex)  # \frac{1}{N_i} → 1/N_i
+    s = latex
+    while _FRAC.search(s):  # \frac{1}{N_i} → 1/N_i, a compound part in parentheses
+        s = _FRAC.sub(lambda m: f"{_part(m.group(1))}/{_part(m.group(2))}", s)
     s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), s)
     s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
     s = re.sub(r"\^\{([^{}]*)\}", r"^\1", s)
     s = s.replace("{", "").replace("}", "")
     s = re.sub(r"⟨\s+", "⟨", re.sub(r"\s+⟩", "⟩", s))
+    s = re.sub(r"(^|[(=,\[]\s?)-\s", r"\1-", s).replace("-", "−")  # in math a hyphen is a minus: "= - c" → "= −c"
     return re.sub(r"\s+", " ", s).strip()
