@@ -282,10 +282,10 @@ def document() -> Document:
     fw = ft(j)
     doc.prose("A widespread faulty form subtracts $m = \\max_j x_j$ and then adds a plain 1:")
     doc.definitions([[ft(j), faulty_weight(j)]])
-    doc.equation(fw, p1m(j), name="faulty = softmax₁(x − m)",
+    doc.equation(fw, p1m(j), name="$\\tilde{p} = p^{(1)}(x - m)$",
                  why="It is softmax₁ applied to the shifted scores.")
-    doc.equation(fw, SINK.weight(sc, key=j, s=m), name="faulty = sink(m)", why="Section 2 with $c = -m$.")
-    doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="faulty / softmax₁",
+    doc.equation(fw, SINK.weight(sc, key=j, s=m), name="$\\tilde{p}$ is a sink of logit $m$", why="Section 2 with $c = -m$.")
+    doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="$\\tilde{p}_j / p^{(1)}_j$",
                  why="The ratio for an allowed key; it is 1 exactly when $e^{m} = 1$, i.e. when $\\max_j x_{i,j} = 0$.")
     bad = _faulty_counterexample(doc, (2, 1))
     doc.prose("The claim “the faulty form equals softmax₁” is **{verdict:faulty form equals softmax₁=refuted}**: "
@@ -361,7 +361,7 @@ def document() -> Document:
          eqs["zero token ≡ softmax₁"] == P, "the zero key and value are appended after the projections"),
         ("softmax is implemented as $e^{x_{i,j} - \\max_t x_{i,t}}$", "refined",
          doc.facts["faulty form equals softmax₁"].status == "refuted",
-         "for softmax₁ the 0 logit must join the max; otherwise the result is a sink of logit $-\\max_t x_{i,t}$"),
+         "for softmax₁ the 0 logit must join the max; otherwise the result is a sink of logit $\\max_t x_{i,t}$"),
         ("learned attention sinks do the same", "confirmed",
          eqs["sink(0) ≡ softmax₁"] == P and eqs["learned key/value token"] == P,
          "softmax₁ is sink(0); add_bias_kv is a query-dependent sink plus its own value"),

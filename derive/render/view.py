@@ -21,7 +21,7 @@ from derive.render.latex import tex
 __all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
 
 
-CHECKS_NOTE = ("Random instances have head dimension d ≤ 64, n ≤ 64 keys and random masks; searched instances "
+CHECKS_NOTE = ("Random instances have head dimension $d \\le 64$, $n \\le 64$ keys and random masks; searched instances "
                "are drawn by Hypothesis to find a disagreement. "
                "A check passes when every compared pair of values $a, b$ satisfies "
                r"$\lvert a - b\rvert \le \mathrm{abs} + \mathrm{rel} \cdot \max(\lvert a\rvert, \lvert b\rvert)$, "
