@@ -315,10 +315,10 @@ def limit_any_path(entry, params) -> Derivation:
     A, B = (-TAU, -2 * TAU), (-2 * TAU, -TAU)
     la, lb = path_limit(entry, concrete, A), path_limit(entry, concrete, B)
     if la is not None and lb is not None and _certainly_differ(la, lb):
-        der.step("two keys, path A: $x = (-\\tau, -2\\tau)$", sp.Tuple(*la))
-        der.step("two keys, path B: $x = (-2\\tau, -\\tau)$", sp.Tuple(*lb))
+        der.step("two keys, path A: $x_A = (-\\tau, -2\\tau)$", sp.Tuple(*la))
+        der.step("two keys, path B: $x_B = (-2\\tau, -\\tau)$", sp.Tuple(*lb))
         w = {
-            "instance": {"n": 2, "x on path A": "(−τ, −2τ)", "x on path B": "(−2τ, −τ)"},
+            "instance": {"n": 2, "x_A": "(−τ, −2τ)", "x_B": "(−2τ, −τ)"},
             "indices": {"i": 1},
             "lhs": [float(v) for v in la],
             "rhs": [float(v) for v in lb],

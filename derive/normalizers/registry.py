@@ -336,7 +336,7 @@ register(
         # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.
         definition=r"p_j = \operatorname{softmax}\bigl(c_{cap} \tanh(x/c_{cap})\bigr)_j",
         domain={"c": _cap},
-        domain_text="c_cap > 0 (50 in Gemma 2)",
+        domain_text="$c_{cap} > 0$ (50 in Gemma 2)",
         stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
         stable_text="$m = c_{cap}$: the capped scores lie in $(-c_{cap}, c_{cap})$, so every exponent is $< 0$",
         sample={"c": 1},

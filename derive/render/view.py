@@ -17,6 +17,7 @@ import sympy as sp
 from derive import __version__
 from derive.render import prose
 from derive.render.latex import tex
+from derive.render.markup import tex_math
 
 __all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
 
@@ -130,8 +131,8 @@ def _value_text(value) -> str:
 
 def _value_math(value) -> str:
     """A witness value as math source: ``[[0, -1]]``, ``(-τ, -2τ)``, ``-\\infty``."""
-    text = str(value).replace("'", "").replace('"', "").replace("−", "-")
-    return re.sub(r"\binf\b", r"\\infty", text)
+    text = re.sub(r"\binf\b", r"\\infty", str(value).replace("'", "").replace('"', ""))
+    return tex_math(text)  # Unicode symbols as commands: −τ → -\tau
 
 
 def assignment(name: str, value) -> str:
