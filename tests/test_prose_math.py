@@ -12,6 +12,7 @@ what remains, the running text, must not contain
 - a braced subscript or superscript (``M_{i,1}``, ``e^{−c}``): LaTeX outside math;
 - a hyphen used as a minus sign before a digit (``c = -1``, ``[0, -1]``) after a space, bracket,
   ``=``, ``,``, ``;`` or ``:``; a word's hyphen (``non-empty``, ``1e-12``) is not one;
+- math inside a link's or an image's text, which GitHub does not render there;
 - a Python or SymPy spelling: a one-element tuple ``(1,)``, ``True``, ``False``, ``None``, ``EXPR``.
 
 The PDFs are scanned for the same class in ``tests/test_latex.py`` (``raw_markup``).
@@ -29,6 +30,7 @@ _SCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ₀₁₂₃₄₅₆₇
 FORBIDDEN = {
     "text glued to a math span": re.compile(rf"[{_SCRIPT}·⟨⟩√−∂Σ]\$`|`\$[{_SCRIPT}·⟨⟩]|[A-Za-z]\(\$`"),
     "a formula split across math spans": re.compile(r"`\$ *(?:[=<>≤≥≠+−·/×→] *)?\$`"),
+    "math inside link or image text": re.compile(r"\[[^\]\n]*\$`[^\]\n]*\]\("),
     "a braced subscript or superscript outside math": re.compile(r"[_^]\{"),
     "a hyphen as a minus sign": re.compile(r"(?:^|(?<=[\s(\[=,;:]))-(?=\d)"),
     "a Python or SymPy spelling": re.compile(r"\(\d+,\)|\b(?:True|False|None|EXPR)\b"),
@@ -39,7 +41,7 @@ FORBIDDEN = {
 KNOWN = {("impl-check.md", "a hyphen as a minus sign", "Varied: s ∈ {0.0, 1.5, -2.0, 30.0, -30.0, -inf, 10000.0}.")}
 KNOWN_RULES = {("kernels.md", "text glued to a math span"), ("kernels.md", "a formula split across math spans")}
 
-_ON_RAW = {"text glued to a math span", "a formula split across math spans"}
+_ON_RAW = {"text glued to a math span", "a formula split across math spans", "math inside link or image text"}
 _FENCE = re.compile(r"^( *)(```|~~~).*?^\1\2[ \t]*$", re.S | re.M)
 _REMOVED = re.compile(r"\$`.*?`\$|``.+?``|`[^`\n]*`|<[^>\n]*>|\]\([^)\s]*\)")
 
@@ -73,6 +75,8 @@ def pseudo_math(markdown: str) -> list[tuple[str, str]]:
     ("Counterexample: d = 2, c = -1.", "a hyphen as a minus sign"),
     ("x = [[2, 1], [0, -1]]", "a hyphen as a minus sign"),
     ("shape (1,) of the row", "a Python or SymPy spelling"),
+    ("![Weight along $`x = -t`$ (4 keys)](a.svg)", "math inside link or image text"),
+    ("the limits are [$`1/N_i`$](normalizers.md#x)", "math inside link or image text"),
     ("the claim is True", "a Python or SymPy spelling"),
     ("(EXPR at key j_1)", "a Python or SymPy spelling"),
 ])
@@ -88,7 +92,7 @@ def test_pseudo_math_is_found(text, what):
     "   ```json\n   {\"x\": [-1, 2], \"ok\": true}\n   ```",
     "run `python build_docs.py --no-pdf` with `c = -1`",
     "- a list item and <sub>✔ proved: expanding ⟨·,·⟩ by bilinearity</sub>",
-    "[$`\\frac{1}{N_i}`$](normalizers.md#nrm-x_{1})",
+    "[1/N_i](normalizers.md#nrm-x_{1}) and ![x = −t·1](a.svg) next to $`x`$",
 ])
 def test_clean_prose_passes(text):
     assert pseudo_math(text) == []

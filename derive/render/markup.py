@@ -405,7 +405,7 @@ class _TexWriter:
 _COMMANDS = {v.strip(): k for k, v in _MATH_SYMBOLS.items() if v.startswith("\\")}
 _COMMANDS.update({r"\le": "≤", r"\ge": "≥", r"\ne": "≠", r"\cdot": "·", r"\to": "→", r"\infty": "∞",
                   r"\log": "log", r"\exp": "exp", r"\max": "max", r"\min": "min", r"\sum": "∑",
-                  r"\operatorname": "", r"\mathrm": "", r"\text": "", r"\left": "", r"\right": "",
+                  r"\operatorname": "", r"\mathrm": "", r"\mathbf": "", r"\text": "", r"\left": "", r"\right": "",
                   r"\sqrt": "√", r"\,": " ", r"\;": " ", r"\quad": " "})
 
 
