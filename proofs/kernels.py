@@ -43,6 +43,7 @@ from derive.model.attention import M, i, n, t, u
 from derive.model.vectors import Dot
 from derive.normalizers.algebra import canon_sums
 from derive.normalizers.registry import get
+from derive.render.latex import tex
 from derive.render.view import assignment
 from derive.settings import DEFAULT
 
@@ -116,7 +117,9 @@ def _notation(doc: Document) -> None:
             mix = mix + sp.exp(ex.logit) / (sp.exp(ex.logit) + exact_den(False)) * ex.value
         shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} b_V" if ex.value != 0 else "")
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
-        doc.equation(lhs, rhs, name=f"{name} is (σ, w) = {ex.text.split(' (')[0].split(':')[0]}",
+        pair = (f"$(\\sigma, w) = ({tex(ex.logit)}, {tex(ex.value)})$" if ex.logit is not None
+                else "no extra logit")
+        doc.equation(lhs, rhs, name=f"{name}: {pair}",
                      why=f"$p_u$: the registry's weights of {entry.title}"
                          + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's" if ex.value != 0 else "")
                          + f"; {ex.text}.")
@@ -152,8 +155,8 @@ def _online(doc: Document) -> None:
               caption="$\\ell_{b+1}$, $\\mathrm{acc}_{b+1}$: the same with $a_{b+1}$, $m_{b+1}$. No property of $m_b$ is used: the running "
                       "maximum only keeps every exponent $\\le 0$, so the proofs hold for any real shifts.")
     doc.prose("**Base** ($b = 0$, $a_0 = 0$, $m_0 = \\sigma$): the seed satisfies the invariant.")
-    doc.equation(state(0, sigma)[0], 1, name="base: ℓ₀ = 1", why="$e^{\\sigma - \\sigma} = 1$ and the sum over keys $1, \\dots, 0$ is empty.")
-    doc.equation(state(0, sigma)[1], w, name="base: acc₀ = w", why="The same for the accumulator.")
+    doc.equation(state(0, sigma)[0], 1, name="base: $\\ell_0 = 1$", why="$e^{\\sigma - \\sigma} = 1$ and the sum over keys $1, \\dots, 0$ is empty.")
+    doc.equation(state(0, sigma)[1], w, name="base: $\\mathrm{acc}_0 = w$", why="The same for the accumulator.")
     doc.prose("**Step** (any $a_b \\le a_{b+1}$, any shifts): one tile update maps the invariant for $b$ tiles to the "
               "invariant for $b + 1$ tiles.")
     ln, an = tile_update(Lb(), Ab(), m, m2, a + 1, a2)
@@ -195,11 +198,11 @@ def _online(doc: Document) -> None:
     doc.prose("**Fully masked rows.** With an extra logit the row attends to the extra key alone: the state after "
               "all tiles is the seed, rescaled, and the output is $w$ (0 for a sink, softmax₁ and the zero "
               "token); the lse is $\\sigma$. Without one, $\\ell_B = 0$: the definition has no value, and kernels "
-              "return out = 0, lse = −∞ by convention (section 7 runs both).")
+              "return $\\mathrm{out} = 0$, $\\mathrm{lse} = -\\infty$ by convention (section 7 runs both).")
     l_, a_ = state(0, m)
     doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to $w$.")
     lse0 = notation("lse0", lambda: m + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
-    doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is σ", why="$e^{m_B} e^{\\sigma - m_B} = e^{\\sigma}$.")
+    doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is $\\sigma$", why="$e^{m_B} e^{\\sigma - m_B} = e^{\\sigma}$.")
 
 
 # 3 ------------------------------------------------------------------------------------
@@ -344,15 +347,15 @@ def _faults(doc: Document) -> None:
     rows = []
     for k, f in enumerate(FAULTS, 1):
         if f.faulty is None:
-            rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, "IEEE NaN, section 7"])
+            rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, "IEEE NaN, section 7"])
             continue
         shown = lambda e: sp.sympify(e).subs(bw.D, Dn())  # D for ⟨g, out⟩, as in section 5
         step = doc.refutation(shown(f.faulty()), shown(f.correct()), name=f"fault {k}: {f.title}",
-                              why=f"Kernel: {f.does}. Computes: {f.computes}. Fix: {f.fix}.",
+                              why=f"Kernel: {f.does_md}. Computes: {f.computes_md}. Fix: {f.fix_md}.",
                               fixed=f.fixed or None, assume=f.assume or None, **f.sizes)
         wt = step.verdict.witness
         inst = "; ".join(assignment(kk, vv) for kk, vv in {**wt["instance"], **wt["indices"]}.items())
-        rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, inst])
+        rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, inst])
     doc.table(["fault", "form", "computes instead", "fix", "counterexample"], rows,
               caption="$K = 2$ in fault 1 (two tiles or splits). Faults 3 and 4 vanish when $\\sigma = 0$ (softmax₁, zero token).")
     doc.record("faults", [{"key": f.key, "title": f.title, "form": f.form, "fix": f.fix} for f in FAULTS])
@@ -363,7 +366,8 @@ def _kernels_run(doc: Document) -> None:
     doc.section("7. The kernels run on an adversarial row", anchor="runs")
     doc.prose(
         "`derive/kernels/numeric.py` runs the forms in float64 the way a fused kernel does (base-2 exponents, "
-        "the −∞ guard, per-split (o, lse) merged). On a row of 7 keys with one masked key, a sink s = 0.7, "
+        "the $-\\infty$ guard, per-split $(o, \\mathrm{lse})$ merged). On a row of 7 keys with one masked key, a sink "
+        "$s = 0.7$, "
         "tiles of 1, 2, 3 and 7 keys and 1, 3 and 9 splits (two of them empty), each output is compared with the "
         "definition evaluated directly:"
     )
@@ -412,5 +416,6 @@ def _others(doc: Document) -> None:
     doc.prose("The registry's other entries have no online form of their own:")
     doc.table(["normalizer", "why"], [[get(name).title, why] for name, why in NO_FORM.items()])
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
-              "softmax denominator, with no value (σ = s, w = 0). Real initial tokens kept as sinks "
-              "{cite:xiao2024} are the learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")
+              "softmax denominator, with no value ($\\sigma = s$, $w = 0$). Real initial tokens kept as sinks "
+              "{cite:xiao2024} are the learned key/value case ($\\sigma = \\langle q_i, k_{\\mathrm{sink}} \\rangle/\\sqrt{d}$, "
+              "$w = v_{\\mathrm{sink}}$).")

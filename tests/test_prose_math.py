@@ -36,10 +36,9 @@ FORBIDDEN = {
     "a Python or SymPy spelling": re.compile(r"\(\d+,\)|\b(?:True|False|None|EXPR)\b"),
 }
 # Known and pinned, not yet rewritten: the kernel checker's parameter list (derive/impl/kernel.py) prints
-# Python floats, and the fault and extra-logit texts of derive/kernels/ (faults.py, forms.py) mix Unicode
-# pseudo-math with math spans.
+# Python floats.
 KNOWN = {("impl-check.md", "a hyphen as a minus sign", "Varied: s ∈ {0.0, 1.5, -2.0, 30.0, -30.0, -inf, 10000.0}.")}
-KNOWN_RULES = {("kernels.md", "text glued to a math span"), ("kernels.md", "a formula split across math spans")}
+KNOWN_RULES: set = set()
 
 _ON_RAW = {"text glued to a math span", "a formula split across math spans", "math inside link or image text"}
 _FENCE = re.compile(r"^( *)(```|~~~).*?^\1\2[ \t]*$", re.S | re.M)

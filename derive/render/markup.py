@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "tex_code", "tex_math", "tex_text", "to_gfm", "to_tex"]
+__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "plain_math", "tex_code", "tex_math", "tex_text", "to_gfm", "to_tex"]
 
 
 @lru_cache(maxsize=1)
@@ -434,9 +434,23 @@ def math_text(latex: str) -> str:
     while _FRAC.search(s):  # \frac{1}{N_i} → 1/N_i, a compound part in parentheses
         s = _FRAC.sub(lambda m: f"{_part(m.group(1))}/{_part(m.group(2))}", s)
     s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), s)
-    s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
-    s = re.sub(r"\^\{([^{}]*)\}", r"^\1", s)
+    # innermost groups first: a one-token exponent as is (e^x_t), a compound one in parentheses
+    # (e^{x - m} → e^(x − m)); a subscript and a plain group lose their braces
+    sup = lambda m: "^" + (m.group(1) if re.fullmatch(r"[\w'∞*]*", m.group(1)) else f"({m.group(1)})")
+    while (t := re.sub(r"\^\{([^{}]*)\}", sup, re.sub(r"(?<!\^)\{([^{}]*)\}", r"\1", s))) != s:
+        s = t
     s = s.replace("{", "").replace("}", "")
     s = re.sub(r"⟨\s+", "⟨", re.sub(r"\s+⟩", "⟩", s))
     s = re.sub(r"(^|[(=,\[]\s?)-\s", r"\1-", s).replace("-", "−")  # in math a hyphen is a minus: "= - c" → "= −c"
+    s = re.sub(r"([∂√])\s+", r"\1", s)  # \partial L → ∂L
     return re.sub(r"\s+", " ", s).strip()
+
+
+def plain_math(text: str) -> str:
+    r"""Prose markup with each ``$…$`` math span read aloud (:func:`math_text`), for text shown
+    where no math renders (a terminal, an image's alt text).
+
+    >>> plain_math(r"seed $m_0 = -\infty$ and add $e^{\sigma - m}$ to $\ell$")
+    'seed m_0 = −∞ and add e^(σ − m) to ℓ'
+    """
+    return re.sub(r"\$([^$\n]+)\$", lambda m: math_text(m.group(1)), text)

@@ -17,7 +17,7 @@ import sympy as sp
 from derive import __version__
 from derive.render import prose
 from derive.render.latex import tex
-from derive.render.markup import math_text, tex_math
+from derive.render.markup import plain_math, tex_math
 
 __all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
 
@@ -117,8 +117,7 @@ def _block(b, target: str, numbers: dict) -> dict:
 
 def _alt(text: str) -> str:
     """An image's alt text: no markup renders there, so math is read aloud (``$x_t$`` → ``x_t``)."""
-    plain = re.sub(r"\$([^$]+)\$", lambda m: math_text(m.group(1)), text)
-    return prose.to_markdown(plain.replace("[", "(").replace("]", ")"), inline=True)
+    return prose.to_markdown(plain_math(text).replace("[", "(").replace("]", ")"), inline=True)
 
 
 def _name_tex(name: str) -> str:
