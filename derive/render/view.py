@@ -66,8 +66,8 @@ def _paragraphs(value: str, target: str) -> str:
 
 
 def _method(method: str, target: str) -> str:
-    """A prover's method as text: Markdown shows it as is, LaTeX needs ⟨·,·⟩ and · escaped."""
-    return prose.escape_latex_text(method) if target == "tex" else method
+    """A prover's method: prose markup, its formulas as math."""
+    return _text(method, target)
 
 
 def _block(b, target: str, numbers: dict) -> dict:
