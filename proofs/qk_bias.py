@@ -211,7 +211,7 @@ def document() -> Document:
                  why="The scores themselves change, by the same amount for every key of row $i$.")
     doc.classify([("score shift $c_i$", Dot(q0[i], bK) / SQRT_D)], i, name="the shift differs between rows",
                  why="The shift is not one number for the whole matrix: it depends on the query row $i$.",
-                 expect=["depends on i"])
+                 expect=["depends on $i$"])
     doc.equation(pK(i, j), p0(i, j), name="K bias leaves the weights unchanged",
                  why="Shift invariance with the row-constant $c_i$.")
     doc.equation(outK(i), out0(i), name="K bias leaves the output unchanged",

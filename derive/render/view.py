@@ -99,7 +99,7 @@ def _block(b, target: str, numbers: dict) -> dict:
             rows.append({
                 "label": _cell(label, target),
                 "expr": _cell(c.expr, target),
-                "verdict": c.label,
+                "verdict": _cell(c.label, target),
                 "evidence": _cell(evidence, target),
             })
         out.update(name=b.name, rows=rows, why=_text(b.why, target), index=tex(b.index))
