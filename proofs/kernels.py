@@ -68,7 +68,7 @@ def document() -> Document:
         "kernels",
         "Kernel forms of attention: online, split-KV and backward, derived",
         summary=(
-            "Fast attention kernels never compute p = e^x / Z. They stream the keys in tiles with a running "
+            "Fast attention kernels never compute $p = e^x / Z$. They stream the keys in tiles with a running "
             "maximum, a running sum and an accumulator (online softmax {cite:milakov2018}; FlashAttention {cite:dao2022,dao2023}), split the keys across workers and merge "
             "the partial results by their log-sum-exp (flash-decoding {cite:flash-decoding2023}), and rebuild the weights from the saved "
             "log-sum-exp in the backward pass. An extra logit — a sink {cite:gpt-oss2025}, softmax₁'s implicit 0, a zero token, a "
@@ -117,10 +117,10 @@ def _notation(doc: Document) -> None:
             mix = mix + sp.exp(ex.logit) / (sp.exp(ex.logit) + exact_den(False)) * ex.value
         shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} b_V" if ex.value != 0 else "")
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
-        pair = (f"$(\\sigma, w) = ({tex(ex.logit)}, {tex(ex.value)})$" if ex.logit is not None
+        pair = (f"$\\sigma = {tex(ex.logit)}$, $w = {tex(ex.value)}$" if ex.logit is not None
                 else "no extra logit")
         doc.equation(lhs, rhs, name=f"{name}: {pair}",
-                     why=f"$p_u$: the registry's weights of {entry.title}"
+                     why=f"$p_u$ are the registry's weights of {entry.title}"
                          + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's" if ex.value != 0 else "")
                          + f"; {ex.text}.")
         rows.append([entry.title, ex.text])
@@ -379,7 +379,7 @@ def _kernels_run(doc: Document) -> None:
     z = np.exp(xs)
     exact = (z @ vs) / (z.sum() + math.exp(s))
     got = [online(xs, vs, blk, s)[0] for blk in (1, 2, 3, 7)] + [split(xs, vs, k, s)[0] for k in (1, 3, 9)]
-    doc.example_check("online and split forms, sink s = 0.7", list(np.concatenate(got)), list(np.tile(exact, 7)),
+    doc.example_check("online and split forms, sink $s = 0.7$", list(np.concatenate(got)), list(np.tile(exact, 7)),
                       detail="tiles 1, 2, 3, 7; splits 1, 3, 9")
     masked = np.full(7, -np.inf)
     o1, l1 = online(masked, vs, 2, s)
