@@ -45,6 +45,8 @@ from derive.model.attention import M, i, n, t, u
 from derive.model.vectors import Dot
 from derive.normalizers.algebra import canon_sums
 from derive.normalizers.registry import get
+from derive.render.latex import tex
+from derive.render.view import assignment
 from derive.settings import DEFAULT
 
 Zn = notation("Zk", lambda: exact_den(), latex="Z", nargs=0)
@@ -68,7 +70,7 @@ def document() -> Document:
         "kernels",
         "Kernel forms of attention: online, split-KV and backward, derived",
         summary=(
-            "Fast attention kernels never compute p = e^x / Z. They stream the keys in tiles with a running "
+            "Fast attention kernels never compute $p = e^x / Z$. They stream the keys in tiles with a running "
             "maximum, a running sum and an accumulator (online softmax {cite:milakov2018}; FlashAttention {cite:dao2022,dao2023}), split the keys across workers and merge "
             "the partial results by their log-sum-exp (flash-decoding {cite:flash-decoding2023}), and rebuild the weights from the saved "
             "log-sum-exp in the backward pass. An extra logit — a sink {cite:gpt-oss2025}, softmax₁'s implicit 0, a zero token, a "
@@ -101,7 +103,7 @@ def _notation(doc: Document) -> None:
         "$w$; the attention output and its normalizer are"
     )
     doc.definitions([[Zn(), exact_den()], [OUT(), exact_out()]],
-              caption="Plain softmax has no extra logit (σ = −∞: drop the e^σ terms).")
+              caption="Plain softmax has no extra logit ($\\sigma = -\\infty$: drop the $e^{\\sigma}$ terms).")
     doc.prose("Each registered normalizer of the softmax family is this output for one choice of $(\\sigma, w)$:")
     rows = []
     for name, ex in EXTRA.items():
@@ -117,9 +119,11 @@ def _notation(doc: Document) -> None:
             mix = mix + sp.exp(ex.logit) / (sp.exp(ex.logit) + exact_den(False)) * ex.value
         shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} b_V" if ex.value != 0 else "")
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
-        doc.equation(lhs, rhs, name=f"{name} is (σ, w) = {ex.text.split(' (')[0].split(':')[0]}",
-                     why=f"p_u: the registry's weights of {entry.title}"
-                         + (", p_tok = e^{s*}/(e^{s*} + Σ_t e^{x_t}) the learned token's" if ex.value != 0 else "")
+        pair = (f"$\\sigma = {tex(ex.logit)}$, $w = {tex(ex.value)}$" if ex.logit is not None
+                else "no extra logit")
+        doc.equation(lhs, rhs, name=f"{name}: {pair}",
+                     why=f"$p_u$ are the registry's weights of {entry.title}"
+                         + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's" if ex.value != 0 else "")
                          + f"; {ex.text}.")
         rows.append([entry.title, ex.text])
     doc.table(["normalizer", "extra logit and value"], rows)
@@ -150,37 +154,37 @@ def _online(doc: Document) -> None:
         "**Invariant** (after $b$ tiles): the state represents the extra key and keys $1..a_b$ at the shift $m_b$:"
     )
     doc.definitions([[Lb(), Lb().unfolded()], [Ab(), Ab().unfolded()]],
-              caption="ℓ_{b+1}, acc_{b+1}: the same with a_{b+1}, m_{b+1}. No property of m_b is used: the running "
-                      "maximum only keeps every exponent ≤ 0, so the proofs hold for any real shifts.")
+              caption="$\\ell_{b+1}$, $\\mathrm{acc}_{b+1}$: the same with $a_{b+1}$, $m_{b+1}$. No property of $m_b$ is used: the running "
+                      "maximum only keeps every exponent $\\le 0$, so the proofs hold for any real shifts.")
     doc.prose("**Base** ($b = 0$, $a_0 = 0$, $m_0 = \\sigma$): the seed satisfies the invariant.")
-    doc.equation(state(0, sigma)[0], 1, name="base: ℓ₀ = 1", why="e^{σ−σ} = 1 and the sum over keys 1..0 is empty.")
-    doc.equation(state(0, sigma)[1], w, name="base: acc₀ = w", why="The same for the accumulator.")
+    doc.equation(state(0, sigma)[0], 1, name="base: $\\ell_0 = 1$", why="$e^{\\sigma - \\sigma} = 1$ and the sum over keys $1, \\dots, 0$ is empty.")
+    doc.equation(state(0, sigma)[1], w, name="base: $\\mathrm{acc}_0 = w$", why="The same for the accumulator.")
     doc.prose("**Step** (any $a_b \\le a_{b+1}$, any shifts): one tile update maps the invariant for $b$ tiles to the "
               "invariant for $b + 1$ tiles.")
     ln, an = tile_update(Lb(), Ab(), m, m2, a + 1, a2)
     doc.equation(ln, Lb1(), where=ORDER, name="step: ℓ",
-                 why="e^{m_b−m_{b+1}}·e^{σ−m_b} = e^{σ−m_{b+1}}, and the sums over 1..a_b and a_b+1..a_{b+1} "
-                     "join into one over 1..a_{b+1}.")
+                 why="$e^{m_b - m_{b+1}} e^{\\sigma - m_b} = e^{\\sigma - m_{b+1}}$, and the sums over $1, \\dots, a_b$ and "
+                     "$a_b + 1, \\dots, a_{b+1}$ join into one over $1, \\dots, a_{b+1}$.")
     doc.equation(an, Ab1(), where=ORDER, name="step: acc", why="The same for the accumulator.")
     doc.prose("By induction the invariant holds after every tile, for any number of tiles. **Finalization** "
               "($a_B = n$): the shift cancels, whatever it is.")
     lB, aB = state(n, m)
-    doc.equation(aB / lB, OUT(), name="finalize: out", why="Numerator and denominator carry the common factor e^{−m_B}.")
+    doc.equation(aB / lB, OUT(), name="finalize: out", why="Numerator and denominator carry the common factor $e^{-m_B}$.")
     lseB = notation("lseB", lambda: m + sp.log(lB), latex="\\mathrm{lse}", nargs=0)
     doc.equation(sp.exp(lseB()), Zn(), name="finalize: lse",
-                 why="e^{m_B + log ℓ_B} = e^{m_B}ℓ_B: the saved lse is log Z, the extra logit included.")
+                 why="$e^{m_B + \\log \\ell_B} = e^{m_B} \\ell_B$: the saved lse is $\\log Z$, the extra logit included.")
     doc.prose("**Without a seed.** Plain softmax starts from the empty state; the same step holds with the extra "
               "terms deleted, and a kernel with an extra logit may instead run softmax's form and add the extra "
               "key once at finalization, at any shift $m_f$ (kernels take $\\max(m_B, \\sigma)$):")
     l0, a0 = state(a, m, extra=False)
     l1, a1 = state(a2, m2, extra=False)
     ln0, an0 = tile_update(l0, a0, m, m2, a + 1, a2)
-    doc.equation(ln0, l1, where=ORDER, name="softmax step: ℓ", why="The step above without the e^σ term.")
+    doc.equation(ln0, l1, where=ORDER, name="softmax step: ℓ", why="The step above without the $e^{\\sigma}$ term.")
     doc.equation(an0, a1, where=ORDER, name="softmax step: acc", why="The same for the accumulator.")
     mf = sp.Symbol("m_f", real=True)
     lf, af = finalize_extra(*state(n, m, extra=False), m, mf)
     doc.equation(af / lf, OUT(), name="extra logit at finalization",
-                 why="Rescale the state to m_f and add e^{σ−m_f}, e^{σ−m_f}w once.")
+                 why="Rescale the state to $m_f$ and add $e^{\\sigma - m_f}$, $e^{\\sigma - m_f} w$ once.")
     doc.prose(
         "**Fully masked tiles.** The step is proved for any mask, so a tile whose keys are all masked adds "
         "$M_t = 0$ terms and the invariant carries over. The danger is numeric: with $m_b = -\\infty$ (nothing "
@@ -190,17 +194,17 @@ def _online(doc: Document) -> None:
         "and with the guard the update of a fully masked tile leaves the state as it is:"
     )
     doc.equation(tile_update(Lb(), Ab(), m, m, a + 1, a)[0], Lb(), name="a tile that adds nothing",
-                 why="The guard keeps m_{b+1} = m_b, and the tile's sum is empty (or all its terms have M_t = 0).")
+                 why="The guard keeps $m_{b+1} = m_b$, and the tile's sum is empty (or all its terms have $M_t = 0$).")
     doc.equation(tile_update(Lb(), Ab(), m, m, a + 1, a)[1], Ab(), name="… leaves acc unchanged",
                  why="The same for the accumulator.")
     doc.prose("**Fully masked rows.** With an extra logit the row attends to the extra key alone: the state after "
               "all tiles is the seed, rescaled, and the output is $w$ (0 for a sink, softmax₁ and the zero "
               "token); the lse is $\\sigma$. Without one, $\\ell_B = 0$: the definition has no value, and kernels "
-              "return out = 0, lse = −∞ by convention (section 7 runs both).")
+              "return $\\mathrm{out} = 0$, $\\mathrm{lse} = -\\infty$ by convention (section 7 runs both).")
     l_, a_ = state(0, m)
-    doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to w.")
+    doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to $w$.")
     lse0 = notation("lse0", lambda: m + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
-    doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is σ", why="e^{m_B}·e^{σ−m_B}.")
+    doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is $\\sigma$", why="$e^{m_B} e^{\\sigma - m_B} = e^{\\sigma}$.")
 
 
 # 3 ------------------------------------------------------------------------------------
@@ -223,12 +227,12 @@ def _split(doc: Document) -> None:
     for label, run in (("ℓ", tile_den), ("acc", tile_num)):
         doc.equation(sp.exp(m - m2) * run(c0, a, m) + run(a + 1, a2, m2), run(c0, a2, m2),
                      where=sp.And(sp.Le(c0, a + 1), ORDER), name=f"a split's own state: {label}",
-                     why="The step of section 2 for a run of keys that starts at c = a_{r−1}+1 instead of 1.")
+                     why="The step of section 2 for a run of keys that starts at $c = a_{r-1} + 1$ instead of 1.")
     Lr = notation("Lr", lambda: state(ar, mm)[0], latex="J_r", nargs=0)
     Ar = notation("Ar", lambda: state(ar, mm)[1], latex="J^{\\mathrm{acc}}_r", nargs=0)
     doc.definitions([[Lr(), Lr().unfolded()], [Ar(), Ar().unfolded()]])
     doc.equation(Lr() + sp.exp(mr - mm) * tile_den(ar + 1, ar1, mr), state(ar1, mm)[0], where=sp.Le(ar, ar1),
-                 name="merge step: ℓ", why="e^{m_{r+1}−m}·e^{−m_{r+1}} = e^{−m}, then the two sums join.")
+                 name="merge step: ℓ", why="$e^{m_{r+1} - m} e^{-m_{r+1}} = e^{-m}$, then the two sums join.")
     doc.equation(Ar() + sp.exp(mr - mm) * tile_num(ar + 1, ar1, mr), state(ar1, mm)[1], where=sp.Le(ar, ar1),
                  name="merge step: acc", why="The same for the accumulator.")
     doc.prose("So after all $S$ splits the combine is the finalized state of section 2: out and lse are the "
@@ -239,10 +243,10 @@ def _split(doc: Document) -> None:
     Ov = notation("or", lambda: cr_ / lr_, latex="o_{r+1}", nargs=0)
     Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r+1}", nargs=0)
     Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r+1}", nargs=0)
-    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="e^{lse_r} = e^{m_r}·ℓ_r",
+    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
                  why="A split's lse carries its own shift.")
-    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="e^{lse_r}·o_r = e^{m_r}·acc_r",
-                 why="e^{m_r + log ℓ_r}·acc_r/ℓ_r, for a split with ℓ_r > 0 (an empty one has no o_r: fault 8).")
+    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
+                 why="$e^{m_r + \\log \\ell_r} \\mathrm{acc}_r / \\ell_r$, for a split with $\\ell_r > 0$ (an empty one has no $o_r$: fault 8).")
     doc.prose("Hence, in $(o, \\mathrm{lse})$ form, $\\mathrm{lse} = \\log(e^{\\sigma} + \\sum_r e^{\\mathrm{lse}_r})$ and "
               "$\\mathrm{out} = (e^{\\sigma} w + \\sum_r e^{\\mathrm{lse}_r} o_r)\\,e^{-\\mathrm{lse}}$: the merge above "
               "multiplied out by $e^{m}$, with the extra logit once.")
@@ -262,7 +266,7 @@ def _lse(doc: Document) -> None:
     )
     # (state = Z·2^(−m₂) rather than 2^(m₂)·state = Z: SymPy 1.12 prints a \cdot in the latter)
     doc.equation(base2_state(n, m2_, sigma * LOG2E), Zn() * sp.Pow(2, -m2_), name="base-2 state",
-                 why="2^{y·log₂e} = e^y for every exponent y, the extra logit's included.")
+                 why="$2^{y \\log_2 e} = e^{y}$ for every exponent $y$, the extra logit's included.")
     doc.prose("so $2^{\\mathrm{lse}_2} = Z$, i.e. $\\mathrm{lse} = \\mathrm{lse}_2 \\cdot \\ln 2$. Without the "
               "factor the kernel computes a sink of logit $\\sigma \\ln 2$ (fault 3 below); for softmax₁ and the "
               "zero token $\\sigma = 0$ and the slip is invisible, which is how it survives tests that use them.")
@@ -270,13 +274,13 @@ def _lse(doc: Document) -> None:
               "$\\mathrm{lse}_{KV} = \\log \\sum_t M_t e^{x_t}$; the two are related by")
     lkv = sp.log(exact_den(False))
     doc.equation(sp.exp(lkv) * (1 + sp.exp(sigma - lkv)), Zn(), name="lse from lse_KV",
-                 why="lse = lse_KV + log(1 + e^{σ − lse_KV}).")
+                 why="$\\mathrm{lse} = \\mathrm{lse}_{KV} + \\log(1 + e^{\\sigma - \\mathrm{lse}_{KV}})$.")
     doc.prose("**Which one the backward needs.** The weights it rebuilds are the forward's only with the "
               "sink-inclusive lse:")
     j_ = sp.Symbol("j", integer=True, positive=True)
     lseZ = notation("lseZ", lambda: sp.log(exact_den()), latex="\\mathrm{lse}", nargs=0)
     doc.equation(M[i, j_] * sp.exp(x[i, j_] - lseZ()), M[i, j_] * sp.exp(x[i, j_]) / Zn(),
-                 name="P from the saved lse", why="e^{x_j − log Z} = e^{x_j}/Z: the forward's weight of key j.")
+                 name="P from the saved lse", why="$e^{x_j - \\log Z} = e^{x_j}/Z$: the forward's weight of key $j$.")
     doc.prose("With $\\mathrm{lse}_{KV}$ the rebuilt weights sum to 1, as if there were no sink (fault 9).")
 
 
@@ -297,18 +301,18 @@ def _backward(doc: Document) -> None:
     lseb = notation("lseb", lambda: bw.lse, latex="\\mathrm{lse}", nargs=0)
     doc.definitions([[outb(), bw.out()], [lseb(), bw.lse],
                                        [Pj(), bw.P(bw.xj)], [Dn(), bw.D]])
-    doc.equation(bw.L(), Dot(bw.g, bw.out()), name="the loss", why="⟨g, ·⟩ is linear.")
+    doc.equation(bw.L(), Dot(bw.g, bw.out()), name="the loss", why="$\\langle g, \\cdot \\rangle$ is linear.")
     dLx = notation("dLx", bw.dL_dx, latex="\\frac{\\partial L}{\\partial x_j}", nargs=0)
     dLs = notation("dLs", bw.dL_dsigma, latex="\\frac{\\partial L}{\\partial \\sigma}", nargs=0)
     doc.equation(dLx(), Pj() * (Dot(bw.g, bw.vj) - Dn()), name="gradient of the scores",
-                 why="SymPy differentiates L; the engine checks the result against the recompute form.")
+                 why="SymPy differentiates $L$; the engine checks the result against the recompute form.")
     doc.equation(bw.L(bw.vj + bw.eps * bw.delta) - bw.L(), bw.eps * Pj() * Dot(bw.g, bw.delta),
                  name="gradient of the values",
-                 why="L is affine in v_j with slope P_j·g: ∂L/∂v_j = P_j g, i.e. dV = Pᵀ dO.")
+                 why="$L$ is affine in $v_j$ with slope $P_j g$: $\\partial L / \\partial v_j = P_j g$, i.e. $dV = P^{T} dO$.")
     doc.equation(dLs(), Ps() * (Dot(bw.g, w) - Dn()), name="gradient of the extra logit",
-                 why="Only Z and the extra key's term depend on σ.")
+                 why="Only $Z$ and the extra key's term depend on $\\sigma$.")
     doc.equation(dLs(), -Ps() * Dn(), assume={w: 0}, name="gradient of a sink logit",
-                 why="w = 0: raising the sink takes weight from every key in proportion.")
+                 why="$w = 0$: raising the sink takes weight from every key in proportion.")
     doc.prose("**A check, and a shortcut.** Over the whole row, $D = \\sum_t P_t \\langle g, v_t \\rangle + "
               "P_\\sigma \\langle g, w \\rangle$ ($\\langle g, \\cdot \\rangle$ is linear). Adding one constant to "
               "every logit, the extra one included, changes nothing, so the gradients sum to zero:")
@@ -319,7 +323,7 @@ def _backward(doc: Document) -> None:
     Pz = notation("Pz", lambda: sp.exp(sigma) / exact_den(), latex="P_\\sigma", nargs=0)
     doc.equation(sp.Sum(Pt(t) * (Dot(bw.g, v[t]) - Dfull()), (t, 1, n)) + Pz() * (Dot(bw.g, w) - Dfull()), 0,
                  name="the gradients of all logits sum to 0",
-                 why="Σ_t P_t + P_σ = 1 and Σ_t P_t⟨g, v_t⟩ + P_σ⟨g, w⟩ = D.")
+                 why="$\\sum_t P_t + P_\\sigma = 1$ and $\\sum_t P_t \\langle g, v_t \\rangle + P_\\sigma \\langle g, w \\rangle = D$.")
     doc.prose("So $\\partial L / \\partial \\sigma = -\\sum_t \\partial L / \\partial x_t$: a kernel may return "
               "the sink gradient as minus the row sum of $dS$, and a sign error there is fault 11.")
     doc.prose("A sink shared by all rows (gpt-oss: one logit per head) gets the sum of $-P_{\\sigma,i} D_i$ over "
@@ -341,21 +345,21 @@ def _faults(doc: Document) -> None:
     doc.prose("**Fault 1, derived.** A kernel that adds the extra key in every tile update keeps "
               "$\\ell_b = K e^{\\sigma - m_b} + \\sum_{t \\le a_b} M_t e^{x_t - m_b}$ after $K$ tiles; the step:")
     doc.equation(sp.exp(m - m2) * lK(a, m, K) + sp.exp(sigma - m2) + tile_den(a + 1, a2, m2), lK(a2, m2, K + 1),
-                 where=ORDER, name="faulty step: extra per tile", why="The correct step plus one more e^{σ−m_{b+1}}.")
+                 where=ORDER, name="faulty step: extra per tile", why="The correct step plus one more $e^{\\sigma - m_{b+1}}$.")
     rows = []
     for k, f in enumerate(FAULTS, 1):
         if f.faulty is None:
-            rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, "IEEE NaN, section 7"])
+            rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, "IEEE NaN, section 7"])
             continue
         shown = lambda e: sp.sympify(e).subs(bw.D, Dn())  # D for ⟨g, out⟩, as in section 5
         step = doc.refutation(shown(f.faulty()), shown(f.correct()), name=f"fault {k}: {f.title}",
-                              why=f"Kernel: {f.does}. Computes: {f.computes}. Fix: {f.fix}.",
+                              why=f"Kernel: {f.does_md}. Computes: {f.computes_md}. Fix: {f.fix_md}.",
                               fixed=f.fixed or None, assume=f.assume or None, **f.sizes)
         wt = step.verdict.witness
-        inst = "; ".join(f"{kk} = {vv}" for kk, vv in {**wt["instance"], **wt["indices"]}.items())
-        rows.append([f"{k}. {f.title}", f.form, f.computes, f.fix, inst])
+        inst = "; ".join(assignment(kk, vv) for kk, vv in {**wt["instance"], **wt["indices"]}.items())
+        rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, inst])
     doc.table(["fault", "form", "computes instead", "fix", "counterexample"], rows,
-              caption="K = 2 in fault 1 (two tiles or splits). Faults 3 and 4 vanish when σ = 0 (softmax₁, zero token).")
+              caption="$K = 2$ in fault 1 (two tiles or splits). Faults 3 and 4 vanish when $\\sigma = 0$ (softmax₁, zero token).")
     doc.record("faults", [{"key": f.key, "title": f.title, "form": f.form, "fix": f.fix} for f in FAULTS])
 
 
@@ -364,7 +368,8 @@ def _kernels_run(doc: Document) -> None:
     doc.section("7. The kernels run on an adversarial row", anchor="runs")
     doc.prose(
         "`derive/kernels/numeric.py` runs the forms in float64 the way a fused kernel does (base-2 exponents, "
-        "the −∞ guard, per-split (o, lse) merged). On a row of 7 keys with one masked key, a sink s = 0.7, "
+        "the $-\\infty$ guard, per-split $(o, \\mathrm{lse})$ merged). On a row of 7 keys with one masked key, a sink "
+        "$s = 0.7$, "
         "tiles of 1, 2, 3 and 7 keys and 1, 3 and 9 splits (two of them empty), each output is compared with the "
         "definition evaluated directly:"
     )
@@ -376,7 +381,7 @@ def _kernels_run(doc: Document) -> None:
     z = np.exp(xs)
     exact = (z @ vs) / (z.sum() + math.exp(s))
     got = [online(xs, vs, blk, s)[0] for blk in (1, 2, 3, 7)] + [split(xs, vs, k, s)[0] for k in (1, 3, 9)]
-    doc.example_check("online and split forms, sink s = 0.7", list(np.concatenate(got)), list(np.tile(exact, 7)),
+    doc.example_check("online and split forms, sink $s = 0.7$", list(np.concatenate(got)), list(np.tile(exact, 7)),
                       detail="tiles 1, 2, 3, 7; splits 1, 3, 9")
     masked = np.full(7, -np.inf)
     o1, l1 = online(masked, vs, 2, s)
@@ -419,5 +424,6 @@ def _others(doc: Document) -> None:
         doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked[:-1])} and {checked[-1]} against "
                   f"these forms. It does not check `{name}`, although its forms are derived above: {why}.")
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
-              "softmax denominator, with no value (σ = s, w = 0). Real initial tokens kept as sinks "
-              "{cite:xiao2024} are the learned key/value case (σ = ⟨q_i, k_sink⟩/√d, w = v_sink).")
+              "softmax denominator, with no value ($\\sigma = s$, $w = 0$). Real initial tokens kept as sinks "
+              "{cite:xiao2024} are the learned key/value case ($\\sigma = \\langle q_i, k_{\\mathrm{sink}} \\rangle/\\sqrt{d}$, "
+              "$w = v_{\\mathrm{sink}}$).")

@@ -9,6 +9,7 @@ adversarial rows with the entries' mpmath references and stable implementations.
 from __future__ import annotations
 
 import math
+import re
 
 import mpmath
 import numpy as np
@@ -22,6 +23,7 @@ from derive.normalizers.properties import PROPERTIES, C, params_for, single_key_
 from derive.normalizers.registry import REGISTRY, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
+from derive.render.view import assignment
 
 SHIFT = 1.5
 # Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift.
@@ -36,11 +38,16 @@ def _witness_text(w: dict | None) -> str:
         if w.get(key):
             head = "the entry's parameters " if key == "parameters" else ""
             shown = SHOWN_PARAM if key == "parameters" else {}
-            parts.append(head + ", ".join(f"{shown.get(k, k)} = {v}" for k, v in w[key].items()))
-    vals = f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else ""
+            parts.append(head + ", ".join(assignment(shown.get(k, k), v) for k, v in w[key].items()))
+    vals = f"; values {_number(w['lhs'])} vs {_number(w['rhs'])}" if "lhs" in w else ""
     if "derivative" in w:
-        vals = f"; the derivative there is exactly {w['derivative']:g}"
+        vals = f"; the derivative there is exactly {_number(format(w['derivative'], 'g'))}"
     return "Counterexample: " + "; ".join(parts) + vals + (f" ({w['note']})" if w.get("note") else "") + "."
+
+
+def _number(value) -> str:
+    """A value (a number or a list of numbers) as text: a minus sign is a minus, not a hyphen."""
+    return re.sub(r"(?<![\w.])-(?=[\d.])", "−", str(value))
 
 
 def _numeric_checks(doc: Document, table: dict) -> None:

@@ -152,9 +152,10 @@ def document() -> Document:
     lhs = Dot(q0[i] + bQ, k0[j] + bK)
     expanded = expand_dot(lhs)
     doc.equation(lhs, expanded, name="four-term expansion",
-                 why="The engine expands ⟨·,·⟩ by bilinearity; the right-hand side is its output, not typed in.")
+                 why="The engine expands $\\langle \\cdot, \\cdot \\rangle$ by bilinearity; the right-hand side is its output, "
+                     "not typed in.")
     doc.equation(sB(i, j), expanded / SQRT_D, name="scaled scores",
-                 why="Dividing by √d does not change which terms appear.")
+                 why="Dividing by $\\sqrt{d}$ does not change which terms appear.")
 
     # 3 ------------------------------------------------------------------------------
     doc.section("3. Which terms are the same for every key")
@@ -165,13 +166,14 @@ def document() -> Document:
         "two values certainly differ (certified by ball arithmetic)."
     )
     terms = sorted(sp.Add.make_args(expanded), key=sp.default_sort_key)
-    labels = {Dot(k0[j], q0[i]): "q⁰·k⁰", Dot(bQ, k0[j]): "b_Q·k⁰", Dot(bK, q0[i]): "q⁰·b_K", Dot(bK, bQ): "b_Q·b_K"}
+    labels = {Dot(k0[j], q0[i]): r"$\langle q^{0}, k^{0} \rangle$", Dot(bQ, k0[j]): r"$\langle b_Q, k^{0} \rangle$",
+              Dot(bK, q0[i]): r"$\langle q^{0}, b_K \rangle$", Dot(bK, bQ): r"$\langle b_Q, b_K \rangle$"}
     rows = [(labels[term], term) for term in terms]
     rows += [
         ("function of a row-constant term", sp.exp(Dot(bQ, bK)) * sp.tanh(Dot(q0[i], bK))),
         ("cancelling key terms", Dot(q0[i], k0[j] + bK) - Dot(k0[j], q0[i])),
     ]
-    expect_j = {"q⁰·k⁰": "key-dependent", "b_Q·k⁰": "key-dependent"}
+    expect_j = {labels[Dot(k0[j], q0[i])]: "key-dependent", labels[Dot(bQ, k0[j])]: "key-dependent"}
     doc.classify(rows, j, name="row-constant terms",
                  why="Classification of each term over the keys $j$ of a row:",
                  expect=[expect_j.get(lbl, "row-constant") for lbl, _ in rows])
@@ -201,34 +203,34 @@ def document() -> Document:
         "For symbolic $n$ and any mask:"
     )
     doc.chain([shifted, factored, plain],
-              ["exp(a + b) = exp(a)·exp(b), and the factor exp(c_i) is the same in every term of the sum",
-               "exp(c_i) ≠ 0 cancels"],
+              ["$e^{a + b} = e^{a} e^{b}$, and the factor $e^{c_i}$ is the same in every term of the sum",
+               "$e^{c_i} \\neq 0$ cancels"],
               name="shift invariance")
     doc.prose("With $c_i = \\langle q^{0}_{i}, b_K \\rangle / \\sqrt{d}$ this is the common K bias:")
     doc.equation(_minus(sK(i, j), s0(i, j)), Dot(q0[i], bK) / SQRT_D, name="K bias shifts the scores",
-                 why="The scores themselves change, by the same amount for every key of row i.")
-    doc.classify([("score shift c_i", Dot(q0[i], bK) / SQRT_D)], i, name="the shift differs between rows",
+                 why="The scores themselves change, by the same amount for every key of row $i$.")
+    doc.classify([("score shift $c_i$", Dot(q0[i], bK) / SQRT_D)], i, name="the shift differs between rows",
                  why="The shift is not one number for the whole matrix: it depends on the query row $i$.",
-                 expect=["depends on i"])
+                 expect=["depends on $i$"])
     doc.equation(pK(i, j), p0(i, j), name="K bias leaves the weights unchanged",
-                 why="Shift invariance with the row-constant c_i.")
+                 why="Shift invariance with the row-constant $c_i$.")
     doc.equation(outK(i), out0(i), name="K bias leaves the output unchanged",
                  why="The outputs mix the same values with the same weights.")
     doc.equation(pB(i, j), pQ(i, j), name="K bias cancels with a Q bias present",
-                 why="The terms q⁰·b_K and b_Q·b_K are both row-constant.")
+                 why="The terms $\\langle q^{0}_{i}, b_K \\rangle$ and $\\langle b_Q, b_K \\rangle$ are both row-constant.")
 
     # 5 ------------------------------------------------------------------------------
     doc.section("5. A Q bias adds a key-dependent term")
     doc.equation(_minus(sQ(i, j), s0(i, j)), Dot(bQ, k0[j]) / SQRT_D, name="Q bias shifts the scores",
-                 why="The extra term pairs b_Q with each key.")
+                 why="The extra term pairs $b_Q$ with each key.")
     doc.classify([("Q-bias shift", Dot(bQ, k0[j]) / SQRT_D)], j, name="the Q-bias shift is key-dependent",
                  why="Unlike the K-bias shift, this one varies over the keys:", expect=["key-dependent"])
     doc.equation(_minus(_minus(sQ(i, 1), sQ(i, 2)), _minus(s0(i, 1), s0(i, 2))), Dot(bQ, _minus(k0[1], k0[2])) / SQRT_D,
                  name="extra score difference of keys 1 and 2",
-                 why="The Q bias changes the gap between two keys by b_Q·(k⁰₁ − k⁰₂)/√d.")
+                 why="The Q bias changes the gap between two keys by $\\langle b_Q, k^{0}_{1} - k^{0}_{2} \\rangle / \\sqrt{d}$.")
     doc.equation(pB(i, 1) / pB(i, 2), sp.exp(_minus(sB(i, 1), sB(i, 2))), name="weight ratio",
                  assume={M[i, 1]: 1, M[i, 2]: 1},
-                 why="For two allowed keys (M_{i,1} = M_{i,2} = 1) the normalizer cancels in the ratio.")
+                 why="For two allowed keys ($M_{i,1} = M_{i,2} = 1$) the normalizer cancels in the ratio.")
 
     # 6 ------------------------------------------------------------------------------
     doc.section("6. Exactly when a Q bias has no effect")
@@ -236,7 +238,8 @@ def document() -> Document:
     z0 = sp.Sum(M[i, t] * sp.exp(s0(i, t)), (t, 1, n))
     doc.equation(pQ(i, j) / p0(i, j), sp.exp(Dot(bQ, k0[j]) / SQRT_D) * z0 / zq, assume={M[i, j]: 1},
                  name="ratio of weights with and without Q bias",
-                 why="For an allowed key j, the weights differ by the factor exp(b_Q·k⁰_j/√d) times a ratio of normalizers.")
+                 why="For an allowed key $j$, the weights differ by the factor "
+                     "$\\exp(\\langle b_Q, k^{0}_{j} \\rangle / \\sqrt{d})$ times a ratio of normalizers.")
     doc.classify([("ratio of normalizers", z0 / zq)], j, name="the normalizer ratio is row-constant",
                  why="The ratio of normalizers is the same for every key:", expect=["row-constant"])
     gamma = sp.Symbol("gamma_i", real=True)
@@ -249,7 +252,8 @@ def document() -> Document:
         "row-constant shift:"
     )
     doc.equation(_weight(s_gamma)(i, j), p0(i, j), name="Q bias with a constant inner product",
-                 why="If b_Q·k⁰_t = γ_i for all allowed t, the Q-bias scores are s⁰ + γ_i/√d: shift invariance.")
+                 why="If $\\langle b_Q, k^{0}_{t} \\rangle = \\gamma_i$ for all allowed $t$, the Q-bias scores are "
+                     "$s^{0}_{ij} + \\gamma_i / \\sqrt{d}$: shift invariance.")
     doc.prose(
         "$b_Q = 0$ is one case. Another, from the article's numbers: $b_Q = (0, 1) \\neq 0$ and a row whose "
         "allowed keys all lie on the first axis, e.g. $k_1 = (1, 0)$ and $k_3 = (-1, 0)$; then "
@@ -272,15 +276,15 @@ def document() -> Document:
         "A concrete counterexample with the article's query and keys: shift only the first key, "
         "$\\delta_1 = (1, 0)$, $\\delta_2 = \\delta_3 = 0$. Its score rises by $1/\\sqrt{2}$ and the weights change:"
     )
-    doc.table(["keys", "weights"], [["k_j", _fmt(p_before)], ["k_j + δ_j", _fmt(p_after)]])
+    doc.table(["keys", "weights"], [["$k_j$", _fmt(p_before)], ["$k_j + \\delta_j$", _fmt(p_after)]])
 
     # 8 ------------------------------------------------------------------------------
     doc.section("8. The max-subtracted softmax is the same invariance")
     m = sp.Symbol("m_i", real=True)
     doc.equation(M[i, j] * sp.exp(s[i, j] - m) / sp.Sum(M[i, t] * sp.exp(s[i, t] - m), (t, 1, n)), plain,
                  name="max subtraction",
-                 why="Implementations subtract m_i = max over allowed t of s_{i,t}, a row-constant, so that "
-                     "every exponent is ≤ 0 and exp cannot overflow; the weights are unchanged.")
+                 why="Implementations subtract $m_i = \\max_{t : M_{i,t} = 1} s_{i,t}$, a row-constant, so that "
+                     "every exponent is $\\le 0$ and $\\exp$ cannot overflow; the weights are unchanged.")
 
     # 9 ------------------------------------------------------------------------------
     doc.section("9. The worked example")
@@ -304,7 +308,7 @@ def document() -> Document:
                 "the article's table {cite:qkbias-article}.",
     )
     doc.prose("The exact weights without bias, for instance, are")
-    doc.table(["key", "weight (exact)"], [[f"p{k + 1}", w] for k, w in enumerate(ex["no bias"][1])])
+    doc.table(["key $j$", "$p^{0}_{ij}$ (exact)"], [[str(k + 1), w] for k, w in enumerate(ex["no bias"][1])])
     _seed_checks(doc, ex)
     doc.figure("weights", _draw_weights(ex), "Softmax weights of the three keys under the four conditions.")
     doc.record("inputs", {"q": list(EX_Q), "keys": [list(k) for k in EX_KEYS], "b_Q": list(EX_BQ),
@@ -336,10 +340,11 @@ def document() -> Document:
         "(shift invariance {verdict:clipped: shift_invariant=proved})"
     )
     doc.table(["assumption", "why it matters"], [
-        ["one head, one query row at a time", "the shift c_i = q_i·b_K/√d differs between rows and heads; each row is normalized on its own"],
-        ["the same b_K is added to every key", "a per-token shift δ_j is key-dependent (section 7) and changes the weights"],
+        ["one head, one query row at a time", "the shift $c_i = \\langle q^{0}_{i}, b_K \\rangle / \\sqrt{d}$ differs between "
+                                              "rows and heads; each row is normalized on its own"],
+        ["the same b_K is added to every key", "a per-token shift $\\delta_j$ is key-dependent (section 7) and changes the weights"],
         ["a shift-invariant normalizer (softmax)", shift_row],
-        ["no position-dependent transform between the bias and the dot product", "with RoPE {cite:su2021} applied after the bias, R_j b_K differs per key; the extra term is no longer row-constant"],
+        ["no position-dependent transform between the bias and the dot product", "with RoPE {cite:su2021} applied after the bias, $R_j b_K$ differs per key; the extra term is no longer row-constant"],
         ["a non-empty allowed set", "a fully masked row has no softmax weights at all"],
         ["exact real arithmetic", "floating point can round a cancelled shift differently; the numeric "
                                   "cross-checks sample inputs and compare within a tolerance of "

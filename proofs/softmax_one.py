@@ -26,6 +26,7 @@ from derive.normalizers.stable import DTYPES, FORMS, MSHIFT, faulty_weight, floa
 from derive.normalizers.table import anchor
 from derive.prove.verdict import REFUTED, Verdict
 from derive.render.latex import tex
+from derive.render.view import assignment
 
 x = ScalarBase("x")
 S1, SM, SINK = get("softmax1"), get("softmax"), get("sink")
@@ -65,7 +66,7 @@ def _val(doc: Document, name: str, prop: str, stated: str | None = None) -> str:
 def _w(der) -> str:
     w = der.verdict.witness or {}
     inst = w.get("instance", {})
-    return "; ".join(f"{k} = {v}" for k, v in inst.items()) + (f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else "")
+    return "; ".join(assignment(k, v) for k, v in inst.items()) + (f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else "")
 
 
 def document() -> Document:
@@ -85,14 +86,14 @@ def document() -> Document:
     doc.section("1. softmax₁ and QuietAttention")
     doc.prose(
         "Row $i$ has scores $x_{i,t} = \\langle q_i, k_t \\rangle/\\sqrt{d}$ over the allowed keys "
-        "($M_{i,t} = 1$) of a row of symbolic length $n$. QuietAttention replaces softmax by softmax₁, "
+        "($M_{i,t} = 1$) of a row of symbolic length $n$; with the row fixed, $x_t$ is short for $x_{i,t}$. QuietAttention replaces softmax by softmax₁, "
         "$\\mathrm{QuietAttention}(Q, K, V) = \\operatorname{softmax}_1(QK^T/\\sqrt{d})V$:"
     )
     doc.definitions([
         [p1(j), p1(j).unfolded()], [p0(j), p0(j).unfolded()], [Zn(), Zsum],
     ], caption="Notation. $p^{(1)}$ is softmax₁, $p$ is softmax, $Z > 0$ when at least one key is allowed.")
     doc.equation(SINK.weight(sc, key=j, s=sp.S.Zero), p1(j), name="softmax₁ is a sink logit of 0",
-                 why="A sink logit s adds e^s to the denominator; e^0 = 1.")
+                 why="A sink logit $s$ adds $e^{s}$ to the denominator; $e^{0} = 1$.")
     doc.prose("The extra 1 is the weight $e^0$ of an implicit key of score 0 whose value is the zero vector "
               "(the “ghostmax” of the article; flaxformer's extra zero logit {cite:flaxformer}). Section 8 derives exactly when "
               "an actual zero token implements it.")
@@ -102,32 +103,32 @@ def document() -> Document:
     num = sp.Mul(M[i, j], sp.exp(C), sp.exp(x[i, j]), evaluate=False)
     den = sp.Add(1, sp.Mul(sp.exp(C), Zsum, evaluate=False), evaluate=False)
     doc.chain([S1.weight(lambda k: x[i, k] + C, key=j), num / den, SINK.weight(sc, key=j, s=-C)],
-              ["exp(a + b) = exp(a)·exp(b); e^c is common to every term of the sum",
-               "divide numerator and denominator by e^c: the 1 becomes e^{−c}"], name="shift by c")
+              ["$e^{a + b} = e^{a} e^{b}$; $e^{c}$ is common to every term of the sum",
+               "divide numerator and denominator by $e^{c}$: the 1 becomes $e^{-c}$"], name="shift by c")
     inv = derive_property("softmax1", "shift_invariant")
     doc.prose(
         f"So softmax₁ is **not** shift-invariant: the claim “softmax₁ is shift-invariant” is "
         f"{_v(doc, 'softmax1', 'shift_invariant', 'refuted')} by a certified counterexample ({_w(inv)}). "
-        "A shift by c is the same as a sink logit −c; softmax (no sink) is the only member of the family that "
+        "A shift by $c$ is the same as a sink logit $-c$; softmax (no sink) is the only member of the family that "
         "ignores it. The implementation trick “subtract the row maximum” is therefore not free for softmax₁ "
         "(section 9)."
     )
 
     # 3 ------------------------------------------------------------------------------
-    doc.section("3. The weights sum to Z/(1 + Z): strictly between 0 and 1")
+    doc.section("3. The weights sum to $Z/(1 + Z)$: strictly between 0 and 1")
     mass = notation("mass", lambda: canon_sums(sp.Sum(S1.weight(sc, key=u), (u, 1, n))),
                     latex="\\sum_{u=1}^{n} p^{(1)}_{u}", nargs=0)
     doc.equation(mass(), Zn() / (1 + Zn()), name="total mass",
-                 why="The sum runs over the allowed keys (M_{i,u} = 1), and Σ_u e^{x_u} over them is Z.")
+                 why="The sum runs over the allowed keys ($M_{i,u} = 1$), and $\\sum_u e^{x_{i,u}}$ over them is $Z$.")
     Zs = sp.Symbol("Z", positive=True)
     dmass = notation("dmass", lambda: sp.diff(Zs / (1 + Zs), Zs), latex="\\frac{d}{dZ}\\frac{Z}{1 + Z}", nargs=0)
     doc.equation(dmass(), 1 / (1 + Zs) ** 2, name="the mass increases with Z",
-                 why="Z/(1 + Z) has derivative 1/(1 + Z)² > 0.")
+                 why="$Z/(1 + Z)$ has derivative $1/(1 + Z)^{2} > 0$.")
     rng = derive_property("softmax1", "mass_range")
     doc.prose(
-        f"Z takes every value in $(0, \\infty)$ (one allowed key with score $\\log Z$), so the mass takes every value "
-        f"in {_val(doc, 'softmax1', 'mass_range', '(0, 1)')} and never 0 or 1: it tends to 0 as all scores → −∞ "
-        f"and to 1 as one score → +∞. The article's “the sum lies between 0 and 1” is **confirmed** and sharpened: "
+        f"$Z$ takes every value in $(0, \\infty)$ (one allowed key with score $\\log Z$), so the mass takes every value "
+        f"in {_val(doc, 'softmax1', 'mass_range', '(0, 1)')} and never 0 or 1: it tends to 0 as all scores tend to $-\\infty$ "
+        f"and to 1 as one score tends to $+\\infty$. The article's “the sum lies between 0 and 1” is **confirmed** and sharpened: "
         f"the open interval, both ends approached. For softmax the same computation gives exactly 1 "
         f"({_v(doc, 'softmax', 'weights_sum_to_one', 'proved')})."
     )
@@ -137,22 +138,22 @@ def document() -> Document:
     ab1, ab0 = derive_property("softmax1", "can_abstain"), derive_property("softmax", "can_abstain")
     doc.prose(
         f"softmax₁ can abstain (every weight can be made to tend to 0): {_v(doc, 'softmax1', 'can_abstain', 'proved')} "
-        f"— every weight is at most the mass Z/(1 + Z), which tends to 0. softmax cannot: "
+        f"— every weight is at most the mass $Z/(1 + Z)$, which tends to 0. softmax cannot: "
         f"{_v(doc, 'softmax', 'can_abstain', 'refuted')}, "
         "because its weights sum to 1 in every row. This is a statement about the exact function, so more "
         "precision cannot change it: the article's “a mathematical, not a numerical problem” is **confirmed**."
     )
 
     # 5 ------------------------------------------------------------------------------
-    doc.section("5. Limits as the scores go to −∞: three different statements")
+    doc.section("5. Limits as the scores go to $-\\infty$: three different statements")
     tau = limits.TAU
     doc.prose("**(a) The uniform path** $x = -\\tau\\mathbf{1}$, $\\tau \\to \\infty$, with $N_i$ allowed keys:")
     on_path = lambda e: e.weight(lambda k: -tau, key=j).subs(M[i, j], 1)
     count = sp.Sum(M[i, t], (t, 1, n))
     doc.equation(on_path(SM), 1 / count, name="softmax on the uniform path",
-                 why="Every allowed term of the row sum equals e^{−τ}; the sum of M_{i,t} counts the allowed keys, N_i.")
+                 why="Every allowed term of the row sum equals $e^{-\\tau}$; the sum of the $M_{i,t}$ counts the allowed keys, $N_i$.")
     doc.equation(on_path(S1), 1 / (sp.exp(tau) + count), name="softmax₁ on the uniform path",
-                 why="Multiply numerator and denominator by e^τ; as τ → ∞ this tends to 0.")
+                 why="Multiply numerator and denominator by $e^{\\tau}$; as $\\tau \\to \\infty$ this tends to 0.")
     lu0, lu1 = derive_property("softmax", "limit_uniform"), derive_property("softmax1", "limit_uniform")
     doc.prose(f"The limits are {_val(doc, 'softmax', 'limit_uniform')} for softmax and "
               f"{_val(doc, 'softmax1', 'limit_uniform')} for softmax₁.")
@@ -187,11 +188,11 @@ def document() -> Document:
     )
     doc.prose("**(d) Where softmax's $1/N_i$ comes from.** For an allowed key $j$, softmax depends on the differences only:")
     doc.equation(p0(j), 1 / sp.Sum(M[i, t] * sp.exp(x[i, t] - x[i, j]), (t, 1, n)), assume={M[i, j]: 1},
-                 name="softmax in differences", why="Divide numerator and denominator by e^{x_j}.")
+                 name="softmax in differences", why="Divide numerator and denominator by $e^{x_{i,j}}$.")
     doc.prose(
         "So whenever every difference $x_t - x_j$ of allowed keys tends to 0, each of the $N_i$ terms tends to 1 and "
         "every weight to $1/N_i$ — on the uniform path, where the differences are 0, and on any other such path, "
-        "whether or not the scores go to −∞. Conversely, if every weight tends to $1/N_i$ the ratios "
+        "whether or not the scores go to $-\\infty$. Conversely, if every weight tends to $1/N_i$ the ratios "
         "$p_j/p_k = e^{x_j - x_k}$ tend to 1 (section 6), so the differences tend to 0."
     )
 
@@ -201,7 +202,7 @@ def document() -> Document:
     doc.equation(p1(1) / p1(2), sp.exp(x[i, 1] - x[i, 2]), assume=allowed, name="softmax₁ ratio",
                  why="For two allowed keys the denominators cancel.")
     doc.equation(p1(1) / p1(2), p0(1) / p0(2), assume=allowed, name="same ratios as softmax",
-                 why="Both equal exp(x₁ − x₂): the article's ratio identity is confirmed.")
+                 why="Both equal $e^{x_{i,1} - x_{i,2}}$: the article's ratio identity is confirmed.")
 
     # 7 ------------------------------------------------------------------------------
     doc.section("7. The Jacobian: positive on the diagonal, negative off it")
@@ -214,7 +215,7 @@ def document() -> Document:
     djj = notation("djj", lambda: sp.diff(W, xj), latex="\\frac{\\partial p^{(1)}_j}{\\partial x_j}", nargs=0)
     djk = notation("djk", lambda: sp.diff(W, xk), latex="\\frac{\\partial p^{(1)}_j}{\\partial x_k}", nargs=0)
     doc.equation(djj(), pj * (1 - pj), name="diagonal", why="Quotient rule (SymPy differentiates; the engine checks the result).")
-    doc.equation(djk(), -pj * pk, name="off-diagonal", why="Only the denominator depends on x_k.")
+    doc.equation(djk(), -pj * pk, name="off-diagonal", why="Only the denominator depends on $x_{i,k}$.")
     doc.prose(
         f"With $0 < p^{{(1)}}_j < 1$ the diagonal is positive ({_v(doc, 'softmax1', 'jacobian_diagonal', 'proved')}), also for a "
         "single allowed key, where softmax's is 0; the off-diagonal entries are negative "
@@ -228,7 +229,7 @@ def document() -> Document:
     kb = lambda k: Dot(Q[i], K[k] + B_K) / SQRT_D
     k0 = lambda k: Dot(Q[i], K[k]) / SQRT_D
     doc.equation(S1.weight(kb, key=j), SINK.weight(k0, key=j, s=-Dot(Q[i], B_K) / SQRT_D), name="K bias under softmax₁",
-                 why="The K bias shifts row i by c_i = ⟨q_i, b_K⟩/√d, and a shift is a sink logit −c_i.")
+                 why="The K bias shifts row $i$ by $c_i = \\langle q_i, b_K \\rangle / \\sqrt{d}$, and a shift is a sink logit $-c_i$.")
     kc = derive_property("softmax1", "k_bias_cancels")
     doc.prose(f"So with softmax₁ a common K bias is no longer redundant ({_v(doc, 'softmax1', 'k_bias_cancels', 'refuted')}, "
               f"counterexample {_w(kc)}): it becomes a query-dependent sink. Under softmax it cancels "
@@ -246,7 +247,7 @@ def document() -> Document:
             doc.equation(e.lhs(), e.rhs(), name=e.name, why=f"{e.statement}; {e.condition}.")
         w = v.witness or {}
         eq_rows.append([e.name, e.condition, f"**{v.status}**",
-                        "—" if not w else "; ".join(f"{k} = {val}" for k, val in w.get("instance", {}).items())])
+                        "—" if not w else "; ".join(assignment(k, val) for k, val in w.get("instance", {}).items())])
         if v.status != e.expect:
             raise AssertionError(f"{e.name}: {v.status}, expected {e.expect}")
     doc.record("equivalences", {e.name: {"verdict": v.status, "condition": e.condition,
@@ -255,8 +256,8 @@ def document() -> Document:
               caption="Zero-token attention ≡ softmax₁ exactly when the token's score is 0 relative to the real keys and its value is 0.")
     doc.prose(
         "So the trick needs: no K bias reaching the token alone, no positional term reaching it, and no V bias. "
-        "A LayerNorm before the projections does not keep a zero vector zero: LayerNorm(0) = β (the mean and "
-        "variance of 0 are 0, so the normalized part is 0/√ε = 0), and the token's key becomes βW_K — a "
+        "A LayerNorm before the projections does not keep a zero vector zero: $\\mathrm{LayerNorm}(0) = \\beta$ (the mean and "
+        "variance of 0 are 0, so the normalized part is $0/\\sqrt{\\varepsilon} = 0$), and the token's key becomes $\\beta W_K$ — a "
         "query-dependent score like the positional case. PyTorch's `add_zero_attn` and flaxformer's zero logit "
         "append the zero key and value **after** the projections, so no bias reaches them: they are softmax₁."
     )
@@ -269,7 +270,7 @@ def document() -> Document:
     doc.section("9. The overflow-free form, and a faulty one")
     m = MSHIFT
     doc.equation(stable_form(S1, {}), p1(j), name="stable form",
-                 why="Any real m: write x = (x − m) + m and use section 2 (the 1 becomes e^{−m}).")
+                 why="Any real $m$: write $x = (x - m) + m$ and use section 2 (the 1 becomes $e^{-m}$).")
     doc.prose(
         "With $m = \\max(0, \\max_j x_j)$ every exponent $x_t - m$ and $-m$ is $\\le 0$, so no exp overflows, and the "
         "term that attains the maximum (the implicit zero logit or a key) contributes $e^0 = 1$, so the denominator "
@@ -281,11 +282,11 @@ def document() -> Document:
     fw = ft(j)
     doc.prose("A widespread faulty form subtracts $m = \\max_j x_j$ and then adds a plain 1:")
     doc.definitions([[ft(j), faulty_weight(j)]])
-    doc.equation(fw, p1m(j), name="faulty = softmax₁(x − m)",
+    doc.equation(fw, p1m(j), name="$\\tilde{p} = p^{(1)}(x - m)$",
                  why="It is softmax₁ applied to the shifted scores.")
-    doc.equation(fw, SINK.weight(sc, key=j, s=m), name="faulty = sink(m)", why="Section 2 with c = −m.")
-    doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="faulty / softmax₁",
-                 why="The ratio for an allowed key; it is 1 exactly when e^m = 1, i.e. when max x = 0.")
+    doc.equation(fw, SINK.weight(sc, key=j, s=m), name="$\\tilde{p}$ is a sink of logit $m$", why="Section 2 with $c = -m$.")
+    doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="$\\tilde{p}_j / p^{(1)}_j$",
+                 why="The ratio for an allowed key; it is 1 exactly when $e^{m} = 1$, i.e. when $\\max_j x_{i,j} = 0$.")
     bad = _faulty_counterexample(doc, (2, 1))
     doc.prose("The claim “the faulty form equals softmax₁” is **{verdict:faulty form equals softmax₁=refuted}**: "
               f"{bad}.")
@@ -322,9 +323,9 @@ def document() -> Document:
 
     # 10 -----------------------------------------------------------------------------
     doc.section("10. Plots")
-    doc.figure("mass-vs-shift", _draw_mass, "Total attention mass of the row x = (0.5, −1, 1.5, 0) shifted by c.")
+    doc.figure("mass-vs-shift", _draw_mass, "Total attention mass of the row $x = (0.5, -1, 1.5, 0)$ shifted by $c$.")
     doc.figure("uniform-path", _draw_uniform,
-               "Weight of one key along the uniform path x = −t·1 (4 keys); the soft-capped softmax (dashed) "
+               "Weight of one key along the uniform path $x = -t \\cdot \\mathbf{1}$ (4 keys); the soft-capped softmax (dashed) "
                "coincides with softmax at 1/4.")
 
     # 11 -----------------------------------------------------------------------------
@@ -336,21 +337,21 @@ def document() -> Document:
         return derive_property(name, prop).verdict.status
 
     findings = [
-        ("softmax gives every key 1/k when all inputs → −∞ (iterated limits as written)", "contradicted",
+        ("softmax gives every key $1/k$ when all inputs tend to $-\\infty$ (iterated limits as written)", "contradicted",
          st("softmax", "limit_iterated") == P and "(1, 0" in it0.value_text() and st("softmax", "limit_any_path") == "refuted",
-         ("the iterated limit gives 1 to the outermost key; 1/k is the limit exactly on the paths on which all "
-          "differences x_t − x_j tend to 0 (section 5 (d)); along arbitrary paths the limit depends on the path")),
+         ("the iterated limit gives 1 to the outermost key; $1/k$ is the limit exactly on the paths on which all "
+          "differences $x_{i,t} - x_{i,j}$ tend to 0 (section 5 (d)); along arbitrary paths the limit depends on the path")),
         ("softmax₁ gives every key 0 in the same limit", "confirmed",
          st("softmax1", "limit_iterated") == P and st("softmax1", "limit_any_path") == P, "as written and along every path"),
-        ("softmax₁ keeps the ratios exp(x_i)/exp(x_j)", "confirmed", st("softmax1", "ratio_identity") == P, "section 6"),
+        ("softmax₁ keeps the ratios $e^{x_{i,j}}/e^{x_{i,k}}$", "confirmed", st("softmax1", "ratio_identity") == P, "section 6"),
         ("the derivatives are positive", "refined",
          st("softmax1", "jacobian_diagonal") == P and st("softmax1", "jacobian_offdiagonal") == P,
-         "∂p⁽¹⁾_j/∂x_j > 0 but ∂p⁽¹⁾_j/∂x_k < 0 for k ≠ j"),
+         r"$\partial p^{(1)}_{j} / \partial x_{i,j} > 0$ but $\partial p^{(1)}_{j} / \partial x_{i,k} < 0$ for $k \neq j$"),
         ("the weights sum to between 0 and 1", "confirmed",
          st("softmax1", "mass_range") == P and rng.value_text() == "(0, 1)", "exactly the open interval (0, 1)"),
         ("a head can choose to add nothing", "confirmed",
          st("softmax1", "can_abstain") == P and st("softmax", "can_abstain") == "refuted",
-         "the mass → 0; softmax's is identically 1"),
+         "the mass tends to 0; softmax's is identically 1"),
         ("more precision does not help", "confirmed", st("softmax", "weights_sum_to_one") == P,
          "softmax's weights sum to 1 as an identity of the exact function"),
         ("a zero prefix token adds 1 to every denominator", "refined",
@@ -358,9 +359,9 @@ def document() -> Document:
          "only if its score is exactly 0 relative to the real keys and its value is 0 (section 8)"),
         ("PyTorch add_zero_attn / flaxformer's zero logit is the same thing", "confirmed",
          eqs["zero token ≡ softmax₁"] == P, "the zero key and value are appended after the projections"),
-        ("softmax is implemented as exp(x_i − max x)", "refined",
+        ("softmax is implemented as $e^{x_{i,j} - \\max_t x_{i,t}}$", "refined",
          doc.facts["faulty form equals softmax₁"].status == "refuted",
-         "for softmax₁ the 0 logit must join the max; otherwise the result is sink(max x)"),
+         "for softmax₁ the 0 logit must join the max; otherwise the result is a sink of logit $\\max_t x_{i,t}$"),
         ("learned attention sinks do the same", "confirmed",
          eqs["sink(0) ≡ softmax₁"] == P and eqs["learned key/value token"] == P,
          "softmax₁ is sink(0); add_bias_kv is a query-dependent sink plus its own value"),

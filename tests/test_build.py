@@ -113,8 +113,9 @@ def test_every_step_is_proved_and_cross_checked(qk_json):
 def test_classification_of_the_four_terms(qk_json):
     got = {s["name"].split(": ", 1)[1]: s["classification"] for s in qk_json["steps"]
            if s["name"].startswith("row-constant terms")}
-    assert got["q⁰·k⁰"] == "key-dependent" and got["b_Q·k⁰"] == "key-dependent"
-    assert got["q⁰·b_K"] == "row-constant" and got["b_Q·b_K"] == "row-constant"
+    dot = lambda a, b: rf"$\langle {a}, {b} \rangle$"  # the term's label: its pairing, as math
+    assert got[dot("q^{0}", "k^{0}")] == "key-dependent" and got[dot("b_Q", "k^{0}")] == "key-dependent"
+    assert got[dot("q^{0}", "b_K")] == "row-constant" and got[dot("b_Q", "b_K")] == "row-constant"
 
 
 def test_prose_contradicting_its_verdict_fails_the_build(tmp_path, capsys):

@@ -75,6 +75,24 @@ def test_every_step_is_proved_and_every_fault_refuted(kernels_json):
     assert "nan, nan, nan" in page  # the empty split's NaN, run
 
 
+
+def test_fault_texts_are_math_in_documents_and_plain_on_a_terminal():
+    """The documents print a fault's formulas as math spans; ``derive impl --form`` prints the
+    same texts on a terminal, where each formula is read aloud (no ``$``, ``\\`` or braces)."""
+    for f in FAULTS:
+        for md, plain in ((f.does_md, f.does), (f.computes_md, f.computes), (f.fix_md, f.fix)):
+            assert not any(c in plain for c in "$\\{}"), plain
+            assert ("$" in md) == (plain != md), md
+    by_key = {f.key: f for f in FAULTS}
+    assert by_key["acc_not_rescaled"].fix_md == (r"$\mathrm{acc} \leftarrow e^{m - m'} \mathrm{acc} + "
+                                                r"\sum_{\mathrm{tile}} e^{x - m'} v$")
+    assert by_key["acc_not_rescaled"].fix == "acc ← e^(m − m') acc + ∑_tile e^(x − m') v"
+    assert by_key["seeded_twice_empty_split"].fix == ("an empty split returns (m, ℓ, acc) = (−∞, 0, 0) (or lse = −∞); "
+                                                      "only the combine adds the extra logit")
+    assert by_key["sink_grad_missing"].fix.startswith("∂L/∂s = −P_s D_i per row, with P_s = e^(s − lse_i)")
+    assert by_key["kv_only_lse_backward"].does == ("recomputes P_j = e^(x_j − lse_KV) with lse_KV = log ∑_t e^x_t, "
+                                                   "without the extra logit")
+
 # ---- the numeric kernels are the definition on adversarial partitions -------------------
 
 

@@ -38,6 +38,8 @@ _RAW = {
     "a Python boolean": re.compile(r"\b(?:True|False)\b"),
     "a Python tuple": re.compile(r"\(\d+,\)"),
     "a caret": re.compile(r"\w\^\w|ˆ"),
+    # math typesets a minus as U+2212; an ASCII hyphen before a digit is text where math was meant
+    "a hyphen as a minus sign": re.compile(r"(?:^|(?<=[\s(\[=,;:]))-(?=\d)"),
 }
 
 
@@ -78,13 +80,16 @@ def test_type3_fonts():
     ("the claim is True", "a Python boolean"),
     ("shape (1,)", "a Python tuple"),
     ("kˆ0", "a caret"),
+    ("Counterexample: d = 2, c = -1", "a hyphen as a minus sign"),
+    ("x = [[2, 1], [0, -1]]", "a hyphen as a minus sign"),
 ])
 def test_raw_markup_is_found(line, what):
     assert any(f.startswith(what) for f in raw_markup(line))
 
 
 def test_clean_text_has_no_raw_markup():
-    assert raw_markup("Row i has a query qi = xi WQ + bQ; |a − b| ≤ 10−12, p ∗ q, 3 × 4.") == []
+    assert raw_markup("Row i has a query qi = xi WQ + bQ; |a − b| ≤ 10−12, p ∗ q, 3 × 4, c = −1.") == []
+    assert raw_markup("a non-empty set, tolerance 1e-12, keys 1-3") == []
 
 
 def _check_pdf(pdf: Path) -> None:
@@ -119,3 +124,47 @@ def test_every_pdf_is_clean(tmp_path, module):
     assert report.pdfs == 1
     (pdf,) = [p for p in (tmp_path / "build").glob("*.pdf") if p.with_suffix(".tex").exists()]
     _check_pdf(pdf)
+
+
+# -- derive check --format tex: the same markup pipeline as the documents -----------------
+
+SPECIALS_SPEC = '''name = "50% of *bias* & $cost$ #1: s_star 𝕄 é"
+score = "dot(q + b_q, k + b_k) / sqrt(d)"
+[symbols]
+b_q = "vector"
+b_k = "vector"
+[claims]
+"k_bias*free$&%#" = "invariant(b_k)"
+q_bias_matters = "depends(b_q)"
+'''
+
+
+@pytest.fixture(scope="module")
+def specials_tex(tmp_path_factory):
+    from derive.cli import main
+
+    d = tmp_path_factory.mktemp("specials")
+    (d / "s.toml").write_text(SPECIALS_SPEC, encoding="utf-8")
+    assert main(["check", str(d / "s.toml"), "--format", "tex", "--output", str(d / "s.tex")]) == 0
+    return d / "s.tex"
+
+
+def test_check_tex_escapes_names_and_reasons(specials_tex):
+    tex = specials_tex.read_text(encoding="utf-8")
+    assert r"\section*{50\% of *bias* \& \$cost\$ \#1: s\_star $\mathbb{M}$ é}" in tex
+    assert r"\texttt{k\_bias*free\$\&\%\#} & \texttt{invariant(b\_k)} & proved \\" in tex
+    assert r"\subsection*{k\_bias*free\$\&\%\#: proved}" in tex
+    assert "\\texttt{dot(q + b\\_q, k + b\\_k) / sqrt(d)}" in tex
+    # no character pdflatex cannot set: Unicode symbols are math, the rest is ASCII or Latin
+    assert all(ord(c) < 128 or c == "é" for c in tex)
+
+
+@pytest.mark.latex
+def test_check_tex_with_specials_compiles(specials_tex):
+    proc = subprocess.run([require_tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", specials_tex.name],
+                          cwd=specials_tex.parent, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    text = subprocess.run([require_tool("pdftotext"), specials_tex.with_suffix(".pdf").name, "-"],
+                          cwd=specials_tex.parent, capture_output=True, text=True, check=True).stdout
+    assert "50% of *bias* & $cost$ #1: s_star M é" in text
+    assert "k_bias*free$&%#: proved" in text

@@ -70,5 +70,5 @@ def test_function_of_a_key_term_is_key_dependent():
 
 
 def test_query_shift_depends_on_the_row():
-    assert classify(Dot(q[i], bK), i).label == "depends on i"
-    assert classify(Dot(bQ, bK), i).label == "constant in i"
+    assert classify(Dot(q[i], bK), i).label == "depends on $i$"
+    assert classify(Dot(bQ, bK), i).label == "constant in $i$"

@@ -413,9 +413,9 @@ def test_scientific_notation_tokens_and_columns():
 
 
 def test_tex_report_spells_the_names_shown_apart():
-    from derive.report.render import _tex_escape
+    from derive.render.markup import tex_text  # the check report's LaTeX filter
 
-    assert _tex_escape("Sum(x_τ, (τ, 1, n)) 𝕄[i,ω]") == r"Sum(x\_$\tau$, ($\tau$, 1, n)) $\mathbb{M}$[i,$\omega$]"
+    assert tex_text("Sum(x_τ, (τ, 1, n)) 𝕄[i,ω]") == r"Sum(x\_$\tau$, ($\tau$, 1, n)) $\mathbb{M}$[i,$\omega$]"
 
 
 def test_property_counterexample_lists_its_mask_apart_from_a_declared_M():

@@ -12,6 +12,7 @@ from derive.claims.result import Outcome, step
 from derive.crosscheck.check import tolerance_text
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.render.markup import plain_math
 from derive.settings import Settings
 
 __all__ = ["PROPERTIES", "decide_property"]
@@ -62,7 +63,7 @@ def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Setti
     v = decide_property(name, prop, params, cfg)
     if (prop, v.status) in MEANING:
         v = replace(v, reason=f"{MEANING[prop, v.status]}: {v.reason}")
-    steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({v.method})" if v.method else ""))]
+    steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({plain_math(v.method)})" if v.method else ""))]
     steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
     witness = _uniform(v.witness) if v.witness else None
     if v.status == PROVED:

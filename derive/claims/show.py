@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -90,7 +91,19 @@ def text(expr: sp.Basic) -> str:
             out = _Text().doprint(head)
     except TimeLimit:
         return "(an expression SymPy cannot print in time)"
-    return out + (f" + … ({more} more terms)" if more else "")
+    return _typeset(out) + (f" + … ({more} more terms)" if more else "")
+
+
+def _typeset(out: str) -> str:
+    """SymPy's ASCII operators as a reader writes them: j·Δm, √d, x^2, and a minus sign, not a hyphen.
+
+    >>> _typeset("-r(-i + j)*x**2/sqrt(d) - 1.0e-5")
+    '−r(−i + j)·x^2/√d − 1.0e-5'
+    """
+    out = out.replace("**", "^")
+    out = re.sub(r"\bsqrt\((\w+)\)", r"√\1", out)
+    out = re.sub(r"(?<=[\w)])\*(?=[A-Za-z0-9(Δ√⟨])", "·", out)
+    return re.sub(r"(?<![0-9]e)-", "−", out)
 
 
 def latex(expr: sp.Basic) -> str:

@@ -81,6 +81,7 @@ from derive.impl.tolerance import Tolerance, kappa
 from derive.kernels import numeric
 from derive.kernels.faults import FAULTS as KERNEL_FAULTS
 from derive.kernels.forms import NO_FORM, NOT_CHECKED
+from derive.render.markup import plain_math
 
 __all__ = ["EXTRA_LOGIT", "FORMS", "LSE_CONVENTIONS", "KernelChecker", "KernelReport", "check_kernel"]
 
@@ -936,6 +937,7 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
     if norm.name not in EXTRA_LOGIT:
         why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
+        why = plain_math(why) if why else why  # the texts are prose markup; this is a terminal line
         raise InputError(f"--form {form} supports the normalizers {', '.join(EXTRA_LOGIT)}; "
                          f"{norm.name} has no kernel form checked here" + (f": {why}" if why else ""))
     fixed, free = {}, []

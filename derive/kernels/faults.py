@@ -19,6 +19,7 @@ import sympy as sp
 from derive.kernels import backward as bw
 from derive.kernels.forms import a, exact_den, exact_num, m, m2, sigma, tile_den, tile_num, w, x
 from derive.model.attention import d, i, n
+from derive.render.markup import plain_math
 
 __all__ = ["FAULTS", "KernelFault", "K"]
 
@@ -45,18 +46,33 @@ def _two_tiles(rescale_l: bool, rescale_acc: bool) -> sp.Expr:
 
 @dataclass(frozen=True)
 class KernelFault:
+    """``does_md``, ``computes_md`` and ``fix_md`` are prose markup (``$…$`` math) for the
+    documents; ``does``, ``computes`` and ``fix`` read their math aloud for a terminal."""
+
     key: str
     form: str  # online | split | base2 | finalize | backward
     title: str
-    does: str  # what the faulty kernel does
-    computes: str  # what it computes instead (LaTeX-free text)
-    fix: str
+    does_md: str  # what the faulty kernel does
+    computes_md: str  # what it computes instead
+    fix_md: str
     faulty: Callable[[], sp.Expr] | None
     correct: Callable[[], sp.Expr] | None
     fixed: dict = field(default_factory=dict)
     assume: dict = field(default_factory=dict)
     numeric: str = ""  # the switch of derive.kernels.numeric that reproduces it
     sizes: dict = field(default_factory=dict)  # max_d / max_n of the counterexample search
+
+    @property
+    def does(self) -> str:
+        return plain_math(self.does_md)
+
+    @property
+    def computes(self) -> str:
+        return plain_math(self.computes_md)
+
+    @property
+    def fix(self) -> str:
+        return plain_math(self.fix_md)
 
 
 def _exact() -> sp.Expr:
@@ -65,71 +81,80 @@ def _exact() -> sp.Expr:
 
 FAULTS: tuple[KernelFault, ...] = (
     KernelFault("extra_per_tile", "online / split", "extra logit added per tile or per split",
-                "adds e^{σ − m} to ℓ (and e^{σ − m}w to acc) in every tile update, or in every split",
-                "the extra logit K times, K = number of tiles or splits",
-                "seed it once (m₀ = σ, ℓ₀ = 1, acc₀ = w) or add it once at finalization / in the combine",
+                r"adds $e^{\sigma - m}$ to $\ell$ (and $e^{\sigma - m} w$ to $\mathrm{acc}$) in every tile update, "
+                "or in every split",
+                "the extra logit $K$ times, $K$ the number of tiles or splits",
+                r"seed it once ($m_0 = \sigma$, $\ell_0 = 1$, $\mathrm{acc}_0 = w$) or add it once at finalization / "
+                "in the combine",
                 lambda: _with_extra(K), _exact, fixed={K: 2}, assume=SINK_ONLY, numeric="extra_per_tile"),
     KernelFault("seeded_twice_empty_split", "split", "extra logit seeded twice when a split is empty",
-                "an empty split returns the seeded state (σ, 1, w) instead of the empty state (−∞, 0, 0), "
+                r"an empty split returns the seeded state $(\sigma, 1, w)$ instead of the empty state "
+                r"$(-\infty, 0, 0)$, "
                 "and the combine adds the extra logit as well",
                 "the extra logit twice",
-                "an empty split returns (m, ℓ, acc) = (−∞, 0, 0) (or lse = −∞); only the combine adds the extra logit",
+                r"an empty split returns $(m, \ell, \mathrm{acc}) = (-\infty, 0, 0)$ (or $\mathrm{lse} = -\infty$); "
+                "only the combine adds the extra logit",
                 lambda: _with_extra(2), _exact, assume=SINK_ONLY, numeric="seeded_twice_empty_split"),
     KernelFault("missing_log2e", "base2", "log₂e missing on the extra logit",
-                "computes 2^{x·log₂e − m₂} for the keys but 2^{σ − m₂} for the extra logit",
-                "the extra logit σ·ln 2 instead of σ",
-                "seed with 2^{σ·log₂e − m₂}: pre-multiply the extra logit like the scores",
+                r"computes $2^{x \log_2 e - m_2}$ for the keys but $2^{\sigma - m_2}$ for the extra logit",
+                r"the extra logit $\sigma \ln 2$ instead of $\sigma$",
+                r"seed with $2^{\sigma \log_2 e - m_2}$: pre-multiply the extra logit like the scores",
                 lambda: _with_extra(logit=sigma * sp.log(2)), _exact, assume=SINK_ONLY,
                 numeric="missing_log2e"),
     KernelFault("scale_on_extra", "online", "score scale applied to the extra logit",
-                "multiplies the extra logit by the softmax scale 1/√d along with the raw scores q·k",
-                "the extra logit σ/√d instead of σ",
+                r"multiplies the extra logit by the softmax scale $1/\sqrt{d}$ along with the raw scores $q \cdot k$",
+                r"the extra logit $\sigma/\sqrt{d}$ instead of $\sigma$",
                 "scale the raw scores only; the sink logit is already in score units",
                 lambda: _with_extra(logit=sigma / sp.sqrt(d)), _exact, assume=SINK_ONLY,
                 numeric="scale_on_extra"),
     KernelFault("softmax1_unshifted_one", "finalize", "softmax₁ finalized with an unshifted +1",
-                "finalizes ℓ + 1 with ℓ = e^{−m}Σ e^{x_t}, instead of ℓ + e^{0 − m}",
-                "a sink of logit m (the running max) instead of 0",
-                "add e^{−m} (the zero logit shifted like the scores), or seed m₀ = 0, ℓ₀ = 1",
+                r"finalizes $\ell + 1$ with $\ell = e^{-m} \sum_t e^{x_t}$, instead of $\ell + e^{0 - m}$",
+                "a sink of logit $m$ (the running max) instead of 0",
+                r"add $e^{-m}$ (the zero logit shifted like the scores), or seed $m_0 = 0$, $\ell_0 = 1$",
                 lambda: tile_num(1, n, m) / (tile_den(1, n, m) + 1), _exact,
                 assume={w: 0, sigma: 0, n: 1, m: x[i, 1]}, sizes={"max_n": 1, "max_d": 1},
                 numeric="softmax1_unshifted_one"),
     KernelFault("acc_not_rescaled", "online", "accumulator not rescaled when the max grows",
-                "updates acc ← acc + Σ_tile e^{x − m′}v without the factor e^{m − m′}",
-                "keys of earlier tiles weighted by e^{x − m} against later ones by e^{x − m′}",
-                "acc ← e^{m − m′}acc + Σ_tile e^{x − m′}v",
+                r"updates $\mathrm{acc} \leftarrow \mathrm{acc} + \sum_{\mathrm{tile}} e^{x - m'} v$ without the factor "
+                r"$e^{m - m'}$",
+                r"keys of earlier tiles weighted by $e^{x - m}$ against later ones by $e^{x - m'}$",
+                r"$\mathrm{acc} \leftarrow e^{m - m'} \mathrm{acc} + \sum_{\mathrm{tile}} e^{x - m'} v$",
                 lambda: _two_tiles(True, False), lambda: _two_tiles(True, True), assume=TWO_TILES,
                 sizes={"max_n": 2, "max_d": 1},
                 numeric="acc_not_rescaled"),
     KernelFault("sum_not_rescaled", "online", "sum ℓ not rescaled when the max grows",
-                "updates ℓ ← ℓ + Σ_tile e^{x − m′} without the factor e^{m − m′}",
-                "the normalizer of earlier tiles at the stale shift m",
-                "ℓ ← e^{m − m′}ℓ + Σ_tile e^{x − m′}",
+                r"updates $\ell \leftarrow \ell + \sum_{\mathrm{tile}} e^{x - m'}$ without the factor $e^{m - m'}$",
+                "the normalizer of earlier tiles at the stale shift $m$",
+                r"$\ell \leftarrow e^{m - m'} \ell + \sum_{\mathrm{tile}} e^{x - m'}$",
                 lambda: _two_tiles(False, True), lambda: _two_tiles(True, True), assume=TWO_TILES,
                 sizes={"max_n": 2, "max_d": 1},
                 numeric="sum_not_rescaled"),
     KernelFault("nan_empty_split", "split", "an empty split's NaN poisons the merge",
-                "an empty or fully masked split finalizes o = acc/ℓ = 0/0 = NaN and lse = −∞; the merge "
-                "multiplies it by e^{lse_σ − lse} = 0, and 0·NaN = NaN",
+                r"an empty or fully masked split finalizes $o = \mathrm{acc}/\ell = 0/0 = \mathrm{NaN}$ and "
+                r"$\mathrm{lse} = -\infty$; the merge "
+                r"multiplies it by $e^{\mathrm{lse}_\sigma - \mathrm{lse}} = 0$, and "
+                r"$0 \cdot \mathrm{NaN} = \mathrm{NaN}$",
                 "NaN for the whole row",
-                "give a split with ℓ = 0 the output 0 (or skip it); use a finite shift when m = −∞",
+                r"give a split with $\ell = 0$ the output 0 (or skip it); use a finite shift when $m = -\infty$",
                 None, None, numeric="nan_empty_split"),
     KernelFault("kv_only_lse_backward", "backward", "KV-only LSE used in the backward",
-                "recomputes P_j = e^{x_j − lse_KV} with lse_KV = log Σ_t e^{x_t}, without the extra logit",
+                r"recomputes $P_j = e^{x_j - \mathrm{lse}_{KV}}$ with $\mathrm{lse}_{KV} = \log \sum_t e^{x_t}$, "
+                "without the extra logit",
                 "weights that sum to 1, as if there were no sink",
-                "save and use the sink-inclusive lse = log(e^σ + Σ_t e^{x_t})",
+                r"save and use the sink-inclusive $\mathrm{lse} = \log(e^{\sigma} + \sum_t e^{x_t})$",
                 lambda: bw.dx_recompute(bw.lse_kv), bw.dx_recompute, numeric="kv_only_lse_backward",
                 sizes={"max_d": 1}),
     KernelFault("sink_grad_missing", "backward", "sink gradient missing",
-                "returns ∂L/∂σ = 0 (the sink treated as a constant)",
-                "0 instead of −P_σ·D",
-                "∂L/∂s = −P_s·D_i per row, with P_s = e^{s − lse_i}, summed over rows for a shared sink",
+                r"returns $\partial L/\partial \sigma = 0$ (the sink treated as a constant)",
+                r"0 instead of $-P_\sigma D$",
+                r"$\partial L/\partial s = -P_s D_i$ per row, with $P_s = e^{s - \mathrm{lse}_i}$, summed over rows "
+                "for a shared sink",
                 lambda: sp.S.Zero, bw.dsigma_recompute, assume=SINK_ONLY, numeric="sink_grad_missing",
                 sizes={"max_d": 1}),
     KernelFault("sink_grad_sign", "backward", "sink gradient with the wrong sign",
-                "returns +P_σ·D",
+                r"returns $+P_\sigma D$",
                 "the negative of the gradient",
-                "∂L/∂s = −P_s·D_i: raising the sink takes weight from every key",
+                r"$\partial L/\partial s = -P_s D_i$: raising the sink takes weight from every key",
                 lambda: bw.dsigma_recompute(-1), bw.dsigma_recompute, assume=SINK_ONLY, numeric="sink_grad_sign",
                 sizes={"max_d": 1}),
 )

@@ -117,35 +117,38 @@ class Extra:
     normalizer: str
     logit: sp.Expr | None  # None: no extra logit (softmax)
     value: sp.Expr  # the extra key's value (0 unless the entry mixes a value of its own)
-    text: str
+    text: str  # prose markup ($…$ math)
 
 
 _sstar = sp.Symbol("s^*_i", real=True)
 _bv = VectorSymbol("b_V")
 EXTRA: dict[str, Extra] = {
-    "softmax": Extra("softmax", None, sp.S.Zero, "no extra logit: m₀ = −∞, ℓ₀ = 0, acc₀ = 0"),
-    "softmax1": Extra("softmax1", sp.S.Zero, sp.S.Zero, "σ = 0, w = 0 (the implicit zero logit)"),
-    "sink": Extra("sink", sp.Symbol("s", real=True), sp.S.Zero, "σ = s (the learned sink logit), w = 0"),
-    "zero_token": Extra("zero_token", sp.S.Zero, sp.S.Zero, "σ = 0, w = 0 (a key of score 0, value 0)"),
-    "bias_kv": Extra("bias_kv", _sstar, _bv, "σ = s*_i = ⟨q_i, b_K⟩/√d (per row), w = b_V"),
+    "softmax": Extra("softmax", None, sp.S.Zero, r"no extra logit: $m_0 = -\infty$, $\ell_0 = 0$, $\mathrm{acc}_0 = 0$"),
+    "softmax1": Extra("softmax1", sp.S.Zero, sp.S.Zero, r"$\sigma = 0$, $w = 0$ (the implicit zero logit)"),
+    "sink": Extra("sink", sp.Symbol("s", real=True), sp.S.Zero, r"$\sigma = s$ (the learned sink logit), $w = 0$"),
+    "zero_token": Extra("zero_token", sp.S.Zero, sp.S.Zero, r"$\sigma = 0$, $w = 0$ (a key of score 0, value 0)"),
+    "bias_kv": Extra("bias_kv", _sstar, _bv,
+                     r"$\sigma = s^*_i = \langle q_i, b_K \rangle/\sqrt{d}$ (per row), $w = b_V$"),
 }
 
 # Registered normalizers without an online form of their own, and why.
 NO_FORM: dict[str, str] = {
     "sigmoid": ("elementwise: each weight depends on its own score only, so there is no normalizer and no "
-                "state to carry across tiles; a tile's output is Σ σ(x_t + b) v_t over its keys and tiles "
-                "(and splits) simply add"),
-    "clipped": ("a function of the softmax weights, clip((ζ − γ)p + γ, 0, 1): the clip needs each final p_t, "
-                "and out = Σ clip(…)v_t is not a rescaling of acc. Its streaming form is softmax's online "
-                "pass for (m, ℓ) followed by a second pass over the keys with p_t = e^{x_t − m}/ℓ, clipped"),
-    "softcap": ("a score modifier followed by softmax: replace x_t by c·tanh(x_t/c) as each tile is loaded "
-                "and run softmax's online form; the cap bounds the scores by c, which the running max "
+                r"state to carry across tiles; a tile's output is $\sum_t \sigma(x_t + b) v_t$ over its keys, "
+                "and tiles (and splits) simply add"),
+    "clipped": (r"a function of the softmax weights, $\mathrm{clip}((\zeta - \gamma) p + \gamma, 0, 1)$: the clip needs "
+                r"each final $p_t$, and $\mathrm{out} = \sum_t \mathrm{clip}(\dots) v_t$ is not a rescaling of "
+                r"$\mathrm{acc}$. Its streaming form is softmax's online pass for $(m, \ell)$ followed by a second "
+                r"pass over the keys with $p_t = e^{x_t - m}/\ell$, clipped"),
+    "softcap": (r"a score modifier followed by softmax: replace $x_t$ by $c \tanh(x_t/c)$ as each tile is loaded "
+                "and run softmax's online form; the cap bounds the scores by $c$, which the running max "
                 "does not need"),
 }
 
 # Normalizers with a kernel form derived here that ``derive impl --form`` does not check, and why.
 NOT_CHECKED: dict[str, str] = {
-    "bias_kv": ("its learned token has a value of its own, w = b_V = v*, which enters out as "
-                "e^{s*}·v*/(e^{s*} + Σ e^{x_t}); the registry's bias_kv has the one parameter s_star (the "
-                "token's logit), so there is no keyword to pass v* to the kernel and no out to compare it with"),
+    "bias_kv": (r"its learned token has a value of its own, $w = b_V$, which enters the output as "
+                r"$e^{s^*_i} b_V / (e^{s^*_i} + \sum_t e^{x_t})$; the registry's `bias_kv` has the one "
+                r"parameter `s_star` (the token's logit $s^*_i$), so there is no keyword to pass $b_V$ to the "
+                r"kernel and no output to compare it with"),
 }

@@ -80,12 +80,12 @@ def limit_uniform(entry, params) -> Derivation:
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
     W = simplify(W)
-    der.step("on the path every score is −τ; Σ_t M_t = N_i allowed keys", sp.Eq(shown("p_j"), W, evaluate=False))
+    der.step("on the path every score is $-\\tau$; $\\sum_t M_t = N_i$ allowed keys", sp.Eq(shown("p_j"), W, evaluate=False))
     L = _lim(W, TAU, sp.oo)
     if L is None or L.has(sp.Sum):
         der.verdict, der.value = Verdict(UNDECIDED, "SymPy could not take the limit"), "?"
         return der
-    der.step("limit as τ → ∞", sp.Eq(shown("L"), L, evaluate=False))
+    der.step("limit as $\\tau \\to \\infty$", sp.Eq(shown("L"), L, evaluate=False))
     der.verdict = Verdict(PROVED, "limit of a univariate expression in τ, symbolic N_i", method="substitution, limit")
     der.value = L
     return der
@@ -123,15 +123,15 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         den = sp.denom(sp.together(form.R))
         cont = sign_of(den) in ("+", "-")
         der.step(
-            "row form: $p_j = F(x_j) R(Z)$; R is continuous on Z > 0 (its denominator has a fixed sign)",
+            "row form: $p_j = F(x_j) R(Z)$; $R$ is continuous on $Z > 0$ (its denominator has a fixed sign)",
             sp.Eq(shown("R(Z)"), form.R, evaluate=False),
         )
         if cont and a == 0:
             ell = _lim(form.f, Z, 0, "+")
             der.step(
-                "lim_{x_k→−∞}: F(x_k) → 0 while Z stays ≥ F(x_1) > 0, so key k gets 0 and the others "
-                "keep the weights of the row of k − 1 keys; by induction only key 1 (the outermost limit) "
-                "remains, and its weight f(F(x_1)) → f(0⁺)",
+                "$\\lim_{x_k \\to -\\infty}$: $F(x_k) \\to 0$ while $Z \\ge F(x_1) > 0$, so key $k$ gets 0 and the others "
+                "keep the weights of the row of $k - 1$ keys; by induction only key 1 (the outermost limit) "
+                "remains, and its weight $f(F(x_1)) \\to f(0^{+})$",
                 sp.Eq(shown("f(0^+)"), ell, evaluate=False),
             )
             if ell is not None:
@@ -144,7 +144,7 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         elif cont and a is not None and a.is_positive:
             val = simplify(a * form.R.subs(Z, K * a))
             der.step(
-                "F(x) → a > 0: each limit sets F(x_t) = a; Z ≥ a > 0 keeps R continuous; all k keys end equal",
+                "$F(x) \\to a > 0$: each limit sets $F(x_t) = a$; $Z \\ge a > 0$ keeps $R$ continuous; all $k$ keys end equal",
                 sp.Eq(shown("p_j"), val, evaluate=False),
             )
             claimed = (val, val)
@@ -225,7 +225,7 @@ def _composed_iterated(entry, params, der):
         return None
     claimed = (simplify(outer.subs(w, vec[0])), simplify(outer.subs(w, vec[1])))
     der.step(
-        f"composition: p_j = M_j·outer(p'_j) with p' = {inner.name} (checked), outer continuous",
+        f"composition: $p_j = M_j \\, \\mathrm{{outer}}(p'_j)$ with $p'$ = {inner.name} (checked), outer continuous",
         sp.Eq(shown("\\operatorname{outer}(w)"), outer, evaluate=False),
     )
     der.step(f"the outer function of {inner.name}'s iterated limit (first key, other keys)", sp.Tuple(*claimed))
@@ -298,7 +298,7 @@ def limit_any_path(entry, params) -> Derivation:
             ell = _lim(form.f, Z, 0, "+")
             if ell == 0:
                 der.step(
-                    "0 ≤ every weight ≤ the mass f(Z) = Z R(Z) (R > 0, F(x_j) ≤ Z), and Z → 0⁺ on every such path",
+                    "$0 \\le p_j \\le f(Z) = Z R(Z)$, the mass ($R > 0$, $F(x_j) \\le Z$), and $Z \\to 0^{+}$ on every such path",
                     sp.Eq(shown("f(0^+)"), ell, evaluate=False),
                 )
                 der.verdict, der.value = Verdict(PROVED, "bound by the mass, which → 0", method="row form, limit"), "0"
@@ -307,7 +307,7 @@ def limit_any_path(entry, params) -> Derivation:
             nn = sp.Symbol("N_i", integer=True, positive=True)
             val = simplify(a * form.R.subs(Z, nn * a))
             der.step(
-                "F(x_t) → a > 0 on every such path, Z → N_i a > 0 and R is continuous there",
+                "$F(x_t) \\to a > 0$ on every such path, $Z \\to N_i a > 0$ and $R$ is continuous there",
                 sp.Eq(shown("p_j"), val, evaluate=False),
             )
             der.verdict, der.value = Verdict(PROVED, "continuity", method="row form, limit"), sp.sstr(val)
@@ -316,7 +316,7 @@ def limit_any_path(entry, params) -> Derivation:
         lim = _lim(g.expr, y, -sp.oo)
         if lim is not None:
             der.step(
-                "elementwise: each weight → g(−∞) whatever the other scores do",
+                "elementwise: each weight tends to $g(-\\infty)$ whatever the other scores do",
                 sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
             )
             der.verdict, der.value = Verdict(PROVED, "elementwise limit", method="elementwise, limit"), sp.sstr(lim)
@@ -326,10 +326,10 @@ def limit_any_path(entry, params) -> Derivation:
     A, B = (-TAU, -2 * TAU), (-2 * TAU, -TAU)
     la, lb = path_limit(entry, concrete, A), path_limit(entry, concrete, B)
     if la is not None and lb is not None and _certainly_differ(la, lb):
-        der.step("two keys, path A: x = (−τ, −2τ)", sp.Tuple(*la))
-        der.step("two keys, path B: x = (−2τ, −τ)", sp.Tuple(*lb))
+        der.step("two keys, path A: $x_A = (-\\tau, -2\\tau)$", sp.Tuple(*la))
+        der.step("two keys, path B: $x_B = (-2\\tau, -\\tau)$", sp.Tuple(*lb))
         w = {
-            "instance": {"n": 2, "path A": "x = (-tau, -2 tau)", "path B": "x = (-2 tau, -tau)"},
+            "instance": {"n": 2, "x_A": "(−τ, −2τ)", "x_B": "(−2τ, −τ)"},
             "indices": {"i": 1},
             "lhs": [float(v) for v in la],
             "rhs": [float(v) for v in lb],

@@ -79,7 +79,7 @@ def shift_invariant(entry, params) -> Derivation:
     plain = weight(entry, params)
     der.verdict = settle(shifted, plain, entry, params)
     der.equality = (shifted, plain)
-    der.step("weight after a common shift c", shifted)
+    der.step("weight after a common shift $c$", shifted)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
@@ -104,7 +104,7 @@ def shift_effect(entry, params) -> Derivation:
     der.equality = (shifted, rhs)
     pretty = _assign(other, new, entry.name)
     der.value = f"= {pretty}"
-    der.step(f"shifting every score by c gives {pretty}", (shifted, rhs))  # an Eq would unpickle as True
+    der.step(f"shifting every score by $c$ gives {pretty}", (shifted, rhs))  # an Eq would unpickle as True
     return der
 
 
@@ -146,11 +146,11 @@ def mass_range(entry, params) -> Derivation:
             return der
         df = simplify(sp.diff(form.f, Z))
         sgn = sign_of(df)
-        der.step("derivative in Z (Z ranges over (0, ∞) as the scores vary)", sp.Eq(shown("f'(Z)"), df, evaluate=False))
+        der.step("derivative in $Z$ ($Z$ ranges over $(0, \\infty)$ as the scores vary)", sp.Eq(shown("f'(Z)"), df, evaluate=False))
         if sgn in ("+", "-"):
             lo, hi = sp.limit(form.f, Z, 0, "+"), sp.limit(form.f, Z, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
-            der.step("strictly monotone; limits at Z → 0⁺ and Z → ∞", sp.Tuple(lo, hi))
+            der.step("strictly monotone; limits at $Z \\to 0^{+}$ and $Z \\to \\infty$", sp.Tuple(lo, hi))
             der.verdict = Verdict(
                 PROVED,
                 "strictly monotone in Z over (0, ∞): open interval of the limits",
@@ -194,7 +194,7 @@ def can_abstain(entry, params) -> Derivation:
     if form is not None and (form.identity_scores or Z not in form.f.free_symbols):
         inf = sp.limit(form.f, Z, 0, "+") if Z in form.f.free_symbols else form.f
         der.step(
-            "row form: each weight ≤ the mass f(Z) = Z R(Z); its limit as Z → 0⁺",
+            "row form: each weight is at most the mass $f(Z) = Z R(Z)$; its limit as $Z \\to 0^{+}$",
             sp.Eq(shown("f(0^+)"), inf, evaluate=False),
         )
         if inf == 0:
@@ -219,7 +219,7 @@ def can_abstain(entry, params) -> Derivation:
         y = g.variables[0]
         lim = sp.limit(g.expr, y, -sp.oo)
         der.step(
-            "elementwise: each weight depends on its own score only; its limit at −∞",
+            "elementwise: each weight depends on its own score only; its limit at $-\\infty$",
             sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
         )
         if lim == 0:
@@ -305,7 +305,7 @@ def k_bias_cancels(entry, params) -> Derivation:
         if becomes.proved:
             pretty = _assign(other, new, entry.name)
             der.step(
-                f"the K bias shifts row i by ⟨q_i, b_K⟩/√d, so it becomes {pretty}",
+                f"the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{{d}}$, so it becomes {pretty}",
                 sp.Eq(with_bias, rhs, evaluate=False),
             )
             der.value = f"no: becomes {pretty}"
@@ -331,8 +331,8 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "limit_iterated": ("iterated limit", limits.limit_iterated),
     "limit_any_path": ("limit, any path", limits.limit_any_path),
     "ratio_identity": ("ratio identity", ratio_identity),
-    "jacobian_diagonal": ("∂p_j/∂x_j > 0", calculus.jacobian_diagonal),
-    "jacobian_offdiagonal": ("∂p_j/∂x_k < 0", calculus.jacobian_offdiagonal),
+    "jacobian_diagonal": ("$\\partial p_j / \\partial x_j > 0$", calculus.jacobian_diagonal),
+    "jacobian_offdiagonal": ("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),
     "gradient_nonvanishing": ("no zero-gradient region", calculus.gradient_nonvanishing),
     "k_bias_cancels": ("K bias cancels", k_bias_cancels),
     "stable_form": ("overflow-free form = definition", lambda e, p: stable.stable_property(e, p)),

@@ -199,7 +199,7 @@ register(
         reference=lambda x, mask=None, **p: _sink_reference(x, mask, None),
         latex=r"\operatorname{softmax}",
         definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
-        stable_text="m = max x",
+        stable_text="$m = \\max_t x_t$",
     )
 )
 register(
@@ -214,7 +214,7 @@ register(
         latex=r"\operatorname{softmax}_1",
         definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
-        stable_text="m = max(0, max x): the implicit zero logit joins the max",
+        stable_text="$m = \\max(0, \\max_t x_t)$: the implicit zero logit joins the max",
     )
 )
 register(
@@ -229,10 +229,10 @@ register(
         latex=r"\operatorname{sink}_s",
         definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
         domain={"s": _s},
-        domain_text="s real (learned per head)",
+        domain_text="$s$ real (learned per head)",
         sample={"s": 1},
         shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
-        stable_text="m = max(s, max x)",
+        stable_text="$m = \\max(s, \\max_t x_t)$",
     )
 )
 register(
@@ -248,7 +248,7 @@ register(
         latex=r"\operatorname{zero}",
         definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
-        stable_text="m = max(0, max x), the extra key's 0 included",
+        stable_text="$m = \\max(0, \\max_t x_t)$, the extra key's 0 included",
         note="the extra key's score is exactly 0 and its value is the zero vector",
     )
 )
@@ -266,15 +266,15 @@ register(
         latex=r"\operatorname{kv}^{*}",
         definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
         domain={"s_star": _sstar},
-        domain_text="s*_i = ⟨q_i, k*⟩/√d real, one per query row",
+        domain_text="$s^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
         sample={"s_star": 1},
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
-        stable_text="m = max(s*_i, max x), per row",
+        stable_text="$m = \\max(s^*_i, \\max_t x_t)$, per row",
         extra_value=True,
         extra_weight=lambda score, s_star=_sstar, **p: (
             sp.exp(s_star) / (sp.exp(s_star) + row_sum(lambda x: sp.exp(score(x))))
         ),
-        note="weights of the real keys only; the learned token adds e^{s*}/(e^{s*} + Σ e^{x_t})·v* to the output",
+        note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
     )
 )
 register(
@@ -289,7 +289,7 @@ register(
         latex=r"\sigma",
         definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
         domain={"b": _b},
-        domain_text="b real",
+        domain_text="$b$ real",
         sample={"b": 0},
         shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
         stable_form=lambda score, key, m, b=_b, **p: (
@@ -299,7 +299,7 @@ register(
                 (sp.exp(score(key) + b) / (1 + sp.exp(score(key) + b)), True),
             )
         ),
-        stable_text="no shift: e^{−|x + b|} in the branch that keeps the exponent ≤ 0",
+        stable_text="no shift: $e^{-\\lvert x + b \\rvert}$ in the branch that keeps the exponent $\\le 0$",
     )
 )
 register(
@@ -316,11 +316,11 @@ register(
         latex=r"\operatorname{clip}",
         definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
         domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
-        domain_text="ζ ≥ 1, γ ≤ 0",
+        domain_text="$\\zeta \\ge 1$, $\\gamma \\le 0$",
         sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
         inner="softmax",
         outer=lambda w, zeta=_zeta, gamma=_gamma, **p: sp.Min(1, sp.Max(0, (zeta - gamma) * w + gamma)),
-        stable_text="the inner softmax with m = max x",
+        stable_text="the inner softmax with $m = \\max_t x_t$",
     )
 )
 register(
@@ -336,9 +336,9 @@ register(
         # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.
         definition=r"p_j = \operatorname{softmax}\bigl(c_{cap} \tanh(x/c_{cap})\bigr)_j",
         domain={"c": _cap},
-        domain_text="c_cap > 0 (50 in Gemma 2)",
+        domain_text="$c_{cap} > 0$ (50 in Gemma 2)",
         stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
-        stable_text="m = c_cap: the capped scores lie in (−c_cap, c_cap), so every exponent is < 0",
+        stable_text="$m = c_{cap}$: the capped scores lie in $(-c_{cap}, c_{cap})$, so every exponent is $< 0$",
         sample={"c": 1},
     )
 )

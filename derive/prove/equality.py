@@ -43,7 +43,7 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
     return sp.cancel(sp.expand(e, power_exp=True))
 
 
-_EXPANDING = "expanding ⟨·,·⟩ by bilinearity and exp(a+b) = exp(a)·exp(b)"
+_EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp(a + b) = \exp(a) \exp(b)$"
 _PASSES = (
     (_EXPANDING, _expand),
     ("merging sums over the same range", _sums),
@@ -66,9 +66,9 @@ def _label(how: str, expr: sp.Expr) -> str:
     if how == _EXPANDING:
         dots, exps = expr.has(Dot), expr.has(sp.exp)
         if dots and not exps:
-            return "expanding ⟨·,·⟩ by bilinearity"
+            return r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity"
         if exps and not dots:
-            return "expanding: exp(a+b) = exp(a)·exp(b)"
+            return r"expanding $\exp(a + b) = \exp(a) \exp(b)$"
         if not dots and not exps:
             return "expanding products and powers"
     return how

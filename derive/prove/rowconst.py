@@ -31,9 +31,9 @@ class Classification:
     @property
     def label(self) -> str:
         if self.verdict.status == PROVED:
-            return "row-constant" if self.index.name == "j" else f"constant in {self.index.name}"
+            return "row-constant" if self.index.name == "j" else f"constant in ${sp.latex(self.index)}$"
         if self.verdict.status == REFUTED:
-            return "key-dependent" if self.index.name == "j" else f"depends on {self.index.name}"
+            return "key-dependent" if self.index.name == "j" else f"depends on ${sp.latex(self.index)}$"
         return "undecided"
 
 

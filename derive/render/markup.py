@@ -15,13 +15,14 @@ the same rule on both, and a numbered list stays a list.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "tex_math", "tex_text", "to_gfm", "to_tex"]
+__all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "plain_math", "tex_code", "tex_math", "tex_text", "to_gfm", "to_tex"]
 
 
 @lru_cache(maxsize=1)
@@ -49,7 +50,7 @@ _BRACED = r"\{(?:[^{}]|\{[^{}]*\})*\}"
 _PSEUDO = re.compile(
     rf"(?<![\w./\\])(?P<path>[\w/]+\.(?:py|md|toml|json|j2|yml|yaml))\b"
     rf"|(?<![\w\\])(?<!\w\.)(?P<tok>[{_LETTER}0-9][{_LETTER}0-9*{_SCRIPTS}]*"
-    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+)(?:(?<=\}})|(?![\w(]))")
+    rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+(?:'(?![A-Za-z]))*)(?:(?<=\}})|(?<=')|(?![\w(]))")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 
 
@@ -118,6 +119,8 @@ def mark_pseudo_math(text: str) -> str:
 
     >>> mark_pseudo_math("the 1 becomes e^{−c} for M_{i,1}; s_star = 1, $x_i$ stays")
     'the 1 becomes $e^{-c}$ for $M_{i,1}$; `s_star` = 1, $x_i$ stays'
+    >>> mark_pseudo_math("p_ij with b_k', the zero_token's key")
+    "$p_{ij}$ with $b_k'$, the `zero_token`'s key"
     """
     parts = _PROTECTED.split(text)
     for k in range(0, len(parts), 2):
@@ -236,12 +239,13 @@ _MATH_SYMBOLS = {
     "ω": r"\omega", "Σ": r"\Sigma", "Δ": r"\Delta", "Π": r"\Pi", "Ω": r"\Omega", "⊙": r"\odot",
     "∣": r"\mid", "⌊": r"\lfloor", "⌋": r"\rfloor", "∅": r"\emptyset", "⊂": r"\subset", "⊆": r"\subseteq",
     "′": "'", "∪": r"\cup", "∩": r"\cap", "↦": r"\mapsto", "≪": r"\ll", "≫": r"\gg", "∝": r"\propto",
+    "∓": r"\mp", "𝕄": r"\mathbb{M}",
 }
 _SUP = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ", "0123456789+-()Tn"))
 _SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋", "0123456789ijkt+-"))
 _TEXT_ONLY = {
     "—": "---", "–": "--", "…": r"\dots{}", "“": "``", "”": "''", "’": "'", "′": "'",
-    "✅": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "\u00a0": "~",
+    "✅": r"$\checkmark$", "✔": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "\u00a0": "~",
 }
 
 
@@ -307,7 +311,24 @@ def _symbols_text(text: str) -> str:
 
 
 def _plain(text: str) -> str:
-    return "".join(_TEXT_ONLY.get(c, _TEX_SPECIAL.get(c, c)) for c in text)
+    return "".join(_TEXT_ONLY.get(c) or _TEX_SPECIAL.get(c) or _typesettable(c) for c in text)
+
+
+def _typesettable(c: str) -> str:
+    # pdflatex (utf8, T1) sets ASCII, Latin-1 and accented Latin letters (é, Ł); any other
+    # character (a spec's name may contain one) would stop it with an error
+    if c < "\x80" or "\xa0" <= c <= "\xff" or unicodedata.name(c, "").startswith("LATIN "):
+        return c
+    return "?"
+
+
+def tex_code(code: str) -> str:
+    """Code (a name, a claim, a JSON value) as LaTeX typewriter text, specials escaped.
+
+    >>> tex_code("s_star & 50% #1")
+    '\\\\texttt{s\\\\_star \\\\& 50\\\\% \\\\#1}'
+    """
+    return "\\texttt{" + tex_text(code).replace("'", "\\textquotesingle{}") + "}"
 
 
 def tex_math(latex: str) -> str:
@@ -328,10 +349,6 @@ def to_tex(text: str, *, inline: bool = False, cell: bool = False) -> str:
     if not text:
         return text
     return _TexWriter(fit=cell).render(_tree(text, inline or cell)).strip("\n")
-
-
-def _tex_code(code: str) -> str:
-    return "\\texttt{" + _plain(code).replace("'", "\\textquotesingle{}") + "}"
 
 
 class _TexWriter:
@@ -364,7 +381,7 @@ class _TexWriter:
         if t == "hardbreak":
             return "\\\\\n"
         if t == "code_inline":
-            return _tex_code(node.content)
+            return tex_code(node.content)
         if t == "math_inline":
             math = f"${tex_math(node.content.strip())}$"
             return f"\\fitcell{{{math}}}" if self.fit else math
@@ -388,8 +405,17 @@ class _TexWriter:
 _COMMANDS = {v.strip(): k for k, v in _MATH_SYMBOLS.items() if v.startswith("\\")}
 _COMMANDS.update({r"\le": "≤", r"\ge": "≥", r"\ne": "≠", r"\cdot": "·", r"\to": "→", r"\infty": "∞",
                   r"\log": "log", r"\exp": "exp", r"\max": "max", r"\min": "min", r"\sum": "∑",
-                  r"\operatorname": "", r"\mathrm": "", r"\text": "", r"\left": "", r"\right": "",
+                  r"\operatorname": "", r"\mathrm": "", r"\mathbf": "", r"\text": "", r"\left": "", r"\right": "",
                   r"\sqrt": "√", r"\,": " ", r"\;": " ", r"\quad": " "})
+
+
+_BRACED_ARG = r"\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}"
+_FRAC = re.compile(r"\\frac\s*" + _BRACED_ARG + r"\s*" + _BRACED_ARG)
+
+
+def _part(arg: str) -> str:
+    atom = re.fullmatch(r"[\w\\{}^]*|\\langle[^\\]*\\rangle|\\sqrt\{\w*\}", arg.strip())
+    return arg if atom else f"({arg})"
 
 
 def math_text(latex: str) -> str:
@@ -397,10 +423,34 @@ def math_text(latex: str) -> str:
 
     >>> math_text(r"\\langle q_i, k_j \\rangle / \\sqrt{d}")
     '⟨q_i, k_j⟩ / √d'
+    >>> math_text(r"\\frac{1}{N_i}")
+    '1/N_i'
+    >>> math_text(r"s = - c, \\; b - c")
+    's = −c, b − c'
+    >>> math_text(r"\\min(1, \\frac{\\zeta - \\gamma + \\gamma N_{i}}{N_{i}})")
+    'min(1, (ζ − γ + γ N_i)/N_i)'
     """
-    s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), latex)
-    s = re.sub(r"_\{([^{}]*)\}", r"_\1", s)
-    s = re.sub(r"\^\{([^{}]*)\}", r"^\1", s)
+    s = latex
+    while _FRAC.search(s):  # \frac{1}{N_i} → 1/N_i, a compound part in parentheses
+        s = _FRAC.sub(lambda m: f"{_part(m.group(1))}/{_part(m.group(2))}", s)
+    s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), s)
+    # innermost groups first: a one-token exponent as is (e^x_t), a compound one in parentheses
+    # (e^{x - m} → e^(x − m)); a subscript and a plain group lose their braces
+    sup = lambda m: "^" + (m.group(1) if re.fullmatch(r"[\w'∞*]*", m.group(1)) else f"({m.group(1)})")
+    while (t := re.sub(r"\^\{([^{}]*)\}", sup, re.sub(r"(?<!\^)\{([^{}]*)\}", r"\1", s))) != s:
+        s = t
     s = s.replace("{", "").replace("}", "")
     s = re.sub(r"⟨\s+", "⟨", re.sub(r"\s+⟩", "⟩", s))
+    s = re.sub(r"(^|[(=,\[]\s?)-\s", r"\1-", s).replace("-", "−")  # in math a hyphen is a minus: "= - c" → "= −c"
+    s = re.sub(r"([∂√])\s+", r"\1", s)  # \partial L → ∂L
     return re.sub(r"\s+", " ", s).strip()
+
+
+def plain_math(text: str) -> str:
+    r"""Prose markup with each ``$…$`` math span read aloud (:func:`math_text`), for text shown
+    where no math renders (a terminal, an image's alt text).
+
+    >>> plain_math(r"seed $m_0 = -\infty$ and add $e^{\sigma - m}$ to $\ell$")
+    'seed m_0 = −∞ and add e^(σ − m) to ℓ'
+    """
+    return re.sub(r"\$([^$\n]+)\$", lambda m: math_text(m.group(1)), text)

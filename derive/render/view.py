@@ -17,11 +17,12 @@ import sympy as sp
 from derive import __version__
 from derive.render import prose
 from derive.render.latex import tex
+from derive.render.markup import plain_math, tex_math
 
-__all__ = ["CHECKS_NOTE", "to_json", "view"]
+__all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
 
 
-CHECKS_NOTE = ("Random instances have head dimension d ≤ 64, n ≤ 64 keys and random masks; searched instances "
+CHECKS_NOTE = ("Random instances have head dimension $d \\le 64$, $n \\le 64$ keys and random masks; searched instances "
                "are drawn by Hypothesis to find a disagreement. "
                "A check passes when every compared pair of values $a, b$ satisfies "
                r"$\lvert a - b\rvert \le \mathrm{abs} + \mathrm{rel} \cdot \max(\lvert a\rvert, \lvert b\rvert)$, "
@@ -65,8 +66,8 @@ def _paragraphs(value: str, target: str) -> str:
 
 
 def _method(method: str, target: str) -> str:
-    """A prover's method as text: Markdown shows it as is, LaTeX needs ⟨·,·⟩ and · escaped."""
-    return prose.escape_latex_text(method) if target == "tex" else method
+    """A prover's method: prose markup, its formulas as math."""
+    return _text(method, target)
 
 
 def _block(b, target: str, numbers: dict) -> dict:
@@ -98,7 +99,7 @@ def _block(b, target: str, numbers: dict) -> dict:
             rows.append({
                 "label": _cell(label, target),
                 "expr": _cell(c.expr, target),
-                "verdict": c.label,
+                "verdict": _cell(c.label, target),
                 "evidence": _cell(evidence, target),
             })
         out.update(name=b.name, rows=rows, why=_text(b.why, target), index=tex(b.index))
@@ -110,14 +111,19 @@ def _block(b, target: str, numbers: dict) -> dict:
         out.update(math=r"\begin{aligned}" + " \\\\\n".join(rows) + r"\end{aligned}",
                    caption=_text(b.caption, target))
     elif b.kind == "figure":
-        out.update(slug=b.slug, caption=_text(b.caption, target))
+        out.update(slug=b.slug, caption=_text(b.caption, target), alt=_alt(b.caption))
     return out
+
+
+def _alt(text: str) -> str:
+    """An image's alt text: no markup renders there, so math is read aloud (``$x_t$`` → ``x_t``)."""
+    return prose.to_markdown(plain_math(text).replace("[", "(").replace("]", ")"), inline=True)
 
 
 def _name_tex(name: str) -> str:
     """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``."""
     if not name.replace("_", "").replace("^", "").isalnum():
-        return r"\mathrm{" + name.replace("_", r"\_") + "}"
+        return r"\text{" + name.replace("_", r"\_") + "}"
     return tex(sp.Symbol(name))
 
 
@@ -128,8 +134,18 @@ def _value_text(value) -> str:
     return re.sub(r"(?<![\w.])-(?=[\d.])", "−", text)
 
 
-def _assign(name: str, value) -> str:
-    return f"${_name_tex(name)}$ = {_value_text(value)}"
+def _value_math(value) -> str:
+    """A witness value as math source: ``[[0, -1]]``, ``(-τ, -2τ)``, ``-\\infty``."""
+    text = re.sub(r"\binf\b", r"\\infty", str(value).replace("'", "").replace('"', ""))
+    return tex_math(text)  # Unicode symbols as commands: −τ → -\tau
+
+
+def assignment(name: str, value) -> str:
+    """``name = value`` as one math span of prose markup, e.g. ``$k^{0} = [[0], [1]]$``."""
+    return f"${_name_tex(name)} = {_value_math(value)}$"
+
+
+_assign = assignment
 
 
 def _witness_text(w: dict | None) -> str:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from derive.claims.result import ICONS
-from derive.render.markup import gfm_escape
+from derive.render.markup import gfm_escape, tex_code, tex_text, to_gfm
 
 __all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json", "total_counts"]
 
@@ -26,16 +26,9 @@ def one_line(text: str, limit: int = 140) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _tex_escape(text: str) -> str:
-    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-            "⟨": r"$\langle$", "⟩": r"$\rangle$", "·": r"$\cdot$", "′": "'", "ᵀ": r"$^T$",
-            "−": "-", "≠": r"$\neq$", "Σ": r"$\Sigma$", "²": r"$^2$", "…": r"\dots{}", "→": r"$\to$",
-            "α": r"$\alpha$", "√": r"$\surd$", "Δ": r"$\Delta$", "≤": r"$\leq$", "₁": r"$_1$",
-            "τ": r"$\tau$", "ω": r"$\omega$", "𝕄": r"$\mathbb{M}$",  # internal names shown apart
-            "✅": "", "❌": "", "❓": ""}
-    # other non-ASCII characters (a spec's name may contain any) would stop pdflatex
-    return "".join(repl.get(ch, ch if ord(ch) < 128 else "?") for ch in str(text))
+def _md_prose(text: str) -> str:
+    """A short engine label (``p_ij with b_k``) as Markdown, its pseudo-math set as math."""
+    return to_gfm(str(text), inline=True)
 
 
 def _compact(data) -> str:
@@ -53,7 +46,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(one_line=one_line, md_text=gfm_escape, tex=_tex_escape, compact=_compact, anchor=anchor)
+    env.filters.update(one_line=one_line, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
     env.globals.update(icons=ICONS)
     return env
 
