@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import sympy as sp
 
 from derive.build import load_document
 from derive.render import render_document
@@ -103,3 +104,18 @@ def test_a_figure_drawn_once_for_both_formats_has_the_bytes_of_each_drawn_alone(
 
     both = render_figures(draw, ("svg", "pdf"))
     assert both == {"svg": render_figure(draw, "svg"), "pdf": render_figure(draw, "pdf")}
+
+
+@pytest.mark.parametrize(("expr", "tex"), [
+    (sp.Symbol("alibi_slopes_h"), r"\mathrm{alibi\_slopes}_{h}"),  # a traced per-head table
+    (sp.Symbol("alibi_slopes_h'"), r"\mathrm{alibi\_slopes}_{h}'"),
+    (sp.Symbol("doc_ids"), r"\mathrm{doc\_ids}"),
+    (sp.Function("rel_bias")(sp.Symbol("i") - sp.Symbol("j")), r"\operatorname{rel\_bias}{\left(i - j \right)}"),
+    (sp.Symbol("b_K"), "b_{K}"),  # one letter, or a Greek one, keeps SymPy's own subscripts
+    (sp.Symbol("theta_h"), r"\theta_{h}"),
+    (sp.Symbol("k_star"), "k_{star}"),
+])
+def test_multi_word_identifiers_print_upright_with_their_underscores(expr, tex):
+    from derive.claims.show import latex
+
+    assert latex(expr) == tex

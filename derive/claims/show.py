@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 import sympy as sp
-from sympy.printing.latex import LatexPrinter
+from sympy.printing.latex import LatexPrinter, greek_letters_set
 from sympy.printing.str import StrPrinter
 
 from derive.model.vectors import Dot, Rot
@@ -51,7 +51,23 @@ class _Text(StrPrinter):
         return super()._print(expr, **kwargs)
 
 
+def _identifier(name: str, upright: str) -> str | None:
+    """LaTeX of a multi-word identifier (a traced table ``alibi_slopes_h``, a spec's ``rel_bias``):
+    the words upright with their underscores, a one-character last part as the subscript. None for
+    the names SymPy prints well itself: one letter or a Greek letter, with or without subscripts."""
+    parts = name.split("_")
+    head = parts[0]
+    if len(parts) < 2 or len(head) < 2 or not head.isalpha() or head.lower() in greek_letters_set:
+        return None
+    sub = parts.pop() if len(parts[-1]) == 1 else None
+    word = r"\_".join(parts)
+    return rf"{upright}{{{word}}}" + (f"_{{{sub}}}" if sub else "")
+
+
 class _Latex(LatexPrinter):
+    def _hprint_Function(self, func: str) -> str:
+        return _identifier(func, r"\operatorname") or super()._hprint_Function(func)
+
     def _print_Dot(self, e, exp=None):
         out = rf"\langle {self._print(e.args[0])}, {self._print(e.args[1])} \rangle"
         return out if exp is None else f"{out}^{{{exp}}}"
@@ -65,8 +81,8 @@ class _Latex(LatexPrinter):
         if e.name.startswith("Δ"):
             return r"\Delta " + self._print_Symbol(sp.Symbol(e.name[1:]))
         if e.name.endswith("'"):
-            return super()._print_Symbol(sp.Symbol(e.name[:-1])) + "'"
-        return super()._print_Symbol(e)
+            return self._print_Symbol(sp.Symbol(e.name[:-1])) + "'"
+        return _identifier(e.name, r"\mathrm") or super()._print_Symbol(e)
 
 
 MAX_TERMS = 12
