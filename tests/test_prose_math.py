@@ -122,3 +122,19 @@ def test_documents_write_math_as_math(path):
     found = [(w, line) for w, line in pseudo_math(path.read_text(encoding="utf-8"))
              if (path.name, w, line) not in KNOWN and (path.name, w) not in KNOWN_RULES]
     assert found == [], f"{path.name}: pseudo-math in the running text:\n" + "\n".join(f"{w}: {ln}" for w, ln in found[:20])
+
+
+def test_the_impl_rules_are_math_in_documents_and_read_aloud_on_the_terminal():
+    from derive.impl.kernel import KERNEL_TOLERANCE_RULE
+    from derive.impl.masked import RULES
+    from derive.impl.report import TOLERANCE_RULE
+    from derive.render.markup import plain_math, to_gfm
+
+    aloud = plain_math(TOLERANCE_RULE)
+    assert aloud.startswith("|y − p| ≤ abs + ulps · eps · (1 + κ) · |p|, where p is the exact weight")
+    assert "κ = 2 max_j |x_j| + max |θ| + (n − 1)" in aloud
+    assert plain_math(KERNEL_TOLERANCE_RULE).startswith("|y − p| ≤ abs + ulps · eps · (1 + κ) · m per entry")
+    assert plain_math(RULES["softmax"].says) == "no value (0/0: the denominator ∑_j exp(x_j) is 0)"
+    for rule in (TOLERANCE_RULE, KERNEL_TOLERANCE_RULE, *(r.says for r in RULES.values())):
+        assert not any(c in plain_math(rule) for c in "$\\{}")
+        assert pseudo_math(to_gfm(rule, inline=True)) == []
