@@ -44,8 +44,10 @@ class ClaimItem(pytest.Item):
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, ClaimFailed):
+            from derive.render.markup import plain_math
+
             r, want = excinfo.value.args
-            return f"{self.claim} = {r.claim!r}: {r.verdict} (expected {want}): {r.reason}"
+            return f"{self.claim} = {r.claim!r}: {r.verdict} (expected {want}): {plain_math(r.reason)}"
         return super().repr_failure(excinfo)
 
     def reportinfo(self):

@@ -27,6 +27,7 @@ def assert_claims(path, *, allow: dict | None = None) -> list:
     """
     from derive.claims.run import check_spec
     from derive.spec import load_spec
+    from derive.render.markup import plain_math
 
     result = check_spec(load_spec(path))
     allow = dict(allow or {})
@@ -34,7 +35,7 @@ def assert_claims(path, *, allow: dict | None = None) -> list:
     for c in result.claims:
         want = allow.pop(c.name, "proved")
         if c.verdict != want:
-            bad.append(f"  {c.name} = {c.claim!r}: {c.verdict} (expected {want}): {c.reason}")
+            bad.append(f"  {c.name} = {c.claim!r}: {c.verdict} (expected {want}): {plain_math(c.reason)}")
     if allow:
         bad.append(f"  no such claims: {', '.join(sorted(allow))}")
     if bad:

@@ -138,3 +138,38 @@ def test_summary_file_is_appended(tmp_path, capsys):
     assert text.startswith("earlier step\n1 claim: 1 proved, 0 refuted, 0 undecided\n\n")
     assert "| [`c`](#u-c) | `shift_invariant` | ✅ proved |" in text
     assert capsys.readouterr().out == "1 claim: 1 proved, 0 refuted, 0 undecided\n"
+
+
+MATH_REASON = r"the score changes by a key-dependent term: $\frac{\langle \Delta b_{q}, k_{j} \rangle}{\sqrt{d}}$"
+
+
+def _math_result() -> SpecResult:
+    spec = parse_spec(SPEC, "v.derive.toml")
+    c = spec.claims[0]
+    return SpecResult(spec.file, spec.name, spec, [ClaimResult(c.name, c.text, "refuted", MATH_REASON, None)])
+
+
+def test_a_reason_is_math_in_markdown_and_latex_and_read_aloud_elsewhere():
+    from derive.report.render import render
+
+    md = render([_math_result()], "md")
+    cell = r"key-dependent term: $`\frac{\langle \Delta b_{q}, k_{j} \rangle}{\sqrt{d}}`$ |"
+    assert cell in md and "**Refuted:** the score changes by a " + cell[:-2] + "\n" in md
+    assert r"term: $\frac{\langle \Delta b_{q}, k_{j} \rangle}{\sqrt{d}}$" in render([_math_result()], "tex")
+    assert json.loads(render([_math_result()], "json"))["specs"][0]["claims"][0]["reason"] == MATH_REASON
+    aloud = "the score changes by a key-dependent term: ⟨Δb_q, k_j⟩/√d"
+    assert annotations([_math_result()]).splitlines()[0].endswith(f"::`invariant(b)` is refuted: {aloud}")
+    sarif = json.loads(to_sarif([_math_result()]))
+    assert [r["message"]["text"] for r in sarif["runs"][0]["results"]] == [f"fine, really = invariant(b) is refuted: {aloud}"]
+
+
+def test_a_long_reason_is_cut_before_a_math_span_never_inside_and_bars_are_escaped():
+    from derive.render.markup import plain_math
+    from derive.report.render import reason_cell, short_reason
+
+    long = "x " * 60 + r"and then $\lvert a \rvert + \frac{1}{2} + b_{1} + b_{2}$ at the end"
+    short = short_reason(long)
+    assert short == ("x " * 60).rstrip() + " and then…" and len(plain_math(short)) <= 140
+    assert short_reason("y " * 80).endswith("…") and len(short_reason("y " * 80)) == 140
+    assert reason_cell(r"term $\lvert a \rvert$ and a | bar") == r"term $`\lvert a \rvert`$ and a \| bar"
+    assert reason_cell(r"the part $\left|x\right|$ remains") == r"the part $`\left\|x\right\|`$ remains"

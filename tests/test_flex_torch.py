@@ -302,7 +302,8 @@ def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(
                                   'inv = "invariant(rel)"\n')
     (res,) = check_spec(spec).claims
     assert res.verdict == "refuted"
-    assert res.reason == "the score changes by a key-dependent term: −rel(i − j) + rel'(i − j)"
+    assert res.reason == ("the score changes by a key-dependent term: "
+                          r"$- \operatorname{rel}{\left(i - j \right)} + \operatorname{rel}'{\left(i - j \right)}$")
     ce = res.counterexample
     assert ce["changed_name"] == "rel'" and ce["mask"] == "causal" and ce["enclosures"]["bits"] >= 64
     assert set(ce["functions"]) == {"rel", "rel'"}

@@ -50,8 +50,8 @@ def _why_scores(diff, name: str, norm: str) -> str:
         return f"the scores do not change, but {norm} itself depends on {name}"
     moving = key_terms(diff)
     if moving != 0:
-        return f"the score changes by a key-dependent term: {show.text(moving)}"
-    return f"the score changes by the row-constant {show.text(diff)}, and {norm} is not shift-invariant"
+        return f"the score changes by a key-dependent term: {show.math(moving)}"
+    return f"the score changes by the row-constant {show.math(diff)}, and {norm} is not shift-invariant"
 
 
 def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
@@ -116,11 +116,11 @@ def output_invariant(ctx: Context, claim) -> Outcome:
         lemma = (True, f"{reason}, and the values do not involve {name}", steps, diff)
     else:
         lemma = (False, "", steps, diff)
-    why = f"the value changes by {show.text(delta_form(dv, vb, name))}" if ok and dv is not None else \
+    why = f"the value changes by {show.math(delta_form(dv, vb, name))}" if ok and dv is not None else \
         _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
     if ok and dv == 0 and dx != 0:
         why = f"the value of the {ctx.spec.normalizer} token changes" + \
-            (f" by {show.text(delta_form(dx, vb, name))}" if dx is not None else "")
+            (f" by {show.math(delta_form(dx, vb, name))}" if dx is not None else "")
     out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
                  guards=va.guards + vb.guards, rows=False,
                  compared=(f"output with {name}", f"output with {fresh(name)}"))
@@ -162,7 +162,7 @@ def row_constant(ctx: Context, claim) -> Outcome:
     fixed = {one: 1, two: 2}
     if ctx.spec.mask == "causal":
         fixed[i] = 2  # both keys allowed
-    why = f"the key-dependent part {show.text(key_terms(ex))} remains" if ex is not None else \
+    why = f"the key-dependent part {show.math(key_terms(ex))} remains" if ex is not None else \
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
                  lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False, guards=guards,

@@ -13,7 +13,7 @@ from sympy.printing.str import StrPrinter
 from derive.model.vectors import Dot, Rot
 from derive.prove.timeout import TimeLimit, time_limit
 
-__all__ = ["apart", "latex", "text"]
+__all__ = ["apart", "latex", "math", "text"]
 
 # Display-only replacements active while one spec is checked (see ``apart``).
 _APART: ContextVar[dict | None] = ContextVar("derive_show_apart", default=None)
@@ -66,6 +66,8 @@ def _identifier(name: str, upright: str) -> str | None:
 
 class _Latex(LatexPrinter):
     def _hprint_Function(self, func: str) -> str:
+        if func.endswith("'"):  # a fresh copy r' of a function r: r'(j − i), not \operatorname{r'}
+            return self._hprint_Function(func[:-1]) + "'"
         return _identifier(func, r"\operatorname") or super()._hprint_Function(func)
 
     def _print_Dot(self, e, exp=None):
@@ -130,6 +132,13 @@ def latex(expr: sp.Basic) -> str:
     except TimeLimit:
         return r"\text{(an expression SymPy cannot print in time)}"
     return out + (r" + \dots" if more else "")
+
+
+def math(expr: sp.Basic) -> str:
+    """``expr`` as one inline math span of prose markup (``$\\langle q_i, k_j \\rangle$``), for
+    reasons and messages: rendered as math in Markdown and LaTeX, read aloud elsewhere
+    (:func:`derive.render.markup.plain_math`)."""
+    return f"${latex(expr)}$"
 
 
 _ = (Dot, Rot)

@@ -35,7 +35,7 @@ def run(args) -> int:
     from derive.claims.result import ICONS
     from derive.commands.check import check_files, settings_from, write
     from derive.claims.run import summary_line
-    from derive.report.render import one_line
+    from derive.report.render import reason_cell
 
     old, new = check_files([args.old, args.new], settings_from(args))
     rows = compare(old, new)
@@ -54,7 +54,7 @@ def run(args) -> int:
         for r in rows:
             mark = "**" if r["changed"] else ""
             lines.append(f"| {mark}`{r['name']}`{mark} | `{r['claim']}` | {cell(r['old'])} | {cell(r['new'])} "
-                         f"| {one_line(r['reason'])} |")
+                         f"| {reason_cell(r['reason'])} |")
         text = "\n".join(lines) + "\n"
     write(text, args.output)
     return 1 if changed else 0

@@ -19,6 +19,7 @@ from derive.impl.masked import CONVENTIONS, RULES
 from derive.impl.report import TOLERANCE_RULE
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import TOLERANCES
+from derive.render.markup import to_gfm
 
 __all__ = ["FAULTY", "FIXED", "render"]
 
@@ -123,7 +124,7 @@ def render() -> str:
         good = _check(FIXED, directory)
         kernel = _kernel_check(directory)
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
-    rules = "\n".join(f"| `{name}` | {r.says} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
+    rules = "\n".join(f"| `{name}` | {to_gfm(r.says, inline=True)} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
                        for name, r in RULES.items())
     tolerances = "\n".join(f"| {t.dtype} | {t.ulps} | {t.eps:.3e} | {t.abs:.3e} |" for t in TOLERANCES.values())
     return f"""\
@@ -158,7 +159,7 @@ $ derive impl review.py:softmax1 --as softmax1 --dtype float32
 
 exits with status {bad.exit_code()} and prints:
 
-{_demote(bad.to_markdown()).rstrip()}
+{_demote(bad.to_markdown(math=True)).rstrip()}
 
 The symbolic derivations treat m as a free shift, so their counterexample to
 softmax₁(x − m) = softmax₁(x) need not have m = max x: it shows that some shift changes the
@@ -224,7 +225,7 @@ keys — with one to three rows of any scores (any entry or row masked) and sink
 shrinks a failing case to the simplest one. A
 disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
 (the document kernels.md derives and refutes them), run on the same inputs by the numeric
-kernels of `derive/kernels/numeric.py`. Tolerance: {KERNEL_TOLERANCE_RULE}
+kernels of `derive/kernels/numeric.py`. Tolerance: {to_gfm(KERNEL_TOLERANCE_RULE, inline=True)}
 
 A split-KV kernel with a sink, `review_split.py`:
 
@@ -237,7 +238,7 @@ $ derive impl review_split.py:attend --as sink --form split --dtype float64
 
 exits with status {kernel.exit_code()} and prints:
 
-{_demote(kernel.to_markdown()).rstrip()}
+{_demote(kernel.to_markdown(math=True)).rstrip()}
 
 ## Your code runs in a separate process
 
@@ -292,7 +293,7 @@ not take (the value could not be passed to it).
 
 ## Tolerances
 
-{TOLERANCE_RULE}
+{to_gfm(TOLERANCE_RULE, inline=True)}
 
 | dtype | ulps | eps | abs |
 |---|---:|---:|---:|

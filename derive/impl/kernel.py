@@ -81,7 +81,7 @@ from derive.impl.tolerance import Tolerance, kappa
 from derive.kernels import numeric
 from derive.kernels.faults import FAULTS as KERNEL_FAULTS
 from derive.kernels.forms import NO_FORM, NOT_CHECKED
-from derive.render.markup import plain_math
+from derive.render.markup import plain_math, to_gfm
 
 __all__ = ["EXTRA_LOGIT", "FORMS", "LSE_CONVENTIONS", "KernelChecker", "KernelReport", "check_kernel"]
 
@@ -293,6 +293,14 @@ def _num(v: float) -> str:
     if isinstance(v, float) and math.isnan(v):
         return "nan"
     return repr(float(v))
+
+
+def _tex_num(v: float) -> str:
+    """A parameter value as math source: ``-2.0`` → ``-2``, ``-inf`` → ``-\\infty``."""
+    v = float(v)
+    if math.isinf(v):
+        return r"\infty" if v > 0 else r"-\infty"
+    return format(v, "g") if v == int(v) and abs(v) < 1e15 else repr(v)
 
 
 def _err(v: float) -> str:
@@ -798,13 +806,18 @@ def _pattern(checker, failure, seen, tol) -> list[str]:
     return lines
 
 
-KERNEL_TOLERANCE_RULE = (
-    "|y − p| ≤ abs + ulps·eps·(1 + κ)·m per entry, with the ulps, eps and abs of the dtype as for the row "
-    "form, κ = 2·max_t |x_t| (+ |s|) + (n − 1) the condition of the row, and m the magnitude of the terms "
-    "that make up p: Σ_t P_t·|v_tk| for out, max(1, |lse|) for lse, P_t·(Σ_k |g_k v_tk| + Σ_k |g_k|·m_k) "
-    "for dx, P_t·|g_k| for dv, and Σ_rows (1 + κ)·P_s·Σ_k |g_k|·m_k for a shared sink's ds (P the exact "
-    "weights, g = dout). Where the definition has no value (softmax with every key masked: 0/0), out "
-    "and the gradients may be 0 or NaN; an lse of log 0 may be −∞ or +∞.")
+KERNEL_TOLERANCE_RULE = (  # prose markup: the document shows the math, the terminal reads it aloud
+    r"$\lvert y - p \rvert \le \mathrm{abs} + \mathrm{ulps} \cdot \mathrm{eps} \cdot (1 + \kappa) \cdot m$ per "
+    r"entry, with the ulps, eps and abs of the dtype as for the row form, "
+    r"$\kappa = 2 \max_t \lvert x_t \rvert + \lvert s \rvert + (n - 1)$ (the $\lvert s \rvert$ term with a "
+    r"sink only) the condition of the row, and $m$ the magnitude of the terms that make up $p$: "
+    r"$\sum_t P_t \lvert v_{tk} \rvert$ for out, $\max(1, \lvert \mathrm{lse} \rvert)$ for lse, "
+    r"$P_t (\sum_k \lvert g_k v_{tk} \rvert + \sum_k \lvert g_k \rvert m_k)$ for dx, "
+    r"$P_t \lvert g_k \rvert$ for dv, and "
+    r"$\sum_{\mathrm{rows}} (1 + \kappa) P_s \sum_k \lvert g_k \rvert m_k$ for a shared sink's ds "
+    r"($P$ the exact weights, $g = \mathrm{dout}$). Where the definition has no value (softmax with every "
+    r"key masked: $0/0$), out and the gradients may be 0 or NaN; an lse of $\log 0$ may be $-\infty$ "
+    r"or $+\infty$.")
 
 _CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)",
                "kv-only": "ln Σ e^x, without the extra logit"}
@@ -859,14 +872,18 @@ class KernelReport:
     def to_json(self) -> str:
         return json.dumps(self.as_json(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, math: bool = False) -> str:
+        """The report as Markdown; ``math=True`` writes its formulas as GitHub math (for a
+        document), the default reads them aloud (a terminal shows no math)."""
+        prose = (lambda s: to_gfm(s, inline=True)) if math else plain_math
         third = {"online": "block", "split": "splits", "backward": "dout"}[self.form]
         lines = [f"### derive impl --form {self.form}: `{self.target}` as {self.title}", ""]
         sig = ", ".join(["x", "v", third] + [f"{p}=…" for p in sorted(set(self.params) | set(self.free_params))])
         lines.append(f"Called as `fn({sig})` ({self.api}); lse convention: {self.lse}.")
         lines.append(f"Fixed list: {FIXED_LISTS[self.fixed_list]}.")
         if self.free_params:
-            lines.append(f"Varied: {', '.join(self.free_params)} ∈ {{{', '.join(_num(s) for s in SINK_VALUES)}}}.")
+            values = ", ".join(_tex_num(s) for s in SINK_VALUES)
+            lines.append(prose(f"Varied: ${', '.join(self.free_params)} \\in \\{{{values}\\}}$."))
         if self.per_head:
             names = ", ".join(sorted(set(self.params) | set(self.free_params)))
             lines.append(f"Per head: {names} passed as an array of shape ({HEADS},), one value per head along the "
@@ -882,7 +899,7 @@ class KernelReport:
         f = self.failure
         if f is None:
             lines.append("**Verdict: agrees** with the exact definition on every tested input, the fixed list "
-                         "and the searched cases (evidence, not a proof). Tolerance: " + KERNEL_TOLERANCE_RULE
+                         "and the searched cases (evidence, not a proof). Tolerance: " + prose(KERNEL_TOLERANCE_RULE)
                          + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")

@@ -28,11 +28,11 @@ __all__ = ["CONVENTIONS", "RULES", "MaskedRule", "convention", "is_fully_masked"
 @dataclass(frozen=True)
 class MaskedRule:
     defined: bool  # whether the definition has a value on a fully masked row
-    says: str  # what the definition gives there, in words
+    says: str  # what the definition gives there, in words (prose markup: formulas as $…$)
 
 
 RULES: dict[str, MaskedRule] = {
-    "softmax": MaskedRule(False, "no value (0/0: the denominator Σ exp(x_j) is 0)"),
+    "softmax": MaskedRule(False, r"no value ($0/0$: the denominator $\sum_j \exp(x_j)$ is 0)"),
     "softmax1": MaskedRule(True, "exactly 0 on every key: the implicit zero logit (the 1) takes all the weight"),
     "sink": MaskedRule(True, "exactly 0 on every key: the sink logit s takes all the weight"),
     "zero_token": MaskedRule(True, "exactly 0 on every real key: the extra key of score 0 takes all the weight"),

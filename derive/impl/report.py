@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from derive.render.markup import plain_math, to_gfm
 from derive.render.output import template_dir
 
 from derive.impl.check import DtypeResult, Failure
@@ -16,15 +17,24 @@ from derive.impl.masked import CONVENTIONS, MaskedRule
 
 __all__ = ["TOLERANCE_RULE", "Report"]
 
-TOLERANCE_RULE = ("|y − p| ≤ abs + ulps·eps·(1 + κ)·|p|, where p is the exact weight of the inputs "
-                  "as rounded to the dtype, eps the dtype's machine epsilon, abs its smallest normal "
-                  "number and κ = 2·max_j |x_j| (+ max |param|) + (n − 1) the condition number of the "
-                  "weight (|x_k| + max_j |x_j| for exp(x_k − max x)) plus the roundings of a sum of n "
-                  "terms; for clipped softmax |p| is replaced by |ζ − γ|·softmax(x)_k + |γ|, the terms "
-                  "that cancel near the clip. Gradients use the same rule on Σ_j |c_j·J_jk| + "
-                  "|p_k|·max|c|, and are not compared within rounding of a clip, where the derivative is "
-                  "one-sided. A NaN or inf where p is finite never agrees. Fully masked rows follow the "
-                  "masked-row rule stated with the results.")
+# prose markup (formulas as $…$ math): Markdown shows the math, the terminal reads it aloud
+TOLERANCE_RULE = (r"$\lvert y - p \rvert \le \mathrm{abs} + \mathrm{ulps} \cdot \mathrm{eps} \cdot (1 + \kappa) "
+                  r"\cdot \lvert p \rvert$, where $p$ is the exact weight of the inputs as rounded to the dtype, "
+                  r"eps the dtype's machine epsilon, abs its smallest normal number and "
+                  r"$\kappa = 2 \max_j \lvert x_j \rvert + \max \lvert \theta \rvert + (n - 1)$ ($\theta$ the "
+                  r"normalizer's parameters, the term 0 without them) the condition number of the weight "
+                  r"($\lvert x_k \rvert + \max_j \lvert x_j \rvert$ for $\exp(x_k - \max x)$) plus the roundings "
+                  r"of a sum of $n$ terms; for clipped softmax $\lvert p \rvert$ is replaced by "
+                  r"$\lvert \zeta - \gamma \rvert \, \mathrm{softmax}(x)_k + \lvert \gamma \rvert$, the terms "
+                  r"that cancel near the clip. Gradients use the same rule on "
+                  r"$\sum_j \lvert c_j J_{jk} \rvert + \lvert p_k \rvert \max_j \lvert c_j \rvert$, and are not "
+                  r"compared within rounding of a clip, where the derivative is one-sided. A NaN or inf where "
+                  r"$p$ is finite never agrees. Fully masked rows follow the masked-row rule stated with the "
+                  r"results.")
+
+# the failing row's table: the columns of x, of the implementation's value and of the exact value
+_TABLE_HEAD = {"weight": ("$x_k$", "implementation", "exact"),
+               "gradient": ("$x_k$", r"autograd $\partial \langle c, y \rangle / \partial x_k$", r"derived $c^\top J$")}
 
 _DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
 
@@ -71,7 +81,7 @@ class Report:
         tested = sum(r.masked_rows for r in self.results)
         if rule is None or not tested:
             return ""
-        head = f"Fully masked rows (every score −∞): {self.normalizer} gives {rule.says}"
+        head = f"Fully masked rows (every score −∞): {self.normalizer} gives {plain_math(rule.says)}"
         if rule.defined:
             return f"{head}; that value is required, as on any other row ({tested} such rows tested)."
         seen = {}
@@ -129,10 +139,10 @@ class Report:
             "summary": self.summary(),
             "warnings": list(self.warnings or []),
             "fully_masked_rows": None if self.masked_rule is None else {
-                "definition": self.masked_rule.says, "defined": self.masked_rule.defined,
+                "definition": plain_math(self.masked_rule.says), "defined": self.masked_rule.defined,
                 "accepted": [] if self.masked_rule.defined else list(CONVENTIONS),
                 "note": self.masked_note()},
-            "tolerance_rule": TOLERANCE_RULE,
+            "tolerance_rule": plain_math(TOLERANCE_RULE),
             "dtypes": [self._dtype_json(r) for r in self.results],
             "counterexample": None if f is None else self._failure_json(f),
             "diagnosis": None if self.diagnosis is None else self.diagnosis.as_json(),
@@ -177,7 +187,9 @@ class Report:
 
     # ---- Markdown ----------------------------------------------------------------------------
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, math: bool = False) -> str:
+        """The report as Markdown; ``math=True`` writes its formulas as GitHub math (for a
+        document), the default reads them aloud (a terminal shows no math)."""
         f = self.failure
         rows = []
         if f is not None:
@@ -191,7 +203,9 @@ class Report:
                     "b": err(f.bounds[k]) if k < len(f.bounds) else "",
                     "bad": k < len(f.errors) and not f.errors[k] <= f.bounds[k],
                 })
-        return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=TOLERANCE_RULE,
+        prose = (lambda s: to_gfm(s, inline=True)) if math else plain_math
+        head = [prose(h) for h in _TABLE_HEAD["gradient" if f is not None and f.kind == "gradient" else "weight"]]
+        return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=prose(TOLERANCE_RULE), head=head,
                                 derivation_lines=derivation_lines,
                                 accepted="; ".join(CONVENTIONS.values()),
                                 frow=", ".join(num(v) for v in f.row) if f else "",

@@ -325,7 +325,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "shift_invariant": ("row-shift invariance", shift_invariant),
     "shift_effect": ("effect of a shift c", shift_effect),
     "weights_sum_to_one": ("weights sum to 1", weights_sum_to_one),
-    "mass_range": ("range of Σ p", mass_range),
+    "mass_range": ("range of $\\sum_j p_j$", mass_range),
     "can_abstain": ("abstention", can_abstain),
     "limit_uniform": ("limit, uniform path", limits.limit_uniform),
     "limit_iterated": ("iterated limit", limits.limit_iterated),

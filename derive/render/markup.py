@@ -409,12 +409,17 @@ _COMMANDS.update({r"\le": "≤", r"\ge": "≥", r"\ne": "≠", r"\cdot": "·", r
                   r"\sqrt": "√", r"\,": " ", r"\;": " ", r"\quad": " "})
 
 
+_BARS = {"lvert": "\x03", "rvert": "\x04", "lVert": "\x05", "rVert": "\x06",
+         "lfloor": "⌊", "rfloor": "⌋", "lceil": "⌈", "rceil": "⌉"}
 _BRACED_ARG = r"\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}"
 _FRAC = re.compile(r"\\frac\s*" + _BRACED_ARG + r"\s*" + _BRACED_ARG)
 
 
 def _part(arg: str) -> str:
-    atom = re.fullmatch(r"[\w\\{}^]*|\\langle[^\\]*\\rangle|\\sqrt\{\w*\}", arg.strip())
+    arg_ = arg.strip()
+    if arg_.startswith(r"\langle") and arg_.endswith(r"\rangle") and arg_.count(r"\langle") == 1:
+        return arg  # one inner product ⟨a, b⟩ is an atom, whatever is inside
+    atom = re.fullmatch(r"[\w\\{}^]*|\\sqrt\{\w*\}", arg_)
     return arg if atom else f"({arg})"
 
 
@@ -423,6 +428,12 @@ def math_text(latex: str) -> str:
 
     >>> math_text(r"\\langle q_i, k_j \\rangle / \\sqrt{d}")
     '⟨q_i, k_j⟩ / √d'
+    >>> math_text(r"- r{\\left(- i + j \\right)} + r'{\\left(- i + j \\right)}")
+    "−r(−i + j) + r'(−i + j)"
+    >>> math_text(r"\\lvert y - p \\rvert \\le \\mathrm{eps} \\cdot \\lvert p \\rvert, s \\in \\{0, -\\infty\\}")
+    '|y − p| ≤ eps · |p|, s ∈ {0, −∞}'
+    >>> math_text(r"\\frac{\\langle b_{q}, R_{- i + j}\\,\\Delta b_{k} \\rangle}{\\sqrt{d}} + J_{jk}")
+    '⟨b_q, R_(−i + j) Δb_k⟩/√d + J_jk'
     >>> math_text(r"\\frac{1}{N_i}")
     '1/N_i'
     >>> math_text(r"s = - c, \\; b - c")
@@ -430,20 +441,24 @@ def math_text(latex: str) -> str:
     >>> math_text(r"\\min(1, \\frac{\\zeta - \\gamma + \\gamma N_{i}}{N_{i}})")
     'min(1, (ζ − γ + γ N_i)/N_i)'
     """
-    s = latex
+    s = latex.replace(r"\{", "\x01").replace(r"\}", "\x02")  # a literal brace: {0, 1.5}
+    s = re.sub(r"\^\{?\\top\}?", "ᵀ", s)  # c^\top → cᵀ
+    s = re.sub(r"\\[lr]vert\b|\\[lr]Vert\b|\\[lr]floor\b|\\[lr]ceil\b", lambda m: _BARS[m.group()[1:]], s)
     while _FRAC.search(s):  # \frac{1}{N_i} → 1/N_i, a compound part in parentheses
         s = _FRAC.sub(lambda m: f"{_part(m.group(1))}/{_part(m.group(2))}", s)
     s = re.sub(r"\\[A-Za-z]+|\\[,;]", lambda m: _COMMANDS.get(m.group(), m.group()[1:]), s)
     # innermost groups first: a one-token exponent as is (e^x_t), a compound one in parentheses
     # (e^{x - m} → e^(x − m)); a subscript and a plain group lose their braces
-    sup = lambda m: "^" + (m.group(1) if re.fullmatch(r"[\w'∞*]*", m.group(1)) else f"({m.group(1)})")
-    while (t := re.sub(r"\^\{([^{}]*)\}", sup, re.sub(r"(?<!\^)\{([^{}]*)\}", r"\1", s))) != s:
+    sup = lambda m: m.group(1) + (m.group(2) if re.fullmatch(r"[\w'∞*,]*", m.group(2)) else f"({m.group(2)})")
+    while (t := re.sub(r"([\^_])\{([^{}]*)\}", sup, re.sub(r"(?<![\^_])\{([^{}]*)\}", r"\1", s))) != s:
         s = t
     s = s.replace("{", "").replace("}", "")
-    s = re.sub(r"⟨\s+", "⟨", re.sub(r"\s+⟩", "⟩", s))
+    s = re.sub(r"([⟨(])\s+", r"\1", re.sub(r"\s+([⟩)])", r"\1", s))  # \left( - i + j \right) → (−i + j)
     s = re.sub(r"(^|[(=,\[]\s?)-\s", r"\1-", s).replace("-", "−")  # in math a hyphen is a minus: "= - c" → "= −c"
-    s = re.sub(r"([∂√])\s+", r"\1", s)  # \partial L → ∂L
-    return re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"([∂√Δ])\s+", r"\1", s)  # \partial L → ∂L, \Delta b → Δb
+    s = re.sub(r"\x03\s*", "|", re.sub(r"\s*\x04", "|", s))  # \lvert y - p \rvert → |y − p|
+    s = re.sub(r"\x05\s*", "‖", re.sub(r"\s*\x06", "‖", s))
+    return re.sub(r"\s+", " ", s).strip().replace("\x01", "{").replace("\x02", "}")
 
 
 def plain_math(text: str) -> str:

@@ -31,7 +31,7 @@ def _markdown(results: list, base) -> str:
     from derive import __version__
     from derive.claims.result import ICONS
     from derive.claims.run import summary_line
-    from derive.report.render import one_line, total_counts
+    from derive.report.render import one_line, reason_cell, total_counts
 
     def cell(v):
         return f"{ICONS[v]} {v}" if v else "—"
@@ -51,7 +51,7 @@ def _markdown(results: list, base) -> str:
                       "|---|---|---|---|---|---|"]
             for c in s.changes:
                 lines.append(f"| `{c['name']}` | `{c['claim']}` | {TITLES[c['status']]} | {cell(c['old'])} "
-                             f"| {cell(c['new'])} | {one_line(c['reason'])} |")
+                             f"| {cell(c['new'])} | {reason_cell(c['reason'])} |")
             lines.append("")
     lines += [_unchanged_line(base.unchanged(), base.ref), "",
               f"<sub>derive {__version__} — `derive check --baseline {base.ref}`: only the claims whose verdict "

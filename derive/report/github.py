@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from derive.prove.verdict import REFUTED, UNDECIDED
+from derive.render.markup import plain_math as plain_reason
 
 __all__ = ["annotation", "annotations", "claim_position", "counterexample_line"]
 
@@ -54,7 +55,7 @@ def annotation(level: str, file: str, line: int, col: int, title: str, message: 
 
 def claim_annotation(result, claim, level: str | None = None, note: str = "") -> str:
     line, col = claim_position(result, claim.name)
-    message = f"`{claim.claim}` is {claim.verdict}{note}: {claim.reason}"
+    message = f"`{claim.claim}` is {claim.verdict}{note}: {plain_reason(claim.reason)}"
     extra = counterexample_line(claim.counterexample)
     if extra:
         message += "\n" + extra

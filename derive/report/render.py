@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from derive.claims.result import ICONS
-from derive.render.markup import gfm_escape, tex_code, tex_text, to_gfm
+from derive.render.markup import gfm_escape, plain_math, tex_code, tex_text, to_gfm, to_tex
 
-__all__ = ["SCHEMA_VERSION", "environment", "one_line", "render", "to_json", "total_counts"]
+__all__ = ["SCHEMA_VERSION", "environment", "one_line", "plain_reason", "reason_cell", "render", "short_reason",
+           "to_json", "total_counts"]
 
 SCHEMA_VERSION = "2"  # "2": cross_check has no measured errors (machine-dependent digits)
 
@@ -24,6 +26,46 @@ def _template_dir() -> Path:
 def one_line(text: str, limit: int = 140) -> str:
     text = " ".join(str(text).split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_MATH_SPAN = re.compile(r"(\$[^$\n]+\$)")
+
+
+def short_reason(reason: str, limit: int = 140) -> str:
+    """A reason (prose markup) on one line, at most ``limit`` characters as read aloud; a long one
+    is cut between words or before a whole math span, never inside one, and ends in ``…``."""
+    reason = " ".join(str(reason).split())
+    if len(plain_math(reason)) <= limit:
+        return reason
+    out, used = "", 0
+    for part in _MATH_SPAN.split(reason):
+        size = len(plain_math(part))
+        if used + size <= limit - 1:
+            out, used = out + part, used + size
+            continue
+        if not _MATH_SPAN.fullmatch(part):
+            out += part[: limit - 1 - used]
+        break
+    return out.rstrip() + "…"
+
+
+def plain_reason(reason: str) -> str:
+    """A reason where no math renders (GitHub annotations, SARIF, a terminal): math read aloud."""
+    return plain_math(str(reason))
+
+
+def reason_cell(reason: str) -> str:
+    """A reason in a Markdown table cell: one short line, math as math, ``|`` escaped for the table."""
+    return to_gfm(short_reason(reason), inline=True).replace("|", "\\|")
+
+
+def _md_reason(reason: str) -> str:
+    """A reason as Markdown: prose markup, its formulas as math."""
+    return to_gfm(" ".join(str(reason).split()), inline=True)
+
+
+def _tex_reason(reason: str) -> str:
+    return to_tex(" ".join(str(reason).split()), inline=True)
 
 
 def _md_prose(text: str) -> str:
@@ -46,7 +88,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(one_line=one_line, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
+    env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
     env.globals.update(icons=ICONS)
     return env
 

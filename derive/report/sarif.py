@@ -16,6 +16,7 @@ from pathlib import PurePath
 from urllib.parse import quote
 
 from derive.prove.verdict import REFUTED, UNDECIDED
+from derive.render.markup import plain_math
 
 __all__ = ["RULES", "SCHEMA_URI", "to_sarif"]
 
@@ -74,7 +75,7 @@ def _result(result, claim, level: str, state: str | None = None) -> dict:
         out["ruleIndex"] = kinds.index(kind)
     out.update({
         "level": level,
-        "message": {"text": f"{claim.name} = {claim.claim} is {claim.verdict}: {claim.reason}"},
+        "message": {"text": f"{claim.name} = {claim.claim} is {claim.verdict}: {plain_math(claim.reason)}"},
         "locations": [{"physicalLocation": {
             "artifactLocation": {"uri": _uri(result.file)},
             "region": {"startLine": line, "startColumn": col}}}],
