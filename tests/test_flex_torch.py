@@ -574,3 +574,20 @@ def test_an_opaque_document_table_and_a_traced_one_of_the_same_name_get_one_verd
                       "b = 'mask_equivalent(\"docs.py:generate_doc_twice([0, 0, 0, 0, 0, 0])\")'\n")
     a, b = check_spec(load_spec(spec)).claims
     assert a.verdict == "proved" and b.verdict != "refuted"
+
+
+def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_its_name(tmp_path):
+    """alibi_slopes declared per_head (no sign) against the traced positive slopes: one table by
+    its name, as with per_head positive, so no counterexample sets the hand side's slope to 0
+    while the traced side keeps its real 0.5."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "mods.py").write_text((FLEX / "mods.py").read_text())
+    hand = (FLEX / "alibi_hand.toml").read_text()
+    for sign, verdict in (("per_head positive", "proved"), ("per_head", "undecided")):
+        (tmp_path / "hand.toml").write_text(hand.replace('"per_head positive"', f'"{sign}"'))
+        (tmp_path / "a.toml").write_text('name = "a"\nscore_mod = "mods.py:generate_alibi_bias(8)"\n'
+                                         'mask_mod = "mods.py:causal"\n[claims]\nsame = \'equivalent_to("hand.toml")\'\n')
+        (res,) = check_spec(load_spec(tmp_path / "a.toml")).claims
+        assert res.verdict == verdict, (sign, res.reason, res.counterexample)

@@ -70,8 +70,9 @@ def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
     that head's value, opaque tables become exact lookups (Piecewise on the indices)."""
     out = expr
     for key, values in data.items():
-        if isinstance(key, sp.Symbol):
-            out = out.xreplace({key: values[min(head, len(values) - 1)]})
+        if isinstance(key, sp.Symbol):  # by name: a hand spec's per_head NAME, of whatever sign, is this table
+            same = {s for s in out.free_symbols if isinstance(s, sp.Symbol) and s.name == key.name}
+            out = out.xreplace({s: values[min(head, len(values) - 1)] for s in same | {key}})
     for key, values in data.items():
         if isinstance(key, str):
             rows = values[min(head, len(values) - 1)] if isinstance(values, PerHead) else values
