@@ -441,9 +441,9 @@ def bias_qk(score, b, h, q_idx, kv_idx):
 
 
 @pytest.mark.parametrize("name, table, math", [
-    ("bias_hqk", "bias3", "s + bias3_h(i - 1, j - 1)"),
-    ("bias_bhr", "relb", "s + relb(b, h, i - j + 5)"),
-    ("bias_qk", "qk", "s*qk(i - 1, j - 1)"),
+    ("bias_hqk", "bias3", "s + bias3_h(i − 1, j − 1)"),
+    ("bias_bhr", "relb", "s + relb(b, h, i − j + 5)"),
+    ("bias_qk", "qk", "s·qk(i − 1, j − 1)"),
 ])
 def test_tables_of_two_or_more_indices_are_opaque_functions_and_agree_with_flex_attention(tmp_path, name, table,
                                                                                         math):
@@ -499,7 +499,7 @@ def test_a_table_indexed_by_the_head_last_is_searched_on_every_head(tmp_path):
     path.write_text('name = "t"\nscore_mod = "mods.py:by_distance"\nmask = "causal"\n[claims]\n'
                     'near = "decreasing_in_distance"\n')
     spec = load_spec(path)
-    assert spec.flex.display()[0]["math"] == "s + bias(i - j, h)"
+    assert spec.flex.display()[0]["math"] == "s + bias(i − j, h)"
     (res,) = check_spec(spec).claims
     assert res.verdict == "refuted"
     ce = res.counterexample
