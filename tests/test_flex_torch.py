@@ -164,7 +164,7 @@ def test_report_shows_the_traced_math_next_to_the_source_line(tmp_path):
     res = subprocess.run([sys.executable, "-m", "derive", "check", str(spec)], capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0, res.stderr
-    assert "- `score_mod` — mods.py, line 14: `return score + bias` → `alibi_slopes_h*(-i + j) + s`" in res.stdout
+    assert "- `score_mod` — mods.py, line 14: `return score + bias` → `alibi_slopes_h·(−i + j) + s`" in res.stdout
     assert "- `mask_mod` — mods.py, line 60: `return q_idx >= kv_idx` → `i >= j`" in res.stdout
     # the JSON report carries the same math and source lines, valid against the report's schema
     import json
@@ -178,8 +178,8 @@ def test_report_shows_the_traced_math_next_to_the_source_line(tmp_path):
     validate_report(doc)
     assert doc["specs"][0]["traced"] == [
         {"key": "score_mod", "ref": "mods.py:generate_alibi_bias(4)", "file": "mods.py", "line": 14,
-         "source": "return score + bias", "math": "alibi_slopes_h*(-i + j) + s",
-         "latex": "alibi_{slopes h} \\left(- i + j\\right) + s"},
+         "source": "return score + bias", "math": "alibi_slopes_h·(−i + j) + s",
+         "latex": "\\mathrm{alibi\\_slopes}_{h} \\left(- i + j\\right) + s"},
         {"key": "mask_mod", "ref": "mods.py:causal", "file": "mods.py", "line": 60, "source": "return q_idx >= kv_idx",
          "math": "i >= j", "latex": "i \\geq j"}]
 
@@ -302,7 +302,7 @@ def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(
                                   'inv = "invariant(rel)"\n')
     (res,) = check_spec(spec).claims
     assert res.verdict == "refuted"
-    assert res.reason == "the score changes by a key-dependent term: -rel(i - j) + rel'(i - j)"
+    assert res.reason == "the score changes by a key-dependent term: −rel(i − j) + rel'(i − j)"
     ce = res.counterexample
     assert ce["changed_name"] == "rel'" and ce["mask"] == "causal" and ce["enclosures"]["bits"] >= 64
     assert set(ce["functions"]) == {"rel", "rel'"}
