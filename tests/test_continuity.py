@@ -80,3 +80,30 @@ def test_the_normalizer_limits_agree_with_sympy():
     inner = limit_at_infinity(w, x2, -sp.oo)
     assert sp.simplify(inner - sp.limit(w, x2, -sp.oo)) == 0
     assert limit_at_infinity(inner, x1, -sp.oo) == sp.limit(sp.simplify(inner), x1, -sp.oo) == sp.Rational(1, 2)
+
+
+k = sp.Symbol("k", integer=True)  # any sign, 0 included
+m = sp.Symbol("m", integer=True, nonnegative=True)  # 0 included
+ev = sp.Symbol("e", even=True)  # even, of any sign
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        sp.exp(-(x**k)),  # k = 0: e^{-1}; k = -1: 1
+        sp.exp(-(x**m)),  # m = 0: e^{-1}
+        sp.exp(-((-x) ** ev)),  # e = 0: e^{-1}; e = -2: 1
+        1 / (1 + x**m),  # m = 0: 1/2
+        1 / (1 + x ** (-m)),  # m = 0: 1/2, m ≥ 1: 1
+        sp.tanh(x**k),  # k = 0: tanh 1
+    ],
+)
+def test_a_symbolic_integer_exponent_of_unknown_sign_is_left_to_sympy(expr):
+    """x^k → ∞ only for k > 0 (k = 0 gives 1, k < 0 gives 0): no value unless k's sign is known."""
+    assert limit_at_infinity(expr, x, sp.oo) is None
+
+
+def test_a_base_that_may_tend_to_0_under_an_exponent_that_may_be_negative():
+    a = sp.Symbol("a", real=True)  # a = 0 and k < 0: (a + 1/x)^k has no finite limit
+    assert limit_at_infinity(sp.tanh((a + 1 / x) ** k), x, sp.oo) is None
+    assert limit_at_infinity(sp.tanh((1 + 1 / x) ** k), x, sp.oo) == sp.tanh(1)  # base → 1 ≠ 0

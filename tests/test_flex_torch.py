@@ -508,3 +508,87 @@ def test_a_table_indexed_by_the_head_last_is_searched_on_every_head(tmp_path):
     rows = [[0, 0], [-1, 1], [-2, 2], [-3, 3]]
     assert ce["values"]["head"] == 1 and j1 <= i and j2 <= i and abs(i - j1) <= abs(i - j2)
     assert (ce["original"], ce["changed"]) == (rows[i - j1][1], rows[i - j2][1])
+
+
+DOCS = '''import torch
+
+
+def generate_doc(ids):
+    doc = torch.tensor(ids)
+
+    def same_doc(b, h, q_idx, kv_idx):
+        return doc[q_idx] == doc[kv_idx]
+
+    return same_doc
+
+
+def generate_doc_twice(ids):
+    doc = torch.tensor(ids)
+
+    def same_doc_twice(b, h, q_idx, kv_idx):
+        return doc[q_idx] * 2 == doc[kv_idx] * 2
+
+    return same_doc_twice
+'''
+
+
+def _docs_spec(tmp_path, mask, claims, other=None):
+    (tmp_path / "docs.py").write_text(DOCS)
+    if other is not None:
+        (tmp_path / "other.toml").write_text(f'name = "o"\nscore = "dot(q, k) / sqrt(d)"\n{other}\n')
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "m"\nscore = "dot(q, k) / sqrt(d)"\n{mask}\n[claims]\n' + claims)
+    return spec
+
+
+@pytest.mark.parametrize("claim", ['mask_equivalent("docs.py:generate_doc([0, 1, 2, 3, 4, 5])")',
+                                   'mask_equivalent("other.toml")', 'equivalent_to("other.toml")'])
+def test_two_traced_tables_of_one_name_with_different_entries_are_two_tables(tmp_path, claim):
+    """doc = [0, 0, 1, 1, 2, 2] lets query 0 see key 1, doc = [0, 1, …, 5] does not: the same
+    condition doc(i − 1) = doc(j − 1) on two different tables is no proof of the same mask."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    spec = _docs_spec(tmp_path, 'mask_mod = "docs.py:generate_doc([0, 0, 1, 1, 2, 2])"', f"c = '{claim}'\n",
+                      other='mask_mod = "docs.py:generate_doc([0, 1, 2, 3, 4, 5])"')
+    (res,) = check_spec(load_spec(spec)).claims
+    assert res.verdict == "refuted"
+    ce = res.counterexample
+    ours, theirs = [0, 0, 1, 1, 2, 2], [0, 1, 2, 3, 4, 5]
+    q, k = ce["indices"]["i"] - 1, ce["indices"]["j"] - 1
+    if claim.startswith("mask_equivalent"):  # the key is allowed by exactly the side that says so
+        assert (ce["original"], ce["changed"]) == (float(ours[q] == ours[k]), float(theirs[q] == theirs[k]))
+    else:  # q = k = 0: the row of query i sees the keys of its document among the first n
+        n = ce["n"]
+        row = [ours[q] == ours[t] for t in range(n)]
+        assert ce["original"] == pytest.approx(1 / sum(row)) and ce["changed"] == pytest.approx(1.0)
+
+
+def test_an_opaque_document_table_and_a_traced_one_of_the_same_name_get_one_verdict(tmp_path):
+    """document(doc) against a traced doc of that name reads them as one table (the real one), so
+    doc(i − 1) = doc(j − 1) written two ways is not refuted by a label vector on one side only."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    spec = _docs_spec(tmp_path, 'mask = "document(doc)"',
+                      "a = 'mask_equivalent(\"docs.py:generate_doc([0, 0, 0, 0, 0, 0])\")'\n"
+                      "b = 'mask_equivalent(\"docs.py:generate_doc_twice([0, 0, 0, 0, 0, 0])\")'\n")
+    a, b = check_spec(load_spec(spec)).claims
+    assert a.verdict == "proved" and b.verdict != "refuted"
+
+
+def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_its_name(tmp_path):
+    """alibi_slopes declared per_head (no sign) against the traced positive slopes: one table by
+    its name, as with per_head positive, so no counterexample sets the hand side's slope to 0
+    while the traced side keeps its real 0.5."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "mods.py").write_text((FLEX / "mods.py").read_text())
+    hand = (FLEX / "alibi_hand.toml").read_text()
+    for sign, verdict in (("per_head positive", "proved"), ("per_head", "undecided")):
+        (tmp_path / "hand.toml").write_text(hand.replace('"per_head positive"', f'"{sign}"'))
+        (tmp_path / "a.toml").write_text('name = "a"\nscore_mod = "mods.py:generate_alibi_bias(8)"\n'
+                                         'mask_mod = "mods.py:causal"\n[claims]\nsame = \'equivalent_to("hand.toml")\'\n')
+        (res,) = check_spec(load_spec(tmp_path / "a.toml")).claims
+        assert res.verdict == verdict, (sign, res.reason, res.counterexample)

@@ -474,6 +474,18 @@ def test_per_head_calls_put_the_sink_values_side_by_side():
     assert any(math.isinf(s) for c in calls for s in c.params["s"])
 
 
+@pytest.mark.parametrize("fn,form", [("sink_online_head0_scores", "online"),
+                                     ("sink_backward_head0_scores", "backward")])
+def test_a_kernel_reading_head_0_for_every_head_disagrees(fn, form):
+    """Each head gets its own rows (scores rolled by h, values negated for odd h): a head stride
+    of 0 for x and v, with each head's own sink, is caught (with a row repeated as it is for
+    every head, head 0's row was the right row)."""
+    report = check_implementation(PH + fn, "sink", form=form, per_head=True, dtypes=("float64",))
+    assert not report.agrees
+    assert report.failure.call.heads == 2 and report.failure.what in ("out", "lse", "dx", "dv", "ds")
+    assert check_implementation(PH + fn, "sink", form=form, dtypes=("float64",)).agrees  # one shared sink: right
+
+
 @pytest.mark.parametrize("fn,fault", [("sink_backward_grad_zero", "sink_grad_missing"),
                                       ("sink_backward_grad_sign", "sink_grad_sign")])
 def test_a_per_head_sink_gradient_zero_or_of_the_wrong_sign_is_named(fn, fault):
@@ -493,7 +505,7 @@ def test_a_per_head_sink_gradient_summed_over_every_row_is_refuted_per_entry():
     md = report.to_markdown()
     assert "**Verdict: disagrees** (float64, ds) on scores of shape [4, 2, 1], s = [-2.0, 30.0] (one per head)." \
         in md
-    assert "- exact: [-0.7899636143380296, -1.9911124699618046e-12]" in md
+    assert "- exact: [-0.7899636143380296, 1.9911124699618046e-12]" in md  # head 1: its values negated
     assert report.failure.output[0] == report.failure.output[1]  # one number in both entries
     assert "No known kernel fault of the backward form matches" in md
 

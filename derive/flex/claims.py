@@ -70,8 +70,9 @@ def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
     that head's value, opaque tables become exact lookups (Piecewise on the indices)."""
     out = expr
     for key, values in data.items():
-        if isinstance(key, sp.Symbol):
-            out = out.xreplace({key: values[min(head, len(values) - 1)]})
+        if isinstance(key, sp.Symbol):  # by name: a hand spec's per_head NAME, of whatever sign, is this table
+            same = {s for s in out.free_symbols if isinstance(s, sp.Symbol) and s.name == key.name}
+            out = out.xreplace({s: values[min(head, len(values) - 1)] for s in same | {key}})
     for key, values in data.items():
         if isinstance(key, str):
             rows = values[min(head, len(values) - 1)] if isinstance(values, PerHead) else values
@@ -237,16 +238,27 @@ def _other_mask(ctx, claim):
     return other.mask, _data(other)
 
 
+def _clash(da: dict, db: dict) -> list[str]:
+    """The table names both sides capture with different entries: the same name, two different
+    tables, so a proof that reads them as one function would be wrong."""
+    return sorted(str(k) for k in da.keys() & db.keys() if da[k] != db[k])
+
+
 def mask_equivalent(ctx, claim) -> Outcome:
     try:
         mb, db = _other_mask(ctx, claim)
     except _Bad as exc:
         return Outcome(UNDECIDED, f"cannot load {claim.arg}: {exc}")
-    ma = ctx.spec.mask
+    ma, da = ctx.spec.mask, _data(ctx.spec)
     status, reason, steps = same_mask(ma, mb)
-    if status == PROVED:
+    clash = _clash(da, db)
+    if status == PROVED and not clash:
         return Outcome(PROVED, reason, steps)
-    a, b = _allowed(ma, j, _data(ctx.spec)), _allowed(mb, j, db)
+    if clash:  # the same name for two different tables: each side on its own entries
+        a, b = _allowed(ma, j, da), _allowed(mb, j, db)
+    else:  # a table both name is one table (the real one, if traced), as in equivalent_to
+        data = {**db, **da}
+        a, b = _allowed(ma, j, data), _allowed(mb, j, data)
     wit = find_witness(a, b, cfg=ctx.cfg)
     if wit is not None:
         values = {k: v for k, v in wit["instance"].items() if k not in ("d", "n")}  # document ids, if any
@@ -284,13 +296,19 @@ def equivalent_to(ctx, claim) -> Outcome:
         if mstatus == PROVED and same_norm and on_allowed == 0:
             lemma = (True, "the masks are the same and the scores agree on every allowed key, so the weights "
                            "(which see only allowed keys) are the same", steps, diff)
-    data = {**_data(other), **_data(ctx.spec)}  # a table both name is one table (the real one, if traced)
-    lhs, rhs = concrete_mask(va.weight(), ma, data), concrete_mask(vb.weight(), mb, data)
+    da, db = _data(ctx.spec), _data(other)
+    if _clash(da, db):  # the same name for two different tables: no proof, each side on its own entries
+        lemma = (False, "", steps, None)
+        data, data_a, data_b = {**db, **da}, da, db
+    else:
+        data = data_a = data_b = {**db, **da}  # a table both name is one table (the real one, if traced)
+    lhs, rhs = concrete_mask(va.weight(), ma, data_a), concrete_mask(vb.weight(), mb, data_b)
     if lemma[0]:
         return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
                       compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
     if data:
-        lhs, rhs = concrete_data(lhs, data, 0), concrete_data(rhs, data, 0)
+        lhs = concrete_data(lhs, data_a, 0) if data_a else lhs
+        rhs = concrete_data(rhs, data_b, 0) if data_b else rhs
     out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=va.guards + vb.guards,
                  why_refuted="the two variants give different weights",
                  compared=("p_ij of this spec", f"p_ij of {claim.arg}"))

@@ -373,11 +373,15 @@ class KernelChecker:
         """A call on the rows ``x`` (R, n), ``v`` (R, n, DV): ``third`` a block or split count, or
         for the backward form the index of the cotangent (:func:`dout_row`). Scalar parameters:
         one parameter set, rows passed as (R, n) or (1, R, n) by ``k``. Per head: one set per head,
-        the rows passed as (R, H, n) (each row once per head) with each parameter an array (H,)."""
+        the rows passed as (R, H, n) (each row once per head, made the head's own: scores rolled by h,
+        values negated for odd h) with each parameter an array (H,)."""
         rounded = [{key: float(_round(val, dtype)) for key, val in c.items()} for c in chosen]
         if self.per_head:
             H = len(rounded)
             x, v = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
+            for r in range(x.shape[0]):  # each head its own row: head h has the keys' scores rolled by h and,
+                h = r % H  # for odd h, the values negated (a kernel reading another head's x or v must fail)
+                x[r], v[r] = np.roll(x[r], h), (-v[r] if h % 2 else v[r])
             params = {key: np.array([c[key] for c in rounded]) for key in rounded[0]}
             sigma, lead = tuple(self.sigma(c) for c in rounded), (x.shape[0] // H, H)
         else:

@@ -48,8 +48,8 @@ def _lim(e, var, point):  # noqa: C901 - one branch per operation
         infinite = [p for p in parts if p.is_infinite]
         if infinite and any(p.is_finite is not True and not p.is_infinite for p in parts):
             return None
-        if not infinite:
-            return e.func(*parts)
+        if not infinite:  # continuous where every argument is finite
+            return e.func(*parts) if all(p.is_finite for p in parts) else None
         if isinstance(e, sp.Add):
             return infinite[0] if all(p == infinite[0] for p in infinite) else None
         if isinstance(e, sp.Mul):
@@ -72,8 +72,10 @@ def _lim(e, var, point):  # noqa: C901 - one branch per operation
         if b.is_infinite:
             if ex.is_negative:
                 return sp.S.Zero
+            if not ex.is_positive:
+                return None  # x^k with k = 0 tends to 1, with k < 0 to 0
             return sp.oo if (b == sp.oo or ex.is_even) else (-sp.oo if ex.is_odd else None)
-        if ex.is_negative and b.is_zero is not False:
+        if ex.is_nonnegative is not True and b.is_zero is not False:
             return None  # a denominator that may tend to 0
         return b**ex
     return None

@@ -94,3 +94,22 @@ def sink_online_first_head_only(x, v, block, *, s):
     """Reads s[0] for every head (a per-head sink indexed as if it were shared)."""
     s = np.asarray(s)
     return sink_online(x, v, block, s=s.reshape(-1)[0] if s.ndim else s)
+
+
+def _head0(a, axis):
+    """``a`` with every head's slice along ``axis`` replaced by head 0's (a head stride of 0)."""
+    return np.broadcast_to(np.take(a, [0], axis=axis), a.shape).copy()
+
+
+def sink_online_head0_scores(x, v, block, *, s):
+    """Reads the scores and values of head 0 for every head (its own sink, the wrong rows)."""
+    if np.ndim(s) == 0:
+        return sink_online(x, v, block, s=s)
+    return sink_online(_head0(x, -2), _head0(v, -3), block, s=s)
+
+
+def sink_backward_head0_scores(x, v, dout, *, s):
+    """The backward pass of the same fault: head 0's scores and values for every head."""
+    if np.ndim(s) == 0:
+        return sink_backward(x, v, dout, s=s)
+    return sink_backward(_head0(x, -2), _head0(v, -3), dout, s=s)
