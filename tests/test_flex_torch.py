@@ -592,3 +592,22 @@ def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_i
                                          'mask_mod = "mods.py:causal"\n[claims]\nsame = \'equivalent_to("hand.toml")\'\n')
         (res,) = check_spec(load_spec(tmp_path / "a.toml")).claims
         assert res.verdict == verdict, (sign, res.reason, res.counterexample)
+
+
+def test_heads_are_those_every_table_has(tmp_path):
+    """Two slopes, a bias table of three heads whose third head prefers far keys: the model has
+    two heads (torch fails at h = 2 reading the slopes), so no counterexample may be drawn on a
+    third head with the slopes' last entry standing in."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "mods.py").write_text('import torch\n\n'
+                                      'slopes = torch.tensor([1.0, 1.0])\n'
+                                      'bias = torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 5.0], [0.0, 0.0, 10.0]])\n\n\n'
+                                      'def mixed(score, b, h, q_idx, kv_idx):\n'
+                                      '    return score - slopes[h] * (q_idx - kv_idx) + bias[q_idx - kv_idx, h]\n')
+    path = tmp_path / "s.toml"
+    path.write_text('name = "t"\nscore_mod = "mods.py:mixed"\nmask = "causal_window(3)"\n[claims]\n'
+                    'near = "decreasing_in_distance"\n')
+    (res,) = check_spec(load_spec(path)).claims
+    assert res.verdict != "refuted", res.counterexample

@@ -72,10 +72,10 @@ def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
     for key, values in data.items():
         if isinstance(key, sp.Symbol):  # by name: a hand spec's per_head NAME, of whatever sign, is this table
             same = {s for s in out.free_symbols if isinstance(s, sp.Symbol) and s.name == key.name}
-            out = out.xreplace({s: values[min(head, len(values) - 1)] for s in same | {key}})
+            out = out.xreplace({s: values[head] for s in same | {key}})
     for key, values in data.items():
         if isinstance(key, str):
-            rows = values[min(head, len(values) - 1)] if isinstance(values, PerHead) else values
+            rows = values[head] if isinstance(values, PerHead) else values
             out = out.replace(lambda e, key=key: isinstance(e, sp.core.function.AppliedUndef)
                               and type(e).__name__ == key, lambda e, rows=rows: _lookup(e.args, rows))
     return out.xreplace({HEAD: head, BATCH: 0}) if data else out
@@ -85,8 +85,10 @@ def _heads(spec) -> int:
     data = spec.flex.data if spec.flex is not None else {}
     sizes = [len(v) for k, v in data.items() if isinstance(k, sp.Symbol) or isinstance(v, PerHead)]
     if spec.flex is not None:
-        sizes += [b.heads for b in (spec.flex.score, spec.flex.mask) if b is not None]
-    return max(sizes, default=1)
+        sizes += [b.heads for b in (spec.flex.score, spec.flex.mask) if b is not None and b.heads is not None]
+    # the heads every captured table has: a head past one table's end makes the modifier fail in
+    # torch, so it is no instance, and reading that table's last head instead would invent one
+    return min(sizes, default=1)
 
 
 def _data(spec) -> dict:

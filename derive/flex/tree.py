@@ -60,7 +60,7 @@ class Built:
     functions: dict = field(default_factory=dict)  # function name → [exact values], nested by index
     per_head_functions: dict = field(default_factory=dict)  # NAME_h → PerHead(block per head)
     tables: dict = field(default_factory=dict)  # the name of every captured table read → its SymPy objects
-    heads: int = 1  # the size of every table axis indexed by h alone (the heads a counterexample tries)
+    heads: int | None = None  # the fewest entries of a table axis indexed by h alone (the heads a counterexample tries)
 
 
 def _is_bool(x) -> bool:
@@ -273,7 +273,8 @@ class _Builder:
             self.out.tables[name] = f
             return f(idx[0])
         rows = nested(values, shape)
-        self.out.heads = max([self.out.heads] + [size for x, size in zip(idx, shape) if x == HEAD])
+        sizes = [size for x, size in zip(idx, shape) if x == HEAD] + ([self.out.heads] if self.out.heads else [])
+        self.out.heads = min(sizes) if sizes else None  # a head past a table's end is no head of the model
         if idx[0] == HEAD and not any(HEAD in x.free_symbols for x in idx[1:]):  # table[h, ...]: per head
             f = sp.Function(f"{name}_h", real=True)
             self.out.per_head_functions[f"{name}_h"] = PerHead(rows)
