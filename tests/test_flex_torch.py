@@ -611,3 +611,31 @@ def test_heads_are_those_every_table_has(tmp_path):
                     'near = "decreasing_in_distance"\n')
     (res,) = check_spec(load_spec(path)).claims
     assert res.verdict != "refuted", res.counterexample
+
+
+@pytest.mark.parametrize(("ids", "verdict"), [([0, 0, 0], "undecided"), ([0, 1, 1], "refuted")])
+def test_no_counterexample_reads_past_a_tables_end(tmp_path, ids, verdict):
+    """Three document ids: the model has at most three positions (torch fails reading doc[3]).
+    Same-document-and-causal equals causal on them when every id is 0, so nothing may be refuted
+    (NaN past the end made doc[3] == doc[2] false, and a 'counterexample' at n = 4); with ids
+    0, 1, 1 the masks differ at n = 2, inside the table."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "mods.py").write_text(f'import torch\n\ndoc = torch.tensor({ids})\n\n\n'
+                                      'def same_doc_causal(b, h, q_idx, kv_idx):\n'
+                                      '    return (doc[kv_idx] == doc[q_idx]) & (kv_idx <= q_idx)\n\n\n'
+                                      'def ordered(b, h, q_idx, kv_idx):\n'
+                                      '    return (doc[kv_idx] <= doc[q_idx]) & (kv_idx <= q_idx)\n\n\n'
+                                      'def causal(b, h, q_idx, kv_idx):\n'
+                                      '    return kv_idx <= q_idx\n')
+    for mask in ("same_doc_causal", "ordered"):
+        path = tmp_path / f"{mask}.toml"
+        path.write_text(f'name = "t"\nscore = "dot(q, k) / sqrt(d)"\nmask_mod = "mods.py:{mask}"\n[claims]\n'
+                        'same = \'mask_equivalent("mods.py:causal")\'\n')
+        (res,) = check_spec(load_spec(path)).claims
+        expected = verdict if mask == "same_doc_causal" else "undecided"  # doc non-decreasing: the same
+        assert res.verdict == expected, (mask, res.reason, res.counterexample)
+        if res.verdict == "refuted":
+            ce = res.counterexample
+            assert ce["n"] <= len(ids) and (ce["indices"]["i"], ce["indices"]["j"]) == (2, 1)

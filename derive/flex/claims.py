@@ -59,10 +59,22 @@ def modifier(spec, variant) -> sp.Expr | None:
 
 
 def _lookup(args, rows) -> sp.Expr:
-    """The entry ``rows[args[0]][args[1]]…`` as nested Piecewise on the indices (NaN outside)."""
+    """The entry ``rows[args[0]][args[1]]…`` as nested Piecewise on the indices, and
+    :class:`PastTheEnd` outside: torch fails there, so an instance reading past a table's end is
+    no instance of the model. (A value there would invent entries: NaN made ``doc[3] == doc[2]``
+    false for a table of 3 document ids, and so a refutation at n = 4.)"""
     x, rest = args[0], args[1:]
     return sp.Piecewise(*[(_lookup(rest, r) if rest else r, sp.Eq(x, k)) for k, r in enumerate(rows)],
-                        (sp.nan, True))
+                        (PastTheEnd(x), True))
+
+
+class PastTheEnd(sp.Function):
+    """A table read at an index it does not have. SymPy keeps it unevaluated (comparisons of
+    lookups need a value in every branch), and the evaluator has no rule for it: evaluating it
+    fails, and an instance that fails to evaluate certifies nothing."""
+
+    nargs = 1
+    is_real = True
 
 
 def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
