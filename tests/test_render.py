@@ -119,3 +119,17 @@ def test_multi_word_identifiers_print_upright_with_their_underscores(expr, tex):
     from derive.claims.show import latex
 
     assert latex(expr) == tex
+
+
+def test_figures_use_the_fonts_matplotlib_ships_not_a_system_copy():
+    """A system DejaVuSans.ttf of another version numbers its glyphs differently (the SVG names
+    glyphs by index: U+2212 is 0xc9c in matplotlib's copy, 0xc9d in Debian's), and which copy
+    the font cache offers first depends on the machine."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    from derive.render.figures import render_figure
+
+    render_figure(lambda ax: ax.plot([0, 1], [0, -1]), "svg")
+    found = Path(font_manager.findfont("DejaVu Sans")).resolve()
+    assert found.parent == Path(matplotlib.get_data_path(), "fonts", "ttf").resolve()

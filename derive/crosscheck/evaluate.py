@@ -283,6 +283,8 @@ class _Eval:
             return self.run(a if self.run(c, env) else b, env)
         if e in (sp.true, sp.false):
             return bool(e)
+        if getattr(e, "past_the_end", False):  # a table read past its end (derive.flex.claims.PastTheEnd)
+            return _past_the_end(mode)
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
 
     def _sum(self, body, limits, env):
@@ -307,6 +309,14 @@ class _Eval:
 
 
 @lru_cache(maxsize=8192)
+def _past_the_end(mode: str):
+    """A table read past its end: no instance of the model. NaN for a float cross-check (it
+    agrees with nothing); no value at all for a certificate, which then certifies nothing."""
+    if mode == "float":
+        return float("nan")
+    raise Unsupported("a table read past its end")
+
+
 def _compile(e: sp.Basic):
     f = _compile_node(e)
     if isinstance(e, (sp.Sum, Dot)):
@@ -470,6 +480,8 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
     if e in (sp.true, sp.false):
         value = bool(e)
         return lambda ev, env: value
+    if getattr(e, "past_the_end", False):
+        return lambda ev, env: _past_the_end(ev.mode)
 
     def unsupported(ev, env):
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")

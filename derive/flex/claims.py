@@ -75,6 +75,7 @@ class PastTheEnd(sp.Function):
 
     nargs = 1
     is_real = True
+    past_the_end = True  # the evaluator's mark (derive.crosscheck.evaluate)
 
 
 def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:

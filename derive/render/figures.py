@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 __all__ = ["render_figure", "render_figures"]
 
@@ -25,6 +26,7 @@ def render_figures(draw, fmts: tuple[str, ...]) -> dict[str, bytes]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    _bundled_fonts_only()
     out = {}
     with plt.rc_context(_RC):
         fig, ax = plt.subplots()
@@ -37,6 +39,25 @@ def render_figures(draw, fmts: tuple[str, ...]) -> dict[str, bytes]:
             out[fmt] = _stable_clip_ids(buf.getvalue()) if fmt == "svg" else buf.getvalue()
         plt.close(fig)
     return out
+
+
+def _bundled_fonts_only() -> None:
+    """Let matplotlib find only the fonts it ships (mpl-data/fonts/ttf), never a system copy.
+
+    An SVG names each glyph by its index in the font file, and a system DejaVuSans.ttf of
+    another version numbers them differently (U+2212 is glyph 0xc9c in matplotlib's copy,
+    0xc9d in Debian's); which copy the font cache offers first depends on the machine and on
+    the cache's history, so the same figure came out with different bytes."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    shipped = sorted(str(p) for p in Path(matplotlib.get_data_path(), "fonts", "ttf").glob("*.ttf"))
+    manager = font_manager.fontManager
+    if sorted({f.fname for f in manager.ttflist}) == shipped:
+        return
+    manager.ttflist = []
+    for path in shipped:
+        manager.addfont(path)  # clears findfont's cache too
 
 
 _CLIP_ID = re.compile(rb'id="(p[0-9a-f]{10})"')
