@@ -4,8 +4,9 @@ The normalizer provers ask for the same simplification, limit or proof more than
 (the table, the derivations below it and the documents that cite a cell reach the same
 expressions by different routes). A memoized function computes a result once per process
 and hands back the same object afterwards: the result is what the computation returns for
-those arguments (SymPy compares expressions structurally, a Float never equals an
-Integer), so verdicts and documents are unchanged; only repeated work goes. An exception
+those arguments (SymPy compares expressions structurally; SymPy 1.12 takes Float(1.0) and
+Integer(1) as equal, but they are the same number), so verdicts and documents are unchanged;
+only repeated work goes. An exception
 (a time bound hit, a SymPy failure) stores nothing.
 
     >>> import sympy as sp
