@@ -18,7 +18,7 @@ import sympy as sp
 from derive.document.api import Document
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
-from derive.normalizers.numeric import check_identity, check_stable
+from derive.normalizers.numeric import check_many, identity_check, stable_check
 from derive.normalizers.properties import PROPERTIES, C, params_for, single_key_weight
 from derive.normalizers.registry import REGISTRY, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
@@ -51,15 +51,16 @@ def _number(value) -> str:
 
 
 def _numeric_checks(doc: Document, table: dict) -> None:
+    checks = []
     for name in names():
         entry = get(name)
         sample = {k: float(v) for k, v in entry.sample_values().items()}
-        doc.checks.append(check_stable(entry, sample))
+        checks.append(stable_check(entry, sample))
         ref = entry.reference
         if table[(name, "weights_sum_to_one")].verdict.proved:
-            doc.checks.append(check_identity(f"{name}: weights sum to 1",
-                                             lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))],
-                                             lambda x, m: [mpmath.mpf(1)]))
+            checks.append(identity_check(f"{name}: weights sum to 1",
+                                         lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))],
+                                         lambda x, m: [mpmath.mpf(1)]))
         eff = table[(name, "shift_effect")]
         if eff.verdict.proved and entry.shift_effect is not None:
             params = params_for(entry)
@@ -68,12 +69,12 @@ def _numeric_checks(doc: Document, table: dict) -> None:
             other, new = entry.shift_effect(C, params)
             new_f = {k: float(sp.sympify(v).subs(subs)) for k, v in new.items()}
             other_ref = get(other).reference
-            doc.checks.append(check_identity(
+            checks.append(identity_check(
                 f"{name}: a shift by c = {SHIFT} equals {other}",
                 lambda x, m, _r=ref, _s=sample: _r([v + SHIFT for v in x], m, **_s),
                 lambda x, m, _o=other_ref, _n=new_f: _o(x, m, **_n)))
         elif eff.verdict.proved:
-            doc.checks.append(check_identity(
+            checks.append(identity_check(
                 f"{name}: invariant under a shift by c = {SHIFT}",
                 lambda x, m, _r=ref, _s=sample: _r([v + SHIFT for v in x], m, **_s),
                 lambda x, m, _r=ref, _s=sample: _r(x, m, **_s), tol=1e-9))
@@ -85,7 +86,8 @@ def _numeric_checks(doc: Document, table: dict) -> None:
             def expdiff(x, m):
                 a, b = (list(x) + [0.0])[:2]
                 return [mpmath.exp(mpmath.mpf(a) - b)] if ratio(x, m)[0] == ratio(x, m)[0] else [mpmath.nan]
-            doc.checks.append(check_identity(f"{name}: p₁/p₂ = exp(x₁ − x₂)", ratio, expdiff))
+            checks.append(identity_check(f"{name}: p₁/p₂ = exp(x₁ − x₂)", ratio, expdiff))
+    doc.checks.extend(check_many(checks))
     for c in doc.checks:
         if not c.passed:
             raise AssertionError(f"numeric cross-check failed: {c.name}: {c.witness}")

@@ -1,10 +1,13 @@
 """Numeric cross-checks of the normalizers on adversarial rows (evidence, never proof).
 
 :func:`adversarial_rows` is a Hypothesis strategy of rows that break careless code: ties,
-a single key, scores of ±1e4 and ±700, tiny differences, and fully masked rows;
-:data:`FIXED_ROWS` is a fixed list of the same kinds. :func:`check_stable` compares each
-entry's numpy ``stable`` implementation with its mpmath ``reference``;
-:func:`check_identity` checks a proved identity between two numeric functions of a row.
+a single key, scores of ±1e4 and ±700, tiny differences, and fully masked rows (each drawn
+row comes with a twin for checks that need an allowed key);
+:data:`FIXED_ROWS` is a fixed list of the same kinds. A :class:`Check` compares the pairs of
+numbers its function gives on a row: :func:`stable_check` an entry's numpy ``stable``
+implementation with its mpmath ``reference``, :func:`identity_check` the two sides of a proved
+identity. :func:`check_many` runs any number of checks with one Hypothesis search: each
+example draws one row and every check is evaluated on it.
 
 The rows a document counts are :data:`FIXED_ROWS`, the same in every build; Hypothesis
 then searches further rows for a failure (its examples depend on which modules are loaded,
@@ -16,6 +19,8 @@ are not counted). Measured errors are kept on the result but never printed (see
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import mpmath
 import numpy as np
@@ -25,36 +30,60 @@ from hypothesis import strategies as st
 from derive.crosscheck.check import CheckResult
 from derive.crosscheck.hypothesis_env import no_local_constants
 
-__all__ = ["adversarial_rows", "check_identity", "check_stable"]
+__all__ = ["FIXED_ROWS", "Check", "adversarial_rows", "check_many", "identity_check", "stable_check"]
 
 _SPECIAL = [0.0, 1.0, -1.0, 1e4, -1e4, 700.0, -700.0, 1e-12, 30.0, -30.0]
+_KINDS = st.sampled_from(("uniform", "ties", "special", "huge", "mixed"))
+_SPECIAL_S = st.sampled_from(_SPECIAL)
+_HUGE_BASE = st.sampled_from((1e4, -1e4, 700.0, -745.0))
+_NEAR = st.floats(-3, 3)
+_MIXED = st.one_of(st.floats(-50, 50), _SPECIAL_S)
+_UNIFORM = st.floats(-8, 8)
+_ANY_MASK = st.sampled_from(("none", "random", "empty"))
+_NONEMPTY_MASK = st.sampled_from(("none", "random"))
+_BOOL = st.booleans()
+
+
+def _scores(draw, max_n: int) -> list:
+    n = draw(st.integers(1, max_n))
+    kind = draw(_KINDS)
+    if kind == "ties":
+        return [draw(_SPECIAL_S)] * n
+    if kind == "special":
+        return [draw(_SPECIAL_S) for _ in range(n)]
+    if kind == "huge":
+        base = draw(_HUGE_BASE)
+        return [base + draw(_NEAR) for _ in range(n)]
+    if kind == "mixed":
+        return [draw(_MIXED) for _ in range(n)]
+    return [draw(_UNIFORM) for _ in range(n)]
+
+
+def _mask(draw, n: int, kinds) -> list | None:
+    mk = draw(kinds)
+    if mk == "none":
+        return None
+    if mk == "empty":
+        return [False] * n
+    mask = [draw(_BOOL) for _ in range(n)]
+    if not any(mask):
+        mask[draw(st.integers(0, n - 1))] = True
+    return mask
 
 
 @st.composite
-def adversarial_rows(draw, max_n: int = 12, allow_empty: bool = True):
-    """(scores, mask) with mask None (all allowed) or a boolean list (maybe all False)."""
-    n = draw(st.integers(1, max_n))
-    kind = draw(st.sampled_from(("uniform", "ties", "special", "huge", "mixed")))
-    if kind == "ties":
-        x = [draw(st.sampled_from(_SPECIAL))] * n
-    elif kind == "special":
-        x = [draw(st.sampled_from(_SPECIAL)) for _ in range(n)]
-    elif kind == "huge":
-        base = draw(st.sampled_from((1e4, -1e4, 700.0, -745.0)))
-        x = [base + draw(st.floats(-3, 3)) for _ in range(n)]
-    elif kind == "mixed":
-        x = [draw(st.one_of(st.floats(-50, 50), st.sampled_from(_SPECIAL))) for _ in range(n)]
-    else:
-        x = [draw(st.floats(-8, 8)) for _ in range(n)]
-    mk = draw(st.sampled_from(("none", "random", "empty") if allow_empty else ("none", "random")))
-    if mk == "none":
-        return x, None
-    if mk == "empty":
-        return x, [False] * n
-    mask = [draw(st.booleans()) for _ in range(n)]
-    if not any(mask):
-        mask[draw(st.integers(0, n - 1))] = True
-    return x, mask
+def adversarial_rows(draw, max_n: int = 12):
+    """One row as both kinds of check see it: ``(loose, strict)``, each ``(scores, mask)`` with
+    mask None (all allowed) or a boolean list.
+
+    ``loose`` has a mask that may be all False. ``strict`` has the same scores and the same
+    mask unless that mask is all False; then a fresh mask drawn among the kinds that allow at
+    least one key.
+    """
+    x = _scores(draw, max_n)
+    loose = _mask(draw, len(x), _ANY_MASK)
+    strict = loose if loose is None or any(loose) else _mask(draw, len(x), _NONEMPTY_MASK)
+    return (x, loose), (x, strict)
 
 
 def _fixed_rows() -> list:
@@ -109,34 +138,88 @@ def _compare(pairs, tol, stats) -> bool:
     return True
 
 
-def _run(name: str, fn, examples: int, tol: float, allow_empty: bool) -> CheckResult:
-    """``fn(x, mask) -> list of (a, b)``: recorded on FIXED_ROWS, then searched with Hypothesis."""
-    stats = {"abs": 0.0, "rel": 0.0}
-    rows = [r for r in FIXED_ROWS if allow_empty or r[1] is None or any(r[1])]
-    for x, mask in rows:
-        if not _compare(fn(x, mask), tol, stats):
-            return CheckResult(name, False, len(rows), stats["abs"], stats["rel"], tol, 0, {"x": x, "mask": mask})
-    witness = {}
+@dataclass(frozen=True)
+class Check:
+    """``pairs(x, mask) -> list of (a, b)``: every pair must agree within ``tol`` on every row.
 
-    @_settings(examples)
-    @given(adversarial_rows(allow_empty=allow_empty))
-    def search(row):
-        scratch = {"abs": 0.0, "rel": 0.0}
-        if not _compare(fn(*row), tol, scratch):
-            witness.update(x=row[0], mask=row[1])
-            raise AssertionError(name)
+    Rows with a mask that is all False are given to the check only if ``allow_empty``. A run
+    compares it on :data:`FIXED_ROWS` (the rows it counts), then on ``examples`` searched rows.
+    """
 
-    try:
+    name: str
+    pairs: Callable
+    examples: int = 80
+    tol: float = 1e-12
+    allow_empty: bool = True
+
+
+class _Search:
+    """A check that passed its fixed rows, while the search runs."""
+
+    def __init__(self, check: Check, fixed: int, stats: dict):
+        self.check, self.fixed, self.stats = check, fixed, stats
+        self.searched = 0
+        self.witness = None
+
+    def see(self, row) -> None:
+        """Compare on one more searched row, if the check has not seen its ``examples`` yet;
+        the first row that fails is the witness."""
+        if self.searched >= self.check.examples:
+            return
+        self.searched += 1
+        if not _compare(self.check.pairs(*row), self.check.tol, {"abs": 0.0, "rel": 0.0}) and self.witness is None:
+            self.witness = {"x": row[0], "mask": row[1]}
+
+    def result(self) -> CheckResult:
+        c = self.check
+        return CheckResult(c.name, self.witness is None, self.fixed, self.stats["abs"], self.stats["rel"], c.tol, 0,
+                           self.witness, searched=self.searched)
+
+
+def check_many(checks: Sequence[Check]) -> list[CheckResult]:
+    """Run every check, in order: first on :data:`FIXED_ROWS`, then one Hypothesis search.
+
+    A check that fails a fixed row is reported with that row and is not searched. The search
+    draws ``max(examples)`` rows, one :func:`adversarial_rows` pair per example, and each row
+    is compared by every check that passed its fixed rows and has not yet seen its ``examples``
+    rows (a check that needs an allowed key gets the pair's strict row), so a check's searched count is the
+    number of rows it was compared on. A check that fails keeps its first failing row as its
+    witness (not shrunk: the search itself never fails), and every check, that one included,
+    goes on being compared on the rows that follow.
+    """
+    results: list[CheckResult | None] = [None] * len(checks)
+    searches: dict[int, _Search] = {}
+    for i, c in enumerate(checks):
+        rows = [r for r in FIXED_ROWS if c.allow_empty or r[1] is None or any(r[1])]
+        stats = {"abs": 0.0, "rel": 0.0}
+        for x, mask in rows:
+            if not _compare(c.pairs(x, mask), c.tol, stats):
+                results[i] = CheckResult(c.name, False, len(rows), stats["abs"], stats["rel"], c.tol, 0,
+                                         {"x": x, "mask": mask})
+                break
+        else:
+            searches[i] = _Search(c, len(rows), stats)
+    examples = max((s.check.examples for s in searches.values()), default=0)
+    if examples:
+        loose = [s for s in searches.values() if s.check.allow_empty]
+        strict = [s for s in searches.values() if not s.check.allow_empty]
+
+        @_settings(examples)
+        @given(adversarial_rows())
+        def search(pair):
+            for s in loose:
+                s.see(pair[0])
+            for s in strict:
+                s.see(pair[1])
+
         with no_local_constants():
             search()
-        passed = True
-    except AssertionError:
-        passed = False
-    return CheckResult(name, passed, len(rows), stats["abs"], stats["rel"], tol, 0, witness or None,
-                       searched=examples)
+    for i, s in searches.items():
+        results[i] = s.result()
+    return results
 
 
-def check_stable(entry, params: dict, examples: int = 80, tol: float = 1e-12) -> CheckResult:
+def stable_check(entry, params: dict, examples: int = 80, tol: float = 1e-12) -> Check:
     """``entry.stable`` (float64) against ``entry.reference`` (mpmath, 50 digits)."""
     floats = {k: float(v) for k, v in params.items()}
 
@@ -146,16 +229,14 @@ def check_stable(entry, params: dict, examples: int = 80, tol: float = 1e-12) ->
             ref = [float(v) for v in entry.reference(x, mask, **floats)]
         return list(zip(got, ref))
 
-    return _run(f"{entry.name}: stable implementation vs definition (adversarial rows)", pairs, examples, tol, True)
+    return Check(f"{entry.name}: stable implementation vs definition (adversarial rows)", pairs, examples, tol, True)
 
 
-def check_identity(
-    name: str, lhs, rhs, examples: int = 80, tol: float = 1e-12, allow_empty: bool = False
-) -> CheckResult:
+def identity_check(name: str, lhs, rhs, examples: int = 80, tol: float = 1e-12, allow_empty: bool = False) -> Check:
     """``lhs(x, mask)`` against ``rhs(x, mask)`` (lists of mpmath numbers) on adversarial rows."""
 
     def pairs(x, mask):
         with mpmath.workdps(50):
             return list(zip([float(v) for v in lhs(x, mask)], [float(v) for v in rhs(x, mask)]))
 
-    return _run(name, pairs, examples, tol, allow_empty)
+    return Check(name, pairs, examples, tol, allow_empty)
