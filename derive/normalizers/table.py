@@ -3,8 +3,10 @@
 :func:`build_table` runs the generic provers of :mod:`derive.normalizers.properties` on
 every registry entry (in two worker processes when the process may use two cores, except in a
 document built beside others in parallel: there the cores are taken and a pool only adds
-work); :func:`cell_text` and :func:`markdown` turn the results into table cells that link to the derivation of each
-cell (anchors ``nrm-<normalizer>-<property>``).
+work). The pool is handed cells, not rows, the costliest first, so that its workers finish
+together; cells that share work go to one worker as one task. :func:`cell_text` and
+:func:`markdown` turn the results into table cells that link to the derivation of each cell
+(anchors ``nrm-<normalizer>-<property>``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,34 @@ def _row(name: str) -> list:
     return [derive_property(name, prop) for prop in PROPERTIES]
 
 
+def _task(task: tuple) -> list:
+    name, props = task
+    return [derive_property(name, prop) for prop in props]
+
+
+# Cells that share work run in one task: shift_effect reads shift_invariant when the entry
+# states no shift effect, and the three Jacobian cells share the entry's derivatives (computed
+# once per process).
+_TOGETHER = (
+    ("shift_invariant", "shift_effect"),
+    ("jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"),
+)
+# Rough relative costs, only to order the tasks (the costliest first); a wrong guess costs
+# time, never a different result.
+_ROW_COST = {"clipped": 4, "softcap": 2}
+_PROP_COST = {"ratio_identity": 3, "limit_any_path": 3, "jacobian_diagonal": 3, "k_bias_cancels": 2, "stable_form": 2}
+
+
+def _tasks(todo: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """(normalizer, properties) tasks covering every cell, the costliest first."""
+    groups = [g for g in _TOGETHER if all(p in PROPERTIES for p in g)]
+    grouped = {p for g in groups for p in g}
+    per_row = groups + [(p,) for p in PROPERTIES if p not in grouped]
+    tasks = [(name, props) for name in todo for props in per_row]
+    cost = lambda t: _ROW_COST.get(t[0], 1) * sum(_PROP_COST.get(p, 1) for p in t[1])
+    return sorted(tasks, key=lambda t: -cost(t))  # stable: ties keep the table's order
+
+
 def _cores() -> int:
     """Cores this process may run on (``taskset`` included)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -41,28 +71,27 @@ def build_table(workers: int | None = None) -> dict:
     if workers is None:
         workers = 1 if shared.in_parallel_build() else min(2, _cores())
     todo = names()
-    rows: dict[str, list] = {}
+    cells: dict[tuple[str, str], object] = {}
     if workers > 1:
         try:
             import multiprocessing
 
             ctx = multiprocessing.get_context("fork")
+            tasks = _tasks(todo)
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                # the slowest entries first, so the two workers finish together
-                order = sorted(todo, key=lambda nm: nm not in ("softcap", "clipped"))
-                for k, (name, row) in enumerate(zip(order, pool.map(_row, order))):
-                    rows[name] = row
-                    note("normalizers", f"table row {k + 1}/{len(order)} ({name})")
+                for k, ((name, props), ders) in enumerate(zip(tasks, pool.map(_task, tasks))):
+                    cells.update(zip(((name, p) for p in props), ders))
+                    note("normalizers", f"table task {k + 1}/{len(tasks)} ({name}: {', '.join(props)})")
         except (OSError, ValueError, RuntimeError, ImportError):
-            rows = {}
+            cells = {}
     for name in todo:
-        if name not in rows:
-            rows[name] = _row(name)
-            note("normalizers", f"table row {len(rows)}/{len(todo)} ({name})")
+        if any((name, prop) not in cells for prop in PROPERTIES):
+            cells.update(zip(((name, p) for p in PROPERTIES), _row(name)))
+            note("normalizers", f"table row {todo.index(name) + 1}/{len(todo)} ({name})")
     out = {}
     for name in todo:
-        for prop, der in zip(PROPERTIES, rows[name]):
-            out[(name, prop)] = der
+        for prop in PROPERTIES:
+            out[(name, prop)] = der = cells[(name, prop)]
             properties._CACHE.setdefault((name, prop, ()), der)
     return out
 
