@@ -130,7 +130,7 @@ def settle(
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
     the entry's in-domain sample parameters, else undecided."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
-    a, b = lhs.subs(values), rhs.subs(values)
+    a, b = lhs.xreplace(values), rhs.xreplace(values)  # values for symbols: one pass, no pattern matching
     w = quick_witness(a, b, fixed)  # a certified counterexample settles it: no proof can exist
     if w is None:
         ok, how = prove_congruent(lhs, rhs)

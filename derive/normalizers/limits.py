@@ -98,7 +98,7 @@ def explicit_iterated(entry, params, k: int) -> list | None:
     for key in range(1, k + 1):
         W = weight(entry, params, key=key).subs(n, k)
         W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
-        W = W.subs({M[i, a]: 1 for a in range(1, k + 1)}).subs({X[i, a]: xs[a - 1] for a in range(1, k + 1)})
+        W = W.xreplace({M[i, a]: sp.S.One for a in range(1, k + 1)} | {X[i, a]: xs[a - 1] for a in range(1, k + 1)})
         for var in reversed(xs):  # the innermost limit is x_k
             W = _lim(W, var, -sp.oo)
             if W is None:
@@ -262,8 +262,12 @@ def path_limit(entry, params, path: tuple) -> list | None:
     for key in (1, 2):
         W = weight(entry, params, key=key).subs(n, 2)
         W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
-        W = W.subs({M[i, 1]: 1, M[i, 2]: 1}).subs({X[i, 1]: path[0], X[i, 2]: path[1]})
-        lim = _lim(simplify(W), TAU, sp.oo)
+        W = W.xreplace({M[i, 1]: sp.S.One, M[i, 2]: sp.S.One, X[i, 1]: path[0], X[i, 2]: path[1]})
+        # A limit is one number whichever form of W yields it: the form as built first, and
+        # the simplified form (slow on min/max) only when that one gives no limit.
+        lim = _lim(W, TAU, sp.oo)
+        if lim is None:
+            lim = _lim(simplify(W), TAU, sp.oo)
         if lim is None:
             return None
         out.append(lim)

@@ -272,8 +272,8 @@ def entry_sample(entry, params):
 
 def ratio_identity(entry, params) -> Derivation:
     der = Derivation(entry.name, "ratio_identity", "$p_1 / p_2 = e^{x_1 - x_2}$ for two allowed keys", None)
-    allowed = {M[i, 1]: 1, M[i, 2]: 1}
-    lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).subs(allowed)
+    allowed = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One}
+    lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).xreplace(allowed)
     rhs = sp.exp(X[i, 1] - X[i, 2])
     der.verdict = settle(canon_sums(lhs), rhs, entry, params)
     der.equality = (lhs, rhs)
