@@ -55,7 +55,16 @@ def score(k):
 
 
 def weight(entry, params: dict, sc=score, key=j) -> sp.Expr:
+    if sc is score:  # the plain scores: built once per (entry, key, parameters)
+        return _plain_weight(entry.name, entry.weight, key, tuple(sorted(params.items())))
     return entry.weight(sc, key=key, **params)
+
+
+@memoized
+def _plain_weight(name: str, make, key, params: tuple) -> sp.Expr:
+    """The weight with scores x[i, t]. Building it is not free: the clipped softmax's min and
+    max compare their arguments under the assumptions each time one is built."""
+    return make(score, key=key, **dict(params))
 
 
 def canon_sums(e: sp.Expr) -> sp.Expr:

@@ -38,21 +38,26 @@ TAU = sp.Symbol("tau", positive=True)
 K = sp.Symbol("k", integer=True, positive=True)
 
 
-def _lim(expr, var, point, direction="+"):
+def _lim(expr, var, point, direction="+", tidy=True):
     """SymPy's limit; where it fails on min/max, the limit of a continuous function of
-    arguments that all converge to finite values is the function of their limits."""
-    out = None if isinstance(expr, (sp.Min, sp.Max)) else _sympy_lim(expr, var, point, direction)
+    arguments that all converge to finite values is the function of their limits.
+    Simplified unless ``tidy`` is false (a limit only passed on to another limit)."""
+    out = None if isinstance(expr, (sp.Min, sp.Max)) else _sympy_lim(expr, var, point, direction, tidy)
     if out is None and isinstance(expr, (sp.Min, sp.Max, sp.Add, sp.Mul)):
-        args = [_lim(a, var, point, direction) for a in expr.args]
+        args = [_lim(a, var, point, direction, tidy) for a in expr.args]
         if all(a is not None and a.is_finite for a in args):
-            return simplify(expr.func(*args))
+            return _tidy(expr.func(*args), tidy)
     return out
 
 
-def _sympy_lim(expr, var, point, direction="+"):
+def _tidy(expr, tidy):
+    return simplify(expr) if tidy else expr
+
+
+def _sympy_lim(expr, var, point, direction="+", tidy=True):
     direct = limit_at_infinity(expr, var, point)  # the limit laws, where they decide it
     if direct is not None:
-        return simplify(direct)
+        return _tidy(direct, tidy)
     try:
         with time_limit(CFG.time_limit):
             out = _sympy_limit(expr, var, point, direction)
@@ -60,7 +65,7 @@ def _sympy_lim(expr, var, point, direction="+"):
         return None
     if out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
         return None
-    return simplify(out)
+    return _tidy(out, tidy)
 
 
 @memoized
@@ -99,12 +104,25 @@ def explicit_iterated(entry, params, k: int) -> list | None:
         W = weight(entry, params, key=key).subs(n, k)
         W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
         W = W.xreplace({M[i, a]: sp.S.One for a in range(1, k + 1)} | {X[i, a]: xs[a - 1] for a in range(1, k + 1)})
-        for var in reversed(xs):  # the innermost limit is x_k
-            W = _lim(W, var, -sp.oo)
-            if W is None:
-                return None
+        W = _iterated(W, list(reversed(xs)))  # the innermost limit is x_k
+        if W is None:
+            return None
         out.append(W)
     return out
+
+
+def _iterated(W, xs: list):
+    """lim over ``xs`` in turn, each variable → −∞, the last limit simplified. An inner limit
+    is passed on as it comes; simplified only if the next limit cannot be taken of it."""
+    if not xs:
+        return W
+    if len(xs) == 1:
+        return _lim(W, xs[0], -sp.oo)
+    inner = _lim(W, xs[0], -sp.oo, tidy=False)
+    if inner is None:
+        return None
+    out = _iterated(inner, xs[1:])
+    return out if out is not None else _iterated(simplify(inner), xs[1:])
 
 
 def limit_iterated(entry, params, ks=(2,)) -> Derivation:
