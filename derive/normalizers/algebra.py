@@ -18,6 +18,7 @@ import sympy as sp
 from derive.crosscheck.instances import make_instance, signature
 from derive.crosscheck.witness import certify, find_witness, rounded
 from derive.model.attention import M, ScalarBase, i, j, n, t, u
+from derive.model.vectors import expand_dot
 from derive.prove.memo import memoized, simplify
 from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -36,6 +37,7 @@ __all__ = [
     "mass",
     "plain_witness",
     "prove_congruent",
+    "proved_equal",
     "row_form",
     "score",
     "settle",
@@ -154,6 +156,20 @@ def settle(
             w["parameters"] = sample_parameters(entry, params)
         return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)
     return Verdict(UNDECIDED, f"no symbolic proof ({how}) and no counterexample found")
+
+
+def proved_equal(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict) -> bool:
+    """``lhs = rhs`` proved, where only that it holds counts and not how (no verdict shows it).
+
+    First the difference, with ⟨·,·⟩ expanded by bilinearity and exp(a + b) = exp(a)·exp(b),
+    is cancelled as a rational function (``cancel`` also takes constant factors out of sums):
+    0 is a proof. Otherwise :func:`settle` decides, as it would have."""
+    try:
+        if sp.cancel(sp.expand(expand_dot(lhs - rhs), power_exp=True)) == 0:
+            return True
+    except Exception:  # noqa: BLE001 - a SymPy failure proves nothing; settle decides
+        pass
+    return settle(lhs, rhs, entry, params).proved
 
 
 def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | None:

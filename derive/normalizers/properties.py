@@ -23,6 +23,7 @@ from derive.normalizers.algebra import (
     canon_sums,
     elementwise,
     mass,
+    proved_equal,
     row_form,
     settle,
     shown,
@@ -301,8 +302,7 @@ def k_bias_cancels(entry, params) -> Derivation:
         c = Dot(Q[i], B_K) / sp.sqrt(d)
         other, new = entry.shift_effect(c, params)
         rhs = weight(get(other), new, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
-        becomes = settle(with_bias, rhs, entry, params)
-        if becomes.proved:
+        if proved_equal(with_bias, rhs, entry, params):
             pretty = _assign(other, new, entry.name)
             der.step(
                 f"the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{{d}}$, so it becomes {pretty}",
