@@ -3,8 +3,8 @@
 :func:`build_table` runs the generic provers of :mod:`derive.normalizers.properties` on
 every registry entry (in two worker processes when the process may use two cores, except in a
 document built beside others in parallel: there the cores are taken and a pool only adds
-work). The pool is handed cells, not rows, the costliest first, so that its workers finish
-together; cells that share work go to one worker as one task. :func:`cell_text` and
+work). The processes take cells, not rows, the costliest first, so that they finish
+together; cells that share work are one task. :func:`cell_text` and
 :func:`markdown` turn the results into table cells that link to the derivation of each cell
 (anchors ``nrm-<normalizer>-<property>``).
 """
@@ -12,7 +12,6 @@ together; cells that share work go to one worker as one task. :func:`cell_text` 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 from derive import shared
 from derive.normalizers import properties
@@ -74,14 +73,7 @@ def build_table(workers: int | None = None) -> dict:
     cells: dict[tuple[str, str], object] = {}
     if workers > 1:
         try:
-            import multiprocessing
-
-            ctx = multiprocessing.get_context("fork")
-            tasks = _tasks(todo)
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                for k, ((name, props), ders) in enumerate(zip(tasks, pool.map(_task, tasks))):
-                    cells.update(zip(((name, p) for p in props), ders))
-                    note("normalizers", f"table task {k + 1}/{len(tasks)} ({name}: {', '.join(props)})")
+            cells = _shared_build(_tasks(todo), workers - 1)
         except (OSError, ValueError, RuntimeError, ImportError):
             cells = {}
     for name in todo:
@@ -94,6 +86,71 @@ def build_table(workers: int | None = None) -> dict:
             out[(name, prop)] = der = cells[(name, prop)]
             properties._CACHE.setdefault((name, prop, ()), der)
     return out
+
+
+def _shared_build(tasks: list, helpers: int) -> dict:
+    """Every task's cells, computed by this process and ``helpers`` forked ones, each taking
+    the next task of the list whenever it is free. This process works too rather than wait:
+    reading a cell back from a helper rebuilds its expressions, which costs a tenth of
+    computing it, so the cells computed here are the cheapest to have."""
+    import multiprocessing
+    import queue
+
+    ctx = multiprocessing.get_context("fork")
+    taken, results = ctx.Value("i", 0), ctx.Queue()
+    procs = [ctx.Process(target=_helper, args=(tasks, taken, results), daemon=True) for _ in range(helpers)]
+    for proc in procs:
+        proc.start()
+    done: dict[int, list] = {}
+
+    def finished(k: int, ders: list | None) -> None:
+        done[k] = ders if ders is not None else _task(tasks[k])  # a helper's failure is met again here
+        name, props = tasks[k]
+        note("normalizers", f"table {len(done)}/{len(tasks)} ({name}: {', '.join(props)})")
+
+    def receive(wait: bool) -> None:
+        while True:
+            try:
+                finished(*results.get(timeout=0.1) if wait else results.get_nowait())
+            except queue.Empty:
+                return
+
+    try:
+        while (k := _take(taken)) < len(tasks):
+            finished(k, _task(tasks[k]))
+            receive(False)
+        while len(done) < len(tasks) and (any(p.is_alive() for p in procs) or not results.empty()):
+            receive(True)
+        for k in range(len(tasks)):  # taken by a helper that died on it
+            if k not in done:
+                finished(k, None)
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+    cells = {}
+    for (name, props), ders in zip(tasks, (done[k] for k in range(len(tasks)))):
+        cells.update(zip(((name, p) for p in props), ders))
+    return cells
+
+
+def _take(taken) -> int:
+    """The index of the next task, taken by exactly one process."""
+    with taken.get_lock():
+        k = taken.value
+        taken.value += 1
+    return k
+
+
+def _helper(tasks: list, taken, results) -> None:
+    """A forked worker: compute the next task until none is left, sending back (index, cells)."""
+    while (k := _take(taken)) < len(tasks):
+        try:
+            ders = _task(tasks[k])
+        except Exception:  # noqa: BLE001 - the parent computes the task again and meets the error itself
+            ders = None
+        results.put((k, ders))
 
 
 def cell_text(der, link: bool = True) -> str:
