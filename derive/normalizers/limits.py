@@ -276,11 +276,18 @@ def _claimed_of(entry, params):
 
 def path_limit(entry, params, path: tuple) -> list | None:
     """Limits of the weights of a 2-key row along x = path(τ), τ → ∞."""
+    on_path = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One, X[i, 1]: path[0], X[i, 2]: path[1]}
     out = []
     for key in (1, 2):
-        W = weight(entry, params, key=key).subs(n, 2)
-        W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
-        W = W.xreplace({M[i, 1]: sp.S.One, M[i, 2]: sp.S.One, X[i, 1]: path[0], X[i, 2]: path[1]})
+        W = weight(entry, params, key=key)
+        # n = 2: each row sum Σ_{t=1}^{n} is its two terms on the path; everything is put in
+        # at once, so the weight (its min and max included) is rebuilt once
+        sums = W.atoms(sp.Sum)
+        if all(len(s.limits) == 1 and s.limits[0][1:] == (1, n) and not s.function.has(sp.Sum) for s in sums):
+            rule = {s: sp.Add(*(s.function.xreplace({s.limits[0][0]: k}) for k in (1, 2))).xreplace(on_path) for s in sums}
+            W = W.xreplace(rule | on_path)
+        else:
+            W = W.subs(n, 2).replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit()).xreplace(on_path)
         # A limit is one number whichever form of W yields it: the form as built first, and
         # the simplified form (slow on min/max) only when that one gives no limit.
         lim = _lim(W, TAU, sp.oo)
