@@ -30,6 +30,7 @@ from derive.normalizers.algebra import (
     sign_of,
     weight,
 )
+from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.registry import get, names
 from derive.prove.memo import simplify
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -169,7 +170,7 @@ def mass_range(entry, params) -> Derivation:
             sp.Eq(shown("g(y)"), g.expr, evaluate=False),
         )
         if sgn in ("+", "-"):
-            lo, hi = sp.limit(g.expr, y, -sp.oo), sp.limit(g.expr, y, sp.oo)
+            lo, hi = _limit(g.expr, y, -sp.oo), _limit(g.expr, y, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
             der.step("g is strictly monotone with these limits, each score free", sp.Tuple(lo, hi))
             der.verdict = Verdict(
@@ -218,7 +219,7 @@ def can_abstain(entry, params) -> Derivation:
     g = elementwise(W)
     if g is not None:
         y = g.variables[0]
-        lim = sp.limit(g.expr, y, -sp.oo)
+        lim = _limit(g.expr, y, -sp.oo)
         der.step(
             "elementwise: each weight depends on its own score only; its limit at $-\\infty$",
             sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
@@ -244,6 +245,13 @@ def can_abstain(entry, params) -> Derivation:
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
     return der
+
+
+def _limit(expr, var, point):
+    """``sympy.limit`` at ±∞, found first by the limit laws when they give a rational number:
+    the limit is that number, which has one form whichever way it is found."""
+    direct = limit_at_infinity(expr, var, point)
+    return direct if direct is not None and direct.is_Rational else sp.limit(expr, var, point)
 
 
 def single_key_weight(entry, params) -> sp.Expr:
