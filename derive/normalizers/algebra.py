@@ -254,10 +254,34 @@ def row_form(W: sp.Expr) -> RowForm | None:
     if F(y).has(X) or F(y).is_positive is not True:
         return None
     Wz = W.xreplace({S: Z})
-    R = simplify(Wz / (M[i, j] * F(X[i, j])))
+    R = Wz / (M[i, j] * F(X[i, j]))
+    if _depends_on_score(R):
+        return None  # no rewriting of R is free of x_j: simplifying it first would change nothing
+    R = simplify(R)
     if R.has(X) or R.has(M) or j in R.free_symbols:
         return None
     return RowForm(F, R, simplify(Z * R), F(y) == sp.exp(y))
+
+
+def _depends_on_score(R: sp.Expr) -> bool:
+    """Does R certainly vary with x_j? Every other symbol is set to 1 (when its assumptions
+    allow it) and ball arithmetic certifies that x_j = 0 and x_j = 1 give different values;
+    then every expression equal to R has x_j in it. False means only "not shown"."""
+    from derive.crosscheck.evaluate import Instance
+    from derive.crosscheck.witness import certify, satisfies
+
+    values = {M[i, j]: sp.S.One}
+    for s in R.free_symbols - {X[i, j], M[i, j], i, j}:
+        if not isinstance(s, sp.Symbol) or not satisfies(s, 1):
+            return False
+        values[s] = sp.S.One
+    at = [R.xreplace(values | {X[i, j]: sp.S(v)}) for v in (0, 1)]
+    if any(a.free_symbols for a in at):
+        return False
+    try:
+        return certify(at[0], at[1], Instance(d=1, n=1), {}) is not None
+    except Exception:  # noqa: BLE001 - a value that cannot be enclosed shows nothing
+        return False
 
 
 def elementwise(W: sp.Expr) -> sp.Lambda | None:
