@@ -222,10 +222,15 @@ def entry_sample_subs(entry, params: dict) -> dict:
     for name, value in entry.sample_values().items():
         expr = params.get(name)
         if isinstance(expr, sp.Basic) and expr.free_symbols:
-            sol = sp.solve(sp.Eq(expr, value), next(iter(expr.free_symbols)), dict=True)
-            if sol:
-                out.update(sol[0])
+            out.update(_solve_for(expr, value, next(iter(expr.free_symbols))))
     return out
+
+
+@memoized
+def _solve_for(expr: sp.Expr, value: sp.Expr, sym: sp.Symbol) -> tuple:
+    """The first solution of expr = value for sym, as (symbol, value) pairs (none: ())."""
+    sol = sp.solve(sp.Eq(expr, value), sym, dict=True)
+    return tuple(sol[0].items()) if sol else ()
 
 
 @dataclass(frozen=True)
