@@ -38,6 +38,7 @@ __all__ = [
     "plain_witness",
     "prove_congruent",
     "proved_equal",
+    "put_in",
     "row_form",
     "score",
     "settle",
@@ -141,7 +142,7 @@ def settle(
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
     the entry's in-domain sample parameters, else undecided."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
-    a, b = lhs.xreplace(values), rhs.xreplace(values)  # values for symbols: one pass, no pattern matching
+    a, b = put_in(lhs, values), put_in(rhs, values)  # only evaluated numerically, in the witness search
     w = quick_witness(a, b, fixed)  # a certified counterexample settles it: no proof can exist
     if w is None:
         ok, how = prove_congruent(lhs, rhs)
@@ -156,6 +157,22 @@ def settle(
             w["parameters"] = sample_parameters(entry, params)
         return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)
     return Verdict(UNDECIDED, f"no symbolic proof ({how}) and no counterexample found")
+
+
+def put_in(e: sp.Basic, values: dict) -> sp.Basic:
+    """``e.xreplace(values)`` (values for symbols or table entries: one pass, no pattern
+    matching as in ``subs``) with every min and max rebuilt unevaluated: the same function,
+    without comparing the arguments under the assumptions (slow on sums and exponentials).
+    For an expression that is evaluated numerically, or whose limit is taken argument by
+    argument, never for one that is shown."""
+    if e in values:
+        return values[e]
+    if not e.args:
+        return e
+    args = [put_in(a, values) for a in e.args]
+    if all(a is b for a, b in zip(args, e.args)):
+        return e
+    return e.func(*args, evaluate=False) if isinstance(e, (sp.Min, sp.Max)) else e.func(*args)
 
 
 def proved_equal(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict) -> bool:

@@ -21,6 +21,7 @@ from derive.normalizers.algebra import (
     canon_sums,
     elementwise,
     entry_sample_subs,
+    put_in,
     row_form,
     sample_parameters,
     shown,
@@ -285,7 +286,7 @@ def path_limit(entry, params, path: tuple) -> list | None:
         sums = W.atoms(sp.Sum)
         if all(len(s.limits) == 1 and s.limits[0][1:] == (1, n) and not s.function.has(sp.Sum) for s in sums):
             rule = {s: sp.Add(*(s.function.xreplace({s.limits[0][0]: k}) for k in (1, 2))).xreplace(on_path) for s in sums}
-            W = _put(W, rule | on_path)
+            W = put_in(W, rule | on_path)
         else:
             W = W.subs(n, 2).replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit()).xreplace(on_path)
         # A limit is one number whichever form of W yields it: the form as built first, and
@@ -297,20 +298,6 @@ def path_limit(entry, params, path: tuple) -> list | None:
             return None
         out.append(lim)
     return out
-
-
-def _put(e: sp.Basic, rule: dict) -> sp.Basic:
-    """``e.xreplace(rule)`` with every min and max rebuilt unevaluated: the same function, without
-    comparing the arguments under the assumptions (slow on exponentials of τ). For a limit
-    only: :func:`_lim` takes a min or max argument by argument and evaluates the result."""
-    if e in rule:
-        return rule[e]
-    if not e.args:
-        return e
-    args = [_put(a, rule) for a in e.args]
-    if all(a is b for a, b in zip(args, e.args)):
-        return e
-    return e.func(*args, evaluate=False) if isinstance(e, (sp.Min, sp.Max)) else e.func(*args)
 
 
 def _certainly_differ(la: list, lb: list) -> bool:
