@@ -1,10 +1,10 @@
 """The comparison table: every registered normalizer × every property, each cell a verdict.
 
 :func:`build_table` runs the generic provers of :mod:`derive.normalizers.properties` on
-every registry entry (in two worker processes when the process may use two cores, except in a
-document built beside others in parallel: there the cores are taken and a pool only adds
-work). The processes take cells, not rows, the costliest first, so that they finish
-together; cells that share work are one task. :func:`cell_text` and
+every registry entry (in this process and a forked helper when the process may use two
+cores, except in a document built beside others in parallel: there the cores are taken and
+a helper only adds work). The two take cells, not rows, the costliest first, so that they
+finish together; cells that share work are one task. :func:`cell_text` and
 :func:`markdown` turn the results into table cells that link to the derivation of each cell
 (anchors ``nrm-<normalizer>-<property>``).
 """
