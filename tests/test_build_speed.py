@@ -225,7 +225,7 @@ def test_the_normalizer_table_uses_no_pool_inside_a_parallel_build(tmp_path, mon
     from derive import shared
 
     pools = []
-    monkeypatch.setattr(table, "ProcessPoolExecutor", lambda *a, **k: pools.append(1) or (_ for _ in ()).throw(OSError))
+    monkeypatch.setattr(table, "_shared_build", lambda *a, **k: pools.append(1) or (_ for _ in ()).throw(OSError))
     monkeypatch.setattr(table, "_row", lambda name: [name] * len(props.PROPERTIES))
     monkeypatch.setattr(props, "_CACHE", {})
     monkeypatch.setattr(table, "_cores", lambda: 2)
@@ -237,3 +237,26 @@ def test_the_normalizer_table_uses_no_pool_inside_a_parallel_build(tmp_path, mon
     assert not shared.in_parallel_build()
     table.build_table()
     assert pools == [1]  # alone on two cores: the pool is tried (and here falls back to one process)
+
+
+def test_the_table_processes_share_the_tasks_and_the_parent_redoes_a_failed_one(monkeypatch):
+    """Each task is computed once, by this process or the forked helper; a task the helper
+    fails on is computed here again (and would raise here, where the error is seen)."""
+    import os
+
+    import derive.normalizers.table as table
+
+    parent = os.getpid()
+
+    def fake(task):
+        name, props = task
+        if name == "bad" and os.getpid() != parent:
+            raise ValueError("helper only")
+        return [f"{name}.{p}.{'here' if os.getpid() == parent else 'helper'}" for p in props]
+
+    monkeypatch.setattr(table, "_task", fake)
+    tasks = [(f"n{k}", ("a", "b")) for k in range(30)] + [("bad", ("a",))]
+    cells = table._shared_build(tasks, 1)
+    assert set(cells) == {(name, p) for name, props in tasks for p in props}
+    assert all(v.startswith(f"{k[0]}.{k[1]}.") for k, v in cells.items())
+    assert cells[("bad", "a")] == "bad.a.here"

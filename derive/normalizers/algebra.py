@@ -18,6 +18,7 @@ import sympy as sp
 from derive.crosscheck.instances import make_instance, signature
 from derive.crosscheck.witness import certify, find_witness, rounded
 from derive.model.attention import M, ScalarBase, i, j, n, t, u
+from derive.model.vectors import expand_dot
 from derive.prove.memo import memoized, simplify
 from derive.prove.equality import prove_zero
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -36,6 +37,8 @@ __all__ = [
     "mass",
     "plain_witness",
     "prove_congruent",
+    "proved_equal",
+    "put_in",
     "row_form",
     "score",
     "settle",
@@ -55,7 +58,16 @@ def score(k):
 
 
 def weight(entry, params: dict, sc=score, key=j) -> sp.Expr:
+    if sc is score:  # the plain scores: built once per (entry, key, parameters)
+        return _plain_weight(entry.name, entry.weight, key, tuple(sorted(params.items())))
     return entry.weight(sc, key=key, **params)
+
+
+@memoized
+def _plain_weight(name: str, make, key, params: tuple) -> sp.Expr:
+    """The weight with scores x[i, t]. Building it is not free: the clipped softmax's min and
+    max compare their arguments under the assumptions each time one is built."""
+    return make(score, key=key, **dict(params))
 
 
 def canon_sums(e: sp.Expr) -> sp.Expr:
@@ -130,7 +142,7 @@ def settle(
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
     the entry's in-domain sample parameters, else undecided."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
-    a, b = lhs.subs(values), rhs.subs(values)
+    a, b = put_in(lhs, values), put_in(rhs, values)  # only evaluated numerically, in the witness search
     w = quick_witness(a, b, fixed)  # a certified counterexample settles it: no proof can exist
     if w is None:
         ok, how = prove_congruent(lhs, rhs)
@@ -145,6 +157,36 @@ def settle(
             w["parameters"] = sample_parameters(entry, params)
         return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)
     return Verdict(UNDECIDED, f"no symbolic proof ({how}) and no counterexample found")
+
+
+def put_in(e: sp.Basic, values: dict) -> sp.Basic:
+    """``e.xreplace(values)`` (values for symbols or table entries: one pass, no pattern
+    matching as in ``subs``) with every min and max rebuilt unevaluated: the same function,
+    without comparing the arguments under the assumptions (slow on sums and exponentials).
+    For an expression that is evaluated numerically, or whose limit is taken argument by
+    argument, never for one that is shown."""
+    if e in values:
+        return values[e]
+    if not e.args:
+        return e
+    args = [put_in(a, values) for a in e.args]
+    if all(a is b for a, b in zip(args, e.args)):
+        return e
+    return e.func(*args, evaluate=False) if isinstance(e, (sp.Min, sp.Max)) else e.func(*args)
+
+
+def proved_equal(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict) -> bool:
+    """``lhs = rhs`` proved, where only that it holds counts and not how (no verdict shows it).
+
+    First the difference, with ⟨·,·⟩ expanded by bilinearity and exp(a + b) = exp(a)·exp(b),
+    is cancelled as a rational function (``cancel`` also takes constant factors out of sums):
+    0 is a proof. Otherwise :func:`settle` decides, as it would have."""
+    try:
+        if sp.cancel(sp.expand(expand_dot(lhs - rhs), power_exp=True)) == 0:
+            return True
+    except Exception:  # noqa: BLE001 - a SymPy failure proves nothing; settle decides
+        pass
+    return settle(lhs, rhs, entry, params).proved
 
 
 def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | None:
@@ -197,10 +239,15 @@ def entry_sample_subs(entry, params: dict) -> dict:
     for name, value in entry.sample_values().items():
         expr = params.get(name)
         if isinstance(expr, sp.Basic) and expr.free_symbols:
-            sol = sp.solve(sp.Eq(expr, value), next(iter(expr.free_symbols)), dict=True)
-            if sol:
-                out.update(sol[0])
+            out.update(_solve_for(expr, value, next(iter(expr.free_symbols))))
     return out
+
+
+@memoized
+def _solve_for(expr: sp.Expr, value: sp.Expr, sym: sp.Symbol) -> tuple:
+    """The first solution of expr = value for sym, as (symbol, value) pairs (none: ())."""
+    sol = sp.solve(sp.Eq(expr, value), sym, dict=True)
+    return tuple(sol[0].items()) if sol else ()
 
 
 @dataclass(frozen=True)
@@ -229,10 +276,34 @@ def row_form(W: sp.Expr) -> RowForm | None:
     if F(y).has(X) or F(y).is_positive is not True:
         return None
     Wz = W.xreplace({S: Z})
-    R = simplify(Wz / (M[i, j] * F(X[i, j])))
+    R = Wz / (M[i, j] * F(X[i, j]))
+    if _depends_on_score(R):
+        return None  # no rewriting of R is free of x_j: simplifying it first would change nothing
+    R = simplify(R)
     if R.has(X) or R.has(M) or j in R.free_symbols:
         return None
     return RowForm(F, R, simplify(Z * R), F(y) == sp.exp(y))
+
+
+def _depends_on_score(R: sp.Expr) -> bool:
+    """Does R certainly vary with x_j? Every other symbol is set to 1 (when its assumptions
+    allow it) and ball arithmetic certifies that x_j = 0 and x_j = 1 give different values;
+    then every expression equal to R has x_j in it. False means only "not shown"."""
+    from derive.crosscheck.evaluate import Instance
+    from derive.crosscheck.witness import certify, satisfies
+
+    values = {M[i, j]: sp.S.One}
+    for s in R.free_symbols - {X[i, j], M[i, j], i, j}:
+        if not isinstance(s, sp.Symbol) or not satisfies(s, 1):
+            return False
+        values[s] = sp.S.One
+    at = [R.xreplace(values | {X[i, j]: sp.S(v)}) for v in (0, 1)]
+    if any(a.free_symbols for a in at):
+        return False
+    try:
+        return certify(at[0], at[1], Instance(d=1, n=1), {}) is not None
+    except Exception:  # noqa: BLE001 - a value that cannot be enclosed shows nothing
+        return False
 
 
 def elementwise(W: sp.Expr) -> sp.Lambda | None:

@@ -36,7 +36,7 @@ _GRID = list(itertools.product((0, -1, 2, 1), (0, 2, -1), (0, 1)))
 
 
 def two_key(entry, params) -> sp.Expr | None:
-    W = canon_sums(weight(entry, params, key=j)).subs({M[i, j]: 1, M[i, KEY]: 1})
+    W = canon_sums(weight(entry, params, key=j)).xreplace({M[i, j]: sp.S.One, M[i, KEY]: sp.S.One})
     ok = True
 
     def repl(s):
@@ -84,7 +84,7 @@ def _point_value(D, entry, params, point):
     xj, xk, r = point
     subs = dict(entry_sample_subs(entry, params))
     subs.update({XJ: xj, XK: xk, R: r})
-    v = D.subs(subs)
+    v = D.xreplace({s: sp.sympify(val) for s, val in subs.items()})  # numbers for symbols: one pass
     return (sp.S.Zero if v.is_zero else v), subs
 
 

@@ -21,6 +21,7 @@ from derive.normalizers.algebra import (
     canon_sums,
     elementwise,
     entry_sample_subs,
+    put_in,
     row_form,
     sample_parameters,
     shown,
@@ -38,21 +39,26 @@ TAU = sp.Symbol("tau", positive=True)
 K = sp.Symbol("k", integer=True, positive=True)
 
 
-def _lim(expr, var, point, direction="+"):
+def _lim(expr, var, point, direction="+", tidy=True):
     """SymPy's limit; where it fails on min/max, the limit of a continuous function of
-    arguments that all converge to finite values is the function of their limits."""
-    out = None if isinstance(expr, (sp.Min, sp.Max)) else _sympy_lim(expr, var, point, direction)
+    arguments that all converge to finite values is the function of their limits.
+    Simplified unless ``tidy`` is false (a limit only passed on to another limit)."""
+    out = None if isinstance(expr, (sp.Min, sp.Max)) else _sympy_lim(expr, var, point, direction, tidy)
     if out is None and isinstance(expr, (sp.Min, sp.Max, sp.Add, sp.Mul)):
-        args = [_lim(a, var, point, direction) for a in expr.args]
+        args = [_lim(a, var, point, direction, tidy) for a in expr.args]
         if all(a is not None and a.is_finite for a in args):
-            return simplify(expr.func(*args))
+            return _tidy(expr.func(*args), tidy)
     return out
 
 
-def _sympy_lim(expr, var, point, direction="+"):
+def _tidy(expr, tidy):
+    return simplify(expr) if tidy else expr
+
+
+def _sympy_lim(expr, var, point, direction="+", tidy=True):
     direct = limit_at_infinity(expr, var, point)  # the limit laws, where they decide it
     if direct is not None:
-        return simplify(direct)
+        return _tidy(direct, tidy)
     try:
         with time_limit(CFG.time_limit):
             out = _sympy_limit(expr, var, point, direction)
@@ -60,7 +66,7 @@ def _sympy_lim(expr, var, point, direction="+"):
         return None
     if out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
         return None
-    return simplify(out)
+    return _tidy(out, tidy)
 
 
 @memoized
@@ -98,13 +104,26 @@ def explicit_iterated(entry, params, k: int) -> list | None:
     for key in range(1, k + 1):
         W = weight(entry, params, key=key).subs(n, k)
         W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
-        W = W.subs({M[i, a]: 1 for a in range(1, k + 1)}).subs({X[i, a]: xs[a - 1] for a in range(1, k + 1)})
-        for var in reversed(xs):  # the innermost limit is x_k
-            W = _lim(W, var, -sp.oo)
-            if W is None:
-                return None
+        W = W.xreplace({M[i, a]: sp.S.One for a in range(1, k + 1)} | {X[i, a]: xs[a - 1] for a in range(1, k + 1)})
+        W = _iterated(W, list(reversed(xs)))  # the innermost limit is x_k
+        if W is None:
+            return None
         out.append(W)
     return out
+
+
+def _iterated(W, xs: list):
+    """lim over ``xs`` in turn, each variable → −∞, the last limit simplified. An inner limit
+    is passed on as it comes; simplified only if the next limit cannot be taken of it."""
+    if not xs:
+        return W
+    if len(xs) == 1:
+        return _lim(W, xs[0], -sp.oo)
+    inner = _lim(W, xs[0], -sp.oo, tidy=False)
+    if inner is None:
+        return None
+    out = _iterated(inner, xs[1:])
+    return out if out is not None else _iterated(simplify(inner), xs[1:])
 
 
 def limit_iterated(entry, params, ks=(2,)) -> Derivation:
@@ -258,12 +277,23 @@ def _claimed_of(entry, params):
 
 def path_limit(entry, params, path: tuple) -> list | None:
     """Limits of the weights of a 2-key row along x = path(τ), τ → ∞."""
+    on_path = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One, X[i, 1]: path[0], X[i, 2]: path[1]}
     out = []
     for key in (1, 2):
-        W = weight(entry, params, key=key).subs(n, 2)
-        W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
-        W = W.subs({M[i, 1]: 1, M[i, 2]: 1}).subs({X[i, 1]: path[0], X[i, 2]: path[1]})
-        lim = _lim(simplify(W), TAU, sp.oo)
+        W = weight(entry, params, key=key)
+        # n = 2: each row sum Σ_{t=1}^{n} is its two terms on the path; everything is put in
+        # at once, so the weight (its min and max included) is rebuilt once
+        sums = W.atoms(sp.Sum)
+        if all(len(s.limits) == 1 and s.limits[0][1:] == (1, n) and not s.function.has(sp.Sum) for s in sums):
+            rule = {s: sp.Add(*(s.function.xreplace({s.limits[0][0]: k}) for k in (1, 2))).xreplace(on_path) for s in sums}
+            W = put_in(W, rule | on_path)
+        else:
+            W = W.subs(n, 2).replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit()).xreplace(on_path)
+        # A limit is one number whichever form of W yields it: the form as built first, and
+        # the simplified form (slow on min/max) only when that one gives no limit.
+        lim = _lim(W, TAU, sp.oo)
+        if lim is None:
+            lim = _lim(simplify(W), TAU, sp.oo)
         if lim is None:
             return None
         out.append(lim)

@@ -23,12 +23,14 @@ from derive.normalizers.algebra import (
     canon_sums,
     elementwise,
     mass,
+    proved_equal,
     row_form,
     settle,
     shown,
     sign_of,
     weight,
 )
+from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.registry import get, names
 from derive.prove.memo import simplify
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -168,7 +170,7 @@ def mass_range(entry, params) -> Derivation:
             sp.Eq(shown("g(y)"), g.expr, evaluate=False),
         )
         if sgn in ("+", "-"):
-            lo, hi = sp.limit(g.expr, y, -sp.oo), sp.limit(g.expr, y, sp.oo)
+            lo, hi = _limit(g.expr, y, -sp.oo), _limit(g.expr, y, sp.oo)
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
             der.step("g is strictly monotone with these limits, each score free", sp.Tuple(lo, hi))
             der.verdict = Verdict(
@@ -217,7 +219,7 @@ def can_abstain(entry, params) -> Derivation:
     g = elementwise(W)
     if g is not None:
         y = g.variables[0]
-        lim = sp.limit(g.expr, y, -sp.oo)
+        lim = _limit(g.expr, y, -sp.oo)
         der.step(
             "elementwise: each weight depends on its own score only; its limit at $-\\infty$",
             sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
@@ -243,6 +245,13 @@ def can_abstain(entry, params) -> Derivation:
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
     return der
+
+
+def _limit(expr, var, point):
+    """``sympy.limit`` at ±∞, found first by the limit laws when they give a rational number:
+    the limit is that number, which has one form whichever way it is found."""
+    direct = limit_at_infinity(expr, var, point)
+    return direct if direct is not None and direct.is_Rational else sp.limit(expr, var, point)
 
 
 def single_key_weight(entry, params) -> sp.Expr:
@@ -272,8 +281,8 @@ def entry_sample(entry, params):
 
 def ratio_identity(entry, params) -> Derivation:
     der = Derivation(entry.name, "ratio_identity", "$p_1 / p_2 = e^{x_1 - x_2}$ for two allowed keys", None)
-    allowed = {M[i, 1]: 1, M[i, 2]: 1}
-    lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).subs(allowed)
+    allowed = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One}
+    lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).xreplace(allowed)
     rhs = sp.exp(X[i, 1] - X[i, 2])
     der.verdict = settle(canon_sums(lhs), rhs, entry, params)
     der.equality = (lhs, rhs)
@@ -301,8 +310,7 @@ def k_bias_cancels(entry, params) -> Derivation:
         c = Dot(Q[i], B_K) / sp.sqrt(d)
         other, new = entry.shift_effect(c, params)
         rhs = weight(get(other), new, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
-        becomes = settle(with_bias, rhs, entry, params)
-        if becomes.proved:
+        if proved_equal(with_bias, rhs, entry, params):
             pretty = _assign(other, new, entry.name)
             der.step(
                 f"the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{{d}}$, so it becomes {pretty}",
