@@ -27,10 +27,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["ENV", "in_parallel_build", "once"]
+__all__ = ["ENV", "cores", "in_parallel_build", "once"]
 
 ENV = "DERIVE_SHARED_DIR"
 T = TypeVar("T")
+
+
+def cores() -> int:
+    """Cores this process may run on (``taskset`` included)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def in_parallel_build() -> bool:

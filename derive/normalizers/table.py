@@ -9,12 +9,12 @@ cell (anchors ``nrm-<normalizer>-<property>``).
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ProcessPoolExecutor
 
 from derive import shared
 from derive.normalizers import properties
 from derive.progress import note
+from derive.shared import cores as _cores
 from derive.normalizers.properties import PROPERTIES, derive_property
 from derive.normalizers.registry import get, names
 
@@ -29,11 +29,6 @@ def anchor(name: str, prop: str) -> str:
 
 def _row(name: str) -> list:
     return [derive_property(name, prop) for prop in PROPERTIES]
-
-
-def _cores() -> int:
-    """Cores this process may run on (``taskset`` included)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def build_table(workers: int | None = None) -> dict:
