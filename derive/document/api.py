@@ -383,7 +383,8 @@ class Document:
         deferred step's result before ``finish`` settles that step (and those before it).
         """
         if self._pending:
-            note(self.slug, f"waiting for {len(self._pending)} steps checked in worker processes")
+            busy = sum(1 for s in self._pending if not s.future.done())
+            note(self.slug, f"waiting for {busy} steps still being checked in worker processes")
             pending.settle_all(self._pending)
         return self
 

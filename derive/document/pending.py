@@ -28,6 +28,7 @@ SymPy rebuilds them into another expression) is computed at once. Outside
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import pickle
@@ -105,7 +106,15 @@ class Deferral:
         try:
             if self.pool is None:  # at the first deferred step: the workers inherit warm caches
                 self.pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("fork"))
-            future = self.pool.submit(_run, what, payload)
+                # Frozen, the objects the workers inherit are left out of their garbage collections,
+                # which would otherwise visit (and so copy) every page of this process's heap.
+                gc.freeze()
+                try:
+                    future = self.pool.submit(_run, what, payload)  # forks the workers
+                finally:
+                    gc.unfreeze()
+            else:
+                future = self.pool.submit(_run, what, payload)
         except (OSError, ValueError, RuntimeError, ImportError):  # BrokenProcessPool is a RuntimeError
             self.broken = True
             return None
