@@ -1,15 +1,15 @@
 """Equation checks in worker processes (derive.document.pending): same document, same failures.
 
 A build of one document on spare cores proves and cross-checks its equations and chains in
-two forked workers while ``document()`` goes on; these tests force that mode (two cores, no
+forked workers while ``document()`` goes on; these tests force that mode (two cores, no
 parallel build) and compare it with the immediate mode of a test or a library call.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import textwrap
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -173,27 +173,21 @@ def test_rendering_settles_pending_steps_or_fails(spare_cores):
             render_document(doc)
 
 
-def test_a_pool_that_cannot_start_computes_in_process(spare_cores, monkeypatch):
-    def no_pool(*a, **k):
+def test_a_worker_that_cannot_start_means_computing_in_process(spare_cores, monkeypatch):
+    def no_fork(*a, **k):
         raise OSError("no processes")
-    monkeypatch.setattr(pending, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(pending, "_fork", no_fork)
     with pending.deferring() as deferral:
         doc = Document("demo", "Demo", cfg=FAST)
         step = doc.equation(sp.exp(x + 1), sp.E * sp.exp(x), why="exp rule")
-        assert deferral.broken and not spare_cores
+        assert deferral.broken and not spare_cores  # computed at once, as without workers
         assert type(step.verdict) is Verdict and type(step.check) is CheckResult
+        doc.equation(sp.exp(x), sp.exp(x), why="same")
+        assert not spare_cores and len(doc.checks) == 2
 
 
-def test_a_worker_that_fails_is_replaced_by_the_computation_in_process(spare_cores, monkeypatch):
-    class DeadPool:
-        def submit(self, *a):
-            f = Future()
-            f.set_exception(RuntimeError("the worker died"))
-            return f
-
-        def shutdown(self, **k):
-            pass
-    monkeypatch.setattr(pending, "ProcessPoolExecutor", lambda *a, **k: DeadPool())
+def test_a_worker_that_dies_is_replaced_by_the_computation_in_process(spare_cores, monkeypatch):
+    monkeypatch.setattr(pending, "_worker", lambda conn, *a: os._exit(3))  # sends nothing
     with pending.deferring():
         doc = Document("demo", "Demo", cfg=FAST)
         step = doc.equation(sp.exp(x + 1), sp.E * sp.exp(x), why="exp rule")
@@ -202,9 +196,31 @@ def test_a_worker_that_fails_is_replaced_by_the_computation_in_process(spare_cor
         assert step.verdict.status == "proved" and doc.checks[0] is step.check and step.check.passed
 
 
-def test_a_statement_sympy_would_rebuild_differently_is_computed_at_once(spare_cores):
-    product = sp.Mul(sp.exp(x), sp.exp(x), evaluate=False)  # unpickled, it would become exp(2x)
+def test_a_step_failing_in_its_worker_is_computed_again_for_its_message(spare_cores, monkeypatch):
+    calls = []
+    import derive.document.api as api
+
+    real = api._check_step
+
+    def counted(*args):
+        calls.append(os.getpid())
+        return real(*args)
+    monkeypatch.setattr(api, "_check_step", counted)
+    with pytest.raises(StepFailed, match="step 'wrong' is refuted"):
+        with pending.deferring():
+            doc = Document("demo", "Demo", cfg=FAST)
+            doc.equation(sp.exp(2 * x), 2 * sp.exp(x), why="false", name="wrong")
+            assert calls == []  # not in this process yet
+            doc.finish()
+    assert calls == [os.getpid()]  # once here, after the worker failed
+
+
+def test_an_unevaluated_statement_reaches_the_worker_unchanged(spare_cores):
+    product = sp.Mul(sp.exp(x), sp.exp(x), evaluate=False)  # pickled, it would come back as exp(2x)
+    immediate = Document("demo", "Demo", cfg=FAST).equation(product, sp.exp(2 * x), why="exp rule")
     with pending.deferring():
         doc = Document("demo", "Demo", cfg=FAST)
         step = doc.equation(product, sp.exp(2 * x), why="exp rule")
-        assert not spare_cores and type(step.verdict) is Verdict
+        assert len(spare_cores) == 1
+        doc.finish()
+    assert step.verdict == immediate.verdict and step.verdict.method == immediate.verdict.method

@@ -230,6 +230,9 @@ class Document:
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
         """A heading; ``anchor`` makes it a link target (``[text](#anchor)`` in prose and cells)."""
         self.blocks.append(Section(title, anchor=anchor, level=level))
+        deferral = pending.active()
+        if deferral is not None:
+            deferral.poll()  # collect finished workers, start waiting steps
         if level <= 2:
             steps = sum(1 for b in self.blocks if b.kind in ("equation", "chain", "refutation", "classification"))
             busy = sum(1 for s in self._pending if not s.future.done())
@@ -464,14 +467,13 @@ class Document:
         process computes them (:mod:`derive.document.pending`)."""
         args = (self.slug, name, links, ends, where, self.cfg)
         deferral = pending.active()
-        future = deferral.submit(self._pending, (self.slug, repr(name)), _check_step, *args) if deferral else None
-        if future is None:
+        step = deferral.submit(self._pending, (self.slug, repr(name)), _check_step, *args) if deferral else None
+        if step is None:
             verdicts, result, proof_s, check_s = _check_step(*args)
             if result is not None:
                 self.checks.append(result)
             self.timings.append((name, proof_s, check_s))
             return verdicts, result
-        step = pending.Step(self._pending, future, lambda: _check_step(*args))
         verdicts = [pending.placeholder(Verdict, step) for _ in links]
         result = pending.placeholder(CheckResult, step, name=name) if ends is not None else None
         slot = len(self.timings)
