@@ -10,6 +10,8 @@ what each document would have computed itself (the computations are deterministi
 cold build stays cold.
 
 Without the variable (a single document, a test, the library) :func:`once` just computes.
+:func:`cores` is the number of cores this process may use: a document alone on two cores
+may spread its own work (:mod:`derive.document.pending`, :mod:`derive.normalizers.table`).
 
     >>> import os
     >>> _ = os.environ.pop(ENV, None)

@@ -224,3 +224,12 @@ def test_an_unevaluated_statement_reaches_the_worker_unchanged(spare_cores):
         assert len(spare_cores) == 1
         doc.finish()
     assert step.verdict == immediate.verdict and step.verdict.method == immediate.verdict.method
+
+
+def test_an_earlier_deferred_failure_wins_over_a_later_immediate_one(spare_cores, tmp_path):
+    path = _module(tmp_path, '''
+doc.equation(sp.exp(2 * x), sp.exp(x) + sp.exp(x), name="wrong step", why="deliberately false")
+doc.example_check("later failure", [1.0], [2.0])
+''')
+    message = _failure(path, tmp_path)
+    assert len(spare_cores) == 1 and message.startswith("deferred: step 'wrong step' is ")
