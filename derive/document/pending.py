@@ -144,7 +144,7 @@ class Deferral:
                 self.started = True
             try:
                 recv, proc = _fork(_worker, what, fn, args)
-            except (OSError, ValueError, RuntimeError):
+            except Exception:  # noqa: BLE001 - no process (OSError), or none allowed here (a daemon's child)
                 self.broken = True
                 future.set_exception(_NoResult())
                 self._drop_waiting()
