@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from derive import progress, shared
+from derive.document import pending
 from derive.errors import DeriveError, InputError
 from derive.render import Rendered, render_document
 
@@ -75,7 +76,19 @@ def load_document(path: Path):
     module = _load_module(path)
     if not hasattr(module, "document"):
         raise InputError(f"{path}: defines no document() function; expected `def document() -> Document`")
-    doc = module.document()
+    return _document(module, path)
+
+
+def _document(module, path: Path):
+    """``module.document()``, every step checked.
+
+    A document alone on spare cores checks its equations in worker processes while it
+    goes on (:mod:`derive.document.pending`); here it waits for them, so a step that fails
+    raises before anything is rendered.
+    """
+    with pending.deferring():
+        doc = module.document()
+        doc.finish()
     doc.source = _display_path(path)
     return doc
 
@@ -89,8 +102,7 @@ def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
     """
     module = _load_module(path)
     if hasattr(module, "document"):
-        doc = module.document()
-        doc.source = _display_path(path)
+        doc = _document(module, path)
         steps = sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification"))
         return doc.slug, render_document(doc), steps, len(doc.checks)
     files = module.rendered()

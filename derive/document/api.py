@@ -5,7 +5,10 @@ equations, chains of equalities, classifications, tables and figures. Every equa
 proved symbolically *when it is added* (after unfolding named notation) and then
 cross-checked numerically; a step that does not verify raises
 :class:`~derive.errors.StepFailed` naming the step and a numeric witness, so nothing
-unproved can reach a rendered document.
+unproved can reach a rendered document. (In a build with spare cores, equations and chains
+are proved and checked in worker processes while the document goes on, and raise when
+:meth:`Document.finish` or a read of their result settles them: see
+:mod:`derive.document.pending`.)
 
 Example::
 
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.crosscheck.check import CheckResult, cross_check
+from derive.document import pending
 from derive.document.notation import unfold
 from derive.errors import InputError, StepFailed
 from derive.progress import note
@@ -220,14 +224,20 @@ class Document:
 
     def __post_init__(self) -> None:
         self.summary = _CITE.sub(self._cite, self.summary)  # a summary may cite; it has no facts yet
+        self._pending: list = []  # steps being checked in worker processes, in document order
 
     # -- structure -------------------------------------------------------------------
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
         """A heading; ``anchor`` makes it a link target (``[text](#anchor)`` in prose and cells)."""
         self.blocks.append(Section(title, anchor=anchor, level=level))
+        deferral = pending.active()
+        if deferral is not None:
+            deferral.poll()  # collect finished workers, start waiting steps
         if level <= 2:
             steps = sum(1 for b in self.blocks if b.kind in ("equation", "chain", "refutation", "classification"))
-            note(self.slug, f"{title} ({steps} steps checked so far)")
+            busy = sum(1 for s in self._pending if not s.future.done())
+            note(self.slug, f"{title} ({steps} steps so far, {busy} of them still being checked in worker processes)"
+                 if busy else f"{title} ({steps} steps checked so far)")
 
     def prose(self, text: str) -> None:
         """A paragraph in Markdown: ``$…$`` inline math, ``**…**`` bold, ``*…*`` emphasis,
@@ -342,14 +352,12 @@ class Document:
         key 1 is allowed); they are part of the statement and shown with it. ``where`` is a
         condition (e.g. ``a <= b``) the statement is meant for: the proof holds without it,
         and the cross-check draws only instances that satisfy it (shown with the check).
+        In a build the proof and check may run in a worker process (see :meth:`finish`).
         """
         name = name or f"step-{self._count('equation') + 1}"
-        t0 = time.perf_counter()
-        verdict = self._prove(name, lhs, rhs, assume)
-        t1 = time.perf_counter()
-        result = self._cross_check(name, lhs, rhs, assume, where) if check else None
-        self.timings.append((name, t1 - t0, time.perf_counter() - t1))
-        step = Equation(name, lhs, rhs, why, verdict, result, where=where)
+        a, b = _statement(lhs, rhs, assume)
+        verdicts, result = self._checked_step(name, [(name, a, b)], (a, b) if check else None, where)
+        step = Equation(name, lhs, rhs, why, verdicts[0], result, where=where)
         self.blocks.append(step)
         self._register(name, "proved")
         return step
@@ -360,16 +368,28 @@ class Document:
         if len(whys) != len(exprs) - 1:
             raise ValueError("a chain of k+1 expressions needs k justifications")
         name = name or f"chain-{self._count('chain') + 1}"
-        t0 = time.perf_counter()
-        links = enumerate(zip(exprs, exprs[1:]))
-        verdicts = [self._prove(f"{name} (link {k + 1})", a, b, assume) for k, (a, b) in links]
-        t1 = time.perf_counter()
-        result = self._cross_check(name, exprs[0], exprs[-1], assume)
-        self.timings.append((name, t1 - t0, time.perf_counter() - t1))
+        stated = [_statement(a, b, assume) for a, b in zip(exprs, exprs[1:])]
+        links = [(f"{name} (link {k + 1})", a, b) for k, (a, b) in enumerate(stated)]
+        verdicts, result = self._checked_step(name, links, (stated[0][0], stated[-1][1]))
         step = Chain(name, list(exprs), list(whys), verdicts, result)
         self.blocks.append(step)
         self._register(name, "proved")
         return step
+
+    def finish(self) -> Document:
+        """Wait for the steps being checked in worker processes and fill in their verdicts,
+        check results and timings, in document order; the first of them that fails raises
+        :class:`~derive.errors.StepFailed` with the message it would have raised when added.
+
+        The build calls it after ``document()``. Steps are deferred only inside
+        :func:`derive.document.pending.deferring` (the build, on spare cores); reading a
+        deferred step's result before ``finish`` settles that step (and those before it).
+        """
+        if self._pending:
+            busy = sum(1 for s in self._pending if not s.future.done())
+            note(self.slug, f"waiting for {busy} steps still being checked in worker processes")
+            pending.settle_all(self._pending)
+        return self
 
     def refutation(self, lhs, rhs, *, why: str, name: str, fixed: dict | None = None,
                    assume: dict | None = None, max_d: int | None = None, max_n: int | None = None) -> Refutation:
@@ -442,24 +462,71 @@ class Document:
     def _count(self, kind: str) -> int:
         return sum(1 for b in self.blocks if b.kind == kind)
 
-    def _prove(self, name: str, lhs, rhs, assume) -> Verdict:
-        a, b = unfold(sp.sympify(lhs)), unfold(sp.sympify(rhs))
-        if assume:
-            a, b = a.subs(assume), b.subs(assume)
-        verdict = prove_equal(a, b, cfg=self.cfg)
-        if verdict.status != PROVED:
-            witness = {k: v for k, v in (verdict.witness or {}).items() if not k.startswith("_")}
-            raise StepFailed(f"{self.slug}: step {name!r} is {verdict.status}: {verdict.reason}"
-                             + (f"; witness {witness}" if witness else ""))
-        return verdict
+    def _checked_step(self, name: str, links: list, ends: tuple | None, where=None) -> tuple[list, CheckResult | None]:
+        """(verdicts, check result) of a step: computed now, or placeholders while a worker
+        process computes them (:mod:`derive.document.pending`)."""
+        args = (self.slug, name, links, ends, where, self.cfg)
+        deferral = pending.active()
+        step = deferral.submit(self._pending, (self.slug, repr(name)), _check_step, *args) if deferral else None
+        if step is None:
+            verdicts, result, proof_s, check_s = _check_step(*args)
+            if result is not None:
+                self.checks.append(result)
+            self.timings.append((name, proof_s, check_s))
+            return verdicts, result
+        verdicts = [pending.placeholder(Verdict, step) for _ in links]
+        result = pending.placeholder(CheckResult, step, name=name) if ends is not None else None
+        slot = len(self.timings)
+        self.timings.append((name, None, None))  # filled in when the step is settled
 
-    def _cross_check(self, name: str, lhs, rhs, assume, where=None) -> CheckResult:
-        a, b = unfold(sp.sympify(lhs)), unfold(sp.sympify(rhs))
-        if assume:
-            a, b = a.subs(assume), b.subs(assume)
-        result = cross_check(name, a, b, self.cfg, where=where)
-        if not result.passed:
-            raise StepFailed(f"{self.slug}: step {name!r} was proved but fails its numeric cross-check; "
-                             f"witness {result.witness}")
-        self.checks.append(result)
-        return result
+        def fill(outcome) -> None:
+            got, check, proof_s, check_s = outcome
+            for ph, v in zip(verdicts, got):
+                pending.fill(ph, v)
+            if result is not None:
+                pending.fill(result, check)
+            self.timings[slot] = (name, proof_s, check_s)
+
+        step.fill = fill
+        if result is not None:
+            self.checks.append(result)
+        return verdicts, result
+
+
+def _statement(lhs, rhs, assume) -> tuple[sp.Expr, sp.Expr]:
+    """What is proved and checked: both sides with notation unfolded and ``assume`` substituted."""
+    a, b = unfold(sp.sympify(lhs)), unfold(sp.sympify(rhs))
+    if assume:
+        a, b = a.subs(assume), b.subs(assume)
+    return a, b
+
+
+def _check_step(slug: str, name: str, links: list, ends: tuple | None, where, cfg: Settings):
+    """Prove each link ``(label, a, b)``, then cross-check ``ends`` (unless None):
+    (verdicts, check result, proof seconds, check seconds).
+
+    Pure, so a worker process can run it; a link not proved or a failed cross-check raises
+    :class:`~derive.errors.StepFailed`.
+    """
+    t0 = time.perf_counter()
+    verdicts = [_prove(slug, label, a, b, cfg) for label, a, b in links]
+    t1 = time.perf_counter()
+    result = _cross_check(slug, name, *ends, cfg, where) if ends is not None else None
+    return verdicts, result, t1 - t0, time.perf_counter() - t1
+
+
+def _prove(slug: str, name: str, a, b, cfg: Settings) -> Verdict:
+    verdict = prove_equal(a, b, cfg=cfg)
+    if verdict.status != PROVED:
+        witness = {k: v for k, v in (verdict.witness or {}).items() if not k.startswith("_")}
+        raise StepFailed(f"{slug}: step {name!r} is {verdict.status}: {verdict.reason}"
+                         + (f"; witness {witness}" if witness else ""))
+    return verdict
+
+
+def _cross_check(slug: str, name: str, a, b, cfg: Settings, where=None) -> CheckResult:
+    result = cross_check(name, a, b, cfg, where=where)
+    if not result.passed:
+        raise StepFailed(f"{slug}: step {name!r} was proved but fails its numeric cross-check; "
+                         f"witness {result.witness}")
+    return result

@@ -11,11 +11,11 @@ finish together; cells that share work are one task. :func:`cell_text` and
 
 from __future__ import annotations
 
-import os
 
 from derive import shared
 from derive.normalizers import properties
 from derive.progress import note
+from derive.shared import cores as _cores
 from derive.normalizers.properties import PROPERTIES, derive_property
 from derive.normalizers.registry import get, names
 
@@ -58,11 +58,6 @@ def _tasks(todo: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     tasks = [(name, props) for name in todo for props in per_row]
     cost = lambda t: _ROW_COST.get(t[0], 1) * sum(_PROP_COST.get(p, 1) for p in t[1])
     return sorted(tasks, key=lambda t: -cost(t))  # stable: ties keep the table's order
-
-
-def _cores() -> int:
-    """Cores this process may run on (``taskset`` included)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def build_table(workers: int | None = None) -> dict:
