@@ -218,45 +218,51 @@ def test_without_a_build_a_shared_step_is_just_computed(monkeypatch):
     assert calls == [1, 1]
 
 
-def test_the_normalizer_table_uses_no_pool_inside_a_parallel_build(tmp_path, monkeypatch):
-    """Beside other documents the cores are taken: a pool of table workers would only add work."""
+def test_the_normalizer_table_forks_no_helper_inside_a_parallel_build(tmp_path, monkeypatch):
+    """Beside other documents the cores are taken: a helper would only add work."""
     import derive.normalizers.properties as props
     import derive.normalizers.table as table
-    from derive import shared
+    from derive import parallel, shared
 
-    pools = []
-    monkeypatch.setattr(table, "_shared_build", lambda *a, **k: pools.append(1) or (_ for _ in ()).throw(OSError))
-    monkeypatch.setattr(table, "_row", lambda name: [name] * len(props.PROPERTIES))
+    asked = []
+    real_share = parallel.share
+    monkeypatch.setattr(parallel, "share", lambda tasks, f, helpers, done=None: asked.append(helpers)
+                        or real_share(tasks, f, 0, done))
+    monkeypatch.setattr(table, "_task", lambda task: [task[0]] * len(task[1]))
     monkeypatch.setattr(props, "_CACHE", {})
-    monkeypatch.setattr(table, "_cores", lambda: 2)
+    monkeypatch.setattr(shared, "cores", lambda: 2)
     monkeypatch.setenv(shared.ENV, str(tmp_path))
     assert shared.in_parallel_build()
     cells = table.build_table()
-    assert pools == [] and cells[("softmax", "ratio_identity")] == "softmax"
+    assert asked == [0] and cells[("softmax", "ratio_identity")] == "softmax"
     monkeypatch.delenv(shared.ENV)
     assert not shared.in_parallel_build()
     table.build_table()
-    assert pools == [1]  # alone on two cores: the pool is tried (and here falls back to one process)
+    assert asked == [0, 1]  # alone on two cores: one helper beside this process
 
 
-def test_the_table_processes_share_the_tasks_and_the_parent_redoes_a_failed_one(monkeypatch):
+def test_shared_tasks_are_computed_once_and_a_failed_one_again_here():
     """Each task is computed once, by this process or the forked helper; a task the helper
-    fails on is computed here again (and would raise here, where the error is seen)."""
+    fails on, or whose result does not pickle, is computed here again (and would raise here,
+    where the error is seen)."""
     import os
 
-    import derive.normalizers.table as table
+    from derive import parallel
 
     parent = os.getpid()
 
-    def fake(task):
-        name, props = task
-        if name == "bad" and os.getpid() != parent:
+    def compute(task):
+        where = "here" if os.getpid() == parent else "helper"
+        if task == "bad" and where == "helper":
             raise ValueError("helper only")
-        return [f"{name}.{p}.{'here' if os.getpid() == parent else 'helper'}" for p in props]
+        if task == "lambda" and where == "helper":
+            return lambda: None  # does not pickle
+        return f"{task}.{where}"
 
-    monkeypatch.setattr(table, "_task", fake)
-    tasks = [(f"n{k}", ("a", "b")) for k in range(30)] + [("bad", ("a",))]
-    cells = table._shared_build(tasks, 1)
-    assert set(cells) == {(name, p) for name, props in tasks for p in props}
-    assert all(v.startswith(f"{k[0]}.{k[1]}.") for k, v in cells.items())
-    assert cells[("bad", "a")] == "bad.a.here"
+    tasks = [f"n{k}" for k in range(30)] + ["bad", "lambda"]
+    arrived = []
+    out = parallel.share(tasks, compute, 1, arrived.append)
+    assert sorted(arrived) == list(range(len(tasks)))
+    assert [v.split(".")[0] for v in out[:30]] == tasks[:30]
+    assert out[30:] == ["bad.here", "lambda.here"]
+    assert parallel.share(tasks[:3], compute, 0) == ["n0.here", "n1.here", "n2.here"]

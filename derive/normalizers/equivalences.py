@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive import parallel
 from derive.model.attention import M, d, i, j, n, t, u
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers.registry import get
@@ -151,6 +152,9 @@ def decide_all() -> list[tuple[Equivalence, Verdict]]:
     from derive.normalizers.algebra import settle
 
     softmax = get("softmax")
-    # the verdicts (an Equivalence holds lambdas) are decided once per build across documents
-    verdicts = once("equivalences.decide_all", lambda: [settle(e.lhs(), e.rhs(), softmax, {}) for e in EQUIVALENCES])
+    # the verdicts (an Equivalence holds lambdas) are decided once per build across documents,
+    # by this process and a helper when the document has the machine to itself
+    decide = lambda k: settle(EQUIVALENCES[k].lhs(), EQUIVALENCES[k].rhs(), softmax, {})
+    verdicts = once("equivalences.decide_all",
+                    lambda: parallel.share(range(len(EQUIVALENCES)), decide, parallel.spare_helpers()))
     return list(zip(EQUIVALENCES, verdicts))

@@ -1,0 +1,120 @@
+"""A list of independent tasks computed by this process and forked helpers together.
+
+:func:`share` hands out the tasks in list order: this process and each helper take the next
+task whenever they are free, and the helpers send their results back pickled. This process
+works too rather than wait: reading a result back rebuilds its expressions, which costs a
+fraction of computing it, so the results computed here are the cheapest to have. A task a
+helper fails on (an exception, a result that does not pickle, a helper that dies) is
+computed again here, where it succeeds or raises exactly as it would have alone. The
+results are those of ``[compute(t) for t in tasks]``: the computations are deterministic,
+and where each one ran does not change it.
+
+Use it only for a document built alone (see :func:`spare_helpers`): beside other documents
+the cores are taken and a helper only adds work.
+
+    >>> share([1, 2, 3], lambda x: x * x, helpers=0)
+    [1, 4, 9]
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import queue
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from derive import shared
+
+__all__ = ["share", "spare_helpers"]
+
+T = TypeVar("T")
+
+
+def spare_helpers() -> int:
+    """Helpers a computation may fork: one on a machine with two or more cores for this
+    process, none beside other documents in a parallel build or where fork is missing."""
+    if shared.in_parallel_build() or "fork" not in multiprocessing.get_all_start_methods():
+        return 0
+    return 1 if shared.cores() >= 2 else 0
+
+
+def share(tasks: Sequence, compute: Callable[..., T], helpers: int,
+          done: Callable[[int], None] | None = None) -> list[T]:
+    """``[compute(t) for t in tasks]``, computed by this process and ``helpers`` forked ones.
+
+    ``done(k)`` is called in this process as the result of task ``k`` arrives (progress).
+    With no helpers, or when they cannot be started, everything is computed here.
+    """
+    tasks = list(tasks)
+    results: dict[int, T] = {}
+
+    def finished(k: int, ok: bool, value) -> None:
+        results[k] = value if ok else compute(tasks[k])  # a helper's failure is met again here
+        if done is not None:
+            done(k)
+
+    if helpers > 0 and tasks:
+        try:
+            _together(tasks, compute, helpers, finished)
+        except (OSError, ValueError, RuntimeError, ImportError):
+            pass  # no helpers: what is left is computed below
+    for k in range(len(tasks)):
+        if k not in results:
+            finished(k, False, None)
+    return [results[k] for k in range(len(tasks))]
+
+
+def _together(tasks: list, compute: Callable, helpers: int, finished: Callable) -> None:
+    ctx = multiprocessing.get_context("fork")
+    taken, inbox = ctx.Value("i", 0), ctx.Queue()
+    procs = [ctx.Process(target=_helper, args=(tasks, compute, taken, inbox), daemon=True)
+             for _ in range(helpers)]
+    for proc in procs:
+        proc.start()
+    got: set[int] = set()
+
+    def receive(wait: bool) -> None:
+        while True:
+            try:
+                k, data = inbox.get(timeout=0.1) if wait else inbox.get_nowait()
+            except queue.Empty:
+                return
+            got.add(k)
+            try:
+                ok, value = data is not None, pickle.loads(data) if data is not None else None
+            except Exception:  # noqa: BLE001 - a result that does not load is computed here
+                ok, value = False, None
+            finished(k, ok, value)
+
+    try:
+        while (k := _take(taken)) < len(tasks):
+            got.add(k)
+            finished(k, True, compute(tasks[k]))
+            receive(False)
+        while len(got) < len(tasks) and (any(p.is_alive() for p in procs) or not inbox.empty()):
+            receive(True)
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+
+
+def _take(taken) -> int:
+    """The index of the next task, taken by exactly one process."""
+    with taken.get_lock():
+        k = taken.value
+        taken.value += 1
+    return k
+
+
+def _helper(tasks: list, compute: Callable, taken, inbox) -> None:
+    """A forked helper: compute the next task until none is left, sending back (index, pickled
+    result), or (index, None) for a task that failed or whose result does not pickle."""
+    while (k := _take(taken)) < len(tasks):
+        try:
+            data = pickle.dumps(compute(tasks[k]), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - this process computes the task again and meets the error itself
+            data = None
+        inbox.put((k, data))
