@@ -169,7 +169,7 @@ class _Eval:
     # ---- the interpreter ----------------------------------------------------------------
 
     def run(self, e: sp.Basic, env: dict):
-        return _compile(e)(self, env)
+        return _compiled(e)(self, env)
 
     def symbol(self, e: sp.Symbol):
         """The value of a symbol that no loop binds: d, n, a scalar or a vector of the instance."""
@@ -317,11 +317,28 @@ def _past_the_end(mode: str):
     raise Unsupported("a table read past its end")
 
 
+_SYMBOLS: dict = {}
+
+
+def _canon(s):
+    """One object per symbol: the symbols the compiled closures look up in ``env`` and the
+    keys they bind there are the same objects, so a lookup never falls back on SymPy's slow
+    structural ``==`` (an equal symbol rebuilt by a substitution is another object)."""
+    return _SYMBOLS.setdefault(s, s) if isinstance(s, sp.Symbol) else s
+
+
+@lru_cache(maxsize=1024)
+def _compiled(e: sp.Basic):
+    """:func:`_compile` once per expression: a cross-check evaluates the same two sides on
+    every instance."""
+    return _compile(e)
+
+
 def _compile(e: sp.Basic):
     f = _compile_node(e)
     if isinstance(e, (sp.Sum, Dot)):
         # A sum or dot product is cached per evaluation, keyed by the loop variables it uses.
-        bound = sorted(_free(e), key=lambda s: s.name)
+        bound = sorted((_canon(s) for s in _free(e)), key=lambda s: s.name)
 
         def cached(ev, env, _f=f, _e=e, _bound=bound):
             key = (_e, tuple(sorted((s.name, env[s]) for s in _bound if s in env)))
@@ -336,6 +353,8 @@ def _compile(e: sp.Basic):
 
 def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in _Eval._node
     if isinstance(e, sp.Symbol):
+        e = _canon(e)
+
         def symbol(ev, env):
             if e in env:
                 return env[e]
@@ -491,6 +510,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
 def _compile_sum(body_f, limits):
     """Σ over ``limits`` [(var, lo, hi), …] (outermost first), as :meth:`_Eval._sum`."""
     (var, lo_f, hi_f), inner_limits = limits[0], limits[1:]
+    var = _canon(var)
     inner_f = _compile_sum(body_f, inner_limits) if inner_limits else body_f
 
     def total_of(ev, env):
@@ -516,10 +536,15 @@ def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | No
         old = flint.ctx.prec
         flint.ctx.prec = prec
         try:
-            return _Eval(inst, mode).run(expr, dict(env or {}))
+            return _Eval(inst, mode).run(expr, _env(env))
         finally:
             flint.ctx.prec = old
     if mode != "float":
         raise ValueError(f"unknown evaluation mode {mode!r}; expected 'float' or 'arb'")
     with np.errstate(all="ignore"):  # inf and nan are results here; callers check finiteness
-        return _Eval(inst, mode).run(expr, dict(env or {}))
+        return _Eval(inst, mode).run(expr, _env(env))
+
+
+def _env(env: dict | None) -> dict:
+    """A copy of ``env`` keyed by the symbols' canonical objects (see :func:`_canon`)."""
+    return {_canon(k): v for k, v in (env or {}).items()}
