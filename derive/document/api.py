@@ -185,6 +185,15 @@ class Figure:
     caption: str
     draw: Callable
     kind: str = "figure"
+    drawn: dict | None = field(default=None, repr=False)  # {"svg": bytes, "pdf": bytes} once drawn
+
+    def render(self) -> dict[str, bytes]:
+        """The figure as SVG and PDF bytes, drawn once."""
+        if self.drawn is None:
+            from derive.render.figures import render_figures
+
+            self.drawn = render_figures(self.draw, ("svg", "pdf"))
+        return self.drawn
 
 
 @dataclass
@@ -386,6 +395,10 @@ class Document:
         deferred step's result before ``finish`` settles that step (and those before it).
         """
         if self._pending:
+            for b in self.blocks:  # this process would only wait: it draws the figures meanwhile
+                if b.kind == "figure":
+                    note(self.slug, f"drawing figure {b.slug} while steps are checked in worker processes")
+                    b.render()
             busy = sum(1 for s in self._pending if not s.future.done())
             note(self.slug, f"waiting for {busy} steps still being checked in worker processes")
             pending.settle_all(self._pending)

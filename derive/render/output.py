@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from derive.render.figures import render_figures
 from derive.render.view import to_json, view
 
 __all__ = ["Rendered", "environment", "render_document", "template_dir"]
@@ -48,7 +47,7 @@ def render_document(doc) -> Rendered:
     out.build[f"{doc.slug}.tex"] = _tidy(env.get_template("document.tex.j2").render(**view(doc, "tex"))).encode()
     for b in doc.blocks:
         if b.kind == "figure":
-            drawn = render_figures(b.draw, ("svg", "pdf"))
+            drawn = b.render()
             out.docs[f"{b.slug}.svg"], out.build[f"{b.slug}.pdf"] = drawn["svg"], drawn["pdf"]
     return out
 
