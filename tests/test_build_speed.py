@@ -219,26 +219,35 @@ def test_without_a_build_a_shared_step_is_just_computed(monkeypatch):
 
 
 def test_the_normalizer_table_forks_no_helper_inside_a_parallel_build(tmp_path, monkeypatch):
-    """Beside other documents the cores are taken: a helper would only add work."""
+    """Beside other documents the cores are taken: a helper would only add work, so nothing is
+    computed ahead; alone on two cores the cells (and the token equivalences) are computed
+    ahead by this process and one helper, and the table reads them back."""
     import derive.normalizers.properties as props
     import derive.normalizers.table as table
     from derive import parallel, shared
 
     asked = []
-    real_share = parallel.share
-    monkeypatch.setattr(parallel, "share", lambda tasks, f, helpers, done=None: asked.append(helpers)
-                        or real_share(tasks, f, 0, done))
-    monkeypatch.setattr(table, "_task", lambda task: [task[0]] * len(task[1]))
+    monkeypatch.setattr(parallel, "share", lambda tasks, f, helpers, done=None: asked.append((helpers, tasks))
+                        or [f(t) for t in tasks])
+    monkeypatch.setattr(table, "_task", lambda task: [f"{task[0]}.{p}" for p in task[1]])
+    monkeypatch.setattr(table, "derive_property", lambda name, prop: props._CACHE.get((name, prop, ()), "late"))
     monkeypatch.setattr(props, "_CACHE", {})
+    monkeypatch.setattr(table.equivalences, "_DECIDED", {})
     monkeypatch.setattr(shared, "cores", lambda: 2)
     monkeypatch.setenv(shared.ENV, str(tmp_path))
     assert shared.in_parallel_build()
-    cells = table.build_table()
-    assert asked == [0] and cells[("softmax", "ratio_identity")] == "softmax"
+    cells = table.build_table(token_equivalences=True)
+    assert asked == [] and cells[("softmax", "ratio_identity")] == "late"
     monkeypatch.delenv(shared.ENV)
     assert not shared.in_parallel_build()
-    table.build_table()
-    assert asked == [0, 1]  # alone on two cores: one helper beside this process
+    cells = table.build_table(token_equivalences=True)
+    (helpers, tasks), = asked
+    assert helpers == 1 and cells[("softmax", "ratio_identity")] == "softmax.ratio_identity"
+    n_cells = len(props.PROPERTIES) * len(cells) // len(props.PROPERTIES)
+    assert sum(len(w) for name, w in tasks if name != "equivalence") == n_cells == len(cells)
+    assert sorted(k for name, w in tasks if name == "equivalence" for k in w) == \
+        list(range(len(table.equivalences.EQUIVALENCES)))
+    assert set(table.equivalences._DECIDED) == set(range(len(table.equivalences.EQUIVALENCES)))
 
 
 def test_shared_tasks_are_computed_once_and_a_failed_one_again_here():

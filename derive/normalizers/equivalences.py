@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive import parallel
 from derive.model.attention import M, d, i, j, n, t, u
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers.registry import get
@@ -148,13 +147,20 @@ EQUIVALENCES = [
 ]
 
 
-def decide_all() -> list[tuple[Equivalence, Verdict]]:
+_DECIDED: dict[int, Verdict] = {}  # verdicts decided in this process (or handed to it), by index
+
+
+def decide(k: int) -> Verdict:
+    """The verdict of ``EQUIVALENCES[k]``, decided by the normalizers' prover."""
     from derive.normalizers.algebra import settle
 
-    softmax = get("softmax")
-    # the verdicts (an Equivalence holds lambdas) are decided once per build across documents,
-    # by this process and a helper when the document has the machine to itself
-    decide = lambda k: settle(EQUIVALENCES[k].lhs(), EQUIVALENCES[k].rhs(), softmax, {})
-    verdicts = once("equivalences.decide_all",
-                    lambda: parallel.share(range(len(EQUIVALENCES)), decide, parallel.spare_helpers()))
+    if k not in _DECIDED:
+        e = EQUIVALENCES[k]
+        _DECIDED[k] = settle(e.lhs(), e.rhs(), get("softmax"), {})
+    return _DECIDED[k]
+
+
+def decide_all() -> list[tuple[Equivalence, Verdict]]:
+    # the verdicts (an Equivalence holds lambdas) are decided once per build across documents
+    verdicts = once("equivalences.decide_all", lambda: [decide(k) for k in range(len(EQUIVALENCES))])
     return list(zip(EQUIVALENCES, verdicts))
