@@ -33,8 +33,10 @@ T = TypeVar("T")
 
 def spare_helpers() -> int:
     """Helpers a computation may fork: one on a machine with two or more cores for this
-    process, none beside other documents in a parallel build or where fork is missing."""
-    if shared.in_parallel_build() or "fork" not in multiprocessing.get_all_start_methods():
+    process, none beside other documents in a parallel build, where fork is missing, or in a
+    helper or worker process itself (a daemon, which may not have children)."""
+    if (shared.in_parallel_build() or "fork" not in multiprocessing.get_all_start_methods()
+            or multiprocessing.current_process().daemon):
         return 0
     return 1 if shared.cores() >= 2 else 0
 
