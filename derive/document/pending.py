@@ -32,6 +32,7 @@ process when it is settled, where it succeeds or raises
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import importlib
 import multiprocessing
@@ -126,7 +127,7 @@ class Deferral:
                 proc, future = self.running.pop(conn)
                 try:
                     status, value = conn.recv()
-                except (EOFError, OSError):  # the worker died
+                except Exception:  # noqa: BLE001 - the worker died, or its result does not load here
                     status, value = "error", None
                 conn.close()
                 proc.join()
@@ -267,8 +268,37 @@ class _Placeholder:
         step = self.__dict__.get("_pending_step")
         if step is None or attr.startswith("__"):
             raise AttributeError(attr)
-        step.settle()
+        _settled(self)
         return getattr(self, attr)
+
+    def __eq__(self, other):
+        _settled(self)
+        return self == other
+
+    def __hash__(self):
+        _settled(self)
+        return hash(self)
+
+    def __reduce_ex__(self, protocol):  # copy, deepcopy, pickle: of the settled value
+        _settled(self)
+        return self.__reduce_ex__(protocol)
+
+
+def _settled(obj) -> None:
+    """Settle the step of the placeholder ``obj``; it is then an object of the real class."""
+    obj.__dict__["_pending_step"].settle()
+    if isinstance(obj, _Placeholder):  # a copy made before the step was settled: nothing fills it
+        raise RuntimeError("a placeholder that its step does not fill (copied before it was settled)")
+
+
+def _field(name: str) -> property:
+    """A dataclass field of a placeholder: its class default must not answer before the step is settled."""
+    def get(self):
+        if name in self.__dict__:  # a field known at once (a check's name)
+            return self.__dict__[name]
+        _settled(self)
+        return getattr(self, name)
+    return property(get)
 
 
 _TYPES: dict[type, type] = {}
@@ -279,7 +309,8 @@ def placeholder(cls: type, step: Step, **known):
     ``known`` fields are set already (a check's name: checks can be filtered without waiting)."""
     kind = _TYPES.get(cls)
     if kind is None:
-        kind = _TYPES[cls] = type(f"Pending{cls.__name__}", (_Placeholder, cls), {})
+        fields = {f.name: _field(f.name) for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+        kind = _TYPES[cls] = type(f"Pending{cls.__name__}", (_Placeholder, cls), fields)
     obj = object.__new__(kind)
     obj.__dict__.update(known)
     obj.__dict__["_pending_step"] = step
