@@ -277,7 +277,7 @@ def _claimed_of(entry, params):
 
 def path_limit(entry, params, path: tuple) -> list | None:
     """Limits of the weights of a 2-key row along x = path(τ), τ → ∞."""
-    on_path = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One, X[i, 1]: path[0], X[i, 2]: path[1]}
+    on_path = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One, X[i, 1]: path[0], X[i, 2]: path[1], n: sp.Integer(2)}
     out = []
     for key in (1, 2):
         W = weight(entry, params, key=key)
