@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
-import queue
+import multiprocessing.connection
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -37,6 +37,8 @@ def spare_helpers() -> int:
     helper or worker process itself (a daemon, which may not have children)."""
     if (shared.in_parallel_build() or "fork" not in multiprocessing.get_all_start_methods()
             or multiprocessing.current_process().daemon):
+        return 0
+    if multiprocessing.current_process().daemon:  # a helper or a document's worker: it may not fork
         return 0
     return 1 if shared.cores() >= 2 else 0
 
@@ -69,38 +71,53 @@ def share(tasks: Sequence, compute: Callable[..., T], helpers: int,
 
 def _together(tasks: list, compute: Callable, helpers: int, finished: Callable) -> None:
     ctx = multiprocessing.get_context("fork")
-    taken, inbox = ctx.Value("i", 0), ctx.Queue()
-    procs = [ctx.Process(target=_helper, args=(tasks, compute, taken, inbox), daemon=True)
-             for _ in range(helpers)]
-    for proc in procs:
-        proc.start()
-    got: set[int] = set()
-
-    def receive(wait: bool) -> None:
-        while True:
-            try:
-                k, data = inbox.get(timeout=0.1) if wait else inbox.get_nowait()
-            except queue.Empty:
-                return
-            got.add(k)
-            try:
-                ok, value = data is not None, pickle.loads(data) if data is not None else None
-            except Exception:  # noqa: BLE001 - a result that does not load is computed here
-                ok, value = False, None
-            finished(k, ok, value)
-
+    taken = ctx.Value("i", 0)
+    inboxes: dict = {}  # receiving end of a helper's pipe → the helper
     try:
+        for _ in range(helpers):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_helper, args=(tasks, compute, taken, send), daemon=True)
+            try:
+                proc.start()
+            except BaseException:
+                recv.close()
+                raise
+            finally:
+                send.close()  # only the helper writes: its end of the pipe closes when it exits or dies
+            inboxes[recv] = proc
+        got: set[int] = set()
+
+        def receive(wait: bool) -> None:
+            while inboxes:
+                ready = multiprocessing.connection.wait(list(inboxes), timeout=None if wait else 0)
+                if not ready:
+                    return
+                for conn in ready:
+                    try:
+                        k, data = conn.recv()
+                    except Exception:  # noqa: BLE001 - EOF: the helper is done, or died mid-message
+                        conn.close()
+                        inboxes.pop(conn).join()
+                        continue
+                    got.add(k)
+                    try:
+                        ok, value = data is not None, pickle.loads(data) if data is not None else None
+                    except Exception:  # noqa: BLE001 - a result that does not load is computed here
+                        ok, value = False, None
+                    finished(k, ok, value)
+                wait = False
+
         while (k := _take(taken)) < len(tasks):
             got.add(k)
             finished(k, True, compute(tasks[k]))
             receive(False)
-        while len(got) < len(tasks) and (any(p.is_alive() for p in procs) or not inbox.empty()):
+        while len(got) < len(tasks) and inboxes:
             receive(True)
     finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
+        for conn, proc in inboxes.items():
+            conn.close()
+            proc.terminate()
+            proc.join()
 
 
 def _take(taken) -> int:
@@ -111,7 +128,7 @@ def _take(taken) -> int:
     return k
 
 
-def _helper(tasks: list, compute: Callable, taken, inbox) -> None:
+def _helper(tasks: list, compute: Callable, taken, conn) -> None:
     """A forked helper: compute the next task until none is left, sending back (index, pickled
     result), or (index, None) for a task that failed or whose result does not pickle."""
     while (k := _take(taken)) < len(tasks):
@@ -119,4 +136,4 @@ def _helper(tasks: list, compute: Callable, taken, inbox) -> None:
             data = pickle.dumps(compute(tasks[k]), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - this process computes the task again and meets the error itself
             data = None
-        inbox.put((k, data))
+        conn.send((k, data))
