@@ -38,8 +38,6 @@ def spare_helpers() -> int:
     if (shared.in_parallel_build() or "fork" not in multiprocessing.get_all_start_methods()
             or multiprocessing.current_process().daemon):
         return 0
-    if multiprocessing.current_process().daemon:  # a helper or a document's worker: it may not fork
-        return 0
     return 1 if shared.cores() >= 2 else 0
 
 
