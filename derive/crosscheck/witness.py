@@ -148,11 +148,12 @@ def _plain_decimal(d: Decimal) -> str:
 
 
 def satisfies(s: sp.Symbol, v) -> bool:
-    """Does the value ``v`` satisfy the assumptions declared on ``s`` (sign, integrality)?"""
+    """Does the value ``v`` satisfy every assumption on ``s`` (sign, integrality, parity, …)?
+
+    Each assumption SymPy holds for ``s`` (the declared ones and what follows from them) must
+    hold for ``v`` as well, decided: a value whose property SymPy leaves open is not taken."""
     v = sp.sympify(v)
-    return not ((s.is_positive and not v > 0) or (s.is_negative and not v < 0)
-                or (s.is_nonnegative and v < 0) or (s.is_nonpositive and v > 0)
-                or (s.is_nonzero and v.is_zero) or (s.is_integer and not v.is_integer))
+    return all(getattr(v, f"is_{k}") == want for k, want in s.assumptions0.items())
 
 
 def _allowed(s: sp.Symbol) -> list[sp.Expr]:

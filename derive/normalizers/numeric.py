@@ -173,7 +173,7 @@ class _Search:
     def result(self) -> CheckResult:
         c = self.check
         return CheckResult(c.name, self.witness is None, self.fixed, self.stats["abs"], self.stats["rel"], c.tol, 0,
-                           self.witness, searched=self.searched)
+                           self.witness, searched=c.examples if self.witness is None else self.searched)
 
 
 def check_many(checks: Sequence[Check]) -> list[CheckResult]:
@@ -182,8 +182,9 @@ def check_many(checks: Sequence[Check]) -> list[CheckResult]:
     A check that fails a fixed row is reported with that row and is not searched. The search
     draws ``max(examples)`` rows, one :func:`adversarial_rows` pair per example, and each row
     is compared by every check that passed its fixed rows and has not yet seen its ``examples``
-    rows (a check that needs an allowed key gets the pair's strict row), so a check's searched count is the
-    number of rows it was compared on. A check that fails keeps its first failing row as its
+    rows (a check that needs an allowed key gets the pair's strict row). A check that passed reports
+    its configured ``examples`` as searched, as :func:`derive.crosscheck.check.cross_check` does, so the
+    figure does not depend on how many rows a Hypothesis version drew; a failed one the rows it saw. A check that fails keeps its first failing row as its
     witness (not shrunk: the search itself never fails), and every check, that one included,
     goes on being compared on the rows that follow.
     """

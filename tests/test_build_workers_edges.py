@@ -1,4 +1,5 @@
-"""Reproducers found in review of the document-build speed work (each fails on `merge` as of 2f82482)."""
+"""Edge cases of the parallel document build: placeholders of deferred steps, helpers that die or
+send what does not load, and the fast path of path limits (each of these once failed)."""
 
 from __future__ import annotations
 
@@ -123,3 +124,42 @@ def test_share_returns_when_a_helper_dies_mid_result():
         pytest.fail("parallel.share hangs in Queue.get: the parent holds the queue's write end, so a "
                     "partial message from a killed helper never reaches EOF")
     assert out.stdout.strip() == "4"
+
+
+def test_a_counterexample_value_must_meet_every_assumption_of_its_symbol():
+    """Parity and the like count too: 1 is no value for an even symbol."""
+    import sympy as sp
+
+    from derive.crosscheck.witness import satisfies
+
+    assert not satisfies(sp.Symbol("k", even=True), 1) and satisfies(sp.Symbol("k", even=True), 2)
+    assert not satisfies(sp.Symbol("p", prime=True), 1) and satisfies(sp.Symbol("p", prime=True), 3)
+    assert satisfies(sp.Symbol("x", real=True), sp.sqrt(2)) and not satisfies(sp.Symbol("x", positive=True), 0)
+    assert not satisfies(sp.Symbol("n", integer=True), sp.Rational(1, 2))
+
+
+@pytest.mark.slow
+def test_a_table_cell_shows_the_same_whether_computed_here_or_sent_back_by_a_helper():
+    """A helper sends its cells back pickled, and unpickling rebuilds SymPy objects (an
+    unevaluated product comes back evaluated); which cells a helper computes depends on timing,
+    so every cell and token-equivalence verdict must show the same after the round trip."""
+    import pickle
+
+    from derive.normalizers import equivalences
+    from derive.normalizers.properties import PROPERTIES, derive_property
+    from derive.normalizers.registry import names
+    from derive.render.latex import tex
+
+    def shown(der):
+        v = der.verdict
+        eq = tuple(tex(e) for e in der.equality) if der.equality is not None else None
+        return (v.status, v.reason, v.method, repr(v.witness), der.value_text(), tuple(der.latex_steps()), eq,
+                der.claim)
+
+    for name in names():
+        for prop in PROPERTIES:
+            der = derive_property(name, prop)
+            assert shown(pickle.loads(pickle.dumps(der, protocol=pickle.HIGHEST_PROTOCOL))) == shown(der), (name, prop)
+    for k in range(len(equivalences.EQUIVALENCES)):
+        v = equivalences.decide(k)
+        assert repr(pickle.loads(pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL))) == repr(v)
