@@ -18,6 +18,7 @@ the cores are taken and a helper only adds work.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import pickle
 import multiprocessing.connection
@@ -73,15 +74,7 @@ def _together(tasks: list, compute: Callable, helpers: int, finished: Callable) 
     inboxes: dict = {}  # receiving end of a helper's pipe → the helper
     try:
         for _ in range(helpers):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_helper, args=(tasks, compute, taken, send), daemon=True)
-            try:
-                proc.start()
-            except BaseException:
-                recv.close()
-                raise
-            finally:
-                send.close()  # only the helper writes: its end of the pipe closes when it exits or dies
+            recv, proc = fork(_helper, tasks, compute, taken)
             inboxes[recv] = proc
         got: set[int] = set()
 
@@ -118,6 +111,28 @@ def _together(tasks: list, compute: Callable, helpers: int, finished: Callable) 
             proc.join()
 
 
+def fork(target: Callable, *args):
+    """(receiving end, process): ``target(sending end, *args)`` in a forked daemon process.
+
+    Only the child holds the sending end, so the receiving end sees EOF when the child exits
+    or dies, whatever it was writing."""
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(send, *args), daemon=True)
+    # Frozen, the objects the child inherits are left out of its garbage collections,
+    # which would otherwise visit (and so copy) every page of this process's heap.
+    gc.freeze()
+    try:
+        proc.start()
+    except BaseException:
+        recv.close()
+        raise
+    finally:
+        gc.unfreeze()
+        send.close()
+    return recv, proc
+
+
 def _take(taken) -> int:
     """The index of the next task, taken by exactly one process."""
     with taken.get_lock():
@@ -126,7 +141,7 @@ def _take(taken) -> int:
     return k
 
 
-def _helper(tasks: list, compute: Callable, taken, conn) -> None:
+def _helper(conn, tasks: list, compute: Callable, taken) -> None:
     """A forked helper: compute the next task until none is left, sending back (index, pickled
     result), or (index, None) for a task that failed or whose result does not pickle."""
     while (k := _take(taken)) < len(tasks):

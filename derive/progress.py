@@ -25,6 +25,9 @@ def enabled() -> bool:
 
 
 def note(doc: str, what: str) -> None:
-    """Print ``doc: what`` on stderr when progress is on."""
+    """Print ``doc: what`` on stderr when progress is on: one write of the whole line, so the
+    lines of processes building side by side never run into one another (``print`` writes the
+    text and its newline separately)."""
     if enabled():
-        print(f"  {doc}: {what}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"  {doc}: {what}\n")
+        sys.stderr.flush()

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import importlib
 import multiprocessing
 import multiprocessing.connection
@@ -42,7 +41,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from derive import shared
+from derive import parallel, shared
 from derive.progress import note
 
 __all__ = ["Deferral", "Step", "active", "deferring", "fill", "placeholder", "settle_all"]
@@ -53,8 +52,7 @@ _ACTIVE: list = []  # the Deferral in effect, if any (one per process: see Defer
 
 def _spare_cores() -> bool:
     """A document alone on a machine where it may use several cores, and fork is available."""
-    return (not shared.in_parallel_build() and shared.cores() >= 2
-            and "fork" in multiprocessing.get_all_start_methods())
+    return parallel.spare_helpers() > 0
 
 
 @contextlib.contextmanager
@@ -186,23 +184,7 @@ def _warm() -> None:
             pass
 
 
-def _fork(target: Callable, *args):
-    """(receiving end, process): ``target(sending end, *args)`` in a forked process."""
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=target, args=(send, *args), daemon=True)
-    # Frozen, the objects the worker inherits are left out of its garbage collections,
-    # which would otherwise visit (and so copy) every page of this process's heap.
-    gc.freeze()
-    try:
-        proc.start()
-    except BaseException:
-        recv.close()
-        raise
-    finally:
-        gc.unfreeze()
-        send.close()
-    return recv, proc
+_fork = parallel.fork
 
 
 def _worker(conn, what: tuple[str, str], fn: Callable, args: tuple) -> None:
