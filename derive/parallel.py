@@ -58,10 +58,7 @@ def share(tasks: Sequence, compute: Callable[..., T], helpers: int,
             done(k)
 
     if helpers > 0 and tasks:
-        try:
-            _together(tasks, compute, helpers, finished)
-        except (OSError, ValueError, RuntimeError, ImportError):
-            pass  # no helpers: what is left is computed below
+        _together(tasks, compute, helpers, finished)
     for k in range(len(tasks)):
         if k not in results:
             finished(k, False, None)
@@ -69,12 +66,17 @@ def share(tasks: Sequence, compute: Callable[..., T], helpers: int,
 
 
 def _together(tasks: list, compute: Callable, helpers: int, finished: Callable) -> None:
-    ctx = multiprocessing.get_context("fork")
-    taken = ctx.Value("i", 0)
+    try:
+        taken = multiprocessing.get_context("fork").Value("i", 0)
+    except (OSError, ValueError, RuntimeError):
+        return  # no shared counter (no fork, no shared memory): this process computes everything
     inboxes: dict = {}  # receiving end of a helper's pipe → the helper
     try:
         for _ in range(helpers):
-            recv, proc = fork(_helper, tasks, compute, taken)
+            try:
+                recv, proc = fork(_helper, tasks, compute, taken)
+            except (OSError, ValueError, RuntimeError):
+                break  # no (more) helpers: this process computes what they would have
             inboxes[recv] = proc
         got: set[int] = set()
 

@@ -163,3 +163,27 @@ def test_a_table_cell_shows_the_same_whether_computed_here_or_sent_back_by_a_hel
     for k in range(len(equivalences.EQUIVALENCES)):
         v = equivalences.decide(k)
         assert repr(pickle.loads(pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL))) == repr(v)
+
+
+def test_a_task_that_fails_here_is_computed_once_and_its_error_raised(monkeypatch):
+    """Only starting helpers may fail quietly (then this process computes everything); an error
+    of the computation itself is raised at once, not met a second time first."""
+    from derive import parallel
+
+    calls = []
+
+    def compute(task):
+        calls.append(task)
+        if task == 0:
+            raise ValueError("task 0 is wrong")
+        return task
+
+    with pytest.raises(ValueError, match="task 0 is wrong"):
+        parallel.share([0, 1, 2], compute, 1)
+    assert calls.count(0) == 1
+
+    def no_fork(*a, **k):
+        raise OSError("no processes")
+
+    monkeypatch.setattr(parallel, "fork", no_fork)
+    assert parallel.share(list(range(5)), lambda t: t * 2, 1) == [0, 2, 4, 6, 8]
