@@ -86,19 +86,17 @@ print(json.dumps(r.timings))
 """
 
 
-def one_document(module: Path, tmp: Path) -> tuple[str, float, float, float, float]:
-    """(slug, build wall, build CPU, process wall, process CPU) of one document built cold in a
+def one_document(module: Path, tmp: Path) -> tuple[str, float, float, float]:
+    """(slug, build wall, build CPU, process wall) of one document built cold in a
     fresh interpreter: nothing an earlier document computed is warm. The build's figures are
     what its log prints for the document; the process's add the interpreter's start and the
     imports."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _ONE, str(module), str(tmp / "d1"), str(tmp / "b1")],
                          cwd=ROOT, check=True, capture_output=True, text=True).stdout
     wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     (slug, b_wall, b_cpu, _), = json.loads(out.strip().splitlines()[-1])
-    return slug, b_wall, b_cpu, wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    return slug, b_wall, b_cpu, wall
 
 
 def documents(base: float, jobs: int) -> bool:
@@ -108,7 +106,7 @@ def documents(base: float, jobs: int) -> bool:
         print(f"{'document (alone, fresh process, cold)':38} {'wall s':>7} {'CPU s':>7} {'× sympy':>8}   "
               f"{'process wall s':>14}")
         for module in proof_modules():
-            slug, wall, cpu, p_wall, _ = one_document(module, Path(tmp))
+            slug, wall, cpu, p_wall = one_document(module, Path(tmp))
             target = TARGETS_S.get(slug, DOC_TARGET_S)
             ok &= wall <= target
             print(f"{slug:38} {wall:7.2f} {cpu:7.2f} {wall / base:8.2f}   {p_wall:14.2f}  {status(wall, target)}")
