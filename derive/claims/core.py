@@ -60,6 +60,8 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
                       show.latex(diff)))
     if {str(k): str(v) for k, v in va.params.items()} != {str(k): str(v) for k, v in vb.params.items()}:
         return False, "", steps, diff
+    if not va.same_mask(vb):  # the lemmas below hold for one mask
+        return False, "", steps, diff
     if diff == 0:
         steps.append(step("the scores are identical, so are the weights"))
         return True, "the scores are identical after expansion", steps, diff

@@ -8,6 +8,8 @@ from derive.claims import show
 from derive.claims.core import expand, key_free, key_terms, scores_lemma, settle
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
+from derive.claims.numeric import concrete_mask
+from derive.claims.substitute import mentions
 from derive.claims.variant import Variant, fresh
 from derive.model.attention import display_apart, i, j
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
@@ -64,25 +66,62 @@ def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
     return None
 
 
+def _pair(ctx: Context, name: str):
+    """(base variant, the variant with NAME replaced), or the Outcome that says why the two
+    cannot be compared: NAME read by a traced mask_mod, NAME named nowhere in the variant, or a
+    substitution that changed nothing (then both sides would be one expression)."""
+    masked = _read_by_mask(ctx, name)
+    if masked is not None:
+        return masked
+    if name not in mentions(ctx.spec):
+        return Outcome(UNDECIDED, f"{name} does not occur in this variant (its score, mask, normalizer or "
+                                  f"value): the claim would compare the variant with itself, which says "
+                                  f"nothing about {name}")
+    va, vb = ctx.base, ctx.changed(name)
+    if not va.reaches(vb):
+        return Outcome(UNDECIDED, f"the variant names {name}, but replacing it changed no part of the variant; "
+                                  "not decided (please report this)")
+    return va, vb
+
+
+def _sides(va: Variant, vb: Variant, lhs, rhs, lemma: tuple) -> tuple:
+    """(lhs, rhs, mask, lemma) for settle: with one mask, the symbolic M; when the substitution
+    changed the mask (document(IDS)), each side on its own mask, and no lemma (the lemmas assume
+    one mask)."""
+    if va.same_mask(vb):
+        return lhs, rhs, va.mask, lemma
+    steps = list(lemma[2]) + [step(f"the mask changes too: {va.mask} becomes {vb.mask}")]
+    return concrete_mask(lhs, va.mask), concrete_mask(rhs, vb.mask), "none", (False, "", steps, lemma[3])
+
+
+def _mark(out: Outcome, va: Variant, vb: Variant, name: str) -> Outcome:
+    if out.status == REFUTED:
+        out.witness["changed_name"] = fresh(name)
+        if not va.same_mask(vb):
+            out.witness["mask"] = f"{va.mask} / {vb.mask}"
+    return out
+
+
 def invariant(ctx: Context, claim) -> Outcome:
     name = claim.arg
     if name in ctx._inv:
         return ctx._inv[name]
-    masked = _read_by_mask(ctx, name)
-    if masked is not None:
-        ctx._inv[name] = masked
-        return masked
-    va, vb = ctx.base, ctx.changed(name)
+    pair = _pair(ctx, name)
+    if isinstance(pair, Outcome):
+        ctx._inv[name] = pair
+        return pair
+    va, vb = pair
     lemma = scores_lemma(va, vb, ctx.cfg)
     delta = delta_form(lemma[3], vb, name)
     if delta is not None and lemma[3] is not None and delta != lemma[3]:
         lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
-    out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
+    lhs, rhs, mask, lemma = _sides(va, vb, va.weight(), vb.weight(), lemma)
+    why = _why_scores(delta, name, ctx.spec.normalizer) if va.same_mask(vb) else \
+        f"changing {name} changes the allowed keys"
+    out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma,
                  guards=va.guards + vb.guards, compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
-                 why_refuted=_why_scores(delta, name, ctx.spec.normalizer))
-    if out.status == REFUTED:
-        out.witness["changed_name"] = fresh(name)
-    ctx._inv[name] = out
+                 why_refuted=why)
+    ctx._inv[name] = _mark(out, va, vb, name)
     return out
 
 
@@ -100,10 +139,10 @@ def depends(ctx: Context, claim) -> Outcome:
 
 def output_invariant(ctx: Context, claim) -> Outcome:
     name = claim.arg
-    masked = _read_by_mask(ctx, name)
-    if masked is not None:
-        return masked
-    va, vb = ctx.base, ctx.changed(name)
+    pair = _pair(ctx, name)
+    if isinstance(pair, Outcome):
+        return pair
+    va, vb = pair
     ok, reason, steps, diff = scores_lemma(va, vb, ctx.cfg)
     dv = expand(vb.value() - va.value(), ctx.cfg)
     if dv is not None:
@@ -121,12 +160,13 @@ def output_invariant(ctx: Context, claim) -> Outcome:
     if ok and dv == 0 and dx != 0:
         why = f"the value of the {ctx.spec.normalizer} token changes" + \
             (f" by {show.math(delta_form(dx, vb, name))}" if dx is not None else "")
-    out = settle(claim.name, va.output(), vb.output(), ctx.spec.mask, ctx.cfg, lemma, why_refuted=why,
+    lhs, rhs, mask, lemma = _sides(va, vb, va.output(), vb.output(), lemma)
+    if not va.same_mask(vb):
+        why = f"changing {name} changes the allowed keys"
+    out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma, why_refuted=why,
                  guards=va.guards + vb.guards, rows=False,
                  compared=(f"output with {name}", f"output with {fresh(name)}"))
-    if out.status == REFUTED:
-        out.witness["changed_name"] = fresh(name)
-    return out
+    return _mark(out, va, vb, name)
 
 
 def output_shift(ctx: Context, claim) -> Outcome:

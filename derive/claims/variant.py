@@ -1,7 +1,10 @@
 """A variant built from its spec: scores, values, weights and outputs as engine objects.
 
 ``Variant(spec, rename={"b_k": "b_k'"})`` is the same variant with ``b_k`` replaced by a
-fresh object of the same kind, which is how "for all values of NAME" is stated.
+fresh object of the same kind, which is how "for all values of NAME" is stated. The variant is
+built once from the spec, then the one substitution of :mod:`derive.claims.substitute` is
+applied to every part of it (score, mask, normalizer parameters, value, guards), so no part can
+keep the old NAME. ``reaches(name)`` says whether the substitution changed anything.
 
 Normalizer parameters: a parameter the spec names (``sink(s0)``, ``sigmoid(b0)``) is the
 user's symbol; one it leaves unnamed (the bias of a plain ``sigmoid``) is a symbol of its
@@ -34,13 +37,51 @@ def internal_parameter(normalizer: str, sym: sp.Symbol) -> sp.Symbol:
 
 class Variant:
     def __init__(self, spec: Spec, rename: dict | None = None):
-        self.spec, self.rename = spec, dict(rename or {})
-        self.binds = spec.binds(self.rename)
+        self.spec, self.rename = spec, {}
+        self.binds = spec.binds()
         self.guards: list = []  # the domain as written (see translate): counterexamples stay inside
         self.score_j = translate(spec.score, self.binds, guards=self.guards)[0] if spec.flex is None or \
-            spec.flex.score is None else spec.flex.score_expr(self.rename)
+            spec.flex.score is None else spec.flex.score_expr(self.binds)
         self.value_j = translate(spec.value, self.binds, guards=self.guards)[0]
+        self.mask = spec.mask
         self.params, self.extra = self._normalizer_parts()
+        for name, label in (rename or {}).items():
+            self._substitute(name, label)
+
+    def _substitute(self, name: str, to) -> None:
+        """Apply the one substitution NAME ↦ ``to`` to every part (see :mod:`.substitute`)."""
+        from derive.claims.substitute import ZERO, substitution
+
+        f = substitution(self.spec, name, to)
+        self.score_j, self.value_j = f(self.score_j), f(self.value_j)
+        self.params = {k: f(v) for k, v in self.params.items()}
+        self.extra = None if self.extra is None else f(self.extra)
+        self.guards = [(kind, f(g)) for kind, g in self.guards]
+        cond = getattr(self.mask, "condition", None)
+        if cond is not None and f(cond) != cond:
+            from derive.flex.masks import Mask
+
+            label = "0" if to is ZERO else to
+            text = str(self.mask).replace(f"({name})", f"({label})")
+            if text == str(self.mask):
+                text = f"{self.mask} with {label} for {name}"
+            self.mask = Mask(text, f(cond), getattr(self.mask, "data", None))
+        if to is not ZERO:
+            self.rename[name] = to
+            self.binds = self.spec.binds(self.rename)
+
+    def parts(self) -> tuple:
+        """Everything the variant computes from: what a substitution may change."""
+        return (self.score_j, self.value_j, getattr(self.mask, "condition", None), str(self.mask),
+                tuple(sorted((str(k), v) for k, v in self.params.items())), self.extra, tuple(self.guards))
+
+    def reaches(self, other: Variant) -> bool:
+        """Does ``other`` (this variant after a substitution) differ from this one?"""
+        return self.parts() != other.parts()
+
+    def same_mask(self, other: Variant) -> bool:
+        return str(self.mask) == str(other.mask) and \
+            getattr(self.mask, "condition", None) == getattr(other.mask, "condition", None)
 
     def _normalizer_parts(self) -> tuple[dict, sp.Expr | None]:
         """(registry parameter → value, the value vector of the normalizer's own token)."""
@@ -97,13 +138,10 @@ class Variant:
 
     def with_zero(self, name: str) -> Variant:
         """The variant with the vector ``name`` set to 0 (everywhere it occurs)."""
+        from derive.claims.substitute import ZERO
+
         other = Variant(self.spec, self.rename)
-        zero = {self.binds[name].obj: sp.S.Zero}
-        other.score_j = self.score_j.xreplace(zero)
-        other.value_j = self.value_j.xreplace(zero)
-        other.params = {k: v.xreplace(zero) for k, v in self.params.items()}
-        other.extra = None if self.extra is None else self.extra.xreplace(zero)
-        other.guards = [(kind, g.xreplace(zero)) for kind, g in self.guards]
+        other._substitute(name, ZERO)
         return other
 
 

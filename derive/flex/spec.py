@@ -27,9 +27,11 @@ __all__ = ["Flex", "plain_score", "trace_keys", "validate_ref"]
 TIMEOUT = [DEFAULT_TIMEOUT]  # set by ``derive check --timeout``
 
 
-def plain_score() -> sp.Expr:
-    """⟨q_i, k_j⟩/√d, the ``score`` FlexAttention passes to a score_mod."""
-    return Dot(VectorBase("q")[i], VectorBase("k")[j]) / sp.sqrt(d)
+def plain_score(binds: dict | None = None) -> sp.Expr:
+    """⟨q_i, k_j⟩/√d, the ``score`` FlexAttention passes to a score_mod (q, k of ``binds``)."""
+    q = binds["q"].obj if binds else VectorBase("q")
+    k = binds["k"].obj if binds else VectorBase("k")
+    return Dot(q[i], k[j]) / sp.sqrt(d)
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,12 @@ class Flex:
     data: dict = field(default_factory=dict)  # per-head symbol → values, function name → values
     masks: dict = field(default_factory=dict)  # a claim's mask_mod (mods.py:NAME) → Built
 
-    def score_expr(self, rename: dict | None = None) -> sp.Expr | None:
-        """The traced score with s ↦ ⟨q_i, k_j⟩/√d; ``rename`` gives tables fresh copies
-        (``{"rel_bias": "rel_bias'"}``: another, unconstrained table of the same shape)."""
+    def score_expr(self, binds: dict | None = None) -> sp.Expr | None:
+        """The traced score with s ↦ ⟨q_i, k_j⟩/√d, q and k those of ``binds`` (the spec's own
+        by default). A variant substitutes everything else itself (derive.claims.substitute)."""
         if self.score is None:
             return None
-        return renamed(self.score.expr, self.score.tables, rename or {}).xreplace({SCORE: plain_score()})
+        return self.score.expr.xreplace({SCORE: plain_score(binds)})
 
     def table_names(self) -> set[str]:
         """The captured tables the modifiers read (what ``invariant(NAME)`` may name)."""

@@ -1,0 +1,107 @@
+"""One substitution for a whole variant: "NAME is replaced by another value".
+
+A claim about NAME (``invariant``, ``depends``, ``output_invariant``, ``output_shift``) compares
+the variant with the same variant in which NAME is something else. Every part of a variant that
+can involve NAME goes through :func:`substitution`, the one rule for it: the score (a traced
+score_mod too, whose ⟨q_i, k_j⟩/√d is built from the spec's q and k), the value, the mask (its
+condition: ``document(IDS)`` reads IDS), the normalizer's parameters and own value, and the
+domain guards. The replacement is either a fresh object of the same kind (``b_k`` → ``b_k'``, a
+fresh opaque function, a fresh table for a captured one) or, for a vector, 0.
+
+:func:`mentions` says, from the spec's text alone (not from the engine objects), whether the
+variant names NAME anywhere. A claim compares the two variants only when the variant names NAME
+and the substitution changed something: otherwise the two sides would be one expression, and a
+"proof" would prove nothing about NAME.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy as sp
+from sympy.core.function import AppliedUndef
+
+from derive.model.vectors import VectorFunction, vector_function
+from derive.spec.parser import Binary, Call, Name, Unary
+from derive.spec.translate import scalar_function
+
+__all__ = ["ZERO", "mentions", "names_in", "substitution"]
+
+ZERO = object()  # the replacement "NAME = 0" (a vector NAME)
+
+
+def substitution(spec, name: str, to) -> Callable[[sp.Basic], sp.Basic]:
+    """The map expr ↦ expr with NAME replaced by ``to`` (a fresh label, or :data:`ZERO`), for
+    every engine object NAME stands for: a declared symbol, q, k, v, or a captured table."""
+    base = spec.binds()
+    b = base.get(name)
+    if b is not None and b.kind == "function":
+        if to is ZERO:
+            raise ValueError(f"{name} is a function: it cannot be set to 0")
+
+        def swap_function(expr):
+            def is_it(e):
+                return isinstance(e, (AppliedUndef, VectorFunction)) and type(e).__name__ == name
+
+            def fresh(e):
+                cls = vector_function(to) if isinstance(e, VectorFunction) else scalar_function(to)
+                return cls(*e.args)
+
+            return expr.replace(is_it, fresh) if isinstance(expr, sp.Basic) else expr
+
+        return swap_function
+    if b is not None:
+        new = sp.S.Zero if to is ZERO else spec.binds({name: to})[name].obj
+        return lambda expr: expr.xreplace({b.obj: new}) if isinstance(expr, sp.Basic) else expr
+    flex = spec.flex
+    if flex is not None and name in flex.table_names() and to is not ZERO:
+        from derive.flex.spec import renamed
+
+        tables = {}
+        for built in (flex.score, flex.mask):
+            if built is not None:
+                tables.update(built.tables)
+        return lambda expr: renamed(expr, tables, {name: to}) if isinstance(expr, sp.Basic) else expr
+    raise KeyError(name)
+
+
+def names_in(node) -> set[str]:
+    """The names (and called functions) of a parsed spec expression."""
+    if isinstance(node, Name):
+        return {node.id}
+    if isinstance(node, Unary):
+        return names_in(node.operand)
+    if isinstance(node, Binary):
+        return names_in(node.left) | names_in(node.right)
+    if isinstance(node, Call):
+        out = {node.func}
+        for a in node.args:
+            out |= names_in(a)
+        return out
+    return set()
+
+
+def mentions(spec) -> set[str]:
+    """Every name the variant reads, from its text: the score and value as written, the
+    normalizer's arguments (bias_kv's key scores read q), the mask's table (``document(IDS)``)
+    and the tables of traced modifiers; a traced score_mod reads q and k through its ``score``."""
+    from derive.flex.masks import _DOC
+
+    out = set()
+    for node in (spec.score, spec.value):
+        if node is not None:
+            out |= names_in(node)
+    out |= set(spec.norm_args)
+    if spec.normalizer == "bias_kv":
+        out.add("q")
+    doc = _DOC.match(str(spec.mask))
+    if doc:
+        out.add(doc.group(1))
+    flex = spec.flex
+    if flex is not None:
+        from derive.flex.tree import SCORE
+
+        out |= flex.table_names()
+        if flex.score is not None and SCORE in flex.score.expr.free_symbols:
+            out |= {"q", "k"}
+    return out
