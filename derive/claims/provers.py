@@ -229,8 +229,35 @@ def equivalent(ctx: Context, claim) -> Outcome:
                   why_refuted=why.replace("changes by", "differs by"))
 
 
+def _sum_to_one_on_masked_rows(ctx: Context, out: Outcome) -> Outcome:
+    """``weights_sum_to_one`` under a mask that may leave a row empty (its weights are all 0)."""
+    from derive.claims.rows import empty_row
+
+    data = ctx.spec.flex.data if ctx.spec.flex is not None else None
+    status, where = empty_row(ctx.spec.mask, data)
+    if status == "never" or out.status == REFUTED:
+        return out
+    if status == "empty":
+        n, row = where
+        ce = {"d": 1, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": row}, "values": {}, "functions": None,
+              "original": 0, "changed": 1, "enclosures": {"lhs": "0", "rhs": "1", "bits": 64},
+              "compared": ["the sum of the weights of row i", "1"]}
+        return Outcome(REFUTED, f"the mask {ctx.spec.mask} leaves row i = {row} with no allowed key when n = {n}; "
+                                "the weights of such a row are all 0, so they sum to 0", out.steps,
+                       witness=ce)
+    if out.status == PROVED:
+        return Outcome(UNDECIDED, f"{out.reason}, on every row with an allowed key; whether the mask "
+                                  f"{ctx.spec.mask} leaves a row with none (whose weights are all 0) is not decided",
+                       out.steps, check=out.check)
+    return out
+
+
 def _normalizer_claim(prop: str):
     def prover(ctx: Context, claim) -> Outcome:
+        out = _property(ctx, claim)
+        return _sum_to_one_on_masked_rows(ctx, out) if prop == "weights_sum_to_one" else out
+
+    def _property(ctx: Context, claim) -> Outcome:
         out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
                                ctx.cfg)
         values = (out.witness or {}).get("values")

@@ -32,3 +32,30 @@ def nowhere_real(fn: str, arg: sp.Expr) -> str | None:
     if fn == "log" and x.is_nonpositive:
         return "log() of an argument that is ≤ 0 for every value: the expression is nowhere real"
     return None
+
+
+_BROKEN_AT = {"nonzero": ("is 0", lambda x: x.is_zero), "positive": ("is ≤ 0", lambda x: x.is_nonpositive),
+              "nonnegative": ("is negative", lambda x: x.is_negative)}
+_NEEDS = {"nonzero": "a divisor", "positive": "the argument of log", "nonnegative": "the argument of sqrt"}
+
+
+def undefined_on_diagonal(guards: list, mask) -> str | None:
+    """Why an expression is undefined in *every* row, or ``None``: a guard of its domain (see
+    :func:`derive.spec.translate.translate`) fails for every value at the key j = i, and the
+    mask allows that key in every row (none, causal, the windows, prefix_lm, document(IDS), a
+    mask_mod whose condition holds at j = i). Then no row's weights are defined: ``(i - j)/(i - j)``
+    under a causal mask. One-sided and sound: decided only when SymPy proves the value at j = i."""
+    from derive.model.attention import i, j
+
+    cond = getattr(mask, "condition", None)
+    if cond is not None and cond.xreplace({j: i}) != sp.true:
+        return None
+    for kind, g in guards:
+        if j not in g.free_symbols:
+            continue
+        what, broken = _BROKEN_AT[kind]
+        at = _signed(sp.simplify(g.xreplace({j: i})))
+        if broken(at):
+            return (f"undefined in every row: {_NEEDS[kind]}, {g}, {what} at the key j = i, which the mask "
+                    f"{mask} allows in every row")
+    return None

@@ -200,9 +200,26 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
         errs.raise_any()
         score_src = data.get("score_mod", score_src)
         mask = traced_mask(flex, data["mask_mod"]) if "mask_mod" in data else mask
+    _domains(errs, mask, binds, [("score", score), ("value", value)]
+             + [(f"claims.{c.name}", c.node) for c in claims if c.node is not None])
+    errs.raise_any()
     return Spec(file=file, name=data["name"], score_src=score_src, score=score, value_src=value_src,
                 value=value, normalizer=norm, norm_args=norm_args, mask=mask, symbols=symbols,
                 claims=claims, description=data.get("description", ""), positions=key_positions(text), flex=flex)
+
+
+def _domains(errs: _Errors, mask, binds: dict, nodes: list) -> None:
+    """An expression defined in no row (its domain fails at a key every row allows) is bad input."""
+    from derive.spec.domain import undefined_on_diagonal
+
+    for key, node in nodes:
+        if node is None:
+            continue
+        guards: list = []
+        translate(node, binds, guards=guards)
+        why = undefined_on_diagonal(guards, mask)
+        if why:
+            errs.add(key, why)
 
 
 def _flex_ref(text) -> str | None:

@@ -1,0 +1,56 @@
+"""Rows with no allowed key.
+
+A mask may leave a row with no allowed key (a ``mask_mod`` that allows only future keys leaves
+the last row empty). Such a row is defined as FlexAttention defines it: every weight is 0 and
+the output is 0 (``docs/spec.md``). So ``weights_sum_to_one`` is false for a variant whose mask
+can leave a row empty, whatever the normalizer.
+
+:func:`empty_row` decides it: never, when the mask allows the key j = i in every row (SymPy
+proves the condition at j = i); otherwise by trying every row of n = 1…``MAX_N`` keys on the
+mask's real tables (a found row is an exact counterexample: the condition is evaluated on
+integers); else unknown.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.model.attention import i, j
+
+__all__ = ["MAX_N", "empty_row"]
+
+MAX_N = 8
+
+
+def empty_row(mask, data: dict | None = None) -> tuple[str, tuple[int, int] | None]:
+    """("never", None), ("empty", (n, row)) or ("unknown", None)."""
+    cond = getattr(mask, "condition", None)
+    if cond is None or cond.xreplace({j: i}) == sp.true:
+        return "never", None
+    data = data if data is not None else getattr(mask, "data", None)
+    unknown = False
+    for n in range(1, MAX_N + 1):
+        for row in range(1, n + 1):
+            allowed = [_at(cond, row, key, data) for key in range(1, n + 1)]
+            if all(a is False for a in allowed):
+                return "empty", (n, row)
+            unknown = unknown or any(a is None for a in allowed)
+    return "unknown", None
+
+
+def _at(cond, row: int, key: int, data) -> bool | None:
+    """The condition at (row, key) on the real tables (head 0); None when it is not decided."""
+    c = cond.xreplace({i: sp.Integer(row), j: sp.Integer(key)})
+    if data:
+        from derive.flex.claims import concrete_data
+
+        c = concrete_data(c, data, 0)
+    try:
+        c = sp.simplify(c) if c not in (sp.true, sp.false) else c
+    except Exception:  # noqa: BLE001 - a condition SymPy cannot settle decides nothing
+        return None
+    if c == sp.true:
+        return True
+    if c == sp.false:
+        return False
+    return None
