@@ -18,7 +18,6 @@ own counterexample when its values can be read, else on the evaluator's instance
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction

@@ -50,7 +50,6 @@ def future(b, h, q_idx, kv_idx):
     return kv_idx > q_idx
 """
 QKV = {"q": TOKVEC, "k": TOKVEC, "v": TOKVEC}
-NAMED = ("invariant", "depends", "output_invariant")
 
 
 def causal(env, i, j):
@@ -161,19 +160,22 @@ def run_matrix(pairs, size: str, root: Path, seed: int = 19) -> tuple[Counter, l
             false_by_evaluator = (found is not None) != existential  # found a violation, or found no change
             if c.verdict == "proved" and (found is not None) != existential:
                 problems.append(f"{label}, but the evaluator contradicts it ({c.reason})")
-            elif c.verdict == "proved" and existential:
-                tally["proved, confirmed by the evaluator"] += 1
+            elif c.verdict == "proved":
+                tally["confirmed"] += 1  # no counterexample, or (depends) a change the evaluator found too
             elif c.verdict == "refuted" and existential:
                 if found is not None:
                     problems.append(f"{label}, but the evaluator finds a change ({c.reason})")
+                else:
+                    tally["confirmed"] += 1
             elif c.verdict == "refuted":
                 how = _confirm(form, norm, c, rng)
                 if how is None and found is None:
                     problems.append(f"{label}, and the evaluator confirms no counterexample ({c.reason})")
                 else:
-                    tally[f"refuted, confirmed {'on derive’s counterexample' if how else 'by the evaluator'}"] += 1
+                    tally["confirmed"] += 1
+                    tally["on derive's counterexample" if how else "by the evaluator's search"] += 1
             else:
-                tally[f"undecided, evaluator: {'false' if false_by_evaluator else 'true on every instance'}"] += 1
+                tally["undecided, false by the evaluator" if false_by_evaluator else "undecided, true"] += 1
     return tally, problems
 
 
@@ -195,8 +197,13 @@ def _confirm(form: Form, norm: str, c, rng) -> bool | None:
 
 
 def summary(tally: Counter, problems: list) -> str:
-    parts = ", ".join(f"{tally[k]} {k}" for k in sorted(tally) if k not in ("specs", "claims"))
-    return f"differential matrix: {tally['specs']} specs, {tally['claims']} claims: {parts}; {len(problems)} wrong"
+    t = tally
+    own, search_ = t["on derive's counterexample"], t["by the evaluator's search"]
+    return (f"differential matrix: {t['specs']} specs, {t['claims']} claims: {t['proved']} proved, {t['refuted']} "
+            f"refuted, {t['undecided']} undecided; {len(problems)} wrong, {t['confirmed']} decided and confirmed by "
+            f"the evaluator (refutations: {own} on derive's counterexample, {search_} by its own search); "
+            f"undecided: {t['undecided, false by the evaluator']} false and {t['undecided, true']} true on every "
+            f"instance by the evaluator")
 
 
 def _run(pairs, size, tmp_path):

@@ -32,7 +32,34 @@ ZERO = object()  # the replacement "NAME = 0" (a vector NAME)
 
 def substitution(spec, name: str, to) -> Callable[[sp.Basic], sp.Basic]:
     """The map expr ↦ expr with NAME replaced by ``to`` (a fresh label, or :data:`ZERO`), for
-    every engine object NAME stands for: a declared symbol, q, k, v, or a captured table."""
+    every engine object NAME stands for: a declared symbol, q, k, v, and a captured table of
+    that name (a declared name and a traced table of the same name are one thing)."""
+    declared = _declared(spec, name, to) if name in spec.binds() else None
+    flex = spec.flex
+    table = None
+    if flex is not None and name in flex.table_names() and to is not ZERO:
+        from derive.flex.spec import renamed
+
+        tables = {}
+        for built in (flex.score, flex.mask):
+            if built is not None:
+                tables.update(built.tables)
+
+        def table(expr):
+            return renamed(expr, tables, {name: to}) if isinstance(expr, sp.Basic) else expr
+    if declared is None and table is None:
+        raise KeyError(name)
+    parts = [f for f in (declared, table) if f is not None]
+
+    def both(expr):
+        for f in parts:
+            expr = f(expr)
+        return expr
+
+    return both
+
+
+def _declared(spec, name: str, to) -> Callable[[sp.Basic], sp.Basic]:
     base = spec.binds()
     b = base.get(name)
     if b is not None and b.kind == "function":
@@ -50,19 +77,8 @@ def substitution(spec, name: str, to) -> Callable[[sp.Basic], sp.Basic]:
             return expr.replace(is_it, fresh) if isinstance(expr, sp.Basic) else expr
 
         return swap_function
-    if b is not None:
-        new = sp.S.Zero if to is ZERO else spec.binds({name: to})[name].obj
-        return lambda expr: expr.xreplace({b.obj: new}) if isinstance(expr, sp.Basic) else expr
-    flex = spec.flex
-    if flex is not None and name in flex.table_names() and to is not ZERO:
-        from derive.flex.spec import renamed
-
-        tables = {}
-        for built in (flex.score, flex.mask):
-            if built is not None:
-                tables.update(built.tables)
-        return lambda expr: renamed(expr, tables, {name: to}) if isinstance(expr, sp.Basic) else expr
-    raise KeyError(name)
+    new = sp.S.Zero if to is ZERO else spec.binds({name: to})[name].obj
+    return lambda expr: expr.xreplace({b.obj: new}) if isinstance(expr, sp.Basic) else expr
 
 
 def names_in(node) -> set[str]:
