@@ -18,22 +18,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
 
 
-def compare(old, new) -> list[dict]:
-    before = {c.name: c for c in old.claims}
-    after = {c.name: c for c in new.claims}
-    rows = []
-    for name in list(before) + [n for n in after if n not in before]:
-        a, b = before.get(name), after.get(name)
-        va, vb = (a.verdict if a else None), (b.verdict if b else None)
-        rows.append({"name": name, "claim": (b or a).claim, "old": va, "new": vb, "changed": va != vb,
-                     "reason": (b or a).reason})
-    return rows
-
-
 def run(args) -> int:
     from derive import __version__
     from derive.claims.result import ICONS
     from derive.commands.check import check_files, settings_from, write
+    from derive.claims.baseline import compare
     from derive.claims.run import summary_line
     from derive.report.render import reason_cell
 
