@@ -54,12 +54,12 @@ def claim_title(claim) -> str:
     return f"{claim.name} is {claim.verdict}"
 
 
-def claim_message(claim, note: str = "") -> str:
-    """The message of a claim's annotation or SARIF result: statement, verdict, expectation, reason,
-    and the counterexample on its own line."""
+def claim_message(claim, note: str = "", code: str = "`") -> str:
+    """The message of a claim's annotation or SARIF result: statement (in ``code`` quotes), verdict,
+    expectation, reason, and the counterexample on its own line."""
     expect = f" ({claim.miss})" if claim.expected != "proved" and not claim.as_expected else \
         " (as expected)" if claim.expected != "proved" else ""
-    message = f"`{claim.claim}` is {claim.verdict}{expect}{note}: {plain_reason(claim.reason)}"
+    message = f"{code}{claim.claim}{code} is {claim.verdict}{expect}{note}: {plain_reason(claim.reason)}"
     extra = counterexample_line(claim.counterexample)
     return message + "\n" + extra if extra else message
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from urllib.parse import quote
 
 from derive.claims.kinds import KINDS
 from derive.report.common import claim_level, claim_region, repo_path
@@ -28,6 +29,11 @@ SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas
 HOMEPAGE = "https://github.com/OWNER/derive"  # the project's home (README: where you get derive)
 SRCROOT = "%SRCROOT%"
 AUTOMATION_ID = "derive/check/"
+
+
+def uri(file: str) -> str:
+    """The file relative to the repository root, as a URI reference (``%20`` for a space)."""
+    return quote(repo_path(file))
 
 
 def _docs(version: str) -> str:
@@ -74,9 +80,9 @@ def _result(result, claim, level: str, state: str | None = None) -> dict:
         out["ruleIndex"] = kinds.index(kind)
     out.update({
         "level": level,
-        "message": {"text": f"{claim.name} = {claim_message(claim)}"},
+        "message": {"text": f"{claim.name} = {claim_message(claim, code='')}"},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": repo_path(result.file), "uriBaseId": SRCROOT},
+            "artifactLocation": {"uri": uri(result.file), "uriBaseId": SRCROOT},
             "region": claim_region(result, claim.name)}}],
         "partialFingerprints": {"deriveClaim/v1": fingerprint(result.file, claim.name, claim.claim)},
     })
@@ -99,7 +105,7 @@ def _absent(entry: dict) -> dict:
         "level": "none",
         "message": {"text": f"{entry['name']} = `{entry['claim']}` was refuted at the baseline and is gone: "
                             f"{entry['why']}"},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": entry["file"], "uriBaseId": SRCROOT}}}],
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(entry["file"]), "uriBaseId": SRCROOT}}}],
         "partialFingerprints": {"deriveClaim/v1": hashlib.sha256(
             f"{entry['file']}\0{entry['name']}\0{entry['claim']}".encode()).hexdigest()[:32]},
         "baselineState": "absent",
@@ -158,7 +164,7 @@ def error_sarif(problems: list) -> str:
             region = {"startLine": line} if line else {}
             if line and col:
                 region["startColumn"] = col
-            loc = {"artifactLocation": {"uri": repo_path(file), "uriBaseId": SRCROOT}}
+            loc = {"artifactLocation": {"uri": uri(file), "uriBaseId": SRCROOT}}
             if region:
                 loc["region"] = region
             note["locations"] = [{"physicalLocation": loc}]
