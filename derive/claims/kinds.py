@@ -10,6 +10,7 @@ This module imports nothing heavy: the loader and ``derive check --help`` read i
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 
 __all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table", "prover"]
@@ -37,9 +38,21 @@ class ClaimKind:
         """The anchor of the claims section of docs/spec.md (one section lists every kind)."""
         return "claims"
 
+    def plain_help(self) -> str:
+        return _unplaceholder(self.help)
+
     def plain(self) -> str:
-        """The meaning as plain text (no Markdown code spans or escapes)."""
-        return self.meaning.replace("`", "").replace("\\|", "|")
+        """The meaning as plain text without placeholders (no Markdown, no NAME/EXPR/OTHER): for
+        SARIF rule descriptions, which code scanning shows as they are."""
+        return _unplaceholder(self.meaning.replace("`", "").replace("\\|", "|"))
+
+
+def _unplaceholder(text: str) -> str:
+    for placeholder, words in (("the spec OTHER.toml", "the other spec"), ("OTHER.toml", "the other spec"),
+                               ("OTHER", "the other spec"),
+                               ("NAME", "the named parameter"), ("EXPR", "the given expression")):
+        text = re.sub(rf"(?<![:\w]){re.escape(placeholder)}\b", words, text)
+    return text
 
 
 _P, _F = "derive.claims.provers", "derive.flex.claims"
@@ -56,7 +69,7 @@ KINDS: tuple[ClaimKind, ...] = (
               f"{_P}:output_invariant",
               "A refutation comes with inputs whose outputs differ for two values of NAME."),
     ClaimKind("output_shift", "name",
-              "(extension) NAME is a `vector`; the output with NAME equals the output with NAME = 0, plus NAME "
+              "(extension) NAME is a `vector`: the output with NAME equals the output with NAME = 0, plus NAME "
               "— a V-bias that folds into the output-projection bias",
               f"{_P}:output_shift",
               "A refutation: the weights of a row need not sum to 1, so NAME does not pass through unchanged."),

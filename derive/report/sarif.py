@@ -44,13 +44,13 @@ def rules(version: str) -> list[dict]:
     out = []
     for k in KINDS:
         meaning = k.plain()
-        text = (f"A claim {k.usage} in a derive variant spec states that {meaning}. derive proves it "
+        text = (f"The claim {k.name} of a derive variant spec states that {meaning.removeprefix('(extension) ')}. derive proves it "
                 "symbolically (for every d and n) or refutes it with a certified counterexample. "
-                f"{k.help} A claim may state the verdict it expects: NAME = {{ claim = \"{k.usage}\", "
-                "expect = \"refuted\" }.")
+                f"{k.plain_help()} A claim may state the verdict it expects: "
+                "{ claim = \"...\", expect = \"refuted\" }.")
         out.append({"id": k.name, "name": "".join(w.capitalize() for w in k.name.split("_")),
-                    "shortDescription": {"text": f"{k.name}: {meaning.split(';')[0]}"},
-                    "fullDescription": {"text": f"The claim {k.usage}: {meaning}."},
+                    "shortDescription": {"text": f"{k.name}: {meaning.removeprefix('(extension) ').split(';')[0]}"},
+                    "fullDescription": {"text": f"The claim {k.name}: {meaning}."},
                     "helpUri": f"{_docs(version)}#{k.anchor}",
                     "help": {"text": text, "markdown": f"`{k.usage}`: {k.meaning}.\n\n{k.help}\n\n"
                                                        f"See [the claims of the spec language]"
