@@ -20,7 +20,7 @@ import hashlib
 import json
 from urllib.parse import quote
 
-from derive.claims.kinds import KINDS
+from derive.claims import kinds as _kinds
 from derive.report.common import claim_level, claim_region, repo_path
 
 __all__ = ["HOMEPAGE", "SCHEMA_URI", "error_sarif", "rules", "to_sarif"]
@@ -42,7 +42,7 @@ def _docs(version: str) -> str:
 
 def rules(version: str) -> list[dict]:
     out = []
-    for k in KINDS:
+    for k in _kinds.KINDS:
         meaning = k.plain()
         text = (f"The claim {k.name} of a derive variant spec states that {meaning.removeprefix('(extension) ')}. derive proves it "
                 "symbolically (for every d and n) or refutes it with a certified counterexample. "
@@ -73,7 +73,7 @@ def fingerprint(file: str, name: str, statement: str) -> str:
 def _result(result, claim, level: str, state: str | None = None) -> dict:
     from derive.report.github import claim_message
 
-    kinds = [k.name for k in KINDS]
+    kinds = [k.name for k in _kinds.KINDS]
     kind = _kind(result, claim)
     out = {"ruleId": kind}
     if kind in kinds:
@@ -96,7 +96,7 @@ def _result(result, claim, level: str, state: str | None = None) -> dict:
 
 def _absent(entry: dict) -> dict:
     """A claim refuted at the baseline that no longer exists (removed, or its spec deleted)."""
-    kinds = [k.name for k in KINDS]
+    kinds = [k.name for k in _kinds.KINDS]
     kind = entry["claim"].split("(")[0].strip()
     out = {"ruleId": kind}
     if kind in kinds:
