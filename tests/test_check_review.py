@@ -250,3 +250,13 @@ def test_pipe_in_a_claim_name_keeps_the_table(tmp_path):
     row = next(line for line in out.splitlines() if line.startswith("| [`a"))
     assert row.startswith("| [`a\\|b`](#p-a-b) | `weights_sum_to_one` | ✅ proved |")
     assert row.count("|") - row.count("\\|") == 5  # four cells
+
+
+@pytest.mark.parametrize("args", [["--help"], ["check", "--help"]])
+def test_help_imports_nothing_heavy(args):
+    code = ("import sys, runpy; sys.argv = ['derive', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('derive', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('sympy', 'hypothesis', 'flint', 'numpy', 'jinja2') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.splitlines()[-1] == "[]", proc.stderr
