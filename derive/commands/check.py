@@ -52,6 +52,8 @@ def add_arguments(parser) -> None:
                              "child process (default 60)")
     parser.add_argument("--summary", metavar="PATH",
                         help="also append the Markdown report to PATH (e.g. $GITHUB_STEP_SUMMARY)")
+    parser.add_argument("--sarif", metavar="PATH",
+                        help="also write the SARIF report to PATH (for github/codeql-action/upload-sarif)")
 
 
 def settings_from(args):
@@ -65,12 +67,24 @@ def settings_from(args):
     return DEFAULT_CHECK.merge(time_limit=limit)
 
 
+def unique(files) -> list[str]:
+    """The files in order, each once: ``a.toml``, ``./a.toml`` and its absolute path are one file
+    (overlapping glob patterns must not check a spec twice)."""
+    seen, out = set(), []
+    for f in files:
+        key = Path(f).resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
 def check_files(files, cfg) -> list:
     from derive.claims.run import check_spec
     from derive.spec import load_spec
 
     specs, errors = [], []
-    for f in files:  # every input error of every file, before any proof
+    for f in unique(files):  # every input error of every file, before any proof
         try:
             specs.append(load_spec(f))
         except InputError as exc:
@@ -109,10 +123,12 @@ def run_baseline(args, cfg) -> int:
 
     if args.format == "tex":
         raise InputError("--baseline works with --format md, json, github or sarif, not tex")
-    results, base = check_against(args.baseline, args.files, cfg)
+    results, base = check_against(args.baseline, unique(args.files), cfg)
     write(render_baseline(results, base, args.format), args.output)
     if args.summary:
         append(render_baseline(results, base, "md"), args.summary)
+    if getattr(args, "sarif", None):
+        write(render_baseline(results, base, "sarif"), args.sarif)
     return 1 if base.failing(args.fail_on) else 0
 
 
@@ -160,6 +176,13 @@ def report_input_error(exc: InputError, args) -> None:
             write(text, getattr(args, "output", None))
         except InputError:
             pass
+    if getattr(args, "sarif", None):
+        from derive.report.sarif import error_sarif
+
+        try:
+            write(error_sarif(found), args.sarif)
+        except InputError:
+            pass
     if getattr(args, "summary", None):
         from derive.report.errors import markdown
 
@@ -186,4 +209,6 @@ def _check(args) -> int:
     write(render(results, args.format), args.output)
     if getattr(args, "summary", None):
         append(render(results, "md"), args.summary)
+    if getattr(args, "sarif", None):
+        write(render(results, "sarif"), args.sarif)
     return 1 if failing((c for r in results for c in r.claims), getattr(args, "fail_on", FAIL_ON[0])) else 0
