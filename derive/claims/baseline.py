@@ -35,7 +35,8 @@ from pathlib import Path
 
 from derive.claims.kinds import CLAIM_ARGS
 from derive.errors import InputError
-from derive.report.common import count_verdicts, repo_path, repo_root
+from derive.claims.counts import count_verdicts
+from derive.paths import repo_path, repo_root
 
 __all__ = ["Baseline", "SpecChanges", "check_against", "classify", "compare", "dependencies"]
 

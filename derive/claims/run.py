@@ -8,7 +8,7 @@ from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
-from derive.report.common import count_verdicts, summary_line
+from derive.claims.counts import count_verdicts, summary_line
 from derive.spec.load import Spec
 
 __all__ = ["DEFAULT_CHECK", "SpecResult", "check_spec", "count_verdicts", "summary_line"]

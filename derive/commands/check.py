@@ -84,7 +84,7 @@ def check_files(files, cfg) -> list:
     from derive.spec import load_spec
 
     specs, errors = [], []
-    for f in unique(files):  # every input error of every file, before any proof
+    for f in files:  # every input error of every file, before any proof
         try:
             specs.append(load_spec(f))
         except InputError as exc:
@@ -205,7 +205,7 @@ def _check(args) -> int:
         TIMEOUT[0] = timeout
     if getattr(args, "baseline", None) is not None:
         return run_baseline(args, cfg)
-    results = check_files(args.files, cfg)
+    results = check_files(unique(args.files), cfg)
     write(render(results, args.format), args.output)
     if getattr(args, "summary", None):
         append(render(results, "md"), args.summary)

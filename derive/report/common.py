@@ -1,8 +1,9 @@
 """What every report format of ``derive check`` shares: counts, the summary line, the level of a
 claim, its position in the spec file, the counterexample on one line and repository paths.
 
-The formats (``render``, ``github``, ``sarif``, ``baseline``) import this module and never one
-another, so there is no import circle among them. It imports nothing heavy (no SymPy).
+The formats ``render`` (Markdown, JSON, LaTeX), ``github`` and ``sarif`` import this module and
+never one another (``render`` picks the others at call time), so there is no import circle among
+them; ``baseline`` sits on top of all three. It imports nothing heavy (no SymPy).
 """
 
 from __future__ import annotations
@@ -11,30 +12,13 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["claim_level", "claim_position", "claim_region", "count_verdicts", "counterexample_line",
-           "expectation_note", "repo_path", "summary_line", "total_counts"]
+from derive.claims.counts import count_verdicts, summary_line
+from derive.paths import repo_path, repo_root
+
+__all__ = ["claim_level", "claim_message", "claim_position", "claim_title", "claim_region", "count_verdicts", "counterexample_line",
+           "expectation_note", "repo_path", "repo_root", "results_summary", "summary_line", "total_counts"]
 
 PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
-
-
-def count_verdicts(verdicts) -> dict[str, int]:
-    out = {"claims": 0, PROVED: 0, REFUTED: 0, UNDECIDED: 0}
-    for v in verdicts:
-        out["claims"] += 1
-        out[v] += 1
-    return out
-
-
-def summary_line(counts: dict[str, int], missed: int | None = None) -> str:
-    """``3 claims: 2 proved, 1 refuted, 0 undecided``; with ``missed`` (claims whose verdict is not
-    the expected one, given when some claim expects a verdict other than proved):
-    ``…; 1 not as expected`` or ``…; all as expected``."""
-    n = counts["claims"]
-    line = (f"{n} claim{'' if n == 1 else 's'}: {counts[PROVED]} proved, {counts[REFUTED]} refuted, "
-            f"{counts[UNDECIDED]} undecided")
-    if missed is not None:
-        line += f"; {missed} not as expected" if missed else "; all as expected"
-    return line
 
 
 def total_counts(results: list) -> dict[str, int]:
@@ -90,6 +74,26 @@ def claim_region(result, claim_name: str) -> dict:
     return region
 
 
+def claim_title(claim) -> str:
+    if claim.as_expected and claim.expected != "proved":
+        return f"{claim.name} is {claim.verdict} (as expected)"
+    if not claim.as_expected and claim.expected != "proved":
+        return f"{claim.name}: {claim.miss}"
+    return f"{claim.name} is {claim.verdict}"
+
+
+def claim_message(claim, note: str = "", code: str = "`") -> str:
+    """The message of a claim's annotation or SARIF result: statement (in ``code`` quotes), verdict,
+    expectation, reason, and the counterexample on its own line."""
+    from derive.render.markup import plain_math
+
+    expect = f" ({claim.miss})" if claim.expected != "proved" and not claim.as_expected else \
+        " (as expected)" if claim.expected != "proved" else ""
+    message = f"{code}{claim.claim}{code} is {claim.verdict}{expect}{note}: {plain_math(claim.reason)}"
+    extra = counterexample_line(claim.counterexample)
+    return message + "\n" + extra if extra else message
+
+
 def counterexample_line(ce: dict | None) -> str:
     """The counterexample in one line: sizes, mask, indices and the values of every input."""
     if not ce:
@@ -103,37 +107,3 @@ def counterexample_line(ce: dict | None) -> str:
     if ce.get("functions"):
         text += "; " + "; ".join(f"{k} = {v}" for k, v in ce["functions"].items())
     return text
-
-
-@lru_cache(maxsize=64)
-def _toplevel(directory: str) -> str | None:
-    import subprocess
-
-    try:
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=directory, capture_output=True,
-                              text=True, check=False)
-    except (FileNotFoundError, NotADirectoryError, OSError):
-        return None
-    return proc.stdout.strip() or None if proc.returncode == 0 else None
-
-
-def repo_root(file: str | Path) -> Path | None:
-    """The root of the git work tree that holds ``file``; None outside a repository."""
-    directory = Path(file).resolve().parent
-    top = _toplevel(str(directory)) if directory.is_dir() else None
-    return Path(top).resolve() if top else None
-
-
-def repo_path(file: str | Path) -> str:
-    """``file`` as reports name it: relative to the root of its git repository (POSIX separators),
-    the same whether derive runs from a subdirectory, with ``./x.toml`` or with an absolute path.
-    Outside a repository: relative to the working directory when inside it, else absolute."""
-    path = Path(file).resolve()
-    root = repo_root(path)
-    for base in (root, Path.cwd().resolve()):
-        if base is not None:
-            try:
-                return path.relative_to(base).as_posix()
-            except ValueError:
-                continue
-    return path.as_posix()

@@ -12,14 +12,7 @@ runner's rules: ``%``, CR and LF in the message; also ``:`` and ``,`` in the pro
 
 from __future__ import annotations
 
-from derive.render.markup import plain_math as plain_reason
-from derive.report.common import (
-    claim_level,
-    claim_position,
-    counterexample_line,
-    repo_path,
-    results_summary,
-)
+from derive.report.common import claim_level, claim_message, claim_position, claim_title, repo_path, results_summary
 
 __all__ = ["annotation", "annotations", "claim_annotation", "error_annotations"]
 
@@ -44,24 +37,6 @@ def annotation(level: str, file: str | None, line: int | None, col: int | None, 
                 props.append(f"col={col}")
     props.append(f"title={_prop(title)}")
     return f"::{level} {','.join(props)}::{_data(message)}"
-
-
-def claim_title(claim) -> str:
-    if claim.as_expected and claim.expected != "proved":
-        return f"{claim.name} is {claim.verdict} (as expected)"
-    if not claim.as_expected and claim.expected != "proved":
-        return f"{claim.name}: {claim.miss}"
-    return f"{claim.name} is {claim.verdict}"
-
-
-def claim_message(claim, note: str = "", code: str = "`") -> str:
-    """The message of a claim's annotation or SARIF result: statement (in ``code`` quotes), verdict,
-    expectation, reason, and the counterexample on its own line."""
-    expect = f" ({claim.miss})" if claim.expected != "proved" and not claim.as_expected else \
-        " (as expected)" if claim.expected != "proved" else ""
-    message = f"{code}{claim.claim}{code} is {claim.verdict}{expect}{note}: {plain_reason(claim.reason)}"
-    extra = counterexample_line(claim.counterexample)
-    return message + "\n" + extra if extra else message
 
 
 def claim_annotation(result, claim, level: str | None = None, note: str = "") -> str:

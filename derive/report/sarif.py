@@ -21,7 +21,7 @@ import json
 from urllib.parse import quote
 
 from derive.claims import kinds as _kinds
-from derive.report.common import claim_level, claim_region, repo_path
+from derive.report.common import claim_level, claim_message, claim_region, repo_path
 
 __all__ = ["HOMEPAGE", "SCHEMA_URI", "error_sarif", "rules", "to_sarif"]
 
@@ -71,8 +71,6 @@ def fingerprint(file: str, name: str, statement: str) -> str:
 
 
 def _result(result, claim, level: str, state: str | None = None) -> dict:
-    from derive.report.github import claim_message
-
     kinds = [k.name for k in _kinds.KINDS]
     kind = _kind(result, claim)
     out = {"ruleId": kind}
