@@ -258,7 +258,14 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
     inputs. Input errors come first (the new specs, the revision), then the proofs."""
     from derive.spec import load_spec
 
-    specs = [load_spec(f) for f in files]
+    specs, errors = [], []
+    for f in files:  # every input error of every file, before any proof
+        try:
+            specs.append(load_spec(f))
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise InputError("\n".join(errors))
     roots = [verify_ref(ref, f) for f in files]
     snapshots = {r: _Snapshot(r, ref) for r in dict.fromkeys(roots)}
     cache: dict = {}
