@@ -260,3 +260,11 @@ def test_help_imports_nothing_heavy(args):
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout.splitlines()[-1] == "[]", proc.stderr
+
+
+def test_malformed_toml_annotation_points_at_the_line(tmp_path):
+    _write(tmp_path / "m.derive.toml", 'name = "x"\nscore = \n')
+    code, out, err = _check(tmp_path, "m.derive.toml", "--format", "github")
+    assert code == 2 and err.startswith("derive: error: m.derive.toml: malformed TOML: ")
+    assert out == ("::error file=m.derive.toml,line=2,col=9,title=derive%3A bad input::"
+                   "m.derive.toml: malformed TOML: Invalid value (at line 2, column 9)\n")

@@ -16,6 +16,9 @@ __all__ = ["markdown", "problems"]
 _LINE = re.compile(r"(?P<file>[^\n]+?\.(?:toml|py)): (?:key '(?P<key>[^']*)'(?:, column \d+)?: )?(?P<msg>.*)\Z")
 
 
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
 def _position(file: str, key: str | None) -> tuple[int | None, int | None]:
     if key is None:
         return None, None
@@ -42,7 +45,11 @@ def problems(text: str) -> list[tuple[str | None, int | None, int | None, str]]:
     for line in text.splitlines() or [""]:
         m = _LINE.match(line)
         if m and Path(m.group("file")).is_file():
-            out.append((m.group("file"), *_position(m.group("file"), m.group("key")), line))
+            where = _position(m.group("file"), m.group("key"))
+            toml = _TOML_AT.search(m.group("msg")) if m.group("key") is None else None
+            if toml:  # malformed TOML: tomllib names the line and column
+                where = (int(toml.group(1)), int(toml.group(2)))
+            out.append((m.group("file"), *where, line))
         else:
             out.append((None, None, None, line))
     return out
