@@ -268,3 +268,22 @@ def test_malformed_toml_annotation_points_at_the_line(tmp_path):
     assert code == 2 and err.startswith("derive: error: m.derive.toml: malformed TOML: ")
     assert out == ("::error file=m.derive.toml,line=2,col=9,title=derive%3A bad input::"
                    "m.derive.toml: malformed TOML: Invalid value (at line 2, column 9)\n")
+
+
+def test_each_set_of_inputs_is_proved_once(repo, monkeypatch):
+    """The cache is keyed on a spec's text and every file it refers to: a (whose b changed) and b are
+    proved at both revisions, the renamed spec with the same text once, the deleted one at REF."""
+    import derive.claims.run as run_module
+
+    calls = []
+    real = run_module.check_spec
+
+    def counting(spec, *a, **k):
+        calls.append(Path(spec.file).name)
+        return real(spec, *a, **k)
+
+    monkeypatch.setattr(run_module, "check_spec", counting)
+    monkeypatch.chdir(repo)
+    assert main(["check", "--baseline", "HEAD~1", "--format", "json", "--output", str(repo / "out.json"), *SPECS]) == 1
+    assert sorted(calls) == sorted(["a.derive.toml", "b.derive.toml", "new_name.derive.toml",
+                                    "a.derive.toml", "b.derive.toml", "gone.derive.toml"])
