@@ -14,7 +14,7 @@ from derive.claims.result import ClaimResult
 from derive.claims.run import SpecResult, summary_line
 from derive.cli import main
 from derive.report.github import annotations
-from derive.claims.kinds import KINDS
+from derive.spec.claim_kinds import KINDS
 from derive.report.sarif import to_sarif
 from derive.spec import parse_spec
 from derive.spec.load import CLAIM_ARGS

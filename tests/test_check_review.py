@@ -228,7 +228,7 @@ def test_github_format_only_in_github_actions(tmp_path):
 
 
 def test_sarif_rules_and_run_details():
-    from derive.claims.kinds import KINDS
+    from derive.spec.claim_kinds import KINDS
     from derive.report.sarif import to_sarif
 
     doc = _validate(to_sarif([]))

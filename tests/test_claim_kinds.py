@@ -1,4 +1,4 @@
-"""The claim-kind record is the single source: the loader, the provers' dispatch, the claim table
+"""The claim-kind record (derive/spec/claim_kinds.py) is the single source: the loader, the provers' dispatch, the claim table
 of docs/spec.md and the SARIF rules all come from it."""
 
 from __future__ import annotations
@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from derive.claims import kinds
-from derive.claims.kinds import KINDS, markdown_table
+from derive.spec import claim_kinds as kinds
+from derive.spec.claim_kinds import KINDS, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_spec_md_claim_table_is_the_record():
     text = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
-    assert markdown_table() in text
+    assert markdown_table() in text, ("docs/spec.md, Claims: paste the table printed by python -c "
+                                      "'from derive.spec.claim_kinds import markdown_table; print(markdown_table())'")
 
 
 def test_loader_sarif_and_provers_follow_the_record():

@@ -33,7 +33,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from derive.claims.kinds import CLAIM_ARGS
+from derive.spec.claim_kinds import CLAIM_ARGS
 from derive.errors import InputError
 from derive.claims.counts import count_verdicts
 from derive.paths import repo_path, repo_root

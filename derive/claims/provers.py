@@ -1,5 +1,5 @@
 """The provers of the claim kinds on scores and normalizers; ``PROVERS[kind](ctx, claim) -> Outcome``
-dispatches by the claim-kind record (:mod:`derive.claims.kinds`), which names each prover."""
+dispatches by the claim-kind record (:mod:`derive.spec.claim_kinds`), which names each prover."""
 
 from __future__ import annotations
 
@@ -211,10 +211,10 @@ _ = UNDECIDED
 
 
 class _Provers(dict):
-    """``PROVERS[kind]``: the prover the claim-kind record names (derive.claims.kinds)."""
+    """``PROVERS[kind]``: the prover the claim-kind record names (derive.spec.claim_kinds)."""
 
     def __missing__(self, kind):
-        from derive.claims.kinds import prover
+        from derive.spec.claim_kinds import prover
 
         return self.setdefault(kind, prover(kind))
 

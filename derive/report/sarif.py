@@ -1,6 +1,6 @@
 """``--format sarif``: SARIF 2.1.0 for code-scanning dashboards.
 
-One rule per claim kind (generated from the claim-kind record, :mod:`derive.claims.kinds`), with a
+One rule per claim kind (from the claim-kind record, :mod:`derive.spec.claim_kinds`), with a
 help text and a link into docs/spec.md. One result per claim that is not proved as expected: a
 claim whose verdict is not the expected one is an ``error`` (``warning`` when merely undecided), a
 refuted or undecided claim that meets its expectation a ``note``. Each result sits at the claim's
@@ -20,7 +20,7 @@ import hashlib
 import json
 from urllib.parse import quote
 
-from derive.claims import kinds as _kinds
+from derive.spec import claim_kinds as _kinds
 from derive.report.common import claim_level, claim_message, claim_region, repo_path
 
 __all__ = ["HOMEPAGE", "SCHEMA_URI", "error_sarif", "rules", "to_sarif"]

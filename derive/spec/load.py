@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from derive.claims.kinds import CLAIM_ARGS, EXPECTATIONS
+from derive.spec.claim_kinds import CLAIM_ARGS, EXPECTATIONS
 from derive.errors import InputError
 from derive.spec.parser import ExprError, Node, parse
 from derive.spec.positions import key_positions

@@ -4,7 +4,8 @@ A record holds the kind's name, the argument it takes, its meaning, the prover t
 and the help text of its SARIF rule. Generated from it: the claim parsing of the spec loader
 (:data:`CLAIM_ARGS`), the dispatch to provers (:func:`prover`), the claim table of
 ``docs/spec.md`` (:func:`markdown_table`) and the SARIF rules (:mod:`derive.report.sarif`).
-This module imports nothing heavy: the loader and ``derive check --help`` read it without SymPy.
+Claim kinds are part of the spec language, so the record lives with the loader; it imports
+nothing heavy, and names each prover as ``module:function`` (imported on first use).
 """
 
 from __future__ import annotations
