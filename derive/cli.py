@@ -41,17 +41,16 @@ def _parser(available: dict) -> argparse.ArgumentParser:
 
 
 def _help_line(name: str) -> str:
-    """The ``HELP`` string of ``derive.commands.NAME``, read from its source without importing it."""
+    """The ``HELP`` string of ``derive.commands.NAME``, read from its source without importing it
+    (one line ``HELP = "…"``, read as a Python literal)."""
     import ast
     import importlib.util
+    import re
 
     spec = importlib.util.find_spec(f"derive.commands.{name}")
-    source = spec.loader.get_source(spec.name) if spec and spec.loader else None
-    for node in ast.parse(source or "").body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HELP" for t in node.targets):
-            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                return node.value.value
-    return ""
+    source = (spec.loader.get_source(spec.name) if spec and spec.loader else None) or ""
+    m = re.search(r"^HELP = (\"[^\"\n]*\")$", source, re.MULTILINE)
+    return ast.literal_eval(m.group(1)) if m else ""
 
 
 def _available(argv: list[str]) -> dict:

@@ -287,3 +287,12 @@ def test_each_set_of_inputs_is_proved_once(repo, monkeypatch):
     assert main(["check", "--baseline", "HEAD~1", "--format", "json", "--output", str(repo / "out.json"), *SPECS]) == 1
     assert sorted(calls) == sorted(["a.derive.toml", "b.derive.toml", "new_name.derive.toml",
                                     "a.derive.toml", "b.derive.toml", "gone.derive.toml"])
+
+
+def test_help_lines_read_from_source_are_the_commands_help():
+    import importlib
+
+    from derive.cli import COMMANDS, _help_line
+
+    for name in COMMANDS:
+        assert _help_line(name) == importlib.import_module(f"derive.commands.{name}").HELP != ""
