@@ -1,5 +1,5 @@
-"""The claim-kind record (derive/spec/claim_kinds.py) is the single source: the loader, the provers' dispatch, the claim table
-of docs/spec.md and the SARIF rules all come from it."""
+"""The claim-kind record (derive/spec/claim_kinds.py) is the single source: the loader, the provers'
+dispatch, the claim table of docs/spec.md and the SARIF rules all come from it."""
 
 from __future__ import annotations
 

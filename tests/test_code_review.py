@@ -25,6 +25,7 @@ ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 GOOD = 'name = "good"\nscore = "dot(q, k + b)"\n[symbols]\nb = "vector"\n[claims]\nkey_bias_redundant = "invariant(b)"\n'
 BAD = ('name = "bad"\nscore = "dot(q + b_q, k + b_k)"\n[symbols]\nb_q = "vector"\nb_k = "vector"\n'
        '[claims]\n# a claim that is false\nq_bias_redundant = "invariant(b_q)"\n')
+PINNED = f"uses: OWNER/derive@v{__import__('derive').__version__}"  # the README's example pins a release
 BAD_ANNOTATION = "::error file=bad.derive.toml,line=8,col=1,title=q_bias_redundant is refuted::`invariant(b_q)` is refuted: "
 
 
@@ -108,7 +109,7 @@ def test_action_version_step_reads_derive_version(tmp_path):
 def test_actionlint_clean(tmp_path):
     """The README's workflow (using this action from the repository root, so actionlint checks
     its inputs against action.yml) and the action's own steps pass actionlint and shellcheck."""
-    readme = _readme_block("# .github/workflows/derive.yml").replace(f"uses: OWNER/derive@v{__import__('derive').__version__}", "uses: ./")
+    readme = _readme_block("# .github/workflows/derive.yml").replace(PINNED, "uses: ./")
     assert "uses: ./" in readme
     steps = yaml.safe_dump(_action_as_workflow(), sort_keys=False)
     proc = _actionlint(tmp_path, {"derive.yml": readme, "action-steps.yml": steps})
@@ -117,7 +118,7 @@ def test_actionlint_clean(tmp_path):
 
 def test_actionlint_would_catch_a_mistake(tmp_path):
     """The check above is real: a misspelled input and a script error are reported."""
-    readme = _readme_block("# .github/workflows/derive.yml").replace(f"uses: OWNER/derive@v{__import__('derive').__version__}", "uses: ./")
+    readme = _readme_block("# .github/workflows/derive.yml").replace(PINNED, "uses: ./")
     wf = _action_as_workflow()
     wf["jobs"]["steps"]["steps"][-1]["run"] += 'echo $undefined_var"\n'
     proc = _actionlint(tmp_path, {"derive.yml": readme.replace("fail-on:", "fail_on:"),

@@ -15,7 +15,8 @@ from pathlib import Path
 from derive.claims.counts import count_verdicts, summary_line
 from derive.paths import repo_path, repo_root
 
-__all__ = ["claim_level", "claim_message", "claim_position", "claim_title", "claim_region", "count_verdicts", "counterexample_line",
+__all__ = ["claim_level", "claim_message", "claim_position", "claim_region", "claim_title", "count_verdicts",
+           "counterexample_line",
            "expectation_note", "repo_path", "repo_root", "results_summary", "summary_line", "total_counts"]
 
 PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"

@@ -106,7 +106,8 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell, one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
+    env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell)
+    env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
     env.globals.update(icons=ICONS)
     return env
 

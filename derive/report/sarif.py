@@ -44,7 +44,8 @@ def rules(version: str) -> list[dict]:
     out = []
     for k in _kinds.KINDS:
         meaning = k.plain()
-        text = (f"The claim {k.name} of a derive variant spec states that {meaning.removeprefix('(extension) ')}. derive proves it "
+        says = meaning.removeprefix("(extension) ")
+        text = (f"The claim {k.name} of a derive variant spec states that {says}. derive proves it "
                 "symbolically (for every d and n) or refutes it with a certified counterexample. "
                 f"{k.plain_help()} A claim may state the verdict it expects: "
                 "{ claim = \"...\", expect = \"refuted\" }.")
