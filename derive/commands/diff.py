@@ -24,7 +24,7 @@ def run(args) -> int:
     from derive.commands.check import check_files, settings_from, write
     from derive.claims.baseline import compare
     from derive.claims.run import summary_line
-    from derive.report.render import reason_cell
+    from derive.report.render import md_cell, reason_cell
 
     old, new = check_files([args.old, args.new], settings_from(args))
     rows = compare(old, new)
@@ -42,8 +42,8 @@ def run(args) -> int:
                  "| Claim | Statement | Old | New | Reason (new) |", "|---|---|---|---|---|"]
         for r in rows:
             mark = "**" if r["changed"] else ""
-            lines.append(f"| {mark}`{r['name']}`{mark} | `{r['claim']}` | {cell(r['old'])} | {cell(r['new'])} "
-                         f"| {reason_cell(r['reason'])} |")
+            lines.append(f"| {mark}`{md_cell(r['name'])}`{mark} | `{md_cell(r['claim'])}` | {cell(r['old'])} "
+                         f"| {cell(r['new'])} | {reason_cell(r['reason'])} |")
         text = "\n".join(lines) + "\n"
     write(text, args.output)
     return 1 if changed else 0
