@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_spec_md_claim_table_is_the_record():
     text = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
-    assert markdown_table() in text, ("docs/spec.md, Claims: paste the table printed by python -c "
-                                      "'from derive.spec.claim_kinds import markdown_table; print(markdown_table())'")
+    assert kinds.with_table(text) == text, "regenerate: python -m derive.spec.claim_kinds"
+    assert markdown_table() in text
 
 
 def test_loader_sarif_and_provers_follow_the_record():

@@ -14,7 +14,7 @@ import importlib
 import re
 from dataclasses import dataclass
 
-__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table", "prover"]
+__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table", "prover", "with_table"]
 
 # The verdicts a claim may be expected to have (``expect = "refuted"``); the first is the default.
 EXPECTATIONS = ("proved", "refuted", "undecided")
@@ -129,8 +129,26 @@ def prover(kind: str):
     return getattr(importlib.import_module(module), attr)
 
 
+BEGIN = "<!-- claim table: generated from derive/spec/claim_kinds.py by python -m derive.spec.claim_kinds -->"
+END = "<!-- end of the claim table -->"
+
+
 def markdown_table() -> str:
     """The claim table of docs/spec.md."""
     rows = ["| claim | meaning |", "|---|---|"]
     rows += [f"| `{k.usage}` | {k.meaning} |" for k in KINDS]
     return "\n".join(rows) + "\n"
+
+
+def with_table(text: str) -> str:
+    """``text`` (docs/spec.md) with the claim table between its markers rewritten."""
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + markdown_table() + text[end:]
+
+
+if __name__ == "__main__":  # rewrite the claim table of docs/spec.md (or of the file named)
+    import sys
+    from pathlib import Path
+
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/spec.md")
+    path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
