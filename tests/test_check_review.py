@@ -296,3 +296,23 @@ def test_help_lines_read_from_source_are_the_commands_help():
 
     for name in COMMANDS:
         assert _help_line(name) == importlib.import_module(f"derive.commands.{name}").HELP != ""
+
+
+def test_claim_table_errors():
+    from derive.errors import InputError
+    from derive.spec import parse_spec
+
+    text = ('name = "x"\nscore = "dot(q, k)"\n[claims]\na = { claim = "shift_invariant", expct = "refuted" }\n'
+            'b = { expect = "refuted" }\nc = { claim = 3 }\nd = { claim = "shift_invariant", expect = 1 }\n'
+            'e = { claim = "invariant(zz)", expect = "undecided" }\n')
+    with pytest.raises(InputError) as exc:
+        parse_spec(text, "x.toml")
+    assert str(exc.value).splitlines() == [
+        "x.toml: key 'claims.a.expct': unknown key; did you mean 'expect'? (expected claim or expect)",
+        "x.toml: key 'claims.b': missing key 'claim': write { claim = \"CLAIM\", expect = \"refuted\" }",
+        "x.toml: key 'claims.c.claim': expected a string or a table { claim = ..., expect = ... }, got int",
+        "x.toml: key 'claims.d.expect': expected one of proved, refuted, undecided, got int",
+        "x.toml: key 'claims.e.claim', column 11: unknown name 'zz': declare it under [symbols]",
+    ]
+    spec = parse_spec(text.split("[claims]")[0] + '[claims]\nu = { claim = "can_abstain", expect = "undecided" }\n')
+    assert [(c.name, c.kind, c.expect) for c in spec.claims] == [("u", "can_abstain", "undecided")]

@@ -13,8 +13,8 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from derive.spec.claim_kinds import CLAIM_ARGS, EXPECTATIONS
 from derive.errors import InputError
+from derive.spec.claim_kinds import CLAIM_ARGS, EXPECTATIONS
 from derive.spec.parser import ExprError, Node, parse
 from derive.spec.positions import key_positions
 from derive.spec.translate import (
@@ -362,7 +362,7 @@ def _claim(errs: _Errors, key: str, cname: str, text, binds: dict, deferred: lis
                 errs.add(f"{key}.{k}", f"unknown key{nearest(k, ('claim', 'expect'))} (expected claim or expect)")
         expect = text.get("expect", expect)
         if expect not in EXPECTATIONS:
-            shown = repr(expect) if isinstance(expect, str) else f"a {type(expect).__name__}"
+            shown = repr(expect) if isinstance(expect, str) else type(expect).__name__
             hint = nearest(expect, EXPECTATIONS) if isinstance(expect, str) else ""
             errs.add(f"{key}.expect", f"expected one of {', '.join(EXPECTATIONS)}, got {shown}{hint}")
             expect = EXPECTATIONS[0]
