@@ -13,13 +13,39 @@ The pipeline, one sub-package per stage:
 
 __version__ = "0.1.0"
 
-from derive.document.api import Document
-from derive.document.notation import notation
-from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, expand_dot, vector, vectors
-from derive.prove.equality import prove_equal
-from derive.prove.rowconst import classify
-from derive.prove.verdict import Verdict
-from derive.settings import Settings
+# The public names are imported on first use (PEP 562), so that ``import derive`` — and with it
+# ``derive --help`` and ``derive check --help`` — loads neither SymPy nor Hypothesis nor flint.
+_EXPORTS = {
+    "Document": "derive.document.api",
+    "notation": "derive.document.notation",
+    "Dot": "derive.model.vectors",
+    "Rot": "derive.model.vectors",
+    "VectorBase": "derive.model.vectors",
+    "VectorSymbol": "derive.model.vectors",
+    "expand_dot": "derive.model.vectors",
+    "vector": "derive.model.vectors",
+    "vectors": "derive.model.vectors",
+    "prove_equal": "derive.prove.equality",
+    "classify": "derive.prove.rowconst",
+    "Verdict": "derive.prove.verdict",
+    "Settings": "derive.settings",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'derive' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "Document",

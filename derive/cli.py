@@ -2,7 +2,8 @@
 
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
 Only the module of the command being run is imported (``derive check`` must not pay for
-the renderer of ``derive build``); ``derive --help`` imports them all to list them.
+the renderer of ``derive build``); ``derive --help`` imports none: it lists each command with the
+``HELP`` string read from its module's source.
 User mistakes (:class:`~derive.errors.InputError`) print one line per error and exit 2; no
 traceback is shown for them.
 """
@@ -29,6 +30,9 @@ def _parser(available: dict) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"derive {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module in available.items():
+        if isinstance(module, str):  # listed only (derive --help): its help line, nothing imported
+            sub.add_parser(name, help=module)
+            continue
         p = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
@@ -36,10 +40,23 @@ def _parser(available: dict) -> argparse.ArgumentParser:
     return parser
 
 
+def _help_line(name: str) -> str:
+    """The ``HELP`` string of ``derive.commands.NAME``, read from its source without importing it
+    (one line ``HELP = "…"``, read as a Python literal)."""
+    import ast
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec(f"derive.commands.{name}")
+    source = (spec.loader.get_source(spec.name) if spec and spec.loader else None) or ""
+    m = re.search(r"^HELP = (\"[^\"\n]*\")$", source, re.MULTILINE)
+    return ast.literal_eval(m.group(1)) if m else ""
+
+
 def _available(argv: list[str]) -> dict:
-    chosen = [a for a in argv if a in COMMANDS][:1]
-    names = chosen if chosen and argv.index(chosen[0]) == 0 else COMMANDS
-    return {name: importlib.import_module(f"derive.commands.{name}") for name in names}
+    if argv and argv[0] in COMMANDS:
+        return {argv[0]: importlib.import_module(f"derive.commands.{argv[0]}")}
+    return {name: _help_line(name) for name in COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,9 @@
 """A pytest plugin: every ``*.derive.toml`` file is a test module, each claim one test.
 
 Enable with ``-p derive.pytest_plugin`` (or the ``pytest11`` entry point
-``derive = "derive.pytest_plugin"``). A claim passes when it is proved; to state that a
-claim is false, write the expected verdict in the claim's name suffix ``__refuted``.
+``derive = "derive.pytest_plugin"``). A claim passes when it gets its expected verdict, as
+``derive check`` decides: ``NAME = { claim = "CLAIM", expect = "refuted" }`` (proved by default).
+A claim whose name ends in ``__refuted`` is expected to be refuted too (the older spelling).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class ClaimItem(pytest.Item):
 
         one = Spec(**{**self.spec.__dict__, "claims": tuple(c for c in self.spec.claims if c.name == self.claim)})
         (res,) = check_spec(one).claims
-        want = "refuted" if self.claim.endswith("__refuted") else "proved"
+        want = "refuted" if self.claim.endswith("__refuted") and res.expected == "proved" else res.expected
         if res.verdict != want:
             raise ClaimFailed(res, want)
 

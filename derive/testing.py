@@ -20,7 +20,8 @@ __all__ = ["assert_claims", "assert_implements"]
 
 
 def assert_claims(path, *, allow: dict | None = None) -> list:
-    """Check the spec at ``path``; fail unless each claim is proved (or has the verdict in ``allow``).
+    """Check the spec at ``path``; fail unless each claim gets its expected verdict: the spec's own
+    ``expect`` (proved by default), or the verdict ``allow`` gives it.
 
     ``allow`` maps a claim name to the verdict expected instead (e.g. ``{"k_bias": "refuted"}``).
     Returns the claim results.
@@ -33,7 +34,7 @@ def assert_claims(path, *, allow: dict | None = None) -> list:
     allow = dict(allow or {})
     bad = []
     for c in result.claims:
-        want = allow.pop(c.name, "proved")
+        want = allow.pop(c.name, c.expected)
         if c.verdict != want:
             bad.append(f"  {c.name} = {c.claim!r}: {c.verdict} (expected {want}): {plain_math(c.reason)}")
     if allow:

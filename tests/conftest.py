@@ -15,6 +15,9 @@ IN_CI = os.environ.get("CI") == "true"
 # tests run. The test session runs Triton kernels only under the CPU interpreter, so it is set
 # before anything can import triton; tests that need it unset say so (monkeypatch).
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# `derive check` prints GitHub annotations by default inside a GitHub Actions job; the tests pin
+# the format they expect, and those that test the default set GITHUB_ACTIONS themselves.
+os.environ.pop("GITHUB_ACTIONS", None)
 
 
 def require_tool(name: str) -> str:

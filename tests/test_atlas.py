@@ -61,3 +61,12 @@ def test_refutations_have_counterexamples(results):
 def test_committed_atlas_is_current(results):
     committed = (Path(__file__).resolve().parent.parent / "docs" / "atlas.md").read_text(encoding="utf-8")
     assert committed == atlas_markdown(results), "regenerate: python build_docs.py"
+
+
+def test_every_claim_meets_its_expectation(results):
+    """The atlas states its negative facts with expect = "refuted": `derive check derive/atlas/*.toml`
+    exits 0, and each expectation is the known fact above."""
+    for variant, r in zip(ORDER, results):
+        for c in r.claims:
+            assert c.as_expected, (variant, c.name, c.miss)
+            assert c.expected == FACTS[variant][c.name], (variant, c.name)

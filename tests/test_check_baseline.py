@@ -103,9 +103,9 @@ def test_github(checked, repo):
     code, text = checked["github"]
     lines = text.splitlines()
     assert code == 1
-    assert lines[0].startswith(f"::error file={repo}/specs/v.derive.toml,line=7,col=1,title=flips is refuted::"
+    assert lines[0].startswith("::error file=specs/v.derive.toml,line=7,col=1,title=flips is refuted::"
                                "`invariant(b_k)` is refuted (was proved at HEAD~1): ")
-    assert lines[1].startswith(f"::notice file={repo}/specs/v.derive.toml,line=8,col=1,title=fixed is proved::")
+    assert lines[1].startswith("::notice file=specs/v.derive.toml,line=8,col=1,title=fixed is proved::")
     assert lines[2] == ("5 claims: 4 proved, 1 refuted, 0 undecided; 3 changed since HEAD~1; "
                         "Unchanged since HEAD~1: 2 claims: 2 proved, 0 refuted, 0 undecided.")
 

@@ -43,7 +43,7 @@ def test_deterministic(outputs):
 
 def test_json_schema(outputs):
     doc = json.loads(outputs["json"][1])
-    assert set(doc) == {"version", "schema", "counts", "specs"}
+    assert set(doc) == {"version", "schema", "counts", "not_as_expected", "specs"}
     assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0}
     (spec,) = doc["specs"]
     assert {"file", "name", "counts", "claims"} <= set(spec)

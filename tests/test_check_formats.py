@@ -14,9 +14,12 @@ from derive.claims.result import ClaimResult
 from derive.claims.run import SpecResult, summary_line
 from derive.cli import main
 from derive.report.github import annotations
-from derive.report.sarif import RULES, to_sarif
+from derive.spec.claim_kinds import KINDS
+from derive.report.sarif import to_sarif
 from derive.spec import parse_spec
 from derive.spec.load import CLAIM_ARGS
+
+RULES = [k.name for k in KINDS]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -61,10 +64,12 @@ def test_golden_sarif_is_valid():
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == list(CLAIM_ARGS) == list(RULES)
     (res,) = run["results"]
     assert res["ruleId"] == "invariant" and res["level"] == "error"
-    assert res["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "tests/specs/golden.toml"},
-                                                       "region": {"startLine": 11, "startColumn": 1}}
+    assert res["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "tests/specs/golden.toml", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 11, "startColumn": 1, "endLine": 11, "endColumn": 36}}  # one past the line's end
     assert res["properties"]["counterexample"]["d"] == 2
     assert res["message"]["text"].startswith("k_bias_redundant = invariant(b_k) is refuted: the score changes")
+    assert "\ncounterexample: d = 2, n = 2, mask causal, i = 2, j = 1" in res["message"]["text"]
 
 
 def test_sarif_levels_locations_and_escaping():
@@ -75,7 +80,7 @@ def test_sarif_levels_locations_and_escaping():
     assert second["properties"]["counterexample"] is None
     loc = first["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "dir%20with%20space/v.derive.toml"
-    assert loc["region"] == {"startLine": 7, "startColumn": 1}
+    assert loc["region"] == {"startLine": 7, "startColumn": 1}  # no such file: no end known
     assert second["locations"][0]["physicalLocation"]["region"] == {"startLine": 8, "startColumn": 3}
     assert _validate(to_sarif([_result(["proved", "proved"])]))["runs"][0]["results"] == []
 
@@ -123,9 +128,17 @@ def test_summary_line():
 def test_fail_on():
     from derive.commands.check import failing
 
-    assert failing(["proved", "undecided"], "undecided") and not failing(["proved", "undecided"], "refuted")
-    assert failing(["refuted"], "refuted") and failing(["refuted"], "undecided")
-    assert not failing(["proved", "fixed", "removed"], "undecided")
+    def claims(*pairs):
+        return [ClaimResult("c", "can_abstain", v, "", expected=e) for v, e in pairs]
+
+    assert failing(claims(("proved", "proved"), ("undecided", "proved")), "undecided")
+    assert not failing(claims(("proved", "proved"), ("undecided", "proved")), "refuted")
+    assert failing(claims(("refuted", "proved")), "refuted") and failing(claims(("refuted", "proved")), "undecided")
+    # a claim meeting its expectation passes; one missing it fails, whatever the verdict
+    assert not failing(claims(("refuted", "refuted"), ("undecided", "undecided")), "undecided")
+    assert failing(claims(("proved", "refuted")), "refuted") and failing(claims(("proved", "undecided")), "refuted")
+    assert failing(claims(("undecided", "refuted")), "undecided")
+    assert not failing(claims(("undecided", "refuted")), "refuted")
 
 
 def test_summary_file_is_appended(tmp_path, capsys):

@@ -34,3 +34,15 @@ def test_plugin_collects_derive_toml(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "2 passed" in proc.stdout and "1 failed" in proc.stdout, proc.stdout + proc.stderr
     assert "wrong = 'invariant(b_q)': refuted (expected proved)" in proc.stdout
+
+
+def test_plugin_follows_expect(tmp_path):
+    """The plugin passes a claim that gets the verdict its ``expect`` names, as derive check does."""
+    (tmp_path / "v.derive.toml").write_text(
+        GOOD + '[claims]\nq = { claim = "invariant(b_q)", expect = "refuted" }\n'
+        'k = { claim = "invariant(b_k)", expect = "refuted" }\n')
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "derive.pytest_plugin", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert "1 passed" in proc.stdout and "1 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert "k = 'invariant(b_k)': proved (expected refuted)" in proc.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import shlex
@@ -24,6 +25,7 @@ ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 GOOD = 'name = "good"\nscore = "dot(q, k + b)"\n[symbols]\nb = "vector"\n[claims]\nkey_bias_redundant = "invariant(b)"\n'
 BAD = ('name = "bad"\nscore = "dot(q + b_q, k + b_k)"\n[symbols]\nb_q = "vector"\nb_k = "vector"\n'
        '[claims]\n# a claim that is false\nq_bias_redundant = "invariant(b_q)"\n')
+PINNED = f"uses: OWNER/derive@v{__import__('derive').__version__}"  # the README's example pins a release
 BAD_ANNOTATION = "::error file=bad.derive.toml,line=8,col=1,title=q_bias_redundant is refuted::`invariant(b_q)` is refuted: "
 
 
@@ -75,15 +77,39 @@ def _actionlint(tmp_path, workflows: dict[str, str]) -> subprocess.CompletedProc
 def test_action_metadata():
     assert ACTION["runs"]["using"] == "composite"
     assert set(ACTION["inputs"]) == {"files", "baseline", "fail-on"}
-    assert ACTION["inputs"]["fail-on"]["default"] == "refuted"
+    # one default for fail-on: the action passes none unless asked, so derive check's own applies
+    assert ACTION["inputs"]["fail-on"]["default"] == ""
+    assert 'if [ -n "$DERIVE_FAIL_ON" ]' in ACTION["runs"]["steps"][-1]["run"]
+    assert ACTION["outputs"]["sarif"]["value"] == "${{ steps.check.outputs.sarif }}"
     script = ACTION["runs"]["steps"][-1]["run"]
     assert "--format github" in script and '--summary "$GITHUB_STEP_SUMMARY"' in script
+    (cache,) = [s for s in ACTION["runs"]["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert "steps.version.outputs.version" in cache["with"]["key"]
+    (install,) = [s for s in ACTION["runs"]["steps"] if s.get("name") == "Install derive"]
+    assert install["env"]["PIP_CACHE_DIR"] == cache["with"]["path"]
+
+
+def test_readme_pins_a_release():
+    from derive import __version__
+
+    assert "OWNER/derive@main" not in README and "rev: main" not in README
+    assert f"uses: OWNER/derive@v{__version__}" in README and f"rev: v{__version__}" in README
+
+
+def test_action_version_step_reads_derive_version(tmp_path):
+    from derive import __version__
+
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "version"]
+    out = tmp_path / "output"
+    subprocess.run(["bash", "-c", step["run"]], check=True, env=_env(GITHUB_ACTION_PATH=str(ROOT),
+                                                                       GITHUB_OUTPUT=str(out)))
+    assert out.read_text(encoding="utf-8") == f"version={__version__}\n"
 
 
 def test_actionlint_clean(tmp_path):
     """The README's workflow (using this action from the repository root, so actionlint checks
     its inputs against action.yml) and the action's own steps pass actionlint and shellcheck."""
-    readme = _readme_block("# .github/workflows/derive.yml").replace("uses: OWNER/derive@main", "uses: ./")
+    readme = _readme_block("# .github/workflows/derive.yml").replace(PINNED, "uses: ./")
     assert "uses: ./" in readme
     steps = yaml.safe_dump(_action_as_workflow(), sort_keys=False)
     proc = _actionlint(tmp_path, {"derive.yml": readme, "action-steps.yml": steps})
@@ -92,7 +118,7 @@ def test_actionlint_clean(tmp_path):
 
 def test_actionlint_would_catch_a_mistake(tmp_path):
     """The check above is real: a misspelled input and a script error are reported."""
-    readme = _readme_block("# .github/workflows/derive.yml").replace("uses: OWNER/derive@main", "uses: ./")
+    readme = _readme_block("# .github/workflows/derive.yml").replace(PINNED, "uses: ./")
     wf = _action_as_workflow()
     wf["jobs"]["steps"]["steps"][-1]["run"] += 'echo $undefined_var"\n'
     proc = _actionlint(tmp_path, {"derive.yml": readme.replace("fail-on:", "fail_on:"),
@@ -102,19 +128,24 @@ def test_actionlint_would_catch_a_mistake(tmp_path):
     assert "shellcheck reported issue" in proc.stdout
 
 
-def _run_action_script(tmp_path, files: str, baseline: str = "", fail_on: str = "refuted"):
+def _run_action_script(tmp_path, files: str, baseline: str = "", fail_on: str = ""):
     """The action's check step under bash, with a stand-in runner: derive from this checkout."""
     runner = tmp_path / "runner"
     (runner / "derive-venv" / "bin").mkdir(parents=True, exist_ok=True)
     shim = runner / "derive-venv" / "bin" / "derive"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m derive "$@"\n', encoding="utf-8")
     shim.chmod(0o755)
-    summary = tmp_path / "summary.md"
+    summary, output = tmp_path / "summary.md", tmp_path / "output"
+    for f in (summary, output):
+        f.unlink(missing_ok=True)
     script = ACTION["runs"]["steps"][-1]["run"]
     proc = subprocess.run(["bash", "-c", script], cwd=tmp_path / "work", capture_output=True, text=True,
                           check=False, env=_env(RUNNER_TEMP=str(runner), GITHUB_STEP_SUMMARY=str(summary),
+                                                GITHUB_OUTPUT=str(output), GITHUB_ACTIONS="true",
                                                 DERIVE_FILES=files, DERIVE_BASELINE=baseline,
                                                 DERIVE_FAIL_ON=fail_on))
+    proc.outputs = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines()) \
+        if output.exists() else {}
     return proc, summary.read_text(encoding="utf-8") if summary.exists() else ""
 
 
@@ -128,6 +159,12 @@ def test_action_script_globs_annotations_summary(tmp_path):
     assert proc.stdout.startswith(BAD_ANNOTATION.replace("file=bad", "file=specs/deep/bad"))
     assert proc.stdout.endswith("\n2 claims: 1 proved, 1 refuted, 0 undecided\n")
     assert summary.startswith("2 claims: 1 proved, 1 refuted, 0 undecided\n")
+    sarif = json.loads(Path(proc.outputs["sarif"]).read_text(encoding="utf-8"))
+    assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]] \
+        == ["specs/deep/bad.derive.toml"]
+    # overlapping patterns: each spec once
+    proc, _ = _run_action_script(tmp_path, "specs/**/*.derive.toml specs/deep/*.toml ./specs/good.derive.toml")
+    assert proc.stdout.endswith("\n2 claims: 1 proved, 1 refuted, 0 undecided\n")
     proc, _ = _run_action_script(tmp_path, "specs/good.derive.toml")
     assert proc.returncode == 0, proc.stderr
     proc, _ = _run_action_script(tmp_path, "nothing/*.toml")
@@ -166,6 +203,34 @@ def test_derive_docs_hook_entry(tmp_path):
     assert current.returncode == 0, current.stderr
 
 
+def test_derive_docs_hook_in_a_repository_without_derivation_modules(tmp_path):
+    """A user's repository with its own docs/ and no proofs/*.py: nothing to check, and it passes."""
+    (hook,) = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+               if h["id"] == "derive-docs"]
+    assert "only" in hook["description"] and "proofs/*.py" in hook["description"]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# my project\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "derive", *shlex.split(hook["entry"])[1:]]
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False, env=_env())
+    assert proc.returncode == 0 and "stale" not in proc.stderr
+    assert "no derivation modules in proofs/ here: nothing to check" in proc.stderr
+
+
+def test_derive_check_hook_output_is_for_people(tmp_path):
+    """The derive-check entry outside GitHub Actions prints Markdown, never workflow commands."""
+    (hook,) = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+               if h["id"] == "derive-check"]
+    (tmp_path / "bad.derive.toml").write_text(BAD, encoding="utf-8")
+    argv = [sys.executable, "-m", "derive", *shlex.split(hook["entry"])[1:], "bad.derive.toml"]
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False,
+                          env=_env(GITHUB_ACTIONS="false"))
+    assert proc.returncode == 1 and proc.stdout.startswith("1 claim: 0 proved, 1 refuted, 0 undecided\n")
+    assert "::" not in proc.stdout and "%0A" not in proc.stdout
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False,
+                          env=_env(GITHUB_ACTIONS="true"))
+    assert proc.stdout.startswith(BAD_ANNOTATION)
+
+
 @pytest.mark.slow
 def test_pre_commit_try_repo(tmp_path):
     """``pre-commit try-repo`` installs this repository into a fresh virtualenv (pip, from the
@@ -175,7 +240,7 @@ def test_pre_commit_try_repo(tmp_path):
     repo.mkdir()
     (repo / "good.derive.toml").write_text(GOOD, encoding="utf-8")
     (repo / "bad.derive.toml").write_text(BAD, encoding="utf-8")
-    env = _env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))
+    env = _env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), GITHUB_ACTIONS="true")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
     subprocess.run(["git", "add", "."], cwd=repo, check=True, env=env)
 

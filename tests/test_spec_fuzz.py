@@ -64,7 +64,12 @@ def test_translation_total(src):
     try:
         parse_spec(text, "fuzz.toml")
     except InputError as exc:
-        assert "\n" not in str(exc)
+        # every mistake of the expression (its first, then each undeclared name or unknown
+        # function elsewhere in it), one line each, never the same column twice
+        lines = str(exc).split("\n")
+        assert all(line.startswith("fuzz.toml: key 'score'") for line in lines)
+        columns = [line.split("column ")[1].split(":")[0] for line in lines if "column " in line]
+        assert len(columns) == len(set(columns))
 
 
 @st.composite

@@ -1,30 +1,48 @@
-"""``derive check --baseline REF``: compare each spec with the same file at a git revision.
+"""``derive check --baseline REF``: compare each spec with the same spec at a git revision.
 
-The old text is read with ``git show REF:./FILE`` (nothing is checked out). Specs are checked
-through a cache keyed by their text, so a spec whose text did not change is proved once.
+Nothing is checked out in the work tree: the tree of REF is read with ``git archive`` into a
+temporary directory, so a spec that refers to other files (``equivalent_to("other.derive.toml")``,
+``score_mod = "mods.py:NAME"``) is loaded at REF with those files as they were at REF. A file
+renamed since REF (``git mv``, with or without edits) is compared with its old name. Results
+are cached by everything a verdict depends on: the spec's text and the text of every file it
+refers to (transitively), so a spec whose inputs did not change is proved once.
 Each claim's change gets a status:
 
-* ``refuted`` — refuted now, not before (a new refutation: the check fails);
-* ``undecided`` — undecided now, proved or absent before (fails with ``--fail-on undecided``);
+* ``refuted`` — refuted now, not before (a new refutation);
+* ``undecided`` — undecided now, proved or absent before;
 * ``fixed`` — refuted before, proved now;
 * ``proved`` — proved now, undecided or absent before;
-* ``changed`` — refuted before, undecided now;
-* ``removed`` — the claim is gone.
+* ``changed`` — refuted before, undecided now, or the verdict is the same but the claim no longer
+  meets its expectation (``expect``);
+* ``removed`` — the claim is gone (also every claim of a spec deleted since REF).
+
+A change fails the check when the claim's verdict now is not the one it expects (see
+:meth:`Baseline.failing`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import os
+import re
 import subprocess
+import tarfile
+import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from derive.spec.claim_kinds import CLAIM_ARGS
 from derive.errors import InputError
-from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
+from derive.claims.counts import count_verdicts
+from derive.paths import repo_path, repo_root
 
-__all__ = ["Baseline", "SpecChanges", "check_against", "check_cached", "classify", "git_show"]
+__all__ = ["Baseline", "SpecChanges", "check_against", "classify", "compare", "dependencies"]
 
+PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
 ORDER = (REFUTED, UNDECIDED, "changed", "fixed", PROVED, "removed")
+_REF_CLAIM = re.compile(r"\s*([A-Za-z_]\w*)\s*\(\s*([\"'])(.*)\2\s*\)\s*\Z", re.DOTALL)
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -34,45 +52,36 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         raise InputError("--baseline needs git, which is not installed") from None
 
 
-def verify_ref(ref: str, file: str) -> None:
-    """Exit 2 (InputError) unless ``ref`` names a commit of the repository that holds ``file``."""
+def verify_ref(ref: str, file: str) -> Path:
+    """The repository root of ``file``; exit 2 (InputError) unless ``ref`` names a commit of it."""
     if not ref or ref.startswith("-"):
         raise InputError(f"--baseline: {ref!r} is not a git revision")
-    cwd = Path(file).resolve().parent
-    inside = _git(["rev-parse", "--is-inside-work-tree"], cwd)
-    if inside.returncode != 0:
+    root = repo_root(file)
+    if root is None:
         raise InputError(f"--baseline: {file} is not in a git repository")
-    if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
+    if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root).returncode != 0:
         raise InputError(f"--baseline: unknown revision {ref!r} (in the repository of {file})")
+    return root
 
 
-def git_show(ref: str, file: str) -> str | None:
-    """The text of ``file`` at revision ``ref``; None when the file does not exist there."""
-    path = Path(file).resolve()
-    proc = _git(["show", f"{ref}:./{path.name}"], path.parent)
-    if proc.returncode != 0:
-        return None
-    try:
-        return proc.stdout.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def compare(old, new) -> list[dict]:
+    """The claims of two results side by side, by name: old and new verdicts (None: absent)."""
+    before = {c.name: c for c in old.claims}
+    after = {c.name: c for c in new.claims}
+    rows = []
+    for name in list(before) + [n for n in after if n not in before]:
+        a, b = before.get(name), after.get(name)
+        va, vb = (a.verdict if a else None), (b.verdict if b else None)
+        rows.append({"name": name, "claim": (b or a).claim, "old": va, "new": vb, "changed": va != vb,
+                     "reason": (b or a).reason})
+    return rows
 
 
-def check_cached(text: str, label: str, cfg, cache: dict):
-    """Parse and check ``text``; a text checked before (same settings) is not proved again."""
-    from derive.claims.run import check_spec
-    from derive.spec import parse_spec
-
-    key = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    if key not in cache:
-        cache[key] = check_spec(parse_spec(text, label), cfg)
-    return cache[key]
-
-
-def classify(old: str | None, new: str | None) -> str | None:
-    """The status of a claim whose verdict went from ``old`` to ``new`` (None: no change)."""
+def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool = True) -> str | None:
+    """The status of a claim whose verdict went from ``old`` to ``new`` (None: no change);
+    ``was_ok``/``is_ok``: whether it met its expectation before and now."""
     if old == new:
-        return None
+        return "changed" if new is not None and was_ok and not is_ok else None
     if new is None:
         return "removed"
     if new == REFUTED:
@@ -82,32 +91,82 @@ def classify(old: str | None, new: str | None) -> str | None:
     return "fixed" if old == REFUTED else PROVED
 
 
+def dependencies(path: Path, seen: set | None = None) -> list[Path]:
+    """Every file the spec at ``path`` refers to, transitively: the other specs of its claims
+    (``equivalent_to``, ``mask_equivalent``) and the Python files of its modifiers."""
+    seen = set() if seen is None else seen
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    refs = [data[k] for k in ("score_mod", "mask_mod") if isinstance(data.get(k), str)]
+    claims = data.get("claims") if isinstance(data.get("claims"), dict) else {}
+    for value in claims.values():
+        text = value.get("claim") if isinstance(value, dict) else value
+        m = _REF_CLAIM.match(text) if isinstance(text, str) else None
+        if m and CLAIM_ARGS.get(m.group(1)) == "file":
+            refs.append(m.group(3).strip())
+    out = []
+    for ref in refs:
+        name = ref if ref.endswith(".toml") else ref.partition(":")[0]
+        dep = (path.parent / name).resolve()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        out.append(dep)
+        if dep.suffix == ".toml":
+            out += dependencies(dep, seen)
+    return out
+
+
+def cache_key(path: Path) -> str:
+    """A hash of everything the verdicts of the spec at ``path`` depend on: its text and the text
+    of every file it refers to, named relative to the spec (not where the spec itself lies, so
+    a renamed spec with the same inputs is not proved again)."""
+    h = hashlib.sha256()
+    path = path.resolve()
+    for p in (path, *dependencies(path)):
+        rel = os.path.relpath(p, path.parent) if p != path else ""
+        try:
+            content = p.read_bytes()
+        except OSError:
+            content = b"\0missing"
+        h.update(f"{rel}\0{len(content)}\0".encode() + content)
+    return h.hexdigest()
+
+
 @dataclass
 class SpecChanges:
-    file: str
+    file: str  # relative to the repository root
     name: str
-    at_ref: str  # "present", "absent" (new file) or "invalid" (not a valid spec at REF)
+    at_ref: str  # "present", "absent" (new file), "invalid" (not a valid spec at REF), "deleted" (gone now)
     note: str = ""
     changes: list[dict] = field(default_factory=list)
     unchanged: dict = field(default_factory=dict)  # verdict counts of the unchanged claims
+    renamed_from: str | None = None
 
     def as_json(self) -> dict:
-        return {"file": self.file, "name": self.name, "at_ref": self.at_ref, "note": self.note,
-                "changes": self.changes, "unchanged": self.unchanged}
+        return {"file": self.file, "name": self.name, "at_ref": self.at_ref, "renamed_from": self.renamed_from,
+                "note": self.note, "changes": self.changes, "unchanged": self.unchanged}
 
 
 @dataclass
 class Baseline:
     ref: str
     specs: list[SpecChanges]
-    verdicts: dict  # (file, claim name) -> verdict at REF
+    verdicts: dict  # (repository path, claim name) -> verdict at REF
+    gone: list = field(default_factory=list)  # claims refuted at REF that no longer exist
 
     def statuses(self) -> list[str]:
         return [c["status"] for s in self.specs for c in s.changes]
 
-    def unchanged(self) -> dict:
-        from derive.claims.run import count_verdicts
+    def failing(self, fail_on: str) -> bool:
+        """A changed claim whose verdict now is not the expected one (an undecided one only with
+        ``--fail-on undecided``)."""
+        return any(c["fails"] and (c["new"] != UNDECIDED or fail_on == UNDECIDED)
+                   for s in self.specs for c in s.changes)
 
+    def unchanged(self) -> dict:
         total = count_verdicts(())
         for s in self.specs:
             for k, v in s.unchanged.items():
@@ -116,19 +175,18 @@ class Baseline:
 
 
 def _changes(old, new) -> tuple[list[dict], dict]:
-    from derive.claims.run import count_verdicts
-    from derive.commands.diff import compare
-
     rows, same = [], []
-    now = {c.name: c for c in new.claims}
-    for row in compare(old, new) if old is not None else compare(_Empty(), new):
-        status = classify(row["old"], row["new"])
+    now = {c.name: c for c in new.claims} if new is not None else {}
+    was = {c.name: c for c in old.claims} if old is not None else {}
+    for row in compare(old or _Empty(), new or _Empty()):
+        c, b = now.get(row["name"]), was.get(row["name"])
+        status = classify(row["old"], row["new"], b.as_expected if b else True, c.as_expected if c else True)
         if status is None:
             same.append(row["new"])
             continue
-        c = now.get(row["name"])
         rows.append({"name": row["name"], "claim": row["claim"], "status": status, "old": row["old"],
-                     "new": row["new"], "reason": row["reason"],
+                     "new": row["new"], "expected": c.expected if c else None,
+                     "fails": bool(c is not None and not c.as_expected), "reason": row["reason"],
                      "counterexample": c.counterexample if c is not None else None})
     rows.sort(key=lambda r: ORDER.index(r["status"]))  # stable: file order within a status
     return rows, count_verdicts(same)
@@ -138,38 +196,120 @@ class _Empty:
     claims = ()
 
 
-def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
-    """Check ``files`` and their versions at ``ref``; every text is proved at most once.
+class _Snapshot:
+    """The tree of REF, extracted once into a temporary directory (read-only use)."""
 
-    Input errors come first (the new specs, the revision, the reads), then the proofs.
-    """
+    def __init__(self, root: Path, ref: str):
+        self.root, self.ref, self._dir, self._renames = root, ref, None, None
+
+    def path(self) -> Path:
+        if self._dir is None:
+            proc = _git(["archive", "--format=tar", self.ref], self.root)
+            if proc.returncode != 0:
+                raise InputError(f"--baseline: cannot read {self.ref}: {proc.stderr.decode(errors='replace').strip()}")
+            self._dir = tempfile.TemporaryDirectory(prefix="derive-baseline-")
+            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+                tar.extractall(self._dir.name, filter="data")
+        return Path(self._dir.name)
+
+    def changes(self) -> tuple[dict, list]:
+        """(new path -> old path for renames, deleted paths), relative to the root."""
+        if self._renames is None:
+            proc = _git(["diff", "--find-renames", "--name-status", "-z", self.ref, "--"], self.root)
+            fields = proc.stdout.decode("utf-8", errors="replace").split("\0")
+            renames, deleted, k = {}, [], 0
+            while k < len(fields) and fields[k]:
+                status = fields[k]
+                if status.startswith(("R", "C")):
+                    if status.startswith("R"):
+                        renames[fields[k + 2]] = fields[k + 1]
+                    k += 3
+                else:
+                    if status == "D":
+                        deleted.append(fields[k + 1])
+                    k += 2
+            self._renames = (renames, deleted)
+        return self._renames
+
+    def close(self) -> None:
+        if self._dir is not None:
+            self._dir.cleanup()
+
+
+def _check(path: Path, label: str, cfg, cache: dict, spec=None):
     from dataclasses import replace
 
+    from derive.claims.run import check_spec
     from derive.spec import load_spec
 
-    specs = [load_spec(f) for f in files]
-    texts = [Path(f).read_text(encoding="utf-8") for f in files]
-    for f in files:
-        verify_ref(ref, f)
-    olds = [git_show(ref, f) for f in files]
+    key = cache_key(path)
+    if key not in cache:
+        cache[key] = check_spec(spec if spec is not None else load_spec(path), cfg, file=label)
+    res = cache[key]
+    return res if res.file == label else replace(res, file=label)
+
+
+def _is_spec_name(rel: str, dirs: set) -> bool:
+    return rel.endswith(".derive.toml") or (rel.endswith(".toml") and str(Path(rel).parent) in dirs)
+
+
+def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
+    """Check ``files`` and their versions at ``ref``; every spec is proved at most once per set of
+    inputs. Input errors come first (the new specs, the revision), then the proofs."""
+    from derive.spec import load_spec
+
+    specs, errors = [], []
+    for f in files:  # every input error of every file, before any proof
+        try:
+            specs.append(load_spec(f))
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise InputError("\n".join(errors))
+    roots = [verify_ref(ref, f) for f in files]
+    snapshots = {r: _Snapshot(r, ref) for r in dict.fromkeys(roots)}
     cache: dict = {}
-    results = []
-    for f, spec, text in zip(files, specs, texts):
-        res = check_cached(text, f, cfg, cache)
-        results.append(res if res.file == f else replace(res, file=f, spec=spec))
-    out, verdicts = [], {}
-    for f, text, new in zip(files, olds, results):
-        note, old = "", None
-        if text is None:
-            at = "absent"
-        else:
-            try:
-                old = check_cached(text, f"{ref}:{f}", cfg, cache)
-                at = "present"
-            except InputError as exc:
-                at, note = "invalid", str(exc)
-        if old is not None:
-            verdicts.update({(f, c.name): c.verdict for c in old.claims})
-        rows, same = _changes(old, new)
-        out.append(SpecChanges(f, new.name, at, note, rows, same))
-    return results, Baseline(ref, out, verdicts)
+    try:
+        results = [_check(Path(f), f, cfg, cache, spec) for f, spec in zip(files, specs)]
+        out, verdicts, gone = [], {}, []
+        for f, root, new in zip(files, roots, results):
+            snap = snapshots[root]
+            rel = repo_path(f)
+            renames, _ = snap.changes()
+            old_rel = renames.get(rel, rel)
+            old, at, note = _at_ref(snap, old_rel, ref, cfg, cache)
+            if old is not None:
+                verdicts.update({(rel, c.name): c.verdict for c in old.claims})
+            rows, same = _changes(old, new)
+            gone += [{"file": rel, "name": r["name"], "claim": r["claim"], "why": "the claim was removed"}
+                     for r in rows if r["status"] == "removed" and r["old"] == REFUTED]
+            out.append(SpecChanges(rel, new.name, at, note, rows, same, old_rel if old_rel != rel else None))
+        given = {repo_path(f) for f in files}
+        for root, snap in snapshots.items():
+            dirs = {str(Path(g).parent) for g, r in zip(given, roots) if r == root}
+            for rel in snap.changes()[1]:
+                if rel in given or not _is_spec_name(rel, dirs):
+                    continue
+                old, at, note = _at_ref(snap, rel, ref, cfg, cache)
+                if old is None:
+                    continue  # not a spec at REF: nothing to report
+                rows, _ = _changes(old, None)
+                gone += [{"file": rel, "name": r["name"], "claim": r["claim"], "why": "its spec file was deleted"}
+                         for r in rows if r["old"] == REFUTED]
+                verdicts.update({(rel, c.name): c.verdict for c in old.claims})
+                out.append(SpecChanges(rel, old.name, "deleted", "", rows, count_verdicts(())))
+    finally:
+        for snap in snapshots.values():
+            snap.close()
+    return results, Baseline(ref, out, verdicts, gone)
+
+
+def _at_ref(snap: _Snapshot, rel: str, ref: str, cfg, cache: dict):
+    """(result at REF or None, "present" / "absent" / "invalid", note)."""
+    path = snap.path() / rel
+    if not path.is_file():
+        return None, "absent", ""
+    try:
+        return _check(path, f"{ref}:{rel}", cfg, cache), "present", ""
+    except InputError as exc:
+        return None, "invalid", str(exc).replace(str(snap.path()) + "/", f"{ref}:")

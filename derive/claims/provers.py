@@ -1,4 +1,5 @@
-"""One prover per claim kind, as a table: ``PROVERS[kind](ctx, claim) -> Outcome``."""
+"""The provers of the claim kinds on scores and normalizers; ``PROVERS[kind](ctx, claim) -> Outcome``
+dispatches by the claim-kind record (:mod:`derive.spec.claim_kinds`), which names each prover."""
 
 from __future__ import annotations
 
@@ -269,20 +270,20 @@ def _normalizer_claim(prop: str):
     return prover
 
 
-PROVERS = {
-    "invariant": invariant,
-    "depends": depends,
-    "output_invariant": output_invariant,
-    "output_shift": output_shift,
-    "row_constant": row_constant,
-    "equivalent": equivalent,
-    "shift_invariant": _normalizer_claim("shift_invariant"),
-    "can_abstain": _normalizer_claim("can_abstain"),
-    "weights_sum_to_one": _normalizer_claim("weights_sum_to_one"),
-}
+shift_invariant = _normalizer_claim("shift_invariant")
+can_abstain = _normalizer_claim("can_abstain")
+weights_sum_to_one = _normalizer_claim("weights_sum_to_one")
 
 _ = UNDECIDED
 
-from derive.flex.claims import FLEX_PROVERS  # noqa: E402 - claims about FlexAttention modifiers and masks
 
-PROVERS.update(FLEX_PROVERS)
+class _Provers(dict):
+    """``PROVERS[kind]``: the prover the claim-kind record names (derive.spec.claim_kinds)."""
+
+    def __missing__(self, kind):
+        from derive.spec.claim_kinds import prover
+
+        return self.setdefault(kind, prover(kind))
+
+
+PROVERS = _Provers()

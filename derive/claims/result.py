@@ -36,16 +36,33 @@ class ClaimResult:
     counterexample: dict | None = None
     steps: list = field(default_factory=list)
     cross_check: dict | None = None
+    expected: str = "proved"  # the verdict the spec expects (``expect = "refuted"``)
 
     @property
     def icon(self) -> str:
         return ICONS[self.verdict]
+
+    @property
+    def as_expected(self) -> bool:
+        return self.verdict == self.expected
+
+    def fails(self, fail_on: str = "undecided") -> bool:
+        """Whether this claim fails the check: its verdict is not the expected one, and (with
+        ``--fail-on refuted``) the miss is not merely an undecided verdict."""
+        return not self.as_expected and (self.verdict != "undecided" or fail_on == "undecided")
+
+    @property
+    def miss(self) -> str:
+        """``expected refuted, got proved``; empty when the verdict is the expected one."""
+        return "" if self.as_expected else f"expected {self.expected}, got {self.verdict}"
 
     def as_json(self) -> dict:
         return {
             "name": self.name,
             "claim": self.claim,
             "verdict": self.verdict,
+            "expected": self.expected,
+            "as_expected": self.as_expected,
             "reason": self.reason,
             "counterexample": self.counterexample,
             "steps": self.steps,

@@ -8,6 +8,7 @@ from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
+from derive.claims.counts import count_verdicts, summary_line
 from derive.spec.load import Spec
 
 __all__ = ["DEFAULT_CHECK", "SpecResult", "check_spec", "count_verdicts", "summary_line"]
@@ -39,21 +40,6 @@ class SpecResult:
                 "claims": [c.as_json() for c in self.claims]}
 
 
-def count_verdicts(verdicts) -> dict[str, int]:
-    out = {"claims": 0, PROVED: 0, REFUTED: 0, UNDECIDED: 0}
-    for v in verdicts:
-        out["claims"] += 1
-        out[v] += 1
-    return out
-
-
-def summary_line(counts: dict[str, int]) -> str:
-    """``3 claims: 2 proved, 1 refuted, 0 undecided``"""
-    n = counts["claims"]
-    return (f"{n} claim{'' if n == 1 else 's'}: {counts[PROVED]} proved, {counts[REFUTED]} refuted, "
-            f"{counts[UNDECIDED]} undecided")
-
-
 def _fresh_caches() -> None:
     """Results must not depend on which specs ran before in this process (SymPy's cache
     can change the order of floating-point sums in the cross-checks)."""
@@ -82,14 +68,14 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
             out = PROVERS[claim.kind](ctx, claim)
         except RecursionError:
             result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             "the expression is too deep for the engine"))
+                                             "the expression is too deep for the engine", expected=claim.expect))
             continue
         except Exception as exc:  # noqa: BLE001 - an engine failure is never a verdict
             result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
                                              f"the engine failed on this claim ({type(exc).__name__}); "
-                                             "please report it"))
+                                             "please report it", expected=claim.expect))
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
                                          out.witness if out.status == "refuted" else None,
-                                         out.steps, out.check))
+                                         out.steps, out.check, claim.expect))
     return result

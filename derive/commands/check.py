@@ -10,9 +10,13 @@ from derive.errors import InputError
 HELP = "prove or refute the claims of variant spec files (TOML)"
 DESCRIPTION = """Prove or refute each claim of each spec, for symbolic d and n.
 
-Exit code: 0 when every claim is proved, 1 when any is refuted or undecided, 2 for bad input.
-With --fail-on refuted, undecided claims do not fail. With --baseline REF only the claims whose
-verdict changed since REF count: a new refutation fails (exit 1).
+Exit code: 0 when every claim gets its expected verdict (proved, unless the spec says
+`NAME = { claim = "CLAIM", expect = "refuted" }` or "undecided"), 1 when one does not, 2 for bad
+input (reported in the format asked for, and in the --summary file). With --fail-on refuted, a
+claim that is merely undecided does not fail. With --baseline REF only the claims whose verdict
+changed since REF count (renamed specs are followed, deleted ones and removed claims reported).
+Files are named relative to the root of their git repository.
+--format defaults to github when GITHUB_ACTIONS=true (a GitHub Actions job), else to md.
 Shipped examples: `derive examples`.
 
 A spec with score_mod or mask_mod (a FlexAttention modifier, FILE.py:FUNCTION) RUNS that Python
@@ -20,24 +24,36 @@ code: it is imported and traced with torch.fx in a child process, with the isola
 impl` and a timeout (--timeout). This needs torch: pip install 'derive[torch]'."""
 
 FORMATS = ("md", "json", "tex", "github", "sarif")
+FAIL_ON = ("undecided", "refuted")  # the first is the default (the GitHub Action uses it too)
+
+
+def default_format() -> str:
+    """github in a GitHub Actions job (annotations), md for people everywhere else."""
+    import os
+
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "md"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="spec files (*.toml)")
-    parser.add_argument("--format", choices=FORMATS, default="md", help="report format (default md)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="report format (default: github under GITHUB_ACTIONS=true, else md)")
     parser.add_argument("--output", metavar="PATH", help="write the report to PATH instead of stdout")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="CPU-time bound of each symbolic step, in seconds (default 10)")
     parser.add_argument("--baseline", metavar="REF",
                         help="compare with each file at git revision REF (read with git show) and report "
                              "only the claims whose verdict changed")
-    parser.add_argument("--fail-on", choices=("refuted", "undecided"), default="undecided",
-                        help="exit 1 on refuted claims only, or on refuted and undecided claims (default)")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=FAIL_ON[0],
+                        help="undecided (default): exit 1 on any claim without its expected verdict; refuted: "
+                             "not for claims that are merely undecided")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="time allowed to tracing each score_mod / mask_mod, which runs its code in a "
                              "child process (default 60)")
     parser.add_argument("--summary", metavar="PATH",
                         help="also append the Markdown report to PATH (e.g. $GITHUB_STEP_SUMMARY)")
+    parser.add_argument("--sarif", metavar="PATH",
+                        help="also write the SARIF report to PATH (for github/codeql-action/upload-sarif)")
 
 
 def settings_from(args):
@@ -49,6 +65,18 @@ def settings_from(args):
     if not 0 < limit <= 3600:
         raise InputError(f"--time-limit must be in (0, 3600], got {limit:g}")
     return DEFAULT_CHECK.merge(time_limit=limit)
+
+
+def unique(files) -> list[str]:
+    """The files in order, each once: ``a.toml``, ``./a.toml`` and its absolute path are one file
+    (overlapping glob patterns must not check a spec twice)."""
+    seen, out = set(), []
+    for f in files:
+        key = Path(f).resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 def check_files(files, cfg) -> list:
@@ -84,10 +112,9 @@ def append(text: str, path: str) -> None:
         raise InputError(f"--summary {path}: cannot write: {exc.strerror or exc}") from None
 
 
-def failing(verdicts, fail_on: str) -> bool:
-    """Whether these verdicts (or, with a baseline, change statuses) fail the check."""
-    bad = {"refuted"} if fail_on == "refuted" else {"refuted", "undecided"}
-    return any(v in bad for v in verdicts)
+def failing(claims, fail_on: str) -> bool:
+    """Whether these claim results fail the check (a verdict that is not the expected one)."""
+    return any(c.fails(fail_on) for c in claims)
 
 
 def run_baseline(args, cfg) -> int:
@@ -96,11 +123,13 @@ def run_baseline(args, cfg) -> int:
 
     if args.format == "tex":
         raise InputError("--baseline works with --format md, json, github or sarif, not tex")
-    results, base = check_against(args.baseline, args.files, cfg)
+    results, base = check_against(args.baseline, unique(args.files), cfg)
     write(render_baseline(results, base, args.format), args.output)
     if args.summary:
         append(render_baseline(results, base, "md"), args.summary)
-    return 1 if failing(base.statuses(), args.fail_on) else 0
+    if getattr(args, "sarif", None):
+        write(render_baseline(results, base, "sarif"), args.sarif)
+    return 1 if base.failing(args.fail_on) else 0
 
 
 def run(args) -> int:
@@ -117,6 +146,53 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    if getattr(args, "format", None) is None:
+        args.format = default_format()
+    try:
+        return _check(args)
+    except InputError as exc:
+        report_input_error(exc, args)
+        raise
+
+
+def report_input_error(exc: InputError, args) -> None:
+    """Bad input in the format asked for: annotations (github), a failed SARIF invocation (sarif),
+    and the --summary file; the plain lines on stderr follow (derive.cli)."""
+    from derive.report.errors import problems
+
+    found = problems(str(exc))
+    fmt = getattr(args, "format", "md")
+    text = None
+    if fmt == "github":
+        from derive.report.github import error_annotations
+
+        text = error_annotations(found)
+    elif fmt == "sarif":
+        from derive.report.sarif import error_sarif
+
+        text = error_sarif(found)
+    if text is not None:
+        try:
+            write(text, getattr(args, "output", None))
+        except InputError:
+            pass
+    if getattr(args, "sarif", None):
+        from derive.report.sarif import error_sarif
+
+        try:
+            write(error_sarif(found), args.sarif)
+        except InputError:
+            pass
+    if getattr(args, "summary", None):
+        from derive.report.errors import markdown
+
+        try:
+            append(markdown(found), args.summary)
+        except InputError:
+            pass
+
+
+def _check(args) -> int:
     from derive.report import render
 
     cfg = settings_from(args)
@@ -129,8 +205,10 @@ def _run(args) -> int:
         TIMEOUT[0] = timeout
     if getattr(args, "baseline", None) is not None:
         return run_baseline(args, cfg)
-    results = check_files(args.files, cfg)
+    results = check_files(unique(args.files), cfg)
     write(render(results, args.format), args.output)
     if getattr(args, "summary", None):
         append(render(results, "md"), args.summary)
-    return 1 if failing((c.verdict for r in results for c in r.claims), getattr(args, "fail_on", "undecided")) else 0
+    if getattr(args, "sarif", None):
+        write(render(results, "sarif"), args.sarif)
+    return 1 if failing((c for r in results for c in r.claims), getattr(args, "fail_on", FAIL_ON[0])) else 0

@@ -18,24 +18,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
 
 
-def compare(old, new) -> list[dict]:
-    before = {c.name: c for c in old.claims}
-    after = {c.name: c for c in new.claims}
-    rows = []
-    for name in list(before) + [n for n in after if n not in before]:
-        a, b = before.get(name), after.get(name)
-        va, vb = (a.verdict if a else None), (b.verdict if b else None)
-        rows.append({"name": name, "claim": (b or a).claim, "old": va, "new": vb, "changed": va != vb,
-                     "reason": (b or a).reason})
-    return rows
-
-
 def run(args) -> int:
     from derive import __version__
     from derive.claims.result import ICONS
     from derive.commands.check import check_files, settings_from, write
+    from derive.claims.baseline import compare
     from derive.claims.run import summary_line
-    from derive.report.render import reason_cell
+    from derive.report.render import md_cell, reason_cell
 
     old, new = check_files([args.old, args.new], settings_from(args))
     rows = compare(old, new)
@@ -53,8 +42,8 @@ def run(args) -> int:
                  "| Claim | Statement | Old | New | Reason (new) |", "|---|---|---|---|---|"]
         for r in rows:
             mark = "**" if r["changed"] else ""
-            lines.append(f"| {mark}`{r['name']}`{mark} | `{r['claim']}` | {cell(r['old'])} | {cell(r['new'])} "
-                         f"| {reason_cell(r['reason'])} |")
+            lines.append(f"| {mark}`{md_cell(r['name'])}`{mark} | `{md_cell(r['claim'])}` | {cell(r['old'])} "
+                         f"| {cell(r['new'])} | {reason_cell(r['reason'])} |")
         text = "\n".join(lines) + "\n"
     write(text, args.output)
     return 1 if changed else 0

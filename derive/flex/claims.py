@@ -33,7 +33,8 @@ from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 
-__all__ = ["FLEX_PROVERS", "concrete_data", "modifier", "same_mask"]
+__all__ = ["concrete_data", "decreasing_in_distance", "equivalent_to", "mask_equivalent", "modifier", "row_constant",
+           "same_mask"]
 
 E = sp.Symbol("e", nonnegative=True)  # the distance |i − j| as a real variable
 
@@ -403,11 +404,3 @@ def row_constant(ctx, claim) -> Outcome:
     if out.status == REFUTED:
         out.witness["mask"] = str(mask)  # both keys are allowed by it (the search ran on its indicator)
     return out
-
-
-FLEX_PROVERS = {
-    "row_constant": row_constant,
-    "decreasing_in_distance": decreasing_in_distance,
-    "equivalent_to": equivalent_to,
-    "mask_equivalent": mask_equivalent,
-}

@@ -1,23 +1,22 @@
-"""``--format github``: GitHub Actions workflow commands, one annotation per claim that is not proved.
+"""``--format github``: GitHub Actions workflow commands, one annotation per claim that is not proved
+as expected.
 
-    ::error file=v.toml,line=11,col=1,title=k_bias_redundant is refuted::`invariant(b_k)` is refuted: …
+    ::error file=specs/v.derive.toml,line=11,col=1,title=k_bias_redundant is refuted::`invariant(b_k)` is refuted: …
 
-A refuted claim is an ``error``, an undecided one a ``warning``, at the line and column of the
-claim's key in the spec file. The last line is the summary (``3 claims: 2 proved, …``), plain text.
-Escaping follows the runner's rules: ``%``, CR and LF in the message; also ``:`` and ``,`` in
-the properties.
+A claim whose verdict is not the expected one is an ``error`` (a ``warning`` when it is merely
+undecided), at the line and column of the claim's key; a refuted or undecided claim that meets its
+expectation (``expect = "refuted"``) is a ``notice``. Files are named relative to the repository
+root. The last line is the summary (``3 claims: 2 proved, …``), plain text. Escaping follows the
+runner's rules: ``%``, CR and LF in the message; also ``:`` and ``,`` in the properties.
 """
 
 from __future__ import annotations
 
-import json
+from derive.report.common import claim_level, claim_message, claim_position, claim_title, repo_path, results_summary
 
-from derive.prove.verdict import REFUTED, UNDECIDED
-from derive.render.markup import plain_math as plain_reason
+__all__ = ["annotation", "annotations", "claim_annotation", "error_annotations"]
 
-__all__ = ["annotation", "annotations", "claim_position", "counterexample_line"]
-
-LEVELS = {REFUTED: "error", UNDECIDED: "warning"}
+LEVELS = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def _data(text: str) -> str:
@@ -28,45 +27,33 @@ def _prop(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def claim_position(result, claim_name: str) -> tuple[int, int]:
-    """(line, column) of the claim's key in its spec file; (1, 1) when the spec has no positions."""
-    positions = getattr(result.spec, "positions", None) or {}
-    return positions.get(("claims", claim_name)) or positions.get(("claims",)) or (1, 1)
-
-
-def counterexample_line(ce: dict | None) -> str:
-    """The counterexample in one line: sizes, mask, indices and the values of every input."""
-    if not ce:
-        return ""
-    parts = [f"d = {ce.get('d')}", f"n = {ce.get('n')}", f"mask {ce.get('mask')}"]
-    parts += [f"{k} = {v}" for k, v in (ce.get("indices") or {}).items()]
-    values = ce.get("values") or {}
-    text = "counterexample: " + ", ".join(parts)
-    if values:
-        text += "; " + "; ".join(f"{k} = {json.dumps(v)}" for k, v in values.items())
-    if ce.get("functions"):
-        text += "; " + "; ".join(f"{k} = {v}" for k, v in ce["functions"].items())
-    return text
-
-
-def annotation(level: str, file: str, line: int, col: int, title: str, message: str) -> str:
-    return f"::{level} file={_prop(file)},line={line},col={col},title={_prop(title)}::{_data(message)}"
+def annotation(level: str, file: str | None, line: int | None, col: int | None, title: str, message: str) -> str:
+    props = []
+    if file is not None:
+        props.append(f"file={_prop(file)}")
+        if line is not None:
+            props.append(f"line={line}")
+            if col is not None:
+                props.append(f"col={col}")
+    props.append(f"title={_prop(title)}")
+    return f"::{level} {','.join(props)}::{_data(message)}"
 
 
 def claim_annotation(result, claim, level: str | None = None, note: str = "") -> str:
     line, col = claim_position(result, claim.name)
-    message = f"`{claim.claim}` is {claim.verdict}{note}: {plain_reason(claim.reason)}"
-    extra = counterexample_line(claim.counterexample)
-    if extra:
-        message += "\n" + extra
-    return annotation(level or LEVELS[claim.verdict], result.file, line, col,
-                      f"{claim.name} is {claim.verdict}", message)
+    level = level or LEVELS[claim_level(claim) or "note"]
+    return annotation(level, repo_path(result.file), line, col, claim_title(claim), claim_message(claim, note))
 
 
 def annotations(results: list) -> str:
-    from derive.claims.run import summary_line
-    from derive.report.render import total_counts
+    lines = [claim_annotation(r, c) for r in results for c in r.claims if claim_level(c)]
+    lines.append(results_summary(results))
+    return "\n".join(lines) + "\n"
 
-    lines = [claim_annotation(r, c) for r in results for c in r.claims if c.verdict in LEVELS]
-    lines.append(summary_line(total_counts(results)))
+
+def error_annotations(problems: list) -> str:
+    """Input errors (exit 2) as ``::error`` annotations: ``problems`` are (file, line, column, message),
+    file and line None when unknown."""
+    lines = [annotation("error", repo_path(f) if f else None, line, col, "derive: bad input", msg)
+             for f, line, col, msg in problems]
     return "\n".join(lines) + "\n"

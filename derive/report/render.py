@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from derive.claims.result import ICONS
+from derive.report.common import expectation_note, repo_path, results_summary, total_counts
 from derive.render.markup import gfm_escape, plain_math, tex_code, tex_text, to_gfm, to_tex
 
 __all__ = ["SCHEMA_VERSION", "environment", "one_line", "plain_reason", "reason_cell", "render", "short_reason",
@@ -54,6 +55,23 @@ def plain_reason(reason: str) -> str:
     return plain_math(str(reason))
 
 
+def expect_note_text(expected: str | None, verdict: str | None) -> str:
+    """`` (as expected)`` or `` (expected refuted, got proved)`` after a verdict; nothing for a claim
+    that expects proved (the default) or is absent."""
+    if expected in (None, "proved") or verdict is None:
+        return ""
+    return " (as expected)" if expected == verdict else f" (expected {expected}, got {verdict})"
+
+
+def expect_note(claim) -> str:
+    return expect_note_text(claim.expected, claim.verdict)
+
+
+def md_cell(text: str) -> str:
+    """Text for a Markdown table cell (inside a code span too): ``|`` escaped, on one line."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def reason_cell(reason: str) -> str:
     """A reason in a Markdown table cell: one short line, math as math, ``|`` escaped for the table."""
     return to_gfm(short_reason(reason), inline=True).replace("|", "\\|")
@@ -88,23 +106,19 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell)
     env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
     env.globals.update(icons=ICONS)
     return env
 
 
-def total_counts(results: list) -> dict[str, int]:
-    """The verdict counts of every claim of every spec (``SpecResult.counts`` summed)."""
-    from derive.claims.run import count_verdicts
-
-    return count_verdicts(c.verdict for r in results for c in r.claims)
-
-
 def to_json(results: list) -> str:
     from derive import __version__
 
+    missed = expectation_note(c for r in results for c in r.claims)
     doc = {"version": __version__, "schema": SCHEMA_VERSION, "counts": total_counts(results),
-           "specs": [r.as_json() for r in results]}
+           "not_as_expected": missed or 0,
+           "specs": [{**r.as_json(), "file": repo_path(r.file)} for r in results]}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -124,8 +138,7 @@ def render(results: list, fmt: str, summary: bool = True, see: dict | None = Non
 
         return to_sarif(results)
     from derive import __version__
-    from derive.claims.run import summary_line
 
     template = environment().get_template(f"check.{fmt}.j2")
-    line = summary_line(total_counts(results)) if summary else ""
+    line = results_summary(results) if summary else ""
     return template.render(results=results, version=__version__, summary=line, see=see or {})

@@ -1,59 +1,63 @@
 """``--format sarif``: SARIF 2.1.0 for code-scanning dashboards.
 
-One rule per claim kind (all kinds, in the order of the spec language), one result per
-refuted (level ``error``) or undecided (level ``warning``) claim at the line and column of the
-claim's key, the reason as the message, the counterexample and the claim in ``properties``.
-With a baseline, each result has a ``baselineState`` (``new``, ``unchanged``, ``updated``) and a
-claim that was refuted at the baseline and is not any more is an ``absent`` result.
-The output validates against the official schema (``tests/sarif-schema-2.1.0.json``).
+One rule per claim kind (from the claim-kind record, :mod:`derive.spec.claim_kinds`), with a
+help text and a link into docs/spec.md. One result per claim that is not proved as expected: a
+claim whose verdict is not the expected one is an ``error`` (``warning`` when merely undecided), a
+refuted or undecided claim that meets its expectation a ``note``. Each result sits at the claim's
+line (from its key to the end of the line), names the file relative to the repository root
+(``uriBaseId`` ``%SRCROOT%``), and its message carries the reason and the counterexample (code
+scanning shows messages, not ``properties``). With a baseline, each result has a
+``baselineState`` (``new``, ``unchanged``, ``updated``) and a claim that was refuted at the
+baseline and is not any more (fixed, removed, or its spec deleted) is an ``absent`` result.
+Bad input (exit 2) is a run without results whose invocation failed, with one
+``toolExecutionNotifications`` entry per error. The output validates against the official
+schema (``tests/sarif-schema-2.1.0.json``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import PurePath
 from urllib.parse import quote
 
-from derive.prove.verdict import REFUTED, UNDECIDED
-from derive.render.markup import plain_math
+from derive.spec import claim_kinds as _kinds
+from derive.report.common import claim_level, claim_message, claim_region, repo_path
 
-__all__ = ["RULES", "SCHEMA_URI", "to_sarif"]
+__all__ = ["HOMEPAGE", "SCHEMA_URI", "error_sarif", "rules", "to_sarif"]
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-LEVELS = {REFUTED: "error", UNDECIDED: "warning"}
-
-# claim kind -> what a proof of it means (docs/spec.md, "Claims")
-RULES = {
-    "invariant": "the attention weights of every row are the same for all values of NAME",
-    "depends": "some value of NAME changes some weight (the negation of invariant)",
-    "output_invariant": "the outputs of every row are the same for all values of NAME",
-    "output_shift": "the output with NAME equals the output with NAME = 0, plus NAME",
-    "row_constant": "EXPR has the same value for every allowed key j of a row",
-    "equivalent": "replacing the score by EXPR gives the same weights for all inputs",
-    "shift_invariant": "adding the same constant to every score of a row leaves the weights unchanged",
-    "can_abstain": "a row can give its keys less than all the weight (total < 1)",
-    "weights_sum_to_one": "the weights of every row sum to 1",
-    "decreasing_in_distance": "for a fixed query and dot product, the score does not increase with |i - j| over "
-                              "the allowed keys",
-    "equivalent_to": "this variant and the spec OTHER give the same weights",
-    "mask_equivalent": "the masks of this spec and of OTHER allow the same keys",
-}
+HOMEPAGE = "https://github.com/OWNER/derive"  # the project's home (README: where you get derive)
+SRCROOT = "%SRCROOT%"
+AUTOMATION_ID = "derive/check/"
 
 
-def _uri(file: str) -> str:
-    path = PurePath(file)
-    if path.is_absolute():
-        return path.as_uri()
-    return quote(path.as_posix())
+def uri(file: str) -> str:
+    """The file relative to the repository root, as a URI reference (``%20`` for a space)."""
+    return quote(repo_path(file))
 
 
-def _rules() -> list[dict]:
-    return [{"id": kind, "name": "".join(w.capitalize() for w in kind.split("_")),
-             "shortDescription": {"text": f"{kind}: {meaning}"},
-             "fullDescription": {"text": f"The claim {kind} of a derive variant spec: {meaning}. "
-                                         "Refuted claims are errors, undecided ones warnings."},
-             "defaultConfiguration": {"level": "error"}} for kind, meaning in RULES.items()]
+def _docs(version: str) -> str:
+    return f"{HOMEPAGE}/blob/v{version}/docs/spec.md"
+
+
+def rules(version: str) -> list[dict]:
+    out = []
+    for k in _kinds.KINDS:
+        meaning = k.plain()
+        says = meaning.removeprefix("(extension) ")
+        text = (f"The claim {k.name} of a derive variant spec states that {says}. derive proves it "
+                "symbolically (for every d and n) or refutes it with a certified counterexample. "
+                f"{k.plain_help()} A claim may state the verdict it expects: "
+                "{ claim = \"...\", expect = \"refuted\" }.")
+        out.append({"id": k.name, "name": "".join(w.capitalize() for w in k.name.split("_")),
+                    "shortDescription": {"text": f"{k.name}: {meaning.removeprefix('(extension) ').split(';')[0]}"},
+                    "fullDescription": {"text": f"The claim {k.name}: {meaning}."},
+                    "helpUri": f"{_docs(version)}#{k.anchor}",
+                    "help": {"text": text, "markdown": f"`{k.usage}`: {k.meaning}.\n\n{k.help}\n\n"
+                                                       f"See [the claims of the spec language]"
+                                                       f"({_docs(version)}#{k.anchor})."},
+                    "defaultConfiguration": {"level": "error"}})
+    return out
 
 
 def _kind(result, claim) -> str:
@@ -63,53 +67,105 @@ def _kind(result, claim) -> str:
     return claim.claim.split("(")[0].strip()
 
 
-def _result(result, claim, level: str, state: str | None = None) -> dict:
-    from derive.report.github import claim_position
+def fingerprint(file: str, name: str, statement: str) -> str:
+    return hashlib.sha256(f"{repo_path(file)}\0{name}\0{statement}".encode()).hexdigest()[:32]
 
-    kinds = list(RULES)
+
+def _result(result, claim, level: str, state: str | None = None) -> dict:
+    kinds = [k.name for k in _kinds.KINDS]
     kind = _kind(result, claim)
-    line, col = claim_position(result, claim.name)
-    fingerprint = hashlib.sha256(f"{result.file}\0{claim.name}\0{claim.claim}".encode()).hexdigest()[:32]
     out = {"ruleId": kind}
-    if kind in RULES:
+    if kind in kinds:
         out["ruleIndex"] = kinds.index(kind)
     out.update({
         "level": level,
-        "message": {"text": f"{claim.name} = {claim.claim} is {claim.verdict}: {plain_math(claim.reason)}"},
+        "message": {"text": f"{claim.name} = {claim_message(claim, code='')}"},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": _uri(result.file)},
-            "region": {"startLine": line, "startColumn": col}}}],
-        "partialFingerprints": {"deriveClaim/v1": fingerprint},
+            "artifactLocation": {"uri": uri(result.file), "uriBaseId": SRCROOT},
+            "region": claim_region(result, claim.name)}}],
+        "partialFingerprints": {"deriveClaim/v1": fingerprint(result.file, claim.name, claim.claim)},
     })
     if state:
         out["baselineState"] = state
     out["properties"] = {"spec": result.name, "claim": claim.name, "statement": claim.claim,
-                         "verdict": claim.verdict, "counterexample": claim.counterexample}
+                         "verdict": claim.verdict, "expected": claim.expected,
+                         "counterexample": claim.counterexample}
     return out
 
 
-def to_sarif(results: list, baseline: dict | None = None) -> str:
-    """``baseline``: (file, claim name) -> the verdict at the baseline (absent: no such claim)."""
+def _absent(entry: dict) -> dict:
+    """A claim refuted at the baseline that no longer exists (removed, or its spec deleted)."""
+    kinds = [k.name for k in _kinds.KINDS]
+    kind = entry["claim"].split("(")[0].strip()
+    out = {"ruleId": kind}
+    if kind in kinds:
+        out["ruleIndex"] = kinds.index(kind)
+    out.update({
+        "level": "none",
+        "message": {"text": f"{entry['name']} = `{entry['claim']}` was refuted at the baseline and is gone: "
+                            f"{entry['why']}"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(entry["file"]), "uriBaseId": SRCROOT}}}],
+        "partialFingerprints": {"deriveClaim/v1": hashlib.sha256(
+            f"{entry['file']}\0{entry['name']}\0{entry['claim']}".encode()).hexdigest()[:32]},
+        "baselineState": "absent",
+        "properties": {"claim": entry["name"], "statement": entry["claim"], "verdict": None,
+                       "expected": None, "counterexample": None},
+    })
+    return out
+
+
+def _document(results: list, invocation: dict) -> str:
     from derive import __version__
 
-    out = []
-    for r in results:
-        for c in r.claims:
-            if c.verdict in LEVELS:
-                state = None
-                if baseline is not None:
-                    before = baseline.get((r.file, c.name))
-                    state = "unchanged" if before == c.verdict else "updated" if before in LEVELS else "new"
-                out.append(_result(r, c, LEVELS[c.verdict], state))
-            elif baseline is not None and baseline.get((r.file, c.name)) == REFUTED:
-                out.append(_result(r, c, "none", "absent"))
     doc = {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "derive", "version": __version__, "rules": _rules()}},
+            "tool": {"driver": {"name": "derive", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": HOMEPAGE, "rules": rules(__version__)}},
+            "automationDetails": {"id": AUTOMATION_ID},
+            "invocations": [invocation],
             "columnKind": "unicodeCodePoints",
-            "results": out,
+            "results": results,
         }],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def to_sarif(results: list, baseline: dict | None = None, gone: list | None = None) -> str:
+    """``baseline``: (repository path, claim name) -> the verdict at the baseline (absent: no such
+    claim); ``gone``: claims refuted at the baseline that no longer exist (dicts with file, name,
+    claim, why)."""
+    out = []
+    for r in results:
+        path = repo_path(r.file)
+        for c in r.claims:
+            level = claim_level(c)
+            before = baseline.get((path, c.name)) if baseline is not None else None
+            if level:
+                state = None
+                if baseline is not None:
+                    state = "unchanged" if before == c.verdict else "updated" if before in (
+                        "refuted", "undecided") else "new"
+                out.append(_result(r, c, level, state))
+            elif baseline is not None and before == "refuted":
+                out.append(_result(r, c, "none", "absent"))
+    out += [_absent(g) for g in gone or ()]
+    return _document(out, {"executionSuccessful": True})
+
+
+def error_sarif(problems: list) -> str:
+    """Bad input as SARIF: no results, a failed invocation with one notification per error."""
+    notes = []
+    for file, line, col, msg in problems:
+        note = {"level": "error", "message": {"text": msg}, "descriptor": {"id": "input"}}
+        if file:
+            region = {"startLine": line} if line else {}
+            if line and col:
+                region["startColumn"] = col
+            loc = {"artifactLocation": {"uri": uri(file), "uriBaseId": SRCROOT}}
+            if region:
+                loc["region"] = region
+            note["locations"] = [{"physicalLocation": loc}]
+        notes.append(note)
+    return _document([], {"executionSuccessful": False, "exitCode": 2, "toolExecutionNotifications": notes})

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from derive.errors import InputError
+from derive.spec.claim_kinds import CLAIM_ARGS, EXPECTATIONS
 from derive.spec.parser import ExprError, Node, parse
 from derive.spec.positions import key_positions
 from derive.spec.translate import (
@@ -45,12 +46,6 @@ NORMALIZER_ARGS = {
     "bias_kv": ((("k_star", "the learned key k*", "vector"), ("v_star", "the learned value v*", "vector")),
                 "bias_kv(K_STAR, V_STAR)", False),
 }
-CLAIM_ARGS = {
-    "invariant": "name", "depends": "name", "output_invariant": "name", "output_shift": "name",
-    "row_constant": "expr", "equivalent": "expr",
-    "shift_invariant": None, "can_abstain": None, "weights_sum_to_one": None,
-    "decreasing_in_distance": None, "equivalent_to": "file", "mask_equivalent": "file",
-}
 MAX_FILE, MAX_ENTRIES, MAX_NAME = 64 * 1024, 64, 40
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CLAIM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z", re.DOTALL)
@@ -64,6 +59,7 @@ class ClaimSpec:
     kind: str  # a key of CLAIM_ARGS
     arg: str | None = None  # the NAME or the EXPR source
     node: Node | None = None  # parsed EXPR
+    expect: str = EXPECTATIONS[0]  # the verdict the claim is expected to get (``expect = "refuted"``)
 
 
 @dataclass(frozen=True)
@@ -257,7 +253,7 @@ def _symbols(errs: _Errors, table: dict) -> tuple[dict[str, str], list[str]]:
             errs.add(key, f"{name!r} is a built-in function; choose another name")
         elif not isinstance(kind, str) or " ".join(kind.split()) not in DECLARABLE:
             shown = kind if isinstance(kind, str) else type(kind).__name__
-            hint = nearest(shown, DECLARABLE) if isinstance(kind, str) else ""
+            hint = _kind_hint(shown) if isinstance(kind, str) else ""
             errs.add(key, f"unknown kind {shown!r}{hint} (expected one of {', '.join(DECLARABLE)})")
             broken.append(name)
         else:
@@ -265,13 +261,51 @@ def _symbols(errs: _Errors, table: dict) -> tuple[dict[str, str], list[str]]:
     return out, broken
 
 
+def _name_errors(node, binds: dict):
+    """(message, column) for every undeclared name and unknown function of a parsed expression, in
+    the order written: translation stops at its first error, these are all reported."""
+    from derive.spec.parser import Binary, Call, Name, Unary
+
+    if isinstance(node, Name):
+        if node.id not in binds and node.id not in BUILTINS:
+            yield unknown_name(node.id, binds), node.col
+    elif isinstance(node, Unary):
+        yield from _name_errors(node.operand, binds)
+    elif isinstance(node, Binary):
+        yield from _name_errors(node.left, binds)
+        yield from _name_errors(node.right, binds)
+    elif isinstance(node, Call):
+        if node.func not in binds and node.func not in BUILTINS:
+            names = set(BUILTINS) | {k for k, v in binds.items() if v.kind == "function"}
+            yield f"unknown function {node.func!r}{nearest(node.func, names)}", node.col
+        for arg in node.args:
+            yield from _name_errors(arg, binds)
+
+
+def _kind_hint(text: str) -> str:
+    """``; did you mean 'scalar positive'?`` for "positive scalar" (the words of a kind in another
+    order), else the nearest kind by spelling."""
+    words = sorted(text.lower().split())
+    for kind in DECLARABLE:
+        if sorted(kind.split()) == words:
+            return f"; did you mean {kind!r}?"
+    return nearest(text, DECLARABLE)
+
+
 def _expr(errs: _Errors, key: str, src: str, binds: dict, want: str, offset: int = 0) -> Node | None:
+    node = None
     try:
         node = parse(src)
         _, kind = translate(node, binds)
     except ExprError as exc:
+        shown = set()
         if not exc.quiet:
             errs.add(key, exc.message, exc.column + offset)
+            shown.add(exc.column)
+        for msg, col in _name_errors(node, binds) if node is not None else ():
+            if col not in shown:  # every other mistake of the same expression, at once
+                shown.add(col)
+                errs.add(key, msg, col + offset)
         return None
     if kind != want:
         errs.add(key, f"the expression is a {kind}, but a {want} is needed", 1 + offset)
@@ -338,8 +372,28 @@ def _claims(errs: _Errors, table: dict, binds: dict, deferred: list | None = Non
 
 
 def _claim(errs: _Errors, key: str, cname: str, text, binds: dict, deferred: list | None) -> ClaimSpec | None:
+    expect = EXPECTATIONS[0]
+    if isinstance(text, dict):  # NAME = { claim = "CLAIM", expect = "refuted" }
+        for k in text:
+            if k not in ("claim", "expect"):
+                errs.add(f"{key}.{k}", f"unknown key{nearest(k, ('claim', 'expect'))} (expected claim or expect)")
+        expect = text.get("expect", expect)
+        if expect not in EXPECTATIONS:
+            shown = repr(expect) if isinstance(expect, str) else type(expect).__name__
+            hint = nearest(expect, EXPECTATIONS) if isinstance(expect, str) else ""
+            errs.add(f"{key}.expect", f"expected one of {', '.join(EXPECTATIONS)}, got {shown}{hint}")
+            expect = EXPECTATIONS[0]
+        if "claim" not in text:
+            errs.add(key, 'missing key \'claim\': write { claim = "CLAIM", expect = "refuted" }')
+            return None
+        key, text = f"{key}.claim", text["claim"]
+    claim = _claim_text(errs, key, cname, text, binds, deferred)
+    return claim if claim is None or expect == EXPECTATIONS[0] else replace(claim, expect=expect)
+
+
+def _claim_text(errs: _Errors, key: str, cname: str, text, binds: dict, deferred: list | None) -> ClaimSpec | None:
     if not isinstance(text, str):
-        errs.add(key, f"expected a string, got {type(text).__name__}")
+        errs.add(key, f"expected a string or a table {{ claim = ..., expect = ... }}, got {type(text).__name__}")
         return None
     m = _CLAIM.match(text)
     if not m:
