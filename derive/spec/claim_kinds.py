@@ -94,8 +94,12 @@ KINDS: tuple[ClaimKind, ...] = (
               "1/2 does not abstain)",
               f"{_P}:can_abstain",
               "A property of the normalizer alone (docs/normalizers.md)."),
-    ClaimKind("weights_sum_to_one", None, "the weights of every row sum to 1", f"{_P}:weights_sum_to_one",
-              "A property of the normalizer alone (docs/normalizers.md)."),
+    ClaimKind("weights_sum_to_one", None,
+              "the weights of every row sum to 1; false when the mask can leave a row with no allowed key "
+              "(its weights are all 0, see [Masks](#masks))",
+              f"{_P}:weights_sum_to_one",
+              "A property of the normalizer and the mask (docs/normalizers.md; a row with no allowed key "
+              "has weights 0)."),
     ClaimKind("decreasing_in_distance", None,
               "for a fixed query i and a fixed s = ⟨q_i, k_j⟩/√d, the score is non-increasing in \\|i − j\\| "
               "over the allowed keys",
