@@ -120,9 +120,10 @@ FAULTS: tuple[FaultyForm, ...] = (
         "exp(x_k − m) / ({term} + Σ_j exp(x_j − m)),  m = max x",
         _unshifted,
         "It subtracts the row maximum m = max x from every score for stability, but adds the "
-        "{term} to the denominator unshifted. So it computes {name}(x − max x), not {name}(x): "
-        "the result changes when all scores are shifted by a constant, and its weights always sum "
-        "to at least 1/2.",
+        "{term} to the denominator unshifted. So it computes {name}(x − max x), not {name}(x). "
+        "Shifting all scores by a constant leaves x − max x, and so this result, unchanged, while "
+        "{name}(x) changes ({name} is not shift-invariant); and since the largest score contributes "
+        "exp(0) = 1, its weights always sum to at least {floor}.",
         "Shift the {term} too: use {shifted} in place of {term} (and take m = {mmax} "
         "so that an all-masked row stays finite).",
         ({}, {"guarded": True}),  # NaN on a fully masked row, or m taken as 0 there
@@ -358,13 +359,13 @@ def words(name: str, sink) -> dict[str, str]:
         display = {"softmax1": "softmax₁", "zero_token": "zero-token attention"}[name]
         return {"name": display, "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
                 "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))",
-                "only": " only"}
+                "only": " only", "floor": "1/2"}
     s = SINKS[name] if name != "bias_kv" else "s*"
     term = "sink term exp(s)" if name == "sink" else "learned key's term exp(s*)"
     return {"name": name, "term": term, "shifted": f"exp({s} − m)", "mmax": f"max({s}, max x)",
             "plus": f"exp({s}) + ", "plus_shifted": f"exp({s} − m) + ",
             "including": ", including the sink's" if name == "sink" else ", including the learned key's",
-            "only": " only"}
+            "only": " only", "floor": f"1/(1 + exp({s}))"}
 
 
 def variants(name: str):
