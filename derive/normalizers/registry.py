@@ -221,7 +221,7 @@ register(
     Normalizer(
         name="sink",
         title="sink logit s (gpt-oss)",
-        sources=("gpt-oss2025", "xiao2024"),
+        sources=("gpt-oss2025",),  # Xiao et al.'s sink tokens have values: bias_kv
         params=("s",),
         weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
         stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
@@ -256,7 +256,7 @@ register(
     Normalizer(
         name="bias_kv",
         title="learned key/value token (add_bias_kv)",
-        sources=("pytorch-mha",),
+        sources=("pytorch-mha", "xiao2024"),
         params=("s_star",),
         # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
         # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
