@@ -121,7 +121,10 @@ def _alt(text: str) -> str:
 
 
 def _name_tex(name: str) -> str:
-    """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``."""
+    """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``, ``b_k'`` → ``b_{k}'``."""
+    stem = name.rstrip("'")
+    if stem != name and stem and stem.replace("_", "").replace("^", "").isalnum():
+        return tex(sp.Symbol(stem)) + "'" * (len(name) - len(stem))
     if not name.replace("_", "").replace("^", "").isalnum():
         return r"\text{" + name.replace("_", r"\_") + "}"
     return tex(sp.Symbol(name))
