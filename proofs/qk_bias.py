@@ -256,15 +256,15 @@ def document() -> Document:
                      "$s^{0}_{ij} + \\gamma_i / \\sqrt{d}$: shift invariance.")
     doc.prose(
         "$b_Q = 0$ is one case. Another, from the article's numbers: $b_Q = (0, 1) \\neq 0$ and a row whose "
-        "allowed keys all lie on the first axis, e.g. $k_1 = (1, 0)$ and $k_3 = (-1, 0)$; then "
-        "$\\langle b_Q, k_j \\rangle = 0$ for both and the weights do not change (check "
-        "`Q-bias no-effect exception` below)."
+        "allowed keys all lie on the first axis, e.g. $k^{0}_1 = (1, 0)$ and $k^{0}_3 = (-1, 0)$; then "
+        "$\\langle b_Q, k^{0}_j \\rangle = 0$ for both and the weights do not change (the check "
+        "“Q-bias no-effect exception” in the appendix)."
     )
 
     # 7 ------------------------------------------------------------------------------
     doc.section("7. Control: a different shift for each key")
     doc.classify([("per-token shift", Dot(q0[i], delta[j]) / SQRT_D)], j, name="per-token K shift",
-                 why="Adding a different vector $\\delta_j$ to each key adds $\\langle q_i, \\delta_j \\rangle/\\sqrt{d}$, which is key-dependent:",
+                 why="Adding a different vector $\\delta_j$ to each key adds $\\langle q^{0}_i, \\delta_j \\rangle/\\sqrt{d}$, which is key-dependent:",
                  expect=["key-dependent"])
 
     shifts = ((1, 0), (0, 0), (0, 0))
@@ -276,7 +276,7 @@ def document() -> Document:
         "A concrete counterexample with the article's query and keys: shift only the first key, "
         "$\\delta_1 = (1, 0)$, $\\delta_2 = \\delta_3 = 0$. Its score rises by $1/\\sqrt{2}$ and the weights change:"
     )
-    doc.table(["keys", "weights"], [["$k_j$", _fmt(p_before)], ["$k_j + \\delta_j$", _fmt(p_after)]])
+    doc.table(["keys", "weights"], [["$k^{0}_j$", _fmt(p_before)], ["$k^{0}_j + \\delta_j$", _fmt(p_after)]])
 
     # 8 ------------------------------------------------------------------------------
     doc.section("8. The max-subtracted softmax is the same invariance")

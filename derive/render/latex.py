@@ -11,10 +11,29 @@ from sympy.printing.latex import LatexPrinter
 
 from derive.prove.memo import memoized
 
-__all__ = ["DeriveLatexPrinter", "tex"]
+__all__ = ["SYMBOLS", "DeriveLatexPrinter", "tex"]
+
+
+# Notation, one table: a symbol's name in the engine → how every document writes it. The soft
+# cap is c_cap (upright "cap"), never c: c is a common shift of the scores.
+SYMBOLS: dict[str, str] = {
+    "c_cap": r"c_{\mathrm{cap}}",
+    "s_star": r"s^{*}_{i}",  # bias_kv's parameter: the learned key's score ⟨q_i, k*⟩/√d
+}
 
 
 class DeriveLatexPrinter(LatexPrinter):
+    def _print_Symbol(self, expr, style="plain"):
+        shown = SYMBOLS.get(expr.name)
+        return shown if shown is not None else super()._print_Symbol(expr, style=style)
+
+    def _print_log(self, expr, exp=None):
+        # a constant such as ln 2 is written as prose writes it; log(x) of an expression stays \log
+        arg = expr.args[0]
+        if not (arg.is_Integer and arg.is_positive):
+            return super()._print_log(expr, exp)
+        return rf"\ln^{{{exp}}} {self._print(arg)}" if exp is not None else rf"\ln {self._print(arg)}"
+
     def _print_Dot(self, expr):
         # Display order only (the engine's canonical order serves cancellation): the query
         # side first, as in q·k.

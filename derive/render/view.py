@@ -16,7 +16,7 @@ import sympy as sp
 
 from derive import __version__
 from derive.render import prose
-from derive.render.latex import tex
+from derive.render.latex import SYMBOLS, tex
 from derive.render.markup import plain_math, tex_math
 
 __all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
@@ -122,6 +122,8 @@ def _alt(text: str) -> str:
 
 def _name_tex(name: str) -> str:
     """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``, ``b_k'`` → ``b_{k}'``."""
+    if name in SYMBOLS:
+        return SYMBOLS[name]
     stem = name.rstrip("'")
     if stem != name and stem and stem.replace("_", "").replace("^", "").isalnum():
         return tex(sp.Symbol(stem)) + "'" * (len(name) - len(stem))
@@ -163,8 +165,8 @@ def _witness_text(w: dict | None) -> str:
 
 def _instance_text(w: dict, assume: dict | None = None) -> str:
     parts = [_assign(k, v) for k, v in w["instance"].items()] + [_assign(k, v) for k, v in w["indices"].items()]
-    if assume:
-        parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items()] + parts
+    if assume:  # an assumed value the instance states again (n) is listed once
+        parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items() if str(k) not in w["instance"]] + parts
     enc = w["enclosures"]
     side = lambda e: f"({', '.join(_value_text(x) for x in e)})" if isinstance(e, list) else _value_text(e)
     return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "
