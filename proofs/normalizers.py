@@ -115,12 +115,16 @@ def document() -> Document:
         "**Abstention** means that in every row the scores can make every weight tend to 0; weights that merely "
         "sum to less than 1 do not abstain."
     )
+    doc.prose("The definitions, each with the weight $p_j$ of an allowed key $j$ ($t$ runs over the allowed keys):")
+    defs = " \\\\\n".join(f"\\texttt{{{name.replace('_', chr(92) + '_')}}} \\quad & {REGISTRY[name].definition}"
+                          for name in names())
+    doc.prose("$$\n\\begin{aligned}" + defs + "\\end{aligned}\n$$")
     rows = []
     for name in names():
         e = REGISTRY[name]
         source = "{cite:" + ",".join(e.sources) + "}" if e.sources else "—"
-        rows.append([f"`{name}`", e.title, f"${e.definition}$", e.domain_text or "—", e.note or "—", source])
-    doc.table(["entry", "normalizer", "definition", "parameters", "note", "source"], rows)
+        rows.append([f"`{name}`", e.title, e.domain_text or "—", e.note or "—", source])
+    doc.table(["entry", "normalizer", "parameters", "note", "source"], rows)
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(

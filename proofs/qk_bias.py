@@ -17,6 +17,7 @@ from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
 from derive.model.vectors import Dot, VectorBase, expand_dot, vectors
 from derive.normalizers.properties import derive_property
 from derive.normalizers.table import anchor
+from derive.render.latex import tex
 
 q0, k0, v, delta = VectorBase("q^0"), VectorBase("k^0"), VectorBase("v"), VectorBase("delta")
 bQ, bK = vectors("b_Q b_K")
@@ -302,13 +303,14 @@ def document() -> Document:
     doc.table(
         ["condition", "scores (exact)", "scores, recomputed", "scores, article", "weights, recomputed",
          "weights, article"],
-        [[cond, sp.Tuple(*ex[cond][0]), _fmt(ex[cond][0]), _fmt(SEED_TABLE[cond][0]), _fmt(ex[cond][1]),
+        [[cond, "(" + ", ".join(f"${tex(v)}$" for v in ex[cond][0]) + ")", _fmt(ex[cond][0]), _fmt(SEED_TABLE[cond][0]), _fmt(ex[cond][1]),
           _fmt(SEED_TABLE[cond][1])] for cond in CONDITIONS],
         caption="Scores before softmax and weights: the engine's exact values rounded to 6 decimals, next to "
                 "the article's table {cite:qkbias-article}.",
     )
-    doc.prose("The exact weights without bias, for instance, are")
-    doc.table(["key $j$", "$p^{0}_{ij}$ (exact)"], [[str(k + 1), w] for k, w in enumerate(ex["no bias"][1])])
+    rows = " \\\\\n".join(f"p^{{0}}_{{i{k + 1}}} &= {tex(w)}" for k, w in enumerate(ex["no bias"][1]))
+    doc.prose("The exact weights without bias, for instance, are\n\n$$\n\\begin{aligned}" + rows
+              + "\\end{aligned}\n$$")
     _seed_checks(doc, ex)
     doc.figure("weights", _draw_weights(ex), "Softmax weights of the three keys under the four conditions.")
     doc.record("inputs", {"q": list(EX_Q), "keys": [list(k) for k in EX_KEYS], "b_Q": list(EX_BQ),

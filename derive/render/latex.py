@@ -27,6 +27,17 @@ class DeriveLatexPrinter(LatexPrinter):
         shown = SYMBOLS.get(expr.name)
         return shown if shown is not None else super()._print_Symbol(expr, style=style)
 
+    def _print_ExpBase(self, expr, exp=None):
+        # A fraction in an exponent is set on one line, ⟨q, k⟩/√d: a \frac there nests into an
+        # unreadable script-size fraction.
+        arg = expr.args[0]
+        num, den = sp.fraction(arg) if arg.is_Mul else (arg, sp.S.One)
+        if den == 1 or not den.free_symbols:
+            return super()._print_ExpBase(expr, exp)
+        top = rf"\left({self._print(num)}\right)" if num.is_Add else self._print(num)
+        bottom = rf"\left({self._print(den)}\right)" if den.is_Add or den.is_Mul else self._print(den)
+        return self._do_exponent(f"e^{{{top}/{bottom}}}", exp)
+
     def _print_log(self, expr, exp=None):
         # a constant such as ln 2 is written as prose writes it; log(x) of an expression stays \log
         arg = expr.args[0]
