@@ -245,14 +245,16 @@ def _split(doc: Document) -> None:
     doc.prose("So after all $S$ splits the combine is the finalized state of section 2: out and lse are the "
               "definition's, for any $S$. In the $(o, \\mathrm{lse})$ form the merge weights are "
               "$e^{\\mathrm{lse}_r - \\mathrm{lse}}$, because a split's lse carries its shift:")
-    lr_, cr_ = tile_den(ar + 1, ar1, mr), tile_num(ar + 1, ar1, mr)
-    Lse = notation("lser", lambda: mr + sp.log(lr_), latex="\\mathrm{lse}_{r+1}", nargs=0)
-    Ov = notation("or", lambda: cr_ / lr_, latex="o_{r+1}", nargs=0)
-    Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r+1}", nargs=0)
-    Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r+1}", nargs=0)
-    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
+    # split r covers keys a_{r-1}+1 .. a_r at its own shift m_r (indices as in the prose)
+    ar0, m_r = sp.Symbol("a_{r-1}", integer=True, nonnegative=True), sp.Symbol("m_r", real=True)
+    lr_, cr_ = tile_den(ar0 + 1, ar, m_r), tile_num(ar0 + 1, ar, m_r)
+    Lse = notation("lser", lambda: m_r + sp.log(lr_), latex="\\mathrm{lse}_{r}", nargs=0)
+    Ov = notation("or", lambda: cr_ / lr_, latex="o_{r}", nargs=0)
+    Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r}", nargs=0)
+    Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r}", nargs=0)
+    doc.equation(sp.exp(Lse()), sp.exp(m_r) * Lr_(), where=sp.Le(ar0, ar), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
                  why="A split's lse carries its own shift.")
-    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
+    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(m_r) * Cr(), where=sp.Le(ar0, ar), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
                  why="$e^{m_r + \\log \\ell_r} \\mathrm{acc}_r / \\ell_r$, for a split with $\\ell_r > 0$ (an empty one has no $o_r$: fault 8).")
     doc.prose("Hence, in $(o, \\mathrm{lse})$ form, $\\mathrm{lse} = \\log(e^{\\sigma} + \\sum_r e^{\\mathrm{lse}_r})$ and "
               "$\\mathrm{out} = (e^{\\sigma} w + \\sum_r e^{\\mathrm{lse}_r} o_r)\\,e^{-\\mathrm{lse}}$: the merge above "
