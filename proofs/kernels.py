@@ -56,6 +56,7 @@ Ab = notation("Ab", lambda: state(a, m)[1], latex="\\mathrm{acc}_b", nargs=0)
 Lb1 = notation("Lb1", lambda: state(a2, m2)[0], latex="\\ell_{b+1}", nargs=0)
 Ab1 = notation("Ab1", lambda: state(a2, m2)[1], latex="\\mathrm{acc}_{b+1}", nargs=0)
 ORDER = sp.Le(a, a2)
+mB = sp.Symbol("m_B", real=True)  # the shift after the last tile
 Dn = notation("Dk", lambda: bw.D, latex="D", nargs=0)
 
 # split-KV: splits r = 1..S over keys (a_{r-1}, a_r]; merged to one shift m
@@ -117,7 +118,7 @@ def _notation(doc: Document) -> None:
         if ex.value != 0:
             # the learned token's own weight, e^{s*}/(e^{s*} + Σ e^{x_t}), times its value
             mix = mix + sp.exp(ex.logit) / (sp.exp(ex.logit) + exact_den(False)) * ex.value
-        shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} b_V" if ex.value != 0 else "")
+        shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} v^*" if ex.value != 0 else "")
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
         pair = (f"$\\sigma = {tex(ex.logit)}$, $w = {tex(ex.value)}$" if ex.logit is not None
                 else "no extra logit")
@@ -168,9 +169,9 @@ def _online(doc: Document) -> None:
     doc.equation(an, Ab1(), where=ORDER, name="step: acc", why="The same for the accumulator.")
     doc.prose("By induction the invariant holds after every tile, for any number of tiles. **Finalization** "
               "($a_B = n$): the shift cancels, whatever it is.")
-    lB, aB = state(n, m)
+    lB, aB = state(n, mB)
     doc.equation(aB / lB, OUT(), name="finalize: out", why="Numerator and denominator carry the common factor $e^{-m_B}$.")
-    lseB = notation("lseB", lambda: m + sp.log(lB), latex="\\mathrm{lse}", nargs=0)
+    lseB = notation("lseB", lambda: mB + sp.log(lB), latex="\\mathrm{lse}", nargs=0)
     doc.equation(sp.exp(lseB()), Zn(), name="finalize: lse",
                  why="$e^{m_B + \\log \\ell_B} = e^{m_B} \\ell_B$: the saved lse is $\\log Z$, the extra logit included.")
     doc.prose("**Without a seed.** Plain softmax starts from the empty state; the same step holds with the extra "
@@ -182,28 +183,34 @@ def _online(doc: Document) -> None:
     doc.equation(ln0, l1, where=ORDER, name="softmax step: ℓ", why="The step above without the $e^{\\sigma}$ term.")
     doc.equation(an0, a1, where=ORDER, name="softmax step: acc", why="The same for the accumulator.")
     mf = sp.Symbol("m_f", real=True)
-    lf, af = finalize_extra(*state(n, m, extra=False), m, mf)
+    lf, af = finalize_extra(*state(n, mB, extra=False), mB, mf)
     doc.equation(af / lf, OUT(), name="extra logit at finalization",
                  why="Rescale the state to $m_f$ and add $e^{\\sigma - m_f}$, $e^{\\sigma - m_f} w$ once.")
     doc.prose(
         "**Fully masked tiles.** The step is proved for any mask, so a tile whose keys are all masked adds "
         "$M_t = 0$ terms and the invariant carries over. The danger is numeric: with $m_b = -\\infty$ (nothing "
         "allowed yet, no extra logit) and a fully masked tile, $m_{b+1} = -\\infty$ and $e^{x_t - m_{b+1}}$ is "
-        "$e^{-\\infty + \\infty}$ = NaN. Kernels guard it by exponentiating against a finite stand-in "
-        "($m_{b+1}$ if finite, else 0 — FlashAttention-2's `m_safe`); the invariant holds for any real shift, "
-        "and with the guard the update of a fully masked tile leaves the state as it is:"
+        "$e^{-\\infty - (-\\infty)}$ = NaN. Kernels guard it by exponentiating against a finite stand-in: "
+        "$m_{b+1}$ if it is finite, else 0 (FlashAttention-2 replaces a running maximum of $-\\infty$ by 0 "
+        "before it exponentiates). The step above holds for any real shifts, so the guard changes nothing "
+        "that is proved; and since every term of a fully masked tile has $M_t = 0$ and the guard keeps "
+        "$m_{b+1} = m_b$, the tile leaves $(m_b, \\ell_b, \\mathrm{acc}_b)$ as it is."
     )
-    doc.equation(tile_update(Lb(), Ab(), m, m, a + 1, a)[0], Lb(), name="a tile that adds nothing",
-                 why="The guard keeps $m_{b+1} = m_b$, and the tile's sum is empty (or all its terms have $M_t = 0$).")
-    doc.equation(tile_update(Lb(), Ab(), m, m, a + 1, a)[1], Ab(), name="… leaves acc unchanged",
-                 why="The same for the accumulator.")
     doc.prose("**Fully masked rows.** With an extra logit the row attends to the extra key alone: the state after "
               "all tiles is the seed, rescaled, and the output is $w$ (0 for a sink, softmax₁ and the zero "
               "token); the lse is $\\sigma$. Without one, $\\ell_B = 0$: the definition has no value, and kernels "
-              "return $\\mathrm{out} = 0$, $\\mathrm{lse} = -\\infty$ by convention (section 7 runs both).")
-    l_, a_ = state(0, m)
+              "return $\\mathrm{out} = 0$ by one of two conventions for the lse. "
+              "(a) $\\mathrm{lse} = -\\infty = \\log 0$: FlexAttention, the split-KV partial results of "
+              "FlashAttention-2 and FlashAttention-3 (so that the combine gives the empty split the weight "
+              "$e^{-\\infty} = 0$) and this document's numeric kernels. "
+              "(b) $\\mathrm{lse} = +\\infty$: the non-split forward of FlashAttention-2 and FlashAttention-3, so that the "
+              "backward's recomputed weights $e^{x_t - \\mathrm{lse}}$ are 0 rather than "
+              "$e^{-\\infty - (-\\infty)}$ = NaN. Both give $\\mathrm{out} = 0$; a merge needs (a) and a "
+              "backward that recomputes the weights needs (b) or a guard, so an lse must not be handed "
+              "from one to the other unconverted. Section 7 runs (a), with and without an extra logit.")
+    l_, a_ = state(0, mB)
     doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to $w$.")
-    lse0 = notation("lse0", lambda: m + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
+    lse0 = notation("lse0", lambda: mB + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
     doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is $\\sigma$", why="$e^{m_B} e^{\\sigma - m_B} = e^{\\sigma}$.")
 
 
@@ -238,14 +245,16 @@ def _split(doc: Document) -> None:
     doc.prose("So after all $S$ splits the combine is the finalized state of section 2: out and lse are the "
               "definition's, for any $S$. In the $(o, \\mathrm{lse})$ form the merge weights are "
               "$e^{\\mathrm{lse}_r - \\mathrm{lse}}$, because a split's lse carries its shift:")
-    lr_, cr_ = tile_den(ar + 1, ar1, mr), tile_num(ar + 1, ar1, mr)
-    Lse = notation("lser", lambda: mr + sp.log(lr_), latex="\\mathrm{lse}_{r+1}", nargs=0)
-    Ov = notation("or", lambda: cr_ / lr_, latex="o_{r+1}", nargs=0)
-    Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r+1}", nargs=0)
-    Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r+1}", nargs=0)
-    doc.equation(sp.exp(Lse()), sp.exp(mr) * Lr_(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
+    # split r covers keys a_{r-1}+1 .. a_r at its own shift m_r (indices as in the prose)
+    ar0, m_r = sp.Symbol("a_{r-1}", integer=True, nonnegative=True), sp.Symbol("m_r", real=True)
+    lr_, cr_ = tile_den(ar0 + 1, ar, m_r), tile_num(ar0 + 1, ar, m_r)
+    Lse = notation("lser", lambda: m_r + sp.log(lr_), latex="\\mathrm{lse}_{r}", nargs=0)
+    Ov = notation("or", lambda: cr_ / lr_, latex="o_{r}", nargs=0)
+    Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r}", nargs=0)
+    Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r}", nargs=0)
+    doc.equation(sp.exp(Lse()), sp.exp(m_r) * Lr_(), where=sp.Le(ar0, ar), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
                  why="A split's lse carries its own shift.")
-    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(mr) * Cr(), where=sp.Le(ar, ar1), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
+    doc.equation(sp.exp(Lse()) * Ov(), sp.exp(m_r) * Cr(), where=sp.Le(ar0, ar), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
                  why="$e^{m_r + \\log \\ell_r} \\mathrm{acc}_r / \\ell_r$, for a split with $\\ell_r > 0$ (an empty one has no $o_r$: fault 8).")
     doc.prose("Hence, in $(o, \\mathrm{lse})$ form, $\\mathrm{lse} = \\log(e^{\\sigma} + \\sum_r e^{\\mathrm{lse}_r})$ and "
               "$\\mathrm{out} = (e^{\\sigma} w + \\sum_r e^{\\mathrm{lse}_r} o_r)\\,e^{-\\mathrm{lse}}$: the merge above "
@@ -327,8 +336,9 @@ def _backward(doc: Document) -> None:
     doc.prose("So $\\partial L / \\partial \\sigma = -\\sum_t \\partial L / \\partial x_t$: a kernel may return "
               "the sink gradient as minus the row sum of $dS$, and a sign error there is fault 11.")
     doc.prose("A sink shared by all rows (gpt-oss: one logit per head) gets the sum of $-P_{\\sigma,i} D_i$ over "
-              "rows and batch. The recompute form is compared with PyTorch autograd on random rows with masks and "
-              "sinks in `tests/test_kernels.py` (section 7 runs it on a fixed row).")
+              "rows and batch. Section 7 runs the recompute form on a fixed row and compares it with central "
+              "differences of the loss; `tests/test_kernels.py` compares it with PyTorch autograd on random rows "
+              "with masks and sinks.")
 
 
 # 6 ------------------------------------------------------------------------------------
@@ -366,30 +376,41 @@ def _faults(doc: Document) -> None:
 # 7 ------------------------------------------------------------------------------------
 def _kernels_run(doc: Document) -> None:
     doc.section("7. The kernels run on an adversarial row", anchor="runs")
-    doc.prose(
-        "`derive/kernels/numeric.py` runs the forms in float64 the way a fused kernel does (base-2 exponents, "
-        "the $-\\infty$ guard, per-split $(o, \\mathrm{lse})$ merged). On a row of 7 keys with one masked key, a sink "
-        "$s = 0.7$, "
-        "tiles of 1, 2, 3 and 7 keys and 1, 3 and 9 splits (two of them empty), each output is compared with the "
-        "definition evaluated directly:"
-    )
     rng = np.random.default_rng(10)
     xs = np.round(rng.normal(size=7) * 3, 3)
     xs[2] = -np.inf
     vs = np.round(rng.normal(size=(7, 3)), 3)
     s = 0.7
+    shown = ", ".join("-\\infty" if not np.isfinite(v) else f"{v:g}" for v in xs)
+    doc.prose(
+        "`derive/kernels/numeric.py` runs the forms in float64 the way a fused kernel does (base-2 exponents, "
+        "the $-\\infty$ guard, per-split $(o, \\mathrm{lse})$ merged). The row has 7 keys, one of them masked, "
+        f"scores $x = ({shown})$, values $v_t \\in \\mathbb{{R}}^3$ and a sink $s = {s}$ (`docs/kernels.json`, "
+        "key `row`). Each run's output and lse are compared with the definition evaluated directly, "
+        "$\\mathrm{out} = \\sum_t e^{x_t} v_t / (e^{s} + \\sum_t e^{x_t})$ and $\\mathrm{lse} = \\log(e^{s} + \\sum_t e^{x_t})$, "
+        f"within a relative tolerance of {doc.cfg.rtol:g}:"
+    )
     z = np.exp(xs)
     exact = (z @ vs) / (z.sum() + math.exp(s))
-    got = [online(xs, vs, blk, s)[0] for blk in (1, 2, 3, 7)] + [split(xs, vs, k, s)[0] for k in (1, 3, 9)]
-    doc.example_check("online and split forms, sink $s = 0.7$", list(np.concatenate(got)), list(np.tile(exact, 7)),
-                      detail="tiles 1, 2, 3, 7; splits 1, 3, 9")
+    exact_lse = math.log(z.sum() + math.exp(s))
+    runs = ([("online", f"tiles of {blk} key{'s' if blk > 1 else ''}", online(xs, vs, blk, s)) for blk in (1, 2, 3, 7)]
+            + [("split-KV", f"{k} split{'s' if k > 1 else ''}" + (" (two empty)" if k > 7 else ""), split(xs, vs, k, s))
+               for k in (1, 3, 9)])
+    rows = []
+    for form, shape, (out, lse) in runs:
+        check = doc.example_check(f"{form}, {shape}, sink $s = {s}$", [*out, lse], [*exact, exact_lse])
+        rows.append([form, shape, "= definition" if check.passed else "differs", f"check {len(doc.checks)}"])
     masked = np.full(7, -np.inf)
     o1, l1 = online(masked, vs, 2, s)
     o0, l0 = online(masked, vs, 2, None)
-    doc.example_check("fully masked row", [*o1, l1, *o0], [0, 0, 0, s, 0, 0, 0],
-                      detail="with a sink: out = 0, lse = s; softmax: out = 0 (lse = −∞)")
     if l0 != -np.inf:
         raise AssertionError("a fully masked softmax row must have lse = −inf")
+    check = doc.example_check("fully masked row", [*o1, l1, *o0], [0, 0, 0, s, 0, 0, 0],
+                              detail="with a sink: out = 0, lse = s; softmax: out = 0 (lse = −∞)")
+    rows.append(["online, every key masked", "sink $s$: out $= 0$, lse $= s$; no sink: out $= 0$, lse $= -\\infty$",
+                 "= definition; convention (a)" if check.passed else "differs", f"check {len(doc.checks)}"])
+    doc.table(["form", "run", "out and lse", "evidence"], rows,
+              caption="The numbered checks are listed with their tolerances in the appendix.")
     bad, _ = split(xs, vs, 9, s, fault="nan_empty_split")
     if not np.all(np.isnan(bad)):
         raise AssertionError("the unguarded empty split must produce NaN")
@@ -408,6 +429,10 @@ def _kernels_run(doc: Document) -> None:
     fd_s = (loss(xs[keep], s + h) - loss(xs[keep], s - h)) / (2 * h)
     doc.example_check("recompute backward vs central differences", [*dx, ds], [*fd_x, fd_s], tol=1e-6,
                       detail="six allowed keys, sink s = 0.7, step 1e-6")
+    doc.prose(f"**The backward on this row.** With an upstream gradient $g \\in \\mathbb{{R}}^3$, the recompute "
+              f"form's $\\partial L/\\partial x_t$ for the six allowed keys and $\\partial L/\\partial s$ (section 5) "
+              f"agree with central differences of $L = \\langle g, \\mathrm{{out}} \\rangle$ (step $10^{{-6}}$) within "
+              f"$10^{{-6}}$: check {len(doc.checks)}.")
     doc.record("row", {"x": [None if not np.isfinite(v) else float(v) for v in xs], "v": vs.tolist(), "sink": s,
                        "dout": g.tolist()})
 
@@ -424,6 +449,7 @@ def _others(doc: Document) -> None:
         doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked[:-1])} and {checked[-1]} against "
                   f"these forms. It does not check `{name}`, although its forms are derived above: {why}.")
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
-              "softmax denominator, with no value ($\\sigma = s$, $w = 0$). Real initial tokens kept as sinks "
-              "{cite:xiao2024} are the learned key/value case ($\\sigma = \\langle q_i, k_{\\mathrm{sink}} \\rangle/\\sqrt{d}$, "
-              "$w = v_{\\mathrm{sink}}$).")
+              "softmax denominator, with no value ($\\sigma = s$, $w = 0$). The sinks of Xiao et al. "
+              "{cite:xiao2024} — initial tokens kept in a streaming cache, or a sink token learned in "
+              "pre-training — are real keys with values of their own: the learned key/value case "
+              "($\\sigma = \\langle q_i, k^* \\rangle/\\sqrt{d}$, $w = v^*$).")

@@ -115,12 +115,16 @@ def document() -> Document:
         "**Abstention** means that in every row the scores can make every weight tend to 0; weights that merely "
         "sum to less than 1 do not abstain."
     )
+    doc.prose("The definitions, each with the weight $p_j$ of an allowed key $j$ ($t$ runs over the allowed keys):")
+    defs = " \\\\\n".join(f"\\texttt{{{name.replace('_', chr(92) + '_')}}} \\quad & {REGISTRY[name].definition}"
+                          for name in names())
+    doc.prose("$$\n\\begin{aligned}" + defs + "\\end{aligned}\n$$")
     rows = []
     for name in names():
         e = REGISTRY[name]
         source = "{cite:" + ",".join(e.sources) + "}" if e.sources else "—"
-        rows.append([f"`{name}`", e.title, f"${e.definition}$", e.domain_text or "—", e.note or "—", source])
-    doc.table(["entry", "normalizer", "definition", "parameters", "note", "source"], rows)
+        rows.append([f"`{name}`", e.title, e.domain_text or "—", e.note or "—", source])
+    doc.table(["entry", "normalizer", "parameters", "note", "source"], rows)
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(
@@ -160,10 +164,15 @@ def document() -> Document:
 
 def _derivations(doc: Document, table: dict) -> None:
     """Section 4: each property stated once, then decided for every normalizer; normalizers whose
-    derivation reads the same word for word share one entry (and every table cell's anchor)."""
+    derivation reads the same word for word share one entry (and every table cell's anchor).
+
+    Each verdict shows each formula once: the checked equation when there is one (a step that
+    repeats it or its left side is not displayed again), no display whose two sides are the same
+    expression, and a formula displayed under an earlier property is referred to, not repeated."""
     doc.section("4. Derivations, by property")
     doc.prose("Each property is stated once and then decided for every normalizer. Normalizers whose derivations "
               "read the same, word for word, share one entry.")
+    seen: dict[str, str] = {}  # a step's display → where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
         doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
         doc.prose(f"**Claim:** {table[(names()[0], prop)].claim}.")
@@ -172,27 +181,61 @@ def _derivations(doc: Document, table: dict) -> None:
             groups.setdefault(_derivation_key(table[(name, prop)]), []).append(name)
         for members in groups.values():
             der = table[(members[0], prop)]
+            here = anchor(members[0], prop)
             doc.section(", ".join(get(m).title for m in members), anchor=" ".join(anchor(m, prop) for m in members),
                         level=4)
             v = der.verdict
             doc.prose(f"**{v.status.capitalize()}** — {v.reason}" + (f" (method: {v.method})" if v.method else "")
                       + f". Result: {der.value_text()}.")
+            steps = [(why, m) for why, m in der.latex_steps() if not _same_sides(m)]
             if v.proved and der.equality is not None and "argument by argument" not in v.method:
                 lhs, rhs = der.equality
-                if sp.sympify(lhs) == sp.sympify(rhs):  # no equation to show: "x = x" carries nothing
-                    doc.prose("Once the definitions are written out and summation indices renamed alike, both sides "
-                              f"are the same expression, ${tex(lhs)}$: no step is left to show.")
+                if _trivial(lhs, rhs):  # no equation to show: "x = x" carries nothing
+                    if not steps:
+                        doc.prose("Once the definitions are written out and summation indices renamed alike, both "
+                                  f"sides are the same expression, ${tex(lhs)}$.")
                 else:
+                    shown = {tex(lhs), f"{tex(lhs)} = {tex(rhs)}"}
+                    said = [why for why, m in steps if m in shown]
+                    steps = [(why, m) for why, m in steps if m not in shown]
                     doc.equation(lhs, rhs, name=f"{title}: {', '.join(get(m).title for m in members)}",
-                                 why="The equation behind the verdict, proved again and cross-checked by the "
-                                     "document engine.")
-            steps = der.latex_steps()
-            if steps:
-                doc.prose("\n".join(f"{k + 1}. {why}:\n\n   $$\n   {m}\n   $$\n" if not _is_text(m) else f"{k + 1}. {why}: {m}"
-                                    for k, (why, m) in enumerate(steps)))
+                                 why=(said[0][:1].upper() + said[0][1:] + "." if said else f"{v.reason[:1].upper()}{v.reason[1:]}."))
+            lines = []
+            for n_, (why, m) in enumerate(steps, start=1):
+                if _is_text(m):
+                    lines.append(f"{n_}. {why}: {m}")
+                elif len(m) <= SHORT:  # a short result reads best in the sentence
+                    lines.append(f"{n_}. {why}: ${m}$")
+                elif m in seen:
+                    lines.append(f"{n_}. {why}: as displayed in {seen[m]}")
+                else:
+                    seen[m] = f"[4.{k}](#{here})"
+                    lines.append(f"{n_}. {why}:\n\n   $$\n   {m}\n   $$\n")
+            if lines:
+                doc.prose("\n".join(lines))
             if v.witness:
                 doc.prose(_witness_text(v.witness))
         doc.prose("[back to the table](#nrm-table)")
+
+
+SHORT = 60  # characters of LaTeX: a step's formula this short is set inline, not displayed
+
+
+def _trivial(lhs, rhs) -> bool:
+    """Are the two sides one expression once SymPy evaluates them (e^{a} e^{b} and e^{a + b})?"""
+    a, b = sp.sympify(lhs), sp.sympify(rhs)
+    if a == b:
+        return True
+    try:
+        return sp.expand(sp.powsimp(a - b)) == 0
+    except Exception:  # noqa: BLE001 - not evaluable as such: shown
+        return False
+
+
+def _same_sides(m: str) -> bool:
+    """A displayed step of the form X = X (the two sides printed alike)."""
+    sides = m.split(" = ")
+    return len(sides) == 2 and sides[0].strip() == sides[1].strip()
 
 
 def _derivation_key(der) -> tuple:

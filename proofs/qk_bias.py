@@ -17,6 +17,7 @@ from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
 from derive.model.vectors import Dot, VectorBase, expand_dot, vectors
 from derive.normalizers.properties import derive_property
 from derive.normalizers.table import anchor
+from derive.render.latex import tex
 
 q0, k0, v, delta = VectorBase("q^0"), VectorBase("k^0"), VectorBase("v"), VectorBase("delta")
 bQ, bK = vectors("b_Q b_K")
@@ -256,15 +257,15 @@ def document() -> Document:
                      "$s^{0}_{ij} + \\gamma_i / \\sqrt{d}$: shift invariance.")
     doc.prose(
         "$b_Q = 0$ is one case. Another, from the article's numbers: $b_Q = (0, 1) \\neq 0$ and a row whose "
-        "allowed keys all lie on the first axis, e.g. $k_1 = (1, 0)$ and $k_3 = (-1, 0)$; then "
-        "$\\langle b_Q, k_j \\rangle = 0$ for both and the weights do not change (check "
-        "`Q-bias no-effect exception` below)."
+        "allowed keys all lie on the first axis, e.g. $k^{0}_1 = (1, 0)$ and $k^{0}_3 = (-1, 0)$; then "
+        "$\\langle b_Q, k^{0}_j \\rangle = 0$ for both and the weights do not change (the check "
+        "“Q-bias no-effect exception” in the appendix)."
     )
 
     # 7 ------------------------------------------------------------------------------
     doc.section("7. Control: a different shift for each key")
     doc.classify([("per-token shift", Dot(q0[i], delta[j]) / SQRT_D)], j, name="per-token K shift",
-                 why="Adding a different vector $\\delta_j$ to each key adds $\\langle q_i, \\delta_j \\rangle/\\sqrt{d}$, which is key-dependent:",
+                 why="Adding a different vector $\\delta_j$ to each key adds $\\langle q^{0}_i, \\delta_j \\rangle/\\sqrt{d}$, which is key-dependent:",
                  expect=["key-dependent"])
 
     shifts = ((1, 0), (0, 0), (0, 0))
@@ -276,7 +277,7 @@ def document() -> Document:
         "A concrete counterexample with the article's query and keys: shift only the first key, "
         "$\\delta_1 = (1, 0)$, $\\delta_2 = \\delta_3 = 0$. Its score rises by $1/\\sqrt{2}$ and the weights change:"
     )
-    doc.table(["keys", "weights"], [["$k_j$", _fmt(p_before)], ["$k_j + \\delta_j$", _fmt(p_after)]])
+    doc.table(["keys", "weights"], [["$k^{0}_j$", _fmt(p_before)], ["$k^{0}_j + \\delta_j$", _fmt(p_after)]])
 
     # 8 ------------------------------------------------------------------------------
     doc.section("8. The max-subtracted softmax is the same invariance")
@@ -302,13 +303,14 @@ def document() -> Document:
     doc.table(
         ["condition", "scores (exact)", "scores, recomputed", "scores, article", "weights, recomputed",
          "weights, article"],
-        [[cond, sp.Tuple(*ex[cond][0]), _fmt(ex[cond][0]), _fmt(SEED_TABLE[cond][0]), _fmt(ex[cond][1]),
+        [[cond, "(" + ", ".join(f"${tex(v)}$" for v in ex[cond][0]) + ")", _fmt(ex[cond][0]), _fmt(SEED_TABLE[cond][0]), _fmt(ex[cond][1]),
           _fmt(SEED_TABLE[cond][1])] for cond in CONDITIONS],
         caption="Scores before softmax and weights: the engine's exact values rounded to 6 decimals, next to "
                 "the article's table {cite:qkbias-article}.",
     )
-    doc.prose("The exact weights without bias, for instance, are")
-    doc.table(["key $j$", "$p^{0}_{ij}$ (exact)"], [[str(k + 1), w] for k, w in enumerate(ex["no bias"][1])])
+    rows = " \\\\\n".join(f"p^{{0}}_{{i{k + 1}}} &= {tex(w)}" for k, w in enumerate(ex["no bias"][1]))
+    doc.prose("The exact weights without bias, for instance, are\n\n$$\n\\begin{aligned}" + rows
+              + "\\end{aligned}\n$$")
     _seed_checks(doc, ex)
     doc.figure("weights", _draw_weights(ex), "Softmax weights of the three keys under the four conditions.")
     doc.record("inputs", {"q": list(EX_Q), "keys": [list(k) for k in EX_KEYS], "b_Q": list(EX_BQ),

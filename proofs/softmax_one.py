@@ -426,7 +426,7 @@ def _draw_uniform(ax):
     ts = np.linspace(-5, 10, 151)
     for label, name, params in [("softmax", "softmax", {}), ("softmax₁", "softmax1", {}),
                                 ("sink s = 2", "sink", {"s": 2.0}), ("sigmoid", "sigmoid", {"b": 0.0}),
-                                ("soft cap c_cap = 1", "softcap", {"c": 1.0})]:
+                                (r"soft cap $c_{\mathrm{cap}} = 1$", "softcap", {"c": 1.0})]:
         e = get(name)
         style = "--" if name == "softcap" else "-"
         ax.plot(ts, [float(e.stable(np.full(4, -tt), **params)[0]) for tt in ts], style, label=label)

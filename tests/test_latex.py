@@ -152,7 +152,7 @@ def specials_tex(tmp_path_factory):
 def test_check_tex_escapes_names_and_reasons(specials_tex):
     tex = specials_tex.read_text(encoding="utf-8")
     assert r"\section*{50\% of *bias* \& \$cost\$ \#1: s\_star $\mathbb{M}$ é}" in tex
-    assert r"\texttt{k\_bias*free\$\&\%\#} & \texttt{invariant(b\_k)} & proved \\" in tex
+    assert r"\texttt{k\_\allowbreak{}bias*free\$\&\%\#} & \texttt{invariant(b\_k)} & proved \\" in tex
     assert r"\subsection*{k\_bias*free\$\&\%\#: proved}" in tex
     assert "\\texttt{dot(q + b\\_q, k + b\\_k) / sqrt(d)}" in tex
     # no character pdflatex cannot set: Unicode symbols are math, the rest is ASCII or Latin

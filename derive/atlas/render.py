@@ -63,9 +63,58 @@ def atlas_markdown(results: list | None = None) -> str:
             c = by.get(claim)
             cells.append("—" if c is None else f"[{ICONS[c.verdict]}](#{anchor(r.name, c.name)})")
         head.append(f"| [{r.name}](#{anchor(r.name)}) (`{name}`) | " + " | ".join(cells) + " |")
-    head += ["", "## Details", ""]
+    head += ["", *_differences(results), "## Details", ""]
     body = render(results, "md", summary=False, see=_normalizer_links(results))
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
+
+
+_WORD = {"proved": "holds", "refuted": "fails", "undecided": "is undecided"}
+
+
+def _differences(results) -> list[str]:
+    """What the table says, column by column, in words: where a property holds, and where it
+    fails with the engine's reason for the first variant that fails it."""
+    from derive.render.markup import to_gfm
+    from derive.report.render import anchor
+
+    lines = ["## What differs between the variants", "",
+             "Read column by column, the table says (each verdict links to its derivation below):", ""]
+    for title, claim in PROPERTIES.items():
+        groups: dict[str, list] = {}
+        for r in results:
+            c = next((c for c in r.claims if c.name == claim), None)
+            if c is not None:
+                groups.setdefault(c.verdict, []).append((r, c))
+        parts = []
+        for verdict in ("proved", "refuted", "undecided"):
+            if verdict not in groups:
+                continue
+            if verdict == "proved":
+                parts.append(f"{_WORD[verdict]} for {_links(groups[verdict], anchor)}")
+                continue
+            why: dict[str, list] = {}  # variants that fail for the same reason (its words, formulas aside)
+            for r, c in groups[verdict]:
+                why.setdefault(_gist(c.reason, r.spec.normalizer), []).append((r, c))
+            parts.append(f"{_WORD[verdict]} for " + "; for ".join(
+                f"{_links(members, anchor)} ({to_gfm(gist, inline=True)})" for gist, members in why.items()))
+        missing = [r.name for r in results if all(c.name != claim for c in r.claims)]
+        tail = f"; not stated for {', '.join(missing)}" if missing else ""
+        lines.append(f"- **{title}** {'; '.join(parts)}{tail}.")
+    return lines + [""]
+
+
+def _links(members, anchor) -> str:
+    return ", ".join(f"[{r.name}](#{anchor(r.name, c.name)})" for r, c in members)
+
+
+def _gist(reason: str, normalizer: str) -> str:
+    """A reason's words before its first colon, formulas and the normalizer's name left out:
+    what several variants share."""
+    import re
+
+    text = re.sub(r"\$[^$]*\$", "", " ".join(str(reason).split())).split(":")[0]
+    text = re.sub(rf"\b{re.escape(normalizer)}\b", "its normalizer", text)
+    return re.sub(r"\s+([,;)])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;") or str(reason)
 
 
 # atlas claims that are properties of the normalizer alone, derived once in normalizers.md

@@ -23,7 +23,7 @@ from derive.claims.numeric import check_numeric, find_certified, interpretations
 from derive.claims.result import Outcome, step
 from derive.crosscheck.check import tolerance_text
 from derive.model.attention import j
-from derive.model.vectors import expand_dot
+from derive.model.vectors import Rot, expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
@@ -56,8 +56,8 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
     if diff is None:
         steps.append(step("expanding the difference hit the time limit"))
         return False, "", steps, None
-    steps.append(step("difference of the scores, expanded by bilinearity and R(a)ᵀR(b) = R(b − a)",
-                      show.latex(diff)))
+    rule = " and R(a)ᵀR(b) = R(b − a)" if sp.sympify(a).has(Rot) or sp.sympify(b).has(Rot) else ""  # RoPE only
+    steps.append(step(f"difference of the scores, expanded by bilinearity{rule}", show.latex(diff)))
     if {str(k): str(v) for k, v in va.params.items()} != {str(k): str(v) for k, v in vb.params.items()}:
         return False, "", steps, diff
     if not va.same_mask(vb):  # the lemmas below hold for one mask
@@ -113,7 +113,8 @@ def _engine(expr, cfg):
 def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:
     check = check_numeric(label, lhs, rhs, cfg)
     if check is None:
-        steps.append(step("numeric cross-check: not run (could not evaluate)"))
+        steps.append(step("numeric cross-check: not run (a term of the claim has no numeric evaluation); "
+                          "the verdict rests on the symbolic steps alone"))
     elif check["verdict"] != "passed":
         steps.append(step("numeric cross-check FAILED", data=check))
         return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed; "

@@ -53,7 +53,11 @@ def _why_scores(diff, name: str, norm: str) -> str:
         return f"the scores do not change, but {norm} itself depends on {name}"
     moving = key_terms(diff)
     if moving != 0:
-        return f"the score changes by a key-dependent term: {show.math(moving)}"
+        if moving == diff:
+            return f"the score changes by a key-dependent term: {show.math(diff)}"
+        factored = sp.factor(diff)
+        whole = factored if len(sp.Add.make_args(factored)) < len(sp.Add.make_args(diff)) else diff
+        return f"the score changes by {show.math(whole)}, which depends on the key through {show.math(moving)}"
     return f"the score changes by the row-constant {show.math(diff)}, and {norm} is not shift-invariant"
 
 

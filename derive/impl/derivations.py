@@ -194,7 +194,7 @@ def _prove(lhs, rhs) -> Verdict:
 
 
 def _at_text(at: dict) -> str:
-    names = {"zeta'": "ζ", "gamma'": "γ", "c_cap": "c"}
+    names = {"zeta'": "ζ", "gamma'": "γ", "c_cap": "c_cap"}
     out = []
     for sym, value in sorted(at.items(), key=lambda kv: kv[0].name):
         if sym.name == "zeta'":

@@ -120,9 +120,10 @@ FAULTS: tuple[FaultyForm, ...] = (
         "exp(x_k − m) / ({term} + Σ_j exp(x_j − m)),  m = max x",
         _unshifted,
         "It subtracts the row maximum m = max x from every score for stability, but adds the "
-        "{term} to the denominator unshifted. So it computes {name}(x − max x), not {name}(x): "
-        "the result changes when all scores are shifted by a constant, and its weights always sum "
-        "to at least 1/2.",
+        "{term} to the denominator unshifted. So it computes {name}(x − max x), not {name}(x). "
+        "Shifting all scores by a constant leaves x − max x, and so this result, unchanged, while "
+        "{name}(x) changes ({name} is not shift-invariant); and since the largest score contributes "
+        "exp(0) = 1, its weights always sum to at least {floor}.",
         "Shift the {term} too: use {shifted} in place of {term} (and take m = {mmax} "
         "so that an all-masked row stays finite).",
         ({}, {"guarded": True}),  # NaN on a fully masked row, or m taken as 0 there
@@ -321,26 +322,26 @@ OTHER_FAULTS: dict[str, tuple[FaultyForm, ...]] = {
     ),
     "softcap": (
         FaultyForm(
-            "softcap-missing", "plain softmax: the soft cap c·tanh(x/c) is missing", None,
+            "softcap-missing", "plain softmax: the soft cap c_cap·tanh(x/c_cap) is missing", None,
             "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
-            "It applies softmax to the raw scores, so large scores are not capped at ±c.",
-            "Cap first: softmax(c·tanh(x/c)).",
+            "It applies softmax to the raw scores, so large scores are not capped at ±c_cap.",
+            "Cap first: softmax(c_cap·tanh(x/c_cap)).",
         ),
         FaultyForm(
             "softcap-misscaled", "the soft cap is mis-scaled: {what}", None,
             "softmax({formula})", _softcap_variant,
-            "It computes {formula} instead of c·tanh(x/c): {effect}.",
-            "Use c·tanh(x/c): divide by c inside tanh and multiply by c outside.",
-            ({"inside": True, "outside": False, "what": "tanh(x/c) without the factor c",
-              "formula": "tanh(x/c)", "effect": "the capped scores lie in (−1, 1), not (−c, c)"},
-             {"inside": False, "outside": True, "what": "c·tanh(x) without dividing by c",
-              "formula": "c·tanh(x)", "effect": "every score above about 2 is capped to c"}),
+            "It computes {formula} instead of c_cap·tanh(x/c_cap): {effect}.",
+            "Use c_cap·tanh(x/c_cap): divide by c_cap inside tanh and multiply by c_cap outside.",
+            ({"inside": True, "outside": False, "what": "tanh(x/c_cap) without the factor c_cap",
+              "formula": "tanh(x/c_cap)", "effect": "the capped scores lie in (−1, 1), not (−c_cap, c_cap)"},
+             {"inside": False, "outside": True, "what": "c_cap·tanh(x) without dividing by c_cap",
+              "formula": "c_cap·tanh(x)", "effect": "every score above about 2 is capped to c_cap"}),
         ),
         FaultyForm(
-            "softcap-caps-the-mask", "the cap is applied to masked scores: c·tanh(−∞/c) = −c", None,
-            "softmax(c·tanh(x/c)) with a masked score capped to −c", _softcap_caps_mask,
-            "A masked score −∞ goes through the cap and comes out as −c, a finite score, so a masked "
-            "key gets weight exp(−c)/Σ.",
+            "softcap-caps-the-mask", "the cap is applied to masked scores: c_cap·tanh(−∞/c_cap) = −c_cap", None,
+            "softmax(c_cap·tanh(x/c_cap)) with a masked score capped to −c_cap", _softcap_caps_mask,
+            "A masked score −∞ goes through the cap and comes out as −c_cap, a finite score, so a masked "
+            "key gets weight exp(−c_cap)/Σ.",
             "Apply the mask after the cap (masked_fill the capped scores with −∞).",
         ),
     ),
@@ -358,13 +359,13 @@ def words(name: str, sink) -> dict[str, str]:
         display = {"softmax1": "softmax₁", "zero_token": "zero-token attention"}[name]
         return {"name": display, "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
                 "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))",
-                "only": " only"}
+                "only": " only", "floor": "1/2"}
     s = SINKS[name] if name != "bias_kv" else "s*"
     term = "sink term exp(s)" if name == "sink" else "learned key's term exp(s*)"
     return {"name": name, "term": term, "shifted": f"exp({s} − m)", "mmax": f"max({s}, max x)",
             "plus": f"exp({s}) + ", "plus_shifted": f"exp({s} − m) + ",
             "including": ", including the sink's" if name == "sink" else ", including the learned key's",
-            "only": " only"}
+            "only": " only", "floor": f"1/(1 + exp({s}))"}
 
 
 def variants(name: str):

@@ -2,7 +2,7 @@
 
 One row i with scores ``x[i, t]`` (already scaled), mask ``M[i, t]``, values ``v[t]`` and an
 optional *extra logit* σ with an extra value w — the sink (σ = s, w = 0), softmax₁ and the
-zero token (σ = 0, w = 0), a learned key/value (σ = s*_i, w = b_V); plain softmax has none.
+zero token (σ = 0, w = 0), a learned key/value (σ = s*_i = ⟨q_i, k*⟩/√d, w = v*); plain softmax has none.
 The exact output is
 
     out = (e^σ w + Σ_{t=1}^{n} M_t e^{x_t} v_t) / (e^σ + Σ_{t=1}^{n} M_t e^{x_t}).
@@ -121,14 +121,14 @@ class Extra:
 
 
 _sstar = sp.Symbol("s^*_i", real=True)
-_bv = VectorSymbol("b_V")
+_bv = VectorSymbol("v^*")  # the learned value (k*, v*: not the projection biases b_K, b_V)
 EXTRA: dict[str, Extra] = {
     "softmax": Extra("softmax", None, sp.S.Zero, r"no extra logit: $m_0 = -\infty$, $\ell_0 = 0$, $\mathrm{acc}_0 = 0$"),
     "softmax1": Extra("softmax1", sp.S.Zero, sp.S.Zero, r"$\sigma = 0$, $w = 0$ (the implicit zero logit)"),
     "sink": Extra("sink", sp.Symbol("s", real=True), sp.S.Zero, r"$\sigma = s$ (the learned sink logit), $w = 0$"),
     "zero_token": Extra("zero_token", sp.S.Zero, sp.S.Zero, r"$\sigma = 0$, $w = 0$ (a key of score 0, value 0)"),
     "bias_kv": Extra("bias_kv", _sstar, _bv,
-                     r"$\sigma = s^*_i = \langle q_i, b_K \rangle/\sqrt{d}$ (per row), $w = b_V$"),
+                     r"$\sigma = s^*_i = \langle q_i, k^* \rangle/\sqrt{d}$ (per row), $w = v^*$"),
 }
 
 # Registered normalizers without an online form of their own, and why.
@@ -140,15 +140,16 @@ NO_FORM: dict[str, str] = {
                 r"each final $p_t$, and $\mathrm{out} = \sum_t \mathrm{clip}(\dots) v_t$ is not a rescaling of "
                 r"$\mathrm{acc}$. Its streaming form is softmax's online pass for $(m, \ell)$ followed by a second "
                 r"pass over the keys with $p_t = e^{x_t - m}/\ell$, clipped"),
-    "softcap": (r"a score modifier followed by softmax: replace $x_t$ by $c \tanh(x_t/c)$ as each tile is loaded "
-                "and run softmax's online form; the cap bounds the scores by $c$, which the running max "
+    "softcap": (r"a score modifier followed by softmax: replace $x_t$ by $c_{\mathrm{cap}} \tanh(x_t/c_{\mathrm{cap}})$ "
+                "as each tile is loaded and run softmax's online form; the cap bounds the scores by "
+                r"$c_{\mathrm{cap}}$, which the running max "
                 "does not need"),
 }
 
 # Normalizers with a kernel form derived here that ``derive impl --form`` does not check, and why.
 NOT_CHECKED: dict[str, str] = {
-    "bias_kv": (r"its learned token has a value of its own, $w = b_V$, which enters the output as "
-                r"$e^{s^*_i} b_V / (e^{s^*_i} + \sum_t e^{x_t})$; the registry's `bias_kv` has the one "
-                r"parameter `s_star` (the token's logit $s^*_i$), so there is no keyword to pass $b_V$ to the "
+    "bias_kv": (r"its learned token has a value of its own, $w = v^*$, which enters the output as "
+                r"$e^{s^*_i} v^* / (e^{s^*_i} + \sum_t e^{x_t})$; the registry's `bias_kv` has the one "
+                r"parameter `s_star` (the token's logit $s^*_i$), so there is no keyword to pass $v^*$ to the "
                 r"kernel and no output to compare it with"),
 }

@@ -266,7 +266,7 @@ def _one_key_witness(entry, params, value) -> dict:
         "indices": {"i": 1},
         "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
         "rhs": 0.0,
-        "note": "every weight cannot tend to 0: the row's mass is bounded below by this value",
+        "note": "not every weight can tend to 0: the row's mass is bounded below by this value",
     }
 
 
@@ -322,7 +322,7 @@ def k_bias_cancels(entry, params) -> Derivation:
     return der
 
 
-_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c_{cap}"}
+_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c_{\\mathrm{cap}}"}
 
 
 def _assign(other: str, new: dict, own: str) -> str:

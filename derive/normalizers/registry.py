@@ -221,7 +221,7 @@ register(
     Normalizer(
         name="sink",
         title="sink logit s (gpt-oss)",
-        sources=("gpt-oss2025", "xiao2024"),
+        sources=("gpt-oss2025",),  # Xiao et al.'s sink tokens have values: bias_kv
         params=("s",),
         weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
         stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
@@ -256,7 +256,7 @@ register(
     Normalizer(
         name="bias_kv",
         title="learned key/value token (add_bias_kv)",
-        sources=("pytorch-mha",),
+        sources=("pytorch-mha", "xiao2024"),
         params=("s_star",),
         # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
         # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
@@ -332,13 +332,13 @@ register(
         weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
         stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
         reference=lambda x, mask=None, c=50.0, **p: _softcap_reference(x, mask, c),
-        latex=r"\operatorname{softmax}\circ\operatorname{cap}_{c_{cap}}",
+        latex=r"\operatorname{softmax}\circ\operatorname{cap}_{c_{\mathrm{cap}}}",
         # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.
-        definition=r"p_j = \operatorname{softmax}\bigl(c_{cap} \tanh(x/c_{cap})\bigr)_j",
+        definition=r"p_j = \operatorname{softmax}\bigl(c_{\mathrm{cap}} \tanh(x/c_{\mathrm{cap}})\bigr)_j",
         domain={"c": _cap},
-        domain_text="$c_{cap} > 0$ (50 in Gemma 2)",
+        domain_text=r"$c_{\mathrm{cap}} > 0$ (50 in Gemma 2)",
         stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
-        stable_text="$m = c_{cap}$: the capped scores lie in $(-c_{cap}, c_{cap})$, so every exponent is $< 0$",
+        stable_text=r"$m = c_{\mathrm{cap}}$: the capped scores lie in $(-c_{\mathrm{cap}}, c_{\mathrm{cap}})$, so every exponent is $< 0$",
         sample={"c": 1},
     )
 )

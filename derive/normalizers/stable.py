@@ -124,7 +124,10 @@ class _Arith:
 
     def sub(self, a, b):
         a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        if (np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64))).any():
+        same = np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64))
+        if (same & (a64 < 0)).any():
+            self.flags.add("−∞ − (−∞)")
+        if (same & (a64 > 0)).any():
             self.flags.add("∞ − ∞")
         return self.r(a - b)
 

@@ -47,7 +47,7 @@ _EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp
 _PASSES = (
     (_EXPANDING, _expand),
     ("merging sums over the same range", _sums),
-    ("exponentials combined (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
+    ("exponentials expanded (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
     ("simplification (common factors cancelled)", sp.simplify),
 )
 
@@ -61,8 +61,8 @@ SIMPLIFY_OPS = 600  # a deterministic bound: larger expressions are not handed t
 def _label(how: str, expr: sp.Expr) -> str:
     """The pass's label as it applies to ``expr``: a rule is named only when ``expr`` has what it
     rewrites (tanh, ⟨·,·⟩, exp)."""
-    if how.startswith("exponentials combined") and not expr.has(sp.tanh, sp.sinh, sp.cosh):
-        return "exponentials combined and cancelled"
+    if how.startswith("exponentials expanded") and not expr.has(sp.tanh, sp.sinh, sp.cosh):
+        return "exponentials expanded and cancelled"
     if how == _EXPANDING:
         dots, exps = expr.has(Dot), expr.has(sp.exp)
         if dots and not exps:
@@ -74,6 +74,13 @@ def _label(how: str, expr: sp.Expr) -> str:
     return how
 
 
+def _evaluated(expr: sp.Basic) -> sp.Basic:
+    """``expr`` rebuilt with SymPy's automatic evaluation (x·x⁻¹ = 1, like terms collected), no rewriting."""
+    if not expr.args or isinstance(expr, (sp.Indexed, sp.Symbol)):
+        return expr
+    return expr.func(*[_evaluated(a) for a in expr.args])
+
+
 # Remembered per (expression, settings): a repeated proof is not redone. Settings are part of the
 # key, so a proof under one time limit never answers for another; a time limit hit stores nothing.
 @memoized
@@ -81,6 +88,12 @@ def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
     """``expr`` rewritten by the passes above, stopping at 0; returns (form, last pass)."""
     if expr == 0:
         return expr, "identical once notation is unfolded"
+    try:
+        evaluated = _evaluated(expr)
+    except Exception:  # noqa: BLE001 - a class that cannot be rebuilt from its args: the passes decide
+        evaluated = expr
+    if evaluated == 0:  # a step written unevaluated, e.g. e^{c} X / (e^{c} Y) for X / Y
+        return evaluated, "common factors cancelled"
     form = expr
     with time_limit(cfg.time_limit):
         for how, rewrite in _PASSES:

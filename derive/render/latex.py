@@ -11,10 +11,40 @@ from sympy.printing.latex import LatexPrinter
 
 from derive.prove.memo import memoized
 
-__all__ = ["DeriveLatexPrinter", "tex"]
+__all__ = ["SYMBOLS", "DeriveLatexPrinter", "tex"]
+
+
+# Notation, one table: a symbol's name in the engine → how every document writes it. The soft
+# cap is c_cap (upright "cap"), never c: c is a common shift of the scores.
+SYMBOLS: dict[str, str] = {
+    "c_cap": r"c_{\mathrm{cap}}",
+    "s_star": r"s^{*}_{i}",  # bias_kv's parameter: the learned key's score ⟨q_i, k*⟩/√d
+}
 
 
 class DeriveLatexPrinter(LatexPrinter):
+    def _print_Symbol(self, expr, style="plain"):
+        shown = SYMBOLS.get(expr.name)
+        return shown if shown is not None else super()._print_Symbol(expr, style=style)
+
+    def _print_ExpBase(self, expr, exp=None):
+        # A fraction in an exponent is set on one line, ⟨q, k⟩/√d: a \frac there nests into an
+        # unreadable script-size fraction.
+        arg = expr.args[0]
+        num, den = sp.fraction(arg) if arg.is_Mul else (arg, sp.S.One)
+        if den == 1 or not den.free_symbols:
+            return super()._print_ExpBase(expr, exp)
+        top = rf"\left({self._print(num)}\right)" if num.is_Add else self._print(num)
+        bottom = rf"\left({self._print(den)}\right)" if den.is_Add or den.is_Mul else self._print(den)
+        return self._do_exponent(f"e^{{{top}/{bottom}}}", exp)
+
+    def _print_log(self, expr, exp=None):
+        # a constant such as ln 2 is written as prose writes it; log(x) of an expression stays \log
+        arg = expr.args[0]
+        if not (arg.is_Integer and arg.is_positive):
+            return super()._print_log(expr, exp)
+        return rf"\ln^{{{exp}}} {self._print(arg)}" if exp is not None else rf"\ln {self._print(arg)}"
+
     def _print_Dot(self, expr):
         # Display order only (the engine's canonical order serves cancellation): the query
         # side first, as in q·k.

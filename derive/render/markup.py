@@ -21,6 +21,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+from derive.render.breaking import cell_args, fit_args
 
 __all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "plain_math", "tex_code", "tex_math", "tex_text", "to_gfm", "to_tex"]
 
@@ -48,7 +49,7 @@ _LETTER = "A-Za-zα-ωΑ-Ωℓ"
 _SCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋"
 _BRACED = r"\{(?:[^{}]|\{[^{}]*\})*\}"
 _PSEUDO = re.compile(
-    rf"(?<![\w./\\])(?P<path>[\w/]+\.(?:py|md|toml|json|j2|yml|yaml))\b"
+    rf"(?<![\w./\\])(?P<path>[\w/-]*\w\.(?:py|md|toml|json|j2|yml|yaml))\b"
     rf"|(?<![\w\\])(?<!\w\.)(?P<tok>[{_LETTER}0-9][{_LETTER}0-9*{_SCRIPTS}]*"
     rf"(?:[_^](?:{_BRACED}|[{_LETTER}0-9*]+)[{_SCRIPTS}]*)+(?:'(?![A-Za-z]))*)(?:(?<=\}})|(?<=')|(?![\w(]))")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
@@ -368,8 +369,8 @@ class _TexWriter:
             items = ["\\item " + "\n\n".join(self.render(c) for c in it.children) for it in node.children]
             return f"\\begin{{{env}}}\n" + "\n".join(items) + f"\n\\end{{{env}}}"
         if t in ("math_block", "math_block_label"):
-            # \fitmath (document.tex.j2): a display, scaled down if wider than the text
-            return "\\fitmath{" + tex_math(node.content.strip()) + "}"
+            # \fitmath (document.tex.j2): a display, broken into lines if wider than the text
+            return "\\fitmath" + fit_args(tex_math(node.content.strip()))
         if t == "fence":
             return "\\begin{verbatim}\n" + node.content + "\\end{verbatim}"
         if t == "blockquote":
@@ -383,8 +384,9 @@ class _TexWriter:
         if t == "code_inline":
             return tex_code(node.content)
         if t == "math_inline":
-            math = f"${tex_math(node.content.strip())}$"
-            return f"\\fitcell{{{math}}}" if self.fit else math
+            if self.fit:
+                return "\\fitcell" + cell_args(tex_math(node.content.strip()))
+            return f"${tex_math(node.content.strip())}$"
         if t == "em":
             return "\\emph{" + kids() + "}"
         if t == "strong":
@@ -436,6 +438,8 @@ def math_text(latex: str) -> str:
     '⟨b_q, R_(−i + j) Δb_k⟩/√d + J_jk'
     >>> math_text(r"\\frac{1}{N_i}")
     '1/N_i'
+    >>> math_text(r"s^{*}_{i} - c, k^*")
+    's*_i − c, k*'
     >>> math_text(r"s = - c, \\; b - c")
     's = −c, b − c'
     >>> math_text(r"\\min(1, \\frac{\\zeta - \\gamma + \\gamma N_{i}}{N_{i}})")
@@ -443,6 +447,7 @@ def math_text(latex: str) -> str:
     """
     s = latex.replace(r"\{", "\x01").replace(r"\}", "\x02")  # a literal brace: {0, 1.5}
     s = re.sub(r"\^\{?\\top\}?", "ᵀ", s)  # c^\top → cᵀ
+    s = re.sub(r"\^\{?\*\}?", "*", s)  # s^*_i → s*_i, k^{*} → k*
     s = re.sub(r"\\[lr]vert\b|\\[lr]Vert\b|\\[lr]floor\b|\\[lr]ceil\b", lambda m: _BARS[m.group()[1:]], s)
     while _FRAC.search(s):  # \frac{1}{N_i} → 1/N_i, a compound part in parentheses
         s = _FRAC.sub(lambda m: f"{_part(m.group(1))}/{_part(m.group(2))}", s)

@@ -16,7 +16,8 @@ import sympy as sp
 
 from derive import __version__
 from derive.render import prose
-from derive.render.latex import tex
+from derive.render.breaking import cell_args, fit_args
+from derive.render.latex import SYMBOLS, tex
 from derive.render.markup import plain_math, tex_math
 
 __all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
@@ -48,7 +49,7 @@ def _instances(c, where=None) -> str:
 
 def _cell(value, target: str) -> str:
     if isinstance(value, sp.Basic):
-        return prose.md_table_math(tex(value)) if target == "md" else f"\\fitcell{{${tex(value)}$}}"
+        return prose.md_table_math(tex(value)) if target == "md" else "\\fitcell" + cell_args(tex(value))
     text = str(value)
     if target == "md":
         return prose.to_markdown(text, inline=True).replace("|", r"\|")
@@ -106,13 +107,55 @@ def _block(b, target: str, numbers: dict) -> dict:
     elif b.kind == "table":
         out.update(headers=[_cell(h, target) for h in b.headers],
                    rows=[[_cell(c, target) for c in r] for r in b.rows], caption=_text(b.caption, target))
+        if target == "tex":  # a wide table is set as two, each with the first column: no cell is shrunk
+            cols = list(range(1, len(b.headers)))
+            halves = [cols] if len(cols) <= WIDEST - 1 else [cols[:(len(cols) + 1) // 2], cols[(len(cols) + 1) // 2:]]
+            pick = lambda row, ks: [row[0], *(row[k] for k in ks)]  # noqa: E731
+            out["parts"] = [{"headers": pick(out["headers"], ks), "rows": [pick(r, ks) for r in out["rows"]],
+                             "widths": _widths([pick(b.headers, ks), *(pick(r, ks) for r in b.rows)])}
+                            for ks in halves]
     elif b.kind == "definitions":
         rows = [f"{tex(a)} &\\mathrel{{:=}} {tex(e)}" for a, e in b.pairs]
         out.update(math=r"\begin{aligned}" + " \\\\\n".join(rows) + r"\end{aligned}",
                    caption=_text(b.caption, target))
     elif b.kind == "figure":
         out.update(slug=b.slug, caption=_text(b.caption, target), alt=_alt(b.caption))
+    if target == "tex" and "math" in out:
+        out["fit"] = fit_args(out["math"])
     return out
+
+
+WIDEST = 6  # columns of a LaTeX table; a wider one is set as two
+
+
+def _visible(value) -> tuple[int, int]:
+    """About how many characters a cell shows, and its longest unbreakable word (code counted
+    wider, markup and LaTeX commands not counted)."""
+    text = tex(value) if isinstance(value, sp.Basic) else str(value)
+    text = re.sub(r"\\(?:left|right|mathrm|operatorname|frac|langle|rangle|bigl|bigr)\b|[${}*]|\]\([^)]*\)", "", text)
+    text = re.sub(r"\\[a-zA-Z]+", "x", text)
+    words = [len(w) * (1.3 if "`" in w else 1.0) for w in text.split()] or [0]
+    return len(text.replace("`", "")), int(max(words)) + 1
+
+
+def _widths(rows) -> list[int]:
+    """Each column's share of a LaTeX table's width, in thousandths: by its longest cell, within
+    bounds, so a column of formulas gets room and a column of short words does not waste it;
+    never narrower than its longest unbreakable word."""
+    sizes = [[_visible(r[k]) for r in rows] for k in range(len(rows[0]))]
+    char, line = 6, 430  # a character's width and the table's width, in pt (about; small type)
+    least = [char * max(w for _, w in col) for col in sizes]  # the longest word must fit
+    want = [max(char * min(max(n for n, _ in col), 60), lo) for col, lo in zip(sizes, least)]
+    if sum(want) <= line or sum(least) >= line:
+        widths = want if sum(least) < line else least
+    else:  # every column its longest word, the rest of the line by what it would like beyond that
+        spare = line - sum(least)
+        extra = sum(w - lo for w, lo in zip(want, least))
+        widths = [lo + spare * (w - lo) / extra for w, lo in zip(want, least)]
+    total = sum(widths)
+    shares = [int(1000 * w // total) for w in widths]
+    shares[-1] += 1000 - sum(shares)
+    return shares
 
 
 def _alt(text: str) -> str:
@@ -121,7 +164,12 @@ def _alt(text: str) -> str:
 
 
 def _name_tex(name: str) -> str:
-    """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``."""
+    """A variable's name as math: ``k^0`` → ``k^{0}``, ``gamma_i`` → ``\\gamma_{i}``, ``b_k'`` → ``b_{k}'``."""
+    if name in SYMBOLS:
+        return SYMBOLS[name]
+    stem = name.rstrip("'")
+    if stem != name and stem and stem.replace("_", "").replace("^", "").isalnum():
+        return tex(sp.Symbol(stem)) + "'" * (len(name) - len(stem))
     if not name.replace("_", "").replace("^", "").isalnum():
         return r"\text{" + name.replace("_", r"\_") + "}"
     return tex(sp.Symbol(name))
@@ -160,8 +208,8 @@ def _witness_text(w: dict | None) -> str:
 
 def _instance_text(w: dict, assume: dict | None = None) -> str:
     parts = [_assign(k, v) for k, v in w["instance"].items()] + [_assign(k, v) for k, v in w["indices"].items()]
-    if assume:
-        parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items()] + parts
+    if assume:  # an assumed value the instance states again (n) is listed once
+        parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items() if str(k) not in w["instance"]] + parts
     enc = w["enclosures"]
     side = lambda e: f"({', '.join(_value_text(x) for x in e)})" if isinstance(e, list) else _value_text(e)
     return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "

@@ -108,6 +108,9 @@ def environment() -> jinja2.Environment:
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell)
     env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
+    from derive.render.instance import instance_md, instance_tex, is_instance  # imports SymPy: only when rendering
+
+    env.filters.update(instance_md=instance_md, instance_tex=instance_tex, is_instance=is_instance)
     env.globals.update(icons=ICONS)
     return env
 
