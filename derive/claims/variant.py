@@ -40,6 +40,8 @@ class Variant:
         self.score_j = translate(spec.score, self.binds, guards=self.guards)[0] if spec.flex is None or \
             spec.flex.score is None else spec.flex.score_expr(self.rename)
         self.value_j = translate(spec.value, self.binds, guards=self.guards)[0]
+        # the second score row y_j of a user-defined normalizer (score2 = "…")
+        self.score2_j = None if spec.score2 is None else translate(spec.score2, self.binds, guards=self.guards)[0]
         self.params, self.extra = self._normalizer_parts()
 
     def _normalizer_parts(self) -> tuple[dict, sp.Expr | None]:
@@ -80,8 +82,12 @@ class Variant:
     def value(self, key: sp.Expr = j) -> sp.Expr:
         return self.value_j if key == j else self.value_j.xreplace({j: key})
 
+    def score2(self, key: sp.Expr = j) -> sp.Expr:
+        return self.score2_j if key == j else self.score2_j.xreplace({j: key})
+
     def weight(self, key: sp.Expr = j, score_j: sp.Expr | None = None) -> sp.Expr:
-        return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params)
+        second = None if self.score2_j is None else self.score2
+        return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params, second)
 
     def extra_weight(self) -> sp.Expr:
         """The weight of the normalizer's own token (bias_kv's learned token) in row i."""
@@ -101,13 +107,16 @@ class Variant:
         zero = {self.binds[name].obj: sp.S.Zero}
         other.score_j = self.score_j.xreplace(zero)
         other.value_j = self.value_j.xreplace(zero)
+        other.score2_j = None if self.score2_j is None else self.score2_j.xreplace(zero)
         other.params = {k: v.xreplace(zero) for k, v in self.params.items()}
         other.extra = None if self.extra is None else self.extra.xreplace(zero)
         other.guards = [(kind, g.xreplace(zero)) for kind, g in self.guards]
         return other
 
 
-def normalizer_weight(name: str, score, key, params: dict) -> sp.Expr:
+def normalizer_weight(name: str, score, key, params: dict, score2=None) -> sp.Expr:
     from derive.normalizers.registry import get
 
+    if score2 is not None:  # y_j of a user-defined normalizer
+        return get(name).weight(score, key=key, score2=score2, **params)
     return get(name).weight(score, key=key, **params)

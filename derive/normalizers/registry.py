@@ -39,7 +39,8 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["REGISTRY", "SINK", "Normalizer", "from_formula", "get", "names", "register", "unregister"]
+__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "from_formula", "get", "names", "register", "unregister",
+           "user_entry"]
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def _formula_stable(f):
 def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...] = (), domain: dict | None = None,
                  scalars: dict | None = None, ref_defaults: dict | None = None, stable=None,
                  score2: bool = False, latex: str | None = None, definition: str | None = None,
-                 **fields) -> Normalizer:
+                 compiled=None, **fields) -> Normalizer:
     """The entry of ``formula`` (see :mod:`derive.normalizers.formula`): its symbolic weight and
     its exact reference are the formula's. ``params``: the formula's scalars in the order the
     entry lists them (default: as they appear); ``domain``: param → symbol or expression over
@@ -194,8 +195,8 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
     domain = dict(domain or {})
     scalars = dict(scalars or {})
     names_ = set(params) | set(domain) | set(scalars)
-    f = compile_weight(formula, {p: scalars.get(p, {}) for p in names_ or _scalar_names(formula)},
-                       score2=score2, defaults=domain)
+    f = compiled or compile_weight(formula, {p: scalars.get(p, {}) for p in names_ or _scalar_names(formula)},
+                                   score2=score2, defaults=domain)
     params = tuple(params) or f.params
     if set(params) != set(f.params):
         raise ValueError(f"{name}: the formula's parameters are {f.params}, the entry lists {params}")
@@ -372,11 +373,51 @@ register(
 )
 
 
+USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] tables, by registry name
+
+
+def user_entry(label: str, f) -> str:
+    """The registry name of a spec's normalizer, the compiled formula ``f`` labelled ``label``:
+    an entry with the same weight and parameters (built-in or loaded before) if there is one,
+    else a new entry named ``label`` (``label#<digest of the definition>`` when taken)."""
+    import hashlib
+
+    from derive.normalizers.algebra import X
+
+    mine = f.weight(lambda k: X[i, k])
+    for entry in list(REGISTRY.values()) + list(USER.values()):
+        if set(entry.params) == set(f.params) and entry.weight(lambda k: X[i, k], j) == mine:
+            return entry.name
+    key = label
+    if key in REGISTRY or key in USER:
+        digest = hashlib.sha256(f"{f.text}|{sorted(f.defaults.items(), key=str)}|{f.score2}".encode()).hexdigest()
+        key = f"{label}#{digest[:6]}"
+    tex_name = "".join(ch for ch in label if ch.isalnum()) or "p"
+    USER[key] = from_formula(key, label, f.text, compiled=f, domain=dict(f.defaults),
+                             latex=rf"\operatorname{{{tex_name}}}", score2=f.score2,
+                             domain_text=", ".join(f"${p}$ {_kind(v)}" for p, v in f.defaults.items()),
+                             sample={p: _sample_value(v) for p, v in f.defaults.items()}, note="defined in a spec")
+    return key
+
+
+def _sample_value(sym) -> int:
+    """A value inside the parameter's declared sign, for counterexamples (a refutation there
+    refutes the claim for every value; a claim true there and false elsewhere stays undecided)."""
+    return -1 if sym.is_negative else 1
+
+
+def _kind(sym) -> str:
+    return "positive" if sym.is_positive else "negative" if sym.is_negative else "nonzero" if sym.is_nonzero \
+        else "real"
+
+
 def names() -> list[str]:
     return sorted(REGISTRY)
 
 
 def get(name: str) -> Normalizer:
+    if name in USER:
+        return USER[name]
     try:
         return REGISTRY[name]
     except KeyError:
