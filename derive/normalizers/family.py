@@ -21,7 +21,7 @@ import sympy as sp
 from derive.model.attention import M, ScalarBase, i, j, n, row_sum, t
 from derive.model.reductions import RowExtremum
 
-__all__ = ["Family", "extra_weight", "logit_value", "recognise"]
+__all__ = ["Family", "KernelFacts", "extra_weight", "kernel_form", "kernel_sigma", "logit_value", "recognise"]
 
 _X = ScalarBase("x")
 
@@ -85,7 +85,7 @@ def _why_not(r: sp.Expr) -> str:
             y = sp.Symbol("x", real=True)
             return (f"softmax of modified scores $g(x) = {tex(g.xreplace({_X[i, j]: y}))}$: apply $g$ to each "
                     "score as its tile is loaded and run softmax's online form (with the same extra term)")
-    return (f"its weight ${tex(r)}$ is not $e^{{x_j}}/(E + \\sum_t e^{{x_t}})$ with $E$ free of the scores, so no "
+    return ("its weight is not of the form $e^{x_j}/(E + \\sum_t e^{x_t})$ with $E$ free of the scores, so no "
             "running state (m, ℓ, acc) gives it; no online, split or backward form is derived")
 
 
@@ -107,3 +107,43 @@ def logit_value(entry, params: dict):
         return None
     return float(fam.logit.xreplace({sp.Symbol(p, real=True): sp.Float(float(v), 30) for p, v in params.items()
                                      if p in entry.params}))
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What the kernel-form check (``derive impl --form online|split|backward``) reads."""
+
+    checked: bool
+    logit: object = None  # None (no extra logit), a float, a parameter's name, or an expression in them
+    why: str = ""  # when not checked: why (prose markup)
+
+
+def kernel_form(entry) -> KernelFacts:
+    fam, why = recognise(entry)
+    if fam is None:
+        return KernelFacts(False, why=why)
+    if entry.extra_value:
+        return KernelFacts(False, why=(
+            "its extra token has a value of its own, $w$, which enters the output as "
+            "$E\\,w / (E + \\sum_t e^{x_t})$; the kernel check passes only the normalizer's parameters "
+            f"({', '.join(f'`{p}`' for p in entry.params)}), so there is no keyword to pass $w$ and no output to "
+            "compare it with"))
+    logit = fam.logit
+    if logit is None:
+        return KernelFacts(True, None)
+    if logit.is_number:
+        return KernelFacts(True, float(logit))
+    if isinstance(logit, sp.Symbol) and logit.name in entry.params:
+        return KernelFacts(True, logit.name)
+    return KernelFacts(True, logit)
+
+
+def kernel_sigma(entry, params: dict):
+    """The extra logit σ for parameter values ``params`` (a parameter's value is passed as given:
+    a float, or one per head)."""
+    logit = kernel_form(entry).logit
+    if isinstance(logit, str):
+        return params[logit]
+    if isinstance(logit, sp.Basic):
+        return logit_value(entry, params)
+    return logit
