@@ -39,7 +39,9 @@ MASKS = ("none", "causal")
 HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm", "document")
 NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid", "bias_kv")
 # The arguments a normalizer takes in a spec: (registry parameter, what it is, kind), the
-# form shown in messages, and whether the arguments may be left out.
+# form shown in messages, and whether the arguments may be left out. Where they differ from the
+# registry entry's parameters (bias_kv names vectors) or are worded for it; any other entry takes
+# its parameters as declared scalars, optionally (see :func:`normalizer_args`).
 NORMALIZER_ARGS = {
     "sink": ((("s", "the sink logit", "scalar"),), "sink(NAME)", False),
     "sigmoid": ((("b", "the sigmoid bias", "scalar"),), "sigmoid or sigmoid(NAME)", True),
@@ -94,11 +96,7 @@ class Spec:
     def norm_params(self) -> dict[str, str]:
         """Registry parameter → the declared name given for it (``{"s": "s0"}``); a
         user-defined normalizer's parameters are the declared scalars its weight uses."""
-        from derive.normalizers.registry import get
-
-        if get(self.normalizer).formula and self.normalizer not in NORMALIZER_ARGS and self.norm_args:
-            return {p: p for p in self.norm_args}
-        roles = NORMALIZER_ARGS.get(self.normalizer, ((), "", True))[0]
+        roles = normalizer_args(self.normalizer)[0]
         return {param: name for (param, _, _), name in zip(roles, self.norm_args)}
 
     def binds(self, rename: dict | None = None) -> dict[str, Binding]:
@@ -294,7 +292,7 @@ def _normalizer(errs: _Errors, text: str, binds: dict) -> tuple[str, tuple[str, 
         errs.add("normalizer", f"unknown normalizer {name!r}{nearest(name, known)} "
                                f"(expected one of {', '.join(known)})")
         return "softmax", ()
-    roles, usage, optional = NORMALIZER_ARGS.get(name, ((), name, True))
+    roles, usage, optional = normalizer_args(name)
     args, cols = [], []
     if inner is not None:
         pos = m.start(2)
@@ -360,6 +358,17 @@ def _user_normalizer(errs: _Errors, table: dict, symbols: dict, score2: bool, fi
     if not ok:
         return "softmax", ()
     return user_entry(label.strip(), f), f.params
+
+
+def normalizer_args(name: str) -> tuple:
+    """(roles, usage, optional) of the normalizer ``name`` in a spec (see :data:`NORMALIZER_ARGS`)."""
+    from derive.normalizers.registry import get
+
+    if name in NORMALIZER_ARGS:
+        return NORMALIZER_ARGS[name]
+    params = get(name).params
+    roles = tuple((p, f"the parameter {p}", "scalar") for p in params)
+    return roles, f"{name}({', '.join(p.upper() for p in params)})" if params else name, True
 
 
 def _claims(errs: _Errors, table: dict, binds: dict, deferred: list | None = None) -> tuple[ClaimSpec, ...]:
