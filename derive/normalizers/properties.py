@@ -14,6 +14,7 @@ import sympy as sp
 
 from derive.errors import InputError
 from derive.model.attention import M, d, i, n, u
+from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
@@ -241,6 +242,15 @@ def can_abstain(entry, params) -> Derivation:
             witness=_one_key_witness(entry, params, one),
         )
         der.value = "no"
+        return der
+    uni = limits.limit_uniform(entry, params)
+    if uni.verdict.status == PROVED and uni.value == 0 and not weight(entry, params).has(sp.Product, RowExtremum):
+        der.step("along the path $x = -\\tau\\mathbf{1}$ (every allowed score $-\\tau$, any allowed set of $N_i$ "
+                 "keys), every allowed weight tends to 0 as $\\tau \\to \\infty$",
+                 sp.Eq(shown("L"), sp.S.Zero, evaluate=False))
+        der.verdict = Verdict(PROVED, "every weight tends to 0 as all scores → −∞ together",
+                              method="uniform path, limit")
+        der.value = "yes"
         return der
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"

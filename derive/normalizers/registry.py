@@ -373,6 +373,64 @@ register(
 )
 
 
+_eps = sp.Symbol("epsilon", positive=True)
+_ss = sp.Symbol("s", real=True)
+register(
+    from_formula(
+        "softpick", "softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)",
+        sources=("zuhri2025",),
+        params=("eps",),
+        ref_defaults={"eps": 1e-6},
+        latex=r"\operatorname{softpick}",
+        definition=r"p_j = \frac{\operatorname{ReLU}(e^{x_j} - 1)}{\sum_t \lvert e^{x_t} - 1 \rvert + \epsilon}",
+        domain={"eps": _eps},
+        domain_text="$\\epsilon > 0$ (small)",
+        sample={"eps": sp.Rational(1, 1000)},
+        note="rectified: a key with $x_j \\le 0$ gets weight exactly 0, so a row can give every key weight 0",
+    )
+)
+register(
+    from_formula(
+        "ssmax", "Scalable-Softmax (SSMax)", "exp(s * log(n) * x_j) / sum_t(exp(s * log(n) * x_t))",
+        sources=("nakanishi2025",),
+        params=("s",),
+        ref_defaults={"s": 1.0},
+        latex=r"\operatorname{ssmax}_s",
+        definition=r"p_j = \frac{e^{s \log(N) x_j}}{\sum_t e^{s \log(N) x_t}} = \frac{N^{s x_j}}{\sum_t N^{s x_t}},\ N = \text{allowed keys}",
+        domain={"s": _ss},
+        domain_text="$s$ real (learned per head); $N$ the number of allowed keys of the row",
+        sample={"s": 1},
+        stable_text="$m = \\max_t x_t$, the exponents scaled by $s \\log N$",
+    )
+)
+register(
+    from_formula(
+        "sigmoid_logn", "sigmoid attention with bias −log n", "sigmoid(x_j - log(n))",
+        sources=("ramapuram2025",),
+        latex=r"\sigma_{-\log N}",
+        definition=r"p_j = \sigma(x_j - \log N),\ N = \text{allowed keys}",
+        note="the bias $b = -\\log N$ recommended for sigmoid attention, with $N$ the row's allowed keys",
+    )
+)
+register(
+    from_formula(
+        "stick_breaking", "stick-breaking attention", "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)",
+        sources=("tan2024",),
+        latex=r"\operatorname{sb}",
+        definition=r"p_j = \sigma(x_j) \prod_{t > j} \bigl(1 - \sigma(x_t)\bigr)",
+        note="the product runs over the allowed keys after $j$ (the nearer keys of a causal row break the stick first)",
+    )
+)
+register(
+    from_formula(
+        "relu_n", "ReLU attention divided by n", "relu(x_j) / n",
+        sources=("wortsman2023",),
+        latex=r"\operatorname{ReLU}/N",
+        definition=r"p_j = \operatorname{ReLU}(x_j) / N,\ N = \text{allowed keys}",
+    )
+)
+
+
 USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] tables, by registry name
 
 
