@@ -444,7 +444,14 @@ def user_entry(label: str, f) -> str:
 
     mine = f.weight(lambda k: X[i, k])
     for entry in list(REGISTRY.values()) + list(USER.values()):
-        if set(entry.params) == set(f.params) and entry.weight(lambda k: X[i, k], j) == mine:
+        if set(entry.params) != set(f.params):
+            continue
+        # the same parameters over the same domain (each a symbol with the declared sign)
+        own = entry.symbols()
+        if not all(isinstance(own[p], sp.Symbol) and own[p].assumptions0 == f.defaults[p].assumptions0
+                   for p in f.params):
+            continue
+        if entry.weight(lambda k: X[i, k], j, **dict(f.defaults)) == mine:
             return entry.name
     key = label
     if key in REGISTRY or key in USER:
