@@ -81,18 +81,18 @@ class Formula:
         if not any(allowed):
             ok = self._value(xs or [mpmath.mpf(0)], ys or [mpmath.mpf(0)], [False] * max(size, 1), 1, i_pos, vals)
             return [mpmath.mpf(0) if ok is not None else mpmath.nan for _ in range(size)]
-        out = []
+        out, shared = [], {}  # the reductions that do not depend on the key, computed once per row
         for k in range(size):
             if not allowed[k]:
                 out.append(mpmath.mpf(0))
                 continue
-            v = self._value(xs, ys, allowed, k + 1, i_pos, vals)
+            v = self._value(xs, ys, allowed, k + 1, i_pos, vals, shared)
             out.append(mpmath.nan if v is None else v)
         return out
 
-    def _value(self, xs, ys, allowed, key, row, vals):
+    def _value(self, xs, ys, allowed, key, row, vals, shared=None):
         try:
-            return _Exact(xs, ys, allowed, key, row, vals).run(self.node)
+            return _Exact(xs, ys, allowed, key, row, vals, shared).run(self.node)
         except (_Undefined, ZeroDivisionError, OverflowError, ValueError):
             return None
 
@@ -347,10 +347,18 @@ class _Symbolic:
 # ---- the exact weights of one row ---------------------------------------------------------
 
 
+def _keyless(node) -> bool:
+    """Does a reduction's value not depend on the key j (so one row computes it once)?"""
+    from derive.spec.parser import walk
+
+    return not any(isinstance(nd, Name) and nd.id in ("j", "x_j", "y_j") for nd in walk(node))
+
+
 class _Exact:
-    def __init__(self, xs, ys, allowed, key, row, params):
+    def __init__(self, xs, ys, allowed, key, row, params, shared=None):
         self.xs, self.ys, self.allowed, self.key, self.row, self.params = xs, ys, allowed, key, row, params
         self.var = None
+        self.shared = {} if shared is None else shared  # id of a key-free reduction → its value
 
     def real(self, v):
         if isinstance(v, mpmath.mpc) or mpmath.isnan(v):
@@ -414,6 +422,23 @@ class _Exact:
                 "sigmoid": lambda z: 1 / (1 + mpmath.exp(-z)), "softplus": lambda z: mpmath.log1p(mpmath.exp(z))}[fn](x)
 
     def reduction(self, fn: str, args):
+        node_id = id(args)
+        if node_id in self.shared:
+            value = self.shared[node_id]
+            if value is None:
+                raise _Undefined
+            return value
+        try:
+            value = self._reduction(fn, args)
+        except _Undefined:
+            value = None
+        if all(_keyless(a) for a in args):
+            self.shared[node_id] = value
+        if value is None:
+            raise _Undefined
+        return value
+
+    def _reduction(self, fn: str, args):
         keep = None
         if len(args) == 2:
             op, e = _condition(args[1])
