@@ -87,3 +87,31 @@ def test_a_spec_names_the_new_entry_s_parameter(entry):
     spec = parse_spec(f'name = "x"\nscore = "dot(q, k)"\nnormalizer = "{NAME}(a0)"\n[symbols]\na0 = "scalar"\n')
     assert spec.norm_params() == {"a": "a0"}
     assert Variant(spec).params == {"a": sp.Symbol("a0", real=True)}
+
+
+def test_impl_as_a_spec_file(tmp_path):
+    """``--as FILE.toml``: a spec's formula of the softmax family gets the kernel forms, with its
+    extra logit read off the formula; any other says why it has none."""
+    spec = tmp_path / "mysink.toml"
+    spec.write_text('name = "x"\nscore = "dot(q, k)"\n[normalizer]\nname = "mysink"\n'
+                    'weight = "exp(x_j) / (exp(s2) + sum_t(exp(x_t)))"\n[symbols]\ns2 = "scalar"\n')
+    code = tmp_path / "k.py"
+    code.write_text("import sys\n"
+                    f"sys.path.insert(0, {str(__import__('pathlib').Path(ZOO).resolve())!r})\n"
+                    "import kernels_numpy as K\n"
+                    "def online(x, v, block, *, s2):\n    return K.sink_online(x, v, block, s=s2)\n"
+                    "def online_bad(x, v, block, *, s2):\n    return K.sink_online_extra_per_tile(x, v, block, s=s2)\n"
+                    "def plain(x, v, block):\n    return K.softmax_online(x, v, block)\n")
+    good = check_implementation(f"{code}:online", str(spec), form="online", dtypes=("float64",), examples=5)
+    assert good.exit_code() == 0
+    bad = check_implementation(f"{code}:online_bad", str(spec), form="online", dtypes=("float64",), examples=5)
+    assert bad.exit_code() == 1
+    other = tmp_path / "pick.toml"
+    other.write_text('name = "x"\nscore = "dot(q, k)"\n[normalizer]\nname = "pick"\n'
+                     'weight = "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1)"\n')
+    from derive.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        check_implementation(f"{code}:plain", str(other), form="online", dtypes=("float64",), examples=5)
+    assert "pick has no kernel form checked here: its weight is not of the form e^x_j/(E + ∑_t e^x_t)" in \
+        str(err.value), str(err.value)
