@@ -536,9 +536,7 @@ def _compile_sum(body_f, limits):
 
 
 def _compile_product(body_f, limits):
-    """Π over one range (var, lo, hi); an empty range gives 1."""
-    if len(limits) != 1:
-        return lambda ev, env: (_ for _ in ()).throw(Unsupported("a product over several indices"))
+    """Π over one range (var, lo, hi), as the products of a normalizer's formula; empty: 1."""
     (var, lo, hi), = limits
     var, lo_f, hi_f = _canon(var), _compile(lo), _compile(hi)
 

@@ -44,7 +44,8 @@ def derived_rule(norm) -> MaskedRule:
     if f is None:  # an entry without a formula: its reference decides
         return _from_reference(norm)
     if not f.defined_without_keys():
-        return MaskedRule(False, "no value ($0/0$: with no allowed key every sum over the keys is 0)")
+        return MaskedRule(False, "no value (the formula has none with no allowed key: every sum over the keys is 0 "
+                                 "and $n = 0$)")
     fam, _ = recognise(norm)
     if fam is not None and fam.extra != 0:
         shown = fam.extra.xreplace({sp.Symbol(p, real=True): v for p, v in norm.symbols().items()})
