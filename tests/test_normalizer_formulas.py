@@ -148,3 +148,44 @@ def test_conditions_and_masks_in_the_reference():
         assert compile_weight("exp(x_j) / (1 + sum_t(exp(x_t)))").reference([0.0, 1.0], [False, False]) == [0, 0]
         h = compile_weight("exp(x_j - max_t(x_t)) * n")
         assert h.reference([1.0, 3.0])[0] == 2 * mpmath.exp(-2)
+
+
+# Every other claim kind on user-defined normalizers; the truth of each is plain mathematics:
+# ssmax (the softmax of s·log(n)·x) is shift-invariant and sums to 1, softpick is neither.
+KINDS = '''name = "NAME"
+score = "dot(q + b_q, k) / sqrt(d)"
+value = "v + b_v"
+[normalizer]
+name = "NAME"
+weight = "WEIGHT"
+[symbols]
+b_q = "vector"
+b_v = "vector"
+PARAM
+[claims]
+q_bias = "depends(b_q)"
+value_bias = "output_invariant(b_v)"
+shifted = "output_shift(b_v)"
+plus_one = "equivalent(\\"dot(q + b_q, k) / sqrt(d) + 1\\")"
+const = "row_constant(\\"dot(q, k)\\")"
+'''
+TRUTH = {
+    "ssmax": {"q_bias": "proved", "value_bias": "refuted", "shifted": "proved", "plus_one": "proved",
+              "const": "refuted"},
+    "softpick": {"q_bias": "proved", "value_bias": "refuted", "shifted": "refuted", "plus_one": "refuted",
+                 "const": "refuted"},
+}
+
+
+@pytest.mark.parametrize("name, weight, param", [
+    ("ssmax", "exp(s * log(n) * x_j) / sum_t(exp(s * log(n) * x_t))", 's = "scalar"'),
+    ("softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)", 'eps = "scalar positive"'),
+])
+def test_every_claim_kind_on_a_user_defined_normalizer(name, weight, param):
+    from derive.claims.run import check_spec
+
+    spec = parse_spec(KINDS.replace("NAME", name).replace("WEIGHT", weight).replace("PARAM", param))
+    got = {c.name: c.verdict for c in check_spec(spec).claims}
+    wrong = {k: v for k, v in got.items() if v != "undecided" and v != TRUTH[name][k]}
+    assert not wrong, got
+    assert sum(v != "undecided" for v in got.values()) >= 4, got
