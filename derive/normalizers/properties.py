@@ -332,13 +332,17 @@ def k_bias_cancels(entry, params) -> Derivation:
     return der
 
 
-_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c_{cap}"}
+def _param_tex(name: str, param: str) -> str:
+    """A parameter as the entry shows it: its domain symbol (s^*_i for bias_kv's s_star), else its name."""
+    sym = get(name).symbols().get(param)
+    return tex(sym if isinstance(sym, sp.Symbol) else sp.Symbol(param))
+
 
 
 def _assign(other: str, new: dict, own: str) -> str:
     """``sink`` with s = −c, or ``sink`` with s ↦ s − c when the entry keeps its own parameter."""
     arrow = "\\mapsto" if other == own else "="
-    return f"`{other}` with " + ", ".join(f"${_PARAM_TEX.get(k, k)} {arrow} {tex(v)}$" for k, v in new.items())
+    return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in new.items())
 
 
 PROPERTIES: dict[str, tuple[str, callable]] = {
