@@ -55,8 +55,8 @@ ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", 
          "limit_iterated", "limit_any_path", "ratio_identity", "jacobian_diagonal", "jacobian_offdiagonal",
          "gradient_nonvanishing", "k_bias_cancels", "stable_form")
 NEW = {
-    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), but no rule shows it
-    "softpick": "RURUUUUURUUURR",
+    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path
+    "softpick": "RURUPPUURUUURR",
     # softmax of s·log(N)·x: shift-invariant, sums to 1, ratio N^{s(x1 - x2)}
     "ssmax": "PPPURPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row
