@@ -189,3 +189,23 @@ def test_every_claim_kind_on_a_user_defined_normalizer(name, weight, param):
     wrong = {k: v for k, v in got.items() if v != "undecided" and v != TRUTH[name][k]}
     assert not wrong, got
     assert sum(v != "undecided" for v in got.values()) >= 4, got
+
+
+def test_derive_normalizer_prints_the_property_table():
+    import json
+
+    run = lambda *a: subprocess.run([sys.executable, "-m", "derive", "normalizer", *a], capture_output=True,  # noqa: E731
+                                    text=True, timeout=600)
+    out = run(str(SPECS / "stick_breaking.toml"), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)
+    assert t["formula"] == "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)"
+    verdicts = {r["property"]: r["verdict"] for r in t["properties"]}
+    assert verdicts["shift_invariant"] == "refuted" and verdicts["weights_sum_to_one"] == "refuted"
+    assert not t["softmax_family"]["member"] and "not of the form" in t["softmax_family"]["why_not"]
+    assert t["fully_masked_row"]["defined"]
+    md = run("sink")
+    assert md.returncode == 0 and "| row-shift invariance | ❌ refuted | no |" in md.stdout
+    assert "softmax family: extra logit σ = s; kernel forms online, split and backward" in md.stdout
+    bad = run("sinc")
+    assert bad.returncode == 2 and "no such spec file (or built-in normalizer" in bad.stderr
