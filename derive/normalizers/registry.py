@@ -151,6 +151,59 @@ def _softcap_stable(x, mask, c) -> np.ndarray:
     return _sink_stable(c * np.tanh(x / c), mask, None)
 
 
+def _allowed_count(x, mask) -> np.ndarray:
+    """N, the allowed keys of each row (keepdims)."""
+    if mask is None:
+        return np.full(x.shape[:-1] + (1,), x.shape[-1], dtype=x.dtype)
+    return np.broadcast_to(np.asarray(mask, bool), x.shape).sum(axis=-1, keepdims=True).astype(x.dtype)
+
+
+def _softpick_stable(x, mask, eps) -> np.ndarray:
+    """ReLU(e^{x−m} − e^{−m}) / (Σ|e^{x−m} − e^{−m}| + ε e^{−m}), m = max(0, max x): no overflow."""
+    x = _masked(x, mask)
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        d = np.exp(x - m) - np.exp(-m)
+        d = np.where(np.isneginf(x), 0, d)
+        return np.maximum(d, 0) / (np.abs(d).sum(axis=-1, keepdims=True) + eps * np.exp(-m))
+
+
+def _sigmoid_logn_stable(x, mask) -> np.ndarray:
+    """σ(x − log N); a row of no allowed key has none (log 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    count = _allowed_count(x, mask)
+    with np.errstate(divide="ignore"):
+        out = _sigmoid_stable(x, mask, -np.log(np.maximum(count, 1)))
+    return np.where(count > 0, out, np.nan)
+
+
+def _relu_n_stable(x, mask) -> np.ndarray:
+    """ReLU(x)/N; a row of no allowed key has none (0/0)."""
+    x = np.asarray(x, dtype=np.float64)
+    count = _allowed_count(x, mask)
+    out = np.maximum(np.where(np.isneginf(x), 0, x), 0) / np.maximum(count, 1)
+    out = out if mask is None else np.where(mask, out, 0)
+    return np.where(count > 0, out, np.nan)
+
+
+def _ssmax_stable(x, mask, s) -> np.ndarray:
+    """softmax(s·log(N)·x), m = max of the scaled scores; a row of no allowed key has none."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _sink_stable(s * np.log(_allowed_count(x, mask)) * x, mask, None)
+
+
+def _stick_breaking_stable(x, mask) -> np.ndarray:
+    """exp(log σ(x_j) − Σ_{t>j} softplus(x_t)), the sum over the allowed keys after j."""
+    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    allowed = np.ones(x.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), x.shape)
+    sp_ = np.where(allowed, np.logaddexp(0, x), 0)  # softplus(x) = −log(1 − σ(x))
+    with np.errstate(over="ignore", invalid="ignore"):
+        after = np.flip(np.cumsum(np.flip(sp_, -1), -1), -1) - sp_
+        return np.where(allowed, np.exp(-np.logaddexp(0, -x) - after), 0)
+
+
 REGISTRY: dict[str, Normalizer] = {}
 SINK = sp.Symbol("s", real=True)  # the sink logit, a shared real parameter
 
@@ -380,6 +433,7 @@ register(
         "softpick", "softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)",
         sources=("zuhri2025",),
         params=("eps",),
+        stable=lambda x, mask=None, eps=1e-6, **p: _softpick_stable(x, mask, eps),
         ref_defaults={"eps": 1e-6},
         latex=r"\operatorname{softpick}",
         definition=r"p_j = \frac{\operatorname{ReLU}(e^{x_j} - 1)}{\sum_t \lvert e^{x_t} - 1 \rvert + \epsilon}",
@@ -394,6 +448,7 @@ register(
         "ssmax", "Scalable-Softmax (SSMax)", "exp(s * log(n) * x_j) / sum_t(exp(s * log(n) * x_t))",
         sources=("nakanishi2025",),
         params=("s",),
+        stable=lambda x, mask=None, s=1.0, **p: _ssmax_stable(x, mask, s),
         ref_defaults={"s": 1.0},
         latex=r"\operatorname{ssmax}_s",
         definition=r"p_j = \frac{e^{s \log(N) x_j}}{\sum_t e^{s \log(N) x_t}} = \frac{N^{s x_j}}{\sum_t N^{s x_t}},\ N = \text{allowed keys}",
@@ -407,6 +462,7 @@ register(
     from_formula(
         "sigmoid_logn", "sigmoid attention with bias −log n", "sigmoid(x_j - log(n))",
         sources=("ramapuram2025",),
+        stable=lambda x, mask=None, **p: _sigmoid_logn_stable(x, mask),
         latex=r"\sigma_{-\log N}",
         definition=r"p_j = \sigma(x_j - \log N),\ N = \text{allowed keys}",
         note="the bias $b = -\\log N$ recommended for sigmoid attention, with $N$ the row's allowed keys",
@@ -416,6 +472,7 @@ register(
     from_formula(
         "stick_breaking", "stick-breaking attention", "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)",
         sources=("tan2024",),
+        stable=lambda x, mask=None, **p: _stick_breaking_stable(x, mask),
         latex=r"\operatorname{sb}",
         definition=r"p_j = \sigma(x_j) \prod_{t > j} \bigl(1 - \sigma(x_t)\bigr)",
         note="the product runs over the allowed keys after $j$ (the nearer keys of a causal row break the stick first)",
@@ -425,6 +482,7 @@ register(
     from_formula(
         "relu_n", "ReLU attention divided by n", "relu(x_j) / n",
         sources=("wortsman2023",),
+        stable=lambda x, mask=None, **p: _relu_n_stable(x, mask),
         latex=r"\operatorname{ReLU}/N",
         definition=r"p_j = \operatorname{ReLU}(x_j) / N,\ N = \text{allowed keys}",
     )
