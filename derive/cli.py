@@ -19,7 +19,7 @@ from derive.errors import InputError
 
 __all__ = ["COMMANDS", "main"]
 
-COMMANDS = ("build", "check", "diff", "examples", "impl")
+COMMANDS = ("build", "check", "diff", "examples", "impl", "normalizer")
 
 
 def _parser(available: dict) -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ def test_no_overflow_at_extreme_scores(name):
     for row in ([1e4, -1e4, 0.0], [1e308, 1e308], [-1e308, 5.0], [0.0]):
         out = e.stable(np.array(row), **params)
         assert np.all(np.isfinite(out)), (name, row, out)
-        assert np.all((out >= 0) & (out <= 1))
+        assert np.all(out >= 0) and (name == "relu_n" or np.all(out <= 1))  # ReLU(x)/n is unbounded
 
 
 def test_zero_token_and_bias_kv_implementations_agree_with_sinks():

@@ -10,7 +10,8 @@ from derive.normalizers.registry import names
 from derive.normalizers.table import build_table, markdown
 
 P, R, U = "proved", "refuted", "undecided"
-ALL = ("bias_kv", "clipped", "sigmoid", "sink", "softcap", "softmax", "softmax1", "zero_token")
+BUILT_IN = ("bias_kv", "clipped", "sigmoid", "sink", "softcap", "softmax", "softmax1", "zero_token")
+ALL = BUILT_IN + ("relu_n", "sigmoid_logn", "softpick", "ssmax", "stick_breaking")
 
 
 # Known mathematics, written independently of the provers.
@@ -48,6 +49,26 @@ EXPECTED = {
     "k_bias_cancels": {nm: R for nm in ALL} | {"softmax": P, "clipped": P},
     "stable_form": {nm: P for nm in ALL},
 }
+# The entries written in the formula language since: what the provers give, checked against the
+# mathematics (U where the statement is true or false but no rule applies; a wrong P or R fails).
+ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", "can_abstain", "limit_uniform",
+         "limit_iterated", "limit_any_path", "ratio_identity", "jacobian_diagonal", "jacobian_offdiagonal",
+         "gradient_nonvanishing", "k_bias_cancels", "stable_form")
+NEW = {
+    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path
+    "softpick": "RURUPPUURUUURR",
+    # softmax of s·log(N)·x: shift-invariant, sums to 1, ratio N^{s(x1 - x2)}
+    "ssmax": "PPPURPURRUUUPP",
+    # σ(x - log N): elementwise in x, the bias depends on the row
+    "sigmoid_logn": "RURUPPUURPRPRR",
+    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
+    "stick_breaking": "RURUUUUURUUURR",
+    # ReLU(x)/N: 0 on every negative score, independent of the other scores
+    "relu_n": "RURUPPUURRRRRR",
+}
+for _name, _row in NEW.items():
+    for _prop, _v in zip(ORDER, _row):
+        EXPECTED[_prop][_name] = {"P": P, "R": R, "U": U}[_v]
 
 VALUES = {
     ("softmax", "mass_range"): "{1}",

@@ -281,7 +281,7 @@ two = "invarient(bb)"
 three = 'row_constant("dot(q, k) * b")'
 ''')
     assert got == [
-        "key 'colour': unknown key (expected one of name, description, score, score_mod, normalizer, mask, "
+        "key 'colour': unknown key (expected one of name, description, score, score_mod, score2, normalizer, mask, "
         "mask_mod, value, symbols, claims)",
         "key 'symbols.b': unknown kind 'vectr'; did you mean 'vector'? (expected one of vector, query, key, "
         "scalar, scalar positive, scalar negative, scalar nonzero, per_head, per_head positive, per_head negative, "

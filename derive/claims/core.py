@@ -62,6 +62,15 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
         return False, "", steps, diff
     if not va.same_mask(vb):  # the lemmas below hold for one mask
         return False, "", steps, diff
+    a2, b2 = getattr(va, "score2_j", None), getattr(vb, "score2_j", None)
+    if a2 is not None or b2 is not None:  # a user normalizer's second score row y_j is compared too
+        diff2 = None if a2 is None or b2 is None else expand(b2 - a2, cfg)
+        steps.append(step("difference of the second score rows y_j, expanded",
+                          show.latex(diff2) if diff2 is not None else ""))
+        if diff2 != 0:
+            return False, "", steps, diff
+        if diff != 0:  # a row-constant shift of x alone is not a shift of the normalizer's input
+            return False, "", steps, diff
     if diff == 0:
         steps.append(step("the scores are identical, so are the weights"))
         return True, "the scores are identical after expansion", steps, diff

@@ -46,6 +46,17 @@ def delta_form(diff, variant, name: str):
     return expand(diff.xreplace(sub), Settings(time_limit=2.0)) or diff
 
 
+def _why_second_row(va: Variant, vb: Variant, diff, name: str, cfg) -> str | None:
+    """The reason when only a user normalizer's second score row y_j changes."""
+    if diff != 0 or va.score2_j is None or vb.score2_j is None or not va.same_mask(vb):
+        return None
+    d2 = expand(vb.score2_j - va.score2_j, cfg)
+    if d2 == 0:
+        return None
+    return f"the scores x_j do not change, but the second score row y_j changes by " \
+        f"{show.math(delta_form(d2, vb, name)) if d2 is not None else 'a term'}"
+
+
 def _why_scores(diff, name: str, norm: str) -> str:
     if diff is None:
         return f"changing {name} changes the weights"
@@ -123,6 +134,7 @@ def invariant(ctx: Context, claim) -> Outcome:
     lhs, rhs, mask, lemma = _sides(va, vb, va.weight(), vb.weight(), lemma)
     why = _why_scores(delta, name, ctx.spec.normalizer) if va.same_mask(vb) else \
         f"changing {name} changes the allowed keys"
+    why = _why_second_row(va, vb, lemma[3], name, ctx.cfg) or why
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma,
                  guards=va.guards + vb.guards, compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
                  why_refuted=why)

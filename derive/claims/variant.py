@@ -44,6 +44,8 @@ class Variant:
             spec.flex.score is None else spec.flex.score_expr(self.binds)
         self.value_j = translate(spec.value, self.binds, guards=self.guards)[0]
         self.mask = spec.mask
+        # the second score row y_j of a user-defined normalizer (score2 = "…")
+        self.score2_j = None if spec.score2 is None else translate(spec.score2, self.binds, guards=self.guards)[0]
         self.params, self.extra = self._normalizer_parts()
         for name, label in (rename or {}).items():
             self._substitute(name, label)
@@ -54,6 +56,7 @@ class Variant:
 
         f = substitution(self.spec, name, to)
         self.score_j, self.value_j = f(self.score_j), f(self.value_j)
+        self.score2_j = None if self.score2_j is None else f(self.score2_j)
         self.params = {k: f(v) for k, v in self.params.items()}
         self.extra = None if self.extra is None else f(self.extra)
         self.guards = [(kind, f(g)) for kind, g in self.guards]
@@ -72,7 +75,7 @@ class Variant:
 
     def parts(self) -> tuple:
         """Everything the variant computes from: what a substitution may change."""
-        return (self.score_j, self.value_j, getattr(self.mask, "condition", None), str(self.mask),
+        return (self.score_j, self.score2_j, self.value_j, getattr(self.mask, "condition", None), str(self.mask),
                 tuple(sorted((str(k), v) for k, v in self.params.items())), self.extra, tuple(self.guards))
 
     def reaches(self, other: Variant) -> bool:
@@ -121,8 +124,12 @@ class Variant:
     def value(self, key: sp.Expr = j) -> sp.Expr:
         return self.value_j if key == j else self.value_j.xreplace({j: key})
 
+    def score2(self, key: sp.Expr = j) -> sp.Expr:
+        return self.score2_j if key == j else self.score2_j.xreplace({j: key})
+
     def weight(self, key: sp.Expr = j, score_j: sp.Expr | None = None) -> sp.Expr:
-        return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params)
+        second = None if self.score2_j is None else self.score2
+        return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params, second)
 
     def extra_weight(self) -> sp.Expr:
         """The weight of the normalizer's own token (bias_kv's learned token) in row i."""
@@ -145,7 +152,9 @@ class Variant:
         return other
 
 
-def normalizer_weight(name: str, score, key, params: dict) -> sp.Expr:
+def normalizer_weight(name: str, score, key, params: dict, score2=None) -> sp.Expr:
     from derive.normalizers.registry import get
 
+    if score2 is not None:  # y_j of a user-defined normalizer
+        return get(name).weight(score, key=key, score2=score2, **params)
     return get(name).weight(score, key=key, **params)

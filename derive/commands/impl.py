@@ -78,7 +78,8 @@ an internal error of derive, which asks to be reported)."""
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="TARGET", help="FILE.py:FUNCTION or module:FUNCTION")
     parser.add_argument("--as", dest="normalizer", required=True, metavar="NORMALIZER",
-                        help="the definition to check against (e.g. softmax, softmax1, sink)")
+                        help="the definition to check against: a built-in (softmax, softmax1, sink, ...) or "
+                             "FILE.toml, the [normalizer] weight formula of a spec")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter of the normalizer, e.g. --param s=0.5 for sink")
     parser.add_argument("--dim", type=int, default=-1, help="the normalized axis (default -1)")

@@ -22,6 +22,8 @@ import sympy as sp
 from flint import arb
 
 from derive.errors import Unsupported
+from derive.model.attention import M as _MASK, i as _ROW
+from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol
 
 __all__ = ["Instance", "Uncertain", "evaluate", "rope_matrix"]
@@ -266,6 +268,8 @@ class _Eval:
         if isinstance(e, sp.Sum):
             (body, *limits) = e.args
             return self._sum(body, list(limits), env)
+        if isinstance(e, (sp.Product, RowExtremum)):
+            return _compile(e)(self, env)
         if isinstance(e, sp.Piecewise):
             for val, cond in e.args:
                 if cond == sp.true or self.run(cond, env):
@@ -474,6 +478,10 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
     if isinstance(e, sp.Sum):
         body, *limits = e.args
         return _compile_sum(_compile(body), [(v, _compile(lo), _compile(hi)) for v, lo, hi in limits])
+    if isinstance(e, sp.Product):
+        return _compile_product(_compile(e.function), e.limits)
+    if isinstance(e, RowExtremum):
+        return _compile_extremum(e)
     if isinstance(e, sp.Piecewise):
         branches = tuple((cond == sp.true, _compile(val), None if cond == sp.true else _compile(cond))
                          for val, cond in e.args)
@@ -525,6 +533,48 @@ def _compile_sum(body_f, limits):
             return ev.num(0)
         return total
     return total_of
+
+
+def _compile_product(body_f, limits):
+    """Π over one range (var, lo, hi), as the products of a normalizer's formula; empty: 1."""
+    (var, lo, hi), = limits
+    var, lo_f, hi_f = _canon(var), _compile(lo), _compile(hi)
+
+    def product_of(ev, env):
+        total = ev.num(1)
+        for k in range(ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env)) + 1):
+            inner = dict(env)
+            inner[var] = k
+            total = total * body_f(ev, inner)
+        return total
+    return product_of
+
+
+def _compile_extremum(e: RowExtremum):
+    """The max (min) of the body over the allowed keys of :class:`RowExtremum`; none: no value."""
+    body, var, lo, hi, skip = e.args
+    body_f, mask_f = _compile(body), _compile(_MASK[_ROW, var])
+    lo_f, hi_f, skip_f, var = _compile(lo), _compile(hi), _compile(skip), _canon(var)
+
+    def extremum(ev, env):
+        skip_v = ev.index(skip_f(ev, env))
+        out = None
+        for k in range(ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env)) + 1):
+            inner = dict(env)
+            inner[var] = k
+            if k == skip_v or not ev.truth("==", mask_f(ev, inner), 1):
+                continue
+            v = body_f(ev, inner)
+            if out is None:
+                out = ev.exact(v) if ev.mode == "arb" else v
+            elif ev.mode == "arb":
+                out = out.max(ev.exact(v)) if e.largest else out.min(ev.exact(v))
+            else:
+                out = max(out, v) if e.largest else min(out, v)
+        if out is None:
+            raise Unsupported(f"the {e.word} over no allowed key has no value")
+        return out
+    return extremum
 
 
 def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | None = None, prec: int = 64):

@@ -86,6 +86,17 @@ REFERENCES: dict[str, Reference] = dict([
     _ref("ramapuram2025", "J. Ramapuram et al.", "Ramapuram et al.", "2025",
          "Theory, analysis, and best practices for sigmoid self-attention",
          "International Conference on Learning Representations", "https://arxiv.org/abs/2409.04431"),
+    _ref("zuhri2025", "Z. M. K. Zuhri, E. H. Fuadi, A. F. Aji", "Zuhri et al.", "2025",
+         "Softpick: no attention sink, no massive activations with rectified softmax", "arXiv",
+         "https://arxiv.org/abs/2504.20966"),
+    _ref("nakanishi2025", "K. M. Nakanishi", "Nakanishi", "2025",
+         "Scalable-Softmax is superior for attention", "arXiv", "https://arxiv.org/abs/2501.19399"),
+    _ref("tan2024", "S. Tan, S. Yang, A. Courville, R. Panda, Y. Shen", "Tan et al.", "2024",
+         "Scaling stick-breaking attention: an efficient implementation and in-depth study", "arXiv",
+         "https://arxiv.org/abs/2410.17980"),
+    _ref("wortsman2023", "M. Wortsman, J. Lee, J. Gilmer, S. Kornblith", "Wortsman et al.", "2023",
+         "Replacing softmax with ReLU in vision transformers (ReLU divided by the sequence length)", "arXiv",
+         "https://arxiv.org/abs/2309.08586"),
 ])
 
 

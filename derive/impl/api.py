@@ -69,7 +69,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                               for k, v in env.items())):
         raise InputError(f"env must map names to strings (e.g. {{'TRITON_INTERPRET': '1'}}), got {env!r}")
-    norm = get(normalizer)
+    norm = normalizer_of(normalizer)
     dtypes = tuple(dtypes)
     if not dtypes:
         raise InputError("no dtype given")
@@ -111,6 +111,16 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                          f"{brief(exc)}; no verdict: please report this") from None
     finally:
         target.close()
+
+
+def normalizer_of(name: str):
+    """The registry entry ``name``, or the normalizer of the spec file ``name`` (``--as FILE.toml``:
+    its ``[normalizer]`` weight formula, or the built-in it names)."""
+    if isinstance(name, str) and name.endswith(".toml"):
+        from derive.spec import load_spec
+
+        return get(load_spec(name).normalizer)
+    return get(name)
 
 
 def _check(target, norm, tols, params, dim, examples, cfg) -> Report:

@@ -147,7 +147,7 @@ def _forms(fault: str, name: str, fields: tuple):
     e = sp.E
     definition = norm.weight(lambda k: X[i, k], j, **syms)
     f = dict(fields)
-    label = LABELS[name]
+    label = LABELS.get(name, name)
     if fault == "unshifted-sink-term":
         written = _weight(e, lambda k: X[i, k] - SHIFT, sp.exp(s))
         closed = norm.weight(lambda k: X[i, k] - SHIFT, j, **syms)

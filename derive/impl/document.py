@@ -15,7 +15,7 @@ import numpy as np
 from derive.document.references import citation, markdown_section
 from derive.impl.api import check_implementation
 from derive.impl.kernel import FIXED_LISTS, KERNEL_TOLERANCE_RULE
-from derive.impl.masked import CONVENTIONS, RULES
+from derive.impl.masked import CONVENTIONS, rules as masked_rules
 from derive.impl.report import TOLERANCE_RULE
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import TOLERANCES
@@ -125,7 +125,7 @@ def render() -> str:
         kernel = _kernel_check(directory)
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
     rules = "\n".join(f"| `{name}` | {to_gfm(r.says, inline=True)} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
-                       for name, r in RULES.items())
+                       for name, r in masked_rules().items())
     tolerances = "\n".join(f"| {t.dtype} | {t.ulps} | {t.eps:.3e} | {t.abs:.3e} |" for t in TOLERANCES.values())
     return f"""\
 # Checking an implementation with `derive impl`

@@ -24,10 +24,48 @@ __all__ = ["FAULTS", "SINKS", "FaultyForm", "sink_of", "sink_row", "variants"]
 LN2 = math.log(2.0)
 LOG2E = 1.0 / LN2
 
-# normalizer name → its sink term: None (no term), a number, or a parameter name. The
-# extra-key forms are the same formula: zero_token's key scores 0, bias_kv's scores s*.
-SINKS: dict[str, object] = {"softmax": None, "softmax1": 0.0, "sink": "s", "zero_token": 0.0,
-                            "bias_kv": "s_star"}
+def sink_spec(name: str):
+    """(known, the sink term of normalizer ``name``: None for no term, a number, or a parameter
+    name), read off its formula: every normalizer of the softmax family whose extra logit is a
+    number or one parameter (zero_token's extra key scores 0, bias_kv's scores s*)."""
+    import sympy as sp
+
+    from derive.normalizers.family import recognise
+    from derive.normalizers.registry import get
+
+    entry = get(name)
+    fam, _ = recognise(entry)
+    if fam is None:
+        return False, None
+    logit = fam.logit
+    if logit is None:
+        return True, None
+    if logit.is_number:
+        return True, float(logit)
+    if isinstance(logit, sp.Symbol) and logit.name in entry.params:
+        return True, logit.name
+    return False, None
+
+
+class _Sinks:
+    """normalizer name → its sink term (see :func:`sink_spec`), for every registered entry."""
+
+    def __contains__(self, name) -> bool:
+        from derive.normalizers.registry import REGISTRY, USER
+
+        return (name in REGISTRY or name in USER) and sink_spec(name)[0]
+
+    def __getitem__(self, name):
+        known, s = sink_spec(name)
+        if not known:
+            raise KeyError(name)
+        return s
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+SINKS = _Sinks()
 
 
 def sink_of(name: str, params: dict):
@@ -356,11 +394,11 @@ def words(name: str, sink) -> dict[str, str]:
         return {"name": name, "term": "0", "shifted": "0", "mmax": "max x", "plus": "",
                 "plus_shifted": "", "including": "", "only": ""}
     if SINKS[name] == 0.0:
-        display = {"softmax1": "softmax₁", "zero_token": "zero-token attention"}[name]
+        display = {"softmax1": "softmax₁", "zero_token": "zero-token attention"}.get(name, name)
         return {"name": display, "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
                 "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))",
                 "only": " only", "floor": "1/2"}
-    s = SINKS[name] if name != "bias_kv" else "s*"
+    s = {"s_star": "s*"}.get(SINKS[name], SINKS[name]) if isinstance(SINKS[name], str) else mpmath.nstr(SINKS[name], 6)
     term = "sink term exp(s)" if name == "sink" else "learned key's term exp(s*)"
     return {"name": name, "term": term, "shifted": f"exp({s} − m)", "mmax": f"max({s}, max x)",
             "plus": f"exp({s}) + ", "plus_shifted": f"exp({s} − m) + ",

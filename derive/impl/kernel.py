@@ -80,7 +80,8 @@ from derive.impl.target import ImplRaised, shown
 from derive.impl.tolerance import Tolerance, kappa
 from derive.kernels import numeric
 from derive.kernels.faults import FAULTS as KERNEL_FAULTS
-from derive.kernels.forms import NO_FORM, NOT_CHECKED
+from derive.normalizers.family import kernel_form, kernel_sigma
+from derive.normalizers.registry import get as get_normalizer, names
 from derive.render.markup import plain_math, to_gfm
 
 __all__ = ["EXTRA_LOGIT", "FORMS", "LSE_CONVENTIONS", "KernelChecker", "KernelReport", "check_kernel"]
@@ -90,8 +91,10 @@ FORMS = ("online", "split", "backward")
 LSE_CONVENTIONS = ("natural", "base2", "kv-only")
 LOG2E = 1.0 / math.log(2.0)
 
-# normalizer → its extra logit: None (none), a number, or the name of the parameter
-EXTRA_LOGIT: dict[str, object] = {"softmax": None, "softmax1": 0.0, "zero_token": 0.0, "sink": "s"}
+# registered normalizer with a checked kernel form → its extra logit: None (none), a number, or the
+# name of the parameter; read off each entry's formula (derive.normalizers.family)
+EXTRA_LOGIT: dict[str, object] = {name: facts.logit for name in names()
+                                  if (facts := kernel_form(get_normalizer(name))).checked}
 SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
 # the interpreter list only (a target run by Triton's CPU interpreter, which pays milliseconds per program
 # and per tile): sink values per tile size or split count, spread over the partitions rather than crossed
@@ -352,8 +355,7 @@ class KernelChecker:
     _cache: dict = field(default_factory=dict)
 
     def sigma(self, params: dict):
-        extra = EXTRA_LOGIT[self.norm.name]
-        return params[extra] if isinstance(extra, str) else extra
+        return kernel_sigma(self.norm, params)
 
     def param_sets(self) -> list[dict]:
         if not self.free_params:
@@ -956,11 +958,11 @@ class KernelReport:
 def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False,
                  examples: int = SEARCH_EXAMPLES) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
-    if norm.name not in EXTRA_LOGIT:
-        why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
-        why = plain_math(why) if why else why  # the texts are prose markup; this is a terminal line
-        raise InputError(f"--form {form} supports the normalizers {', '.join(EXTRA_LOGIT)}; "
-                         f"{norm.name} has no kernel form checked here" + (f": {why}" if why else ""))
+    facts = kernel_form(norm)
+    if not facts.checked:  # the texts are prose markup; this is a terminal line
+        raise InputError(f"--form {form} supports the normalizers of the softmax family "
+                         f"({', '.join(EXTRA_LOGIT)}); {norm.name} has no kernel form checked here: "
+                         f"{plain_math(facts.why)}")
     fixed, free = {}, []
     for p in norm.params:
         if p not in target.param_kws:

@@ -1,7 +1,7 @@
 """Fully masked rows (every score −∞), as data: what each definition gives there, and the
 conventions accepted where it gives nothing.
 
-One rule for every normalizer:
+One rule for every normalizer, derived from its formula (:func:`derived_rule`):
 
 * where the definition has a value on a fully masked row (softmax₁, sinks, the extra-key
   forms: exactly 0 mass, the extra term takes all the weight; sigmoid: 0 per key), that
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import mpmath
 
-__all__ = ["CONVENTIONS", "RULES", "MaskedRule", "convention", "is_fully_masked", "rule"]
+__all__ = ["CONVENTIONS", "MaskedRule", "convention", "derived_rule", "is_fully_masked", "rule", "rules"]
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,47 @@ class MaskedRule:
     says: str  # what the definition gives there, in words (prose markup: formulas as $…$)
 
 
-RULES: dict[str, MaskedRule] = {
-    "softmax": MaskedRule(False, r"no value ($0/0$: the denominator $\sum_j \exp(x_j)$ is 0)"),
-    "softmax1": MaskedRule(True, "exactly 0 on every key: the implicit zero logit (the 1) takes all the weight"),
-    "sink": MaskedRule(True, "exactly 0 on every key: the sink logit s takes all the weight"),
-    "zero_token": MaskedRule(True, "exactly 0 on every real key: the extra key of score 0 takes all the weight"),
-    "bias_kv": MaskedRule(True, "exactly 0 on every real key: the learned key k* takes all the weight"),
-    "sigmoid": MaskedRule(True, "exactly 0 on every key: a masked key has weight 0, with no normalization"),
-    "clipped": MaskedRule(False, "no value (the inner softmax is 0/0)"),
-    "softcap": MaskedRule(False, "no value (softmax of the capped scores is 0/0)"),
-}
+def derived_rule(norm) -> MaskedRule:
+    """What the definition gives on a row with no allowed key, read off its formula: a value
+    (every weight 0) when the weight has one with every reduction over no key, as an extra
+    term of the denominator gives; none (0/0) otherwise."""
+    import sympy as sp
+
+    from derive.normalizers.family import recognise
+    from derive.render.latex import tex
+
+    f = norm.definition_of
+    if f is None:  # an entry without a formula: its reference decides
+        return _from_reference(norm)
+    if not f.defined_without_keys():
+        return MaskedRule(False, "no value (the formula has none with no allowed key: every sum over the keys is 0 "
+                                 "and $n = 0$)")
+    fam, _ = recognise(norm)
+    if fam is not None and fam.extra != 0:
+        shown = fam.extra.xreplace({sp.Symbol(p, real=True): v for p, v in norm.symbols().items()})
+        return MaskedRule(True, f"exactly 0 on every key: the extra term ${tex(shown)}$ of the denominator takes "
+                                "all the weight")
+    return MaskedRule(True, "exactly 0 on every key: a masked key has weight 0, and the formula has a value with no "
+                            "allowed key")
+
+
+def _from_reference(norm) -> MaskedRule:
+    with mpmath.workdps(30):
+        values = norm.reference([0.0, 0.0], mask=[False, False], **{p: 0.5 for p in norm.params})
+    if any(mpmath.isnan(v) for v in values):
+        return MaskedRule(False, "no value (its reference is NaN there)")
+    return MaskedRule(True, "the value of its reference: " + ", ".join(mpmath.nstr(v, 6) for v in values))
+
+
+def rules() -> dict[str, MaskedRule]:
+    """normalizer name → its :class:`MaskedRule`, for every registry entry."""
+    from derive.normalizers.registry import get, names
+
+    return {name: rule(get(name)) for name in names()}
+
+
+_RULES: dict = {}
+
 
 # accepted where the definition has no value, in the order they are tried
 CONVENTIONS: dict[str, str] = {
@@ -56,14 +87,11 @@ def is_fully_masked(row) -> bool:
 
 
 def rule(norm) -> MaskedRule:
-    """The rule of ``norm``; for a normalizer not in the table, read off its reference."""
-    if norm.name in RULES:
-        return RULES[norm.name]
-    with mpmath.workdps(30):
-        values = norm.reference([0.0, 0.0], mask=[False, False], **{p: 0.5 for p in norm.params})
-    if any(mpmath.isnan(v) for v in values):
-        return MaskedRule(False, "no value (its reference is NaN there)")
-    return MaskedRule(True, "the value of its reference: " + ", ".join(mpmath.nstr(v, 6) for v in values))
+    """The rule of ``norm``, derived from its formula (see :func:`derived_rule`)."""
+    key = (norm.name, norm.formula)
+    if key not in _RULES:
+        _RULES[key] = derived_rule(norm)
+    return _RULES[key]
 
 
 def uniform_row(norm, n: int, params: dict, dps: int) -> list[float]:

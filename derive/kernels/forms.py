@@ -120,36 +120,39 @@ class Extra:
     text: str  # prose markup ($…$ math)
 
 
-_sstar = sp.Symbol("s^*_i", real=True)
 _bv = VectorSymbol("v^*")  # the learned value (k*, v*: not the projection biases b_K, b_V)
-EXTRA: dict[str, Extra] = {
-    "softmax": Extra("softmax", None, sp.S.Zero, r"no extra logit: $m_0 = -\infty$, $\ell_0 = 0$, $\mathrm{acc}_0 = 0$"),
-    "softmax1": Extra("softmax1", sp.S.Zero, sp.S.Zero, r"$\sigma = 0$, $w = 0$ (the implicit zero logit)"),
-    "sink": Extra("sink", sp.Symbol("s", real=True), sp.S.Zero, r"$\sigma = s$ (the learned sink logit), $w = 0$"),
-    "zero_token": Extra("zero_token", sp.S.Zero, sp.S.Zero, r"$\sigma = 0$, $w = 0$ (a key of score 0, value 0)"),
-    "bias_kv": Extra("bias_kv", _sstar, _bv,
-                     r"$\sigma = s^*_i = \langle q_i, k^* \rangle/\sqrt{d}$ (per row), $w = v^*$"),
-}
 
-# Registered normalizers without an online form of their own, and why.
-NO_FORM: dict[str, str] = {
-    "sigmoid": ("elementwise: each weight depends on its own score only, so there is no normalizer and no "
-                r"state to carry across tiles; a tile's output is $\sum_t \sigma(x_t + b) v_t$ over its keys, "
-                "and tiles (and splits) simply add"),
-    "clipped": (r"a function of the softmax weights, $\mathrm{clip}((\zeta - \gamma) p + \gamma, 0, 1)$: the clip needs "
-                r"each final $p_t$, and $\mathrm{out} = \sum_t \mathrm{clip}(\dots) v_t$ is not a rescaling of "
-                r"$\mathrm{acc}$. Its streaming form is softmax's online pass for $(m, \ell)$ followed by a second "
-                r"pass over the keys with $p_t = e^{x_t - m}/\ell$, clipped"),
-    "softcap": (r"a score modifier followed by softmax: replace $x_t$ by $c_{\mathrm{cap}} \tanh(x_t/c_{\mathrm{cap}})$ "
-                "as each tile is loaded and run softmax's online form; the cap bounds the scores by "
-                r"$c_{\mathrm{cap}}$, which the running max "
-                "does not need"),
-}
 
-# Normalizers with a kernel form derived here that ``derive impl --form`` does not check, and why.
-NOT_CHECKED: dict[str, str] = {
-    "bias_kv": (r"its learned token has a value of its own, $w = v^*$, which enters the output as "
-                r"$e^{s^*_i} v^* / (e^{s^*_i} + \sum_t e^{x_t})$; the registry's `bias_kv` has the one "
-                r"parameter `s_star` (the token's logit $s^*_i$), so there is no keyword to pass $v^*$ to the "
-                r"kernel and no output to compare it with"),
-}
+def _from_registry() -> tuple[dict, dict, dict]:
+    """(EXTRA, NO_FORM, NOT_CHECKED), read off the registry's formulas: every entry of the
+    softmax family with its extra logit (in the entry's own symbols) and value, every other entry
+    with the reason no online form is derived, and the members the kernel check does not check."""
+    from derive.normalizers.family import kernel_form, recognise
+    from derive.normalizers.registry import get, names
+    from derive.render.latex import tex
+
+    extra, no_form, not_checked = {}, {}, {}
+    for name in names():
+        entry = get(name)
+        fam, why = recognise(entry)
+        if fam is None:
+            no_form[name] = why
+            continue
+        shown = {sp.Symbol(p, real=True): v for p, v in entry.symbols().items()}
+        logit = None if fam.logit is None else fam.logit.xreplace(shown)
+        value = _bv if entry.extra_value else sp.S.Zero
+        if logit is None:
+            text = r"no extra logit: $m_0 = -\infty$, $\ell_0 = 0$, $\mathrm{acc}_0 = 0$"
+        else:
+            text = f"$\\sigma = {tex(logit)}$, $w = {tex(value)}$"
+        extra[name] = Extra(name, logit, value, text)
+        facts = kernel_form(entry)
+        if not facts.checked:
+            not_checked[name] = facts.why
+    return extra, no_form, not_checked
+
+
+# EXTRA: how each registered normalizer of the softmax family instantiates (σ, w); NO_FORM: the
+# registered normalizers without an online form of their own, and why; NOT_CHECKED: those with a
+# kernel form derived here that ``derive impl --form`` does not check, and why.
+EXTRA, NO_FORM, NOT_CHECKED = _from_registry()

@@ -14,6 +14,7 @@ import sympy as sp
 
 from derive.errors import InputError
 from derive.model.attention import M, d, i, n, u
+from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, VectorBase, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
@@ -242,6 +243,15 @@ def can_abstain(entry, params) -> Derivation:
         )
         der.value = "no"
         return der
+    uni = limits.limit_uniform(entry, params)
+    if uni.verdict.status == PROVED and uni.value == 0 and not weight(entry, params).has(sp.Product, RowExtremum):
+        der.step("along the path $x = -\\tau\\mathbf{1}$ (every allowed score $-\\tau$, any allowed set of $N_i$ "
+                 "keys), every allowed weight tends to 0 as $\\tau \\to \\infty$",
+                 sp.Eq(shown("L"), sp.S.Zero, evaluate=False))
+        der.verdict = Verdict(PROVED, "every weight tends to 0 as all scores → −∞ together",
+                              method="uniform path, limit")
+        der.value = "yes"
+        return der
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
     return der
@@ -322,13 +332,17 @@ def k_bias_cancels(entry, params) -> Derivation:
     return der
 
 
-_PARAM_TEX = {"s": "s", "s_star": "s^*_i", "b": "b", "zeta": "\\zeta", "gamma": "\\gamma", "c": "c_{\\mathrm{cap}}"}
+def _param_tex(name: str, param: str) -> str:
+    """A parameter as the entry shows it: its domain symbol (s^*_i for bias_kv's s_star), else its name."""
+    sym = get(name).symbols().get(param)
+    return tex(sym if isinstance(sym, sp.Symbol) else sp.Symbol(param))
+
 
 
 def _assign(other: str, new: dict, own: str) -> str:
     """``sink`` with s = −c, or ``sink`` with s ↦ s − c when the entry keeps its own parameter."""
     arrow = "\\mapsto" if other == own else "="
-    return f"`{other}` with " + ", ".join(f"${_PARAM_TEX.get(k, k)} {arrow} {tex(v)}$" for k, v in new.items())
+    return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in new.items())
 
 
 PROPERTIES: dict[str, tuple[str, callable]] = {

@@ -1,14 +1,18 @@
 """The registry of row normalizers.
 
-Each entry gives, for a row of scores x (symbolic n, mask M):
+Each entry is written once, as a formula of :mod:`derive.normalizers.formula` (the language
+of a spec's ``[normalizer]`` table: ``exp(x_j) / (exp(s) + sum_t(exp(x_t)))``), with its
+citation. From the formula :func:`from_formula` derives, for a row of scores x (symbolic n,
+mask M):
 
 * ``weight(score, key, params)`` — the symbolic weight of ``key`` (a SymPy expression built
   from :mod:`derive.model.attention`: masked entries get weight 0);
-* ``stable(x, mask, params)`` — a numerically stable numpy implementation over the last
-  axis (``mask`` is a boolean array, True = allowed, or ``None``);
 * ``reference(x, mask, params)`` — the definition evaluated with mpmath at the current
-  precision, for one row given as a list (masked entries are ``None``-free: pass
-  ``mask``).
+  precision, for one row given as a list (``mask``: True = allowed);
+
+and an entry gives ``stable(x, mask, params)``, a numerically stable numpy implementation
+over the last axis (an implementation checked against the definition; by default the
+formula evaluated row by row).
 
 Optional fields (with defaults) feed the generic property provers of
 :mod:`derive.normalizers.properties`: ``domain`` (the parameter ranges, as symbols with
@@ -18,8 +22,9 @@ that a common shift c of the scores equals this or another entry with changed
 parameters), ``extra_value`` and ``extra_weight`` (the entry mixes a value vector of its
 own into the output, with that weight) and ``definition`` (LaTeX for documents).
 
-Adding a normalizer is one :class:`Normalizer` entry in :data:`REGISTRY`; every property
-and check is derived from these definitions by generic machinery.
+Adding a normalizer is one :func:`from_formula` entry in :data:`REGISTRY`; every property
+and check is derived from these definitions by generic machinery (the softmax family, its
+extra logit and kernel forms by :mod:`derive.normalizers.family`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["REGISTRY", "SINK", "Normalizer", "get", "names", "register"]
+__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "from_formula", "get", "names", "register", "unregister",
+           "user_entry"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ class Normalizer:
     # With ``extra_value``: (score, **params) → the weight of the entry's own token, which
     # multiplies its own value in the output (the learned token of bias_kv).
     extra_weight: Callable | None = None
+    formula: str = ""  # the weight in the formula language (derive.normalizers.formula)
+    definition_of: object = field(default=None, compare=False, repr=False)  # its compiled Formula
 
     def symbols(self) -> dict[str, sp.Expr]:
         """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
@@ -107,15 +115,6 @@ def _sink_stable(x: np.ndarray, mask: np.ndarray | None, sink) -> np.ndarray:
         return e / den
 
 
-def _sink_reference(x, mask, sink) -> list:
-    allowed = [mask is None or bool(mask[k]) for k in range(len(x))]
-    e = [mpmath.exp(mpmath.mpf(v)) if ok and v != -np.inf else mpmath.mpf(0) for v, ok in zip(x, allowed)]
-    den = mpmath.fsum(e) + (mpmath.exp(mpmath.mpf(sink)) if sink is not None else 0)
-    if den == 0:
-        return [mpmath.nan] * len(x)
-    return [v / den for v in e]
-
-
 def _augmented_stable(x, mask, extra) -> np.ndarray:
     """Prepend one more key with score ``extra`` (a number or one per row), run the plain
     softmax over the longer row and drop the extra key's weight: an implementation of the
@@ -138,38 +137,71 @@ def _sigmoid_stable(x, mask, b) -> np.ndarray:
     return out if mask is None else np.where(mask, out, 0)
 
 
-def _sigmoid_reference(x, mask, b) -> list:
-    return [
-        mpmath.mpf(0) if (mask is not None and not mask[k]) else 1 / (1 + mpmath.exp(-(mpmath.mpf(v) + b)))
-        for k, v in enumerate(x)
-    ]
-
-
 def _clipped_stable(x, mask, zeta, gamma) -> np.ndarray:
     p = _sink_stable(x, mask, None)
     out = np.clip((zeta - gamma) * p + gamma, 0, 1)
-    return out if mask is None else np.where(mask, out, 0)
-
-
-def _clipped_reference(x, mask, zeta, gamma) -> list:
-    p = _sink_reference(x, mask, None)
-    out = []
-    for k, v in enumerate(p):
-        if mask is not None and not mask[k]:
-            out.append(mpmath.mpf(0))
-        else:
-            out.append(min(mpmath.mpf(1), max(mpmath.mpf(0), (mpmath.mpf(zeta) - gamma) * v + gamma)))
-    return out
-
-
-def _softcap_reference(x, mask, c) -> list:
-    capped = [c * mpmath.tanh(mpmath.mpf(v) / c) if v != -np.inf else -np.inf for v in x]
-    return _sink_reference(capped, mask, None)
+    if mask is None:
+        return out
+    mask = np.broadcast_to(np.asarray(mask, bool), out.shape)
+    return np.where(mask | ~mask.any(axis=-1, keepdims=True), out, 0)  # a row of no key keeps the 0/0
 
 
 def _softcap_stable(x, mask, c) -> np.ndarray:
     x = np.asarray(x, dtype=np.result_type(x, np.float32))
     return _sink_stable(c * np.tanh(x / c), mask, None)
+
+
+def _allowed_count(x, mask) -> np.ndarray:
+    """N, the allowed keys of each row (keepdims)."""
+    if mask is None:
+        return np.full(x.shape[:-1] + (1,), x.shape[-1], dtype=x.dtype)
+    return np.broadcast_to(np.asarray(mask, bool), x.shape).sum(axis=-1, keepdims=True).astype(x.dtype)
+
+
+def _softpick_stable(x, mask, eps) -> np.ndarray:
+    """ReLU(e^{x−m} − e^{−m}) / (Σ|e^{x−m} − e^{−m}| + ε e^{−m}), m = max(0, max x): no overflow."""
+    x = _masked(x, mask)
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        d = np.exp(x - m) - np.exp(-m)
+        d = np.where(np.isneginf(x), 0, d)
+        return np.maximum(d, 0) / (np.abs(d).sum(axis=-1, keepdims=True) + eps * np.exp(-m))
+
+
+def _sigmoid_logn_stable(x, mask) -> np.ndarray:
+    """σ(x − log N); a row of no allowed key has none (log 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    count = _allowed_count(x, mask)
+    with np.errstate(divide="ignore"):
+        out = _sigmoid_stable(x, mask, -np.log(np.maximum(count, 1)))
+    return np.where(count > 0, out, np.nan)
+
+
+def _relu_n_stable(x, mask) -> np.ndarray:
+    """ReLU(x)/N; a row of no allowed key has none (0/0)."""
+    x = np.asarray(x, dtype=np.float64)
+    count = _allowed_count(x, mask)
+    out = np.maximum(np.where(np.isneginf(x), 0, x), 0) / np.maximum(count, 1)
+    out = out if mask is None else np.where(mask, out, 0)
+    return np.where(count > 0, out, np.nan)
+
+
+def _ssmax_stable(x, mask, s) -> np.ndarray:
+    """softmax(s·log(N)·x), m = max of the scaled scores; a row of no allowed key has none."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _sink_stable(s * np.log(_allowed_count(x, mask)) * x, mask, None)
+
+
+def _stick_breaking_stable(x, mask) -> np.ndarray:
+    """exp(log σ(x_j) − Σ_{t>j} softplus(x_t)), the sum over the allowed keys after j."""
+    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    allowed = np.ones(x.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), x.shape)
+    sp_ = np.where(allowed, np.logaddexp(0, x), 0)  # softplus(x) = −log(1 − σ(x))
+    with np.errstate(over="ignore", invalid="ignore"):
+        after = np.flip(np.cumsum(np.flip(sp_, -1), -1), -1) - sp_
+        return np.where(allowed, np.exp(-np.logaddexp(0, -x) - after), 0)
 
 
 REGISTRY: dict[str, Normalizer] = {}
@@ -181,36 +213,103 @@ def register(entry: Normalizer) -> Normalizer:
     return entry
 
 
+def unregister(name: str) -> None:
+    REGISTRY.pop(name, None)
+
+
+def _formula_stable(f):
+    """The formula itself, row by row at double precision: the default implementation."""
+
+    def stable(x, mask=None, **params):
+        x = np.asarray(x, dtype=np.float64)
+        flat = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+        masks = None if mask is None else np.broadcast_to(np.asarray(mask, bool), x.shape).reshape(flat.shape)
+        out = np.empty_like(flat)
+        with mpmath.workdps(17):
+            for r, row in enumerate(flat):
+                m = None if masks is None else list(masks[r])
+                out[r] = [float(v) for v in f.reference(list(row), m, **params)]
+        return out.reshape(x.shape)
+
+    return stable
+
+
+def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...] = (), domain: dict | None = None,
+                 scalars: dict | None = None, ref_defaults: dict | None = None, stable=None,
+                 score2: bool = False, latex: str | None = None, definition: str | None = None,
+                 compiled=None, **fields) -> Normalizer:
+    """The entry of ``formula`` (see :mod:`derive.normalizers.formula`): its symbolic weight and
+    its exact reference are the formula's. ``params``: the formula's scalars in the order the
+    entry lists them (default: as they appear); ``domain``: param → symbol or expression over
+    its range (the weight's default); ``scalars``: param → SymPy assumptions of the formula's
+    own symbol; ``ref_defaults``: the values a reference call leaves out."""
+    from derive.normalizers.formula import compile_weight
+
+    domain = dict(domain or {})
+    scalars = dict(scalars or {})
+    names_ = set(params) | set(domain) | set(scalars)
+    f = compiled or compile_weight(formula, {p: scalars.get(p, {}) for p in names_ or _scalar_names(formula)},
+                                   score2=score2, defaults=domain)
+    params = tuple(params) or f.params
+    if set(params) != set(f.params):
+        raise ValueError(f"{name}: the formula's parameters are {f.params}, the entry lists {params}")
+    ref_defaults = dict(ref_defaults or {})
+
+    def weight(score, key=j, score2=None, **p):
+        return f.weight(score, key, score2, **{k: v for k, v in p.items() if k in f.params})
+
+    def reference(x, mask=None, y=None, **p):
+        vals = {**ref_defaults, **{k: v for k, v in p.items() if k in f.params}}
+        return f.reference(x, mask, y, **vals)
+
+    if definition is None:
+        from derive.normalizers.algebra import X
+        from derive.render.latex import tex
+
+        definition = "p_j = " + tex(f.weight(lambda k: X[i, k]).subs(M[i, j], 1))
+    made: list = []
+    if fields.get("extra_value"):  # the extra token's weight, E/(E + Σ e^x), from the softmax family
+        from derive.normalizers.family import extra_weight
+
+        fields["extra_weight"] = lambda score, **p: extra_weight(made[0], score, **p)
+    made.append(Normalizer(name=name, title=title, params=params, weight=weight, reference=reference,
+                           stable=stable or _formula_stable(f), latex=latex or rf"\operatorname{{{name}}}",
+                           definition=definition, domain=domain, formula=formula, definition_of=f, **fields))
+    return made[0]
+
+
+def _scalar_names(formula: str) -> dict:
+    """Every name of ``formula`` that is not part of the language: its parameters (real)."""
+    from derive.normalizers.formula import FUNCTIONS, REDUCTIONS
+    from derive.spec.parser import Name, parse, walk
+
+    reserved = {"x_j", "x_t", "y_j", "y_t", "n", "i", "j", "t", *FUNCTIONS, *REDUCTIONS}
+    return {nd.id: {} for nd in walk(parse(formula)) if isinstance(nd, Name) and nd.id not in reserved}
+
+
 _s = SINK
 _b = sp.Symbol("b", real=True)
 _sstar = sp.Symbol("s^*_i", real=True)
 _zeta = sp.Symbol("zeta", real=True)
 _gamma = sp.Symbol("gamma", real=True)
 _cap = sp.Symbol("c_cap", positive=True)  # the soft cap c (named apart from a shift c)
+_SOFTMAX = "exp(x_j) / sum_t(exp(x_t))"
 
 register(
-    Normalizer(
-        name="softmax",
-        title="softmax",
+    from_formula(
+        "softmax", "softmax", _SOFTMAX,
         sources=("vaswani2017",),
-        params=(),
-        weight=lambda score, key=j, **p: _sink_weight(score, key, None),
         stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
-        reference=lambda x, mask=None, **p: _sink_reference(x, mask, None),
         latex=r"\operatorname{softmax}",
         definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
         stable_text="$m = \\max_t x_t$",
     )
 )
 register(
-    Normalizer(
-        name="softmax1",
-        title="softmax₁ (QuietAttention)",
+    from_formula(
+        "softmax1", "softmax₁ (QuietAttention)", "exp(x_j) / (1 + sum_t(exp(x_t)))",
         sources=("miller2023",),
-        params=(),
-        weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
         stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
-        reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
         latex=r"\operatorname{softmax}_1",
         definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
@@ -218,14 +317,12 @@ register(
     )
 )
 register(
-    Normalizer(
-        name="sink",
-        title="sink logit s (gpt-oss)",
+    from_formula(
+        "sink", "sink logit s (gpt-oss)", "exp(x_j) / (exp(s) + sum_t(exp(x_t)))",
         sources=("gpt-oss2025",),  # Xiao et al.'s sink tokens have values: bias_kv
         params=("s",),
-        weight=lambda score, key=j, s=SINK, **p: _sink_weight(score, key, s),
         stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
-        reference=lambda x, mask=None, s=0.0, **p: _sink_reference(x, mask, s),
+        ref_defaults={"s": 0.0},
         latex=r"\operatorname{sink}_s",
         definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
         domain={"s": _s},
@@ -236,15 +333,11 @@ register(
     )
 )
 register(
-    Normalizer(
-        name="zero_token",
-        title="zero-token attention (add_zero_attn)",
+    from_formula(
+        "zero_token", "zero-token attention (add_zero_attn)", "exp(x_j) / (exp(0) + sum_t(exp(x_t)))",
         sources=("pytorch-mha",),
-        params=(),
         # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
-        weight=lambda score, key=j, **p: _sink_weight(score, key, sp.S.Zero),
         stable=lambda x, mask=None, **p: _augmented_stable(x, mask, 0.0),
-        reference=lambda x, mask=None, **p: _sink_reference(x, mask, 0),
         latex=r"\operatorname{zero}",
         definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
@@ -253,16 +346,14 @@ register(
     )
 )
 register(
-    Normalizer(
-        name="bias_kv",
-        title="learned key/value token (add_bias_kv)",
+    from_formula(
+        "bias_kv", "learned key/value token (add_bias_kv)", "exp(x_j) / (exp(s_star) + sum_t(exp(x_t)))",
         sources=("pytorch-mha", "xiao2024"),
         params=("s_star",),
         # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
         # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
-        weight=lambda score, key=j, s_star=_sstar, **p: _sink_weight(score, key, s_star),
         stable=lambda x, mask=None, s_star=0.0, **p: _augmented_stable(x, mask, s_star),
-        reference=lambda x, mask=None, s_star=0.0, **p: _sink_reference(x, mask, s_star),
+        ref_defaults={"s_star": 0.0},
         latex=r"\operatorname{kv}^{*}",
         definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
         domain={"s_star": _sstar},
@@ -271,21 +362,16 @@ register(
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
         stable_text="$m = \\max(s^*_i, \\max_t x_t)$, per row",
         extra_value=True,
-        extra_weight=lambda score, s_star=_sstar, **p: (
-            sp.exp(s_star) / (sp.exp(s_star) + row_sum(lambda x: sp.exp(score(x))))
-        ),
         note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
     )
 )
 register(
-    Normalizer(
-        name="sigmoid",
-        title="sigmoid attention",
+    from_formula(
+        "sigmoid", "sigmoid attention", "sigmoid(x_j + b)",
         sources=("ramapuram2025",),
         params=("b",),
-        weight=lambda score, key=j, b=_b, **p: M[i, key] / (1 + sp.exp(-(score(key) + b))),
         stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
-        reference=lambda x, mask=None, b=0.0, **p: _sigmoid_reference(x, mask, b),
+        ref_defaults={"b": 0.0},
         latex=r"\sigma",
         definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
         domain={"b": _b},
@@ -303,16 +389,13 @@ register(
     )
 )
 register(
-    Normalizer(
-        name="clipped",
-        title="clipped softmax (Quantizable Transformers)",
+    from_formula(
+        "clipped", "clipped softmax (Quantizable Transformers)",
+        "min(1, max(0, (zeta - gamma) * exp(x_j) / sum_t(exp(x_t)) + gamma))",
         sources=("bondarenko2023",),
         params=("zeta", "gamma"),
-        weight=lambda score, key=j, zeta=_zeta, gamma=_gamma, **p: (
-            M[i, key] * sp.Min(1, sp.Max(0, (zeta - gamma) * _sink_weight(score, key, None) + gamma))
-        ),
         stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
-        reference=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_reference(x, mask, zeta, gamma),
+        ref_defaults={"zeta": 1.0, "gamma": -0.5},
         latex=r"\operatorname{clip}",
         definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
         domain={"zeta": 1 + sp.Symbol("zeta'", nonnegative=True), "gamma": -sp.Symbol("gamma'", nonnegative=True)},
@@ -324,14 +407,13 @@ register(
     )
 )
 register(
-    Normalizer(
-        name="softcap",
-        title="soft-capped softmax (Gemma 2)",
+    from_formula(
+        "softcap", "soft-capped softmax (Gemma 2)", "exp(c * tanh(x_j / c)) / sum_t(exp(c * tanh(x_t / c)))",
         sources=("gemma2-2024",),
         params=("c",),
-        weight=lambda score, key=j, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c), key, None),
+        scalars={"c": {"positive": True}},
         stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
-        reference=lambda x, mask=None, c=50.0, **p: _softcap_reference(x, mask, c),
+        ref_defaults={"c": 50.0},
         latex=r"\operatorname{softmax}\circ\operatorname{cap}_{c_{\mathrm{cap}}}",
         # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.
         definition=r"p_j = \operatorname{softmax}\bigl(c_{\mathrm{cap}} \tanh(x/c_{\mathrm{cap}})\bigr)_j",
@@ -344,11 +426,121 @@ register(
 )
 
 
+_eps = sp.Symbol("epsilon", positive=True)
+_ss = sp.Symbol("s", real=True)
+register(
+    from_formula(
+        "softpick", "softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)",
+        sources=("zuhri2025",),
+        params=("eps",),
+        stable=lambda x, mask=None, eps=1e-6, **p: _softpick_stable(x, mask, eps),
+        ref_defaults={"eps": 1e-6},
+        latex=r"\operatorname{softpick}",
+        definition=r"p_j = \frac{\operatorname{ReLU}(e^{x_j} - 1)}{\sum_t \lvert e^{x_t} - 1 \rvert + \epsilon}",
+        domain={"eps": _eps},
+        domain_text="$\\epsilon > 0$ (small)",
+        sample={"eps": sp.Rational(1, 1000)},
+        note="rectified: a key with $x_j \\le 0$ gets weight exactly 0, so a row can give every key weight 0",
+    )
+)
+register(
+    from_formula(
+        "ssmax", "Scalable-Softmax (SSMax)", "exp(s * log(n) * x_j) / sum_t(exp(s * log(n) * x_t))",
+        sources=("nakanishi2025",),
+        params=("s",),
+        stable=lambda x, mask=None, s=1.0, **p: _ssmax_stable(x, mask, s),
+        ref_defaults={"s": 1.0},
+        latex=r"\operatorname{ssmax}_s",
+        definition=r"p_j = \frac{e^{s \log(N) x_j}}{\sum_t e^{s \log(N) x_t}} = \frac{N^{s x_j}}{\sum_t N^{s x_t}},\ N = \text{allowed keys}",
+        domain={"s": _ss},
+        domain_text="$s$ real (learned per head); $N$ the number of allowed keys of the row",
+        sample={"s": 1},
+        stable_text="$m = \\max_t x_t$, the exponents scaled by $s \\log N$",
+    )
+)
+register(
+    from_formula(
+        "sigmoid_logn", "sigmoid attention with bias −log n", "sigmoid(x_j - log(n))",
+        sources=("ramapuram2025",),
+        stable=lambda x, mask=None, **p: _sigmoid_logn_stable(x, mask),
+        latex=r"\sigma_{-\log N}",
+        definition=r"p_j = \sigma(x_j - \log N),\ N = \text{allowed keys}",
+        note="the bias $b = -\\log N$ recommended for sigmoid attention, with $N$ the row's allowed keys",
+    )
+)
+register(
+    from_formula(
+        "stick_breaking", "stick-breaking attention", "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)",
+        sources=("tan2024",),
+        stable=lambda x, mask=None, **p: _stick_breaking_stable(x, mask),
+        latex=r"\operatorname{sb}",
+        definition=r"p_j = \sigma(x_j) \prod_{t > j} \bigl(1 - \sigma(x_t)\bigr)",
+        note="the product runs over the allowed keys after $j$ (the nearer keys of a causal row break the stick first)",
+    )
+)
+register(
+    from_formula(
+        "relu_n", "ReLU attention divided by n", "relu(x_j) / n",
+        sources=("wortsman2023",),
+        stable=lambda x, mask=None, **p: _relu_n_stable(x, mask),
+        latex=r"\operatorname{ReLU}/N",
+        definition=r"p_j = \operatorname{ReLU}(x_j) / N,\ N = \text{allowed keys}",
+    )
+)
+
+
+USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] tables, by registry name
+
+
+def user_entry(label: str, f) -> str:
+    """The registry name of a spec's normalizer, the compiled formula ``f`` labelled ``label``:
+    an entry with the same weight and parameters (built-in or loaded before) if there is one,
+    else a new entry named ``label`` (``label#<digest of the definition>`` when taken)."""
+    import hashlib
+
+    from derive.normalizers.algebra import X
+
+    mine = f.weight(lambda k: X[i, k])
+    for entry in list(REGISTRY.values()) + list(USER.values()):
+        if set(entry.params) != set(f.params):
+            continue
+        # the same parameters over the same domain (each a symbol with the declared sign)
+        own = entry.symbols()
+        if not all(isinstance(own[p], sp.Symbol) and own[p].assumptions0 == f.defaults[p].assumptions0
+                   for p in f.params):
+            continue
+        if entry.weight(lambda k: X[i, k], j, **dict(f.defaults)) == mine:
+            return entry.name
+    key = label
+    if key in REGISTRY or key in USER:
+        digest = hashlib.sha256(f"{f.text}|{sorted(f.defaults.items(), key=str)}|{f.score2}".encode()).hexdigest()
+        key = f"{label}#{digest[:6]}"
+    tex_name = "".join(ch for ch in label if ch.isalnum()) or "p"
+    USER[key] = from_formula(key, label, f.text, compiled=f, domain=dict(f.defaults),
+                             latex=rf"\operatorname{{{tex_name}}}", score2=f.score2,
+                             domain_text=", ".join(f"${p}$ {_kind(v)}" for p, v in f.defaults.items()),
+                             sample={p: _sample_value(v) for p, v in f.defaults.items()}, note="defined in a spec")
+    return key
+
+
+def _sample_value(sym) -> int:
+    """A value inside the parameter's declared sign, for counterexamples (a refutation there
+    refutes the claim for every value; a claim true there and false elsewhere stays undecided)."""
+    return -1 if sym.is_negative else 1
+
+
+def _kind(sym) -> str:
+    return "positive" if sym.is_positive else "negative" if sym.is_negative else "nonzero" if sym.is_nonzero \
+        else "real"
+
+
 def names() -> list[str]:
     return sorted(REGISTRY)
 
 
 def get(name: str) -> Normalizer:
+    if name in USER:
+        return USER[name]
     try:
         return REGISTRY[name]
     except KeyError:

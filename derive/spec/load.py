@@ -33,13 +33,16 @@ from derive.spec.translate import (
 
 __all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec", "Spec", "load_spec", "parse_spec"]
 
-TOP_KEYS = ("name", "description", "score", "score_mod", "normalizer", "mask", "mask_mod", "value", "symbols",
-            "claims")
+TOP_KEYS = ("name", "description", "score", "score_mod", "score2", "normalizer", "mask", "mask_mod", "value",
+            "symbols", "claims")
+NORMALIZER_KEYS = ("name", "weight")  # a user-defined normalizer: [normalizer] name = "…", weight = "…"
 MASKS = ("none", "causal")
 HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm", "document")
 NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid", "bias_kv")
 # The arguments a normalizer takes in a spec: (registry parameter, what it is, kind), the
-# form shown in messages, and whether the arguments may be left out.
+# form shown in messages, and whether the arguments may be left out. Where they differ from the
+# registry entry's parameters (bias_kv names vectors) or are worded for it; any other entry takes
+# its parameters as declared scalars, optionally (see :func:`normalizer_args`).
 NORMALIZER_ARGS = {
     "sink": ((("s", "the sink logit", "scalar"),), "sink(NAME)", False),
     "sigmoid": ((("b", "the sigmoid bias", "scalar"),), "sigmoid or sigmoid(NAME)", True),
@@ -74,6 +77,8 @@ class Spec:
     norm_args: tuple[str, ...]
     mask: str
     symbols: dict = field(default_factory=dict)
+    score2_src: str | None = None  # a second score row, y_j in a user-defined normalizer's weight
+    score2: Node | None = None
     claims: tuple[ClaimSpec, ...] = ()
     description: str = ""
     # (line, column) of every key in the TOML source, e.g. ("claims", "k") -> (12, 1)
@@ -85,8 +90,9 @@ class Spec:
         return f"{self.normalizer}({', '.join(self.norm_args)})" if self.norm_args else self.normalizer
 
     def norm_params(self) -> dict[str, str]:
-        """Registry parameter → the declared name given for it (``{"s": "s0"}``)."""
-        roles = NORMALIZER_ARGS.get(self.normalizer, ((), "", True))[0]
+        """Registry parameter → the declared name given for it (``{"s": "s0"}``); a
+        user-defined normalizer's parameters are the declared scalars its weight uses."""
+        roles = normalizer_args(self.normalizer)[0]
         return {param: name for (param, _, _), name in zip(roles, self.norm_args)}
 
     def binds(self, rename: dict | None = None) -> dict[str, Binding]:
@@ -148,7 +154,7 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
         if why:
             errs.add(key, why)
             data.pop(key)
-    for key in ("name", "description", "score", "normalizer", "mask", "value"):
+    for key in ("name", "description", "score", "score2", "mask", "value"):
         if key in data and not isinstance(data[key], str):
             errs.add(key, f"expected a string, got {type(data[key]).__name__}")
             data.pop(key)
@@ -161,7 +167,17 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     score_src, value_src = data.get("score"), data.get("value", "v")
     score = _expr(errs, "score", score_src, binds, SCALAR) if score_src is not None else None
     value = _expr(errs, "value", value_src, binds, VECTOR)
-    norm, norm_args = _normalizer(errs, data.get("normalizer", "softmax"), binds)
+    score2_src = data.get("score2")
+    score2 = _expr(errs, "score2", score2_src, binds, SCALAR) if score2_src is not None else None
+    norm_spec = data.get("normalizer", "softmax")
+    if isinstance(norm_spec, dict):
+        norm, norm_args = _user_normalizer(errs, norm_spec, symbols, score2_src is not None, file)
+    elif isinstance(norm_spec, str):
+        norm, norm_args = _normalizer(errs, norm_spec, binds)
+    else:
+        errs.add("normalizer", f"expected a name or a table [normalizer] with weight = \"…\", got "
+                               f"{type(norm_spec).__name__}")
+        norm, norm_args = "softmax", ()
     mask = _mask(errs, data.get("mask", "none"))
     traced = [key for key in ("score_mod", "mask_mod") if key in data]
     deferred: list | None = [] if traced else None  # names that may be tables the modifiers capture
@@ -201,6 +217,7 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     errs.raise_any()
     return Spec(file=file, name=data["name"], score_src=score_src, score=score, value_src=value_src,
                 value=value, normalizer=norm, norm_args=norm_args, mask=mask, symbols=symbols,
+                score2_src=score2_src, score2=score2,
                 claims=claims, description=data.get("description", ""), positions=key_positions(text), flex=flex)
 
 
@@ -326,7 +343,7 @@ def _normalizer(errs: _Errors, text: str, binds: dict) -> tuple[str, tuple[str, 
         errs.add("normalizer", f"unknown normalizer {name!r}{nearest(name, known)} "
                                f"(expected one of {', '.join(known)})")
         return "softmax", ()
-    roles, usage, optional = NORMALIZER_ARGS.get(name, ((), name, True))
+    roles, usage, optional = normalizer_args(name)
     args, cols = [], []
     if inner is not None:
         pos = m.start(2)
@@ -357,6 +374,52 @@ def _normalizer(errs: _Errors, text: str, binds: dict) -> tuple[str, tuple[str, 
             ok = False
             errs.add("normalizer", f"{role} {arg!r} must be a {kind}, not a {b.kind}", col)
     return name, tuple(args) if ok else ()
+
+
+def _user_normalizer(errs: _Errors, table: dict, symbols: dict, score2: bool, file: str) -> tuple[str, tuple]:
+    """A ``[normalizer]`` table: its weight formula, checked, as a registry entry (see
+    :func:`derive.normalizers.registry.user_entry`); (its registry name, its parameters)."""
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.registry import user_entry
+    from derive.spec.translate import SCALAR_ASSUMPTIONS
+
+    ok = True
+    for key in table:
+        if key not in NORMALIZER_KEYS:
+            errs.add(f"normalizer.{key}", f"unknown key{nearest(key, NORMALIZER_KEYS)} (expected one of "
+                                          f"{', '.join(NORMALIZER_KEYS)})")
+            ok = False
+    label = table.get("name", "user-defined")
+    if not isinstance(label, str) or not label.strip() or len(label) > MAX_NAME:
+        errs.add("normalizer.name", "expected a short name (a string of at most 40 characters)")
+        ok, label = False, "user-defined"
+    weight = table.get("weight")
+    if weight is None:
+        errs.add("normalizer", 'missing required key \'weight\' (e.g. weight = "exp(x_j) / sum_t(exp(x_t))")')
+        return "softmax", ()
+    if not isinstance(weight, str):
+        errs.add("normalizer.weight", f"expected a string, got {type(weight).__name__}")
+        return "softmax", ()
+    scalars = {name: SCALAR_ASSUMPTIONS[kind] for name, kind in symbols.items() if kind in SCALAR_ASSUMPTIONS}
+    try:
+        f = compile_weight(weight, scalars, score2=score2)
+    except ExprError as exc:
+        errs.add("normalizer.weight", exc.message, exc.column)
+        return "softmax", ()
+    if not ok:
+        return "softmax", ()
+    return user_entry(label.strip(), f), f.params
+
+
+def normalizer_args(name: str) -> tuple:
+    """(roles, usage, optional) of the normalizer ``name`` in a spec (see :data:`NORMALIZER_ARGS`)."""
+    from derive.normalizers.registry import get
+
+    if name in NORMALIZER_ARGS:
+        return NORMALIZER_ARGS[name]
+    params = get(name).params
+    roles = tuple((p, f"the parameter {p}", "scalar") for p in params)
+    return roles, f"{name}({', '.join(p.upper() for p in params)})" if params else name, True
 
 
 def _claims(errs: _Errors, table: dict, binds: dict, deferred: list | None = None) -> tuple[ClaimSpec, ...]:

@@ -1,6 +1,7 @@
 """Tokenizer and Pratt parser for the spec expression language.
 
-Whitelist only: numbers, names, ``+ - * / **``, parentheses, commas and calls. The result
+Whitelist only: numbers, names, ``+ - * / **``, comparisons (``< <= > >= == !=``, which
+only a normalizer's reduction condition accepts), parentheses, commas and calls. The result
 is an AST whose nodes carry their 1-based column in the source string; nothing is ever
 evaluated as Python. Size limits bound the length, the node count, the nesting depth and
 the exponents, so a hostile spec cannot make the engine hang.
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from derive.errors import InputError
 
-__all__ = ["LIMITS", "Binary", "Call", "ExprError", "Name", "Node", "Num", "Unary", "parse", "walk"]
+__all__ = ["COMPARISONS", "LIMITS", "Binary", "Call", "ExprError", "Name", "Node", "Num", "Unary", "parse", "walk"]
 
 LIMITS = {"length": 1000, "nodes": 400, "depth": 40, "exponent": 8, "digits": 12, "value_digits": 400}
 """``exponent``: |e| of ``x ** e`` for a symbolic base, where expansion can blow up;
@@ -67,8 +68,10 @@ class Call:
 Node = Num | Name | Unary | Binary | Call
 
 _NUM = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"  # 2, 0.5, 1e-30, 2.5E3
-_TOKEN = re.compile(rf"\s*(?:(?P<num>{_NUM})|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[-+*/(),]))")
-_BINARY = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40}
+_TOKEN = re.compile(rf"\s*(?:(?P<num>{_NUM})|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>\*\*|[<>!=]=|[-+*/(),<>]))")
+# Comparisons bind loosest; only a normalizer's reduction condition (``t > j``) accepts one.
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+_BINARY = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40, **dict.fromkeys(COMPARISONS, 5)}
 _UNARY_POWER = 30
 
 

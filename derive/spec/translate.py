@@ -17,7 +17,7 @@ import sympy as sp
 from derive.model import attention as A
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
 from derive.spec.domain import nowhere_real
-from derive.spec.parser import LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
+from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
 
 __all__ = [
     "BROKEN",
@@ -188,6 +188,9 @@ class _Translator:
         op = node.op
         if op == "**":
             return self.power(node)
+        if op in COMPARISONS:
+            raise ExprError(f"a comparison ({op}) is allowed only as the condition of a normalizer's "
+                            "reduction, e.g. sum_t(E, t > j)", node.col)
         a, ka = self.run(node.left)
         b, kb = self.run(node.right)
         if op in "+-":

@@ -1,0 +1,102 @@
+"""``derive normalizer FILE.toml``: the property table of a spec's normalizer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from derive.errors import InputError
+
+HELP = "the property table of a spec's normalizer (or of a built-in one, by name)"
+DESCRIPTION = """Decide every property of the normalizer of FILE.toml (its [normalizer] table, or the
+built-in it names) with the generic provers of docs/normalizers.md: the same code path and
+the same table as for the built-in normalizers. NAME instead of a file gives a built-in's
+table. Also says whether the normalizer is of the softmax family (and so has online, split
+and backward kernel forms), and what it gives on a row with no allowed key.
+
+Each property is bounded by --time-limit (CPU seconds); one that hits it is undecided.
+Exit code: 0 (the table was made), 2 for bad input."""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a spec file (*.toml), or the name of a built-in normalizer")
+    parser.add_argument("--format", choices=("md", "json"), default="md", help="output format (default md)")
+    parser.add_argument("--time-limit", type=float, default=20.0, metavar="SECONDS",
+                        help="CPU-time bound of each property, in seconds (default 20)")
+
+
+def _entry(arg: str):
+    from derive.normalizers.registry import REGISTRY, get
+
+    if not arg.endswith(".toml") and arg in REGISTRY:
+        return get(arg), {}
+    if not Path(arg).is_file():
+        raise InputError(f"{arg}: no such spec file (or built-in normalizer: {', '.join(sorted(REGISTRY))})")
+    from derive.claims.variant import Variant
+    from derive.spec import load_spec
+
+    spec = load_spec(arg)
+    return get(spec.normalizer), Variant(spec).property_params
+
+
+def table(entry, params: dict, limit: float) -> dict:
+    """{"normalizer", "title", "formula", "properties": [{property, title, verdict, value, reason}],
+    "softmax_family", "fully_masked_row"}."""
+    from derive.impl.masked import rule
+    from derive.normalizers.family import recognise
+    from derive.normalizers.properties import PROPERTIES, derive_property
+    from derive.prove.timeout import TimeLimit, time_limit
+    from derive.render.markup import plain_math
+
+    rows = []
+    for prop, (title, _) in PROPERTIES.items():
+        try:
+            with time_limit(limit):
+                der = derive_property(entry.name, prop, **params)
+            rows.append({"property": prop, "title": plain_math(title), "verdict": der.verdict.status,
+                         "value": plain_math(der.value_text()), "reason": der.verdict.reason})
+        except TimeLimit:
+            rows.append({"property": prop, "title": plain_math(title), "verdict": "undecided", "value": "?",
+                         "reason": f"hit the time limit ({limit:g} s)"})
+        except Exception as exc:  # noqa: BLE001 - a prover's failure is no verdict
+            rows.append({"property": prop, "title": plain_math(title), "verdict": "undecided", "value": "?",
+                         "reason": f"the prover failed: {type(exc).__name__}"})
+    fam, why = recognise(entry)
+    family = {"member": fam is not None,
+              "extra_logit": None if fam is None or fam.logit is None else str(fam.logit),
+              "kernel_forms": ["online", "split", "backward"] if fam is not None else [],
+              "why_not": plain_math(why) if why else ""}
+    masked = rule(entry)
+    return {"normalizer": entry.name, "title": entry.title, "formula": entry.formula,
+            "parameters": list(entry.params), "properties": rows, "softmax_family": family,
+            "fully_masked_row": {"defined": masked.defined, "gives": plain_math(masked.says)}}
+
+
+_MARK = {"proved": "✅", "refuted": "❌", "undecided": "❓"}
+
+
+def markdown(t: dict) -> str:
+    lines = [f"### Normalizer `{t['normalizer']}`", "", f"weight: `{t['formula']}`", "",
+             "| property | verdict | value | reason |", "|---|---|---|---|"]
+    for r in t["properties"]:
+        cells = [r["title"], f"{_MARK[r['verdict']]} {r['verdict']}", r["value"], r["reason"]]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    fam = t["softmax_family"]
+    if fam["member"]:
+        logit = fam["extra_logit"]
+        lines += ["", "softmax family: " + ("no extra logit" if logit is None else f"extra logit σ = {logit}") +
+                  "; kernel forms online, split and backward"]
+    else:
+        lines += ["", f"not of the softmax family, so no online form: {fam['why_not']}"]
+    lines.append(f"row with no allowed key: {t['fully_masked_row']['gives']}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> int:
+    if not 0 < args.time_limit <= 3600:
+        raise InputError(f"--time-limit must be in (0, 3600], got {args.time_limit:g}")
+    entry, params = _entry(args.file)
+    t = table(entry, params, args.time_limit)
+    sys.stdout.write(json.dumps(t, indent=2, ensure_ascii=False) + "\n" if args.format == "json" else markdown(t))
+    return 0

@@ -1,0 +1,149 @@
+"""The softmax family, recognised from a normalizer's formula.
+
+A normalizer is of the softmax family when its weight is
+
+    p_j = M_j e^{x_j} / (E + Σ_t M_t e^{x_t})
+
+with E ≥ 0 free of the scores: E = 0 is softmax, E = e^σ an extra logit σ (softmax₁ and the
+zero token: σ = 0; a sink: σ = s; a learned key: σ = s*). Such a normalizer has the online,
+split and backward kernel forms of :mod:`derive.kernels.forms` with that σ; its extra token
+takes the weight E / (E + Σ_t M_t e^{x_t}); on a row with no allowed key it is defined (every
+weight 0) exactly when E > 0. For any other normalizer :func:`recognise` says why no online
+form is derived. Nothing here is written per normalizer: it reads the symbolic weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derive.model.attention import M, ScalarBase, i, j, n, row_sum, t
+from derive.model.reductions import RowExtremum
+
+__all__ = ["Family", "KernelFacts", "extra_weight", "kernel_form", "kernel_sigma", "logit_value", "recognise"]
+
+_X = ScalarBase("x")
+
+
+@dataclass(frozen=True)
+class Family:
+    extra: sp.Expr  # E, in the entry's parameters (plain real symbols named as the parameters)
+    logit: sp.Expr | None  # σ = log E, None when E = 0 (no extra logit)
+
+
+def _plain(entry) -> dict:
+    return {p: sp.Symbol(p, real=True) for p in entry.params}
+
+
+def _row(body_of) -> sp.Expr:
+    return sp.Sum(M[i, t] * body_of(t), (t, 1, n))
+
+
+def _ratio(entry) -> sp.Expr:
+    """The weight of an allowed key divided by M_j: a function of the row."""
+    w = entry.weight(lambda k: _X[i, k], j, **_plain(entry))
+    return sp.expand(w / M[i, j], mul=False, multinomial=False, power_exp=False, log=False, deep=False)
+
+
+def recognise(entry) -> tuple[Family | None, str]:
+    """(the family, "") or (None, why there is no online form)."""
+    from derive.normalizers.algebra import canon_sums
+
+    key = (entry.name, entry.formula)
+    if key in _SEEN:
+        return _SEEN[key]
+    r = _ratio(entry)
+    out: tuple[Family | None, str]
+    den = sp.expand(canon_sums(sp.exp(_X[i, j]) / r))
+    extra = sp.expand(den - _row(lambda k: sp.exp(_X[i, k])))
+    if not extra.has(_X, M, j, t):
+        logit = None if extra == 0 else sp.expand_log(sp.log(extra), force=False)
+        out = (Family(extra, logit), "")
+    else:
+        out = (None, _why_not(r))
+    _SEEN[key] = out
+    return out
+
+
+_SEEN: dict = {}
+
+
+def _why_not(r: sp.Expr) -> str:
+    from derive.normalizers.algebra import canon_sums
+    from derive.render.latex import tex
+
+    if not r.has(sp.Sum, sp.Product, RowExtremum) and {a for a in r.atoms(sp.Indexed) if a.base == _X} <= {_X[i, j]}:
+        return ("elementwise: each weight depends on its own score only, so there is no normalizer and no state to "
+                "carry across tiles; a tile's output is the sum of its keys' weighted values, and tiles (and "
+                "splits) simply add")
+    num, den = sp.fraction(sp.together(r)) if not r.has(sp.Min, sp.Max) else (r, sp.S.One)
+    if isinstance(num, sp.exp) and num.args[0].has(_X[i, j]):
+        g = num.args[0]
+        rest = sp.expand(canon_sums(den) - _row(lambda k: sp.exp(g.xreplace({_X[i, j]: _X[i, k]}))))
+        if not rest.has(_X, M):
+            y = sp.Symbol("x", real=True)
+            return (f"softmax of modified scores $g(x) = {tex(g.xreplace({_X[i, j]: y}))}$: apply $g$ to each "
+                    "score as its tile is loaded and run softmax's online form (with the same extra term)")
+    return ("its weight is not of the form $e^{x_j}/(E + \\sum_t e^{x_t})$ with $E$ free of the scores, so no "
+            "running state (m, ℓ, acc) gives it; no online, split or backward form is derived")
+
+
+def extra_weight(entry, score, **params) -> sp.Expr:
+    """The weight of the family's extra token in row i: E / (E + Σ_t M_t e^{x_t})."""
+    fam, why = recognise(entry)
+    if fam is None or fam.extra == 0:
+        raise ValueError(f"{entry.name} has no extra token: {why or 'E = 0'}")
+    e = fam.extra.xreplace({sp.Symbol(p, real=True): v for p, v in params.items() if p in entry.params})
+    return e / (e + row_sum(lambda k: sp.exp(score(k))))
+
+
+def logit_value(entry, params: dict):
+    """σ as a float for the given parameter values; None for no extra logit."""
+    fam, why = recognise(entry)
+    if fam is None:
+        raise ValueError(why)
+    if fam.logit is None:
+        return None
+    return float(fam.logit.xreplace({sp.Symbol(p, real=True): sp.Float(float(v), 30) for p, v in params.items()
+                                     if p in entry.params}))
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What the kernel-form check (``derive impl --form online|split|backward``) reads."""
+
+    checked: bool
+    logit: object = None  # None (no extra logit), a float, a parameter's name, or an expression in them
+    why: str = ""  # when not checked: why (prose markup)
+
+
+def kernel_form(entry) -> KernelFacts:
+    fam, why = recognise(entry)
+    if fam is None:
+        return KernelFacts(False, why=why)
+    if entry.extra_value:
+        return KernelFacts(False, why=(
+            "its extra token has a value of its own, $w$, which enters the output as "
+            "$E\\,w / (E + \\sum_t e^{x_t})$; the kernel check passes only the normalizer's parameters "
+            f"({', '.join(f'`{p}`' for p in entry.params)}), so there is no keyword to pass $w$ and no output to "
+            "compare it with"))
+    logit = fam.logit
+    if logit is None:
+        return KernelFacts(True, None)
+    if logit.is_number:
+        return KernelFacts(True, float(logit))
+    if isinstance(logit, sp.Symbol) and logit.name in entry.params:
+        return KernelFacts(True, logit.name)
+    return KernelFacts(True, logit)
+
+
+def kernel_sigma(entry, params: dict):
+    """The extra logit σ for parameter values ``params`` (a parameter's value is passed as given:
+    a float, or one per head)."""
+    logit = kernel_form(entry).logit
+    if isinstance(logit, str):
+        return params[logit]
+    if isinstance(logit, sp.Basic):
+        return logit_value(entry, params)
+    return logit

@@ -1,0 +1,463 @@
+"""A normalizer written as a formula: the weight of key j in a row of scores.
+
+The language (the ``weight`` of a spec's ``[normalizer]`` table and of every registry entry)::
+
+    relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)
+    sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)
+
+``x_j`` is the score of key j of query row i; ``x_t`` is bound by a reduction over the row's
+allowed keys — ``sum_t(E)``, ``max_t(E)``, ``min_t(E)``, ``prod_t(E)``, each with an optional
+condition on t (``t > j``, ``t >= j``, ``t < j``, ``t <= j``, ``t != j``, ``t == j``; the other
+side an index expression in i, j, n and integers); ``n`` is the number of allowed keys of the
+row; ``i`` and ``j`` are the query and key positions; the functions are exp, log, sqrt, abs,
+relu, sigmoid, tanh, softplus, max and min; every other name is a declared scalar (a
+parameter). With a second score row, ``y_j`` and ``y_t`` are its scores.
+
+:func:`compile_weight` checks a formula (errors carry the column) and gives a
+:class:`Formula`, from which the rest is derived: the symbolic weight (SymPy, over the mask M
+and symbolic n, for the provers and claims) and the exact weights of a concrete row (mpmath,
+for ``derive impl`` and cross-checks). Nothing is ever evaluated as Python: the parsed tree
+is walked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mpmath
+import sympy as sp
+
+from derive.model.attention import M, ScalarBase, i, j, n, t
+from derive.model.reductions import RowMax, RowMin
+from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse
+from derive.spec.translate import nearest
+
+__all__ = ["FUNCTIONS", "REDUCTIONS", "Formula", "compile_weight"]
+
+# name → number of arguments (None: two or more)
+FUNCTIONS = {"exp": 1, "log": 1, "sqrt": 1, "abs": 1, "relu": 1, "sigmoid": 1, "tanh": 1, "softplus": 1,
+             "max": None, "min": None}
+REDUCTIONS = ("sum_t", "max_t", "min_t", "prod_t")
+Y = ScalarBase("y")  # the second score row, when a property is stated for the normalizer alone
+_R = sp.Symbol("r", integer=True, positive=True)  # the index of n = Σ_r M[i, r]
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+class _Undefined(Exception):
+    """The formula has no real value here (0 in a denominator, log of a non-positive number …)."""
+
+
+@dataclass(frozen=True)
+class Formula:
+    text: str
+    node: Node = field(repr=False)
+    params: tuple[str, ...]  # the scalars it uses, in order of first appearance
+    score2: bool  # uses y_j / y_t
+    defaults: dict = field(default_factory=dict, compare=False, repr=False)  # param → symbol
+
+    # ---- the symbolic weight --------------------------------------------------------------
+
+    def weight(self, score, key=j, score2=None, **params) -> sp.Expr:
+        """M[i, key]·w(key) with scores ``score(k)`` (and ``score2(k)`` for y)."""
+        values = {p: params[p] if p in params else self.defaults.get(p, sp.Symbol(p, real=True))
+                  for p in self.params}
+        y = score2 if score2 is not None else (lambda k: Y[i, k])
+        return M[i, key] * _Symbolic(score, y, key, values).run(self.node)
+
+    # ---- the exact weights of one row -----------------------------------------------------
+
+    def reference(self, x, mask=None, y=None, row=None, **params) -> list:
+        """The weights of a concrete row at mpmath's current precision: 0 on a masked key,
+        NaN where the formula has no real value. ``row`` is the query position i (default:
+        the row length, the last row of a causal layout). On a row with no allowed key every
+        weight is 0 if the formula has a value for a key with every reduction empty (an extra
+        term in the denominator), NaN if not (0/0)."""
+        size = len(x)
+        allowed = [mask is None or bool(mask[k]) for k in range(size)]
+        xs = [mpmath.mpf(0) if not ok or x[k] is None else mpmath.mpf(x[k]) for k, ok in enumerate(allowed)]
+        ys = xs if y is None else [mpmath.mpf(0) if not ok else mpmath.mpf(y[k]) for k, ok in enumerate(allowed)]
+        vals = {p: mpmath.mpf(params[p]) for p in self.params}
+        i_pos = size if row is None else row
+        if not any(allowed):
+            ok = self._value(xs or [mpmath.mpf(0)], ys or [mpmath.mpf(0)], [False] * max(size, 1), 1, i_pos, vals)
+            return [mpmath.mpf(0) if ok is not None else mpmath.nan for _ in range(size)]
+        out, shared = [], {}  # the reductions that do not depend on the key, computed once per row
+        for k in range(size):
+            if not allowed[k]:
+                out.append(mpmath.mpf(0))
+                continue
+            v = self._value(xs, ys, allowed, k + 1, i_pos, vals, shared)
+            out.append(mpmath.nan if v is None else v)
+        return out
+
+    def _value(self, xs, ys, allowed, key, row, vals, shared=None):
+        try:
+            return _Exact(xs, ys, allowed, key, row, vals, shared).run(self.node)
+        except (_Undefined, ZeroDivisionError, OverflowError, ValueError):
+            return None
+
+    def defined_without_keys(self, **params) -> bool:
+        """Does the formula have a value on a row with no allowed key (its reductions empty)?"""
+        with mpmath.workdps(30):
+            vals = {p: params.get(p, mpmath.mpf(1) / 2) for p in self.params}
+            return self._value([mpmath.mpf(0)], [mpmath.mpf(0)], [False], 1, 1, vals) is not None
+
+
+# ---- checking ---------------------------------------------------------------------------
+
+
+def compile_weight(text: str, scalars: dict | None = None, score2: bool = False,
+                   defaults: dict | None = None) -> Formula:
+    """Check ``text`` and return its :class:`Formula`. ``scalars``: the declared scalar names
+    (name → SymPy assumptions); ``score2``: whether y_j / y_t (a second score row) exist.
+    Raises :class:`~derive.spec.parser.ExprError` with the column of the first error."""
+    node = parse(text)
+    scalars = dict(scalars or {})
+    used: list[str] = []
+    uses_y = _check(node, scalars, score2, None, used)
+    if not _mentions(node, ("x_j", "x_t", "y_j", "y_t")):
+        raise ExprError("the weight does not involve the scores: use x_j (key j) or x_t (in a reduction)", 1)
+    defaults = {p: (defaults or {}).get(p, sp.Symbol(p, real=True, **scalars.get(p, {}))) for p in used}
+    f = Formula(text, node, tuple(used), uses_y, defaults)
+    _check_somewhere_defined(f, scalars)
+    return f
+
+
+def _mentions(node, names) -> bool:
+    from derive.spec.parser import walk
+
+    return any(isinstance(nd, Name) and nd.id in names for nd in walk(node))
+
+
+def _known_names(scalars, score2, bound) -> list[str]:
+    out = ["x_j", "n", "i", "j", *scalars]
+    if score2:
+        out.append("y_j")
+    if bound:
+        out += ["x_t", "t"] + (["y_t"] if score2 else [])
+    return out
+
+
+def _check(node, scalars, score2, bound, used) -> bool:
+    """Walk ``node``; ``bound`` is the reduction it is inside (None: outside any)."""
+    if isinstance(node, Num):
+        return False
+    if isinstance(node, Name):
+        name = node.id
+        if name in ("x_t", "y_t", "t") and bound is None:
+            raise ExprError(f"{name} is bound by a reduction: use it inside sum_t(…), max_t(…), min_t(…) or "
+                            "prod_t(…)", node.col)
+        if name in ("y_j", "y_t") and not score2:
+            raise ExprError(f"{name} is a score of the second row: give score2 = \"…\" in the spec", node.col)
+        if name in ("x_j", "x_t", "n", "i", "j", "t", "y_j", "y_t"):
+            return name.startswith("y")
+        if name in scalars:
+            if name not in used:
+                used.append(name)
+            return False
+        if name in FUNCTIONS or name in REDUCTIONS:
+            raise ExprError(f"{name!r} is a function: call it, e.g. {name}(…)", node.col)
+        known = _known_names(scalars, score2, bound)
+        raise ExprError(f"unknown name {name!r}{nearest(name, known)} (the weight may use "
+                        f"{', '.join(known)}; declare a parameter under [symbols] as a scalar)", node.col)
+    if isinstance(node, Unary):
+        return _check(node.operand, scalars, score2, bound, used)
+    if isinstance(node, Binary):
+        if node.op in COMPARISONS:
+            raise ExprError(f"a comparison ({node.op}) is allowed only as the condition of a reduction, e.g. "
+                            "sum_t(E, t > j)", node.col)
+        if node.op == "**":
+            _check_exponent(node)
+        a = _check(node.left, scalars, score2, bound, used)
+        return _check(node.right, scalars, score2, bound, used) or a
+    fn, args = node.func, node.args
+    if fn in REDUCTIONS:
+        if bound is not None:
+            raise ExprError(f"{fn} inside {bound}: a reduction inside a reduction is not supported", node.col)
+        if len(args) not in (1, 2):
+            raise ExprError(f"{fn}(E) or {fn}(E, CONDITION) takes 1 or 2 arguments, got {len(args)}", node.col)
+        if len(args) == 2:
+            _condition(args[1])
+        return _check(args[0], scalars, score2, fn, used)
+    if fn not in FUNCTIONS:
+        raise ExprError(f"unknown function {fn!r}{nearest(fn, list(FUNCTIONS) + list(REDUCTIONS))} (expected one "
+                        f"of {', '.join(list(FUNCTIONS) + list(REDUCTIONS))})", node.col)
+    want = FUNCTIONS[fn]
+    if (want is None and len(args) < 2) or (want is not None and len(args) != want):
+        shown = "2 or more arguments" if want is None else f"{want} argument"
+        raise ExprError(f"{fn}() takes {shown}, got {len(args)}", node.col)
+    out = False
+    for a in args:
+        out = _check(a, scalars, score2, bound, used) or out
+    return out
+
+
+def _check_exponent(node: Binary) -> None:
+    ex = node.right.operand if isinstance(node.right, Unary) else node.right
+    if not isinstance(ex, Num) or not ex.text.isdigit():
+        raise ExprError("the exponent must be an integer literal (use sqrt for roots)", node.right.col)
+    if int(ex.text) > LIMITS["exponent"]:
+        raise ExprError(f"exponent {ex.text} too large (limit ±{LIMITS['exponent']})", node.right.col)
+
+
+def _condition(node) -> tuple[str, Node]:
+    """(op, other side) of a condition ``t OP e`` (or ``e OP t``, flipped); e free of t."""
+    if not isinstance(node, Binary) or node.op not in COMPARISONS:
+        raise ExprError("the condition of a reduction is a comparison of t, e.g. t > j or t != j",
+                        getattr(node, "col", 1))
+    left_t = isinstance(node.left, Name) and node.left.id == "t"
+    right_t = isinstance(node.right, Name) and node.right.id == "t"
+    if left_t == right_t:
+        raise ExprError("the condition compares t with an index expression (i, j, n, integers), e.g. t > j",
+                        node.col)
+    other = node.right if left_t else node.left
+    _index_expr(other)
+    return (node.op if left_t else _FLIP[node.op]), other
+
+
+def _index_expr(node) -> None:
+    if isinstance(node, Num):
+        if not node.text.isdigit():
+            raise ExprError("an index is an integer", node.col)
+        return
+    if isinstance(node, Name):
+        if node.id not in ("i", "j", "n"):
+            raise ExprError(f"{node.id!r} in a condition: compare t with i, j, n and integers only", node.col)
+        return
+    if isinstance(node, Unary):
+        return _index_expr(node.operand)
+    if isinstance(node, Binary) and node.op in "+-":
+        _index_expr(node.left)
+        _index_expr(node.right)
+        return
+    raise ExprError("a condition's index expression uses only i, j, n, integers, + and -", node.col)
+
+
+def _check_somewhere_defined(f: Formula, scalars: dict) -> None:
+    """A weight with no real value on every sample row is an error (``1/(x_j - x_j)``, ``log(-exp(x_j))``)."""
+    rows = ([0.0], [0.0, 1.0], [1.5, -1.0, 0.25], [-2.0, 0.5, 3.0, 1.0])
+    tried = 0
+    with mpmath.workdps(30):
+        for sign in (1, -1):
+            vals = {p: mpmath.mpf(_sample(scalars.get(p, {}), sign)) for p in f.params}
+            for row in rows:
+                tried += 1
+                w = f.reference(row, y=[v / 2 - 1 for v in row] if f.score2 else None, **vals)
+                if any(not mpmath.isnan(v) for v in w):
+                    return
+    raise ExprError(f"the weight has no real value on any of {tried} sample rows (a division by zero, or a log "
+                    "or sqrt of a negative number, whatever the scores)", 1)
+
+
+def _sample(assumptions: dict, sign: int) -> float:
+    if assumptions.get("positive"):
+        return 0.5 if sign > 0 else 2.0
+    if assumptions.get("negative"):
+        return -0.5 if sign > 0 else -2.0
+    return 0.5 * sign
+
+
+# ---- the symbolic weight ------------------------------------------------------------------
+
+
+class _Symbolic:
+    def __init__(self, score, score2, key, params):
+        self.score, self.score2, self.key, self.params = score, score2, key, params
+        self.var = None  # the bound index inside a reduction
+
+    def run(self, node) -> sp.Expr:
+        if isinstance(node, Num):
+            return sp.Rational(node.text)
+        if isinstance(node, Name):
+            return self.name(node.id)
+        if isinstance(node, Unary):
+            return -self.run(node.operand)
+        if isinstance(node, Binary):
+            a, b = self.run(node.left), self.run(node.right)
+            return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+                    "**": lambda: a**b}[node.op]()
+        return self.call(node)
+
+    def name(self, name: str) -> sp.Expr:
+        if name == "x_j":
+            return self.score(self.key)
+        if name == "y_j":
+            return self.score2(self.key)
+        if name == "x_t":
+            return self.score(self.var)
+        if name == "y_t":
+            return self.score2(self.var)
+        if name == "t":
+            return self.var
+        if name == "j":
+            return self.key
+        if name == "i":
+            return i
+        if name == "n":
+            return sp.Sum(M[i, _R], (_R, 1, n))
+        return self.params[name]
+
+    def call(self, node: Call) -> sp.Expr:
+        fn = node.func
+        if fn in REDUCTIONS:
+            return self.reduction(fn, node.args)
+        args = [self.run(a) for a in node.args]
+        if fn == "max":
+            return sp.Max(*args)
+        if fn == "min":
+            return sp.Min(*args)
+        (x,) = args
+        return {"exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "tanh": sp.tanh,
+                "relu": lambda z: sp.Max(0, z), "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
+                "softplus": lambda z: sp.log(1 + sp.exp(z))}[fn](x)
+
+    def reduction(self, fn: str, args) -> sp.Expr:
+        self.var = t
+        try:
+            body = self.run(args[0])
+        finally:
+            self.var = None
+        op, e = ("", None) if len(args) == 1 else _condition(args[1])
+        e = None if e is None else self.run(e)
+        lo, hi, skip = sp.S.One, n, sp.S.Zero
+        if op == ">":
+            lo = e + 1
+        elif op == ">=":
+            lo = e
+        elif op == "<":
+            hi = e - 1
+        elif op == "<=":
+            hi = e
+        elif op == "==":
+            lo = hi = e
+        elif op == "!=":
+            skip = e
+        at = lambda k: body.xreplace({t: k})  # noqa: E731
+        if fn == "sum_t":
+            total = sp.Sum(M[i, t] * body, (t, lo, hi))
+            return total - M[i, skip] * at(skip) if op == "!=" else total
+        if fn == "prod_t":
+            factor = 1 + M[i, t] * (body - 1)
+            if op == "!=":
+                return sp.Product(factor, (t, 1, skip - 1)) * sp.Product(factor, (t, skip + 1, n))
+            return sp.Product(factor, (t, lo, hi))
+        return (RowMax if fn == "max_t" else RowMin)(body, t, lo, hi, skip)
+
+
+# ---- the exact weights of one row ---------------------------------------------------------
+
+
+def _keyless(node) -> bool:
+    """Does a reduction's value not depend on the key j (so one row computes it once)?"""
+    from derive.spec.parser import walk
+
+    return not any(isinstance(nd, Name) and nd.id in ("j", "x_j", "y_j") for nd in walk(node))
+
+
+class _Exact:
+    def __init__(self, xs, ys, allowed, key, row, params, shared=None):
+        self.xs, self.ys, self.allowed, self.key, self.row, self.params = xs, ys, allowed, key, row, params
+        self.var = None
+        self.shared = {} if shared is None else shared  # id of a key-free reduction → its value
+
+    def real(self, v):
+        if isinstance(v, mpmath.mpc) or mpmath.isnan(v):
+            raise _Undefined
+        return v
+
+    def run(self, node):
+        if isinstance(node, Num):
+            return mpmath.mpf(sp.Rational(node.text).p) / sp.Rational(node.text).q
+        if isinstance(node, Name):
+            return self.name(node.id)
+        if isinstance(node, Unary):
+            return -self.run(node.operand)
+        if isinstance(node, Binary):
+            a, b = self.run(node.left), self.run(node.right)
+            if node.op == "/":
+                if b == 0:
+                    raise _Undefined
+                return a / b
+            if node.op == "**":
+                if a == 0 and b < 0:
+                    raise _Undefined
+                return self.real(a ** int(b))
+            return {"+": a + b, "-": a - b, "*": a * b}[node.op]
+        return self.call(node)
+
+    def name(self, name: str):
+        if name in ("x_j", "y_j"):
+            return (self.xs if name == "x_j" else self.ys)[self.key - 1]
+        if name in ("x_t", "y_t"):
+            return (self.xs if name == "x_t" else self.ys)[self.var - 1]
+        if name == "t":
+            return mpmath.mpf(self.var)
+        if name == "j":
+            return mpmath.mpf(self.key)
+        if name == "i":
+            return mpmath.mpf(self.row)
+        if name == "n":
+            return mpmath.mpf(sum(self.allowed))
+        return self.params[name]
+
+    def call(self, node: Call):
+        fn = node.func
+        if fn in REDUCTIONS:
+            return self.reduction(fn, node.args)
+        args = [self.run(a) for a in node.args]
+        if fn == "max":
+            return max(args)
+        if fn == "min":
+            return min(args)
+        (x,) = args
+        if fn == "log":
+            if x <= 0:
+                raise _Undefined
+            return mpmath.log(x)
+        if fn == "sqrt":
+            if x < 0:
+                raise _Undefined
+            return mpmath.sqrt(x)
+        return {"exp": mpmath.exp, "abs": abs, "tanh": mpmath.tanh, "relu": lambda z: max(mpmath.mpf(0), z),
+                "sigmoid": lambda z: 1 / (1 + mpmath.exp(-z)), "softplus": lambda z: mpmath.log1p(mpmath.exp(z))}[fn](x)
+
+    def reduction(self, fn: str, args):
+        node_id = id(args)
+        if node_id in self.shared:
+            value = self.shared[node_id]
+            if value is None:
+                raise _Undefined
+            return value
+        try:
+            value = self._reduction(fn, args)
+        except _Undefined:
+            value = None
+        if all(_keyless(a) for a in args):
+            self.shared[node_id] = value
+        if value is None:
+            raise _Undefined
+        return value
+
+    def _reduction(self, fn: str, args):
+        keep = None
+        if len(args) == 2:
+            op, e = _condition(args[1])
+            bound = int(self.run(e))
+            keep = {"<": lambda k: k < bound, "<=": lambda k: k <= bound, ">": lambda k: k > bound,
+                    ">=": lambda k: k >= bound, "==": lambda k: k == bound, "!=": lambda k: k != bound}[op]
+        vals = []
+        for k in range(1, len(self.xs) + 1):
+            if not self.allowed[k - 1] or (keep is not None and not keep(k)):
+                continue
+            self.var = k
+            try:
+                vals.append(self.run(args[0]))
+            finally:
+                self.var = None
+        if fn == "sum_t":
+            return mpmath.fsum(vals)
+        if fn == "prod_t":
+            return mpmath.fprod(vals)
+        if not vals:
+            raise _Undefined
+        return max(vals) if fn == "max_t" else min(vals)
