@@ -364,12 +364,8 @@ def row_constant(ctx, claim) -> Outcome:
     from derive.claims.provers import row_constant as on_all_keys, two_keys
 
     mask = ctx.spec.mask
-    if mask == "none":
+    if mask == "none":  # every pair of keys, both drawn freely
         return on_all_keys(ctx, claim)
-    if mask == "causal":
-        out = on_all_keys(ctx, claim)  # its witness has both keys allowed (i = 2, keys 1 and 2)
-        if out.status != UNDECIDED:
-            return out
     cond = _cond(mask)
     guards = list(ctx.base.guards)
     e_expr = ctx.base.expr(claim.node, guards)
