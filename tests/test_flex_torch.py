@@ -386,7 +386,7 @@ def test_mask_equivalent_with_a_different_mask_mod_is_refuted_with_a_certified_k
     import sympy as sp
 
     from derive.claims.run import check_spec
-    from derive.flex.masks import parse_mask
+    from derive.model.masks import parse_mask
     from derive.spec import load_spec
 
     spec = _masks_spec(tmp_path, mask, f"diff = 'mask_equivalent(\"{ref}\")'\n")

@@ -69,12 +69,12 @@ def interpretations(expr: sp.Expr) -> dict[str, str]:
 def concrete_mask(expr: sp.Expr, mask: str, data: dict | None = None) -> sp.Expr:
     """``expr`` with M[i, t] as the mask's indicator; captured tables on their entries (``data``,
     else the mask's own), an opaque document id table as a label vector for the searcher."""
-    cond = getattr(mask, "condition", False)  # a mask as data (derive.flex.masks.Mask)
+    cond = getattr(mask, "condition", False)  # a mask as data (derive.model.masks.Mask)
 
     def repl(e):
         row, col = e.indices
         if cond is not False:
-            from derive.flex.masks import concrete
+            from derive.model.masks import concrete
 
             return concrete(mask, row, col, data)
         return sp.S.One if mask == "none" else sp.Piecewise((1, sp.Le(col, row)), (0, True))

@@ -40,7 +40,7 @@ from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball"]
+__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball", "witness_at"]
 
 # Entries are drawn from this table, simplest first (shrinking moves towards the start).
 # Every value is exact: a counterexample can be replayed by hand or by any CAS.
@@ -465,6 +465,19 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
         "_env": env,
         "_certificate": cert,
     }
+
+
+def witness_at(lhs, rhs, n: int, env: dict, d: int = 1) -> dict | None:
+    """The counterexample dict of :func:`find_witness` for one given instance with no entries
+    (sizes d and n, index values ``env``: a pair of positions a decision procedure found), or
+    None when ball arithmetic does not certify the difference there."""
+    inst = Instance(d=d, n=n)
+    cert = certify(lhs, rhs, inst, env)
+    if cert is None:
+        return None
+    return {"instance": inst.describe(), "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
+            "lhs": rounded(cert.lhs), "rhs": rounded(cert.rhs), "enclosures": cert.as_json(),
+            "_instance": inst, "_env": env, "_certificate": cert}
 
 
 def rounded(x):

@@ -24,9 +24,9 @@ from derive.claims import show
 from derive.claims.core import expand, settle
 from derive.claims.numeric import concrete_mask, interpretations
 from derive.claims.result import Outcome, step
-from derive.crosscheck.witness import find_witness
+from derive.crosscheck.witness import find_witness, witness_at
 from derive.errors import InputError
-from derive.flex.masks import Mask, indicator, labelled, mask_side
+from derive.model.masks import Mask, Undecidable, decide_same_keys, indicator, labelled, mask_side
 from derive.flex.spec import data_of, plain_score
 from derive.flex.tree import BATCH, HEAD, SCORE, PerHead
 from derive.model.attention import i, j
@@ -224,23 +224,30 @@ def _canon(cond):
 
 def same_mask(ma, mb) -> tuple[str, str, list]:
     """(status, reason, steps) of "the masks allow the same keys" (proof only; no search)."""
+    status, reason, steps, _ = decide_masks(ma, mb)
+    return (status, reason, steps) if status == PROVED else (UNDECIDED, reason, steps)
+
+
+def decide_masks(ma, mb) -> tuple[str, str, list, tuple | None]:
+    """(status, reason, steps, (i, j)) of "the masks allow the same keys": proved when the two
+    conditions are the same or agree on every cell of the integer positions
+    (:func:`decide_same_keys`); refuted with a pair of positions (i, j) where they differ, to be
+    certified by the caller; else undecided."""
     ca, cb = _canon(_cond(ma)), _canon(_cond(mb))
     steps = [step(f"mask {ma}", show.latex(ca)), step(f"mask {mb}", show.latex(cb))]
     if ca == cb or sp.simplify_logic(sp.Equivalent(ca, cb)) == sp.true:
-        return PROVED, "the two conditions are the same", steps
-    delta = sp.Symbol("delta", real=True)
-    xa, xb = ca.xreplace({j: i - delta}), cb.xreplace({j: i - delta})
-    if i not in xa.free_symbols | xb.free_symbols and xa.free_symbols <= {delta} and xb.free_symbols <= {delta}:
-        try:
-            sa, sb = xa.as_set(), xb.as_set()
-            odd = sp.Intersection(sp.SymmetricDifference(sa, sb), sp.S.Integers)
-        except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
-            odd = None
-        if odd is not None and odd == sp.S.EmptySet:
-            steps.append(step("both depend only on δ = i − j; the integer δ they allow are the same",
-                              f"{sp.latex(sa)} \\cap \\mathbb{{Z}} = {sp.latex(sb)} \\cap \\mathbb{{Z}}"))
-            return PROVED, "both masks depend only on i − j and allow the same integer offsets", steps
-    return UNDECIDED, "the conditions differ in form", steps
+        return PROVED, "the two conditions are the same", steps, None
+    try:
+        same, at, cells = decide_same_keys(ca, cb)
+    except Undecidable as exc:
+        return UNDECIDED, f"the conditions differ in form and are not decided on the integers ({exc})", steps, None
+    if same:
+        steps.append(step(f"each comparison depends on i − j, i or j alone; the integers it allows cut the "
+                          f"positions i, j ≥ 1 into {cells} cells on which both conditions are constant, and "
+                          "they agree on every cell"))
+        return PROVED, "the two conditions allow the same integer positions (decided cell by cell)", steps, None
+    steps.append(step(f"the conditions differ at i = {at[0]}, j = {at[1]}"))
+    return REFUTED, "a key is allowed by one mask and not by the other", steps, at
 
 
 def _other_mask(ctx, claim):
@@ -265,7 +272,7 @@ def mask_equivalent(ctx, claim) -> Outcome:
     except _Bad as exc:
         return Outcome(UNDECIDED, f"cannot load {claim.arg}: {exc}")
     ma, da = ctx.spec.mask, _data(ctx.spec)
-    status, reason, steps = same_mask(ma, mb)
+    status, reason, steps, at = decide_masks(ma, mb)
     clash = _clash(da, db)
     if status == PROVED and not clash:
         return Outcome(PROVED, reason, steps)
@@ -274,7 +281,11 @@ def mask_equivalent(ctx, claim) -> Outcome:
     else:  # a table both name is one table (the real one, if traced), as in equivalent_to
         data = {**db, **da}
         a, b = _allowed(ma, j, data), _allowed(mb, j, data)
-    wit = find_witness(a, b, cfg=ctx.cfg)
+    wit = None
+    if at is not None and not clash:  # the pair the decision found, certified on its own
+        wit = witness_at(a, b, max(at), {i: at[0], j: at[1]})
+    if wit is None:
+        wit = find_witness(a, b, cfg=ctx.cfg)
     if wit is not None:
         values = {k: v for k, v in wit["instance"].items() if k not in ("d", "n")}  # document ids, if any
         ce = {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": f"{ma} vs {mb}",

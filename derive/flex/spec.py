@@ -16,7 +16,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from derive.errors import InputError
-from derive.flex.masks import Mask
+from derive.model.masks import Mask
 from derive.flex.trace import DEFAULT_TIMEOUT, Traced, parse_ref, trace
 from derive.flex.tree import SCORE, Built, TreeError, build
 from derive.model.attention import d, i, j
