@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import expand, key_free, key_terms, scores_lemma, settle
+from derive.claims.core import ON_ALLOWED, expand, key_free, key_terms, scores_lemma, settle
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
 from derive.claims.variant import Variant, fresh
@@ -43,15 +43,19 @@ def delta_form(diff, variant, name: str):
     return expand(diff.xreplace(sub), Settings(time_limit=2.0)) or diff
 
 
-def _why_scores(diff, name: str, norm: str) -> str:
+def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
+    """The reason a claim on the scores fails, from the difference the lemma examined: on the
+    allowed keys when the lemma restricted it there (its step says so)."""
     if diff is None:
         return f"changing {name} changes the weights"
     if diff == 0:
         return f"the scores do not change, but {norm} itself depends on {name}"
+    where = f" on the keys the mask {mask} allows" if any(
+        s.get("text") == ON_ALLOWED.format(mask=mask) for s in steps) else ""
     moving = key_terms(diff)
     if moving != 0:
-        return f"the score changes by a key-dependent term: {show.math(moving)}"
-    return f"the score changes by the row-constant {show.math(diff)}, and {norm} is not shift-invariant"
+        return f"the score changes by a key-dependent term{where}: {show.math(moving)}"
+    return f"the score changes by the row-constant {show.math(diff)}{where}, and {norm} is not shift-invariant"
 
 
 def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
@@ -79,7 +83,7 @@ def invariant(ctx: Context, claim) -> Outcome:
         lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
     out = settle(claim.name, va.weight(), vb.weight(), ctx.spec.mask, ctx.cfg, lemma,
                  guards=va.guards + vb.guards, compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
-                 why_refuted=_why_scores(delta, name, ctx.spec.normalizer))
+                 why_refuted=_why_scores(delta, name, ctx.spec.normalizer, lemma[2], ctx.spec.mask))
     if out.status == REFUTED:
         out.witness["changed_name"] = fresh(name)
     ctx._inv[name] = out
@@ -117,7 +121,7 @@ def output_invariant(ctx: Context, claim) -> Outcome:
     else:
         lemma = (False, "", steps, diff)
     why = f"the value changes by {show.math(delta_form(dv, vb, name))}" if ok and dv is not None else \
-        _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
+        _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer, steps, ctx.spec.mask)
     if ok and dv == 0 and dx != 0:
         why = f"the value of the {ctx.spec.normalizer} token changes" + \
             (f" by {show.math(delta_form(dx, vb, name))}" if dx is not None else "")
@@ -143,7 +147,7 @@ def output_shift(ctx: Context, claim) -> Outcome:
     lemma = (good, f"the weights do not involve {name}, the value is shifted by exactly {name}, and the "
                    "weights sum to 1, so the output is shifted by exactly " + name, steps, diff)
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
-        _why_scores(diff, name, ctx.spec.normalizer)
+        _why_scores(diff, name, ctx.spec.normalizer, steps, ctx.spec.mask)
     return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
                   guards=va.guards + v0.guards, why_refuted=why, rows=False,
                   compared=("output", f"output with {name} = 0, plus {name}"))
@@ -180,7 +184,7 @@ def equivalent(ctx: Context, claim) -> Outcome:
     guards = list(va.guards)
     other = va.expr(claim.node, guards)
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
-    why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
+    why = _why_scores(lemma[3], "the score", ctx.spec.normalizer, lemma[2], ctx.spec.mask)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
                   guards=guards, compared=("p_ij with the score", "p_ij with EXPR"),
                   why_refuted=why.replace("changes by", "differs by"))
