@@ -245,6 +245,11 @@ class _Builder:
         return _exact(r, line)
 
     def table(self, name, idx, line):
+        """The entry ``name[idx]``: a number, or for a boolean table the condition "the entry is 1"."""
+        entry = self._entry(name, idx, line)
+        return sp.Eq(entry, 1) if self.tables[name].get("boolean") is True else entry
+
+    def _entry(self, name, idx, line):
         tab = self.tables.get(name)
         if not isinstance(tab, dict) or not isinstance(tab.get("shape"), list):
             raise TreeError(line, "malformed tree")
