@@ -384,7 +384,7 @@ def row_constant(ctx, claim) -> Outcome:
     ex = expand(e_expr, ctx.cfg)
     lemma = (False, "", steps, None)
     if ex is not None:
-        steps.append(step("expanded", show.latex(ex)))
+        steps.append(step("expanded by bilinearity and R(a)ᵀR(b) = R(b − a)", show.latex(ex)))
         side = mask_side(mask)
         if j not in ex.free_symbols:
             lemma = (True, "the expanded expression does not involve the key j", steps, None)
