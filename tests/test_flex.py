@@ -153,7 +153,7 @@ def test_mask_indicator_unfolds_and_or_into_single_comparisons():
     (parse_mask("causal"), i >= j, PROVED),
 ])
 def test_same_mask(a, b, status):
-    from derive.flex.claims import same_mask
+    from derive.claims.modifiers import same_mask
     from derive.model.masks import Mask
 
     b = b if isinstance(b, Mask) else Mask("traced", b)
@@ -275,7 +275,7 @@ def test_window_offsets_are_all_the_allowed_distances_or_none():
     enumerating offsets up to a limit would prove row-constant terms that change at distance 100."""
     import sympy as sp
 
-    from derive.flex.claims import _offsets
+    from derive.claims.modifiers import _offsets
     from derive.model.attention import i, j
 
     assert _offsets(sp.And(j <= i, i - j < 4), "past", None) == [0, 1, 2, 3]
@@ -345,7 +345,7 @@ def test_label_vectors_shrink_and_describe_one_id_per_position():
 
 
 def test_a_three_index_table_is_an_opaque_function_and_its_lookup_reads_the_real_entries():
-    from derive.flex.claims import concrete_data
+    from derive.model.tables import concrete_data
     from derive.flex.tree import BATCH, PerHead
 
     values = [[k, 1] for k in range(8)]  # bias[h, q, kv] = 4h + 2q + kv

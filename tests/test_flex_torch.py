@@ -191,7 +191,7 @@ def _engine_output(spec, q, k, v):
     from derive.claims.numeric import concrete_mask
     from derive.claims.variant import Variant
     from derive.crosscheck.evaluate import Instance, evaluate
-    from derive.flex.claims import concrete_data
+    from derive.model.tables import concrete_data
     from derive.model.attention import i, j
 
     heads, n, d = q.shape

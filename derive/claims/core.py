@@ -27,7 +27,7 @@ from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
-__all__ = ["ON_ALLOWED", "expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle"]
+__all__ = ["ON_ALLOWED", "expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle", "two_keys"]
 
 
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
@@ -119,6 +119,14 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if residue is None:
         why = f"no proof ({how}) and no counterexample were found"
     return Outcome(UNDECIDED, why, steps)
+
+
+def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
+    """Two key indices named apart from the spec's names: j_1, j_2, else j_3, j_4, …"""
+    k = 1
+    while f"j_{k}" in taken or f"j_{k + 1}" in taken:
+        k += 2
+    return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
 
 
 def respects_signs(scalars: dict) -> bool:

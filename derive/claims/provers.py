@@ -5,7 +5,9 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import ON_ALLOWED, expand, key_free, key_terms, scores_lemma, settle
+from derive.claims.core import ON_ALLOWED, expand, key_free, key_terms, scores_lemma, settle, two_keys
+from derive.claims.modifiers import MODIFIER_PROVERS
+from derive.claims.modifiers import row_constant as masked_row_constant
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
 from derive.claims.variant import Variant, fresh
@@ -154,6 +156,10 @@ def output_shift(ctx: Context, claim) -> Outcome:
 
 
 def row_constant(ctx: Context, claim) -> Outcome:
+    """``row_constant(EXPR)``: EXPR takes one value on the keys of a row: on every pair of keys
+    without a mask, on the allowed keys with one (:func:`derive.claims.modifiers.row_constant`)."""
+    if ctx.spec.mask != "none":
+        return masked_row_constant(ctx, claim)
     guards = list(ctx.base.guards)
     e = ctx.base.expr(claim.node, guards)
     one, two = two_keys(set(ctx.spec.symbols))
@@ -169,14 +175,6 @@ def row_constant(ctx: Context, claim) -> Outcome:
                  lemma or (False, "", steps, None), why_refuted=why, rows=False, guards=guards,
                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
-
-
-def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
-    """Two key indices named apart from the spec's names: j_1, j_2, else j_3, j_4, …"""
-    k = 1
-    while f"j_{k}" in taken or f"j_{k + 1}" in taken:
-        k += 2
-    return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
 
 
 def equivalent(ctx: Context, claim) -> Outcome:
@@ -213,10 +211,9 @@ PROVERS = {
     "shift_invariant": _normalizer_claim("shift_invariant"),
     "can_abstain": _normalizer_claim("can_abstain"),
     "weights_sum_to_one": _normalizer_claim("weights_sum_to_one"),
+    "decreasing_in_distance": MODIFIER_PROVERS["decreasing_in_distance"],
+    "equivalent_to": MODIFIER_PROVERS["equivalent_to"],
+    "mask_equivalent": MODIFIER_PROVERS["mask_equivalent"],
 }
 
 _ = UNDECIDED
-
-from derive.flex.claims import FLEX_PROVERS  # noqa: E402 - claims about FlexAttention modifiers and masks
-
-PROVERS.update(FLEX_PROVERS)

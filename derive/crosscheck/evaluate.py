@@ -283,7 +283,7 @@ class _Eval:
             return self.run(a if self.run(c, env) else b, env)
         if e in (sp.true, sp.false):
             return bool(e)
-        if getattr(e, "past_the_end", False):  # a table read past its end (derive.flex.claims.PastTheEnd)
+        if getattr(e, "past_the_end", False):  # a table read past its end (derive.model.tables.PastTheEnd)
             return _past_the_end(mode)
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
 

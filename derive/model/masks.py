@@ -59,7 +59,7 @@ def concrete(mask, row=i, col=j, data: dict | None = None) -> sp.Expr:
     ind = indicator(getattr(mask, "condition", None), row, col)
     data = data or getattr(mask, "data", None)
     if data:
-        from derive.flex.claims import concrete_data
+        from derive.model.tables import concrete_data
 
         ind = concrete_data(ind, data, 0)
     return labelled(ind)

@@ -11,7 +11,10 @@
   the masks are proved equal and the scores agree on the allowed keys (then every
   normalizer, which sees only allowed keys, gives the same weights); refuted by a
   certified instance of the weights, each side with its own mask.
-* ``mask_equivalent("OTHER.toml")``: the two masks allow the same keys, for every n.
+* ``mask_equivalent("OTHER.toml")``: the two masks allow the same keys, for every n: decided
+  on the integer positions cell by cell (:func:`derive.model.masks.decide_same_keys`), a
+  difference certified at the pair of positions found.
+* ``row_constant(EXPR)`` under a mask: one value on the keys the mask allows in each row.
 """
 
 from __future__ import annotations
@@ -21,19 +24,20 @@ from pathlib import Path
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import expand, settle
+from derive.claims.core import expand, settle, two_keys
 from derive.claims.numeric import concrete_mask, interpretations
 from derive.claims.result import Outcome, step
 from derive.crosscheck.witness import find_witness, witness_at
 from derive.errors import InputError
 from derive.model.masks import Mask, Undecidable, decide_same_keys, indicator, labelled, mask_side
 from derive.flex.spec import data_of, plain_score
-from derive.flex.tree import BATCH, HEAD, SCORE, PerHead
+from derive.flex.tree import SCORE
+from derive.model.tables import PerHead, concrete_data
 from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 
-__all__ = ["FLEX_PROVERS", "concrete_data", "modifier", "same_mask"]
+__all__ = ["MODIFIER_PROVERS", "decide_masks", "modifier", "same_mask"]
 
 E = sp.Symbol("e", nonnegative=True)  # the distance |i − j| as a real variable
 
@@ -56,42 +60,6 @@ def modifier(spec, variant) -> sp.Expr | None:
     if any(getattr(a, "base", None) is not None for a in f.atoms(sp.Indexed)):
         return None
     return f
-
-
-def _lookup(args, rows) -> sp.Expr:
-    """The entry ``rows[args[0]][args[1]]…`` as nested Piecewise on the indices, and
-    :class:`PastTheEnd` outside: torch fails there, so an instance reading past a table's end is
-    no instance of the model. (A value there would invent entries: NaN made ``doc[3] == doc[2]``
-    false for a table of 3 document ids, and so a refutation at n = 4.)"""
-    x, rest = args[0], args[1:]
-    return sp.Piecewise(*[(_lookup(rest, r) if rest else r, sp.Eq(x, k)) for k, r in enumerate(rows)],
-                        (PastTheEnd(x), True))
-
-
-class PastTheEnd(sp.Function):
-    """A table read at an index it does not have. SymPy keeps it unevaluated (comparisons of
-    lookups need a value in every branch), and the evaluator has no rule for it: evaluating it
-    fails, and an instance that fails to evaluate certifies nothing."""
-
-    nargs = 1
-    is_real = True
-    past_the_end = True  # the evaluator's mark (derive.crosscheck.evaluate)
-
-
-def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
-    """``expr`` on the real captured data of head ``head`` (and batch 0): per-head symbols take
-    that head's value, opaque tables become exact lookups (Piecewise on the indices)."""
-    out = expr
-    for key, values in data.items():
-        if isinstance(key, sp.Symbol):  # by name: a hand spec's per_head NAME, of whatever sign, is this table
-            same = {s for s in out.free_symbols if isinstance(s, sp.Symbol) and s.name == key.name}
-            out = out.xreplace({s: values[head] for s in same | {key}})
-    for key, values in data.items():
-        if isinstance(key, str):
-            rows = values[head] if isinstance(values, PerHead) else values
-            out = out.replace(lambda e, key=key: isinstance(e, sp.core.function.AppliedUndef)
-                              and type(e).__name__ == key, lambda e, rows=rows: _lookup(e.args, rows))
-    return out.xreplace({HEAD: head, BATCH: 0}) if data else out
 
 
 def _heads(spec) -> int:
@@ -372,11 +340,7 @@ def _offsets(cond, side, dist, limit: int = 64) -> list | None:
 def row_constant(ctx, claim) -> Outcome:
     """``row_constant(EXPR)`` over the *allowed* keys of a row: with a mask other than none,
     a term constant on the allowed keys (not on all keys) is row-constant under that mask."""
-    from derive.claims.provers import row_constant as on_all_keys, two_keys
-
     mask = ctx.spec.mask
-    if mask == "none":  # every pair of keys, both drawn freely
-        return on_all_keys(ctx, claim)
     cond = _cond(mask)
     guards = list(ctx.base.guards)
     e_expr = ctx.base.expr(claim.node, guards)
@@ -412,7 +376,7 @@ def row_constant(ctx, claim) -> Outcome:
     return out
 
 
-FLEX_PROVERS = {
+MODIFIER_PROVERS = {
     "row_constant": row_constant,
     "decreasing_in_distance": decreasing_in_distance,
     "equivalent_to": equivalent_to,
