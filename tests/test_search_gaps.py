@@ -82,6 +82,15 @@ def test_a_domain_guard_is_demanded_only_on_allowed_keys():
     assert claims[2].verdict == "proved", claims[2].reason
 
 
+def test_row_constant_demands_the_domain_on_allowed_keys_only():
+    false, true = _check("dot(q, k) / sqrt(d)", ["row_constant('log(1 + i - j)')",
+                                                  "row_constant('log(1 + i - j) - log(1 + abs(i - j))')"], "causal")
+    ce = _refuted(false)
+    idx = ce["indices"]
+    assert max(idx["j_1"], idx["j_2"]) <= idx["i"]
+    assert true.verdict == "proved"
+
+
 def test_a_value_too_small_for_a_decimal_is_still_a_counterexample():
     """e^(−10⁷·…) is far below 1e−999999: formatted as text, never an engine failure."""
     claims = _check("dot(q, k)/sqrt(d) + 10**7*dot(k, b)",

@@ -366,8 +366,13 @@ def row_constant(ctx, claim) -> Outcome:
                 lemma = (True, f"constant on the allowed keys of each row under the mask {mask} (not on all keys)",
                          steps, None)
     one, two = two_keys(set(ctx.spec.symbols))
-    both = sp.Mul(_allowed(mask, one, _data(ctx.spec)), _allowed(mask, two, _data(ctx.spec)))
-    lhs, rhs = both * e_expr.xreplace({j: one}), both * e_expr.xreplace({j: two})
+    both = sp.Eq(sp.Mul(_allowed(mask, one, _data(ctx.spec)), _allowed(mask, two, _data(ctx.spec))), 1,
+                 evaluate=False)
+    # EXPR is compared (and must be defined) only where both keys are allowed; the domain of a
+    # key's term is demanded on the keys the mask allows
+    lhs, rhs = (sp.Piecewise((e_expr.xreplace({j: key}), both), (0, True)) for key in (one, two))
+    here = sp.Eq(_allowed(mask, j, _data(ctx.spec)), 1, evaluate=False)
+    guards = [(kind, sp.Piecewise((g, here), (1, True)) if j in g.free_symbols else g) for kind, g in guards]
     out = settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
                  why_refuted=f"two keys allowed by the mask {mask} give different values",
                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
