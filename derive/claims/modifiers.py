@@ -35,6 +35,7 @@ from derive.flex.tree import SCORE
 from derive.model.tables import PerHead, concrete_data
 from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 
 __all__ = ["MODIFIER_PROVERS", "decide_masks", "modifier", "same_mask"]
@@ -283,7 +284,7 @@ def equivalent_to(ctx, claim) -> Outcome:
         steps.append(step("difference of the scores, expanded", show.latex(diff)))
         side = mask_side(ma)
         e = sp.Symbol("e", integer=True, nonnegative=True)
-        on_allowed = diff if side is None else sp.simplify(diff.xreplace({j: i - e if side == "past" else i + e}))
+        on_allowed = diff if side is None else _on_side(diff, {j: i - e if side == "past" else i + e}, e, ctx.cfg)
         if side is not None:
             steps.append(step(f"on the allowed keys (j = i {'−' if side == 'past' else '+'} e, e ≥ 0)",
                               show.latex(on_allowed)))
@@ -354,7 +355,7 @@ def row_constant(ctx, claim) -> Outcome:
             lemma = (True, "the expanded expression does not involve the key j", steps, None)
         elif side is not None:
             dist = sp.Symbol("e", integer=True, nonnegative=True)
-            on = sp.simplify(ex.xreplace({j: i - dist if side == "past" else i + dist}))
+            on = _on_side(ex, {j: i - dist if side == "past" else i + dist}, dist, ctx.cfg)
             steps.append(step(f"on the allowed keys of row i (j = i {'−' if side == 'past' else '+'} e, e ≥ 0, "
                               f"mask {mask})", show.latex(on)))
             offsets = _offsets(cond, side, dist)
@@ -379,6 +380,22 @@ def row_constant(ctx, claim) -> Outcome:
     if out.status == REFUTED:
         out.witness["mask"] = str(mask)  # both keys are allowed by it (the search ran on its indicator)
     return out
+
+
+def _on_side(expr, sub: dict, dist, cfg):
+    """``expr`` on the allowed side, j = i ∓ e: expanded (|e| is e), and simplified only when e
+    remains inside a piece that the side may decide (abs, max, min, a branch), within the time
+    bound (a bound hit leaves it as expanded: nothing is proved from it). Other identities are
+    left to the rewrite chain of :func:`settle`."""
+    on = sp.expand(expr.xreplace(sub))
+    pieces = on.atoms(sp.Abs, sp.Max, sp.Min, sp.Piecewise, sp.sign, sp.Heaviside)
+    if any(dist in p.free_symbols for p in pieces):
+        try:
+            with time_limit(cfg.time_limit):
+                on = sp.simplify(on)
+        except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+            pass
+    return on
 
 
 MODIFIER_PROVERS = {
