@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from derive.claims import show
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
@@ -35,7 +36,7 @@ class SpecResult:
         s = self.spec
         return {"file": self.file, "name": self.name, "score": s.score_src, "value": s.value_src,
                 "normalizer": s.normalizer_text, "mask": s.mask,
-                "traced": s.flex.display() if s.flex is not None else [], "counts": self.counts,
+                "traced": s.flex.display(show.text, show.latex) if s.flex is not None else [], "counts": self.counts,
                 "claims": [c.as_json() for c in self.claims]}
 
 
