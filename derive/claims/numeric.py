@@ -25,7 +25,8 @@ from derive.model.attention import M, j
 from derive.model.vectors import Dot, VectorFunction, VectorSymbol
 from derive.settings import Settings
 
-__all__ = ["check_numeric", "concrete_mask", "find_certified", "mask_indicator", "instantiate", "interpretations", "row_values"]
+__all__ = ["check_numeric", "concrete_mask", "find_certified", "instantiate", "interpretations", "mask_indicator",
+           "row_values"]
 
 
 def _scalar_fn(e: AppliedUndef) -> sp.Expr:

@@ -40,7 +40,8 @@ from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball", "witness_at"]
+__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball",
+           "witness_at"]
 
 # Entries are drawn from this table, simplest first (shrinking moves towards the start).
 # Every value is exact: a counterexample can be replayed by hand or by any CAS.
@@ -475,7 +476,8 @@ def witness_at(lhs, rhs, n: int, env: dict, d: int = 1) -> dict | None:
     cert = certify(lhs, rhs, inst, env)
     if cert is None:
         return None
-    return {"instance": inst.describe(), "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},
+    indices = {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)}
+    return {"instance": inst.describe(), "indices": indices,
             "lhs": rounded(cert.lhs), "rhs": rounded(cert.rhs), "enclosures": cert.as_json(),
             "_instance": inst, "_env": env, "_certificate": cert}
 

@@ -168,7 +168,8 @@ def _integer_runs(rel, x) -> list[tuple]:
         if p == sp.S.Reals:
             runs.append((-_INF, _INF))
         elif isinstance(p, sp.Interval):
-            lo = -_INF if p.start == -sp.oo else int(sp.ceiling(p.start)) + (1 if p.left_open and _whole(p.start) else 0)
+            lo = -_INF if p.start == -sp.oo else \
+                int(sp.ceiling(p.start)) + (1 if p.left_open and _whole(p.start) else 0)
             hi = _INF if p.end == sp.oo else int(sp.floor(p.end)) - (1 if p.right_open and _whole(p.end) else 0)
             if lo <= hi:
                 runs.append((lo, hi))
