@@ -170,3 +170,15 @@ def test_a_captured_bool_table_is_accepted(tmp_path):
     assert band.verdict == "refuted"
     ce = band.counterexample
     assert ce["indices"]["i"] - ce["indices"]["j"] >= 2 and (ce["original"], ce["changed"]) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("mask, verdict", [("prefix_lm(1)", "proved"), ("prefix_lm(2)", "refuted")])
+def test_equivalent_to_uses_the_decided_masks(tmp_path, mask, verdict):
+    """The same score under masks decided equal gives the same weights; a key allowed by one mask
+    only gives a certified difference of the weights."""
+    (tmp_path / "other.toml").write_text('name = "o"\nscore = "dot(q, k) / sqrt(d)"\nmask = "causal"\n')
+    spec = _spec(tmp_path, f'mask = "{mask}"', "c = 'equivalent_to(\"other.toml\")'\n")
+    (res,) = check_spec(spec).claims
+    assert res.verdict == verdict, res.reason
+    if verdict == "refuted":
+        assert res.counterexample["enclosures"]["difference"] not in ("0", ["0"])
