@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 from derive.errors import InputError
-from derive.flex.masks import indicator, mask_side, parse_mask
+from derive.model.masks import indicator, mask_side, parse_mask
 from derive.flex.trace import parse_ref
 from derive.flex.tree import HEAD, SCORE, TreeError, build
 from derive.model.attention import i, j
@@ -153,8 +153,8 @@ def test_mask_indicator_unfolds_and_or_into_single_comparisons():
     (parse_mask("causal"), i >= j, PROVED),
 ])
 def test_same_mask(a, b, status):
-    from derive.flex.claims import same_mask
-    from derive.flex.masks import Mask
+    from derive.claims.modifiers import same_mask
+    from derive.model.masks import Mask
 
     b = b if isinstance(b, Mask) else Mask("traced", b)
     assert same_mask(a, b)[0] == status
@@ -210,7 +210,7 @@ def test_a_jump_between_pieces_is_not_proved_by_the_derivative():
     """Each piece of the score is constant in the distance (derivative 0), but the far piece is
     higher: never proved, refuted with both keys allowed."""
     from derive.claims.run import check_spec
-    from derive.flex.masks import Mask
+    from derive.model.masks import Mask
     from derive.flex.spec import Flex
     from derive.flex.tree import Built
 
@@ -275,7 +275,7 @@ def test_window_offsets_are_all_the_allowed_distances_or_none():
     enumerating offsets up to a limit would prove row-constant terms that change at distance 100."""
     import sympy as sp
 
-    from derive.flex.claims import _offsets
+    from derive.claims.modifiers import _offsets
     from derive.model.attention import i, j
 
     assert _offsets(sp.And(j <= i, i - j < 4), "past", None) == [0, 1, 2, 3]
@@ -334,7 +334,7 @@ def test_a_false_claim_over_a_document_mask_has_a_certified_document_id_vector(t
 
 def test_label_vectors_shrink_and_describe_one_id_per_position():
     from derive.crosscheck.witness import find_witness
-    from derive.flex.masks import labelled
+    from derive.model.masks import labelled
 
     f = sp.Function("ids", real=True)
     same = labelled(sp.Piecewise((1, sp.Eq(f(i - 1), f(j - 1))), (0, True)))
@@ -345,7 +345,7 @@ def test_label_vectors_shrink_and_describe_one_id_per_position():
 
 
 def test_a_three_index_table_is_an_opaque_function_and_its_lookup_reads_the_real_entries():
-    from derive.flex.claims import concrete_data
+    from derive.model.tables import concrete_data
     from derive.flex.tree import BATCH, PerHead
 
     values = [[k, 1] for k in range(8)]  # bias[h, q, kv] = 4h + 2q + kv

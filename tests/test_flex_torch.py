@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from derive.claims import show
 from tests.conftest import IN_CI
 
 FLEX = Path(__file__).resolve().parent.parent / "derive" / "atlas" / "flex"
@@ -191,7 +192,7 @@ def _engine_output(spec, q, k, v):
     from derive.claims.numeric import concrete_mask
     from derive.claims.variant import Variant
     from derive.crosscheck.evaluate import Instance, evaluate
-    from derive.flex.claims import concrete_data
+    from derive.model.tables import concrete_data
     from derive.model.attention import i, j
 
     heads, n, d = q.shape
@@ -386,7 +387,7 @@ def test_mask_equivalent_with_a_different_mask_mod_is_refuted_with_a_certified_k
     import sympy as sp
 
     from derive.claims.run import check_spec
-    from derive.flex.masks import parse_mask
+    from derive.model.masks import parse_mask
     from derive.spec import load_spec
 
     spec = _masks_spec(tmp_path, mask, f"diff = 'mask_equivalent(\"{ref}\")'\n")
@@ -462,7 +463,7 @@ def test_tables_of_two_or_more_indices_are_opaque_functions_and_agree_with_flex_
     path.write_text(f'name = "t"\nscore_mod = "mods3.py:{name}"\nmask = "causal"\n[claims]\n'
                     f'inv = "invariant({table})"\n')
     spec = load_spec(path)
-    assert spec.flex.display()[0]["math"] == math
+    assert spec.flex.display(show.text, show.latex)[0]["math"] == math
     (res,) = check_spec(spec).claims  # the table is any table: changing it changes the weights
     assert res.verdict == "refuted" and res.counterexample["changed_name"] == f"{table}'"
     assert res.counterexample["enclosures"]["bits"] >= 64
@@ -500,7 +501,7 @@ def test_a_table_indexed_by_the_head_last_is_searched_on_every_head(tmp_path):
     path.write_text('name = "t"\nscore_mod = "mods.py:by_distance"\nmask = "causal"\n[claims]\n'
                     'near = "decreasing_in_distance"\n')
     spec = load_spec(path)
-    assert spec.flex.display()[0]["math"] == "s + bias(i − j, h)"
+    assert spec.flex.display(show.text, show.latex)[0]["math"] == "s + bias(i − j, h)"
     (res,) = check_spec(spec).claims
     assert res.verdict == "refuted"
     ce = res.counterexample

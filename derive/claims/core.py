@@ -19,7 +19,7 @@ from derive.prove.equality import prove_zero
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.claims.normalizer import decide_property
 from derive.crosscheck.witness import satisfies
-from derive.claims.numeric import check_numeric, find_certified, interpretations, row_values
+from derive.claims.numeric import check_numeric, concrete_mask, find_certified, interpretations, row_values
 from derive.claims.result import Outcome, step
 from derive.crosscheck.check import tolerance_text
 from derive.model.attention import j
@@ -27,7 +27,7 @@ from derive.model.vectors import Rot, expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
-__all__ = ["expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle"]
+__all__ = ["ON_ALLOWED", "expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle", "two_keys"]
 
 
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
@@ -74,15 +74,38 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
     if diff == 0:
         steps.append(step("the scores are identical, so are the weights"))
         return True, "the scores are identical after expansion", steps, diff
+    where = ""
+    mask = va.spec.mask
+    if not key_free(diff) and mask == vb.spec.mask:
+        on = _on_allowed(diff, mask, cfg)
+        if on is not None and on != diff:  # the weights see only the allowed keys: compare there
+            steps.append(step(ON_ALLOWED.format(mask=mask), show.latex(on)))
+            diff, where = on, f" on the keys the mask {mask} allows"
+            if diff == 0:
+                return True, f"the scores agree on every key the mask {mask} allows, so the weights (which " \
+                             "see only allowed keys) are the same", steps, diff
     if key_free(diff):
         norm = va.spec.normalizer
         v = decide_property(norm, "shift_invariant", va.property_params, cfg)
         if v.status == PROVED:
-            steps.append(step(f"the difference does not involve the key j (row-constant), and {norm} is "
+            steps.append(step(f"the difference does not involve the key j (row-constant){where}, and {norm} is "
                               f"shift-invariant ({v.reason}), so the weights are equal"))
-            return True, f"the score changes only by a row-constant term and {norm} is shift-invariant", \
+            return True, f"the score changes only by a row-constant term{where} and {norm} is shift-invariant", \
                 steps, diff
     return False, "", steps, diff
+
+
+ON_ALLOWED = "the difference on the keys the mask {mask} allows"
+
+
+def _on_allowed(diff, mask, cfg: Settings):
+    from derive.model.masks import on_allowed_keys
+
+    try:
+        with time_limit(cfg.time_limit):
+            return on_allowed_keys(diff, mask)
+    except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+        return None
 
 
 def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *, guards: list = (),
@@ -92,7 +115,7 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     ok, reason, steps, _ = lemma if lemma else (False, "", [], None)
     steps = list(steps)
     if ok:
-        return _proved(label, lhs, rhs, reason, steps, cfg)
+        return _proved(label, lhs, rhs, reason, steps, cfg, mask)
     wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed, guards=guards)
     if wit is not None and not respects_signs(wit["_instance"].scalars):
         wit = None  # a value outside a declared sign is no counterexample
@@ -102,11 +125,19 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     ok, how, residue = _engine(lhs - rhs, cfg)
     if ok:
         steps.append(step(f"the difference reduces to 0 by the rewrite chain ({how})"))
-        return _proved(label, lhs, rhs, "the difference reduces to 0", steps, cfg)
+        return _proved(label, lhs, rhs, "the difference reduces to 0", steps, cfg, mask)
     why = "no proof and no counterexample were found"
     if residue is None:
         why = f"no proof ({how}) and no counterexample were found"
     return Outcome(UNDECIDED, why, steps)
+
+
+def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
+    """Two key indices named apart from the spec's names: j_1, j_2, else j_3, j_4, …"""
+    k = 1
+    while f"j_{k}" in taken or f"j_{k + 1}" in taken:
+        k += 2
+    return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
 
 
 def respects_signs(scalars: dict) -> bool:
@@ -119,8 +150,9 @@ def _engine(expr, cfg):
     return prove_zero(expr, cfg)
 
 
-def _proved(label, lhs, rhs, reason, steps, cfg) -> Outcome:
-    check = check_numeric(label, lhs, rhs, cfg)
+def _proved(label, lhs, rhs, reason, steps, cfg, mask="none") -> Outcome:
+    # the claim is about the variant with its own mask: the cross-check evaluates that variant
+    check = check_numeric(label, concrete_mask(lhs, mask), concrete_mask(rhs, mask), cfg)
     if check is None:
         steps.append(step("numeric cross-check: not run (a term of the claim has no numeric evaluation); "
                           "the verdict rests on the symbolic steps alone"))

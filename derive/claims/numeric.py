@@ -25,7 +25,8 @@ from derive.model.attention import M, j
 from derive.model.vectors import Dot, VectorFunction, VectorSymbol
 from derive.settings import Settings
 
-__all__ = ["check_numeric", "concrete_mask", "find_certified", "instantiate", "interpretations", "row_values"]
+__all__ = ["check_numeric", "concrete_mask", "find_certified", "instantiate", "interpretations", "mask_indicator",
+           "row_values"]
 
 
 def _scalar_fn(e: AppliedUndef) -> sp.Expr:
@@ -69,17 +70,39 @@ def interpretations(expr: sp.Expr) -> dict[str, str]:
 def concrete_mask(expr: sp.Expr, mask: str, data: dict | None = None) -> sp.Expr:
     """``expr`` with M[i, t] as the mask's indicator; captured tables on their entries (``data``,
     else the mask's own), an opaque document id table as a label vector for the searcher."""
-    cond = getattr(mask, "condition", False)  # a mask as data (derive.flex.masks.Mask)
+    cond = getattr(mask, "condition", False)  # a mask as data (derive.model.masks.Mask)
 
     def repl(e):
         row, col = e.indices
         if cond is not False:
-            from derive.flex.masks import concrete
+            from derive.model.masks import concrete
 
             return concrete(mask, row, col, data)
         return sp.S.One if mask == "none" else sp.Piecewise((1, sp.Le(col, row)), (0, True))
 
-    return expr.replace(lambda e: isinstance(e, sp.Indexed) and e.base == M, repl)
+    def only_allowed(e):  # M[i, t]·f(t) ↦ f(t) where t is allowed, else 0: f is never evaluated at a masked key
+        (m,), rest = [a for a in e.args if _is_mask(a)][:1], [a for a in e.args if not _is_mask(a)]
+        rest += [a for a in e.args if _is_mask(a)][1:]
+        ind = repl(m)
+        if ind == 1 or ind == 0:
+            return ind * sp.Mul(*rest)
+        return sp.Piecewise((sp.Mul(*rest), sp.Eq(ind, 1, evaluate=False)), (0, True))
+
+    expr = expr.replace(lambda e: isinstance(e, sp.Mul) and any(_is_mask(a) for a in e.args), only_allowed)
+    return expr.replace(_is_mask, repl)
+
+
+def _is_mask(e) -> bool:
+    return isinstance(e, sp.Indexed) and e.base == M
+
+
+def mask_indicator(mask, data: dict | None = None) -> sp.Expr | None:
+    """The mask's indicator at (i, j) as the searcher evaluates it; None for every key allowed."""
+    from derive.model.attention import i
+
+    if mask == "none" and getattr(mask, "condition", None) is None:
+        return None
+    return concrete_mask(M[i, j], mask, data)
 
 
 def _prepare(expr, mask):
@@ -96,7 +119,8 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
     used = {type(e).__name__ for e in sp.Tuple(sp.sympify(lhs), sp.sympify(rhs)).atoms(AppliedUndef)}
     if any(x.base.name in used for x in sp.Tuple(a, b).atoms(sp.Indexed) if isinstance(x.base, LabelBase)):
         return None  # one function both as document ids and in the scores: two stand-ins would disagree
-    wit = find_witness(a, b, fixed=fixed, cfg=cfg, guards=[(kind, instantiate(g)) for kind, g in guards])
+    wit = find_witness(a, b, fixed=fixed, cfg=cfg, guards=[(kind, instantiate(g)) for kind, g in guards],
+                       allowed=mask_indicator(mask) if guards else None)
     if wit is not None:
         wit["_exprs"] = (a, b)
     return wit

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import expand, key_free, key_terms, scores_lemma, settle
+from derive.claims.core import ON_ALLOWED, expand, key_free, key_terms, scores_lemma, settle, two_keys
+from derive.claims.modifiers import row_constant as masked_row_constant
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
 from derive.claims.numeric import concrete_mask
@@ -57,19 +58,23 @@ def _why_second_row(va: Variant, vb: Variant, diff, name: str, cfg) -> str | Non
         f"{show.math(delta_form(d2, vb, name)) if d2 is not None else 'a term'}"
 
 
-def _why_scores(diff, name: str, norm: str) -> str:
+def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
+    """The reason a claim on the scores fails, from the difference the lemma examined: on the
+    allowed keys when the lemma restricted it there (its step says so)."""
     if diff is None:
         return f"changing {name} changes the weights"
     if diff == 0:
         return f"the scores do not change, but {norm} itself depends on {name}"
+    where = f" on the keys the mask {mask} allows" if any(
+        s.get("text") == ON_ALLOWED.format(mask=mask) for s in steps) else ""
     moving = key_terms(diff)
     if moving != 0:
         if moving == diff:
-            return f"the score changes by a key-dependent term: {show.math(diff)}"
+            return f"the score changes by a key-dependent term{where}: {show.math(diff)}"
         factored = sp.factor(diff)
         whole = factored if len(sp.Add.make_args(factored)) < len(sp.Add.make_args(diff)) else diff
-        return f"the score changes by {show.math(whole)}, which depends on the key through {show.math(moving)}"
-    return f"the score changes by the row-constant {show.math(diff)}, and {norm} is not shift-invariant"
+        return f"the score changes by {show.math(whole)}{where}, which depends on the key through {show.math(moving)}"
+    return f"the score changes by the row-constant {show.math(diff)}{where}, and {norm} is not shift-invariant"
 
 
 def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
@@ -132,7 +137,7 @@ def invariant(ctx: Context, claim) -> Outcome:
     if delta is not None and lemma[3] is not None and delta != lemma[3]:
         lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
     lhs, rhs, mask, lemma = _sides(va, vb, va.weight(), vb.weight(), lemma)
-    why = _why_scores(delta, name, ctx.spec.normalizer) if va.same_mask(vb) else \
+    why = _why_scores(delta, name, ctx.spec.normalizer, lemma[2], ctx.spec.mask) if va.same_mask(vb) else \
         f"changing {name} changes the allowed keys"
     why = _why_second_row(va, vb, lemma[3], name, ctx.cfg) or why
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma,
@@ -173,7 +178,7 @@ def output_invariant(ctx: Context, claim) -> Outcome:
     else:
         lemma = (False, "", steps, diff)
     why = f"the value changes by {show.math(delta_form(dv, vb, name))}" if ok and dv is not None else \
-        _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer)
+        _why_scores(delta_form(diff, vb, name), name, ctx.spec.normalizer, steps, ctx.spec.mask)
     if ok and dv == 0 and dx != 0:
         why = f"the value of the {ctx.spec.normalizer} token changes" + \
             (f" by {show.math(delta_form(dx, vb, name))}" if dx is not None else "")
@@ -200,13 +205,17 @@ def output_shift(ctx: Context, claim) -> Outcome:
     lemma = (good, f"the weights do not involve {name}, the value is shifted by exactly {name}, and the "
                    "weights sum to 1, so the output is shifted by exactly " + name, steps, diff)
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
-        _why_scores(diff, name, ctx.spec.normalizer)
+        _why_scores(diff, name, ctx.spec.normalizer, steps, ctx.spec.mask)
     return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
                   guards=va.guards + v0.guards, why_refuted=why, rows=False,
                   compared=("output", f"output with {name} = 0, plus {name}"))
 
 
 def row_constant(ctx: Context, claim) -> Outcome:
+    """``row_constant(EXPR)``: EXPR takes one value on the keys of a row: on every pair of keys
+    without a mask, on the allowed keys with one (:func:`derive.claims.modifiers.row_constant`)."""
+    if ctx.spec.mask != "none":
+        return masked_row_constant(ctx, claim)
     guards = list(ctx.base.guards)
     e = ctx.base.expr(claim.node, guards)
     one, two = two_keys(set(ctx.spec.symbols))
@@ -216,23 +225,12 @@ def row_constant(ctx: Context, claim) -> Outcome:
     if ex is not None:
         steps.append(step("expanded by bilinearity and R(a)ᵀR(b) = R(b − a)", show.latex(ex)))
         lemma = (key_free(ex), "the expanded expression does not involve the key j", steps, None)
-    fixed = {one: 1, two: 2}
-    if ctx.spec.mask == "causal":
-        fixed[i] = 2  # both keys allowed
     why = f"the key-dependent part {show.math(key_terms(ex))} remains" if ex is not None else \
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
-                 lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False, guards=guards,
+                 lemma or (False, "", steps, None), why_refuted=why, rows=False, guards=guards,
                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
-
-
-def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
-    """Two key indices named apart from the spec's names: j_1, j_2, else j_3, j_4, …"""
-    k = 1
-    while f"j_{k}" in taken or f"j_{k + 1}" in taken:
-        k += 2
-    return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
 
 
 def equivalent(ctx: Context, claim) -> Outcome:
@@ -240,7 +238,7 @@ def equivalent(ctx: Context, claim) -> Outcome:
     guards = list(va.guards)
     other = va.expr(claim.node, guards)
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
-    why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
+    why = _why_scores(lemma[3], "the score", ctx.spec.normalizer, lemma[2], ctx.spec.mask)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
                   guards=guards, compared=("p_ij with the score", "p_ij with EXPR"),
                   why_refuted=why.replace("changes by", "differs by"))

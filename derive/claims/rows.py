@@ -42,7 +42,7 @@ def _at(cond, row: int, key: int, data) -> bool | None:
     """The condition at (row, key) on the real tables (head 0); None when it is not decided."""
     c = cond.xreplace({i: sp.Integer(row), j: sp.Integer(key)})
     if data:
-        from derive.flex.claims import concrete_data
+        from derive.model.tables import concrete_data
 
         c = concrete_data(c, data, 0)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from derive.claims import show
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
@@ -32,11 +33,15 @@ class SpecResult:
         """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}``"""
         return count_verdicts(c.verdict for c in self.claims)
 
+    @property
+    def traced(self) -> list[dict]:
+        """One row per traced modifier (source line and math), as reports show them."""
+        return self.spec.flex.display(show.text, show.latex) if self.spec.flex is not None else []
+
     def as_json(self) -> dict:
         s = self.spec
         return {"file": self.file, "name": self.name, "score": s.score_src, "value": s.value_src,
-                "normalizer": s.normalizer_text, "mask": s.mask,
-                "traced": s.flex.display() if s.flex is not None else [], "counts": self.counts,
+                "normalizer": s.normalizer_text, "mask": s.mask, "traced": self.traced, "counts": self.counts,
                 "claims": [c.as_json() for c in self.claims]}
 
 

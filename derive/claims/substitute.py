@@ -101,7 +101,7 @@ def mentions(spec) -> set[str]:
     """Every name the variant reads, from its text: the score, the second score row and the value as written, the
     normalizer's arguments (bias_kv's key scores read q), the mask's table (``document(IDS)``)
     and the tables of traced modifiers; a traced score_mod reads q and k through its ``score``."""
-    from derive.flex.masks import _DOC
+    from derive.model.masks import _DOC
 
     out = set()
     for node in (spec.score, spec.value, getattr(spec, "score2", None)):

@@ -62,7 +62,7 @@ class Variant:
         self.guards = [(kind, f(g)) for kind, g in self.guards]
         cond = getattr(self.mask, "condition", None)
         if cond is not None and f(cond) != cond:
-            from derive.flex.masks import Mask
+            from derive.model.masks import Mask
 
             label = "0" if to is ZERO else to
             text = str(self.mask).replace(f"({name})", f"({label})")

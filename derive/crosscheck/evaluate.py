@@ -277,7 +277,7 @@ class _Eval:
             raise Unsupported("Piecewise without a true branch")
         if isinstance(e, sp.core.relational.Relational):
             return self.truth(e.rel_op, self.run(e.lhs, env), self.run(e.rhs, env))
-        if isinstance(e, (sp.And, sp.Or)):  # conditions of masks as data (derive.flex.masks)
+        if isinstance(e, (sp.And, sp.Or)):  # conditions of masks as data (derive.model.masks)
             test = all if isinstance(e, sp.And) else any
             return test(self.run(a, env) for a in e.args)
         if isinstance(e, sp.Not):
@@ -287,7 +287,7 @@ class _Eval:
             return self.run(a if self.run(c, env) else b, env)
         if e in (sp.true, sp.false):
             return bool(e)
-        if getattr(e, "past_the_end", False):  # a table read past its end (derive.flex.claims.PastTheEnd)
+        if getattr(e, "past_the_end", False):  # a table read past its end (derive.model.tables.PastTheEnd)
             return _past_the_end(mode)
         raise Unsupported(f"cannot evaluate {type(e).__name__}: {sp.sstr(e)}")
 
@@ -495,7 +495,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
     if isinstance(e, sp.core.relational.Relational):
         op, fl, fr = e.rel_op, _compile(e.lhs), _compile(e.rhs)
         return lambda ev, env: ev.truth(op, fl(ev, env), fr(ev, env))
-    if isinstance(e, (sp.And, sp.Or)):  # conditions of masks as data (derive.flex.masks), as _Eval._node
+    if isinstance(e, (sp.And, sp.Or)):  # conditions of masks as data (derive.model.masks), as _Eval._node
         test, fs = (all if isinstance(e, sp.And) else any), tuple(_compile(a) for a in e.args)
         return lambda ev, env: test(f(ev, env) for f in fs)
     if isinstance(e, sp.Not):

@@ -19,7 +19,7 @@ from derive.model.attention import d as D
 from derive.model.attention import n as N
 from derive.model.vectors import VectorBase, VectorSymbol
 
-__all__ = ["LABELS", "MASK_KINDS", "Signature", "make_instance", "signature"]
+__all__ = ["LABELS", "MASK_KINDS", "Signature", "first_index", "make_instance", "signature"]
 
 MASK_KINDS = ("full", "causal", "random")
 LABELS = 3  # a label vector's entries are 0, 1, 2 (three documents are enough to tell masks apart)
@@ -85,6 +85,11 @@ def signature(*exprs: sp.Basic) -> Signature:
     )
 
 
+def first_index(s: sp.Symbol) -> int:
+    """The smallest value an index symbol takes: 0 for a 0-based one (the head h), else 1."""
+    return 0 if s.is_nonnegative and not s.is_positive else 1
+
+
 def mask_table(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     m = np.zeros((n + 1, n + 1))
     if kind == "full":
@@ -135,7 +140,7 @@ def make_instance(
         inst.tables[lname] = np.concatenate([[0], rng.integers(0, LABELS, size=n)]).astype(float)
     for s in sig.scalars:
         inst.scalars[s] = float(draw(1)[0])
-    env = {s: int(rng.integers(1, n + 1)) for s in sig.indices}
+    env = {s: int(rng.integers(first_index(s), n + 1)) for s in sig.indices}
     for k, v in (fixed or {}).items():
         env[k] = v
     return inst, env

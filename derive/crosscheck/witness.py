@@ -20,6 +20,7 @@ same on a slow machine as on a fast one; the wall-clock limit is only a last gua
 
 from __future__ import annotations
 
+import decimal
 import itertools
 import math
 from dataclasses import dataclass
@@ -34,12 +35,13 @@ from hypothesis.errors import NoSuchExample
 
 from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.hypothesis_env import no_local_constants
-from derive.crosscheck.instances import Signature, mask_table, signature
+from derive.crosscheck.instances import Signature, first_index, mask_table, signature
 from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball"]
+__all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball",
+           "witness_at"]
 
 # Entries are drawn from this table, simplest first (shrinking moves towards the start).
 # Every value is exact: a counterexample can be replayed by hand or by any CAS.
@@ -65,7 +67,22 @@ class Certificate:
     bits: int
 
     def as_json(self) -> dict:
-        return {"lhs": show_ball(self.lhs), "rhs": show_ball(self.rhs), "bits": self.bits}
+        """Both enclosures, and the enclosure of their difference: the number that is certainly
+        not 0 (two sides that read alike to 12 digits still show their difference here)."""
+        return {"lhs": show_ball(self.lhs), "rhs": show_ball(self.rhs), "difference": show_difference(self),
+                "bits": self.bits}
+
+
+def show_difference(cert: Certificate):
+    """lhs − rhs as enclosures (a list for rows), each with the digits that tell it from 0."""
+    xs, ys = _balls(cert.lhs), _balls(cert.rhs)
+    diffs = [show_ball(_as_arb(x) - _as_arb(y)) for x, y in zip(xs, ys)]
+    return diffs if isinstance(cert.lhs, np.ndarray) else diffs[0]
+
+
+def _wide() -> decimal.Context:
+    """A decimal context that formats any arb: exponents far beyond ±999999 (e^(−10⁷) ≈ 1.5e−4342945)."""
+    return decimal.Context(prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
 
 def _balls(x) -> list:
@@ -127,6 +144,13 @@ def show_ball(x) -> str | list[str]:
         return [show_ball(v) for v in x]
     if not isinstance(x, arb):
         x = arb(x)
+    with decimal.localcontext(_wide()):
+        return _show_ball(x)
+
+
+def _show_ball(x: arb) -> str:
+    if not x.is_finite():
+        return x.str(12, radius=True)
     if x.is_exact() and x.mid().is_zero():
         return "0"
     mid = Decimal(x.mid().str(40, radius=False))
@@ -198,20 +222,28 @@ def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int 
         if not choices:
             raise Unsupported(f"no value satisfies the assumptions on {s}")
         inst.scalars[s] = draw(st.sampled_from(choices))
-    env = {s: draw(st.integers(1, n)) for s in sig.indices if s not in fixed}
+    env = {s: draw(st.integers(first_index(s), n)) for s in sig.indices if s not in fixed}
     env.update(fixed)
     return inst, env
 
 
-def in_domain(guards, inst: Instance, env: dict) -> bool:
-    """Is every guard certainly satisfied, for every query row i and key j of the instance?"""
+def in_domain(guards, inst: Instance, env: dict, allowed=None) -> bool:
+    """Is every guard certainly satisfied, for every query row i and key j of the instance?
+
+    With ``allowed`` (the mask's indicator in i and j), a guard on the key is demanded only on
+    the keys the mask allows: a masked key's score is never used."""
     from derive.model.attention import i, j
 
     for kind, arg in guards:
         loops = [s for s in (i, j) if s in arg.free_symbols]
+        if allowed is not None and j in loops:
+            loops = [i, j]
         for values in itertools.product(range(1, inst.n + 1), repeat=len(loops)):
+            here = {**env, **dict(zip(loops, values))}
+            if allowed is not None and j in loops and not _allows(allowed, inst, here):
+                continue
             try:
-                v = evaluate(arg, inst, "arb", {**env, **dict(zip(loops, values))}, prec=START_BITS)
+                v = evaluate(arg, inst, "arb", here, prec=START_BITS)
                 v = v if isinstance(v, arb) else arb(v)
             except TimeLimit:
                 raise
@@ -223,8 +255,20 @@ def in_domain(guards, inst: Instance, env: dict) -> bool:
     return True
 
 
+def _allows(allowed, inst: Instance, env: dict) -> bool:
+    """Is the key allowed? A mask that cannot be evaluated here allows it (the guard is then demanded)."""
+    try:
+        v = evaluate(allowed, inst, "arb", env, prec=START_BITS)
+    except TimeLimit:
+        raise
+    except Exception:  # noqa: BLE001
+        return True
+    v = v if isinstance(v, arb) else arb(v)
+    return not (v.is_exact() and v.mid().is_zero())
+
+
 def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=(), low: int = 1, fixed=(),
-            masks=frozenset()):
+            masks=frozenset(), allowed=None):
     """(instance, env, certificate) of the simplest certified instance ``strategy`` finds.
 
     Hypothesis generates instances until the first certified one; :func:`shrink` then
@@ -237,7 +281,7 @@ def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=(), low: in
         # An instance already judged keeps its answer (Hypothesis replays the one it found).
         key = _key((inst, env))
         if key not in seen:
-            seen[key] = in_domain(guards, inst, env) and certify(lhs, rhs, inst, env, budget=bits) is not None
+            seen[key] = in_domain(guards, inst, env, allowed) and certify(lhs, rhs, inst, env, budget=bits) is not None
         return seen[key]
 
     try:
@@ -347,7 +391,7 @@ def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[I
         for s in sorted(env, key=lambda s: s.name):
             if s in fixed:
                 continue
-            for v in range(1, env[s]):
+            for v in range(first_index(s), env[s]):
                 cenv = {**env, s: v}
                 if keeps(inst, cenv):
                     env, progress = cenv, True
@@ -386,14 +430,15 @@ def _key(ie) -> str:
 
 
 def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT,
-                 max_d: int = MAX_D, max_n: int = MAX_N, guards=()) -> dict | None:
+                 max_d: int = MAX_D, max_n: int = MAX_N, guards=(), allowed=None) -> dict | None:
     """The simplest instance on which ``lhs ≠ rhs`` is certified, as a dict; or ``None``.
 
     The dict has the instance (exact entries), the index values, both sides rounded for
     reading (``lhs``, ``rhs``) and their certified enclosures (``enclosures``); keys starting
     with ``_`` hold the objects for replaying it. ``guards`` — ``(kind, expr)`` with kind
     ``positive``, ``nonnegative`` or ``nonzero`` — is the domain the instance must lie in,
-    for every query row i and key j (certified like the difference).
+    for every query row i and key j (certified like the difference); with ``allowed``, the
+    mask's indicator in i and j, only for the keys it allows.
     """
     guards = list(guards)
     sig = signature(lhs, rhs, *(g for _, g in guards))
@@ -405,7 +450,7 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     low = max(1, sig.min_n, max(fixed.values(), default=1))
     for size_d, size_n in dict.fromkeys(sizes):
         found = _search(lhs, rhs, instances(sig, fixed, size_d, size_n), max(1, cfg.witness_examples // 3),
-                        cfg, guards, low=low, fixed=fixed, masks=frozenset(sig.masks))
+                        cfg, guards, low=low, fixed=fixed, masks=frozenset(sig.masks), allowed=allowed)
         if found is not None:
             break
     if found is None:
@@ -423,6 +468,20 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     }
 
 
+def witness_at(lhs, rhs, n: int, env: dict, d: int = 1) -> dict | None:
+    """The counterexample dict of :func:`find_witness` for one given instance with no entries
+    (sizes d and n, index values ``env``: a pair of positions a decision procedure found), or
+    None when ball arithmetic does not certify the difference there."""
+    inst = Instance(d=d, n=n)
+    cert = certify(lhs, rhs, inst, env)
+    if cert is None:
+        return None
+    indices = {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)}
+    return {"instance": inst.describe(), "indices": indices,
+            "lhs": rounded(cert.lhs), "rhs": rounded(cert.rhs), "enclosures": cert.as_json(),
+            "_instance": inst, "_env": env, "_certificate": cert}
+
+
 def rounded(x):
     """A value for reading: 6 significant digits of the enclosure's midpoint (text beyond the
     range of float64, ``None`` for a ball that is not finite; JSON has no NaN)."""
@@ -432,6 +491,9 @@ def rounded(x):
         return float(x)
     if not x.is_finite():
         return None
-    mid = Decimal(x.mid().str(30, radius=False))
-    f = float(mid)
-    return float(f"{f:.6g}") if math.isfinite(f) else f"{mid:.6g}"  # beyond float64: as text
+    with decimal.localcontext(_wide()):
+        mid = Decimal(x.mid().str(30, radius=False))
+        f = float(mid)
+        if math.isfinite(f) and (f != 0 or mid == 0):
+            return float(f"{f:.6g}")
+        return f"{mid:.6g}"  # beyond the range of float64 (too large, or too small to be told from 0): as text

@@ -232,10 +232,12 @@ def trace(path: str, name: str, args, kind: str):
             if t.dtype == torch.bool:
                 return {"op": "const", "args": [{"bool": bool(t)}], "line": line_of(node)}
             return {"op": "const", "args": [_number(float(t))], "line": line_of(node)}
-        if t.is_floating_point() or t.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
+        if t.is_floating_point() or t.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
+                                                torch.bool):
             vals = [x.as_integer_ratio() if isinstance(x, float) else (int(x), 1)
                     for x in t.detach().flatten().tolist()]
-            tables[label] = {"shape": list(t.shape), "values": vals, "integer": not t.is_floating_point()}
+            tables[label] = {"shape": list(t.shape), "values": vals, "integer": not t.is_floating_point(),
+                             "boolean": t.dtype == torch.bool}  # True/False as 1/0, read back as a condition
             return {"op": "table", "args": [{"name": label}], "line": line_of(node)}
         raise Untraceable(line_of(node), f"a captured tensor of dtype {t.dtype} is not supported")
 

@@ -16,7 +16,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from derive.errors import InputError
-from derive.flex.masks import Mask
+from derive.model.masks import Mask
 from derive.flex.trace import DEFAULT_TIMEOUT, Traced, parse_ref, trace
 from derive.flex.tree import SCORE, Built, TreeError, build
 from derive.model.attention import d, i, j
@@ -58,15 +58,14 @@ class Flex:
     def mask_reads(self, name: str) -> bool:
         return self.mask is not None and name in self.mask.tables
 
-    def display(self) -> list[dict]:
-        """One row per modifier for the report: the source line next to the traced math."""
-        from derive.claims import show
-
+    def display(self, text, latex) -> list[dict]:
+        """One row per modifier for the report: the source line next to the traced math
+        (printed by ``text`` and ``latex``, the report's printers)."""
         out = []
         for t in self.traced:
             built = self.score if t.kind == "score" else self.mask
             out.append({"key": f"{t.kind}_mod", "ref": t.ref, "file": t.file, "line": t.line, "source": t.source,
-                        "math": show.text(built.expr), "latex": show.latex(built.expr)})
+                        "math": text(built.expr), "latex": latex(built.expr)})
         return out
 
 

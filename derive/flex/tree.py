@@ -24,19 +24,14 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.model.attention import i, j
+from derive.model.tables import BATCH, HEAD, PerHead
 
 __all__ = ["BATCH", "HEAD", "SCORE", "Built", "PerHead", "TreeError", "build", "nested"]
 
 SCORE = sp.Symbol("s", real=True)
-HEAD = sp.Symbol("h", integer=True, nonnegative=True)  # the same as derive.spec.translate.HEAD
-BATCH = sp.Symbol("b", integer=True, nonnegative=True)  # the batch index: only as an index of a table
 LEAVES = {"score": SCORE, "h": HEAD, "q_idx": i - 1, "kv_idx": j - 1}
 MAX_NODES = 2000
 MAX_TABLE = 1 << 16
-
-
-class PerHead(list):
-    """The entries of a table indexed by the head first: one (nested) block per head."""
 
 
 def nested(values: list, shape: list) -> list:
@@ -245,6 +240,11 @@ class _Builder:
         return _exact(r, line)
 
     def table(self, name, idx, line):
+        """The entry ``name[idx]``: a number, or for a boolean table the condition "the entry is 1"."""
+        entry = self._entry(name, idx, line)
+        return sp.Eq(entry, 1) if self.tables[name].get("boolean") is True else entry
+
+    def _entry(self, name, idx, line):
         tab = self.tables.get(name)
         if not isinstance(tab, dict) or not isinstance(tab.get("shape"), list):
             raise TreeError(line, "malformed tree")

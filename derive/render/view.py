@@ -212,7 +212,8 @@ def _instance_text(w: dict, assume: dict | None = None) -> str:
         parts = [f"${tex(k)} = {tex(v)}$" for k, v in assume.items() if str(k) not in w["instance"]] + parts
     enc = w["enclosures"]
     side = lambda e: f"({', '.join(_value_text(x) for x in e)})" if isinstance(e, list) else _value_text(e)
-    return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])} "
+    diff = f", difference {side(enc['difference'])}" if enc.get("difference") is not None else ""
+    return (f"{'; '.join(parts)}: left side {side(enc['lhs'])}, right side {side(enc['rhs'])}{diff} "
             f"(certified at {enc['bits']} bits)")
 
 

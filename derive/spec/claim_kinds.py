@@ -56,7 +56,7 @@ def _unplaceholder(text: str) -> str:
     return text
 
 
-_P, _F = "derive.claims.provers", "derive.flex.claims"
+_P, _F = "derive.claims.provers", "derive.claims.modifiers"
 
 KINDS: tuple[ClaimKind, ...] = (
     ClaimKind("invariant", "name", "the attention weights of every row are the same for all values of NAME",

@@ -242,7 +242,7 @@ def _flex_ref(text) -> str | None:
 
 
 def _mask(errs: _Errors, text: str) -> str:
-    from derive.flex.masks import parse_mask
+    from derive.model.masks import parse_mask
 
     try:
         return parse_mask(text)

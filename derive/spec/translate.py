@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.model import attention as A
+from derive.model.tables import HEAD
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
 from derive.spec.domain import nowhere_real
 from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
@@ -51,7 +52,6 @@ PREDECLARED = {"q": "query", "k": "key", "v": "key", "i": "position", "j": "posi
 BUILTINS = {"dot": 2, "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "rope": 2}
 
 SCALAR, VECTOR = "scalar", "vector"
-HEAD = sp.Symbol("h", integer=True, nonnegative=True)  # the attention head (0-based, as in FlexAttention)
 BROKEN = "broken"  # the binding of a name whose declaration is an error (reported once)
 
 

@@ -11,7 +11,10 @@
   the masks are proved equal and the scores agree on the allowed keys (then every
   normalizer, which sees only allowed keys, gives the same weights); refuted by a
   certified instance of the weights, each side with its own mask.
-* ``mask_equivalent("OTHER.toml")``: the two masks allow the same keys, for every n.
+* ``mask_equivalent("OTHER.toml")``: the two masks allow the same keys, for every n: decided
+  on the integer positions cell by cell (:func:`derive.model.masks.decide_same_keys`), a
+  difference certified at the pair of positions found.
+* ``row_constant(EXPR)`` under a mask: one value on the keys the mask allows in each row.
 """
 
 from __future__ import annotations
@@ -21,19 +24,21 @@ from pathlib import Path
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import expand, settle
+from derive.claims.core import expand, settle, two_keys
 from derive.claims.numeric import concrete_mask, interpretations
 from derive.claims.result import Outcome, step
-from derive.crosscheck.witness import find_witness
+from derive.crosscheck.witness import find_witness, witness_at
 from derive.errors import InputError
-from derive.flex.masks import Mask, indicator, labelled, mask_side
+from derive.model.masks import Mask, Undecidable, decide_same_keys, indicator, labelled, mask_side
 from derive.flex.spec import data_of, plain_score
-from derive.flex.tree import BATCH, HEAD, SCORE, PerHead
+from derive.flex.tree import SCORE
+from derive.model.tables import PerHead, concrete_data
 from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
+from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 
-__all__ = ["concrete_data", "decreasing_in_distance", "equivalent_to", "mask_equivalent", "modifier", "row_constant",
+__all__ = ["decide_masks", "decreasing_in_distance", "equivalent_to", "mask_equivalent", "modifier", "row_constant",
            "same_mask"]
 
 E = sp.Symbol("e", nonnegative=True)  # the distance |i − j| as a real variable
@@ -57,42 +62,6 @@ def modifier(spec, variant) -> sp.Expr | None:
     if any(getattr(a, "base", None) is not None for a in f.atoms(sp.Indexed)):
         return None
     return f
-
-
-def _lookup(args, rows) -> sp.Expr:
-    """The entry ``rows[args[0]][args[1]]…`` as nested Piecewise on the indices, and
-    :class:`PastTheEnd` outside: torch fails there, so an instance reading past a table's end is
-    no instance of the model. (A value there would invent entries: NaN made ``doc[3] == doc[2]``
-    false for a table of 3 document ids, and so a refutation at n = 4.)"""
-    x, rest = args[0], args[1:]
-    return sp.Piecewise(*[(_lookup(rest, r) if rest else r, sp.Eq(x, k)) for k, r in enumerate(rows)],
-                        (PastTheEnd(x), True))
-
-
-class PastTheEnd(sp.Function):
-    """A table read at an index it does not have. SymPy keeps it unevaluated (comparisons of
-    lookups need a value in every branch), and the evaluator has no rule for it: evaluating it
-    fails, and an instance that fails to evaluate certifies nothing."""
-
-    nargs = 1
-    is_real = True
-    past_the_end = True  # the evaluator's mark (derive.crosscheck.evaluate)
-
-
-def concrete_data(expr: sp.Basic, data: dict, head: int) -> sp.Basic:
-    """``expr`` on the real captured data of head ``head`` (and batch 0): per-head symbols take
-    that head's value, opaque tables become exact lookups (Piecewise on the indices)."""
-    out = expr
-    for key, values in data.items():
-        if isinstance(key, sp.Symbol):  # by name: a hand spec's per_head NAME, of whatever sign, is this table
-            same = {s for s in out.free_symbols if isinstance(s, sp.Symbol) and s.name == key.name}
-            out = out.xreplace({s: values[head] for s in same | {key}})
-    for key, values in data.items():
-        if isinstance(key, str):
-            rows = values[head] if isinstance(values, PerHead) else values
-            out = out.replace(lambda e, key=key: isinstance(e, sp.core.function.AppliedUndef)
-                              and type(e).__name__ == key, lambda e, rows=rows: _lookup(e.args, rows))
-    return out.xreplace({HEAD: head, BATCH: 0}) if data else out
 
 
 def _heads(spec) -> int:
@@ -225,23 +194,30 @@ def _canon(cond):
 
 def same_mask(ma, mb) -> tuple[str, str, list]:
     """(status, reason, steps) of "the masks allow the same keys" (proof only; no search)."""
+    status, reason, steps, _ = decide_masks(ma, mb)
+    return (status, reason, steps) if status == PROVED else (UNDECIDED, reason, steps)
+
+
+def decide_masks(ma, mb) -> tuple[str, str, list, tuple | None]:
+    """(status, reason, steps, (i, j)) of "the masks allow the same keys": proved when the two
+    conditions are the same or agree on every cell of the integer positions
+    (:func:`decide_same_keys`); refuted with a pair of positions (i, j) where they differ, to be
+    certified by the caller; else undecided."""
     ca, cb = _canon(_cond(ma)), _canon(_cond(mb))
     steps = [step(f"mask {ma}", show.latex(ca)), step(f"mask {mb}", show.latex(cb))]
     if ca == cb or sp.simplify_logic(sp.Equivalent(ca, cb)) == sp.true:
-        return PROVED, "the two conditions are the same", steps
-    delta = sp.Symbol("delta", real=True)
-    xa, xb = ca.xreplace({j: i - delta}), cb.xreplace({j: i - delta})
-    if i not in xa.free_symbols | xb.free_symbols and xa.free_symbols <= {delta} and xb.free_symbols <= {delta}:
-        try:
-            sa, sb = xa.as_set(), xb.as_set()
-            odd = sp.Intersection(sp.SymmetricDifference(sa, sb), sp.S.Integers)
-        except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
-            odd = None
-        if odd is not None and odd == sp.S.EmptySet:
-            steps.append(step("both depend only on δ = i − j; the integer δ they allow are the same",
-                              f"{sp.latex(sa)} \\cap \\mathbb{{Z}} = {sp.latex(sb)} \\cap \\mathbb{{Z}}"))
-            return PROVED, "both masks depend only on i − j and allow the same integer offsets", steps
-    return UNDECIDED, "the conditions differ in form", steps
+        return PROVED, "the two conditions are the same", steps, None
+    try:
+        same, at, cells = decide_same_keys(ca, cb)
+    except Undecidable as exc:
+        return UNDECIDED, f"the conditions differ in form and are not decided on the integers ({exc})", steps, None
+    if same:
+        steps.append(step(f"each comparison depends on i − j, i or j alone; the integers it allows cut the "
+                          f"positions i, j ≥ 1 into {cells} cells on which both conditions are constant, and "
+                          "they agree on every cell"))
+        return PROVED, "the two conditions allow the same integer positions (decided cell by cell)", steps, None
+    steps.append(step(f"the conditions differ at i = {at[0]}, j = {at[1]}"))
+    return REFUTED, "a key is allowed by one mask and not by the other", steps, at
 
 
 def _other_mask(ctx, claim):
@@ -266,7 +242,7 @@ def mask_equivalent(ctx, claim) -> Outcome:
     except _Bad as exc:
         return Outcome(UNDECIDED, f"cannot load {claim.arg}: {exc}")
     ma, da = ctx.spec.mask, _data(ctx.spec)
-    status, reason, steps = same_mask(ma, mb)
+    status, reason, steps, at = decide_masks(ma, mb)
     clash = _clash(da, db)
     if status == PROVED and not clash:
         return Outcome(PROVED, reason, steps)
@@ -275,7 +251,11 @@ def mask_equivalent(ctx, claim) -> Outcome:
     else:  # a table both name is one table (the real one, if traced), as in equivalent_to
         data = {**db, **da}
         a, b = _allowed(ma, j, data), _allowed(mb, j, data)
-    wit = find_witness(a, b, cfg=ctx.cfg)
+    wit = None
+    if at is not None and not clash:  # the pair the decision found, certified on its own
+        wit = witness_at(a, b, max(at), {i: at[0], j: at[1]})
+    if wit is None:
+        wit = find_witness(a, b, cfg=ctx.cfg)
     if wit is not None:
         values = {k: v for k, v in wit["instance"].items() if k not in ("d", "n")}  # document ids, if any
         ce = {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": f"{ma} vs {mb}",
@@ -305,7 +285,7 @@ def equivalent_to(ctx, claim) -> Outcome:
         steps.append(step("difference of the scores, expanded", show.latex(diff)))
         side = mask_side(ma)
         e = sp.Symbol("e", integer=True, nonnegative=True)
-        on_allowed = diff if side is None else sp.simplify(diff.xreplace({j: i - e if side == "past" else i + e}))
+        on_allowed = diff if side is None else _on_side(diff, {j: i - e if side == "past" else i + e}, e, ctx.cfg)
         if side is not None:
             steps.append(step(f"on the allowed keys (j = i {'−' if side == 'past' else '+'} e, e ≥ 0)",
                               show.latex(on_allowed)))
@@ -362,15 +342,7 @@ def _offsets(cond, side, dist, limit: int = 64) -> list | None:
 def row_constant(ctx, claim) -> Outcome:
     """``row_constant(EXPR)`` over the *allowed* keys of a row: with a mask other than none,
     a term constant on the allowed keys (not on all keys) is row-constant under that mask."""
-    from derive.claims.provers import row_constant as on_all_keys, two_keys
-
     mask = ctx.spec.mask
-    if mask == "none":
-        return on_all_keys(ctx, claim)
-    if mask == "causal":
-        out = on_all_keys(ctx, claim)  # its witness has both keys allowed (i = 2, keys 1 and 2)
-        if out.status != UNDECIDED:
-            return out
     cond = _cond(mask)
     guards = list(ctx.base.guards)
     e_expr = ctx.base.expr(claim.node, guards)
@@ -378,13 +350,13 @@ def row_constant(ctx, claim) -> Outcome:
     ex = expand(e_expr, ctx.cfg)
     lemma = (False, "", steps, None)
     if ex is not None:
-        steps.append(step("expanded", show.latex(ex)))
+        steps.append(step("expanded by bilinearity and R(a)ᵀR(b) = R(b − a)", show.latex(ex)))
         side = mask_side(mask)
         if j not in ex.free_symbols:
             lemma = (True, "the expanded expression does not involve the key j", steps, None)
         elif side is not None:
             dist = sp.Symbol("e", integer=True, nonnegative=True)
-            on = sp.simplify(ex.xreplace({j: i - dist if side == "past" else i + dist}))
+            on = _on_side(ex, {j: i - dist if side == "past" else i + dist}, dist, ctx.cfg)
             steps.append(step(f"on the allowed keys of row i (j = i {'−' if side == 'past' else '+'} e, e ≥ 0, "
                               f"mask {mask})", show.latex(on)))
             offsets = _offsets(cond, side, dist)
@@ -396,11 +368,33 @@ def row_constant(ctx, claim) -> Outcome:
                 lemma = (True, f"constant on the allowed keys of each row under the mask {mask} (not on all keys)",
                          steps, None)
     one, two = two_keys(set(ctx.spec.symbols))
-    both = sp.Mul(_allowed(mask, one, _data(ctx.spec)), _allowed(mask, two, _data(ctx.spec)))
-    lhs, rhs = both * e_expr.xreplace({j: one}), both * e_expr.xreplace({j: two})
+    both = sp.Eq(sp.Mul(_allowed(mask, one, _data(ctx.spec)), _allowed(mask, two, _data(ctx.spec))), 1,
+                 evaluate=False)
+    # EXPR is compared (and must be defined) only where both keys are allowed; the domain of a
+    # key's term is demanded on the keys the mask allows
+    lhs, rhs = (sp.Piecewise((e_expr.xreplace({j: key}), both), (0, True)) for key in (one, two))
+    here = sp.Eq(_allowed(mask, j, _data(ctx.spec)), 1, evaluate=False)
+    guards = [(kind, sp.Piecewise((g, here), (1, True)) if j in g.free_symbols else g) for kind, g in guards]
     out = settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
                  why_refuted=f"two keys allowed by the mask {mask} give different values",
                  compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     if out.status == REFUTED:
         out.witness["mask"] = str(mask)  # both keys are allowed by it (the search ran on its indicator)
     return out
+
+
+def _on_side(expr, sub: dict, dist, cfg):
+    """``expr`` on the allowed side, j = i ∓ e: expanded (|e| is e), and simplified only when e
+    remains inside a piece that the side may decide (abs, max, min, a branch), within the time
+    bound (a bound hit leaves it as expanded: nothing is proved from it). Other identities are
+    left to the rewrite chain of :func:`settle`."""
+    on = sp.expand(expr.xreplace(sub))
+    pieces = on.atoms(sp.Abs, sp.Max, sp.Min, sp.Piecewise, sp.sign, sp.Heaviside)
+    if any(dist in p.free_symbols for p in pieces):
+        try:
+            with time_limit(cfg.time_limit):
+                on = sp.simplify(on)
+        except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+            pass
+    return on
+
