@@ -126,8 +126,8 @@ def test_equivalent_uses_the_mask_and_its_reason_is_true_under_it(normalizer, ve
     assert same.reason == ("the scores agree on every key the mask causal allows, so the weights (which see only "
                            "allowed keys) are the same")
     _refuted(other)
-    assert other.reason == ("the score differs by a key-dependent term on the keys the mask causal allows: "
-                            "$- 2 j m$")
+    assert other.reason == ("the score differs by $2 m \\left(i - j\\right)$ on the keys the mask causal allows, "
+                            "which depends on the key through $- 2 j m$")
     assert shifted.verdict == verdict
     if verdict == "proved":
         assert shifted.reason == ("the score changes only by a row-constant term on the keys the mask causal "
@@ -144,5 +144,5 @@ def test_without_a_mask_the_same_claims_are_refuted():
         "none", "softmax", 'm = "scalar positive"')
     for res in claims:
         ce = _refuted(res)
-        assert res.reason.startswith("the score differs by a key-dependent term: ")
+        assert res.reason.startswith("the score differs by ") and "key" in res.reason
         assert ce["n"] > ce["indices"]["i"]  # the row has a key after the query, where |i − j| ≠ i − j

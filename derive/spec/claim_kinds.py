@@ -77,7 +77,7 @@ KINDS: tuple[ClaimKind, ...] = (
     ClaimKind("row_constant", "expr",
               "EXPR has the same value for every allowed key j of a row: under a mask, a term constant on the "
               "allowed keys but not on all keys is row-constant (the proof step says so)",
-              f"{_F}:row_constant",
+              f"{_P}:row_constant",
               "A refutation comes with a row and two allowed keys where EXPR differs."),
     ClaimKind("equivalent", "expr", "replacing the score by EXPR gives the same weights for all inputs",
               f"{_P}:equivalent",
