@@ -1,7 +1,7 @@
 """``derive check --baseline REF``: compare each spec with the same spec at a git revision.
 
-Nothing is checked out in the work tree: the tree of REF is read with ``git archive`` into a
-temporary directory, so a spec that refers to other files (``equivalent_to("other.derive.toml")``,
+Nothing is checked out in the work tree: the tree of REF is read (``git ls-tree``, ``git cat-file``)
+into a temporary directory, so a spec that refers to other files (``equivalent_to("other.derive.toml")``,
 ``score_mod = "mods.py:NAME"``) is loaded at REF with those files as they were at REF. A file
 renamed since REF (``git mv``, with or without edits) is compared with its old name. Results
 are cached by everything a verdict depends on: the spec's text and the text of every file it
@@ -23,11 +23,9 @@ A change fails the check when the claim's verdict now is not the one it expects 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import subprocess
-import tarfile
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
@@ -45,9 +43,9 @@ ORDER = (REFUTED, UNDECIDED, "changed", "fixed", PROVED, "removed")
 _REF_CLAIM = re.compile(r"\s*([A-Za-z_]\w*)\s*\(\s*([\"'])(.*)\2\s*\)\s*\Z", re.DOTALL)
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False)
     except FileNotFoundError:
         raise InputError("--baseline needs git, which is not installed") from None
 
@@ -203,13 +201,32 @@ class _Snapshot:
         self.root, self.ref, self._dir, self._renames = root, ref, None, None
 
     def path(self) -> Path:
+        """The files of REF's tree as committed: read with ls-tree and cat-file, not git archive,
+        whose export-ignore / export-subst attributes would leave out or rewrite files."""
         if self._dir is None:
-            proc = _git(["archive", "--format=tar", self.ref], self.root)
+            proc = _git(["ls-tree", "-r", "-z", "--full-tree", self.ref], self.root)
             if proc.returncode != 0:
                 raise InputError(f"--baseline: cannot read {self.ref}: {proc.stderr.decode(errors='replace').strip()}")
+            blobs = []  # (object id, path, mode) of each file; submodules are left out
+            for record in filter(None, proc.stdout.split(b"\0")):
+                meta, _, name = record.partition(b"\t")
+                mode, kind, oid = meta.split()
+                if kind == b"blob" and ".." not in Path(os.fsdecode(name)).parts:
+                    blobs.append((oid, os.fsdecode(name), mode))
+            batch = _git(["cat-file", "--batch"], self.root, b"".join(oid + b"\n" for oid, _, _ in blobs)).stdout
             self._dir = tempfile.TemporaryDirectory(prefix="derive-baseline-")
-            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-                tar.extractall(self._dir.name, filter="data")
+            top, at = Path(self._dir.name), 0
+            for _oid, name, mode in blobs:
+                header_end = batch.index(b"\n", at)
+                size = int(batch[at:header_end].split()[2])
+                content, at = batch[header_end + 1:header_end + 1 + size], header_end + 2 + size
+                target = top / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if mode == b"120000":  # a symbolic link, kept only when it stays inside the tree
+                    if (target.parent / os.fsdecode(content)).resolve().is_relative_to(top.resolve()):
+                        target.symlink_to(os.fsdecode(content))
+                else:
+                    target.write_bytes(content)
         return Path(self._dir.name)
 
     def changes(self) -> tuple[dict, list]:
