@@ -35,3 +35,25 @@ def test_baseline_reads_files_that_git_archive_would_leave_out(tmp_path, capsys)
     assert report["specs"][0]["at_ref"] == "present"
     assert report["specs"][0]["changes"] == []
     assert code == 0
+
+
+def test_cache_key_follows_local_imports_of_a_modifier(tmp_path):
+    """mods.py imports helper.py (the modifier's directory is on the tracer's path): a change of
+    helper.py changes the verdict, so it must change the key (else REF reuses today's result)."""
+    from derive.claims.baseline import cache_key, dependencies
+
+    (tmp_path / "helper.py").write_text("def bias(kv):\n    return 0 * kv\n", encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.inner import c\n", encoding="utf-8")
+    (tmp_path / "pkg" / "inner.py").write_text("c = 0\n", encoding="utf-8")
+    (tmp_path / "mods.py").write_text("from helper import bias\nimport pkg.inner\nimport os\n\n"
+                                      "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                                      "    return score + bias(kv_idx)\n", encoding="utf-8")
+    spec = tmp_path / "m.derive.toml"
+    spec.write_text('name = "m"\nscore_mod = "mods.py:score_mod"\n[claims]\n', encoding="utf-8")
+    assert [p.name for p in dependencies(spec)] == ["mods.py", "helper.py", "__init__.py", "inner.py"]
+    before = cache_key(spec)
+    (tmp_path / "helper.py").write_text("def bias(kv):\n    return kv\n", encoding="utf-8")
+    changed = cache_key(spec)
+    (tmp_path / "pkg" / "inner.py").write_text("c = 1\n", encoding="utf-8")
+    assert len({before, changed, cache_key(spec)}) == 3

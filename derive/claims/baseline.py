@@ -91,7 +91,8 @@ def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool 
 
 def dependencies(path: Path, seen: set | None = None) -> list[Path]:
     """Every file the spec at ``path`` refers to, transitively: the other specs of its claims
-    (``equivalent_to``, ``mask_equivalent``) and the Python files of its modifiers."""
+    (``equivalent_to``, ``mask_equivalent``), the Python files of its modifiers and the local
+    modules those import."""
     seen = set() if seen is None else seen
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -114,6 +115,32 @@ def dependencies(path: Path, seen: set | None = None) -> list[Path]:
         out.append(dep)
         if dep.suffix == ".toml":
             out += dependencies(dep, seen)
+        elif dep.suffix == ".py":
+            out += _local_imports(dep, dep.parent, seen)
+    return out
+
+
+def _local_imports(module: Path, top: Path, seen: set) -> list[Path]:
+    """The Python files beside a modifier that it imports, transitively (its directory comes
+    first on the tracer's sys.path): ``import helper`` → ``helper.py`` or the ``helper`` package."""
+    import ast
+
+    try:
+        tree = ast.parse(module.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module}
+    out = []
+    for name in sorted(names):
+        first = top / name.split(".")[0]
+        files = [first.with_suffix(".py")] if first.with_suffix(".py").is_file() else \
+            sorted(first.rglob("*.py")) if first.is_dir() else []
+        for f in files:
+            f = f.resolve()
+            if f not in seen:
+                seen.add(f)
+                out += [f, *_local_imports(f, top, seen)]
     return out
 
 
