@@ -18,6 +18,7 @@ def _git(repo, *args):
 
 
 def _repo(tmp_path, files: dict) -> None:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     _git(tmp_path, "init", "-q", "-b", "main")
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -57,3 +58,18 @@ def test_cache_key_follows_local_imports_of_a_modifier(tmp_path):
     changed = cache_key(spec)
     (tmp_path / "pkg" / "inner.py").write_text("c = 1\n", encoding="utf-8")
     assert len({before, changed, cache_key(spec)}) == 3
+
+
+def test_deleted_specs_are_found_in_each_repository(tmp_path, capsys):
+    """Files of two repositories at once: a deleted spec (a plain .toml beside a given one) is
+    reported in the repository it was deleted from, whatever the order of the given files."""
+    for name in ("a", "b"):
+        _repo(tmp_path / name, {f"specs{name}/keep.toml": GOOD, f"specs{name}/gone.toml": BAD})
+        (tmp_path / name / f"specs{name}" / "gone.toml").unlink()
+    files = [str(tmp_path / n / f"specs{n}" / "keep.toml") for n in ("a", "b")]
+    for order in (files, files[::-1]):
+        code = main(["check", "--baseline", "HEAD", *order, "--format", "json"])
+        report = json.loads(capsys.readouterr().out)
+        deleted = sorted(s["file"] for s in report["specs"] if s["at_ref"] == "deleted")
+        assert deleted == ["specsa/gone.toml", "specsb/gone.toml"]
+        assert code == 0

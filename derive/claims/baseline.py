@@ -328,9 +328,9 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
             gone += [{"file": rel, "name": r["name"], "claim": r["claim"], "why": "the claim was removed"}
                      for r in rows if r["status"] == "removed" and r["old"] == REFUTED]
             out.append(SpecChanges(rel, new.name, at, note, rows, same, old_rel if old_rel != rel else None))
-        given = {repo_path(f) for f in files}
-        for root, snap in snapshots.items():
-            dirs = {str(Path(g).parent) for g, r in zip(given, roots) if r == root}
+        for root, snap in snapshots.items():  # the files given in this repository, by repository path
+            given = {repo_path(f) for f, r in zip(files, roots) if r == root}
+            dirs = {str(Path(g).parent) for g in given}
             for rel in snap.changes()[1]:
                 if rel in given or not _is_spec_name(rel, dirs):
                     continue
