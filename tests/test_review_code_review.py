@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 from derive.cli import main
 
@@ -73,3 +74,25 @@ def test_deleted_specs_are_found_in_each_repository(tmp_path, capsys):
         deleted = sorted(s["file"] for s in report["specs"] if s["at_ref"] == "deleted")
         assert deleted == ["specsa/gone.toml", "specsb/gone.toml"]
         assert code == 0
+
+
+def test_action_reports_bad_inputs_in_its_formats(tmp_path):
+    """A misspelled fail-on or a baseline that looks like an option: exit 2 with an annotation
+    and a SARIF file (upload-sarif runs after a failed check), not argparse's usage on stderr."""
+    import jsonschema
+
+    from tests.test_code_review import ROOT, _run_action_script
+
+    schema = json.loads((ROOT / "tests" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    _repo(tmp_path / "work", {"v.derive.toml": GOOD})
+    for inputs, message in (({"fail_on": "Refuted"}, "--fail-on: expected one of undecided, refuted, got 'Refuted'"),
+                            ({"baseline": "-x"}, "--baseline: '-x' is not a git revision")):
+        proc, summary = _run_action_script(tmp_path, "*.derive.toml", **inputs)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stdout == f"::error title=derive%3A bad input::{message}\n"
+        assert message in summary
+        sarif = json.loads(Path(proc.outputs["sarif"]).read_text(encoding="utf-8"))
+        jsonschema.validate(sarif, schema)
+        (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        assert note["message"]["text"] == message
+        Path(proc.outputs["sarif"]).unlink()
