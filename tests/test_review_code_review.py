@@ -96,3 +96,17 @@ def test_action_reports_bad_inputs_in_its_formats(tmp_path):
         (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
         assert note["message"]["text"] == message
         Path(proc.outputs["sarif"]).unlink()
+
+
+def test_a_spec_invalid_at_ref_is_named_by_ref_not_by_a_temporary_directory(tmp_path, capsys):
+    """A spec at the repository root that was not valid at REF (its other file was missing): the
+    note names REF's tree, never the temporary directory REF was read into (byte-identical output)."""
+    spec = 'name = "r"\nscore = "dot(q, k + b)"\n[symbols]\nb = "vector"\n[claims]\neq = \'equivalent_to("o.derive.toml")\'\n'
+    _repo(tmp_path, {"r.derive.toml": spec})
+    (tmp_path / "o.derive.toml").write_text(GOOD, encoding="utf-8")
+    code = main(["check", "--baseline", "HEAD", str(tmp_path / "r.derive.toml"), "--format", "json"])
+    (entry,) = json.loads(capsys.readouterr().out)["specs"]
+    assert entry["at_ref"] == "invalid"
+    assert entry["note"] == ("HEAD:r.derive.toml: key 'claims.eq': equivalent_to: no file o.derive.toml "
+                             "(looked in HEAD:)")
+    assert code == 0

@@ -356,4 +356,5 @@ def _at_ref(snap: _Snapshot, rel: str, ref: str, cfg, cache: dict):
     try:
         return _check(path, f"{ref}:{rel}", cfg, cache), "present", ""
     except InputError as exc:
-        return None, "invalid", str(exc).replace(str(snap.path()) + "/", f"{ref}:")
+        top = str(snap.path())  # the temporary directory never shows: REF:path (REF: alone for the root)
+        return None, "invalid", str(exc).replace(top + "/", f"{ref}:").replace(top, f"{ref}:")
