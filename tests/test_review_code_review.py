@@ -110,3 +110,21 @@ def test_a_spec_invalid_at_ref_is_named_by_ref_not_by_a_temporary_directory(tmp_
     assert entry["note"] == ("HEAD:r.derive.toml: key 'claims.eq': equivalent_to: no file o.derive.toml "
                              "(looked in HEAD:)")
     assert code == 0
+
+
+def test_a_spec_moved_and_rewritten_is_compared_with_its_old_self(tmp_path, capsys):
+    """Moved to another directory and rewritten beyond git's rename detection: still the same
+    spec (same name), so its refuted claim is unchanged, not a new refutation; not reported deleted."""
+    _repo(tmp_path, {"old/v.derive.toml": BAD})
+    (tmp_path / "old" / "v.derive.toml").unlink()
+    (tmp_path / "new").mkdir()
+    rewritten = ('# The query bias matters: a statement kept on purpose.\nname = "bad"\n\nscore = "dot(q + b, k)"\n'
+                 '\n[symbols]\n# a vector\nb = "vector"\n\n[claims]\n# false\nqb = "invariant(b)"\n'
+                 'qb_matters = "depends(b)"\n')
+    (tmp_path / "new" / "w.derive.toml").write_text(rewritten, encoding="utf-8")
+    code = main(["check", "--baseline", "HEAD", str(tmp_path / "new" / "w.derive.toml"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    (entry,) = report["specs"]
+    assert (entry["at_ref"], entry["renamed_from"]) == ("present", "old/v.derive.toml")
+    assert [(c["name"], c["status"]) for c in entry["changes"]] == [("qb_matters", "proved")]
+    assert report["gone"] == [] and code == 0

@@ -3,7 +3,8 @@
 Nothing is checked out in the work tree: the tree of REF is read (``git ls-tree``, ``git cat-file``)
 into a temporary directory, so a spec that refers to other files (``equivalent_to("other.derive.toml")``,
 ``score_mod = "mods.py:NAME"``) is loaded at REF with those files as they were at REF. A file
-renamed since REF (``git mv``, with or without edits) is compared with its old name. Results
+renamed since REF (``git mv``, with or without edits) is compared with its old name; one
+rewritten beyond git's rename detection, with the deleted spec of the same ``name``. Results
 are cached by everything a verdict depends on: the spec's text and the text of every file it
 refers to (transitively), so a spec whose inputs did not change is proved once.
 Each claim's change gets a status:
@@ -315,12 +316,15 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
     cache: dict = {}
     try:
         results = [_check(Path(f), f, cfg, cache, spec) for f, spec in zip(files, specs)]
-        out, verdicts, gone = [], {}, []
+        out, verdicts, gone, followed = [], {}, [], {}
         for f, root, new in zip(files, roots, results):
             snap = snapshots[root]
             rel = repo_path(f)
-            renames, _ = snap.changes()
+            renames, deleted = snap.changes()
             old_rel = renames.get(rel, rel)
+            if old_rel == rel and not (snap.path() / rel).exists():  # edited too much for git to see a rename
+                old_rel = _same_name(snap, deleted, new.name, followed.get(root, set())) or rel
+            followed.setdefault(root, set()).add(old_rel)
             old, at, note = _at_ref(snap, old_rel, ref, cfg, cache)
             if old is not None:
                 verdicts.update({(rel, c.name): c.verdict for c in old.claims})
@@ -332,7 +336,7 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
             given = {repo_path(f) for f, r in zip(files, roots) if r == root}
             dirs = {str(Path(g).parent) for g in given}
             for rel in snap.changes()[1]:
-                if rel in given or not _is_spec_name(rel, dirs):
+                if rel in given or rel in followed.get(root, ()) or not _is_spec_name(rel, dirs):
                     continue
                 old, at, note = _at_ref(snap, rel, ref, cfg, cache)
                 if old is None:
@@ -346,6 +350,21 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
         for snap in snapshots.values():
             snap.close()
     return results, Baseline(ref, out, verdicts, gone)
+
+
+def _same_name(snap: _Snapshot, deleted: list, name: str, taken: set) -> str | None:
+    """The spec deleted since REF whose ``name`` is ``name``: a spec moved and rewritten (git's
+    rename detection needs half of the text unchanged) is still compared with its old self."""
+    for rel in deleted:
+        if rel in taken or not rel.endswith(".toml"):
+            continue
+        try:
+            data = tomllib.loads((snap.path() / rel).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if data.get("name") == name:
+            return rel
+    return None
 
 
 def _at_ref(snap: _Snapshot, rel: str, ref: str, cfg, cache: dict):
