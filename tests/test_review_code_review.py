@@ -128,3 +128,23 @@ def test_a_spec_moved_and_rewritten_is_compared_with_its_old_self(tmp_path, caps
     assert (entry["at_ref"], entry["renamed_from"]) == ("present", "old/v.derive.toml")
     assert [(c["name"], c["status"]) for c in entry["changes"]] == [("qb_matters", "proved")]
     assert report["gone"] == [] and code == 0
+
+
+def test_sarif_names_a_file_outside_any_repository_by_an_absolute_uri(tmp_path, monkeypatch, capsys):
+    """Outside a repository and the working directory there is no %SRCROOT% to be relative to: the
+    location is a file: URI without uriBaseId (an absolute path under %SRCROOT% would resolve wrong)."""
+    import jsonschema
+
+    from tests.test_code_review import ROOT
+
+    spec = tmp_path / "out side" / "v.derive.toml"
+    spec.parent.mkdir()
+    spec.write_text(BAD, encoding="utf-8")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert main(["check", str(spec), "--format", "sarif"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((ROOT / "tests" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")))
+    (result,) = doc["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": spec.as_uri()}
+    assert "%20" in spec.as_uri()
