@@ -1,9 +1,10 @@
 """``derive check --baseline REF``: compare each spec with the same spec at a git revision.
 
-Nothing is checked out in the work tree: the tree of REF is read with ``git archive`` into a
-temporary directory, so a spec that refers to other files (``equivalent_to("other.derive.toml")``,
+Nothing is checked out in the work tree: the tree of REF is read (``git ls-tree``, ``git cat-file``)
+into a temporary directory, so a spec that refers to other files (``equivalent_to("other.derive.toml")``,
 ``score_mod = "mods.py:NAME"``) is loaded at REF with those files as they were at REF. A file
-renamed since REF (``git mv``, with or without edits) is compared with its old name. Results
+renamed since REF (``git mv``, with or without edits) is compared with its old name; one
+rewritten beyond git's rename detection, with the deleted spec of the same ``name``. Results
 are cached by everything a verdict depends on: the spec's text and the text of every file it
 refers to (transitively), so a spec whose inputs did not change is proved once.
 Each claim's change gets a status:
@@ -23,11 +24,9 @@ A change fails the check when the claim's verdict now is not the one it expects 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import subprocess
-import tarfile
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
@@ -45,9 +44,9 @@ ORDER = (REFUTED, UNDECIDED, "changed", "fixed", PROVED, "removed")
 _REF_CLAIM = re.compile(r"\s*([A-Za-z_]\w*)\s*\(\s*([\"'])(.*)\2\s*\)\s*\Z", re.DOTALL)
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False)
     except FileNotFoundError:
         raise InputError("--baseline needs git, which is not installed") from None
 
@@ -93,7 +92,8 @@ def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool 
 
 def dependencies(path: Path, seen: set | None = None) -> list[Path]:
     """Every file the spec at ``path`` refers to, transitively: the other specs of its claims
-    (``equivalent_to``, ``mask_equivalent``) and the Python files of its modifiers."""
+    (``equivalent_to``, ``mask_equivalent``), the Python files of its modifiers and the local
+    modules those import."""
     seen = set() if seen is None else seen
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -116,6 +116,32 @@ def dependencies(path: Path, seen: set | None = None) -> list[Path]:
         out.append(dep)
         if dep.suffix == ".toml":
             out += dependencies(dep, seen)
+        elif dep.suffix == ".py":
+            out += _local_imports(dep, dep.parent, seen)
+    return out
+
+
+def _local_imports(module: Path, top: Path, seen: set) -> list[Path]:
+    """The Python files beside a modifier that it imports, transitively (its directory comes
+    first on the tracer's sys.path): ``import helper`` → ``helper.py`` or the ``helper`` package."""
+    import ast
+
+    try:
+        tree = ast.parse(module.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module}
+    out = []
+    for name in sorted(names):
+        first = top / name.split(".")[0]
+        files = [first.with_suffix(".py")] if first.with_suffix(".py").is_file() else \
+            sorted(first.rglob("*.py")) if first.is_dir() else []
+        for f in files:
+            f = f.resolve()
+            if f not in seen:
+                seen.add(f)
+                out += [f, *_local_imports(f, top, seen)]
     return out
 
 
@@ -203,13 +229,32 @@ class _Snapshot:
         self.root, self.ref, self._dir, self._renames = root, ref, None, None
 
     def path(self) -> Path:
+        """The files of REF's tree as committed: read with ls-tree and cat-file, not git archive,
+        whose export-ignore / export-subst attributes would leave out or rewrite files."""
         if self._dir is None:
-            proc = _git(["archive", "--format=tar", self.ref], self.root)
+            proc = _git(["ls-tree", "-r", "-z", "--full-tree", self.ref], self.root)
             if proc.returncode != 0:
                 raise InputError(f"--baseline: cannot read {self.ref}: {proc.stderr.decode(errors='replace').strip()}")
+            blobs = []  # (object id, path, mode) of each file; submodules are left out
+            for record in filter(None, proc.stdout.split(b"\0")):
+                meta, _, name = record.partition(b"\t")
+                mode, kind, oid = meta.split()
+                if kind == b"blob" and ".." not in Path(os.fsdecode(name)).parts:
+                    blobs.append((oid, os.fsdecode(name), mode))
+            batch = _git(["cat-file", "--batch"], self.root, b"".join(oid + b"\n" for oid, _, _ in blobs)).stdout
             self._dir = tempfile.TemporaryDirectory(prefix="derive-baseline-")
-            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-                tar.extractall(self._dir.name, filter="data")
+            top, at = Path(self._dir.name), 0
+            for _oid, name, mode in blobs:
+                header_end = batch.index(b"\n", at)
+                size = int(batch[at:header_end].split()[2])
+                content, at = batch[header_end + 1:header_end + 1 + size], header_end + 2 + size
+                target = top / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if mode == b"120000":  # a symbolic link, kept only when it stays inside the tree
+                    if (target.parent / os.fsdecode(content)).resolve().is_relative_to(top.resolve()):
+                        target.symlink_to(os.fsdecode(content))
+                else:
+                    target.write_bytes(content)
         return Path(self._dir.name)
 
     def changes(self) -> tuple[dict, list]:
@@ -271,12 +316,15 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
     cache: dict = {}
     try:
         results = [_check(Path(f), f, cfg, cache, spec) for f, spec in zip(files, specs)]
-        out, verdicts, gone = [], {}, []
+        out, verdicts, gone, followed = [], {}, [], {}
         for f, root, new in zip(files, roots, results):
             snap = snapshots[root]
             rel = repo_path(f)
-            renames, _ = snap.changes()
+            renames, deleted = snap.changes()
             old_rel = renames.get(rel, rel)
+            if old_rel == rel and not (snap.path() / rel).exists():  # edited too much for git to see a rename
+                old_rel = _same_name(snap, deleted, new.name, followed.get(root, set())) or rel
+            followed.setdefault(root, set()).add(old_rel)
             old, at, note = _at_ref(snap, old_rel, ref, cfg, cache)
             if old is not None:
                 verdicts.update({(rel, c.name): c.verdict for c in old.claims})
@@ -284,11 +332,11 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
             gone += [{"file": rel, "name": r["name"], "claim": r["claim"], "why": "the claim was removed"}
                      for r in rows if r["status"] == "removed" and r["old"] == REFUTED]
             out.append(SpecChanges(rel, new.name, at, note, rows, same, old_rel if old_rel != rel else None))
-        given = {repo_path(f) for f in files}
-        for root, snap in snapshots.items():
-            dirs = {str(Path(g).parent) for g, r in zip(given, roots) if r == root}
+        for root, snap in snapshots.items():  # the files given in this repository, by repository path
+            given = {repo_path(f) for f, r in zip(files, roots) if r == root}
+            dirs = {str(Path(g).parent) for g in given}
             for rel in snap.changes()[1]:
-                if rel in given or not _is_spec_name(rel, dirs):
+                if rel in given or rel in followed.get(root, ()) or not _is_spec_name(rel, dirs):
                     continue
                 old, at, note = _at_ref(snap, rel, ref, cfg, cache)
                 if old is None:
@@ -304,6 +352,21 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
     return results, Baseline(ref, out, verdicts, gone)
 
 
+def _same_name(snap: _Snapshot, deleted: list, name: str, taken: set) -> str | None:
+    """The spec deleted since REF whose ``name`` is ``name``: a spec moved and rewritten (git's
+    rename detection needs half of the text unchanged) is still compared with its old self."""
+    for rel in deleted:
+        if rel in taken or not rel.endswith(".toml"):
+            continue
+        try:
+            data = tomllib.loads((snap.path() / rel).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if data.get("name") == name:
+            return rel
+    return None
+
+
 def _at_ref(snap: _Snapshot, rel: str, ref: str, cfg, cache: dict):
     """(result at REF or None, "present" / "absent" / "invalid", note)."""
     path = snap.path() / rel
@@ -312,4 +375,5 @@ def _at_ref(snap: _Snapshot, rel: str, ref: str, cfg, cache: dict):
     try:
         return _check(path, f"{ref}:{rel}", cfg, cache), "present", ""
     except InputError as exc:
-        return None, "invalid", str(exc).replace(str(snap.path()) + "/", f"{ref}:")
+        top = str(snap.path())  # the temporary directory never shows: REF:path (REF: alone for the root)
+        return None, "invalid", str(exc).replace(top + "/", f"{ref}:").replace(top, f"{ref}:")

@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--baseline", metavar="REF",
                         help="compare with each file at git revision REF (read with git show) and report "
                              "only the claims whose verdict changed")
-    parser.add_argument("--fail-on", choices=FAIL_ON, default=FAIL_ON[0],
+    parser.add_argument("--fail-on", default=FAIL_ON[0], metavar="{" + ",".join(FAIL_ON) + "}",
                         help="undecided (default): exit 1 on any claim without its expected verdict; refuted: "
                              "not for claims that are merely undecided")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -195,6 +195,9 @@ def report_input_error(exc: InputError, args) -> None:
 def _check(args) -> int:
     from derive.report import render
 
+    fail_on = getattr(args, "fail_on", FAIL_ON[0])
+    if fail_on not in FAIL_ON:  # checked here, not by argparse: bad input is reported in the format asked for
+        raise InputError(f"--fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     cfg = settings_from(args)
     timeout = getattr(args, "timeout", None)
     if timeout is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 from derive.spec import claim_kinds as _kinds
@@ -31,9 +32,14 @@ SRCROOT = "%SRCROOT%"
 AUTOMATION_ID = "derive/check/"
 
 
-def uri(file: str) -> str:
-    """The file relative to the repository root, as a URI reference (``%20`` for a space)."""
-    return quote(repo_path(file))
+def artifact(file: str) -> dict:
+    """The artifactLocation of ``file``: relative to ``%SRCROOT%`` (a URI reference, ``%20`` for a
+    space); a file outside any repository and the working directory has an absolute ``file:`` URI
+    and no base (SARIF 3.4.4)."""
+    path = repo_path(file)
+    if Path(path).is_absolute():
+        return {"uri": Path(path).as_uri()}
+    return {"uri": quote(path), "uriBaseId": SRCROOT}
 
 
 def _docs(version: str) -> str:
@@ -81,7 +87,7 @@ def _result(result, claim, level: str, state: str | None = None) -> dict:
         "level": level,
         "message": {"text": f"{claim.name} = {claim_message(claim, code='')}"},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": uri(result.file), "uriBaseId": SRCROOT},
+            "artifactLocation": artifact(result.file),
             "region": claim_region(result, claim.name)}}],
         "partialFingerprints": {"deriveClaim/v1": fingerprint(result.file, claim.name, claim.claim)},
     })
@@ -163,7 +169,7 @@ def error_sarif(problems: list) -> str:
             region = {"startLine": line} if line else {}
             if line and col:
                 region["startColumn"] = col
-            loc = {"artifactLocation": {"uri": uri(file), "uriBaseId": SRCROOT}}
+            loc = {"artifactLocation": artifact(file)}
             if region:
                 loc["region"] = region
             note["locations"] = [{"physicalLocation": loc}]
