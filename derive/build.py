@@ -86,7 +86,7 @@ def _document(module, path: Path):
     return doc
 
 
-def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
+def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered, int, int]:
     """(name, files, steps, checks) of one module.
 
     A module defines ``document()`` (a checked derivation, rendered by the templates), or
@@ -98,7 +98,7 @@ def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
     module = _load_module(path)
     if hasattr(module, "document"):
         doc = _document(module, path)
-        page = render_document(doc)
+        page = render_document(doc, figure_pdfs)
         return doc.slug, page, page.steps, page.checks
     page = module.rendered()
     if not isinstance(page, Rendered):
@@ -210,23 +210,26 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _build_one(path: Path, cache: Path | None):
-    """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module."""
+def _build_one(path: Path, cache: Path | None, figure_pdfs: bool = True):
+    """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module; ``figure_pdfs``:
+    the figures are needed as PDF too (a cached result without them is built again)."""
     t0, c0 = time.perf_counter(), _cpu()
     key = cache_key(path) if cache is not None else ""
     hit = _cache_get(cache, key) if cache is not None else None
+    if hit is not None and figure_pdfs and not getattr(hit[1], "figure_pdfs", True):
+        hit = None
     if hit is None:
-        result = _render_module(path)
+        result = _render_module(path, figure_pdfs)
         _cache_put(cache, key, result)
     else:
         result = hit
     return result, time.perf_counter() - t0, _cpu() - c0, hit is not None
 
 
-def _child(path: Path, cache: Path | None, conn) -> None:
+def _child(path: Path, cache: Path | None, figure_pdfs: bool, conn) -> None:
     """A worker process: build one document and send back its result or its exception."""
     try:
-        payload = ("ok", _build_one(path, cache))
+        payload = ("ok", _build_one(path, cache, figure_pdfs))
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
         try:
             pickle.dumps(exc)
@@ -237,7 +240,7 @@ def _child(path: Path, cache: Path | None, conn) -> None:
     conn.close()
 
 
-def _results(modules: list[Path], jobs: int, cache: Path | None):
+def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bool):
     """Each module's result in module order, built ``jobs`` at a time in their own processes.
 
     Each document is built in a fresh fork of this process, so it sees the same interpreter
@@ -247,9 +250,10 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
     """
     if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for path in modules:  # (no fork on Windows: one process)
-            yield _build_one(path, cache)
+            yield _build_one(path, cache, figure_pdfs)
         return
     ctx = multiprocessing.get_context("fork")
+    _preload()
     # Frozen, the objects a child inherits are left out of its garbage collections, which
     # would otherwise visit (and so copy) every page of this process's heap.
     gc.freeze()
@@ -262,7 +266,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
                 while waiting and len(running) < jobs:
                     j = waiting.pop(0)
                     recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(modules[j], cache, send), name=f"derive-build-{j}")
+                    proc = ctx.Process(target=_child, args=(modules[j], cache, figure_pdfs, send), name=f"derive-build-{j}")
                     proc.start()
                     send.close()
                     running[j] = (proc, recv)
@@ -285,6 +289,22 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
             proc.terminate()
             proc.join()
             recv.close()
+
+
+# Modules that several documents import on first use (SymPy's simplify its units, the
+# cross-check numpy's and Hypothesis's generators, two documents matplotlib): imported once here
+# before the documents' processes are forked, which inherit them instead of each importing them.
+PRELOAD = ("jinja2", "numpy.random", "secrets", "hypothesis.internal.conjecture.optimiser", "sympy.physics.units",
+           "derive.normalizers.properties", "derive.claims.run", "derive.kernels", "derive.impl.api",
+           "derive.render.figures", "matplotlib.pyplot")
+
+
+def _preload() -> None:
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional library that is missing: the document that needs it says so
+            pass
 
 
 def _write(path: Path, content: bytes) -> None:
@@ -344,7 +364,7 @@ def _environ(values: dict):
 
 def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None:
     for path, ((slug, rendered, steps, checks), wall, cpu, cached) in zip(
-            modules, _results(modules, jobs, cache)):
+            modules, _results(modules, jobs, cache, pdf and not check)):
         report.documents += 1
         report.cached += cached
         report.timings.append((slug, wall, cpu, cached))

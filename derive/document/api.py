@@ -182,14 +182,14 @@ class Figure:
     caption: str
     draw: Callable
     kind: str = "figure"
-    drawn: dict | None = field(default=None, repr=False)  # {"svg": bytes, "pdf": bytes} once drawn
+    drawn: dict | None = field(default=None, repr=False)  # {format: bytes} of the formats drawn
 
-    def render(self) -> dict[str, bytes]:
-        """The figure as SVG and PDF bytes, drawn once."""
-        if self.drawn is None:
+    def render(self, fmts: tuple[str, ...] = ("svg", "pdf")) -> dict[str, bytes]:
+        """The figure in ``fmts`` (SVG for Markdown, PDF for LaTeX), drawn once."""
+        if self.drawn is None or not set(fmts) <= set(self.drawn):
             from derive.render.figures import render_figures
 
-            self.drawn = render_figures(self.draw, ("svg", "pdf"))
+            self.drawn = render_figures(self.draw, fmts)
         return self.drawn
 
 
