@@ -545,8 +545,8 @@ def _compile_sum(body_f, limits):
     def total_of(ev, env):
         lo_v, hi_v = ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env))
         total = None
+        inner = dict(env)  # one copy for the whole loop: no closure keeps an environment
         for k in range(lo_v, hi_v + 1):
-            inner = dict(env)
             inner[var] = k
             v = inner_f(ev, inner)
             total = v if total is None else total + v
