@@ -133,6 +133,7 @@ def test_check_mode_builds_cold_even_with_a_planted_cache(tmp_path, demo, capsys
     assert (docs / "demo.md").read_bytes().count(b"# Demo of every block") == 1
 
 
+@pytest.mark.slow
 def test_parallel_build_writes_what_a_sequential_one_writes_in_module_order(tmp_path, demo, capsys):
     mods = [str(demo), str(ROOT / "proofs" / "impl_check.py"), str(DATA / "demo.py")]
     logs = {}

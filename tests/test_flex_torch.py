@@ -94,6 +94,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, message", CASES, ids=[c[0] for c in CASES])
 def test_untraceable_code_is_bad_input(tmp_path, name, message):
     (tmp_path / "mods.py").write_text(BAD)

@@ -51,6 +51,7 @@ CORRECT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,form,lse,returned", CORRECT)
 def test_correct_numpy_kernels_agree(fn, norm, form, lse, returned):
     report = check_implementation(NP + fn, norm, form=form, lse=lse)
