@@ -86,7 +86,7 @@ def _document(module, path: Path):
     return doc
 
 
-def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered, int, int]:
+def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
     """(name, files, steps, checks) of one module.
 
     A module defines ``document()`` (a checked derivation, rendered by the templates), or
@@ -98,7 +98,7 @@ def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered,
     module = _load_module(path)
     if hasattr(module, "document"):
         doc = _document(module, path)
-        page = render_document(doc, figure_pdfs)
+        page = render_document(doc)
         return doc.slug, page, page.steps, page.checks
     page = module.rendered()
     if not isinstance(page, Rendered):
@@ -210,26 +210,23 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _build_one(path: Path, cache: Path | None, figure_pdfs: bool = True):
-    """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module; ``figure_pdfs``:
-    the figures are needed as PDF too (a cached result without them is built again)."""
+def _build_one(path: Path, cache: Path | None):
+    """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module."""
     t0, c0 = time.perf_counter(), _cpu()
     key = cache_key(path) if cache is not None else ""
     hit = _cache_get(cache, key) if cache is not None else None
-    if hit is not None and figure_pdfs and not getattr(hit[1], "figure_pdfs", True):
-        hit = None
     if hit is None:
-        result = _render_module(path, figure_pdfs)
+        result = _render_module(path)
         _cache_put(cache, key, result)
     else:
         result = hit
     return result, time.perf_counter() - t0, _cpu() - c0, hit is not None
 
 
-def _child(path: Path, cache: Path | None, figure_pdfs: bool, conn) -> None:
+def _child(path: Path, cache: Path | None, conn) -> None:
     """A worker process: build one document and send back its result or its exception."""
     try:
-        payload = ("ok", _build_one(path, cache, figure_pdfs))
+        payload = ("ok", _build_one(path, cache))
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
         try:
             pickle.dumps(exc)
@@ -240,7 +237,7 @@ def _child(path: Path, cache: Path | None, figure_pdfs: bool, conn) -> None:
     conn.close()
 
 
-def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bool):
+def _results(modules: list[Path], jobs: int, cache: Path | None):
     """Each module's result in module order, built ``jobs`` at a time in their own processes.
 
     Each document is built in a fresh fork of this process, so it sees the same interpreter
@@ -250,7 +247,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bo
     """
     if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for path in modules:  # (no fork on Windows: one process)
-            yield _build_one(path, cache, figure_pdfs)
+            yield _build_one(path, cache)
         return
     ctx = multiprocessing.get_context("fork")
     _preload()
@@ -266,7 +263,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bo
                 while waiting and len(running) < jobs:
                     j = waiting.pop(0)
                     recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(modules[j], cache, figure_pdfs, send), name=f"derive-build-{j}")
+                    proc = ctx.Process(target=_child, args=(modules[j], cache, send), name=f"derive-build-{j}")
                     proc.start()
                     send.close()
                     running[j] = (proc, recv)
@@ -364,7 +361,7 @@ def _environ(values: dict):
 
 def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None:
     for path, ((slug, rendered, steps, checks), wall, cpu, cached) in zip(
-            modules, _results(modules, jobs, cache, pdf and not check)):
+            modules, _results(modules, jobs, cache)):
         report.documents += 1
         report.cached += cached
         report.timings.append((slug, wall, cpu, cached))

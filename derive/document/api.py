@@ -182,14 +182,14 @@ class Figure:
     caption: str
     draw: Callable
     kind: str = "figure"
-    drawn: dict | None = field(default=None, repr=False)  # {format: bytes} of the formats drawn
+    drawn: dict | None = field(default=None, repr=False)  # {"svg": bytes, "pdf": bytes} once drawn
 
-    def render(self, fmts: tuple[str, ...] = ("svg", "pdf")) -> dict[str, bytes]:
-        """The figure in ``fmts`` (SVG for Markdown, PDF for LaTeX), drawn once."""
-        if self.drawn is None or not set(fmts) <= set(self.drawn):
+    def render(self) -> dict[str, bytes]:
+        """The figure as SVG and PDF bytes, drawn once."""
+        if self.drawn is None:
             from derive.render.figures import render_figures
 
-            self.drawn = render_figures(self.draw, fmts)
+            self.drawn = render_figures(self.draw, ("svg", "pdf"))
         return self.drawn
 
 

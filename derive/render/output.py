@@ -38,25 +38,20 @@ class Rendered:
     build: dict[str, bytes] = field(default_factory=dict)  # file name → content, for build/
     steps: int = 0  # checked steps (proved or refuted) behind the files, for the build's log
     checks: int = 0  # numeric cross-checks they passed
-    figure_pdfs: bool = True  # build/ has the figures as PDF (not drawn for a build that compiles no PDF)
 
 
-def render_document(doc, figure_pdfs: bool = True) -> Rendered:
-    """Markdown, JSON and SVG figures for ``docs/``; LaTeX and (``figure_pdfs``) the figures
-    as PDF for ``build/``: a build that compiles no PDF leaves them out, as drawing them is
-    a good part of a figure's cost."""
+def render_document(doc) -> Rendered:
+    """Markdown, JSON and SVG figures for ``docs/``; LaTeX and the figures as PDF for ``build/``."""
     env = environment()
-    out = Rendered(steps=len(doc.steps()), checks=len(doc.checks), figure_pdfs=figure_pdfs)
+    out = Rendered(steps=len(doc.steps()), checks=len(doc.checks))
     md = env.get_template("document.md.j2").render(**view(doc, "md"))
     out.docs[f"{doc.slug}.md"] = _tidy(md).encode()
     out.docs[f"{doc.slug}.json"] = to_json(doc).encode()
     out.build[f"{doc.slug}.tex"] = _tidy(env.get_template("document.tex.j2").render(**view(doc, "tex"))).encode()
     for b in doc.blocks:
         if b.kind == "figure":
-            drawn = b.render(("svg", "pdf") if figure_pdfs else ("svg",))
-            out.docs[f"{b.slug}.svg"] = drawn["svg"]
-            if figure_pdfs:
-                out.build[f"{b.slug}.pdf"] = drawn["pdf"]
+            drawn = b.render()
+            out.docs[f"{b.slug}.svg"], out.build[f"{b.slug}.pdf"] = drawn["svg"], drawn["pdf"]
     return out
 
 
