@@ -157,6 +157,7 @@ def test_sign_flipped_alibi_counterexample_is_certified_on_the_real_slopes(specs
     assert ce["changed"] - ce["original"] == pytest.approx(0.5 * ((i - j2) - (i - j1)))
 
 
+@pytest.mark.slow
 def test_report_shows_the_traced_math_next_to_the_source_line(tmp_path):
     (tmp_path / "mods.py").write_text((FLEX / "mods.py").read_text())
     spec = tmp_path / "s.toml"
@@ -281,6 +282,7 @@ def _tables_spec(tmp_path, body):
     return load_spec(spec)
 
 
+@pytest.mark.slow
 def test_invariant_of_a_traced_table_is_proved_when_the_table_adds_a_row_constant(tmp_path):
     """A table indexed by the head or the query only shifts a whole row: softmax ignores it,
     whatever its entries (the table is an opaque function of its indices)."""
@@ -294,6 +296,7 @@ def test_invariant_of_a_traced_table_is_proved_when_the_table_adds_a_row_constan
         assert inv.reason == "the score changes only by a row-constant term and softmax is shift-invariant"
 
 
+@pytest.mark.slow
 def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(tmp_path):
     import sympy as sp
 
@@ -323,6 +326,7 @@ def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(
     assert float(lhs) == pytest.approx(ce["original"], rel=1e-5) and float(rhs) == pytest.approx(ce["changed"], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_invariant_of_a_table_the_mask_reads_is_not_decided(tmp_path):
     from derive.claims.run import check_spec
 
@@ -334,6 +338,7 @@ def test_invariant_of_a_table_the_mask_reads_is_not_decided(tmp_path):
                               "under a changing mask is not decided")
 
 
+@pytest.mark.slow
 def test_invariant_of_a_name_neither_declared_nor_traced_is_bad_input(tmp_path):
     (tmp_path / "mods.py").write_text(TABLES)
     spec = tmp_path / "s.toml"
@@ -368,6 +373,7 @@ def _masks_spec(tmp_path, mask, claims):
     return spec
 
 
+@pytest.mark.slow
 def test_mask_equivalent_takes_a_mask_mod_and_proves_a_window_written_two_ways(tmp_path):
     from derive.claims.run import check_spec
     from derive.spec import load_spec
@@ -380,6 +386,7 @@ def test_mask_equivalent_takes_a_mask_mod_and_proves_a_window_written_two_ways(t
     assert res.verdict == "proved"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask, ref", [("causal_window(3)", "masks.py:generate_window(4)"),
                                        ("causal_window(3)", "masks.py:window_abs"),
                                        ("sliding_window(2)", "masks.py:window_abs")])
@@ -405,6 +412,7 @@ def test_mask_equivalent_with_a_different_mask_mod_is_refuted_with_a_certified_k
     assert (ce["original"], ce["changed"]) == (float(ours), float(theirs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim, message", [
     ('mask_equivalent("masks.py:not_a_mask")', "masks.py, line 13: a mask_mod must return a boolean (a comparison), "
                                                "got i - j"),
@@ -442,6 +450,7 @@ def bias_qk(score, b, h, q_idx, kv_idx):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, table, math", [
     ("bias_hqk", "bias3", "s + bias3_h(i − 1, j − 1)"),
     ("bias_bhr", "relb", "s + relb(b, h, i − j + 5)"),
@@ -487,6 +496,7 @@ def test_tables_of_two_or_more_indices_are_opaque_functions_and_agree_with_flex_
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_a_table_indexed_by_the_head_last_is_searched_on_every_head(tmp_path):
     """bias[distance, h]: head 0 prefers near keys, head 1 far ones; the counterexample is on
     head 1's real entries."""
@@ -542,6 +552,7 @@ def _docs_spec(tmp_path, mask, claims, other=None):
     return spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", ['mask_equivalent("docs.py:generate_doc([0, 1, 2, 3, 4, 5])")',
                                    'mask_equivalent("other.toml")', 'equivalent_to("other.toml")'])
 def test_two_traced_tables_of_one_name_with_different_entries_are_two_tables(tmp_path, claim):
@@ -565,6 +576,7 @@ def test_two_traced_tables_of_one_name_with_different_entries_are_two_tables(tmp
         assert ce["original"] == pytest.approx(1 / sum(row)) and ce["changed"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_an_opaque_document_table_and_a_traced_one_of_the_same_name_get_one_verdict(tmp_path):
     """document(doc) against a traced doc of that name reads them as one table (the real one), so
     doc(i − 1) = doc(j − 1) written two ways is not refuted by a label vector on one side only."""

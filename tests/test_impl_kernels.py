@@ -101,6 +101,7 @@ TORCH_CORRECT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,form", TORCH_CORRECT)
 def test_correct_torch_kernels_agree(fn, norm, form):
     need_torch()
@@ -117,6 +118,7 @@ TORCH_FAULTY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,form,fault", TORCH_FAULTY)
 def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
     need_torch()
@@ -309,6 +311,7 @@ def test_assert_implements_with_a_form():
         assert_implements(NP + "sink_split_extra_per_split", "sink", form="split", dtypes=("float64",))
 
 
+@pytest.mark.slow
 def test_the_worker_environment_hook_is_set_before_import():
     odd = "tests/zoo/kernels_odd.py:needs_env"
     with pytest.raises(InputError, match="DERIVE_KERNEL_TEST_ENV was not set"):
@@ -338,6 +341,7 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "derive", "impl", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_and_json():
     ok = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "split", "--dtype", "float64", "--format", "json")
     assert ok.returncode == 0, ok.stderr
@@ -436,6 +440,7 @@ def test_the_tolerance_admits_an_ulp_and_not_a_relative_1e9():
     assert max(f.bounds) < 1e-12
 
 
+@pytest.mark.slow
 def test_a_failing_report_as_json_is_deterministic():
     args = (NP + "sink_backward_grad_missing", "--as", "sink", "--form", "backward", "--dtype", "float32",
             "--format", "json")
@@ -452,6 +457,7 @@ def test_a_failing_report_as_json_is_deterministic():
 PH = "tests/zoo/kernels_per_head.py:"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,form", [("sink_online", "online"), ("sink_split", "split"),
                                      ("sink_backward", "backward")])
 def test_a_sink_per_head_agrees_in_every_form(fn, form):
