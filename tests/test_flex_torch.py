@@ -590,6 +590,7 @@ def test_an_opaque_document_table_and_a_traced_one_of_the_same_name_get_one_verd
     assert a.verdict == "proved" and b.verdict != "refuted"
 
 
+@pytest.mark.slow
 def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_its_name(tmp_path):
     """alibi_slopes declared per_head (no sign) against the traced positive slopes: one table by
     its name, as with per_head positive, so no counterexample sets the hand side's slope to 0
@@ -607,6 +608,7 @@ def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_i
         assert res.verdict == verdict, (sign, res.reason, res.counterexample)
 
 
+@pytest.mark.slow
 def test_heads_are_those_every_table_has(tmp_path):
     """Two slopes, a bias table of three heads whose third head prefers far keys: the model has
     two heads (torch fails at h = 2 reading the slopes), so no counterexample may be drawn on a
@@ -626,6 +628,7 @@ def test_heads_are_those_every_table_has(tmp_path):
     assert res.verdict != "refuted", res.counterexample
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ids", "verdict"), [([0, 0, 0], "undecided"), ([0, 1, 1], "refuted")])
 def test_no_counterexample_reads_past_a_tables_end(tmp_path, ids, verdict):
     """Three document ids: the model has at most three positions (torch fails reading doc[3]).

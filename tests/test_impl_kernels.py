@@ -481,6 +481,7 @@ def test_per_head_calls_put_the_sink_values_side_by_side():
     assert any(math.isinf(s) for c in calls for s in c.params["s"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,form", [("sink_online_head0_scores", "online"),
                                      ("sink_backward_head0_scores", "backward")])
 def test_a_kernel_reading_head_0_for_every_head_disagrees(fn, form):
@@ -525,6 +526,7 @@ def test_a_per_head_sink_gradient_not_summed_is_a_usage_error():
                              dtypes=("float64",))
 
 
+@pytest.mark.slow
 def test_per_head_usage_errors():
     with pytest.raises(InputError, match="--per-head applies to a kernel form"):
         check_implementation("tests/zoo/sink_numpy.py:sink", "sink", per_head=True)
@@ -536,6 +538,7 @@ def test_per_head_usage_errors():
 
 # ---- the Hypothesis search after the fixed list ----------------------------------------------------
 
+@pytest.mark.slow
 def test_the_search_reaches_a_partition_the_fixed_list_lacks():
     """A tail path that forgets to store out when a last tile of 3 keys follows full ones: every
     partition of the fixed list misses it; the search draws one and shrinks it."""
@@ -551,6 +554,7 @@ def test_the_search_reaches_a_partition_the_fixed_list_lacks():
     assert again.to_json() == report.to_json()  # derandomized: the same search every run
 
 
+@pytest.mark.slow
 def test_the_search_budget_is_a_count():
     report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",))
     assert report.agrees and report.results[0].searched == 20 and report.results[0].source == ""
@@ -573,6 +577,7 @@ def test_a_per_head_failure_names_the_head_of_the_failing_row():
     assert report.as_json()["results"][0]["failure"]["params"] == {"s": [0.0, 1.5]}
 
 
+@pytest.mark.slow
 def test_torch_autograd_sink_gradient_per_head_and_shared():
     """torch autograd through the definition: the sink's gradient summed over the rows sharing each
     entry, per head or over every row; both agree with the recompute form's check."""
