@@ -9,6 +9,7 @@ into ``build/``, and compiles the PDF when ``pdflatex`` is installed.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -27,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from derive import progress, shared
-from derive.document import pending
 from derive.errors import DeriveError, InputError
 from derive.render import Rendered, render_document
 
@@ -80,15 +80,8 @@ def load_document(path: Path):
 
 
 def _document(module, path: Path):
-    """``module.document()``, every step checked.
-
-    A document alone on spare cores checks its equations in worker processes while it
-    goes on (:mod:`derive.document.pending`); here it waits for them, so a step that fails
-    raises before anything is rendered.
-    """
-    with pending.deferring():
-        doc = module.document()
-        doc.finish()
+    """``module.document()``, every step checked (a step that fails raises as it is added)."""
+    doc = module.document()
     doc.source = _display_path(path)
     return doc
 
@@ -97,16 +90,20 @@ def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
     """(name, files, steps, checks) of one module.
 
     A module defines ``document()`` (a checked derivation, rendered by the templates), or
-    ``rendered() -> dict[str, str]`` for a page that a command renders itself (a report,
-    a comparison table); either way its files go through the same write and ``--check``.
+    ``rendered()`` for a page that a command renders itself (a report, a comparison table);
+    either way its files go through the same write and ``--check``. ``rendered()`` returns
+    ``{file name: text}``, or a :class:`~derive.render.Rendered` whose ``steps`` and
+    ``checks`` count what the page proved and cross-checked (the atlas's claims), for the log.
     """
     module = _load_module(path)
     if hasattr(module, "document"):
         doc = _document(module, path)
-        steps = sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification"))
-        return doc.slug, render_document(doc), steps, len(doc.checks)
-    files = module.rendered()
-    return path.stem, Rendered(docs={k: v.encode() for k, v in files.items()}), 0, 0
+        page = render_document(doc)
+        return doc.slug, page, page.steps, page.checks
+    page = module.rendered()
+    if not isinstance(page, Rendered):
+        page = Rendered(docs={k: v.encode() for k, v in page.items()})
+    return path.stem, page, page.steps, page.checks
 
 
 def _display_path(path: Path) -> str:
@@ -130,7 +127,8 @@ class BuildReport:
     checks: int = 0
     stale: list[str] | None = None
     pdfs: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall
+    cpu: float = 0.0  # user + system seconds of the build's process and every child process it waited for
     cached: int = 0  # documents taken from the cache
     # per document, in module order: (slug, wall seconds, CPU seconds incl. its child processes, cached)
     timings: list = field(default_factory=list)
@@ -252,6 +250,10 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
             yield _build_one(path, cache)
         return
     ctx = multiprocessing.get_context("fork")
+    _preload()
+    # Frozen, the objects a child inherits are left out of its garbage collections, which
+    # would otherwise visit (and so copy) every page of this process's heap.
+    gc.freeze()
     waiting = sorted(range(len(modules)), key=lambda k: (-_COST.get(modules[k].stem, 0), k))
     running: dict = {}  # k → (process, receiving end)
     done: dict = {}
@@ -279,10 +281,27 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
                 raise value
             yield value
     finally:
+        gc.unfreeze()
         for proc, recv in running.values():
             proc.terminate()
             proc.join()
             recv.close()
+
+
+# Modules that several documents import on first use (SymPy's simplify its units, the
+# cross-check numpy's and Hypothesis's generators, two documents matplotlib): imported once here
+# before the documents' processes are forked, which inherit them instead of each importing them.
+PRELOAD = ("jinja2", "numpy.random", "secrets", "hypothesis.internal.conjecture.optimiser", "sympy.physics.units",
+           "derive.normalizers.properties", "derive.claims.run", "derive.kernels", "derive.impl.api",
+           "derive.render.figures", "matplotlib.pyplot")
+
+
+def _preload() -> None:
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional library that is missing: the document that needs it says so
+            pass
 
 
 def _write(path: Path, content: bytes) -> None:
@@ -292,7 +311,7 @@ def _write(path: Path, content: bytes) -> None:
 
 
 # Rough CPU seconds of the shipped documents: the order in which workers start them.
-_COST = {"normalizers": 30, "atlas": 16, "softmax_one": 12, "kernels": 8, "qk_bias": 6, "impl_check": 1}
+_COST = {"normalizers": 9, "softmax_one": 6, "kernels": 4, "qk_bias": 3, "atlas": 3, "impl_check": 1}
 
 
 def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Path = Path("build"),
@@ -307,7 +326,7 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     build would. Results several documents need (see :mod:`derive.shared`) are computed
     once per parallel build, as a sequential build computes them once in its process.
     """
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), _cpu()
     report = BuildReport(stale=[])
     modules = proof_modules(paths)
     have_pdflatex = shutil.which("pdflatex") is not None
@@ -317,7 +336,7 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
         _build_all(modules, report, docs, out, check, pdf and have_pdflatex, log, jobs, cache)
     if not check and pdf and not have_pdflatex:
         log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
-    report.seconds = time.perf_counter() - start
+    report.seconds, report.cpu = time.perf_counter() - start, _cpu() - cpu0
     return report
 
 
@@ -363,7 +382,9 @@ def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None
                 compile_pdf(out / tex)
                 report.pdfs += 1
         how = "from the cache" if cached else f"{wall:.1f} s, CPU {cpu:.1f} s"
-        log(f"  {slug}: {steps} steps proved, {checks} checks passed ({how})")
+        what = (f"{steps} steps proved or refuted, {checks} checks passed" if steps or checks else
+                f"rendered {', '.join(rendered.docs)}, no derivation steps of its own")
+        log(f"  {slug}: {what} ({how})")
 
 
 def compile_pdf(tex: Path) -> Path:

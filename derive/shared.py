@@ -10,8 +10,6 @@ what each document would have computed itself (the computations are deterministi
 cold build stays cold.
 
 Without the variable (a single document, a test, the library) :func:`once` just computes.
-:func:`cores` is the number of cores this process may use: a document alone on two cores
-may spread its own work (:mod:`derive.document.pending`, :mod:`derive.normalizers.table`).
 
     >>> import os
     >>> _ = os.environ.pop(ENV, None)
@@ -29,21 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["ENV", "cores", "in_parallel_build", "once"]
+__all__ = ["ENV", "once"]
 
 ENV = "DERIVE_SHARED_DIR"
 T = TypeVar("T")
-
-
-def cores() -> int:
-    """Cores this process may run on (``taskset`` included)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def in_parallel_build() -> bool:
-    """True in a document built beside others in parallel processes: the cores are taken."""
-    folder = os.environ.get(ENV)
-    return bool(folder) and Path(folder).is_dir()
 
 
 def once(key: str, compute: Callable[[], T]) -> T:

@@ -1,7 +1,7 @@
 """docs/atlas.md: every shipped variant spec checked, one table of variants × properties."""
 
-from derive.atlas.render import atlas_markdown
+from derive.atlas.render import atlas_page
 
 
-def rendered() -> dict[str, str]:
-    return {"atlas.md": atlas_markdown()}
+def rendered():
+    return atlas_page()

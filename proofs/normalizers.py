@@ -104,7 +104,7 @@ def document() -> Document:
             "its derivation."
         ),
     )
-    table = build_table(token_equivalences=True)
+    table = build_table()
 
     doc.section("1. The normalizers")
     doc.prose(

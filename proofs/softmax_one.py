@@ -23,7 +23,7 @@ from derive.normalizers.algebra import canon_sums
 from derive.normalizers.properties import B_K, C, K, Q, derive_property
 from derive.normalizers.registry import get
 from derive.normalizers.stable import DTYPES, FORMS, MSHIFT, faulty_weight, float_table, stable_form
-from derive.normalizers.table import anchor, prefetch
+from derive.normalizers.table import anchor
 from derive.prove.verdict import REFUTED, Verdict
 from derive.render.latex import tex
 from derive.render.view import assignment
@@ -69,17 +69,7 @@ def _w(der) -> str:
     return "; ".join(assignment(k, v) for k, v in inst.items()) + (f"; values {w['lhs']} vs {w['rhs']}" if "lhs" in w else "")
 
 
-# The table cells this document cites, computed ahead together with the token equivalences
-# (in this process and a helper, when the document has the machine to itself).
-_CELLS = [("softmax1", p) for p in ("shift_invariant", "mass_range", "can_abstain", "limit_uniform", "limit_iterated",
-                                    "limit_any_path", "jacobian_diagonal", "jacobian_offdiagonal", "k_bias_cancels",
-                                    "ratio_identity")] + \
-         [("softmax", p) for p in ("weights_sum_to_one", "can_abstain", "limit_uniform", "limit_iterated",
-                                   "limit_any_path", "k_bias_cancels")] + [("clipped", "gradient_nonvanishing")]
-
-
 def document() -> Document:
-    prefetch(_CELLS, token_equivalences=True, doc="softmax-one")
     doc = Document(
         "softmax-one",
         "softmax₁: attention that can abstain, derived",

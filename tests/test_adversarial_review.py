@@ -39,6 +39,7 @@ DOMAIN_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("score,symbols,claim,truth", DOMAIN_CASES)
 def test_domain_of_auto_evaluated_roots_and_logs(score, symbols, claim, truth):
     # SymPy rewrites sqrt(x)**2, sqrt(x)*sqrt(x) and exp(log(x)) to x; the domain is taken

@@ -44,6 +44,7 @@ def test_every_variant_has_a_spec():
     assert set(FACTS) == set(ORDER) and all(p.exists() for p in spec_paths())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ORDER)
 def test_known_facts(results, variant):
     r = results[ORDER.index(variant)]
@@ -51,6 +52,7 @@ def test_known_facts(results, variant):
     assert got == FACTS[variant], {c.name: c.reason for c in r.claims}
 
 
+@pytest.mark.slow
 def test_refutations_have_counterexamples(results):
     for r in results:
         for c in r.claims:
@@ -58,6 +60,7 @@ def test_refutations_have_counterexamples(results):
                 assert c.counterexample and c.counterexample["d"] <= 3, (r.name, c.name)
 
 
+@pytest.mark.slow
 def test_committed_atlas_is_current(results):
     committed = (Path(__file__).resolve().parent.parent / "docs" / "atlas.md").read_text(encoding="utf-8")
     assert committed == atlas_markdown(results), "regenerate: python build_docs.py"

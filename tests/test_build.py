@@ -20,6 +20,7 @@ def test_impl_check_page_shows_a_caught_fault():
     assert "unshifted +1" in page
 
 
+@pytest.mark.slow
 def test_two_builds_are_byte_identical(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):
@@ -48,6 +49,7 @@ def test_missing_module_is_a_clean_input_error(capsys):
         "derive: error: no/such/module.py: not a Python file; expected a derivation module like proofs/qk_bias.py")
 
 
+@pytest.mark.slow
 def test_check_names_the_stale_file(tmp_path, capsys):
     build([str(ROOT / "proofs" / "qk_bias.py")], docs=tmp_path, out=tmp_path / "b", pdf=False, log=lambda m: None)
     (tmp_path / "qk-bias.md").write_text("edited by hand\n")

@@ -133,6 +133,7 @@ def test_check_mode_builds_cold_even_with_a_planted_cache(tmp_path, demo, capsys
     assert (docs / "demo.md").read_bytes().count(b"# Demo of every block") == 1
 
 
+@pytest.mark.slow
 def test_parallel_build_writes_what_a_sequential_one_writes_in_module_order(tmp_path, demo, capsys):
     mods = [str(demo), str(ROOT / "proofs" / "impl_check.py"), str(DATA / "demo.py")]
     logs = {}
@@ -216,62 +217,3 @@ def test_without_a_build_a_shared_step_is_just_computed(monkeypatch):
     assert shared.once("k", lambda: calls.append(1) or 7) == 7
     assert shared.once("k", lambda: calls.append(1) or 7) == 7
     assert calls == [1, 1]
-
-
-def test_the_normalizer_table_forks_no_helper_inside_a_parallel_build(tmp_path, monkeypatch):
-    """Beside other documents the cores are taken: a helper would only add work, so nothing is
-    computed ahead; alone on two cores the cells (and the token equivalences) are computed
-    ahead by this process and one helper, and the table reads them back."""
-    import derive.normalizers.properties as props
-    import derive.normalizers.table as table
-    from derive import parallel, shared
-
-    asked = []
-    monkeypatch.setattr(parallel, "share", lambda tasks, f, helpers, done=None: asked.append((helpers, tasks))
-                        or [f(t) for t in tasks])
-    monkeypatch.setattr(table, "_task", lambda task: [f"{task[0]}.{p}" for p in task[1]])
-    monkeypatch.setattr(table, "derive_property", lambda name, prop: props._CACHE.get((name, prop, ()), "late"))
-    monkeypatch.setattr(props, "_CACHE", {})
-    monkeypatch.setattr(table.equivalences, "_DECIDED", {})
-    monkeypatch.setattr(shared, "cores", lambda: 2)
-    monkeypatch.setenv(shared.ENV, str(tmp_path))
-    assert shared.in_parallel_build()
-    cells = table.build_table(token_equivalences=True)
-    assert asked == [] and cells[("softmax", "ratio_identity")] == "late"
-    monkeypatch.delenv(shared.ENV)
-    assert not shared.in_parallel_build()
-    cells = table.build_table(token_equivalences=True)
-    (helpers, tasks), = asked
-    assert helpers == 1 and cells[("softmax", "ratio_identity")] == "softmax.ratio_identity"
-    n_cells = len(props.PROPERTIES) * len(cells) // len(props.PROPERTIES)
-    assert sum(len(w) for name, w in tasks if name != "equivalence") == n_cells == len(cells)
-    assert sorted(k for name, w in tasks if name == "equivalence" for k in w) == \
-        list(range(len(table.equivalences.EQUIVALENCES)))
-    assert set(table.equivalences._DECIDED) == set(range(len(table.equivalences.EQUIVALENCES)))
-
-
-def test_shared_tasks_are_computed_once_and_a_failed_one_again_here():
-    """Each task is computed once, by this process or the forked helper; a task the helper
-    fails on, or whose result does not pickle, is computed here again (and would raise here,
-    where the error is seen)."""
-    import os
-
-    from derive import parallel
-
-    parent = os.getpid()
-
-    def compute(task):
-        where = "here" if os.getpid() == parent else "helper"
-        if task == "bad" and where == "helper":
-            raise ValueError("helper only")
-        if task == "lambda" and where == "helper":
-            return lambda: None  # does not pickle
-        return f"{task}.{where}"
-
-    tasks = [f"n{k}" for k in range(30)] + ["bad", "lambda"]
-    arrived = []
-    out = parallel.share(tasks, compute, 1, arrived.append)
-    assert sorted(arrived) == list(range(len(tasks)))
-    assert [v.split(".")[0] for v in out[:30]] == tasks[:30]
-    assert out[30:] == ["bad.here", "lambda.here"]
-    assert parallel.share(tasks[:3], compute, 0) == ["n0.here", "n1.here", "n2.here"]

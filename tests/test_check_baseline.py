@@ -64,6 +64,7 @@ def checked(repo):
     return out
 
 
+@pytest.mark.slow
 def test_only_changes_are_reported(checked, repo):
     code, text = checked["json"]
     assert code == 1  # a new refutation

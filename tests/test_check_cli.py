@@ -130,6 +130,7 @@ def test_examples_lists_the_atlas(capsys):
     assert len(paths) >= 12 and all(Path(p).exists() for p in paths)
 
 
+@pytest.mark.slow
 def test_time_limit_gives_undecided_not_a_hang(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text('name = "s"\nscore = "(dot(q + a + b + c, k + a + b + c) + dot(q, a) + dot(k, b)) ** 8"\n'

@@ -25,6 +25,7 @@ def test_assert_claims_passes_and_fails(tmp_path):
     assert_claims(p, allow={"q": "refuted"})
 
 
+@pytest.mark.slow
 def test_plugin_collects_derive_toml(tmp_path):
     (tmp_path / "v.derive.toml").write_text(
         GOOD + '[claims]\nk = "invariant(b_k)"\nq__refuted = "invariant(b_q)"\nwrong = "invariant(b_q)"\n')

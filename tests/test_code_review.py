@@ -149,6 +149,7 @@ def _run_action_script(tmp_path, files: str, baseline: str = "", fail_on: str = 
     return proc, summary.read_text(encoding="utf-8") if summary.exists() else ""
 
 
+@pytest.mark.slow
 def test_action_script_globs_annotations_summary(tmp_path):
     work = tmp_path / "work"
     (work / "specs" / "deep").mkdir(parents=True)
@@ -188,6 +189,7 @@ def test_hooks_manifest_is_valid():
     assert [h["id"] for h in yaml.safe_load(config)["repos"][0]["hooks"]] == ["derive-check", "derive-docs"]
 
 
+@pytest.mark.slow
 def test_derive_docs_hook_entry(tmp_path):
     """The derive-docs entry, run as pre-commit runs it, in a repository of derivation modules."""
     (hook,) = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))

@@ -65,6 +65,7 @@ def test_only_at_infinity_and_for_a_real_variable():
     assert limit_at_infinity(sp.exp(z), z, -sp.oo) is None
 
 
+@pytest.mark.slow
 def test_the_normalizer_limits_agree_with_sympy():
     """The limits the normalizer table takes (here: its explicit two-key rows), both ways."""
     from derive.normalizers.limits import explicit_iterated

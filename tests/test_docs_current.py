@@ -49,7 +49,7 @@ def differences(fresh: Path, committed: Path = DOCS) -> list[str]:
 @pytest.fixture(scope="module")
 def fresh_docs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fresh")
-    build(docs=out / "docs", out=out / "build", pdf=False, log=lambda m: None)
+    build(docs=out / "docs", out=out / "build", pdf=False, log=lambda m: None, jobs=os.cpu_count() or 1)
     return out / "docs"
 
 

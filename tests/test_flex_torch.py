@@ -95,6 +95,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, message", CASES, ids=[c[0] for c in CASES])
 def test_untraceable_code_is_bad_input(tmp_path, name, message):
     (tmp_path / "mods.py").write_text(BAD)
@@ -157,6 +158,7 @@ def test_sign_flipped_alibi_counterexample_is_certified_on_the_real_slopes(specs
     assert ce["changed"] - ce["original"] == pytest.approx(0.5 * ((i - j2) - (i - j1)))
 
 
+@pytest.mark.slow
 def test_report_shows_the_traced_math_next_to_the_source_line(tmp_path):
     (tmp_path / "mods.py").write_text((FLEX / "mods.py").read_text())
     spec = tmp_path / "s.toml"
@@ -281,6 +283,7 @@ def _tables_spec(tmp_path, body):
     return load_spec(spec)
 
 
+@pytest.mark.slow
 def test_invariant_of_a_traced_table_is_proved_when_the_table_adds_a_row_constant(tmp_path):
     """A table indexed by the head or the query only shifts a whole row: softmax ignores it,
     whatever its entries (the table is an opaque function of its indices)."""
@@ -294,6 +297,7 @@ def test_invariant_of_a_traced_table_is_proved_when_the_table_adds_a_row_constan
         assert inv.reason == "the score changes only by a row-constant term and softmax is shift-invariant"
 
 
+@pytest.mark.slow
 def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(tmp_path):
     import sympy as sp
 
@@ -323,6 +327,7 @@ def test_invariant_of_a_traced_table_is_refuted_with_a_certified_counterexample(
     assert float(lhs) == pytest.approx(ce["original"], rel=1e-5) and float(rhs) == pytest.approx(ce["changed"], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_invariant_of_a_table_the_mask_reads_is_not_decided(tmp_path):
     from derive.claims.run import check_spec
 
@@ -334,6 +339,7 @@ def test_invariant_of_a_table_the_mask_reads_is_not_decided(tmp_path):
                               "under a changing mask is not decided")
 
 
+@pytest.mark.slow
 def test_invariant_of_a_name_neither_declared_nor_traced_is_bad_input(tmp_path):
     (tmp_path / "mods.py").write_text(TABLES)
     spec = tmp_path / "s.toml"
@@ -368,6 +374,7 @@ def _masks_spec(tmp_path, mask, claims):
     return spec
 
 
+@pytest.mark.slow
 def test_mask_equivalent_takes_a_mask_mod_and_proves_a_window_written_two_ways(tmp_path):
     from derive.claims.run import check_spec
     from derive.spec import load_spec
@@ -380,6 +387,7 @@ def test_mask_equivalent_takes_a_mask_mod_and_proves_a_window_written_two_ways(t
     assert res.verdict == "proved"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask, ref", [("causal_window(3)", "masks.py:generate_window(4)"),
                                        ("causal_window(3)", "masks.py:window_abs"),
                                        ("sliding_window(2)", "masks.py:window_abs")])
@@ -405,6 +413,7 @@ def test_mask_equivalent_with_a_different_mask_mod_is_refuted_with_a_certified_k
     assert (ce["original"], ce["changed"]) == (float(ours), float(theirs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim, message", [
     ('mask_equivalent("masks.py:not_a_mask")', "masks.py, line 13: a mask_mod must return a boolean (a comparison), "
                                                "got i - j"),
@@ -442,6 +451,7 @@ def bias_qk(score, b, h, q_idx, kv_idx):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, table, math", [
     ("bias_hqk", "bias3", "s + bias3_h(i − 1, j − 1)"),
     ("bias_bhr", "relb", "s + relb(b, h, i − j + 5)"),
@@ -487,6 +497,7 @@ def test_tables_of_two_or_more_indices_are_opaque_functions_and_agree_with_flex_
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_a_table_indexed_by_the_head_last_is_searched_on_every_head(tmp_path):
     """bias[distance, h]: head 0 prefers near keys, head 1 far ones; the counterexample is on
     head 1's real entries."""
@@ -542,6 +553,7 @@ def _docs_spec(tmp_path, mask, claims, other=None):
     return spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", ['mask_equivalent("docs.py:generate_doc([0, 1, 2, 3, 4, 5])")',
                                    'mask_equivalent("other.toml")', 'equivalent_to("other.toml")'])
 def test_two_traced_tables_of_one_name_with_different_entries_are_two_tables(tmp_path, claim):
@@ -565,6 +577,7 @@ def test_two_traced_tables_of_one_name_with_different_entries_are_two_tables(tmp
         assert ce["original"] == pytest.approx(1 / sum(row)) and ce["changed"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_an_opaque_document_table_and_a_traced_one_of_the_same_name_get_one_verdict(tmp_path):
     """document(doc) against a traced doc of that name reads them as one table (the real one), so
     doc(i − 1) = doc(j − 1) written two ways is not refuted by a label vector on one side only."""
@@ -578,6 +591,7 @@ def test_an_opaque_document_table_and_a_traced_one_of_the_same_name_get_one_verd
     assert a.verdict == "proved" and b.verdict != "refuted"
 
 
+@pytest.mark.slow
 def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_its_name(tmp_path):
     """alibi_slopes declared per_head (no sign) against the traced positive slopes: one table by
     its name, as with per_head positive, so no counterexample sets the hand side's slope to 0
@@ -595,6 +609,7 @@ def test_a_hand_written_per_head_symbol_of_another_sign_is_the_traced_table_of_i
         assert res.verdict == verdict, (sign, res.reason, res.counterexample)
 
 
+@pytest.mark.slow
 def test_heads_are_those_every_table_has(tmp_path):
     """Two slopes, a bias table of three heads whose third head prefers far keys: the model has
     two heads (torch fails at h = 2 reading the slopes), so no counterexample may be drawn on a
@@ -614,6 +629,7 @@ def test_heads_are_those_every_table_has(tmp_path):
     assert res.verdict != "refuted", res.counterexample
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ids", "verdict"), [([0, 0, 0], "undecided"), ([0, 1, 1], "refuted")])
 def test_no_counterexample_reads_past_a_tables_end(tmp_path, ids, verdict):
     """Three document ids: the model has at most three positions (torch fails reading doc[3]).

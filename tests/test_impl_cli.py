@@ -48,6 +48,7 @@ def test_module_spec_and_json(capsys):
                                               "ulps": 64}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["md", "json"])
 def test_two_runs_are_byte_identical(capsys, fmt):
     first = run(capsys, BAD, "--as", "softmax1", "--format", fmt, *QUICK)
@@ -89,6 +90,7 @@ def test_help_says_it_runs_your_code(capsys):
     assert "it runs your code" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_assert_implements_passes_and_fails_with_the_report():
     from tests.zoo.softmax1_numpy import softmax1
     from tests.zoo.softmax1_unshifted import softmax1 as unshifted

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from derive.impl import check_implementation
 from derive.impl.check import Failure
 from derive.impl.diagnose import _pattern, _Probe
@@ -39,6 +41,7 @@ def test_a_tiny_factor_is_shown_as_its_relative_error():
     assert report.diagnosis.pattern[-1] == "The factor is the same on every failing row: 1 + 1e-09."
 
 
+@pytest.mark.slow
 def test_no_shift_invariance_sentence_for_clipped_softmax():
     need_torch()
     report = check_implementation("tests/zoo/masking.py:clipped_no_lower_clip", "clipped",

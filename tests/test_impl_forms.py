@@ -27,6 +27,7 @@ def test_every_registered_normalizer_has_faulty_forms():
                                                            "softcap-caps-the-mask"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sigmoid", "clipped", "softcap", "zero_token", "bias_kv"])
 def test_the_forms_are_derived_symbolically(name):
     seen = set()
@@ -68,6 +69,7 @@ ZOO = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,params,form", ZOO)
 def test_each_faulty_zoo_implementation_is_named(fn, norm, params, form):
     report = check_implementation(Z + fn, norm, params=params, dtypes=("float64", "float32"), examples=30)
@@ -75,6 +77,7 @@ def test_each_faulty_zoo_implementation_is_named(fn, norm, params, form):
     assert [m["name"] for m in report.diagnosis.matched] == [form], report.to_markdown()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,params", [
     ("sigmoid", "sigmoid", {"b": 0.5}), ("clipped", "clipped", CLIP), ("softcap", "softcap", {"c": 5.0}),
     ("zero_token", "zero_token", {}), ("bias_kv", "bias_kv", {"s_star": 0.75}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mpmath
 import numpy as np
+import pytest
 import sympy as sp
 
 from derive.impl import check_implementation
@@ -40,6 +41,7 @@ def bad(x):
     return 0.5 * good(x)
 
 
+@pytest.mark.slow
 def test_a_new_normalizer_is_checked_generically(monkeypatch):
     monkeypatch.setitem(REGISTRY, "sigmoid_test", SIGMOID)
     ok = check_implementation(good, "sigmoid_test", dtypes=("float64",), examples=20)

@@ -51,6 +51,7 @@ CORRECT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,form,lse,returned", CORRECT)
 def test_correct_numpy_kernels_agree(fn, norm, form, lse, returned):
     report = check_implementation(NP + fn, norm, form=form, lse=lse)
@@ -100,6 +101,7 @@ TORCH_CORRECT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,form", TORCH_CORRECT)
 def test_correct_torch_kernels_agree(fn, norm, form):
     need_torch()
@@ -116,6 +118,7 @@ TORCH_FAULTY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,form,fault", TORCH_FAULTY)
 def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
     need_torch()
@@ -308,6 +311,7 @@ def test_assert_implements_with_a_form():
         assert_implements(NP + "sink_split_extra_per_split", "sink", form="split", dtypes=("float64",))
 
 
+@pytest.mark.slow
 def test_the_worker_environment_hook_is_set_before_import():
     odd = "tests/zoo/kernels_odd.py:needs_env"
     with pytest.raises(InputError, match="DERIVE_KERNEL_TEST_ENV was not set"):
@@ -337,6 +341,7 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "derive", "impl", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_and_json():
     ok = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "split", "--dtype", "float64", "--format", "json")
     assert ok.returncode == 0, ok.stderr
@@ -435,6 +440,7 @@ def test_the_tolerance_admits_an_ulp_and_not_a_relative_1e9():
     assert max(f.bounds) < 1e-12
 
 
+@pytest.mark.slow
 def test_a_failing_report_as_json_is_deterministic():
     args = (NP + "sink_backward_grad_missing", "--as", "sink", "--form", "backward", "--dtype", "float32",
             "--format", "json")
@@ -451,6 +457,7 @@ def test_a_failing_report_as_json_is_deterministic():
 PH = "tests/zoo/kernels_per_head.py:"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,form", [("sink_online", "online"), ("sink_split", "split"),
                                      ("sink_backward", "backward")])
 def test_a_sink_per_head_agrees_in_every_form(fn, form):
@@ -474,6 +481,7 @@ def test_per_head_calls_put_the_sink_values_side_by_side():
     assert any(math.isinf(s) for c in calls for s in c.params["s"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,form", [("sink_online_head0_scores", "online"),
                                      ("sink_backward_head0_scores", "backward")])
 def test_a_kernel_reading_head_0_for_every_head_disagrees(fn, form):
@@ -518,6 +526,7 @@ def test_a_per_head_sink_gradient_not_summed_is_a_usage_error():
                              dtypes=("float64",))
 
 
+@pytest.mark.slow
 def test_per_head_usage_errors():
     with pytest.raises(InputError, match="--per-head applies to a kernel form"):
         check_implementation("tests/zoo/sink_numpy.py:sink", "sink", per_head=True)
@@ -529,6 +538,7 @@ def test_per_head_usage_errors():
 
 # ---- the Hypothesis search after the fixed list ----------------------------------------------------
 
+@pytest.mark.slow
 def test_the_search_reaches_a_partition_the_fixed_list_lacks():
     """A tail path that forgets to store out when a last tile of 3 keys follows full ones: every
     partition of the fixed list misses it; the search draws one and shrinks it."""
@@ -544,6 +554,7 @@ def test_the_search_reaches_a_partition_the_fixed_list_lacks():
     assert again.to_json() == report.to_json()  # derandomized: the same search every run
 
 
+@pytest.mark.slow
 def test_the_search_budget_is_a_count():
     report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",))
     assert report.agrees and report.results[0].searched == 20 and report.results[0].source == ""
@@ -566,6 +577,7 @@ def test_a_per_head_failure_names_the_head_of_the_failing_row():
     assert report.as_json()["results"][0]["failure"]["params"] == {"s": [0.0, 1.5]}
 
 
+@pytest.mark.slow
 def test_torch_autograd_sink_gradient_per_head_and_shared():
     """torch autograd through the definition: the sink's gradient summed over the rows sharing each
     entry, per head or over every row; both agree with the recompute form's check."""

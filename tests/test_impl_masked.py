@@ -48,6 +48,7 @@ ACCEPTED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,params,conv", ACCEPTED)
 def test_each_convention_is_accepted_with_a_note(fn, norm, params, conv):
     need_torch()

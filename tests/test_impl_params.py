@@ -13,6 +13,7 @@ Z = "tests/zoo/forms.py:"
 FAST = {"dtypes": ("float64",), "examples": 30}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,norm,varied", [
     ("sigmoid", "sigmoid", ("b",)), ("clipped", "clipped", ("zeta", "gamma")), ("softcap", "softcap", ("c",)),
     ("bias_kv", "bias_kv", ("s_star",)),

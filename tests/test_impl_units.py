@@ -77,6 +77,7 @@ def test_no_max_subtraction_form_overflows_in_the_dtype():
     assert form([89.0], {}, "float64")[0] == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_inputs_reach_long_rows_and_every_decade():
     from hypothesis import HealthCheck, given, settings
 

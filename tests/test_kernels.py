@@ -49,6 +49,7 @@ def kernels_json(tmp_path_factory):
     return json.loads((out / "kernels.json").read_text(encoding="utf-8")), (out / "kernels.md").read_text(), seconds
 
 
+@pytest.mark.slow
 def test_committed_document_is_current(kernels_json):
     data, page, _ = kernels_json
     assert page == (ROOT / "docs" / "kernels.md").read_text(), "run `derive build proofs/kernels.py`"

@@ -103,6 +103,7 @@ def _check_pdf(pdf: Path) -> None:
     assert raw_markup(text) == [], f"{pdf.name}: raw markup on the page"
 
 
+@pytest.mark.slow
 @pytest.mark.latex
 def test_qk_bias_compiles_to_a_clean_pdf(tmp_path):
     require_tool("pdflatex")

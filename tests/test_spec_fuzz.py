@@ -44,6 +44,7 @@ def test_parser_total_on_junk(src):
         assert exc.column >= 1 and "\n" not in exc.message
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.text(max_size=300))
 def test_spec_loader_total_on_junk(text):
@@ -109,6 +110,7 @@ CLAIMS = ["invariant(b)", "depends(c)", "output_invariant(b)", "row_constant('do
 CHECKED: list = []
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=12)
 @given(scalars(), st.sampled_from(["softmax", "softmax1", "sigmoid"]), st.sampled_from(CLAIMS))
 def test_check_on_random_specs(src, norm, claim):
@@ -145,6 +147,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("score", HOSTILE)
 def test_hostile_specs_stay_within_the_time_bound(score):
     text = (f'name = "h"\nscore = "{score}"\n{SYMBOLS}[claims]\nx = "invariant(b)"\n'

@@ -298,6 +298,7 @@ def test_derive_impl_form_per_head_on_the_triton_online_kernel(zoo, capsys, monk
     assert "Per head: s passed as an array of shape (2,)" in out and "**Verdict: agrees**" in out
 
 
+@pytest.mark.slow
 def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monkeypatch):
     import torch
 
@@ -310,6 +311,7 @@ def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monk
                    f"Triton's CPU interpreter (TRITON_INTERPRET=1; --triton-interpret says so explicitly)\n")
 
 
+@pytest.mark.slow
 def test_a_target_that_loads_triton_under_the_interpreter_gets_the_interpreter_list(zoo, capsys, monkeypatch):
     """Which fixed list applies is the child's report (triton loaded, its interpreter on), not the
     file's imports or the variable alone: a numpy kernel in a module importing triton gets the

@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 from derive.atlas import ORDER, PROPERTIES, SOURCES, spec_paths
 from derive.claims.result import ICONS
 from derive.progress import note
 
-__all__ = ["atlas_markdown", "check_atlas"]
+__all__ = ["atlas_markdown", "atlas_page", "check_atlas"]
 
 
 def _check_one(path):
@@ -24,21 +23,28 @@ def _check_one(path):
     return check_spec(spec, file=f"derive/atlas/{os.path.basename(path)}")
 
 
-def check_atlas(workers: int | None = None) -> list:
-    """Check every atlas spec (in parallel processes when more than one core is there)."""
+def check_atlas() -> list:
+    """Check every atlas spec, in order, in this process (a build runs the documents, this one
+    among them, in parallel processes: see :func:`derive.build.build`)."""
     paths = [str(p) for p in spec_paths()]
-    workers = workers or min(len(paths), os.cpu_count() or 1)
     results = []
-    if workers <= 1:
-        for p in paths:
-            results.append(_check_one(p))
-            note("atlas", f"{len(results)}/{len(paths)} specs checked")
-        return results
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for r in pool.map(_check_one, paths):
-            results.append(r)
-            note("atlas", f"{len(results)}/{len(paths)} specs checked")
+    for p in paths:
+        results.append(_check_one(p))
+        note("atlas", f"{len(results)}/{len(paths)} specs checked")
     return results
+
+
+def atlas_page():
+    """``docs/atlas.md`` as the build's page: the file, and how many claims it decided
+    (proved or refuted) and how many numeric cross-checks they passed."""
+    from derive.render import Rendered
+
+    results = check_atlas()
+    claims = [c for r in results for c in r.claims]
+    return Rendered(docs={"atlas.md": atlas_markdown(results).encode()},
+                    steps=sum(c.verdict in ("proved", "refuted") for c in claims),
+                    checks=sum(bool(c.cross_check) and c.cross_check.get("verdict", "passed") == "passed"
+                               for c in claims))
 
 
 def atlas_markdown(results: list | None = None) -> str:

@@ -61,6 +61,6 @@ def run(args) -> int:
             log(f"stale: {name} differs from what the build writes; run `python build_docs.py`")
         return 1
     cached = f", {report.cached} from the cache" if report.cached else ""
-    log(f"{report.documents} documents{cached}, {report.steps} steps proved, {report.checks} checks run, "
-        f"{report.pdfs} PDFs, {report.seconds:.1f} s")
+    log(f"{report.documents} documents{cached}, {report.steps} steps proved or refuted, "
+        f"{report.checks} checks run, {report.pdfs} PDFs, {report.seconds:.1f} s (CPU {report.cpu:.1f} s)")
     return 0

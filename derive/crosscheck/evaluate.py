@@ -12,6 +12,7 @@ denominator is itself a sum) costs O(n), not O(n²).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -322,6 +323,8 @@ def _past_the_end(mode: str):
 
 
 _SYMBOLS: dict = {}
+_UNBOUND = object()  # no value: a symbol no loop binds, a node not yet in the cache
+_TOKENS = itertools.count()  # a number for each cached node of a compiled expression
 
 
 def _canon(s):
@@ -341,15 +344,17 @@ def _compiled(e: sp.Basic):
 def _compile(e: sp.Basic):
     f = _compile_node(e)
     if isinstance(e, (sp.Sum, Dot)):
-        # A sum or dot product is cached per evaluation, keyed by the loop variables it uses.
-        bound = sorted((_canon(s) for s in _free(e)), key=lambda s: s.name)
+        # A sum or dot product is cached per evaluation, keyed by the loop variables it uses
+        # (their values; _UNBOUND for one no loop binds) and by a number for the node.
+        bound = tuple(sorted((_canon(s) for s in _free(e)), key=lambda s: s.name))
+        token = next(_TOKENS)
 
-        def cached(ev, env, _f=f, _e=e, _bound=bound):
-            key = (_e, tuple(sorted((s.name, env[s]) for s in _bound if s in env)))
+        def cached(ev, env, _f=f, _token=token, _bound=bound):
+            key = (_token, *[env.get(s, _UNBOUND) for s in _bound])
             cache = ev.cache
-            if key in cache:
-                return cache[key]
-            val = cache[key] = _f(ev, env)
+            val = cache.get(key, _UNBOUND)
+            if val is _UNBOUND:
+                val = cache[key] = _f(ev, env)
             return val
         return cached
     return f
@@ -360,9 +365,8 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
         e = _canon(e)
 
         def symbol(ev, env):
-            if e in env:
-                return env[e]
-            return ev.symbol(e)
+            value = env.get(e, _UNBOUND)
+            return ev.symbol(e) if value is _UNBOUND else value
         return symbol
     if isinstance(e, sp.Integer):
         k = int(e)
@@ -384,6 +388,31 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
         is_vector = isinstance(base, VectorBase)
         name = base.name
 
+        if len(index_fs) == 1:
+            (first_f,) = index_fs
+
+            def indexed_float(ev, env):
+                # float mode, one index: what the general path below does (an index is a
+                # Python int or float there, never a ball), without its dispatch
+                if ev.mode != "float":
+                    return indexed(ev, env)
+                k = int(first_f(ev, env))
+                if is_vector:
+                    return np.asarray(ev.inst.families[name][k], dtype=float)
+                return float(ev.inst.tables[name][k])
+        elif len(index_fs) == 2:
+            first_f, second_f = index_fs
+
+            def indexed_float(ev, env):
+                if ev.mode != "float":
+                    return indexed(ev, env)
+                k = (int(first_f(ev, env)), int(second_f(ev, env)))
+                if is_vector:
+                    return np.asarray(ev.inst.families[name][k[0]], dtype=float)
+                return float(ev.inst.tables[name][k])
+        else:
+            indexed_float = None
+
         def indexed(ev, env):
             index = ev.index
             if len(index_fs) == 1:
@@ -396,7 +425,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type, as in 
                 return ev.arr(ev.inst.families[name][idx[0]])
             entry = ev.inst.tables[name][idx]
             return ev.num(entry if ev.mode == "arb" else float(entry))
-        return indexed
+        return indexed_float or indexed
     if isinstance(e, sp.Add):
         first, *rest = (_compile(a) for a in e.args)
 
@@ -524,8 +553,8 @@ def _compile_sum(body_f, limits):
     def total_of(ev, env):
         lo_v, hi_v = ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env))
         total = None
+        inner = dict(env)  # one copy for the whole loop: no closure keeps an environment
         for k in range(lo_v, hi_v + 1):
-            inner = dict(env)
             inner[var] = k
             v = inner_f(ev, inner)
             total = v if total is None else total + v

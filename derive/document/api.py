@@ -5,10 +5,7 @@ equations, chains of equalities, classifications, tables and figures. Every equa
 proved symbolically *when it is added* (after unfolding named notation) and then
 cross-checked numerically; a step that does not verify raises
 :class:`~derive.errors.StepFailed` naming the step and a numeric witness, so nothing
-unproved can reach a rendered document. (In a build with spare cores, equations and chains
-are proved and checked in worker processes while the document goes on, and raise when
-:meth:`Document.finish` or a read of their result settles them: see
-:mod:`derive.document.pending`.)
+unproved can reach a rendered document.
 
 Example::
 
@@ -48,7 +45,6 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.crosscheck.check import CheckResult, cross_check
-from derive.document import pending
 from derive.document.notation import unfold
 from derive.errors import InputError, StepFailed
 from derive.progress import note
@@ -65,6 +61,7 @@ __all__ = ["Classified", "Definitions", "Document", "Equation", "ExampleCheck", 
 _REF = re.compile(r"\{(verdict|value):([^{}=\n]+?)(?:=([^{}\n]*))?\}")
 # A citation: {cite:KEY} or {cite:KEY1,KEY2}, keys of derive.document.references.REFERENCES.
 _CITE = re.compile(r"\{cite:([^{}\n]+)\}")
+_STEP_KINDS = ("equation", "chain", "refutation", "classification")
 
 
 @dataclass(frozen=True)
@@ -233,20 +230,13 @@ class Document:
 
     def __post_init__(self) -> None:
         self.summary = _CITE.sub(self._cite, self.summary)  # a summary may cite; it has no facts yet
-        self._pending: list = []  # steps being checked in worker processes, in document order
 
     # -- structure -------------------------------------------------------------------
     def section(self, title: str, anchor: str = "", level: int = 2) -> None:
         """A heading; ``anchor`` makes it a link target (``[text](#anchor)`` in prose and cells)."""
         self.blocks.append(Section(title, anchor=anchor, level=level))
-        deferral = pending.active()
-        if deferral is not None:
-            deferral.poll()  # collect finished workers, start waiting steps
         if level <= 2:
-            steps = sum(1 for b in self.blocks if b.kind in ("equation", "chain", "refutation", "classification"))
-            busy = sum(1 for s in self._pending if not s.future.done())
-            note(self.slug, f"{title} ({steps} steps so far, {busy} of them still being checked in worker processes)"
-                 if busy else f"{title} ({steps} steps checked so far)")
+            note(self.slug, f"{title} ({len(self.steps())} steps checked so far)")
 
     def prose(self, text: str) -> None:
         """A paragraph in Markdown: ``$…$`` inline math, ``**…**`` bold, ``*…*`` emphasis,
@@ -361,7 +351,6 @@ class Document:
         key 1 is allowed); they are part of the statement and shown with it. ``where`` is a
         condition (e.g. ``a <= b``) the statement is meant for: the proof holds without it,
         and the cross-check draws only instances that satisfy it (shown with the check).
-        In a build the proof and check may run in a worker process (see :meth:`finish`).
         """
         name = name or f"step-{self._count('equation') + 1}"
         a, b = _statement(lhs, rhs, assume)
@@ -384,25 +373,6 @@ class Document:
         self.blocks.append(step)
         self._register(name, "proved")
         return step
-
-    def finish(self) -> Document:
-        """Wait for the steps being checked in worker processes and fill in their verdicts,
-        check results and timings, in document order; the first of them that fails raises
-        :class:`~derive.errors.StepFailed` with the message it would have raised when added.
-
-        The build calls it after ``document()``. Steps are deferred only inside
-        :func:`derive.document.pending.deferring` (the build, on spare cores); reading a
-        deferred step's result before ``finish`` settles that step (and those before it).
-        """
-        if self._pending:
-            for b in self.blocks:  # this process would only wait: it draws the figures meanwhile
-                if b.kind == "figure":
-                    note(self.slug, f"drawing figure {b.slug} while steps are checked in worker processes")
-                    b.render()
-            busy = sum(1 for s in self._pending if not s.future.done())
-            note(self.slug, f"waiting for {busy} steps still being checked in worker processes")
-            pending.settle_all(self._pending)
-        return self
 
     def refutation(self, lhs, rhs, *, why: str, name: str, fixed: dict | None = None,
                    assume: dict | None = None, max_d: int | None = None, max_n: int | None = None) -> Refutation:
@@ -467,6 +437,10 @@ class Document:
         self._register(name, "passed")
         return result
 
+    def steps(self) -> list:
+        """The checked steps, in document order: equations, chains, refutations, classifications."""
+        return [b for b in self.blocks if b.kind in _STEP_KINDS]
+
     # -- internals -------------------------------------------------------------------
     def _register(self, name: str, status: str) -> None:
         if name not in self.facts:  # the first step of a name is the one prose refers to
@@ -476,33 +450,11 @@ class Document:
         return sum(1 for b in self.blocks if b.kind == kind)
 
     def _checked_step(self, name: str, links: list, ends: tuple | None, where=None) -> tuple[list, CheckResult | None]:
-        """(verdicts, check result) of a step: computed now, or placeholders while a worker
-        process computes them (:mod:`derive.document.pending`)."""
-        args = (self.slug, name, links, ends, where, self.cfg)
-        deferral = pending.active()
-        step = deferral.submit(self._pending, (self.slug, repr(name)), _check_step, *args) if deferral else None
-        if step is None:
-            verdicts, result, proof_s, check_s = _check_step(*args)
-            if result is not None:
-                self.checks.append(result)
-            self.timings.append((name, proof_s, check_s))
-            return verdicts, result
-        verdicts = [pending.placeholder(Verdict, step) for _ in links]
-        result = pending.placeholder(CheckResult, step, name=name) if ends is not None else None
-        slot = len(self.timings)
-        self.timings.append((name, None, None))  # filled in when the step is settled
-
-        def fill(outcome) -> None:
-            got, check, proof_s, check_s = outcome
-            for ph, v in zip(verdicts, got):
-                pending.fill(ph, v)
-            if result is not None:
-                pending.fill(result, check)
-            self.timings[slot] = (name, proof_s, check_s)
-
-        step.fill = fill
+        """(verdicts, check result) of a step, computed now."""
+        verdicts, result, proof_s, check_s = _check_step(self.slug, name, links, ends, where, self.cfg)
         if result is not None:
             self.checks.append(result)
+        self.timings.append((name, proof_s, check_s))
         return verdicts, result
 
 
@@ -518,8 +470,7 @@ def _check_step(slug: str, name: str, links: list, ends: tuple | None, where, cf
     """Prove each link ``(label, a, b)``, then cross-check ``ends`` (unless None):
     (verdicts, check result, proof seconds, check seconds).
 
-    Pure, so a worker process can run it; a link not proved or a failed cross-check raises
-    :class:`~derive.errors.StepFailed`.
+    A link not proved or a failed cross-check raises :class:`~derive.errors.StepFailed`.
     """
     t0 = time.perf_counter()
     verdicts = [_prove(slug, label, a, b, cfg) for label, a, b in links]

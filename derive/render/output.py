@@ -36,11 +36,14 @@ def environment() -> jinja2.Environment:
 class Rendered:
     docs: dict[str, bytes] = field(default_factory=dict)  # file name → content, for docs/
     build: dict[str, bytes] = field(default_factory=dict)  # file name → content, for build/
+    steps: int = 0  # checked steps (proved or refuted) behind the files, for the build's log
+    checks: int = 0  # numeric cross-checks they passed
 
 
 def render_document(doc) -> Rendered:
+    """Markdown, JSON and SVG figures for ``docs/``; LaTeX and the figures as PDF for ``build/``."""
     env = environment()
-    out = Rendered()
+    out = Rendered(steps=len(doc.steps()), checks=len(doc.checks))
     md = env.get_template("document.md.j2").render(**view(doc, "md"))
     out.docs[f"{doc.slug}.md"] = _tidy(md).encode()
     out.docs[f"{doc.slug}.json"] = to_json(doc).encode()
