@@ -954,7 +954,7 @@ class KernelReport:
 
 
 def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False,
-                 examples: int = SEARCH_EXAMPLES) -> KernelReport:
+                 examples: int = SEARCH_EXAMPLES, contract=None) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
     if norm.name not in EXTRA_LOGIT:
         why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)

@@ -19,6 +19,8 @@ parent inspects, and ``print`` goes to standard error. Every request gets one re
   ``dout``) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
   parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
   changed one of its input arrays), ``("raised", text)`` or ``("bad", message)``;
+* ``("aprobe",)`` and ``("acall", ...)``: the attention form, answered by
+  ``attention_child.py`` beside this file (loaded by its path, handed this module's helpers);
 * a ``SystemExit`` raised by the user's code → ``("exit", code)``, then the worker ends.
 
 Anything else (``os._exit``, a signal, a hang) is seen by the parent from outside.
@@ -390,6 +392,21 @@ def encode(reply: tuple) -> bytes:
     return out.getvalue()
 
 
+_ATTENTION = []
+
+
+def _attention():
+    """The attention form's child half, loaded once by its path (this script imports no package)."""
+    if not _ATTENTION:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_child.py")
+        spec = importlib.util.spec_from_file_location("derive_impl_attention_child", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod.bind({"brief": brief, "Raised": Raised, "_torch": _torch, "_as_array": _as_array, "_same": _same})
+        _ATTENTION.append(mod)
+    return _ATTENTION[0]
+
+
 def main(rfd: int, wfd: int) -> None:
     conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
     sys.stdout = sys.stderr  # print() goes to standard error; fd 1 is watched by the parent
@@ -411,6 +428,13 @@ def main(rfd: int, wfd: int) -> None:
                     reply = ("raised", str(exc))
             elif msg[0] == "kprobe":
                 reply = kprobe(target, *msg[1:])
+            elif msg[0] == "aprobe":
+                reply = _attention().aprobe(target)
+            elif msg[0] == "acall":
+                try:
+                    reply = _attention().acall(target, *msg[1:])
+                except Raised as exc:
+                    reply = ("raised", str(exc))
             elif msg[0] == "kcall":
                 try:
                     reply = kcall(target, *msg[1:])
