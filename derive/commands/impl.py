@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from derive.errors import InputError
@@ -78,6 +79,8 @@ an internal error of derive, which asks to be reported)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # "-1e6" is a value (--mask-value -1e6), not an option: argparse's own pattern knows only -1 and -1.5
+    parser._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$")
     parser.add_argument("target", metavar="TARGET", help="FILE.py:FUNCTION or module:FUNCTION")
     parser.add_argument("--as", dest="normalizer", required=True, metavar="NORMALIZER",
                         help="the definition to check against (e.g. softmax, softmax1, sink)")

@@ -53,6 +53,7 @@ REALISED = (  # rows of 8 scores, realised exactly by a one-hot q
     (10000.0, -10000.0, 0.0, 1.0, 10000.0, 3.0, -2.0, 0.5),
     (-10000.0,) * 8,
     (30.0, 20.0, 0.0, 25.0, 40.0, -30.0, 39.5, 40.0),
+    (-1.0, -2.0, -4.0, -8.0, 60.0, 0.5, 0.25, 88.5),
 )
 EXTREME_SINKS = (30.0, -30.0, 1e4, -1e4, -INF)
 ORDINARY_SINKS = (1.5, -2.0, 0.25)
@@ -163,8 +164,9 @@ def cases(setup: Setup) -> list[Case]:
 
     for n in (1, 2, 3, 8):
         add("finite", M=n, N=n)
-    add("scores", M=len(REALISED), N=8, pattern="realised", causal=False, window=0)
-    add("scores", M=len(REALISED), N=8, pattern="realised")
+    add("scores", M=8, N=8, pattern="realised")
+    if "causal" in setup.takes and setup.causal:
+        add("scores", M=8, N=8, pattern="realised", causal=False)
     if "causal" in setup.takes and not setup.causal:
         for n in (2, 8):
             add("causal", M=n, N=n, causal=True)
@@ -185,16 +187,11 @@ def cases(setup: Setup) -> list[Case]:
         if c.sinks is not None:
             values += [s for s in c.sinks if s not in values]
         for s in values:
-            add("sinks", M=3, N=5, sinks=(s,))
+            add("sinks", M=5, N=5, sinks=(s,))
     else:
         setup.skipped["sinks"] = "the normalizer has no sink"
-    for n in (64, 160):  # causal rows are long for late queries: all of them, or the last few by start_q
-        if not (setup.causal or setup.window):
-            add("long", M=4, N=n)
-        elif "start_q" in setup.takes and setup.start_q is None:
-            add("long", M=4, N=n, start_q=n - 4)
-        else:
-            add("long", M=n, N=n)
+    for n in (64, 160):  # causal rows are long for late queries: every query, from position 0
+        add("long", M=4 if not (setup.causal or setup.window) else n, N=n)
     if "block" in setup.takes:
         for b in (1, 2, 4, 16, 32):
             add("tiles", M=8, N=64, block=b)
@@ -225,8 +222,8 @@ def cases(setup: Setup) -> list[Case]:
         add("layout", B=B, H=H, M=5, N=5, mask="keys" if "mask" in setup.takes else "")
     else:
         setup.skipped["layout"] = "the layout has no batch or head axis"
-    add("headdim", M=3, N=5, Dv=8)
-    add("headdim", M=3, N=5, Dv=32)
+    add("headdim", M=5, N=5, Dv=8)
+    add("headdim", M=5, N=5, Dv=32)
     for cls in CLASSES:
         if cls not in setup.skipped and not any(x.cls == cls for x in out):
             setup.skipped[cls] = "every case of this class lies outside the contract"

@@ -127,7 +127,7 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
                     finite = [abs(float(x)) for x in live]
                     if live:  # keys that carry weight set the condition; a key far below the top carries none
                         top = max(float(x) for x in live)
-                        finite = [abs(float(x)) for x in live if float(x) > top - 800.0]
+                        finite = [abs(float(x)) for x in live if float(x) >= top - 800.0]
                     kap[b, h, i] = (2 * max(finite, default=0.0) + (abs(sig) if sig not in (None, -INF) else 0.0)
                                     + max(len(live) - 1, 0))
                     if den == 0:
