@@ -14,6 +14,7 @@ from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
 from derive.impl.tolerance import tolerance
+from derive.impl.triton_env import interpreted
 from derive.normalizers.registry import get
 from derive.settings import DEFAULT, Settings
 
@@ -99,7 +100,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
             report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
-                                  searched)
+                                  searched, thin=interpreted(env, fn_or_spec))
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

@@ -28,9 +28,11 @@ values come in two sizes (:data:`FIXED_LISTS`), chosen by where the target runs:
 * the full list (numpy, torch, and Triton on a GPU): tiles of 1, 2, 3, 16 and 32 keys, n and
   n + 1 (one tile); 1, 2, 3, 8, n, n + 1 and 2n + 3 splits (empty splits); every sink logit 0,
   1.5, −2, 30, −30, −∞, 1e4 on every tile size and split count (crossed);
-* the interpreter list, when the child reports that triton is loaded with its CPU interpreter on
+* the interpreter list, when derive started the child with Triton's CPU interpreter on
   (``TRITON_INTERPRET=1``: ``--triton-interpret``, or set by :mod:`derive.impl.triton_env` when
-  the target imports triton and there is no CUDA device): the same sizes cut to at most
+  the target imports triton and there is no CUDA device) and the target's own file defines a
+  Triton kernel (:func:`derive.impl.triton_env.interpreted`: the parent decides, never the
+  child's report): the same sizes cut to at most
   ``MAX_PARTS`` tiles or splits per row (the smallest block that keeps to it stands in for the
   smaller ones; ``MAX_PARTS`` splits for longer rows; 8 splits from n = 8 on), and the sink values
   spread over the partitions, ``SETS_PER_PARTITION`` per tile size or split count in turn: the
@@ -88,8 +90,9 @@ INF = math.inf
 
 
 def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False,
-                 examples: int = SEARCH_EXAMPLES) -> KernelReport:
-    """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`)."""
+                 examples: int = SEARCH_EXAMPLES, thin: bool = False) -> KernelReport:
+    """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`);
+    ``thin``: the interpreter list, decided by the parent (:func:`derive.impl.triton_env.interpreted`)."""
     if norm.name not in EXTRA_LOGIT:
         why = NOT_CHECKED.get(norm.name) or NO_FORM.get(norm.name)
         why = plain_math(why) if why else why  # the texts are prose markup; this is a terminal line
@@ -111,7 +114,7 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     if per_head and not norm.params:
         raise InputError(f"--per-head passes the normalizer's parameters per head; {norm.name} has none")
     checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head,
-                            thin=target.triton_interpreter)
+                            thin=thin)
     results, diagnosis = [], None
     for tol in tols:
         try:
