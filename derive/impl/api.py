@@ -11,11 +11,13 @@ from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
 from derive.impl.attention import check_attention
 from derive.impl.contract import parse_contract
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, _round, check_kernel
+from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
+from derive.impl.numbers import round_to
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
 from derive.impl.tolerance import DTYPES, tolerance
+from derive.impl.triton_env import interpreted
 from derive.normalizers.registry import get
 from derive.settings import DEFAULT, Settings
 
@@ -106,7 +108,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env)
     try:
         if form == "attention":
-            report = check_attention(target, norm, tols, cfg, contract=contract, rounder=_round,
+            report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
                                      **(attention or {}))
         elif form != "row":
             for tol in tols:
@@ -114,7 +116,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
             report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
-                                  searched, contract)
+                                  searched, thin=interpreted(env, fn_or_spec), contract=contract)
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later
