@@ -6,10 +6,11 @@ that fails only on batch > 1, or only after its eighth row, fails in that class 
 others. Cases come simplest first within a class, so the first failing case of a class is its
 smallest counterexample.
 
-q and k are exact in every dtype: small integers (dense cases), or, to realise given rows of
-scores x_i (the *realised* cases, ties and scores up to ±1e4), q_i = 2·e_i (one-hot, d ≥ M) and
+q and k are exact: small integers (dense cases), or, to realise given rows of scores x_i (the
+*realised* cases, ties and scores up to ±1e4), q_i = 2·e_i (one-hot, d ≥ M) and
 k_jd = x_dj / (2·scale), so that scale·⟨q_i, k_j⟩ = x_ij exactly with a power-of-two scale
-(1/√d for d = 16 or 64). The values differ in every batch, head, key and value dimension, so
+(1/√d for d = 16) in float16 and wider (bfloat16 rounds some k: the reference, computed from
+the inputs as passed, uses the rounded ones). The values differ in every batch, head, key and value dimension, so
 a kernel reading another batch's, head's or key's values fails.
 """
 

@@ -69,6 +69,13 @@ class Contract:
             return True
         return math.isfinite(value) and self.sinks[0] <= value <= self.sinks[1]
 
+    def sink_values(self, values) -> tuple:
+        """The sink values of a fixed list inside the contract, and the contract's bounds."""
+        if self.sinks is None:
+            return tuple(values)
+        inside = [v for v in values if self.sink_ok(v)]
+        return tuple(inside + [b for b in self.sinks if b not in inside])
+
     def block_ok(self, block: int) -> bool:
         if self.block is None:
             return True

@@ -115,8 +115,12 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     if per_head and not norm.params:
         raise InputError(f"--per-head passes the normalizer's parameters per head; {norm.name} has none")
     checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head,
-                            thin=thin)
+                            thin=thin, contract=contract)
     results, diagnosis = [], None
+    skipped = [t.dtype for t in tols if contract is not None and not contract.dtype_ok(t.dtype)]
+    tols = [t for t in tols if t.dtype not in skipped]
+    if not tols:
+        raise InputError("no dtype of --dtype lies inside the contract (--assume dtypes=...): nothing to test")
     for tol in tols:
         try:
             result = checker.run(tol, examples)
@@ -126,7 +130,7 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
         results.append(result)
         if result.failure is not None and diagnosis is None:
             diagnosis = diagnose(checker, result.failure, tol)
-    notes = []
+    notes = [f"{d} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})" for d in skipped]
     if target.mutates:
         notes.append("the function modifies one of its input arrays in place (x, v or dout changed): callers "
                      "that reuse them will see them changed")
@@ -137,4 +141,4 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
                         api=target.api, params=fixed, free_params=tuple(free), results=results,
                         diagnosis=diagnosis, notes=notes, per_head=per_head,
-                        fixed_list="interpreter" if checker.thin else "full")
+                        fixed_list="interpreter" if checker.thin else "full", contract=contract)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.errors import InputError
+from derive.impl.failure_classes import admitted, prepare, record_call
 from derive.impl.inputs import search
 from derive.impl.kernel_exact import ExactRow, exact_row
 from derive.impl.kernel_inputs import (DV, EXTRA_LOGIT, HEADS, ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION, SINK_VALUES,
@@ -91,6 +92,8 @@ class KernelResult:
     failure: KernelFailure | None = None
     searched: int = 0  # Hypothesis examples run after the fixed list
     source: str = ""  # where the failure was found: fixed list | search
+    classes: dict = field(default_factory=dict)  # failure class → its first (smallest) failure
+    class_rows: dict = field(default_factory=dict)  # failure class → rows judged
 
 
 
@@ -105,6 +108,7 @@ class KernelChecker:
     free_params: tuple = ()
     per_head: bool = False  # parameters passed as arrays of shape (H,), one per head
     thin: bool = False  # the interpreter list (the target runs under Triton's CPU interpreter), else the full one
+    contract: object = None  # what the kernel accepts (derive.impl.contract), tested inside
     _cache: dict = field(default_factory=dict)
 
     def sigma(self, params: dict):
@@ -114,7 +118,8 @@ class KernelChecker:
     def param_sets(self) -> list[dict]:
         if not self.free_params:
             return [dict(self.fixed_params)]
-        return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in SINK_VALUES]
+        values = SINK_VALUES if self.contract is None else self.contract.sink_values(SINK_VALUES)
+        return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in values]
 
     def _sets_for(self, sets: list, cursor: int, count: int = 0) -> list:
         """The parameter sets one partition is run with: every one in the full list and for the
@@ -187,7 +192,9 @@ class KernelChecker:
                 out[name] = arr
         return out
 
-    def compare(self, call: Call, got: dict, tol: Tolerance, result: KernelResult | None) -> KernelFailure | None:
+    def compare(self, call: Call, got: dict, tol: Tolerance, result: KernelResult | None,
+                start: int = 0) -> KernelFailure | None:
+        """The first failing row from ``start`` on (then, from row 0 only, a parameter's gradient)."""
         R = call.x.shape[0]
 
         def fail(what, r, y, p, errs, bounds):
@@ -196,7 +203,7 @@ class KernelChecker:
 
         slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
         ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
-        for r in range(R):
+        for r in range(start, R):
             row = call.x[r].tolist()
             ex = self.exact(call, r)
             kap = kappa(row, {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
@@ -238,7 +245,7 @@ class KernelChecker:
                             result.max_ratio = max(result.max_ratio, e / b)
                 if not all(ok for ok, _ in res):
                     return fail(what, r, y, p, [e for _, e in res], bounds)
-        if self.form == "backward":
+        if self.form == "backward" and start == 0:
             for name in self.norm.params:
                 key = "d" + name
                 if key not in got:
@@ -282,7 +289,9 @@ class KernelChecker:
             if aborted:
                 return False
             result.searched += 1
-            call = as_call(case)
+            call = prepare(self, as_call(case), dtype)
+            if call is None:
+                return False  # outside the contract
             try:
                 return self.compare(call, self.run_call(call, dtype), tol, None) is not None
             except ImplRaised:
@@ -295,13 +304,12 @@ class KernelChecker:
         if aborted:
             raise aborted[0]
         if found is not None:
-            call = as_call(found)
-            result.failure = self.compare(call, self.run_call(call, dtype), tol, result)
-            result.source = "search"
+            call = prepare(self, as_call(found), dtype)
+            record_call(self, call, self.run_call(call, dtype), tol, result, "search")
 
     def run(self, tol: Tolerance, examples: int = SEARCH_EXAMPLES) -> KernelResult:
         result = KernelResult(tol.dtype, tol)
-        for call in self.calls(tol.dtype):
+        for call in admitted(self, self.calls(tol.dtype), tol.dtype):
             got = self.run_call(call, tol.dtype)
             result.calls += 1
             names = sorted(got)
@@ -317,11 +325,8 @@ class KernelChecker:
             if self.lse != "natural" and self.form != "backward" and "lse" not in got:
                 raise InputError(f"--lse {self.lse} was given but {self.target.name} returns out only, "
                                  f"not (out, lse)")
-            fail = self.compare(call, got, tol, result)
-            if fail is not None:
-                result.failure, result.source = fail, "fixed list"
-                return result
-        if examples > 0:
+            record_call(self, call, got, tol, result)  # every failing row, filed by class
+        if examples > 0 and result.failure is None:
             self.search(tol, result, examples)
         return result
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from derive.impl.failure_classes import class_lines
 from derive.impl.kernel_check import KernelFailure
 from derive.impl.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis
 from derive.impl.kernel_inputs import FIXED_LISTS, HEADS, SINK_VALUES
@@ -30,6 +31,7 @@ class KernelReport:
     notes: list = field(default_factory=list)
     per_head: bool = False
     fixed_list: str = "full"  # a key of FIXED_LISTS
+    contract: object = None  # what the kernel accepts (derive.impl.contract)
 
     @property
     def failure(self) -> KernelFailure | None:
@@ -55,6 +57,10 @@ class KernelReport:
                          "failure": None if r.failure is None else r.failure.as_json()} for r in self.results],
             "diagnosis": None if self.diagnosis is None else self.diagnosis.as_json(),
             "notes": list(self.notes),
+            "contract": None if self.contract is None else self.contract.as_json(),
+            "classes": [{"dtype": r.dtype, "fails": {c: f.as_json() for c, f in r.classes.items()},
+                         "passes": {c: n for c, n in r.class_rows.items() if c not in r.classes}}
+                        for r in self.results],
         }
 
     def to_json(self) -> str:
@@ -84,6 +90,7 @@ class KernelReport:
             verdict = "**disagrees**" if r.failure else "agrees"
             lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.searched} | {r.returned} | {verdict} |")
         lines.append("")
+        lines.extend(class_lines(self.results, self.contract))  # every failure class, not the first
         f = self.failure
         if f is None:
             lines.append("**Verdict: agrees** with the exact definition on every tested input, the fixed list "

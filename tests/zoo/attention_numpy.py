@@ -11,7 +11,9 @@ appended to the scores as an extra column and dropped after the softmax.
 * ``eager_first_rows``: computes the first 16 queries of a call and repeats the 16th for the
   rest (a kernel launched for one query tile);
 * ``eager_no_max``: exponentiates the scores without subtracting the row maximum (right on
-  moderate scores, inf/inf = NaN from scores of about 89 in float32).
+  moderate scores, inf/inf = NaN from scores of about 89 in float32);
+* ``eager_sink_shift``: shifts by the sink instead of the maximum (right for finite sinks in a
+  moderate range: ``--assume finite-sinks=-20:20`` is its contract).
 """
 
 from __future__ import annotations
@@ -76,3 +78,14 @@ def eager_no_max(q, k, v, *, scale, mask=None, sinks=None):
     if sinks is not None:
         den = den + np.exp(np.asarray(sinks, dtype=scores.dtype)).reshape(1, -1, 1, 1)
     return (e / den) @ v
+
+
+def eager_sink_shift(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty outside a finite sink range: shifts every row by its sink logit instead of the row
+    maximum (NaN at s = −∞, overflow for very negative s), right for moderate finite sinks."""
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    s = np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1)
+    e = np.exp(scores - s)
+    return (e / (1 + e.sum(axis=-1, keepdims=True))) @ v
