@@ -76,7 +76,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     if lse not in LSE_CONVENTIONS:
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
     if per_head and form in ("row", "attention"):
-        raise InputError(f"--per-head applies to --form online, split or backward, not {form}"
+        raise InputError(f"--per-head applies to a kernel form (--form online, split or backward), not {form}"
                          + (" (the attention form passes the sinks per head always)" if form == "attention" else ""))
     if lse != "natural" and form in ("row", "backward", "attention"):
         raise InputError(f"--lse {lse} applies to --form online or split, not {form}")

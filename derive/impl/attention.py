@@ -134,6 +134,7 @@ class DtypeResult:
     per_class: dict = field(default_factory=dict)  # class → number of cases that passed
     failures: dict = field(default_factory=dict)  # class → Failure
     returned: str = ""
+    stopped: str = ""  # the function raised on a later case after a failure
 
 
 def _uniform_ok(y, v, visible) -> bool:
@@ -297,6 +298,9 @@ class AttentionChecker:
             try:
                 fail, rows, returned = self.run_case(case, tol, rounder)
             except ImplRaised as exc:
+                if res.failures:  # after a failure the verdict stands: say where the list stopped
+                    res.stopped = f"it raised {exc} on {case.describe()}"
+                    break
                 raise InputError(f"{self.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
                                  f"({case.describe()})") from None
             res.cases += 1
@@ -396,6 +400,9 @@ def class_table(results, skipped) -> list[str]:
     lines.append("")
     for cls, why in skipped.items():
         lines.append(f"- not tested, {CLASSES[cls]}: {why}")
+    for r in results:
+        if r.stopped:
+            lines.append(f"- the cases stopped early ({r.dtype}): {r.stopped}; the cases after it were not run")
     if skipped:
         lines.append("")
     return lines

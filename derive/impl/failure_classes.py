@@ -121,7 +121,8 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
     tally = SimpleNamespace(rows=0, undefined_rows=0, max_ratio=0.0)
     failed = set()
     while start <= R:
-        fail = checker.compare(call, got, tol, tally, start)
+        with np.errstate(over="ignore"):  # an error over a tiny bound: the ratio of a failing row is inf
+            fail = checker.compare(call, got, tol, tally, start)
         if fail is None:
             break
         r = fail.row
@@ -173,6 +174,10 @@ def class_lines(results, contract) -> list[str]:
                      else "the gradient summed over the rows")
             lines.append(f"- fails, {KERNEL_CLASSES[cls]} ({r.dtype}): {f.call.describe()}, {where}; {f.what} "
                          f"returned {listed(f.output[:4], num)}, exact {listed(f.exact[:4], num)}")
-    if any(r.classes for r in results):
+    for r in results:
+        if r.stopped:
+            lines.append(f"- the fixed list stopped early ({r.dtype}): {r.stopped}; the inputs after it were not "
+                         f"tested")
+    if any(r.classes or r.stopped for r in results):
         lines.append("")
     return lines

@@ -94,6 +94,7 @@ class KernelResult:
     source: str = ""  # where the failure was found: fixed list | search
     classes: dict = field(default_factory=dict)  # failure class → its first (smallest) failure
     class_rows: dict = field(default_factory=dict)  # failure class → rows judged
+    stopped: str = ""  # the function raised on a later input after a failure: the list stopped there
 
 
 
@@ -310,7 +311,13 @@ class KernelChecker:
     def run(self, tol: Tolerance, examples: int = SEARCH_EXAMPLES) -> KernelResult:
         result = KernelResult(tol.dtype, tol)
         for call in admitted(self, self.calls(tol.dtype), tol.dtype):
-            got = self.run_call(call, tol.dtype)
+            try:
+                got = self.run_call(call, tol.dtype)
+            except ImplRaised as exc:  # after a failure the verdict stands: say where the list stopped
+                if result.failure is None:
+                    raise
+                result.stopped = f"it raised {exc} on {call.describe()}"
+                break
             result.calls += 1
             names = sorted(got)
             result.returned = result.returned or ", ".join(
