@@ -5,28 +5,10 @@ bounded), a masked key reaches it as a large finite negative number rather than 
 sizes are powers of two or multiples of 16, it is written for some dtypes. An input outside
 that contract is not a fault of the kernel, and a check that fails there hides every real
 result. ``--assume ITEM`` (repeatable) states the contract; derive then builds only inputs
-inside it and prints, with the results, what it assumed and how many of its inputs that left
-out.
+inside it and prints, with the results, what it assumed.
 
-The items (the grammar, one per ``--assume``):
-
-=========================  ================================================================
-``finite-sinks=LO:HI``     every sink logit is finite and in [LO, HI] (LO ≤ HI, numbers)
-``finite-scores``          no score is −∞: a masked key is passed as the finite mask value
-                           (``--mask-value``, by default the dtype's ``finfo.min``)
-``block=pow2``             tile sizes are powers of two
-``block=mult16``           tile sizes are multiples of 16
-``block=N,N,...``          tile sizes are among the listed ones
-``splits=LO:HI``           the split count is in [LO, HI]
-``min-keys=N``             every row has at least N keys (N ≥ 0)
-``no-fully-masked``        no row has every key masked
-``dtypes=D,D,...``         the kernel accepts only these dtypes (the others of ``--dtype``
-                           are left out, with a note)
-``equal-lengths``          (attention form) as many keys as queries
-``equal-head-dims``        (attention form) the value head dimension is the key's
-=========================  ================================================================
-
-Anything else is an input error (exit 2) naming the item and the grammar.
+The items (one per ``--assume``) are :data:`ITEMS`; ``block`` is ``pow2``, ``mult16`` or a
+list of sizes ``N,N,...``. Anything else is an input error (exit 2) naming the item and the grammar.
 """
 
 from __future__ import annotations
@@ -36,10 +18,21 @@ from dataclasses import dataclass, field
 
 from derive.errors import InputError
 
-__all__ = ["GRAMMAR", "Contract", "parse_contract"]
+__all__ = ["GRAMMAR", "ITEMS", "Contract", "parse_contract"]
 
-GRAMMAR = ("finite-sinks=LO:HI, finite-scores, block=pow2|mult16|N,N,..., splits=LO:HI, min-keys=N, "
-           "no-fully-masked, dtypes=D,D,..., equal-lengths, equal-head-dims")
+ITEMS: dict[str, str] = {  # the grammar: item → what it states (the documents' table)
+    "finite-sinks=LO:HI": "every sink logit is finite and in [LO, HI]",
+    "finite-scores": "no score is −∞: a masked key is passed as a finite value (the kernel forms: the dtype's "
+                     "finfo.min; the attention form: --mask-value, finfo-min unless given)",
+    "block=pow2|mult16|N,N,...": "tile sizes are powers of two, multiples of 16, or among the listed ones",
+    "splits=LO:HI": "the split count is in [LO, HI]",
+    "min-keys=N": "every row has at least N keys",
+    "no-fully-masked": "no row has every key masked (such rows are not judged)",
+    "dtypes=D,D,...": "the kernel accepts only these dtypes (the others of --dtype are left out, with a note)",
+    "equal-lengths": "(attention form) as many keys as queries",
+    "equal-head-dims": "(attention form) the value head dimension is the key's",
+}
+GRAMMAR = ", ".join(ITEMS)
 INF = math.inf
 FLAGS = {"finite-scores": "finite_scores", "no-fully-masked": "no_fully_masked", "equal-lengths": "equal_lengths",
          "equal-head-dims": "equal_head_dims"}
