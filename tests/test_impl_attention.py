@@ -59,6 +59,17 @@ def test_each_faulty_numpy_kernel_fails_in_its_class_only(fn, classes):
     assert "finite" in passed and {"finite", "layout", "late", "headdim"} - classes <= passed
 
 
+def test_tiled_kernel_gets_its_tile_sizes_and_its_no_rescale_twin_fails_on_several_tiles_only():
+    good = attention(NP + "tiled", assume=["block=pow2"])
+    assert good.agrees and good.results[0].per_class["tiles"] == 5  # blocks 1, 2, 4, 16, 32
+    bad = attention(NP + "tiled_no_rescale", norm="softmax", dtypes=("float64",))
+    fails = failing(bad)
+    assert set(fails) == {"tiles", "long"}
+    assert fails["tiles"].case.block == 1 and fails["long"].case.N == 160  # 160 keys: 3 tiles of its own 64
+    only = attention(NP + "tiled", assume=["block=16,32"])
+    assert only.results[0].per_class["tiles"] == 2
+
+
 def test_batch0_counterexample_is_the_smallest_layout_case_and_names_batch_1():
     f = failing(attention(NP + "eager_batch0"))["layout"]
     assert f.case.describe() == "B = 2, H = 3, 5 queries, 5 keys, d = 16, sinks = [1.5, -2, 0.25]"

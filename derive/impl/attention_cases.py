@@ -36,7 +36,7 @@ CLASSES: dict[str, str] = {
     "masked": "masked keys (an additive mask)",
     "fully-masked": "fully masked rows (every key masked)",
     "sinks": "extreme sinks",
-    "long": "long rows (64 and 160 keys)",
+    "long": "long rows (64 and 160 keys, scores growing along the keys)",
     "tiles": "many tiles (a tile size well below the row length)",
     "late": "rows late in a call (24 queries)",
     "decode": "a decode offset (queries at positions start_q + i)",
@@ -75,7 +75,7 @@ class Case:
     mask: str = ""  # "" | "keys" (some keys masked) | "rows" (some rows with every key masked)
     sinks: tuple | None = None  # one extra logit per head, or None
     block: int = 0  # 0: no tile size passed
-    pattern: str = "dense"  # dense | realised
+    pattern: str = "dense"  # dense | realised | ramp (dense, the scores growing along the keys)
 
     def visible(self) -> np.ndarray:
         return allowed(self.M, self.N, self.start_q, self.causal, self.window)
@@ -192,7 +192,7 @@ def cases(setup: Setup) -> list[Case]:
     else:
         setup.skipped["sinks"] = "the normalizer has no sink"
     for n in (64, 160):  # causal rows are long for late queries: every query, from position 0
-        add("long", M=4 if not (setup.causal or setup.window) else n, N=n)
+        add("long", M=4 if not (setup.causal or setup.window) else n, N=n, pattern="ramp")
     if "block" in setup.takes:
         for b in (1, 2, 4, 16, 32):
             add("tiles", M=8, N=64, block=b)
@@ -251,6 +251,9 @@ def arrays(case: Case, scale: float, mask_value: float, rounder, grad: bool = Fa
     else:
         q = np.broadcast_to(((3 * i + 5 * d + 7 * b + 11 * h) % 7 - 3).astype(np.float64), (B, H, M, D)).copy()
         k = np.broadcast_to(((2 * j + 3 * d + 5 * b + 13 * h + 1) % 7 - 3).astype(np.float64), (B, H, N, D)).copy()
+        if case.pattern == "ramp":  # the scores grow along the keys: the running maximum changes in every tile
+            q[..., 0] = 4.0
+            k[..., 0] = np.arange(N)[None, None, :] // 4
     v = (((3 * j + 5 * c + 2 * b + 7 * h) % 9 - 4) / 2.0 + c / 4.0 + b - 0.5 * h).astype(np.float64)
     v = np.broadcast_to(v, (B, H, N, Dv)).copy()
     mask = None
