@@ -70,6 +70,14 @@ def test_tiled_kernel_gets_its_tile_sizes_and_its_no_rescale_twin_fails_on_sever
     assert only.results[0].per_class["tiles"] == 2
 
 
+def test_var_keyword_kernel_gets_scale_and_sinks_and_optional_roles_by_kw():
+    report = attention(NP + "with_params")
+    assert report.agrees and report.roles == {"scale": "scale", "sinks": "sinks"}
+    assert "masked" in report.skipped
+    masked = attention(NP + "with_params", kw_names={"mask": "mask"})
+    assert masked.agrees and "masked" in masked.results[0].per_class
+
+
 def test_batch0_counterexample_is_the_smallest_layout_case_and_names_batch_1():
     f = failing(attention(NP + "eager_batch0"))["layout"]
     assert f.case.describe() == "B = 2, H = 3, 5 queries, 5 keys, d = 16, sinks = [1.5, -2, 0.25]"

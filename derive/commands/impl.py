@@ -54,6 +54,19 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
                    parameter as passed (a scalar sink: the sum over rows; with
                    --per-head, s of shape (H,) along the last leading axis of x
                    (..., H, n): entry h the sum over the rows of head h).
+Attention kernels as written (--form attention; softmax, softmax1, sink): fn(q, k, v,
+**params) with q, k, v in --layout (bhnd by default; bnhd, nd, nhd, ...), returning out or
+(out, lse). Its keywords are read from its signature and passed by role (scale/sm_scale/
+scaling, causal, mask/attention_mask, sinks/S, start_q, sliding_window, block; --kw
+ROLE=NAME names another); --causal, --start-q, --window and --scale state what a kernel
+assumes without a keyword; --mask-value is the additive mask's value (-inf, finfo-min or a
+number); --backward adds dq, dk, dv and the sinks' gradient by torch autograd. q and k
+realise derive's scores exactly, and every output is compared with the exact definition on
+the arrays passed. Every class of input (finite, masked, extreme sinks, long rows, many
+tiles, late rows, decode offset, layouts, dv != d, ...) is run: the report lists each class
+that fails with its smallest counterexample, and the classes that pass; so do the online,
+split and backward forms. --assume ITEM states a kernel's contract (finite-sinks=LO:HI,
+finite-scores, block=pow2, ...): derive tests inside it and prints what it assumed.
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
 64, tiles of 1 key to more than n, 1 to 2n + 3 splits, ties split across tiles, fully

@@ -73,15 +73,18 @@ def roles_of(signature, names: dict, target: str) -> dict:
                          f"fn(q, k, v, **params)")
     keywords = {n: has_default for n, kind, has_default in params
                 if kind in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY") and n not in positional[:3]}
+    varkw = any(kind == "VAR_KEYWORD" for _, kind, _ in params)  # fn(q, k, v, **params)
     out = {}
     for role, choices in ROLE_NAMES.items():
         if role in names:
-            if names[role] not in keywords:
+            if names[role] not in keywords and not varkw:
                 raise InputError(f"--kw {role}={names[role]}: {target} takes no keyword {names[role]!r} "
                                  f"(its keywords: {', '.join(keywords) or 'none'})")
             out[role] = names[role]
             continue
         hit = next((n for n in choices if n in keywords), None)
+        if hit is None and varkw and role in ("scale", "sinks"):  # **params: what the definition needs, by
+            hit = choices[0]  # its first name; the optional features (causal, mask, ...) only by --kw
         if hit is not None:
             out[role] = hit
     unknown = [n for n, has_default in keywords.items() if not has_default and n not in out.values()]
@@ -181,6 +184,8 @@ class AttentionChecker:
 
     def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str]:
         dtype = tol.dtype
+        if self.api == "numpy" and not tol.numpy:
+            raise InputError(f"dtype {dtype} needs a torch implementation; {self.target.name} takes numpy arrays")
         scale = self.scale if self.scale is not None else 1.0 / math.sqrt(case.D)
         mval = with_dtype_mask(self.mask_value, dtype)
         q, k, v, mask, g = arrays(case, scale, mval, rounder, grad=self.backward)

@@ -124,7 +124,7 @@ def render() -> str:
         bad = _check(FAULTY, directory)
         good = _check(FIXED, directory)
         kernel = _kernel_check(directory)
-        attention = attention_section(directory)
+        attention = attention_section(directory, _demote)
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
     rules = "\n".join(f"| `{name}` | {to_gfm(r.says, inline=True)} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
                        for name, r in RULES.items())

@@ -40,11 +40,8 @@ SETTINGS = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": True,
             "mask_value": "-inf", "backward": False, "kw_names": {}}
 
 
-def _demote(markdown: str) -> str:
-    return "\n".join("##" + line if line.startswith("#") else line for line in markdown.splitlines())
-
-
-def attention_section(directory: str) -> str:
+def attention_section(directory: str, demote) -> str:
+    """The section, its example checked in ``directory``; ``demote`` moves the report's headings down."""
     path = Path(directory) / "review_attention.py"
     path.write_text(ATTENTION, encoding="utf-8")
     report = check_implementation(f"{path}:attend", "sink", dtypes=("float64",), form="attention",
@@ -104,7 +101,7 @@ $ derive impl review_attention.py:attend --as sink --form attention --causal --d
 
 exits with status {report.exit_code()} and prints:
 
-{_demote(report.to_markdown()).rstrip()}
+{demote(report.to_markdown()).rstrip()}
 
 ## Every failure class, not the first
 

@@ -119,3 +119,8 @@ def tiled(q, k, v, *, scale, block=64, sinks=None):
 def tiled_no_rescale(q, k, v, *, scale, block=64, sinks=None):
     """Faulty: the running sum and accumulator are not rescaled when the maximum grows (right in one tile)."""
     return _tiled(q, k, v, scale, block, sinks, False)
+
+
+def with_params(q, k, v, **params):
+    """``fn(q, k, v, **params)``: the scale and the sinks arrive by their first names."""
+    return eager(q, k, v, scale=params["scale"], sinks=params.get("sinks"), mask=params.get("mask"))
