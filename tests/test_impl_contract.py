@@ -121,3 +121,24 @@ def test_dtypes_outside_the_contract_are_left_out_with_a_note():
                                   assume=["dtypes=float32"])
     assert [r.dtype for r in report.results] == ["float32"]
     assert "float64 was not tested: outside the contract (dtypes float32)" in report.notes
+
+
+def test_row_form_lists_every_failing_class_and_the_passing_ones():
+    # m = max x without max(0, ·): NaN only where every key is masked
+    report = check_implementation("tests/zoo/softmax1_nan_masked.py:softmax1", "softmax1", dtypes=("float64",))
+    r = report.results[0]
+    assert set(r.classes) == {"masked", "long", "edge-fully-masked"}  # the long phase draws masked rows too
+    for cls in ("masked", "long", "edge-fully-masked"):
+        assert all(v == -math.inf for v in r.classes[cls].row), cls
+    assert r.class_inputs["finite"] > 0 and r.class_inputs["edge-extreme"] > 0 and "finite" not in r.classes
+    md = report.to_markdown()
+    assert "| short finite rows (Hypothesis) | passes (" in md and "| fixed fully masked rows | **fails** |" in md
+    data = report.as_json()["dtypes"][0]
+    assert data["classes"]["finite"] == "passes" and data["classes"]["masked"] == "fails"
+
+
+def test_row_form_tiling_fault_fails_long_rows_only():
+    report = check_implementation("tests/zoo/tiled.py:softmax1_tiled_16_no_rescale", "softmax1", dtypes=("float64",))
+    classes = set(report.results[0].classes)
+    assert {"long", "edge-long"} <= classes and not {"finite", "masked", "edge", "edge-extreme"} & classes
+    assert len(report.results[0].classes["edge-masked"].row) > 16  # a long fixed row that also has masked keys
