@@ -219,3 +219,20 @@ def test_triton_tiled_kernel_with_sinks_and_its_skip_before_start_twin():
     bad = attention("tests/zoo/triton_kernels/attention.py:attention_skip_before_start", causal=True)
     assert set(failing(bad)) == {"decode"}
     assert failing(bad)["decode"].case.describe().startswith("B = 1, H = 1, 1 query, 5 keys")
+
+
+def test_required_keyword_of_no_known_role_is_named(capsys):
+    code = main(["impl", NP + "needs_temperature", "--as", "softmax", "--form", "attention", "--dtype", "float32"])
+    err = capsys.readouterr().err
+    assert code == 2 and "has a required parameter 'temperature' that is none of the roles" in err
+
+
+def test_backward_needs_a_torch_function(capsys):
+    code = main(["impl", NP + "eager", "--as", "sink", "--form", "attention", "--dtype", "float32", "--backward"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--backward differentiates the function with torch autograd" in err
+
+
+def test_sinks_are_required_for_the_sink_normalizer(capsys):
+    code = main(["impl", TORCH + "hf", "--as", "sink", "--form", "attention", "--dtype", "float32"])
+    assert code == 2 and "takes no sinks keyword" in capsys.readouterr().err

@@ -81,7 +81,7 @@ class Case:
         return allowed(self.M, self.N, self.start_q, self.causal, self.window)
 
     def describe(self) -> str:
-        bits = [f"B = {self.B}, H = {self.H}, {self.M} quer{'y' if self.M == 1 else 'ies'}, {self.N} keys, "
+        bits = [f"B = {self.B}, H = {self.H}, {self.M} quer{'y' if self.M == 1 else 'ies'}, {self.N} key{'' if self.N == 1 else 's'}, "
                 f"d = {self.D}" + (f", dv = {self.Dv}" if self.Dv != self.D else "")]
         if self.causal:
             bits.append("causal")

@@ -80,7 +80,8 @@ def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
         head = y[0] if isinstance(y, (tuple, list)) and y else y
         if torch is not None and isinstance(head, torch.Tensor):  # a torch function given numpy arrays
             continue
-        return _reply(name, y, args, kwargs, before, kw.get("__sinks__"), cot, out_shape, lse_shape)
+        return _reply(name, y, args, kwargs, before, kw.get("__sinks__"), cot if name == "torch" else None,
+                      out_shape, lse_shape)
     raise first
 
 

@@ -124,3 +124,8 @@ def tiled_no_rescale(q, k, v, *, scale, block=64, sinks=None):
 def with_params(q, k, v, **params):
     """``fn(q, k, v, **params)``: the scale and the sinks arrive by their first names."""
     return eager(q, k, v, scale=params["scale"], sinks=params.get("sinks"), mask=params.get("mask"))
+
+
+def needs_temperature(q, k, v, *, scale, temperature):
+    """A kernel with a required keyword of no role derive knows."""
+    return eager(q, k, v, scale=scale / temperature)
