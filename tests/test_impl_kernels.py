@@ -270,24 +270,44 @@ def test_a_tile_fault_past_17_tiles_is_caught_by_the_full_list():
 
 
 def test_the_interpreter_list_misses_it(monkeypatch):
-    """The same target as if it ran under Triton's interpreter (the child's report forced): the
-    interpreter list and the search agree with it. This is the price of the thinned list, paid
-    only there."""
+    """The same target as if derive had launched it under Triton's interpreter with a Triton
+    kernel in its file (the parent's decision forced): the interpreter list and the search agree
+    with it. This is the price of the thinned list, paid only there."""
     import derive.impl.api as api
 
-    real = api.load
-
-    def interpreted(*args, **kw):
-        target = real(*args, **kw)
-        target.triton_interpreter = True
-        return target
-
-    monkeypatch.setattr(api, "load", interpreted)
+    monkeypatch.setattr(api, "interpreted", lambda env, target: True)
     report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
     assert report.agrees and report.fixed_list == "interpreter" and report.results[0].searched == 20
     assert ("Fixed list: the interpreter list (the target runs under Triton's CPU interpreter), at most 17 tiles "
             "or splits per row and the sink values spread over the tile sizes and split counts, 1 per partition "
             "in turn.") in report.to_markdown()
+
+
+def test_a_kernel_that_claims_the_interpreter_gets_the_full_list():
+    """A numpy kernel that installs a fake triton with its interpreter on and sets TRITON_INTERPRET
+    in its own process, run with the interpreter variable set by derive as well: the parent decides
+    the list from what it launched (its file defines no Triton kernel), so the full list runs and
+    the fault from the 18th tile is caught."""
+    report = check_implementation("tests/zoo/claims_interpreter.py:sink_online_no_rescale_past_17_tiles", "sink",
+                                  form="online", dtypes=("float64",), env={"TRITON_INTERPRET": "1"})
+    assert not report.agrees and report.fixed_list == "full"
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [2, 40], block = 1, s = 0.0.\n" \
+        in report.to_markdown()
+
+
+def test_the_parent_decides_the_list_from_the_file_and_the_environment(monkeypatch):
+    from derive.impl.triton_env import defines_kernel, interpreted
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    online = "tests/zoo/triton_kernels/online.py:sink_online"
+    assert defines_kernel(online) and defines_kernel("tests/zoo/triton_kernels/split.py:sink_split")
+    assert not defines_kernel("tests/zoo/triton_kernels/numpy_late_tiles.py:sink_online_no_rescale_past_17_tiles")
+    assert not defines_kernel("tests/zoo/claims_interpreter.py:sink_online_no_rescale_past_17_tiles")
+    assert not defines_kernel(LATE)
+    assert interpreted({"TRITON_INTERPRET": "1"}, online) and not interpreted({}, online)
+    assert not interpreted({"TRITON_INTERPRET": "0"}, online)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert interpreted(None, online) and not interpreted(None, LATE)
 
 
 def test_extra_per_tile_named_where_a_row_of_no_key_is_nan():

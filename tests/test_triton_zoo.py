@@ -298,7 +298,6 @@ def test_derive_impl_form_per_head_on_the_triton_online_kernel(zoo, capsys, monk
     assert "Per head: s passed as an array of shape (2,)" in out and "**Verdict: agrees**" in out
 
 
-@pytest.mark.slow
 def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monkeypatch):
     import torch
 
@@ -311,23 +310,19 @@ def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monk
                    f"Triton's CPU interpreter (TRITON_INTERPRET=1; --triton-interpret says so explicitly)\n")
 
 
-@pytest.mark.slow
-def test_a_target_that_loads_triton_under_the_interpreter_gets_the_interpreter_list(zoo, capsys, monkeypatch):
-    """Which fixed list applies is the child's report (triton loaded, its interpreter on), not the
-    file's imports or the variable alone: a numpy kernel in a module importing triton gets the
-    interpreter list, and its bug past the 17th tile goes unseen there; with TRITON_INTERPRET=1 but
-    no triton loaded, kernels_numpy.py's twin gets the full list and fails."""
+def test_a_numpy_target_that_loads_triton_gets_the_full_list(zoo, capsys, monkeypatch):
+    """Which fixed list applies is derive's own decision (the child started with the interpreter
+    on and a Triton kernel defined in the target's file), never the child's report: a numpy kernel
+    in a module importing triton gets the full list and its bug past the 17th tile is caught, as
+    is kernels_numpy.py's twin."""
     monkeypatch.delenv(VAR, raising=False)
     target = "sink_online_no_rescale_past_17_tiles"
-    got, out, err = impl(capsys, f"{ZOO}/numpy_late_tiles.py:{target}", "--as", "sink", "--form", "online",
-                         "--dtype", "float32", "--triton-interpret")
-    assert (got, err) == (0, ""), out
-    assert "Fixed list: the interpreter list (the target runs under Triton's CPU interpreter)" in out
-    got, out, err = impl(capsys, f"tests/zoo/kernels_numpy.py:{target}", "--as", "sink", "--form", "online",
-                         "--dtype", "float32", "--triton-interpret")
-    assert (got, err) == (1, ""), out
-    assert "Fixed list: the full list" in out
-    assert "**Verdict: disagrees** (float32, out) on scores of shape [2, 40], block = 1, s = 0.0." in out
+    for where in (f"{ZOO}/numpy_late_tiles.py", "tests/zoo/kernels_numpy.py"):
+        got, out, err = impl(capsys, f"{where}:{target}", "--as", "sink", "--form", "online",
+                             "--dtype", "float32", "--triton-interpret")
+        assert (got, err) == (1, ""), out
+        assert "Fixed list: the full list" in out
+        assert "**Verdict: disagrees** (float32, out) on scores of shape [2, 40], block = 1, s = 0.0." in out
     torch_target = check_implementation("tests/zoo/kernels_torch.py:sink_online", "sink", form="online",
                                         dtypes=("float32",), env={VAR: "1"}, examples=1)
     assert (torch_target.api, torch_target.fixed_list, torch_target.agrees) == ("torch", "full", True)

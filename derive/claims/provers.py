@@ -13,7 +13,7 @@ from derive.claims.result import Outcome, step
 from derive.claims.numeric import concrete_mask
 from derive.claims.substitute import mentions
 from derive.claims.variant import Variant, fresh
-from derive.model.attention import display_apart, i, j
+from derive.model.attention import display_apart, j
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 

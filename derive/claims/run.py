@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from derive.claims import show
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
-from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
+from derive.prove.verdict import PROVED, UNDECIDED
 from derive.settings import Settings
 from derive.claims.counts import count_verdicts, summary_line
 from derive.spec.load import Spec

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
+from derive.impl.attention import parse_kw
+from derive.impl.contract import GRAMMAR
 from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
@@ -51,6 +54,19 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
                    parameter as passed (a scalar sink: the sum over rows; with
                    --per-head, s of shape (H,) along the last leading axis of x
                    (..., H, n): entry h the sum over the rows of head h).
+Attention kernels as written (--form attention; softmax, softmax1, sink): fn(q, k, v,
+**params) with q, k, v in --layout (bhnd by default; bnhd, nd, nhd, ...), returning out or
+(out, lse). Its keywords are read from its signature and passed by role (scale/sm_scale/
+scaling, causal, mask/attention_mask, sinks/S, start_q, sliding_window, block; --kw
+ROLE=NAME names another); --causal, --start-q, --window and --scale state what a kernel
+assumes without a keyword; --mask-value is the additive mask's value (-inf, finfo-min or a
+number); --backward adds dq, dk, dv and the sinks' gradient by torch autograd. q and k
+realise derive's scores exactly, and every output is compared with the exact definition on
+the arrays passed. Every class of input (finite, masked, extreme sinks, long rows, many
+tiles, late rows, decode offset, layouts, dv != d, ...) is run: the report lists each class
+that fails with its smallest counterexample, and the classes that pass; so do the online,
+split and backward forms. --assume ITEM states a kernel's contract (finite-sinks=LO:HI,
+finite-scores, block=pow2, ...): derive tests inside it and prints what it assumed.
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
 64, tiles of 1 key to more than n, 1 to 2n + 3 splits, ties split across tiles, fully
@@ -76,6 +92,8 @@ an internal error of derive, which asks to be reported)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # "-1e6" is a value (--mask-value -1e6), not an option: argparse's own pattern knows only -1 and -1.5
+    parser._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$")
     parser.add_argument("target", metavar="TARGET", help="FILE.py:FUNCTION or module:FUNCTION")
     parser.add_argument("--as", dest="normalizer", required=True, metavar="NORMALIZER",
                         help="the definition to check against: a built-in (softmax, softmax1, sink, ...) or "
@@ -90,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"after the fixed list: {SEARCH_EXAMPLES})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--form", choices=("row",) + FORMS, default="row",
+    parser.add_argument("--form", choices=("row", "attention") + FORMS, default="row",
                         help="the calling convention: row (default: fn(x) -> weights) or a kernel form, "
                              "online fn(x, v, block), split fn(x, v, splits), backward fn(x, v, dout)")
     parser.add_argument("--lse", choices=LSE_CONVENTIONS, default="natural",
@@ -100,6 +118,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kernel forms: pass the normalizer's parameters as arrays of shape (H,), one per head, "
                              "along the last leading axis of x (..., H, n); each gradient then has shape (H,), "
                              "the sum over the rows of that head")
+    parser.add_argument("--assume", action="append", default=[], metavar="ITEM",
+                        help=f"kernel forms: what the kernel accepts, tested inside (repeatable): {GRAMMAR}")
+    group = parser.add_argument_group("--form attention: fn(q, k, v, **params)")
+    group.add_argument("--layout", default=None, metavar="AXES",
+                       help="axes of q, k, v from b, h, n, d (d last): bhnd (default), bnhd, nd, nhd, ...")
+    group.add_argument("--out-layout", default=None, metavar="AXES", help="axes of out (default: --layout)")
+    group.add_argument("--scale", type=float, default=None,
+                       help="the softmax scale (default 1/sqrt(d)); passed when the function takes a scale keyword")
+    group.add_argument("--causal", action="store_true",
+                       help="the attention is causal (passed as causal=True when the function takes the flag)")
+    group.add_argument("--start-q", default=None, metavar="N|end",
+                       help="the position of the first query (causal, window): a number or end (N - M); "
+                            "default: varied when the function takes start_q, else 0")
+    group.add_argument("--window", type=int, default=None, metavar="W",
+                       help="a sliding window of W keys (key j visible to the query at position p when j > p - W)")
+    group.add_argument("--mask-value", default=None, metavar="VALUE",
+                       help="the additive mask value of a masked key: -inf (default), finfo-min or a number "
+                            "such as -1e6")
+    group.add_argument("--backward", action="store_true",
+                       help="also check dq, dk, dv and the sinks' gradient by torch autograd (torch functions)")
+    group.add_argument("--kw", action="append", default=[], metavar="ROLE=NAME",
+                       help="the keyword the function takes for a role (scale, causal, mask, sinks, start_q, window, "
+                            "block), when its name is not one derive knows")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
     parser.add_argument("--triton-interpret", action="store_true",
                         help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
@@ -119,10 +160,33 @@ def _params(pairs: list[str]) -> dict:
     return out
 
 
+def _attention(args) -> dict | None:
+    given = {"layout": args.layout, "out_layout": args.out_layout, "scale": args.scale,
+             "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
+             "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None}
+    if args.form != "attention":
+        return {k: v for k, v in given.items() if v is not None} or None
+    start = args.start_q
+    if start is not None and start != "end":
+        try:
+            start = int(start)
+        except ValueError:
+            raise InputError(f"--start-q expects a whole number or end, got {start!r}") from None
+    if args.window is not None and args.window < 1:
+        raise InputError(f"--window expects a number of keys >= 1, got {args.window}")
+    if args.scale is not None and not (args.scale == args.scale and abs(args.scale) != float("inf")
+                                       and args.scale != 0):
+        raise InputError(f"--scale expects a finite nonzero number, got {args.scale!r}")
+    return {"layout": args.layout or "bhnd", "out_layout": args.out_layout, "scale": args.scale,
+            "causal": args.causal, "start_q": start, "window": args.window or 0,
+            "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw)}
+
+
 def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
-                                  env=child_env(args.triton_interpret, args.target), per_head=args.per_head)
+                                  env=child_env(args.triton_interpret, args.target), per_head=args.per_head,
+                                  assume=args.assume, attention=_attention(args))
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

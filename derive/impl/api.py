@@ -9,11 +9,15 @@ from hypothesis.errors import Flaky
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
+from derive.impl.attention import check_attention
+from derive.impl.contract import parse_contract
 from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
+from derive.impl.numbers import round_to
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
-from derive.impl.tolerance import tolerance
+from derive.impl.tolerance import DTYPES, tolerance
+from derive.impl.triton_env import interpreted
 from derive.normalizers.registry import get
 from derive.settings import DEFAULT, Settings
 
@@ -47,7 +51,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                          dtypes=DEFAULT_DTYPES, examples: int | None = None,
                          cfg: Settings = DEFAULT, name: str | None = None,
                          timeout: float = DEFAULT_TIMEOUT, form: str = "row", lse: str = "natural",
-                         env: dict | None = None, per_head: bool = False):
+                         env: dict | None = None, per_head: bool = False, assume=(),
+                         attention: dict | None = None):
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
     The function is imported and called only in a child process (:mod:`.target`), whose
@@ -56,15 +61,24 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     ``backward`` (:mod:`.kernel`: a :class:`~derive.impl.kernel.KernelReport`); ``lse`` is the
     convention of a returned log-sum-exp there (``natural``, ``base2`` or ``kv-only``). With
     ``per_head`` (kernel forms) the normalizer's parameters are passed as arrays of shape (H,),
-    one per head, along the last leading axis of the scores (…, H, n).
+    one per head, along the last leading axis of the scores (…, H, n). ``assume`` is the
+    contract (:mod:`.contract`, ``--assume`` items); ``attention`` the settings of the attention
+    form (:func:`derive.impl.attention.check_attention`: layout, scale, causal, ...).
     """
-    if form not in ("row",) + FORMS:
-        raise InputError(f"unknown --form {form!r}: expected one of row, {', '.join(FORMS)}")
+    contract = parse_contract(list(assume or ()), DTYPES)
+    if form not in ("row", "attention") + FORMS:
+        raise InputError(f"unknown --form {form!r}: expected one of row, attention, {', '.join(FORMS)}")
+    if form != "attention" and attention:
+        raise InputError("--layout, --scale, --causal, --start-q, --window, --mask-value, --backward and --kw "
+                         "apply to --form attention")
+    if form == "row" and not contract.empty:
+        raise InputError("--assume applies to a kernel form (--form attention, online, split or backward), not row")
     if lse not in LSE_CONVENTIONS:
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
-    if per_head and form == "row":
-        raise InputError("--per-head applies to a kernel form (--form online, split or backward), not row")
-    if lse != "natural" and form in ("row", "backward"):
+    if per_head and form in ("row", "attention"):
+        raise InputError(f"--per-head applies to a kernel form (--form online, split or backward), not {form}"
+                         + (" (the attention form passes the sinks per head always)" if form == "attention" else ""))
+    if lse != "natural" and form in ("row", "backward", "attention"):
         raise InputError(f"--lse {lse} applies to --form online or split, not {form}")
     if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                               for k, v in env.items())):
@@ -93,13 +107,16 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
         raise InputError(f"--dim applies to --form row; in {form} form the keys are the last axis of the scores")
     target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env)
     try:
-        if form != "row":
+        if form == "attention":
+            report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
+                                     **(attention or {}))
+        elif form != "row":
             for tol in tols:
                 if target.api == "numpy" and not tol.numpy:
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
             report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
-                                  searched)
+                                  searched, thin=interpreted(env, fn_or_spec), contract=contract)
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

@@ -27,6 +27,38 @@ from derive.impl.tolerance import Tolerance, kappa
 __all__ = ["Checker", "DtypeResult", "Failure", "grad_weights"]
 
 
+# every failure class of the row form, in the report's order: the Hypothesis phases, then the fixed edge cases
+# filed by what their row has (the first that applies of fully masked, masked, extreme, long)
+ROW_CLASSES = {
+    "finite": "short finite rows (Hypothesis)",
+    "masked": "rows with masked entries (Hypothesis)",
+    "long": "long rows of 17 to 512 keys (Hypothesis)",
+    "gradients": "gradients on short rows (Hypothesis, torch)",
+    "edge-fully-masked": "fixed fully masked rows",
+    "edge-masked": "fixed rows with masked entries",
+    "edge-extreme": "fixed rows with scores of magnitude 1000 or more",
+    "edge-long": "fixed long rows",
+    "edge": "the other fixed edge cases (ties, single elements, every decade)",
+}
+
+
+def edge_class(row) -> str:
+    finite = [abs(v) for v in row if v != -math.inf]
+    if row and not finite:
+        return "edge-fully-masked"
+    if len(finite) < len(row):
+        return "edge-masked"
+    if finite and max(finite) >= 1e3:
+        return "edge-extreme"
+    return "edge-long" if len(row) > MAX_N else "edge"
+
+
+def _record(result, cls: str, fail: Failure) -> None:
+    result.classes.setdefault(cls, fail)
+    if result.failure is None:
+        result.failure = fail
+
+
 def grad_weights(n: int) -> np.ndarray:
     """The fixed cotangent c of the gradient check: not constant, so cᵀJ ≠ 0."""
     return np.array([(1.0, -0.5, 2.0, 0.25, -1.5, 0.75, -2.0, 1.25)[k % 8] for k in range(n)])
@@ -74,6 +106,9 @@ class DtypeResult:
     undefined_rows: int = 0  # fully masked rows where the definition has no value
     masked_rows: int = 0  # fully masked rows (every score −∞) tested
     conventions: dict = field(default_factory=dict)  # convention → rows, where the definition has no value
+    classes: dict = field(default_factory=dict)  # failure class (ROW_CLASSES) → its first (smallest) failure
+    class_inputs: dict = field(default_factory=dict)  # failure class → inputs tested
+    stopped: str = ""  # the function raised on a later input after a failure: the check stopped there
 
 
 def _ok(y: float, p, bound: float) -> tuple[bool, float]:
@@ -225,18 +260,27 @@ class Checker:
                   (True, examples - first - second, False, True)]
         if grad:
             phases.append((True, max(1, examples // 2), True, False))
-        for masked, budget, with_grad, long in phases:
-            if budget < 1 or result.failure is not None:
+        for masked, budget, with_grad, long in phases:  # every phase, also after a failure: every class
+            if budget < 1:
                 continue
+            cls = "gradients" if with_grad else ("long" if long else ("masked" if masked else "finite"))
+            before = result.examples
             strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
             found = search(strategy, lambda case, g=with_grad: fails(case, g), budget)
             if aborted:
                 raise aborted[0]
+            result.class_inputs[cls] = result.examples - before
             if found is not None:
                 x, params = found
-                result.failure = self.compare(x, params, tol, result, with_grad)
-        if result.failure is not None:
-            return result
+                try:
+                    fail = self.compare(x, params, tol, result, with_grad)
+                except ImplRaised as exc:
+                    if result.failure is None:
+                        raise
+                    result.stopped = f"it raised {exc} on an input of the class {ROW_CLASSES[cls]}"
+                    return result
+                if fail is not None:
+                    _record(result, cls, fail)
         lead = (1,) * lead_ndim(self.dim)
         sets = param_sets(self.free_params, EDGE_PARAMS, DEFAULT_EDGE)
         todo = [(row, params) for row in EDGE_ROWS for params in sets]
@@ -244,12 +288,19 @@ class Checker:
                  for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
         for row, params in todo:
             result.edge_cases += 1
-            fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result,
-                                grad and len(row) <= MAX_N)
+            cls = edge_class(row)
+            result.class_inputs[cls] = result.class_inputs.get(cls, 0) + 1
+            try:
+                fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result,
+                                    grad and len(row) <= MAX_N)
+            except ImplRaised as exc:
+                if result.failure is None:
+                    raise
+                result.stopped = f"it raised {exc} on the fixed row {list(row)[:8]}"
+                return result
             if fail is not None:
                 fail.source = "edge case"
-                result.failure = fail
-                return result
+                _record(result, cls, fail)
         return result
 
     def outputs(self, row: tuple, params: dict, dtype: str) -> list[float] | None:

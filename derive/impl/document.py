@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from derive.impl.document_attention import attention_section
 from derive.document.references import citation, markdown_section
 from derive.impl.api import check_implementation
 from derive.impl.kernel import FIXED_LISTS, KERNEL_TOLERANCE_RULE
@@ -123,6 +124,7 @@ def render() -> str:
         bad = _check(FAULTY, directory)
         good = _check(FIXED, directory)
         kernel = _kernel_check(directory)
+        attention = attention_section(directory, _demote)
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
     rules = "\n".join(f"| `{name}` | {to_gfm(r.says, inline=True)} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
                        for name, r in masked_rules().items())
@@ -239,6 +241,8 @@ $ derive impl review_split.py:attend --as sink --form split --dtype float64
 exits with status {kernel.exit_code()} and prints:
 
 {_demote(kernel.to_markdown(math=True)).rstrip()}
+
+{attention.rstrip()}
 
 ## Your code runs in a separate process
 

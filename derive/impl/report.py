@@ -11,7 +11,7 @@ import jinja2
 from derive.render.markup import plain_math, to_gfm
 from derive.render.output import template_dir
 
-from derive.impl.check import DtypeResult, Failure
+from derive.impl.check import ROW_CLASSES, DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
 from derive.impl.masked import CONVENTIONS, MaskedRule
 
@@ -163,6 +163,10 @@ class Report:
             "gradients_checked": r.gradients,
             "gradients": r.gradient_note(),
             "tolerance": r.tolerance.as_json(),
+            "classes": {c: ("fails" if c in r.classes else "passes" if r.class_inputs.get(c) else "not tested")
+                        for c in ROW_CLASSES},
+            "class_failures": {c: self._failure_json(fl) for c, fl in r.classes.items()},
+            "stopped": r.stopped or None,
         }
 
     def _failure_json(self, f: Failure) -> dict:
@@ -205,7 +209,7 @@ class Report:
                 })
         prose = (lambda s: to_gfm(s, inline=True)) if math else plain_math
         head = [prose(h) for h in _TABLE_HEAD["gradient" if f is not None and f.kind == "gradient" else "weight"]]
-        return _template().render(r=self, f=f, rows=rows, num=num, err=err, rule=prose(TOLERANCE_RULE), head=head,
+        return _template().render(r=self, f=f, rows=rows, classes=class_lines(self.results), num=num, err=err, rule=prose(TOLERANCE_RULE), head=head,
                                 derivation_lines=derivation_lines,
                                 accepted="; ".join(CONVENTIONS.values()),
                                 frow=", ".join(num(v) for v in f.row) if f else "",
@@ -213,6 +217,27 @@ class Report:
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
                                 fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))
                                          if f else ""))
+
+
+def class_lines(results) -> list[str]:
+    """Every failure class by dtype: fails (with the failing row) / passes / not tested; shown when one fails."""
+    if not any(r.classes for r in results):
+        return []
+    lines = ["| class | " + " | ".join(r.dtype for r in results) + " |", "|---|" + "---|" * len(results)]
+    for cls, title in ROW_CLASSES.items():
+        cells = ["**fails**" if cls in r.classes else (f"passes ({r.class_inputs[cls]})" if r.class_inputs.get(cls)
+                                                       else "not tested") for r in results]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for r in results:
+        for cls, fl in r.classes.items():
+            lines.append(f"- fails, {ROW_CLASSES[cls]} ({r.dtype}): row [{', '.join(num(v) for v in fl.row[:8])}"
+                         f"{', ...' if len(fl.row) > 8 else ''}]"
+                         + (f" with {', '.join(f'{k} = {num(v)}' for k, v in sorted(fl.params.items()))}"
+                            if fl.params else "") + f" ({fl.kind})")
+        if r.stopped:
+            lines.append(f"- the check stopped early ({r.dtype}): {r.stopped}; the inputs after it were not tested")
+    return lines
 
 
 def _where(f: Failure) -> str:

@@ -197,7 +197,6 @@ class Target:
     param_kws: tuple[str, ...] = ()
     mutates: bool = False  # the function changed its input array in place (seen at least once)
     complex_output: bool = False
-    triton_interpreter: bool = False  # triton loaded with its CPU interpreter on (reported by the child)
     extra: dict = field(default_factory=dict)
 
     def call(self, x: np.ndarray, dtype: str, dim: int, mask=None, params=None, grad=None):
@@ -291,6 +290,8 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
         reply = worker.request(("load", payload, path, tuple(params), dim), "being imported")
         if reply[0] == "ok" and form == "row":
             reply = worker.request(("probe", dim, dtype), "being called on the input [0.0, 1.0]")
+        elif reply[0] == "ok" and form == "attention":  # its signature only: the first call detects the api
+            reply = worker.request(("aprobe",), "being inspected")
         elif reply[0] == "ok":
             reply = worker.request(("kprobe", form), f"being called in {form} form on a tiny input")
     except BaseException:
@@ -304,4 +305,4 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
     return Target(name=name, worker=worker, api=info["api"],
                   keywords=None if info["keywords"] is None else set(info["keywords"]),
                   dim_kw=info["dim_kw"], takes_mask=info["takes_mask"], param_kws=tuple(info["param_kws"]),
-                  triton_interpreter=info.get("triton_interpreter") is True)
+                  extra={"signature": info.get("signature")} if form == "attention" else {})

@@ -10,6 +10,14 @@ it is set anyway, with a one-line note on standard error, when the target's sour
 imports ``triton`` (found by reading the file, never by importing it) and torch reports
 no CUDA device, since a Triton kernel cannot run there otherwise. A value the user already
 exported is left alone.
+
+Which fixed list a kernel-form check uses is decided here too, in derive's own process, from
+what it launched and never from anything the child reports (:func:`interpreted`): the
+interpreter list only when the child was started with the interpreter on *and* the target's
+own source file defines a Triton kernel (a function decorated with ``triton.jit``,
+``triton.autotune`` or ``triton.heuristics``, found by reading the file). A numpy kernel gets
+the full list whatever its module imports, and code that claims the interpreter (loading a
+module named triton, setting the variable at import) changes nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["child_env", "imports_triton"]
+__all__ = ["child_env", "defines_kernel", "imports_triton", "interpreted"]
 
 VAR = "TRITON_INTERPRET"
 
@@ -40,19 +48,60 @@ def child_env(triton_interpret: bool, target=None) -> dict:
 
 def imports_triton(target) -> bool:
     """Whether the source file of ``target`` has an ``import triton…``/``from triton… import``."""
-    path = _source(target)
-    if path is None:
+    tree = _tree(target)
+    if tree is None:
         return False
-    try:
-        tree = ast.parse(Path(path).read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return False  # the child reports an unreadable module when it imports it
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "triton" for a in node.names):
             return True
         if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "triton":
             return True
     return False
+
+
+ON = ("1", "true", "on", "yes")
+DECORATORS = ("jit", "autotune", "heuristics")
+
+
+def interpreted(env: dict | None, target) -> bool:
+    """Whether the child derive launched for ``target`` runs Triton kernels under the CPU
+    interpreter: its environment (``env`` on top of ours) turns the interpreter on and the
+    target's source file defines a Triton kernel. Decided by the parent alone."""
+    value = (env or {}).get(VAR, os.environ.get(VAR, ""))
+    return value.strip().lower() in ON and defines_kernel(target)
+
+
+def defines_kernel(target) -> bool:
+    """Whether the source file of ``target`` defines a function decorated with ``triton.jit``
+    (or ``jit`` imported from triton, ``triton.autotune``, ``triton.heuristics``), read, never imported."""
+    tree = _tree(target)
+    if tree is None:
+        return False
+    from_triton = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and not node.level and (node.module or "").split(".")[0] == "triton" for a in node.names}
+    triton_names = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for a in node.names if a.name == "triton"}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            dec = dec.func if isinstance(dec, ast.Call) else dec
+            if isinstance(dec, ast.Attribute) and isinstance(dec.value, ast.Name) \
+                    and dec.value.id in triton_names and dec.attr in DECORATORS:
+                return True
+            if isinstance(dec, ast.Name) and dec.id in from_triton and dec.id in DECORATORS:
+                return True
+    return False
+
+
+def _tree(target):
+    path = _source(target)
+    if path is None:
+        return None
+    try:
+        return ast.parse(Path(path).read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None  # the child reports an unreadable module when it imports it
 
 
 def _label(target) -> str:

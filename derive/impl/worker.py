@@ -13,12 +13,14 @@ parent inspects, and ``print`` goes to standard error. Every request gets one re
 * ``("call", x, dtype, dim, mask, params, cotangent)`` → ``("ok", y, g, notes)``,
   ``("raised", text)`` or ``("bad", message)`` (not an array of the right shape);
 * ``("kprobe", form)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
-  or ``("error", message)``; ``info["triton_interpreter"]``: triton is loaded and its CPU
-  interpreter is on (the kernel forms then use their thinned input list);
+  or ``("error", message)`` (which fixed list applies is never the child's word: the parent
+  decides it from what it launched, :func:`derive.impl.triton_env.interpreted`);
 * ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
   ``dout``) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
   parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
   changed one of its input arrays), ``("raised", text)`` or ``("bad", message)``;
+* ``("aprobe",)`` and ``("acall", ...)``: the attention form, answered by
+  ``attention_child.py`` beside this file (loaded by its path, handed this module's helpers);
 * a ``SystemExit`` raised by the user's code → ``("exit", code)``, then the worker ends.
 
 Anything else (``os._exit``, a signal, a hang) is seen by the parent from outside.
@@ -121,8 +123,7 @@ class Target:
 
     def info(self) -> dict:
         return {"api": self.api, "keywords": None if self.keywords is None else sorted(self.keywords),
-                "dim_kw": self.dim_kw, "takes_mask": self.takes_mask, "param_kws": list(self.param_kws),
-                "triton_interpreter": triton_interpreter()}
+                "dim_kw": self.dim_kw, "takes_mask": self.takes_mask, "param_kws": list(self.param_kws)}
 
     def kwargs(self, dim, mask, params) -> dict:
         kw = {}
@@ -167,19 +168,6 @@ class Target:
             except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
                 raise Raised(brief(exc)) from None
         return y, xt.detach(), before, g
-
-
-def triton_interpreter() -> bool:
-    """Whether the target runs under Triton's CPU interpreter: triton is loaded (by the target's
-    import or its first call) and reads ``TRITON_INTERPRET`` as on (its own knob where it has one)."""
-    triton = sys.modules.get("triton")
-    if triton is None:
-        return False
-    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
-    try:
-        return bool(runtime.interpret)
-    except Exception:  # noqa: BLE001 - an older triton without knobs: its environment variable
-        return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "on", "yes")
 
 
 def _kind(y) -> str:
@@ -390,6 +378,21 @@ def encode(reply: tuple) -> bytes:
     return out.getvalue()
 
 
+_ATTENTION = []
+
+
+def _attention():
+    """The attention form's child half, loaded once by its path (this script imports no package)."""
+    if not _ATTENTION:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_child.py")
+        spec = importlib.util.spec_from_file_location("derive_impl_attention_child", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod.bind({"brief": brief, "Raised": Raised, "_torch": _torch, "_as_array": _as_array, "_same": _same})
+        _ATTENTION.append(mod)
+    return _ATTENTION[0]
+
+
 def main(rfd: int, wfd: int) -> None:
     conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
     sys.stdout = sys.stderr  # print() goes to standard error; fd 1 is watched by the parent
@@ -411,6 +414,13 @@ def main(rfd: int, wfd: int) -> None:
                     reply = ("raised", str(exc))
             elif msg[0] == "kprobe":
                 reply = kprobe(target, *msg[1:])
+            elif msg[0] == "aprobe":
+                reply = _attention().aprobe(target)
+            elif msg[0] == "acall":
+                try:
+                    reply = _attention().acall(target, *msg[1:])
+                except Raised as exc:
+                    reply = ("raised", str(exc))
             elif msg[0] == "kcall":
                 try:
                     reply = kcall(target, *msg[1:])

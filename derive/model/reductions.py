@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.model.attention import M, i
 
 __all__ = ["RowExtremum", "RowMax", "RowMin"]
 

@@ -1,0 +1,133 @@
+"""The attention form, contracts and failure classes: a section of ``docs/impl-check.md``.
+
+The example is checked while the document is built: a numpy decode kernel with a learned sink
+per head whose key loop starts at ``start_q`` is run by ``derive impl --form attention``, and
+its report (every class, the failing one with its smallest counterexample) is shown as printed.
+The tables of roles, classes and contract items are the data the checks use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from derive.impl.api import check_implementation
+from derive.impl.attention import ROLE_NAMES
+from derive.impl.attention_cases import CLASSES
+from derive.impl.contract import ITEMS
+from derive.impl.failure_classes import KERNEL_CLASSES
+
+__all__ = ["ATTENTION", "attention_section"]
+
+ATTENTION = '''\
+import numpy as np
+
+
+def attend(q, k, v, *, sinks, sm_scale, start_q=0):
+    """Causal attention with a learned sink per head; query i sits at position start_q + i."""
+    B, H, M, _ = q.shape
+    out = np.zeros((B, H, M, v.shape[-1]))
+    for i in range(M):
+        keys = slice(start_q, start_q + i + 1)  # the keys query i sees
+        s = np.einsum("bhd,bhnd->bhn", q[:, :, i], k[:, :, keys]) * sm_scale
+        s = np.concatenate([s, np.broadcast_to(sinks.reshape(1, H, 1), (B, H, 1))], axis=-1)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        w = w[..., :-1] / w.sum(axis=-1, keepdims=True)
+        out[:, :, i] = np.einsum("bhn,bhnd->bhd", w, v[:, :, keys])
+    return out
+'''
+
+SETTINGS = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": True, "start_q": None, "window": 0,
+            "mask_value": "-inf", "backward": False, "kw_names": {}}
+
+
+def attention_section(directory: str, demote) -> str:
+    """The section, its example checked in ``directory``; ``demote`` moves the report's headings down."""
+    path = Path(directory) / "review_attention.py"
+    path.write_text(ATTENTION, encoding="utf-8")
+    report = check_implementation(f"{path}:attend", "sink", dtypes=("float64",), form="attention",
+                                  name="review_attention.py:attend", attention=SETTINGS)
+    roles = "\n".join(f"| {role} | " + ", ".join(f"`{n}`" for n in names) + " |" for role, names in ROLE_NAMES.items())
+    items = "\n".join(f"| `{item}` | {text} |" for item, text in ITEMS.items())
+    attention_classes = "\n".join(f"- {title}" for title in CLASSES.values())
+    kernel_classes = "\n".join(f"{i}. {title}" for i, title in enumerate(KERNEL_CLASSES.values(), 1))
+    return f"""\
+## Attention kernels as written: `--form attention`
+
+A real attention kernel takes q, k and v, not rows of scores. `--form attention` calls it as
+it is written, `fn(q, k, v, **params)`, with q (…, M, d), k (…, N, d) and v (…, N, dv) in the
+layout `--layout` names (`bhnd` by default; `bnhd`, `nhd`, `hnd`, `nd`: b batch, h heads,
+n the sequence, d the head dimension, last), and checks `out` (the layout of q with dv, or
+`--out-layout`) and, when it returns `(out, lse)`, the natural log-sum-exp. The keywords
+the function takes are read from its signature and passed by role:
+
+| role | keyword names recognised (`--kw ROLE=NAME` names another) |
+|---|---|
+{roles}
+
+The scale is `--scale` (default 1/√d); the causal flag is passed as derive's cases need it
+(`--causal` makes every case causal, and states it for a kernel that is causal without a
+flag); `start_q` (the position of the first query: a decode call has start_q = N − M) is varied
+when the function takes it, else `--start-q N|end` states what the kernel assumes; a sliding
+window likewise (`--window W`: key j visible to the query at position p when j > p − W); an
+additive mask has shape (B, 1, M, N) (the axes the layout has) and carries `--mask-value`
+(`-inf`, `finfo-min` or a number such as `-1e6`) on masked keys; the sinks are one logit per
+head. A required keyword of no known role is an error (exit 2) that names it. With
+`--backward` (torch functions) the gradients of ⟨out, g⟩ with respect to q, k, v and the sinks
+are taken by torch autograd in the child and compared with the exact ones; a sink that gets no
+gradient fails.
+
+derive builds q and k that realise its rows of scores exactly: small integers, or a one-hot q
+and a k that carries the wanted scores, with a power-of-two scale, so that scale·⟨q_i, k_j⟩
+is the wanted score in float16 and wider. The reference is the exact definition on the
+arrays actually passed: the dot products are summed as integers, the exponentials taken at
+high precision, the masks and sinks as given. Kernels shaped like a model's reference
+`sdpa(Q, K, V, S, sm_scale, sliding_window)`, a model library's
+`eager_attention_forward(module, query, key, value, attention_mask, scaling)` and a tiled
+Triton kernel with sinks and `start_q` are in `tests/zoo/` (written for this project), each
+checked with no adapter or a one-line one.
+
+The cases go class by class; each adds one feature to the simplest call:
+
+{attention_classes}
+
+A decode kernel with a learned sink, `review_attention.py`:
+
+```python
+{ATTENTION}```
+
+```console
+$ derive impl review_attention.py:attend --as sink --form attention --causal --dtype float64
+```
+
+exits with status {report.exit_code()} and prints:
+
+{demote(report.to_markdown()).rstrip()}
+
+## Every failure class, not the first
+
+A kernel that is wrong only on inputs it never receives, or only past its 64th key, is
+reported as such: the check runs every input and lists each class of input that fails, with
+its smallest counterexample (the first failing input of the class: the inputs go from small to
+large), and the classes that pass. In the kernel forms a failing row is filed under the first
+class that applies, in this order:
+
+{kernel_classes}
+
+so a fault that shows only in the 9th row of a call and later, on a row with masked keys, is
+filed under masked rows; the class table says which classes had passing rows. The first
+failure found is the one the report details and diagnoses, as before; the exit status is 1
+when any class fails. When the function raises on a later input after a failure, the list
+stops there and the report says so (the verdict stands).
+
+## Contracts: `--assume`
+
+A kernel is written for some inputs: finite sinks, masked keys passed as a large finite
+negative number, tile sizes that are powers of two. `--assume ITEM` (repeatable, in every
+kernel form) states what it accepts; derive then makes only inputs inside the contract,
+prints "Assumed (contract): …" with the results, and lists as not tested a class the
+contract rules out. A bad item is an error (exit 2) that names it and the grammar.
+
+| item | states |
+|---|---|
+{items}
+"""

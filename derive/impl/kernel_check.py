@@ -1,0 +1,339 @@
+"""The kernel-form check: calls of the fixed list and the search, and the comparison of every
+output with the exact definition (:mod:`derive.impl.kernel` states the method)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from derive.errors import InputError
+from derive.impl.failure_classes import admitted, prepare, record_call
+from derive.impl.inputs import search
+from derive.impl.kernel_exact import ExactRow, exact_row
+from derive.normalizers.family import kernel_sigma
+from derive.impl.kernel_inputs import (DV, HEADS, ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION, SINK_VALUES,
+                                       blocks, dout_row, kernel_cases, split_counts, values)
+from derive.impl.numbers import agree, jnum, listed, num, round_to, zero_or_nan
+from derive.impl.target import ImplRaised
+from derive.impl.tolerance import Tolerance, kappa
+
+__all__ = ["Call", "KernelChecker", "KernelFailure", "KernelResult"]
+
+INF = math.inf
+
+
+@dataclass
+class Call:
+    form: str
+    x: np.ndarray  # (R, n), rounded to the dtype
+    v: np.ndarray  # (R, n, DV)
+    third: object  # block, splits or dout (R, DV)
+    params: dict  # rounded to the dtype
+    sigma: object  # the extra logit: a float or None; per head, a tuple of them
+    lead: tuple = ()  # the leading shape the rows are passed in
+    heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
+
+    def row_sigma(self, r: int):
+        """The extra logit of flat row r (row-major over ``lead``: its head is r mod H)."""
+        return self.sigma[r % self.heads] if self.heads else self.sigma
+
+    def row_params(self, r: int) -> dict:
+        return {k: float(v[r % self.heads]) if self.heads else v for k, v in self.params.items()}
+
+    def args(self):
+        shape = self.lead + (self.x.shape[-1],)
+        third = self.third.reshape(self.lead + (DV,)) if isinstance(self.third, np.ndarray) else self.third
+        return self.x.reshape(shape), self.v.reshape(shape + (DV,)), third
+
+    def describe(self) -> str:
+        what = {"online": "block", "split": "splits"}.get(self.form)
+        bits = [f"scores of shape {list(self.lead + (self.x.shape[-1],))}"]
+        if what:
+            bits.append(f"{what} = {self.third}")
+        bits += [f"{k} = {listed(v, num) + ' (one per head)' if self.heads else num(v)}"
+                 for k, v in sorted(self.params.items())]
+        return ", ".join(bits)
+
+
+@dataclass
+class KernelFailure:
+    dtype: str
+    form: str
+    what: str  # out | lse | dx | dv | d<param> | nan
+    call: Call
+    row: int  # index of the failing row among the call's rows (-1: the whole call, a parameter gradient)
+    output: list
+    exact: list
+    errors: list
+    bounds: list
+
+    def as_json(self) -> dict:
+        r = self.row
+        return {"dtype": self.dtype, "form": self.form, "what": self.what, "call": self.call.describe(),
+                "third": self.call.third if not isinstance(self.call.third, np.ndarray) else None,
+                "params": {k: [jnum(a) for a in v] if self.call.heads else jnum(v)
+                           for k, v in sorted(self.call.params.items())},
+                "row": None if r < 0 else [jnum(x) for x in self.call.x[r]],
+                "values": None if r < 0 else [[jnum(a) for a in t] for t in self.call.v[r]],
+                "output": [jnum(a) for a in self.output], "exact": [jnum(a) for a in self.exact],
+                "errors": [jnum(a) for a in self.errors], "bounds": [jnum(a) for a in self.bounds]}
+
+
+@dataclass
+class KernelResult:
+    dtype: str
+    tolerance: Tolerance
+    calls: int = 0
+    rows: int = 0
+    undefined_rows: int = 0
+    max_ratio: float = 0.0
+    returned: str = ""  # what the function returned, e.g. "out, lse"
+    failure: KernelFailure | None = None
+    searched: int = 0  # Hypothesis examples run after the fixed list
+    source: str = ""  # where the failure was found: fixed list | search
+    classes: dict = field(default_factory=dict)  # failure class → its first (smallest) failure
+    class_rows: dict = field(default_factory=dict)  # failure class → rows judged
+    stopped: str = ""  # the function raised on a later input after a failure: the list stopped there
+
+
+
+@dataclass
+class KernelChecker:
+    norm: object
+    target: object
+    form: str
+    lse: str
+    dps: int
+    fixed_params: dict = field(default_factory=dict)
+    free_params: tuple = ()
+    per_head: bool = False  # parameters passed as arrays of shape (H,), one per head
+    thin: bool = False  # the interpreter list (the target runs under Triton's CPU interpreter), else the full one
+    contract: object = None  # what the kernel accepts (derive.impl.contract), tested inside
+    _cache: dict = field(default_factory=dict)
+
+    def sigma(self, params: dict):
+        return kernel_sigma(self.norm, params)
+
+    def param_sets(self) -> list[dict]:
+        if not self.free_params:
+            return [dict(self.fixed_params)]
+        values = SINK_VALUES if self.contract is None else self.contract.sink_values(SINK_VALUES)
+        return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in values]
+
+    def _sets_for(self, sets: list, cursor: int, count: int = 0) -> list:
+        """The parameter sets one partition is run with: every one in the full list and for the
+        backward form (no partition), else ``SETS_PER_PARTITION`` of them, taken in turn from a
+        cursor that runs through ``sets`` across the whole list (each length sees every sink
+        value). With ``count``: exactly that many, in turn (the heads of a per-head call)."""
+        if not count and (not self.thin or self.form == "backward" or len(sets) <= SETS_PER_PARTITION):
+            return sets
+        return [sets[(cursor + j) % len(sets)] for j in range(count or SETS_PER_PARTITION)]
+
+    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0) -> Call:
+        """A call on the rows ``x`` (R, n), ``v`` (R, n, DV): ``third`` a block or split count, or
+        for the backward form the index of the cotangent (:func:`dout_row`). Scalar parameters:
+        one parameter set, rows passed as (R, n) or (1, R, n) by ``k``. Per head: one set per head,
+        the rows passed as (R, H, n) (each row once per head, made the head's own: scores rolled by h,
+        values negated for odd h) with each parameter an array (H,)."""
+        rounded = [{key: float(round_to(val, dtype)) for key, val in c.items()} for c in chosen]
+        if self.per_head:
+            H = len(rounded)
+            x, v = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
+            for r in range(x.shape[0]):  # each head its own row: head h has the keys' scores rolled by h and,
+                h = r % H  # for odd h, the values negated (a kernel reading another head's x or v must fail)
+                x[r], v[r] = np.roll(x[r], h), (-v[r] if h % 2 else v[r])
+            params = {key: np.array([c[key] for c in rounded]) for key in rounded[0]}
+            sigma, lead = tuple(self.sigma(c) for c in rounded), (x.shape[0] // H, H)
+        else:
+            params, sigma = rounded[0], self.sigma(rounded[0])
+            lead = (1, x.shape[0]) if k % 2 else (x.shape[0],)  # batch and head axes, alternately
+        if self.form == "backward":
+            third = round_to(np.stack([dout_row(r, third) for r in range(x.shape[0])]).reshape(-1, DV), dtype)
+        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0)
+
+    def calls(self, dtype: str):
+        """Every call of the check, simplest first."""
+        sets, cursor = self.param_sets(), 0
+        for n in sorted(ROWS):
+            rows = ROWS[n]
+            x = round_to(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
+            v = round_to(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
+            thirds = {"online": blocks, "split": split_counts}.get(self.form, lambda *_: [0, 1])(n, self.thin)
+            for k, third in enumerate(thirds):
+                if self.per_head:  # the sink values side by side, as heads: in turn, every one (full list)
+                    for _ in range(1 if self.thin else -(-len(sets) // HEADS)):
+                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
+                        cursor += HEADS
+                    continue
+                for params in self._sets_for(sets, cursor):
+                    yield self.make_call(x, v, third, [params], dtype, k)
+                cursor += SETS_PER_PARTITION
+
+    def exact(self, call: Call, r: int) -> ExactRow:
+        g = call.third[r] if isinstance(call.third, np.ndarray) else None
+        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.row_sigma(r), None if g is None else g.tobytes())
+        if key not in self._cache:
+            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r].tolist(), call.row_sigma(r),
+                                         None if g is None else g.tolist(), self.dps)
+        return self._cache[key]
+
+    def run_call(self, call: Call, dtype: str) -> dict:
+        x, v, third = call.args()
+        got = self.target.kcall(self.form, x, v, third, call.params, dtype)
+        R, n = call.x.shape
+        out = {}
+        for name, arr in got.items():
+            if name in ("out", "dv"):
+                out[name] = arr.reshape((R, n, DV) if name == "dv" else (R, DV))
+            elif name in ("lse", "dx"):
+                out[name] = arr.reshape(R, n) if name == "dx" else arr.reshape(R)
+            else:
+                out[name] = arr
+        return out
+
+    def compare(self, call: Call, got: dict, tol: Tolerance, result: KernelResult | None,
+                start: int = 0) -> KernelFailure | None:
+        """The first failing row from ``start`` on (then, from row 0 only, a parameter's gradient)."""
+        R = call.x.shape[0]
+
+        def fail(what, r, y, p, errs, bounds):
+            return KernelFailure(tol.dtype, self.form, what, call, r, [float(a) for a in y], [float(a) for a in p],
+                                 errs, bounds)
+
+        slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
+        ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
+        for r in range(start, R):
+            row = call.x[r].tolist()
+            ex = self.exact(call, r)
+            kap = kappa(row, {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
+            if result is not None:
+                result.rows += 1
+                result.undefined_rows += not ex.defined
+            checks = []
+            if self.form in ("online", "split"):
+                if ex.defined:
+                    checks.append(("out", got["out"][r], ex.out, ex.out_scale))
+                elif not zero_or_nan(got["out"][r]):
+                    return fail("out", r, got["out"][r], ex.out, [INF] * DV, [math.nan] * DV)
+                if "lse" in got:
+                    p = ex.lse[self.lse]
+                    y = float(got["lse"][r])
+                    if p == -INF:
+                        if not (math.isinf(y) or (not ex.defined and math.isnan(y))):
+                            return fail("lse", r, [y], [p], [INF], [0.0])
+                    else:
+                        checks.append(("lse", [y], [p], [max(1.0, abs(p))]))
+            else:
+                if not ex.defined:
+                    ds_defined[r % slots] = False
+                    if not (zero_or_nan(got["dx"][r]) and zero_or_nan(got["dv"][r])):
+                        which = "dx" if not zero_or_nan(got["dx"][r]) else "dv"
+                        y = np.ravel(got[which][r])
+                        return fail(which, r, y, [math.nan] * len(y), [INF] * len(y), [math.nan] * len(y))
+                    continue
+                checks.append(("dx", got["dx"][r], ex.dx, ex.dx_scale))
+                checks.append(("dv", np.ravel(got["dv"][r]), np.ravel(ex.dv), np.ravel(ex.dv_scale)))
+                ds_total[r % slots] += ex.ds
+                ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
+            for what, y, p, scales in checks:
+                bounds = [tol.bound(m, kap) for m in scales]
+                res = [agree(float(a), float(b), c) for a, b, c in zip(y, p, bounds)]
+                if result is not None:
+                    for (_, e), b in zip(res, bounds):
+                        if math.isfinite(e) and b > 0:
+                            result.max_ratio = max(result.max_ratio, e / b)
+                if not all(ok for ok, _ in res):
+                    return fail(what, r, y, p, [e for _, e in res], bounds)
+        if self.form == "backward" and start == 0:
+            for name in self.norm.params:
+                key = "d" + name
+                if key not in got:
+                    continue
+                arr = got[key]
+                if call.heads and arr.shape != (call.heads,):
+                    raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
+                                     f"{list(arr.shape)}; {name} was passed per head with shape [{call.heads}] "
+                                     f"(scores of shape {list(call.lead + (call.x.shape[-1],))}), so its gradient "
+                                     f"has shape [{call.heads}]: entry h is the sum over the rows of head h")
+                if not call.heads and arr.shape != ():
+                    raise InputError(f"{self.target.name} returned the gradient of {name} with shape "
+                                     f"{list(arr.shape)}; {name} was passed as a scalar shared by every row, so "
+                                     f"its gradient is a scalar (the sum over rows)")
+                ys = [float(a) for a in np.ravel(arr)]
+                bounds = [tol.abs + tol.rel * m for m in ds_scale]
+                res = [agree(y, p, b) if ok else (True, 0.0)
+                       for y, p, b, ok in zip(ys, ds_total, bounds, ds_defined)]
+                for (_, err), bound in zip(res, bounds):
+                    if result is not None and math.isfinite(err) and bound > 0:
+                        result.max_ratio = max(result.max_ratio, err / bound)
+                if not all(ok for ok, _ in res):
+                    return fail(key, -1, ys, ds_total, [e for _, e in res], bounds)
+        return None
+
+    def search(self, tol: Tolerance, result: KernelResult, budget: int) -> None:
+        """After the fixed list: Hypothesis (:func:`derive.impl.inputs.search`) draws a length n ≤
+        SEARCH_MAX_N, one to three rows of scores (any entry −∞, or the whole row), a tile size or
+        split count and the parameter values (the sink: a value of the fixed list or any in its
+        range; per head, one each), and shrinks a failing case to the simplest one."""
+        dtype, aborted = tol.dtype, []
+
+        def as_call(case) -> Call:
+            rows, third, sets = case
+            n = len(rows[0])
+            x = round_to(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
+            v = round_to(np.stack([values(n, r) for r in range(len(rows))]).reshape(len(rows), n, DV), dtype)
+            return self.make_call(x, v, third, [{**self.fixed_params, **c} for c in sets], dtype, len(rows) + 1)
+
+        def fails(case) -> bool:
+            if aborted:
+                return False
+            result.searched += 1
+            call = prepare(self, as_call(case), dtype)
+            if call is None:
+                return False  # outside the contract
+            try:
+                return self.compare(call, self.run_call(call, dtype), tol, None) is not None
+            except ImplRaised:
+                return True  # shrunk like a failure; the call below raises it on the simplest case
+            except InputError as exc:  # the worker is gone, or bad output: no more calls
+                aborted.append(exc)
+                return False
+
+        found = search(kernel_cases(self.form, self.free_params, HEADS if self.per_head else 1), fails, budget)
+        if aborted:
+            raise aborted[0]
+        if found is not None:
+            call = prepare(self, as_call(found), dtype)
+            record_call(self, call, self.run_call(call, dtype), tol, result, "search")
+
+    def run(self, tol: Tolerance, examples: int = SEARCH_EXAMPLES) -> KernelResult:
+        result = KernelResult(tol.dtype, tol)
+        for call in admitted(self, self.calls(tol.dtype), tol.dtype):
+            try:
+                got = self.run_call(call, tol.dtype)
+            except ImplRaised as exc:  # after a failure the verdict stands: say where the list stopped
+                if result.failure is None:
+                    raise
+                result.stopped = f"it raised {exc} on {call.describe()}"
+                break
+            result.calls += 1
+            names = sorted(got)
+            result.returned = result.returned or ", ".join(
+                [k for k in ("out", "lse", "dx", "dv") if k in got] + [k for k in names if k.startswith("d")
+                                                                          and k not in ("dx", "dv")])
+            if self.form == "backward":
+                unknown = [k[1:] for k in got if k not in ("dx", "dv") and k[1:] not in self.norm.params]
+                if unknown:
+                    raise InputError(f"{self.target.name} returned a gradient for {unknown[0]!r}, which is not a "
+                                     f"parameter of {self.norm.name} (its parameters: "
+                                     f"{', '.join(self.norm.params) or 'none'})")
+            if self.lse != "natural" and self.form != "backward" and "lse" not in got:
+                raise InputError(f"--lse {self.lse} was given but {self.target.name} returns out only, "
+                                 f"not (out, lse)")
+            record_call(self, call, got, tol, result)  # every failing row, filed by class
+        if examples > 0 and result.failure is None:
+            self.search(tol, result, examples)
+        return result
+

@@ -1,0 +1,63 @@
+"""Numbers as the ``derive impl`` reports show them, and the comparison of one entry with its
+exact value: one wording and one rule for the row and kernel forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["agree", "err", "jnum", "listed", "num", "round_to", "tex_num", "zero_or_nan"]
+
+INF = math.inf
+
+
+def num(v: float) -> str:
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if isinstance(v, float) and math.isnan(v):
+        return "nan"
+    return repr(float(v))
+
+
+def tex_num(v: float) -> str:
+    """A parameter value as math source: ``-2.0`` → ``-2``, ``-inf`` → ``-\\infty``."""
+    v = float(v)
+    if math.isinf(v):
+        return r"\infty" if v > 0 else r"-\infty"
+    return format(v, "g") if v == int(v) and abs(v) < 1e15 else repr(v)
+
+
+def err(v: float) -> str:
+    return format(v, ".3e") if math.isfinite(v) else num(float(v))
+
+
+def listed(xs, fmt) -> str:
+    return "[" + ", ".join(fmt(float(a)) for a in xs) + "]"
+
+
+def jnum(v):
+    v = float(v)
+    return num(v) if not math.isfinite(v) else float(format(v, ".17g"))
+
+
+def round_to(a, dtype: str):
+    if dtype == "bfloat16":
+        import torch
+
+        return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.bfloat16).to(torch.float64).numpy()
+    return np.asarray(a, dtype=np.float64).astype(dtype).astype(np.float64)
+
+
+def agree(y: float, p: float, bound: float) -> tuple[bool, float]:
+    if math.isinf(p) or math.isnan(p):
+        return (y == p or (math.isnan(p) and math.isnan(y))), (0.0 if y == p else INF)
+    if not math.isfinite(y):
+        return False, INF
+    e = abs(y - p)
+    return e <= bound, e
+
+
+def zero_or_nan(ys) -> bool:
+    ys = [float(y) for y in np.ravel(ys)]
+    return all(y == 0 for y in ys) or all(math.isnan(y) for y in ys)

@@ -1,0 +1,238 @@
+"""``derive impl --form attention``: kernels with their real signatures, checked class by class.
+
+Every correct kernel of the attention zoo agrees; every faulty twin fails in exactly the class
+its bug lives in, with that class's smallest counterexample, and passes the others. The exact
+reference is checked against a closed form, the layouts against numpy's own transposes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from derive.cli import main
+from derive.impl import check_implementation
+from derive.impl.attention_cases import CLASSES, Case, arrays
+from derive.impl.attention_exact import allowed, exact, exact_dots
+from derive.impl.numbers import round_to
+from derive.kernels.layouts import parse_layout
+from tests.conftest import require_module
+
+NP = "tests/zoo/attention_numpy.py:"
+TORCH = "tests/zoo/attention_torch.py:"
+
+
+def failing(report) -> dict:
+    return {cls: f for r in report.results for cls, f in r.failures.items()}
+
+
+def attention(target, norm="sink", dtypes=("float32",), assume=(), **kw):
+    settings = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": False, "start_q": None,
+                "window": 0, "mask_value": "-inf", "backward": False, "kw_names": {}}
+    settings.update(kw)
+    return check_implementation(target, norm, form="attention", dtypes=dtypes, assume=assume, attention=settings)
+
+
+def test_correct_numpy_kernel_agrees_in_every_class_it_can_reach():
+    report = attention(NP + "eager", dtypes=("float64", "float32"))
+    assert report.agrees and report.exit_code() == 0
+    passed = {cls for r in report.results for cls in r.per_class}
+    assert passed == {"finite", "scores", "masked", "fully-masked", "sinks", "long", "late", "lengths", "layout",
+                      "headdim"}
+    assert set(report.skipped) == {"causal", "tiles", "decode", "window"}
+    assert "the kernel takes no start_q" in report.skipped["decode"]
+
+
+@pytest.mark.parametrize("fn, classes", [
+    ("eager_batch0", {"layout"}),
+    ("eager_v_at_k", {"headdim"}),
+    ("eager_first_rows", {"late"}),
+    ("eager_no_max", {"scores"}),
+    ("eager_sink_shift", {"sinks", "scores"}),
+])
+def test_each_faulty_numpy_kernel_fails_in_its_class_only(fn, classes):
+    report = attention(NP + fn)
+    assert report.exit_code() == 1
+    assert set(failing(report)) == classes
+    passed = {cls for r in report.results for cls in r.per_class}
+    assert "finite" in passed and {"finite", "layout", "late", "headdim"} - classes <= passed
+
+
+def test_tiled_kernel_gets_its_tile_sizes_and_its_no_rescale_twin_fails_on_several_tiles_only():
+    good = attention(NP + "tiled", assume=["block=pow2"])
+    assert good.agrees and good.results[0].per_class["tiles"] == 5  # blocks 1, 2, 4, 16, 32
+    bad = attention(NP + "tiled_no_rescale", norm="softmax", dtypes=("float64",))
+    fails = failing(bad)
+    assert set(fails) == {"tiles", "long"}
+    assert fails["tiles"].case.block == 1 and fails["long"].case.N == 160  # 160 keys: 3 tiles of its own 64
+    only = attention(NP + "tiled", assume=["block=16,32"])
+    assert only.results[0].per_class["tiles"] == 2
+
+
+def test_var_keyword_kernel_gets_scale_and_sinks_and_optional_roles_by_kw():
+    report = attention(NP + "with_params")
+    assert report.agrees and report.roles == {"scale": "scale", "sinks": "sinks"}
+    assert "masked" in report.skipped
+    masked = attention(NP + "with_params", kw_names={"mask": "mask"})
+    assert masked.agrees and "masked" in masked.results[0].per_class
+
+
+def test_batch0_counterexample_is_the_smallest_layout_case_and_names_batch_1():
+    f = failing(attention(NP + "eager_batch0"))["layout"]
+    assert f.case.describe() == "B = 2, H = 3, 5 queries, 5 keys, d = 16, sinks = [1.5, -2, 0.25]"
+    assert f.where[0] == 1 and f.what == "out"
+    md = attention(NP + "eager_batch0").to_markdown()
+    assert "#### Fails: batch and head layouts (B = 2, H = 3) (float32)" in md
+    assert "| finite rows (one batch, one head, dense q and k) | passes (4) |" in md
+
+
+def test_v_at_k_fails_only_when_the_value_dimension_differs():
+    f = failing(attention(NP + "eager_v_at_k"))["headdim"]
+    assert f.case.Dv != f.case.D and f.case.Dv == 8
+
+
+def test_sink_contract_keeps_the_sinks_class_inside_the_range():
+    report = attention(NP + "eager_sink_shift", assume=["finite-sinks=-20:20"])
+    assert set(failing(report)) == {"scores"}  # scores of 1e4 still overflow its shift
+    assert report.results[0].per_class["sinks"] == 2  # the bounds -20 and 20
+    assert "Assumed (contract): sinks are finite and in [-20, 20]." in report.to_markdown()
+
+
+def test_torch_sdpa_shaped_kernel_needs_no_adapter_and_its_gradients_agree():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "sdpa", layout="nhd", causal=True, backward=True, assume=["equal-lengths"])
+    assert report.agrees, report.to_markdown()
+    assert report.roles == {"scale": "sm_scale", "sinks": "S", "window": "sliding_window"}
+    assert report.results[0].returned == "out, dq, dk, dv, dsinks"
+    assert {"window", "causal", "layout", "long"} <= set(report.results[0].per_class)
+
+
+def test_torch_sink_without_gradient_fails_backward_with_a_note():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "sdpa_sink_detached", layout="nhd", causal=True, backward=True,
+                       assume=["equal-lengths"])
+    fails = failing(report)
+    assert "finite" in fails and fails["finite"].what == "dsinks"
+    assert "no gradient reached the sinks" in fails["finite"].note
+    # the forward alone is right
+    assert attention(TORCH + "sdpa_sink_detached", layout="nhd", causal=True, assume=["equal-lengths"]).agrees
+
+
+def test_torch_window_off_by_one_fails_only_the_window():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "sdpa_window_off_by_one", layout="nhd", causal=True, assume=["equal-lengths"])
+    assert set(failing(report)) == {"window"}
+
+
+def test_hf_eager_shape_with_a_one_line_adapter_and_finfo_min_masks():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "hf", norm="softmax", out_layout="bnhd", mask_value="finfo-min",
+                       dtypes=("float32", "bfloat16"))
+    assert report.agrees, report.to_markdown()
+    assert {"masked", "fully-masked"} <= set(report.results[0].per_class)
+
+
+def test_hf_eager_in_float64_is_caught_computing_its_softmax_in_float32():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "hf", norm="softmax", out_layout="bnhd", dtypes=("float64",))
+    assert "finite" in failing(report)
+
+
+def test_exact_reference_against_a_closed_form():
+    # one query, two keys: scores 1·(2·3) · 0.5 = 3 and 0, sink 1: weights e^3, 1 over e^3 + 1 + e
+    q = np.array([[[[2.0, 0.0]]]])
+    k = np.array([[[[3.0, 1.0], [0.0, 5.0]]]])
+    v = np.array([[[[1.0], [-2.0]]]])
+    ex = exact(q, k, v, 0.5, None, allowed(1, 2, 0, False, 0), (1.0,), 30, g=np.array([[[[1.0]]]]))
+    den = math.exp(3) + 1 + math.e
+    assert ex.out[0, 0, 0, 0] == pytest.approx((math.exp(3) - 2) / den, rel=1e-15)
+    assert ex.lse[0, 0, 0] == pytest.approx(math.log(den), rel=1e-15)
+    assert ex.grads["dsinks"][0][0] == pytest.approx(-(math.e / den) * ex.out[0, 0, 0, 0], rel=1e-14)
+
+
+def test_scores_are_realised_exactly_in_float16_and_wider():
+    """(bfloat16 has 8 mantissa bits: there its k is rounded, and the reference uses the rounded k.)"""
+    case = Case("scores", M=8, N=8, pattern="realised")
+    for dtype in ("float16", "float32", "float64"):
+        q, k, v, _, _ = arrays(case, 0.25, -math.inf, lambda a, d=dtype: round_to(a, d))
+        dots, e = exact_dots(q[0, 0], k[0, 0])
+        from derive.impl.attention_cases import REALISED
+        want = np.array([REALISED[r][:8] for r in range(8)])
+        got = np.array([[int(x) * 2.0 ** e * 0.25 for x in row] for row in dots])
+        assert np.array_equal(got, want), dtype
+
+
+@pytest.mark.parametrize("axes", ["bhnd", "bnhd", "nhd", "hnd", "nd"])
+def test_layouts_round_trip(axes):
+    L = parse_layout(axes)
+    a = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
+    a = a[:, :1] if "h" not in axes else a
+    a = a[:1] if "b" not in axes else a
+    t = L.to_layout(a)
+    assert t.shape == L.shape(a.shape[0], a.shape[1], 4, 5)
+    assert np.array_equal(L.from_layout(t), a)
+    if axes == "bnhd":
+        assert np.array_equal(t, np.transpose(a, (0, 2, 1, 3)))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--layout", "bxnd"], "--layout 'bxnd': a layout names the axes"),
+    (["--kw", "temperature=t"], "--kw 'temperature=t': expected ROLE=NAME"),
+    (["--assume", "finite-sinks=20:-20"], "--assume 'finite-sinks=20:-20': the range 20:-20 is empty"),
+    (["--assume", "blocks=pow2"], "--assume 'blocks=pow2': unknown item 'blocks'"),
+    (["--start-q", "later"], "--start-q expects a whole number or end"),
+    (["--mask-value", "big"], "--mask-value 'big': expected a number, -inf or finfo-min"),
+])
+def test_bad_attention_flags_exit_2_with_one_line(capsys, args, message):
+    code = main(["impl", NP + "eager", "--as", "sink", "--form", "attention", "--dtype", "float32", *args])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert message in err
+
+
+def test_attention_flags_outside_the_attention_form_are_refused(capsys):
+    code = main(["impl", "tests/zoo/kernels_numpy.py:sink_online", "--as", "sink", "--form", "online", "--causal"])
+    assert code == 2 and "apply to --form attention" in capsys.readouterr().err
+
+
+def test_cli_mask_value_minus_1e6_and_json(capsys):
+    code = main(["impl", NP + "eager", "--as", "softmax", "--form", "attention", "--dtype", "float32",
+                 "--mask-value", "-1e6", "--format", "json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    import json
+    data = json.loads(out)
+    assert data["results"][0]["classes"]["masked"] == "passes"
+    assert data["results"][0]["classes"]["causal"] == "not tested"
+    assert sorted(data["results"][0]["classes"]) == sorted(CLASSES)  # sort_keys: every class named
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_triton_tiled_kernel_with_sinks_and_its_skip_before_start_twin():
+    require_module("torch", "the Triton kernels take torch tensors")
+    require_module("triton", "the Triton zoo")
+    good = attention("tests/zoo/triton_kernels/attention.py:attention", causal=True)
+    assert good.agrees, good.to_markdown()
+    assert "decode" in good.results[0].per_class
+    bad = attention("tests/zoo/triton_kernels/attention.py:attention_skip_before_start", causal=True)
+    assert set(failing(bad)) == {"decode"}
+    assert failing(bad)["decode"].case.describe().startswith("B = 1, H = 1, 1 query, 5 keys")
+
+
+def test_required_keyword_of_no_known_role_is_named(capsys):
+    code = main(["impl", NP + "needs_temperature", "--as", "softmax", "--form", "attention", "--dtype", "float32"])
+    err = capsys.readouterr().err
+    assert code == 2 and "has a required parameter 'temperature' that is none of the roles" in err
+
+
+def test_backward_needs_a_torch_function(capsys):
+    code = main(["impl", NP + "eager", "--as", "sink", "--form", "attention", "--dtype", "float32", "--backward"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--backward differentiates the function with torch autograd" in err
+
+
+def test_sinks_are_required_for_the_sink_normalizer(capsys):
+    code = main(["impl", TORCH + "hf", "--as", "sink", "--form", "attention", "--dtype", "float32"])
+    assert code == 2 and "takes no sinks keyword" in capsys.readouterr().err

@@ -1,0 +1,131 @@
+"""Attention kernels in numpy with their real signatures (``--form attention``), written for
+this project after the shape of common eager implementations: q, k, v in the layout (B, H, n, d),
+an optional additive mask of shape (B, 1, M, N), optional learned sinks, one logit per head,
+appended to the scores as an extra column and dropped after the softmax.
+
+``eager`` is correct. Each faulty twin breaks on one class of input only:
+
+* ``eager_batch0``: every batch reads the queries, keys and values of batch 0 (right for B = 1);
+* ``eager_v_at_k``: reads v at the offsets of k, i.e. with k's head dimension as v's row stride
+  (right when dv = d);
+* ``eager_first_rows``: computes the first 16 queries of a call and repeats the 16th for the
+  rest (a kernel launched for one query tile);
+* ``eager_no_max``: exponentiates the scores without subtracting the row maximum (right on
+  moderate scores, inf/inf = NaN from scores of about 89 in float32);
+* ``tiled`` (correct) and ``tiled_no_rescale``: an online forward over key tiles of ``block``
+  keys (default 64), the second without rescaling when the maximum grows (right in one tile);
+* ``eager_sink_shift``: shifts by the sink instead of the maximum (right for finite sinks in a
+  moderate range: ``--assume finite-sinks=-20:20`` is its contract).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _softmax_attend(scores, v, sinks):
+    if sinks is not None:
+        col = np.broadcast_to(np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1),
+                              scores.shape[:-1] + (1,))
+        scores = np.concatenate([scores, col], axis=-1)
+    top = np.max(scores, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0)
+    e = np.exp(scores - top)
+    w = e / e.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        w = w[..., :-1]
+    return w @ v
+
+
+def eager(q, k, v, *, scale, mask=None, sinks=None):
+    """softmax(scale·q·kᵀ + mask) v, with the sinks as an extra column when given."""
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    return _softmax_attend(scores, v, sinks)
+
+
+def eager_batch0(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty: batch 0's q, k, v for every batch."""
+    B = q.shape[0]
+    out = eager(q[:1], k[:1], v[:1], scale=scale, mask=None if mask is None else mask[:1], sinks=sinks)
+    return np.repeat(out, B, axis=0)
+
+
+def eager_v_at_k(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty: v[b, h, j, c] read at k's offset ((b·H + h)·N + j)·d + c."""
+    B, H, N, D = k.shape
+    Dv = v.shape[-1]
+    b, h, j, c = np.ix_(range(B), range(H), range(N), range(Dv))
+    flat = np.ascontiguousarray(v).reshape(-1)
+    wrong = np.take(flat, ((b * H + h) * N + j) * D + c, mode="wrap")
+    return eager(q, k, wrong, scale=scale, mask=mask, sinks=sinks)
+
+
+def eager_first_rows(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty: the queries after the 16th get the 16th's output."""
+    out = eager(q, k, v, scale=scale, mask=mask, sinks=sinks)
+    if out.shape[-2] > 16:
+        out[..., 16:, :] = out[..., 15:16, :]
+    return out
+
+
+def eager_no_max(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty: no max subtraction (overflows on large scores)."""
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    e = np.exp(scores)
+    den = e.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        den = den + np.exp(np.asarray(sinks, dtype=scores.dtype)).reshape(1, -1, 1, 1)
+    return (e / den) @ v
+
+
+def eager_sink_shift(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty outside a finite sink range: shifts every row by its sink logit instead of the row
+    maximum (NaN at s = −∞, overflow for very negative s), right for moderate finite sinks."""
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    s = np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1)
+    e = np.exp(scores - s)
+    return (e / (1 + e.sum(axis=-1, keepdims=True))) @ v
+
+
+def _tiled(q, k, v, scale, block, sinks, rescale):
+    B, H, M, _ = q.shape
+    N = k.shape[2]
+    s = np.zeros((B, H, M, 1)) - np.inf if sinks is None else np.broadcast_to(
+        np.asarray(sinks, dtype=np.float64).reshape(1, -1, 1, 1), (B, H, M, 1))
+    m, l, acc = s[..., 0].copy(), np.where(np.isfinite(s[..., 0]), 1.0, 0.0), np.zeros((B, H, M, v.shape[-1]))
+    for start in range(0, N, block):
+        x = (q @ np.swapaxes(k[:, :, start:start + block], -1, -2)) * scale
+        m_new = np.maximum(m, x.max(axis=-1))
+        ref = np.where(np.isfinite(m_new), m_new, 0.0)
+        alpha = np.exp(m - ref) if rescale else np.ones_like(m)
+        p = np.exp(x - ref[..., None])
+        l = l * alpha + p.sum(axis=-1)
+        acc = acc * alpha[..., None] + p @ v[:, :, start:start + block]
+        m = m_new
+    return acc / l[..., None]
+
+
+def tiled(q, k, v, *, scale, block=64, sinks=None):
+    """An online (flash-style) forward over key tiles of ``block`` keys, the sinks seeding the state."""
+    return _tiled(q, k, v, scale, block, sinks, True)
+
+
+def tiled_no_rescale(q, k, v, *, scale, block=64, sinks=None):
+    """Faulty: the running sum and accumulator are not rescaled when the maximum grows (right in one tile)."""
+    return _tiled(q, k, v, scale, block, sinks, False)
+
+
+def with_params(q, k, v, **params):
+    """``fn(q, k, v, **params)``: the scale and the sinks arrive by their first names."""
+    return eager(q, k, v, scale=params["scale"], sinks=params.get("sinks"), mask=params.get("mask"))
+
+
+def needs_temperature(q, k, v, *, scale, temperature):
+    """A kernel with a required keyword of no role derive knows."""
+    return eager(q, k, v, scale=scale / temperature)
