@@ -184,9 +184,11 @@ def output_shift(ctx: Context, claim) -> Outcome:
                    "weights sum to 1, so the output is shifted by exactly " + name, steps, diff)
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
         _why_scores(diff, name, ctx.spec.normalizer)
-    return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
-                  guards=va.guards + v0.guards, why_refuted=why, rows=False,
-                  compared=("output", f"output with {name} = 0, plus {name}"))
+    out = settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
+                 guards=va.guards + v0.guards, why_refuted=why, rows=False,
+                 compared=("output", f"output with {name} = 0, plus {name}"))
+    return _on_empty_rows(ctx, out, f"the output of such a row is 0, not shifted by {name}", {name: [1]}, [0], [1],
+                          ["output", f"output with {name} = 0, plus {name}"])
 
 
 def row_constant(ctx: Context, claim) -> Outcome:
@@ -231,6 +233,14 @@ def equivalent(ctx: Context, claim) -> Outcome:
 
 def _sum_to_one_on_masked_rows(ctx: Context, out: Outcome) -> Outcome:
     """``weights_sum_to_one`` under a mask that may leave a row empty (its weights are all 0)."""
+    return _on_empty_rows(ctx, out, "the weights of such a row are all 0, so they sum to 0", {}, 0, 1,
+                          ["the sum of the weights of row i", "1"])
+
+
+def _on_empty_rows(ctx: Context, out: Outcome, why: str, values: dict, lhs, rhs, compared: list) -> Outcome:
+    """A claim that fails on a row with no allowed key (weights 0, output 0): refuted when the
+    mask leaves such a row (``lhs`` ≠ ``rhs`` there, with ``values``), else a proof holds only on
+    the other rows and is undecided when derive cannot tell whether the mask leaves one."""
     from derive.claims.rows import empty_row
 
     data = ctx.spec.flex.data if ctx.spec.flex is not None else None
@@ -239,12 +249,11 @@ def _sum_to_one_on_masked_rows(ctx: Context, out: Outcome) -> Outcome:
         return out
     if status == "empty":
         n, row = where
-        ce = {"d": 1, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": row}, "values": {}, "functions": None,
-              "original": 0, "changed": 1, "enclosures": {"lhs": "0", "rhs": "1", "bits": 64},
-              "compared": ["the sum of the weights of row i", "1"]}
+        ce = {"d": 1, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": row}, "values": values,
+              "functions": None, "original": lhs, "changed": rhs,
+              "enclosures": {"lhs": str(lhs), "rhs": str(rhs), "bits": 64}, "compared": compared}
         return Outcome(REFUTED, f"the mask {ctx.spec.mask} leaves row i = {row} with no allowed key when n = {n}; "
-                                "the weights of such a row are all 0, so they sum to 0", out.steps,
-                       witness=ce)
+                                + why, out.steps, witness=ce)
     if out.status == PROVED:
         return Outcome(UNDECIDED, f"{out.reason}, on every row with an allowed key; whether the mask "
                                   f"{ctx.spec.mask} leaves a row with none (whose weights are all 0) is not decided",

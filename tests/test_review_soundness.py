@@ -1,0 +1,58 @@
+"""Adversarial specs that once got a wrong verdict from ``derive check``: each pins the verdict
+that the claim's definition (docs/spec.md) gives."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from derive.claims.run import DEFAULT_CHECK, check_spec
+from derive.spec import load_spec
+from tests.conftest import IN_CI
+
+MODS = """import torch
+
+
+def future(b, h, q_idx, kv_idx):
+    return kv_idx > q_idx
+
+
+def causal(b, h, q_idx, kv_idx):
+    return kv_idx <= q_idx
+"""
+
+
+def _torch():
+    if importlib.util.find_spec("torch") is None:
+        if IN_CI:
+            pytest.fail("torch is required in CI (CI=true) but is not installed")
+        pytest.skip("torch is not installed")
+
+
+def _check(tmp_path, text: str) -> dict:
+    (tmp_path / "mods.py").write_text(MODS)
+    (tmp_path / "s.toml").write_text(text)
+    return {c.name: c for c in check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims}
+
+
+def test_output_shift_is_false_when_a_row_has_no_allowed_key(tmp_path):
+    # A row with no allowed key has output 0 whatever the value (docs/spec.md, Masks), so the
+    # output is not shifted by b_v there: the last row of a strictly-future mask_mod.
+    _torch()
+    got = _check(tmp_path, 'name = "s"\nscore = "dot(q, k)/sqrt(d)"\nvalue = "v + b_v"\n'
+                           'mask_mod = "mods.py:future"\n[symbols]\nb_v = "vector"\n'
+                           '[claims]\nos = "output_shift(b_v)"\n')
+    c = got["os"]
+    assert c.verdict == "refuted"
+    assert c.reason == ("the mask mods.py:future leaves row i = 1 with no allowed key when n = 1; "
+                        "the output of such a row is 0, not shifted by b_v")
+    assert c.counterexample["n"] == 1 and c.counterexample["values"] == {"b_v": [1]}
+
+
+def test_output_shift_still_proved_when_every_row_has_a_key(tmp_path):
+    _torch()
+    got = _check(tmp_path, 'name = "s"\nscore = "dot(q, k)/sqrt(d)"\nvalue = "v + b_v"\n'
+                           'mask_mod = "mods.py:causal"\n[symbols]\nb_v = "vector"\n'
+                           '[claims]\nos = "output_shift(b_v)"\n')
+    assert got["os"].verdict == "proved"
