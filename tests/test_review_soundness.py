@@ -56,3 +56,44 @@ def test_output_shift_still_proved_when_every_row_has_a_key(tmp_path):
                            'mask_mod = "mods.py:causal"\n[symbols]\nb_v = "vector"\n'
                            '[claims]\nos = "output_shift(b_v)"\n')
     assert got["os"].verdict == "proved"
+
+
+ALIBI = """import torch
+
+slopes = torch.tensor([0.5, -0.25, 1.0])
+
+
+def alibi(score, b, h, q_idx, kv_idx):
+    return score + slopes[h] * (kv_idx - q_idx)
+"""
+
+
+def test_a_declared_name_h_is_not_the_per_head_symbol_of_name(tmp_path):
+    # A shared scalar sl_h is not the per-head sl at head h: equivalent(... + sl_h*(j - i)) was
+    # proved, for every value of the scalar, because both were the SymPy symbol sl_h.
+    from derive.errors import InputError
+
+    (tmp_path / "s.toml").write_text('name = "s"\nscore = "dot(q, k)/sqrt(d) + sl*(j - i)"\n[symbols]\n'
+                                     'sl = "per_head"\nsl_h = "scalar"\n[claims]\n'
+                                     'eq = \'equivalent("dot(q, k)/sqrt(d) + sl_h*(j - i)")\'\n')
+    with pytest.raises(InputError) as exc:
+        load_spec(tmp_path / "s.toml")
+    assert "key 'symbols.sl_h': 'sl_h' is how the per-head sl at head h is written (sl_h); choose another name" \
+        in str(exc.value)
+
+
+def test_a_declared_name_h_is_not_a_captured_per_head_table(tmp_path):
+    _torch()
+    from derive.errors import InputError
+
+    (tmp_path / "mods.py").write_text(ALIBI)
+    (tmp_path / "s.toml").write_text('name = "s"\nscore_mod = "mods.py:alibi"\n[symbols]\nslopes_h = "scalar"\n'
+                                     '[claims]\neq = \'equivalent("dot(q, k)/sqrt(d) + slopes_h*(j - i)")\'\n')
+    with pytest.raises(InputError) as exc:
+        load_spec(tmp_path / "s.toml")
+    assert "key 'symbols.slopes_h': 'slopes_h' is how the per-head slopes at head h is written" in str(exc.value)
+    # the per-head symbol itself, declared under its own name, is still the captured table
+    (tmp_path / "s.toml").write_text('name = "s"\nscore_mod = "mods.py:alibi"\n[symbols]\nslopes = "per_head"\n'
+                                     '[claims]\neq = \'equivalent("dot(q, k)/sqrt(d) + slopes*(j - i)")\'\n')
+    got = {c.name: c.verdict for c in check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims}
+    assert got == {"eq": "proved"}
