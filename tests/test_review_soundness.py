@@ -97,3 +97,25 @@ def test_a_declared_name_h_is_not_a_captured_per_head_table(tmp_path):
                                      '[claims]\neq = \'equivalent("dot(q, k)/sqrt(d) + slopes*(j - i)")\'\n')
     got = {c.name: c.verdict for c in check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims}
     assert got == {"eq": "proved"}
+
+
+HEAD_MASK = """import torch
+
+open_heads = torch.tensor([1.0, 0.0])
+
+
+def head_mask(b, h, q_idx, kv_idx):
+    return (open_heads[h] > 0.5) | (kv_idx < q_idx)
+"""
+
+
+def test_a_row_left_empty_at_one_head_only_is_found(tmp_path):
+    # head 0 allows every key; head 1 allows only earlier keys, so its row 1 has none
+    _torch()
+    (tmp_path / "mods.py").write_text(HEAD_MASK)
+    (tmp_path / "s.toml").write_text('name = "s"\nscore = "dot(q, k)/sqrt(d)"\nmask_mod = "mods.py:head_mask"\n'
+                                     '[claims]\nws = "weights_sum_to_one"\n')
+    c = check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims[0]
+    assert c.verdict == "refuted"
+    assert c.reason.startswith("the mask mods.py:head_mask leaves row i = 1 with no allowed key when n = 1 at head 1")
+    assert c.counterexample["values"] == {"head": 1}

@@ -243,16 +243,20 @@ def _on_empty_rows(ctx: Context, out: Outcome, why: str, values: dict, lhs, rhs,
     the other rows and is undecided when derive cannot tell whether the mask leaves one."""
     from derive.claims.rows import empty_row
 
+    from derive.flex.claims import _heads
+
     data = ctx.spec.flex.data if ctx.spec.flex is not None else None
-    status, where = empty_row(ctx.spec.mask, data)
+    status, where = empty_row(ctx.spec.mask, data, _heads(ctx.spec))
     if status == "never" or out.status == REFUTED:
         return out
     if status == "empty":
-        n, row = where
+        n, row, head = where
+        values = {**values, "head": head} if head else values
         ce = {"d": 1, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": row}, "values": values,
               "functions": None, "original": lhs, "changed": rhs,
               "enclosures": {"lhs": str(lhs), "rhs": str(rhs), "bits": 64}, "compared": compared}
-        return Outcome(REFUTED, f"the mask {ctx.spec.mask} leaves row i = {row} with no allowed key when n = {n}; "
+        at = f" at head {head}" if head else ""
+        return Outcome(REFUTED, f"the mask {ctx.spec.mask} leaves row i = {row} with no allowed key when n = {n}{at}; "
                                 + why, out.steps, witness=ce)
     if out.status == PROVED:
         return Outcome(UNDECIDED, f"{out.reason}, on every row with an allowed key; whether the mask "
