@@ -119,3 +119,45 @@ def test_a_row_left_empty_at_one_head_only_is_found(tmp_path):
     assert c.verdict == "refuted"
     assert c.reason.startswith("the mask mods.py:head_mask leaves row i = 1 with no allowed key when n = 1 at head 1")
     assert c.counterexample["values"] == {"head": 1}
+
+
+TABLES = """import torch
+
+zero_slopes = torch.zeros(2)
+ones = torch.ones(9)
+
+
+def zero_head(score, b, h, q_idx, kv_idx):
+    return score * zero_slopes[h]
+
+
+def constant_bias(score, b, h, q_idx, kv_idx):
+    return score + ones[q_idx - kv_idx + 4]
+"""
+
+
+@pytest.mark.parametrize("fn, claims", [
+    # every head multiplies the score by 0: the weights are uniform, whatever q is
+    ("zero_head", {"eq": 'equivalent("0")', "iq": "invariant(q)"}),
+    # a bias of 1 on every key is row-constant, and softmax is shift-invariant
+    ("constant_bias", {"eq": 'equivalent("dot(q, k)/sqrt(d)")'}),
+])
+def test_a_counterexample_reads_the_real_captured_entries(tmp_path, fn, claims):
+    # These were refuted with an invented table (zero_slopes_h = 1, ones(x) = exp(x)), which is no
+    # instance of the model: true claims about the real entries can be undecided, never refuted.
+    _torch()
+    (tmp_path / "mods.py").write_text(TABLES)
+    body = "\n".join(f"{k} = '{v}'" for k, v in claims.items())
+    (tmp_path / "s.toml").write_text(f'name = "s"\nscore_mod = "mods.py:{fn}"\n[claims]\n{body}\n')
+    got = {c.name: c.verdict for c in check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims}
+    assert "refuted" not in got.values(), got
+
+
+def test_a_per_head_counterexample_names_its_real_head(tmp_path):
+    _torch()
+    (tmp_path / "mods.py").write_text(ALIBI)  # slopes 0.5, -0.25, 1.0
+    (tmp_path / "s.toml").write_text('name = "s"\nscore_mod = "mods.py:alibi"\n[claims]\n'
+                                     'e = \'equivalent("dot(q, k)/sqrt(d)")\'\n')
+    c = check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims[0]
+    assert c.verdict == "refuted" and c.counterexample["values"]["head"] in (0, 1, 2)
+    assert "slopes_h" not in c.counterexample["values"]  # the real entry of that head, not a drawn one

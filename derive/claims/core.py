@@ -78,18 +78,27 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
 
 def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *, guards: list = (),
            fixed: dict | None = None, why_refuted: str = "", rows: bool = True,
-           compared: tuple[str, str] = ("as specified", "changed")) -> Outcome:
-    """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided."""
+           compared: tuple[str, str] = ("as specified", "changed"), data: tuple | None = None) -> Outcome:
+    """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided.
+    ``data``: (captured tables, heads) of traced modifiers; a counterexample then reads the real
+    entries of one head (an invented table is no instance of the model)."""
     ok, reason, steps, _ = lemma if lemma else (False, "", [], None)
     steps = list(steps)
     if ok:
         return _proved(label, lhs, rhs, reason, steps, cfg)
-    wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed, guards=guards)
-    if wit is not None and not respects_signs(wit["_instance"].scalars):
-        wit = None  # a value outside a declared sign is no counterexample
-    if wit is not None:
-        return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
-                       witness={**_counterexample(wit, mask, lhs, rhs, rows), "compared": list(compared)})
+    tables, heads = data if data and data[0] else ({}, 1)
+    for head in range(heads):
+        a, b = (_at_head(x, tables, head) for x in (lhs, rhs))
+        gs = [(kind, _at_head(g, tables, head)) for kind, g in guards]
+        wit = find_certified(a, b, mask, cfg, fixed=fixed, guards=gs, head=head)
+        if wit is not None and not respects_signs(wit["_instance"].scalars):
+            wit = None  # a value outside a declared sign is no counterexample
+        if wit is not None:
+            ce = _counterexample(wit, mask, a, b, rows)
+            if tables:
+                ce["values"]["head"] = head
+            return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
+                           witness={**ce, "compared": list(compared)})
     ok, how, residue = _engine(lhs - rhs, cfg)
     if ok:
         steps.append(step(f"the difference reduces to 0 by the rewrite chain ({how})"))
@@ -98,6 +107,14 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if residue is None:
         why = f"no proof ({how}) and no counterexample were found"
     return Outcome(UNDECIDED, why, steps)
+
+
+def _at_head(expr, tables: dict, head: int):
+    if not tables:
+        return expr
+    from derive.flex.claims import concrete_data
+
+    return concrete_data(sp.sympify(expr), tables, head)
 
 
 def respects_signs(scalars: dict) -> bool:

@@ -66,6 +66,18 @@ def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
     return None
 
 
+def _tables(ctx: Context, name: str | None = None) -> tuple | None:
+    """(captured tables, heads) of the traced modifiers: a counterexample reads their real entries,
+    except those of the table ``name`` a claim quantifies over (both copies are then functions)."""
+    if ctx.spec.flex is None or not ctx.spec.flex.data:
+        return None
+    from derive.flex.claims import _heads
+
+    skip = {name, f"{name}_h"}
+    data = {k: v for k, v in ctx.spec.flex.data.items() if getattr(k, "name", k) not in skip}
+    return data, _heads(ctx.spec)
+
+
 def _pair(ctx: Context, name: str):
     """(base variant, the variant with NAME replaced), or the Outcome that says why the two
     cannot be compared: NAME read by a traced mask_mod, NAME named nowhere in the variant, or a
@@ -119,7 +131,7 @@ def invariant(ctx: Context, claim) -> Outcome:
     why = _why_scores(delta, name, ctx.spec.normalizer) if va.same_mask(vb) else \
         f"changing {name} changes the allowed keys"
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma,
-                 guards=va.guards + vb.guards, compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
+                 guards=va.guards + vb.guards, data=_tables(ctx, name), compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
                  why_refuted=why)
     ctx._inv[name] = _mark(out, va, vb, name)
     return out
@@ -165,7 +177,7 @@ def output_invariant(ctx: Context, claim) -> Outcome:
         why = f"changing {name} changes the allowed keys"
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma, why_refuted=why,
                  guards=va.guards + vb.guards, rows=False,
-                 compared=(f"output with {name}", f"output with {fresh(name)}"))
+                 data=_tables(ctx, name), compared=(f"output with {name}", f"output with {fresh(name)}"))
     return _mark(out, va, vb, name)
 
 
@@ -186,7 +198,7 @@ def output_shift(ctx: Context, claim) -> Outcome:
         _why_scores(diff, name, ctx.spec.normalizer)
     out = settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
                  guards=va.guards + v0.guards, why_refuted=why, rows=False,
-                 compared=("output", f"output with {name} = 0, plus {name}"))
+                 data=_tables(ctx), compared=("output", f"output with {name} = 0, plus {name}"))
     return _on_empty_rows(ctx, out, f"the output of such a row is 0, not shifted by {name}", {name: [1]}, [0], [1],
                           ["output", f"output with {name} = 0, plus {name}"])
 
@@ -208,7 +220,7 @@ def row_constant(ctx: Context, claim) -> Outcome:
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
                  lemma or (False, "", steps, None), fixed=fixed, why_refuted=why, rows=False, guards=guards,
-                 compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
+                 data=_tables(ctx), compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
 
 
@@ -227,7 +239,7 @@ def equivalent(ctx: Context, claim) -> Outcome:
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
     why = _why_scores(lemma[3], "the score", ctx.spec.normalizer)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
-                  guards=guards, compared=("p_ij with the score", "p_ij with EXPR"),
+                  guards=guards, data=_tables(ctx), compared=("p_ij with the score", "p_ij with EXPR"),
                   why_refuted=why.replace("changes by", "differs by"))
 
 
