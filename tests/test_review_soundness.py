@@ -161,3 +161,30 @@ def test_a_per_head_counterexample_names_its_real_head(tmp_path):
     c = check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims[0]
     assert c.verdict == "refuted" and c.counterexample["values"]["head"] in (0, 1, 2)
     assert "slopes_h" not in c.counterexample["values"]  # the real entry of that head, not a drawn one
+
+
+GATED = """import torch
+
+gate = torch.tensor([0.0, 1.0])
+open_heads = torch.tensor([1.0, 0.0])
+
+
+def gated(score, b, h, q_idx, kv_idx):
+    return score * gate[h]
+
+
+def diagonal_at_head_1(b, h, q_idx, kv_idx):
+    return (open_heads[h] > 0.5) | (kv_idx == q_idx)
+"""
+
+
+def test_the_score_and_the_mask_of_a_counterexample_are_of_one_head(tmp_path):
+    # head 0: score 0 on every key; head 1: the score reads q, but each row allows only j = i, so
+    # its one weight is 1. q changes nothing at any head. It was refuted with head 0's mask and
+    # head 1's gate, an instance of no head.
+    _torch()
+    (tmp_path / "mods.py").write_text(GATED)
+    (tmp_path / "s.toml").write_text('name = "s"\nscore_mod = "mods.py:gated"\nmask_mod = "mods.py:diagonal_at_head_1"\n'
+                                     '[claims]\niq = "invariant(q)"\ne0 = \'equivalent("0")\'\n')
+    got = {c.name: c.verdict for c in check_spec(load_spec(tmp_path / "s.toml"), DEFAULT_CHECK).claims}
+    assert "refuted" not in got.values(), got
