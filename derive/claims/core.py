@@ -110,18 +110,27 @@ def _on_allowed(diff, mask, cfg: Settings):
 
 def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *, guards: list = (),
            fixed: dict | None = None, why_refuted: str = "", rows: bool = True,
-           compared: tuple[str, str] = ("as specified", "changed")) -> Outcome:
-    """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided."""
+           compared: tuple[str, str] = ("as specified", "changed"), data: tuple | None = None) -> Outcome:
+    """The verdict on lhs = rhs: lemma → counterexample → engine rewrite chain → undecided.
+    ``data``: (captured tables, heads) of traced modifiers; a counterexample then reads the real
+    entries of one head (an invented table is no instance of the model)."""
     ok, reason, steps, _ = lemma if lemma else (False, "", [], None)
     steps = list(steps)
     if ok:
         return _proved(label, lhs, rhs, reason, steps, cfg, mask)
-    wit = find_certified(lhs, rhs, mask, cfg, fixed=fixed, guards=guards)
-    if wit is not None and not respects_signs(wit["_instance"].scalars):
-        wit = None  # a value outside a declared sign is no counterexample
-    if wit is not None:
-        return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
-                       witness={**_counterexample(wit, mask, lhs, rhs, rows), "compared": list(compared)})
+    tables, heads = data if data and data[0] else ({}, 1)
+    for head in range(heads):
+        a, b = (_at_head(x, tables, head) for x in (lhs, rhs))
+        gs = [(kind, _at_head(g, tables, head)) for kind, g in guards]
+        wit = find_certified(a, b, mask, cfg, fixed=fixed, guards=gs, head=head)
+        if wit is not None and not respects_signs(wit["_instance"].scalars):
+            wit = None  # a value outside a declared sign is no counterexample
+        if wit is not None:
+            ce = _counterexample(wit, mask, a, b, rows)
+            if tables:
+                ce["values"]["head"] = head
+            return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
+                           witness={**ce, "compared": list(compared)})
     ok, how, residue = _engine(lhs - rhs, cfg)
     if ok:
         steps.append(step(f"the difference reduces to 0 by the rewrite chain ({how})"))
@@ -138,6 +147,14 @@ def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:
     while f"j_{k}" in taken or f"j_{k + 1}" in taken:
         k += 2
     return tuple(sp.Symbol(f"j_{m}", integer=True, positive=True) for m in (k, k + 1))
+
+
+def _at_head(expr, tables: dict, head: int):
+    if not tables:
+        return expr
+    from derive.model.tables import concrete_data
+
+    return concrete_data(sp.sympify(expr), tables, head)
 
 
 def respects_signs(scalars: dict) -> bool:

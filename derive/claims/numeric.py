@@ -67,7 +67,7 @@ def interpretations(expr: sp.Expr) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def concrete_mask(expr: sp.Expr, mask: str, data: dict | None = None) -> sp.Expr:
+def concrete_mask(expr: sp.Expr, mask: str, data: dict | None = None, head: int = 0) -> sp.Expr:
     """``expr`` with M[i, t] as the mask's indicator; captured tables on their entries (``data``,
     else the mask's own), an opaque document id table as a label vector for the searcher."""
     cond = getattr(mask, "condition", False)  # a mask as data (derive.model.masks.Mask)
@@ -77,7 +77,7 @@ def concrete_mask(expr: sp.Expr, mask: str, data: dict | None = None) -> sp.Expr
         if cond is not False:
             from derive.model.masks import concrete
 
-            return concrete(mask, row, col, data)
+            return concrete(mask, row, col, data, head)
         return sp.S.One if mask == "none" else sp.Piecewise((1, sp.Le(col, row)), (0, True))
 
     def only_allowed(e):  # M[i, t]·f(t) ↦ f(t) where t is allowed, else 0: f is never evaluated at a masked key
@@ -105,15 +105,16 @@ def mask_indicator(mask, data: dict | None = None) -> sp.Expr | None:
     return concrete_mask(M[i, j], mask, data)
 
 
-def _prepare(expr, mask):
-    return concrete_mask(instantiate(sp.sympify(expr)), mask)
+def _prepare(expr, mask, head=0):
+    return concrete_mask(instantiate(sp.sympify(expr)), mask, head=head)
 
 
 def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = None,
-                   guards=()) -> dict | None:
+                   guards=(), head: int = 0) -> dict | None:
     """A small certified instance of the variant (its mask, its functions) with lhs ≠ rhs,
-    inside the domain ``guards`` of the spec as written; or None."""
-    a, b = _prepare(lhs, mask), _prepare(rhs, mask)
+    inside the domain ``guards`` of the spec as written; or None. ``head``: the head whose real
+    tables a traced mask reads (the caller puts the same head's tables into lhs and rhs)."""
+    a, b = _prepare(lhs, mask, head), _prepare(rhs, mask, head)
     from derive.model.attention import LabelBase
 
     used = {type(e).__name__ for e in sp.Tuple(sp.sympify(lhs), sp.sympify(rhs)).atoms(AppliedUndef)}

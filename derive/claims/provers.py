@@ -87,6 +87,18 @@ def _read_by_mask(ctx: Context, name: str) -> Outcome | None:
     return None
 
 
+def _tables(ctx: Context, name: str | None = None) -> tuple | None:
+    """(captured tables, heads) of the traced modifiers: a counterexample reads their real entries,
+    except those of the table ``name`` a claim quantifies over (both copies are then functions)."""
+    if ctx.spec.flex is None or not ctx.spec.flex.data:
+        return None
+    from derive.claims.modifiers import _heads
+
+    skip = {name, f"{name}_h"}
+    data = {k: v for k, v in ctx.spec.flex.data.items() if getattr(k, "name", k) not in skip}
+    return data, _heads(ctx.spec)
+
+
 def _pair(ctx: Context, name: str):
     """(base variant, the variant with NAME replaced), or the Outcome that says why the two
     cannot be compared: NAME read by a traced mask_mod, NAME named nowhere in the variant, or a
@@ -141,7 +153,7 @@ def invariant(ctx: Context, claim) -> Outcome:
         f"changing {name} changes the allowed keys"
     why = _why_second_row(va, vb, lemma[3], name, ctx.cfg) or why
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma,
-                 guards=va.guards + vb.guards, compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
+                 guards=va.guards + vb.guards, data=_tables(ctx, name), compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
                  why_refuted=why)
     ctx._inv[name] = _mark(out, va, vb, name)
     return out
@@ -187,7 +199,7 @@ def output_invariant(ctx: Context, claim) -> Outcome:
         why = f"changing {name} changes the allowed keys"
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma, why_refuted=why,
                  guards=va.guards + vb.guards, rows=False,
-                 compared=(f"output with {name}", f"output with {fresh(name)}"))
+                 data=_tables(ctx, name), compared=(f"output with {name}", f"output with {fresh(name)}"))
     return _mark(out, va, vb, name)
 
 
@@ -206,9 +218,11 @@ def output_shift(ctx: Context, claim) -> Outcome:
                    "weights sum to 1, so the output is shifted by exactly " + name, steps, diff)
     why = "the weights of a row need not sum to 1, so the shift is scaled" if ok and dv == 0 else \
         _why_scores(diff, name, ctx.spec.normalizer, steps, ctx.spec.mask)
-    return settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
-                  guards=va.guards + v0.guards, why_refuted=why, rows=False,
-                  compared=("output", f"output with {name} = 0, plus {name}"))
+    out = settle(claim.name, va.output(), v0.output() + vec, ctx.spec.mask, ctx.cfg, lemma,
+                 guards=va.guards + v0.guards, why_refuted=why, rows=False,
+                 data=_tables(ctx), compared=("output", f"output with {name} = 0, plus {name}"))
+    return _on_empty_rows(ctx, out, f"the output of such a row is 0, not shifted by {name}", {name: [1]}, [0], [1],
+                          ["output", f"output with {name} = 0, plus {name}"])
 
 
 def row_constant(ctx: Context, claim) -> Outcome:
@@ -229,7 +243,7 @@ def row_constant(ctx: Context, claim) -> Outcome:
         "the expression takes different values for two keys"
     out = settle(claim.name, e.xreplace({j: one}), e.xreplace({j: two}), ctx.spec.mask, ctx.cfg,
                  lemma or (False, "", steps, None), why_refuted=why, rows=False, guards=guards,
-                 compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
+                 data=_tables(ctx), compared=(f"EXPR at key {one}", f"EXPR at key {two}"))
     return out
 
 
@@ -240,26 +254,37 @@ def equivalent(ctx: Context, claim) -> Outcome:
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
     why = _why_scores(lemma[3], "the score", ctx.spec.normalizer, lemma[2], ctx.spec.mask)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,
-                  guards=guards, compared=("p_ij with the score", "p_ij with EXPR"),
+                  guards=guards, data=_tables(ctx), compared=("p_ij with the score", "p_ij with EXPR"),
                   why_refuted=why.replace("changes by", "differs by"))
 
 
 def _sum_to_one_on_masked_rows(ctx: Context, out: Outcome) -> Outcome:
     """``weights_sum_to_one`` under a mask that may leave a row empty (its weights are all 0)."""
+    return _on_empty_rows(ctx, out, "the weights of such a row are all 0, so they sum to 0", {}, 0, 1,
+                          ["the sum of the weights of row i", "1"])
+
+
+def _on_empty_rows(ctx: Context, out: Outcome, why: str, values: dict, lhs, rhs, compared: list) -> Outcome:
+    """A claim that fails on a row with no allowed key (weights 0, output 0): refuted when the
+    mask leaves such a row (``lhs`` ≠ ``rhs`` there, with ``values``), else a proof holds only on
+    the other rows and is undecided when derive cannot tell whether the mask leaves one."""
     from derive.claims.rows import empty_row
 
+    from derive.claims.modifiers import _heads
+
     data = ctx.spec.flex.data if ctx.spec.flex is not None else None
-    status, where = empty_row(ctx.spec.mask, data)
+    status, where = empty_row(ctx.spec.mask, data, _heads(ctx.spec))
     if status == "never" or out.status == REFUTED:
         return out
     if status == "empty":
-        n, row = where
-        ce = {"d": 1, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": row}, "values": {}, "functions": None,
-              "original": 0, "changed": 1, "enclosures": {"lhs": "0", "rhs": "1", "bits": 64},
-              "compared": ["the sum of the weights of row i", "1"]}
-        return Outcome(REFUTED, f"the mask {ctx.spec.mask} leaves row i = {row} with no allowed key when n = {n}; "
-                                "the weights of such a row are all 0, so they sum to 0", out.steps,
-                       witness=ce)
+        n, row, head = where
+        values = {**values, "head": head} if head else values
+        ce = {"d": 1, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": row}, "values": values,
+              "functions": None, "original": lhs, "changed": rhs,
+              "enclosures": {"lhs": str(lhs), "rhs": str(rhs), "bits": 64}, "compared": compared}
+        at = f" at head {head}" if head else ""
+        return Outcome(REFUTED, f"the mask {ctx.spec.mask} leaves row i = {row} with no allowed key when n = {n}{at}; "
+                                + why, out.steps, witness=ce)
     if out.status == PROVED:
         return Outcome(UNDECIDED, f"{out.reason}, on every row with an allowed key; whether the mask "
                                   f"{ctx.spec.mask} leaves a row with none (whose weights are all 0) is not decided",

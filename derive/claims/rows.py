@@ -22,29 +22,29 @@ __all__ = ["MAX_N", "empty_row"]
 MAX_N = 8
 
 
-def empty_row(mask, data: dict | None = None) -> tuple[str, tuple[int, int] | None]:
-    """("never", None), ("empty", (n, row)) or ("unknown", None)."""
+def empty_row(mask, data: dict | None = None, heads: int = 1) -> tuple[str, tuple[int, int, int] | None]:
+    """("never", None), ("empty", (n, row, head)) or ("unknown", None); every head 0…heads−1 of
+    the real tables is tried (a mask_mod may empty a row at one head only)."""
     cond = getattr(mask, "condition", None)
     if cond is None or cond.xreplace({j: i}) == sp.true:
         return "never", None
     data = data if data is not None else getattr(mask, "data", None)
-    unknown = False
     for n in range(1, MAX_N + 1):
-        for row in range(1, n + 1):
-            allowed = [_at(cond, row, key, data) for key in range(1, n + 1)]
-            if all(a is False for a in allowed):
-                return "empty", (n, row)
-            unknown = unknown or any(a is None for a in allowed)
+        for head in range(heads):
+            for row in range(1, n + 1):
+                allowed = [_at(cond, row, key, data, head) for key in range(1, n + 1)]
+                if all(a is False for a in allowed):
+                    return "empty", (n, row, head)
     return "unknown", None
 
 
-def _at(cond, row: int, key: int, data) -> bool | None:
-    """The condition at (row, key) on the real tables (head 0); None when it is not decided."""
+def _at(cond, row: int, key: int, data, head: int = 0) -> bool | None:
+    """The condition at (row, key) on the real tables of ``head``; None when it is not decided."""
     c = cond.xreplace({i: sp.Integer(row), j: sp.Integer(key)})
     if data:
         from derive.model.tables import concrete_data
 
-        c = concrete_data(c, data, 0)
+        c = concrete_data(c, data, head)
     try:
         c = sp.simplify(c) if c not in (sp.true, sp.false) else c
     except Exception:  # noqa: BLE001 - a condition SymPy cannot settle decides nothing

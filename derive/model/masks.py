@@ -53,15 +53,15 @@ def labelled(expr: sp.Basic) -> sp.Basic:
                         lambda e: LabelBase(type(e).__name__)[e.args[0] + 1])
 
 
-def concrete(mask, row=i, col=j, data: dict | None = None) -> sp.Expr:
+def concrete(mask, row=i, col=j, data: dict | None = None, head: int = 0) -> sp.Expr:
     """The mask's indicator at (row, col) as the searcher evaluates it: a traced mask on its
-    real tables (``data``, else its own), an opaque document id table as a label vector."""
+    real tables of ``head`` (``data``, else its own), an opaque document id table as a label vector."""
     ind = indicator(getattr(mask, "condition", None), row, col)
     data = data or getattr(mask, "data", None)
     if data:
         from derive.model.tables import concrete_data
 
-        ind = concrete_data(ind, data, 0)
+        ind = concrete_data(ind, data, head)
     return labelled(ind)
 
 

@@ -163,6 +163,7 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
             errs.add(key, "expected a table")
             data.pop(key)
     symbols, broken = _symbols(errs, data.get("symbols", {}))
+    _per_head_names(errs, symbols, {n for n, k in symbols.items() if k.startswith("per_head")})
     binds = bindings({**symbols, **dict.fromkeys(broken, BROKEN)})
     score_src, value_src = data.get("score"), data.get("value", "v")
     score = _expr(errs, "score", score_src, binds, SCALAR) if score_src is not None else None
@@ -204,6 +205,8 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
             errs.add(key, msg)
         errs.raise_any()
         tables = flex.table_names()
+        _per_head_names(errs, symbols, {t for b in (flex.score, flex.mask) if b is not None for t, obj in
+                                        b.tables.items() if getattr(obj, "name", getattr(obj, "__name__", t)) != t})
         for key, name, col in deferred or ():
             if name not in tables:
                 shown = f" ({', '.join(sorted(tables))})" if tables else ""
@@ -219,6 +222,16 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
                 value=value, normalizer=norm, norm_args=norm_args, mask=mask, symbols=symbols,
                 score2_src=score2_src, score2=score2,
                 claims=claims, description=data.get("description", ""), positions=key_positions(text), flex=flex)
+
+
+def _per_head_names(errs: _Errors, symbols: dict, per_head: set) -> None:
+    """NAME_h is the engine's symbol for the per-head NAME (NAME at head h, declared or a captured
+    table indexed by h): a declared NAME_h would be that same symbol, so it is refused."""
+    for name in symbols:
+        stem = name[:-2]
+        if name.endswith("_h") and stem in per_head:
+            errs.add(f"symbols.{name}", f"{name!r} is how the per-head {stem} at head h is written "
+                                        f"({stem}_h); choose another name")
 
 
 def _domains(errs: _Errors, mask, binds: dict, nodes: list) -> None:
