@@ -17,13 +17,29 @@ import sys
 from derive import __version__
 from derive.errors import InputError
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "UsageError", "main"]
 
 COMMANDS = ("build", "check", "diff", "examples", "impl", "normalizer")
 
 
+class UsageError(Exception):
+    """A command line argparse rejects (an unknown option, a value of the wrong type)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str):
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a rejected command line is raised, not printed and exited, so a
+    command can also report it in the format asked for (``derive check --format github``)."""
+
+    def error(self, message: str):
+        raise UsageError(self, message)
+
+
 def _parser(available: dict) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="derive",
         description="Machine-checked derivations of attention-mechanism properties.",
     )
@@ -61,8 +77,17 @@ def _available(argv: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = _parser(_available(argv))
-    args = parser.parse_args(argv)
+    available = _available(argv)
+    parser = _parser(available)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        module = available.get(argv[0]) if argv else None
+        if module is not None and hasattr(module, "report_usage_error"):
+            module.report_usage_error(exc.message, argv[1:])
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        return 2
     try:
         return int(args._run(args) or 0)
     except InputError as exc:

@@ -155,6 +155,24 @@ def _run(args) -> int:
         raise
 
 
+def report_usage_error(message: str, argv: list[str]) -> None:
+    """A command line argparse rejected, reported like other bad input in the format it asked for
+    (read leniently: an option argparse could not parse is not trusted, only --format, --output,
+    --sarif and --summary are looked for)."""
+    import argparse
+
+    lenient = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    for flag in ("--format", "--output", "--sarif", "--summary"):
+        lenient.add_argument(flag, default=None)
+    try:
+        args, _ = lenient.parse_known_args(argv)
+    except (argparse.ArgumentError, SystemExit):
+        return
+    if args.format not in FORMATS:
+        args.format = default_format()
+    report_input_error(InputError(f"derive check: {message}"), args)
+
+
 def report_input_error(exc: InputError, args) -> None:
     """Bad input in the format asked for: annotations (github), a failed SARIF invocation (sarif),
     and the --summary file; the plain lines on stderr follow (derive.cli)."""
