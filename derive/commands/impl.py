@@ -99,6 +99,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kernel forms: pass the normalizer's parameters as arrays of shape (H,), one per head, "
                              "along the last leading axis of x (..., H, n); each gradient then has shape (H,), "
                              "the sum over the rows of that head")
+    parser.add_argument("--no-param-grad", action="store_true",
+                        help="--form backward: do not require the gradient of the normalizer's parameters (a sink's "
+                             "ds); by default a backward that returns none disagrees")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
     parser.add_argument("--triton-interpret", action="store_true",
                         help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
@@ -122,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
-                                  env=child_env(args.triton_interpret, args.target), per_head=args.per_head)
+                                  env=child_env(args.triton_interpret, args.target), per_head=args.per_head,
+                                  param_grad=not args.no_param_grad)
     sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
     return report.exit_code()

@@ -9,7 +9,7 @@ from hypothesis.errors import Flaky
 from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
+from derive.impl.kernel import FORMS, HEADS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
 from derive.impl.masked import rule
 from derive.impl.report import Report
 from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
@@ -48,7 +48,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                          dtypes=DEFAULT_DTYPES, examples: int | None = None,
                          cfg: Settings = DEFAULT, name: str | None = None,
                          timeout: float = DEFAULT_TIMEOUT, form: str = "row", lse: str = "natural",
-                         env: dict | None = None, per_head: bool = False):
+                         env: dict | None = None, per_head: bool = False, param_grad: bool = True):
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
     The function is imported and called only in a child process (:mod:`.target`), whose
@@ -57,7 +57,9 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     ``backward`` (:mod:`.kernel`: a :class:`~derive.impl.kernel.KernelReport`); ``lse`` is the
     convention of a returned log-sum-exp there (``natural``, ``base2`` or ``kv-only``). With
     ``per_head`` (kernel forms) the normalizer's parameters are passed as arrays of shape (H,),
-    one per head, along the last leading axis of the scores (…, H, n).
+    one per head, along the last leading axis of the scores (…, H, n). ``param_grad=False``
+    (``--no-param-grad``) leaves the gradient of the normalizer's parameters unchecked in the
+    backward form; by default a backward that returns none disagrees.
     """
     if form not in ("row",) + FORMS:
         raise InputError(f"unknown --form {form!r}: expected one of row, {', '.join(FORMS)}")
@@ -92,7 +94,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     _check_given(norm, dict(params or {}))
     if form != "row" and dim != -1:
         raise InputError(f"--dim applies to --form row; in {form} form the keys are the last axis of the scores")
-    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env)
+    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env,
+                  heads=HEADS if per_head and norm.params else 0)
     try:
         if form != "row":
             for tol in tols:
@@ -100,7 +103,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
             report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
-                                  searched, thin=interpreted(env, fn_or_spec))
+                                  searched, thin=interpreted(env, fn_or_spec), param_grad=param_grad)
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

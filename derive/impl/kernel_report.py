@@ -91,11 +91,6 @@ class KernelReport:
                          + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")
-            undefined = sum(r.undefined_rows for r in self.results)
-            if undefined:
-                lines.append("")
-                lines.append(f"{undefined} rows had every key masked and no extra logit, where {self.normalizer} "
-                             "has no value (0/0): out 0 or NaN (and gradients 0 or NaN) were accepted there.")
         else:
             found = next(r.source for r in self.results if r.failure is f)
             lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}"
@@ -116,7 +111,11 @@ class KernelReport:
                 lines.append(f"- scores x (every row) = [{', '.join(listed(r, num) for r in f.call.x)}]")
                 if self.form == "backward":
                     lines.append(f"- dout (every row) = [{', '.join(listed(r, num) for r in f.call.third)}]")
-            lines.append(f"- {f.what} returned: {listed(f.output, num)}")
+            if not f.output:  # a parameter's gradient missing from the returned dict
+                lines.append(f"- {f.what} returned: nothing (no {{\"{f.what[1:]}\": …}} in the dparams dict; "
+                             f"--no-param-grad leaves this gradient unchecked)")
+            else:
+                lines.append(f"- {f.what} returned: {listed(f.output, num)}")
             lines.append(f"- exact: {listed(f.exact, num)}")
             lines.append(f"- error: {listed(f.errors, err)} (allowed: {listed(f.bounds, err)})")
             lines.append("")

@@ -263,7 +263,7 @@ def _well_formed(reply: tuple, shape: tuple) -> bool:
 
 
 def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
-         timeout: float = DEFAULT_TIMEOUT, form: str = "row", env: dict | None = None) -> Target:
+         timeout: float = DEFAULT_TIMEOUT, form: str = "row", env: dict | None = None, heads: int = 0) -> Target:
     """Start a worker, import ``fn_or_spec`` there and detect its calling convention.
 
     ``form`` is ``row`` (fn(x) → weights) or a kernel form (``online``, ``split``, ``backward``:
@@ -291,7 +291,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
         if reply[0] == "ok" and form == "row":
             reply = worker.request(("probe", dim, dtype), "being called on the input [0.0, 1.0]")
         elif reply[0] == "ok":
-            reply = worker.request(("kprobe", form), f"being called in {form} form on a tiny input")
+            reply = worker.request(("kprobe", form, heads), f"being called in {form} form on a tiny input")
     except BaseException:
         worker.close()
         raise

@@ -12,7 +12,7 @@ parent inspects, and ``print`` goes to standard error. Every request gets one re
 * ``("probe", dim, dtype)`` (one call on [0, 1]) → ``("ok", info)`` or ``("error", message)``;
 * ``("call", x, dtype, dim, mask, params, cotangent)`` → ``("ok", y, g, notes)``,
   ``("raised", text)`` or ``("bad", message)`` (not an array of the right shape);
-* ``("kprobe", form)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
+* ``("kprobe", form, heads)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
   or ``("error", message)`` (which fixed list applies is never the child's word: the parent
   decides it from what it launched, :func:`derive.impl.triton_env.interpreted`);
 * ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
@@ -98,11 +98,14 @@ def _import(spec):
 
 
 def _keywords(fn):
+    """The keywords ``fn`` takes by name, or None when its signature is unknown; ``**kwargs``
+    shows as the name ``**``: it takes any keyword."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    return {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} | (
+        {"**"} if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()) else set())
 
 
 class Target:
@@ -117,7 +120,7 @@ class Target:
         if kws is not None:
             self.dim_kw = "dim" if "dim" in kws else ("axis" if "axis" in kws else None)
             self.takes_mask = "mask" in kws
-            self.param_kws = tuple(p for p in params if p in kws)
+            self.param_kws = tuple(p for p in params if p in kws or "**" in kws)
 
     def info(self) -> dict:
         return {"api": self.api, "keywords": None if self.keywords is None else sorted(self.keywords),
@@ -285,7 +288,9 @@ def kraw(target: Target, form, x, v, third, params, dtype):
 
 def _scalar_or_array(y, what):
     """A returned array (or Python number) as float64 numpy, or a message saying what it is."""
-    if isinstance(y, (int, float)) and not isinstance(y, bool):
+    if isinstance(y, (int, float, np.number)) and not isinstance(y, (bool, np.bool_)):  # np.float32 too
+        if isinstance(y, np.complexfloating):
+            return None, f"returned a complex {what}"
         return np.asarray(float(y)), None
     arr, cplx, bad = _as_array(y)
     if bad is not None:
@@ -337,17 +342,21 @@ def kcall(target: Target, form, x, v, third, params, dtype):
     return ("ok", names + (["mutated"] if mutated else []), *arrays, *([np.zeros(0)] if mutated else []))
 
 
-def kprobe(target: Target, form):
-    """Detect the API (numpy, else torch) from one call on a tiny input."""
+def kprobe(target: Target, form, heads: int = 0):
+    """Detect the API (numpy, else torch) from one call on a tiny input: one row, or with
+    ``heads`` (per-head parameters) one row per head, (1, H, 2), each parameter an array (H,)."""
     x = np.array([[0.0, 1.0]])
     v = np.array([[[1.0], [2.0]]])
-    third = np.array([[1.0]]) if form == "backward" else 1
+    if heads:
+        x, v = np.repeat(x[None], heads, axis=1), np.repeat(v[None], heads, axis=1)
+    third = np.ones(x.shape[:-1] + (1,)) if form == "backward" else 1
+    params = {p: np.zeros(heads) if heads else 0.0 for p in target.param_kws}
     has_torch = "torch" in sys.modules or importlib.util.find_spec("torch") is not None
     first = None
     for api in ["numpy"] + (["torch"] if has_torch else []):
         target.api = api
         try:
-            y, _ = kraw(target, form, x, v, third, {p: 0.0 for p in target.param_kws}, "float64")
+            y, _ = kraw(target, form, x, v, third, params, "float64")
         except Raised as exc:
             first = first or str(exc)
             continue
@@ -356,7 +365,7 @@ def kprobe(target: Target, form):
         if api == "numpy" and torch is not None and isinstance(first_part, torch.Tensor):
             target.api = "torch"
         return ("ok", target.info())
-    return ("error", f"raised {first} on scores [[0.0, 1.0]], values [[[1.0], [2.0]]]")
+    return ("error", f"raised {first} on scores {x.tolist()}, values {v.tolist()}")
 
 
 def encode(reply: tuple) -> bytes:
