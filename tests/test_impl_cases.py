@@ -170,3 +170,24 @@ def test_long_rows_hold_the_adversarial_patterns():
     rows = LONG_ROWS[1024]
     assert rows[6][-1] == -1000.0 and all(a == NEG for a in rows[6][:-1])  # the guard row
     assert rows[3][700] == 25.0  # a spike past key 64 and past tile 20 of 16 keys
+
+
+# ---- --output: the report where no child can write ----------------------------------------------
+
+def test_output_writes_the_report_to_a_file_and_nothing_to_stdout(tmp_path, capsys):
+    from derive.cli import main
+
+    out = tmp_path / "report.json"
+    code = main(["impl", "tests/zoo/kernels_numpy.py:softmax1_split", "--as", "softmax1", "--form", "split",
+                 "--dtype", "float64", "--examples", "1", "--format", "json", "--output", str(out)])
+    got = capsys.readouterr()
+    assert (code, got.out) == (0, "")
+    import json
+
+    assert json.loads(out.read_text())["agrees"] is True
+    bad = main(["impl", "tests/zoo/kernels_cases.py:softmax_online_guard_stored", "--as", "softmax", "--form",
+                "online", "--dtype", "float64", "--examples", "1", "--output", str(out)])
+    assert bad == 1 and "**Verdict: disagrees**" in out.read_text() and capsys.readouterr().out == ""
+    missing = main(["impl", "tests/zoo/kernels_numpy.py:softmax1_split", "--as", "softmax1", "--form", "split",
+                    "--output", str(tmp_path / "no" / "r.md")])
+    assert missing == 2 and f"--output {tmp_path / 'no' / 'r.md'}: no directory" in capsys.readouterr().err
