@@ -1,11 +1,12 @@
-"""The child process that imports and calls the implementation under test.
+"""The sandbox service of ``derive impl``: it imports and calls the implementation under test.
 
-It is started by :mod:`derive.impl.sandbox` as ``python -c <runpy bootstrap> worker.py
-RFD WFD``: it runs as a plain script, so it imports neither derive nor SymPy, only numpy
-(and torch when the implementation needs it). It speaks a private pipe (file descriptors
-RFD, WFD; requests pickled by the parent, replies as JSON and .npy bytes, which the
-parent decodes without pickle, so no reply can run code there), never its standard output: file descriptor 1 is a file the
-parent inspects, and ``print`` goes to standard error. Every request gets one reply:
+It runs in the child of :mod:`derive.sandbox` (``derive/sandbox/child.py worker.py RFD WFD``,
+loaded by its path): it imports neither derive nor SymPy, only numpy (and torch when the
+implementation needs it). It speaks a private pipe (requests pickled by the parent, replies
+as JSON and .npy bytes, :func:`derive.sandbox.child.encode`, which the parent decodes without
+pickle, so no reply can run code there), never its standard output: file descriptor 1 is a
+file the parent inspects, and ``print`` goes to standard error. Every request gets one reply
+from :func:`handle`:
 
 * ``("load", spec_or_pickle, sys_path, params, dim)`` → ``("ok", None)`` or
   ``("error", message)``;
@@ -29,29 +30,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import io
-import json
 import os
 import pickle
 import sys
 import warnings
-from multiprocessing.connection import Connection
 
 import numpy as np
+
+try:
+    import derive_sandbox_child as sandbox  # installed by the sandbox's runner, in the child
+except ImportError:  # imported in derive's own process (documentation, tools)
+    from derive.sandbox import child as sandbox
+
+brief = sandbox.brief
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
 class Raised(Exception):
     pass
-
-
-def brief(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 160:
-        first = first[:157] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _torch():
@@ -368,61 +365,24 @@ def kprobe(target: Target, form, heads: int = 0):
     return ("error", f"raised {first} on scores {x.tolist()}, values {v.tolist()}")
 
 
-def encode(reply: tuple) -> bytes:
-    """A reply as bytes the parent decodes without pickle: a JSON header line, then the
-    arrays in .npy format (the parent loads them with allow_pickle=False)."""
-    header, arrays = [], []
-    for v in reply:
-        if isinstance(v, np.ndarray):
-            header.append({"array": len(arrays)})
-            arrays.append(v)
-        else:
-            header.append(v)
-    out = io.BytesIO()
-    out.write(json.dumps(header).encode() + b"\n")
-    for a in arrays:
-        np.save(out, np.array(a, order="C"), allow_pickle=False)  # keeps a 0-d array 0-d
-    return out.getvalue()
+_STATE: dict = {"target": None}  # the loaded target, between requests
 
 
-def main(rfd: int, wfd: int) -> None:
-    conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
-    sys.stdout = sys.stderr  # print() goes to standard error; fd 1 is watched by the parent
-    target = None
-    while True:
-        try:
-            msg = conn_in.recv()
-        except EOFError:
-            return
-        try:
-            if msg[0] == "load":
-                reply, target = load(*msg[1:])
-            elif msg[0] == "probe":
-                reply = probe(target, *msg[1:])
-            elif msg[0] == "call":
-                try:
-                    reply = call(target, *msg[1:])
-                except Raised as exc:
-                    reply = ("raised", str(exc))
-            elif msg[0] == "kprobe":
-                reply = kprobe(target, *msg[1:])
-            elif msg[0] == "kcall":
-                try:
-                    reply = kcall(target, *msg[1:])
-                except Raised as exc:
-                    reply = ("raised", str(exc))
-            else:
-                return
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, (int, type(None))) else str(exc.code)
-            conn_out.send_bytes(encode(("exit", code)))
-            sys.stderr.flush()
-            os._exit(0)
-        except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt raised by the user's code
-            reply = ("raised", brief(exc))
-        sys.stderr.flush()
-        conn_out.send_bytes(encode(reply))
-
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+def handle(msg: tuple):
+    """One request → its reply; None (an unknown request) ends the child."""
+    kind, args, target = msg[0], msg[1:], _STATE["target"]
+    try:
+        if kind == "load":
+            reply, _STATE["target"] = load(*args)
+            return reply
+        if kind == "probe":
+            return probe(target, *args)
+        if kind == "call":
+            return call(target, *args)
+        if kind == "kprobe":
+            return kprobe(target, *args)
+        if kind == "kcall":
+            return kcall(target, *args)
+    except Raised as exc:
+        return ("raised", str(exc))
+    return None
