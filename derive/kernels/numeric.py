@@ -30,8 +30,9 @@ def _log(k: float) -> float:
     return math.log(k) if k > 0 else NEG
 
 
-def _merge(parts, dv):
-    """(out, lse) of partial results (o_r, lse_r) merged by their log-sum-exp (0 and −∞ for none)."""
+def _merge(parts, dv, unguarded=False):
+    """(out, lse) of partial results (o_r, lse_r) merged by their log-sum-exp (0 and −∞ for none).
+    ``unguarded``: every o_r is multiplied by its weight, a NaN one too (0·NaN = NaN)."""
     lses = np.array([p[1] for p in parts], dtype=float)
     top = np.max(lses) if len(lses) else NEG
     if top == NEG:
@@ -39,7 +40,7 @@ def _merge(parts, dv):
     lse = top + math.log(np.exp(lses - top).sum())
     out = np.zeros(dv)
     for (o, _), wt in zip(parts, np.exp(lses - lse)):
-        out = out + wt * o if wt > 0 else out
+        out = out + wt * o if wt > 0 or unguarded else out
     return out, lse
 
 
@@ -116,7 +117,7 @@ def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=Fals
             continue
         parts.append(online(x[idx], v[idx], max(1, len(idx)), None, wv) if len(idx) else (np.zeros(dv), NEG))
     if fault == "nan_empty_split":
-        return _merge_unguarded(parts, (wv, float(extra)) if extra is not None else None, dv)
+        return _merge(parts + ([(wv, float(extra))] if extra is not None else []), dv, unguarded=True)
     o, lse = _merge(parts, dv)
     if extra is None:
         return o, lse
@@ -125,20 +126,6 @@ def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=Fals
         return _with_faulty_extra(o, lse, wv, fault, extra, top, count + (fault == "seeded_twice_empty_split"),
                                   scale)
     return _merge([(o, lse), (wv, float(extra))], dv)  # the extra logit enters once, in the combine
-
-
-def _merge_unguarded(parts, extra, dv):
-    """The merge of a kernel that multiplies every split's o by its weight, NaN included (0·NaN = NaN)."""
-    parts = parts + ([extra] if extra is not None else [])
-    lses = np.array([p[1] for p in parts])
-    top = np.max(lses) if len(lses) else NEG
-    if top == NEG:
-        return np.zeros(dv), NEG
-    lse = top + math.log(np.exp(lses - top).sum())
-    out = np.zeros(dv)
-    for (o, _), wt in zip(parts, np.exp(lses - lse)):
-        out = out + wt * o
-    return out, lse
 
 
 def _is_extra_fault(fault) -> bool:
