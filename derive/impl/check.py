@@ -18,6 +18,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
+from derive.impl.numbers import agree
 from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, search,
                                 special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
@@ -74,16 +75,6 @@ class DtypeResult:
     undefined_rows: int = 0  # fully masked rows where the definition has no value
     masked_rows: int = 0  # fully masked rows (every score −∞) tested
     conventions: dict = field(default_factory=dict)  # convention → rows, where the definition has no value
-
-
-def _ok(y: float, p, bound: float) -> tuple[bool, float]:
-    pf = float(p)
-    if not math.isfinite(y):
-        return False, math.inf
-    err = abs(y - pf)
-    return err <= bound, err
-
-
 
 
 def _index(r: int, shape) -> tuple:
@@ -149,7 +140,7 @@ class Checker:
                     result.conventions[conv] = result.conventions.get(conv, 0) + 1
                 continue
             bounds = [tol.bound(m, kap) for m in ex.scales]
-            checks = [_ok(yv, p, b) for yv, p, b in zip(out, ex.values, bounds)]
+            checks = [agree(yv, float(p), b) for yv, p, b in zip(out, ex.values, bounds)]
             errs = [e for _, e in checks]
             if result is not None:
                 for e, b in zip(errs, bounds):

@@ -14,7 +14,7 @@ from derive.impl.kernel_exact import ExactRow, exact_row
 from derive.impl.kernel_inputs import (DV, EXTRA_LOGIT, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
-from derive.impl.numbers import agree, jnum, listed, num, round_to, zero_or_nan
+from derive.impl.numbers import agree, jnum, listed, round_to, shortest, zero_or_nan
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 
@@ -58,7 +58,7 @@ class Call:
             bits.append(f"head dimension {self.dv}")
         if what:
             bits.append(f"{what} = {self.third}")
-        bits += [f"{k} = {listed(v, num) + ' (one per head)' if self.heads else num(v)}"
+        bits += [f"{k} = {listed(v, shortest) + ' (one per head)' if self.heads else shortest(v)}"
                  for k, v in sorted(self.params.items())]
         return ", ".join(bits)
 

@@ -4,10 +4,10 @@ kernels of :mod:`derive.kernels.numeric` on probe calls; where none matches, the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from derive.impl.diagnose import Diagnosis
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
 from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
 from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
@@ -118,14 +118,30 @@ def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
     return out
 
 
-@dataclass
-class KernelDiagnosis:
-    matched: list = field(default_factory=list)
-    pattern: list = field(default_factory=list)
-    probes: int = 0
+KernelDiagnosis = Diagnosis  # one diagnosis type for the row and the kernel forms
 
-    def as_json(self) -> dict:
-        return {"matched": self.matched, "pattern": self.pattern, "probes": self.probes}
+
+def _failing_rows(checker: KernelChecker, seen, tol: Tolerance) -> int:
+    """Probe rows (of a defined value) on which the kernel disagrees with the definition."""
+    count = 0
+    for call, got in seen:
+        for r in range(call.x.shape[0]):
+            ex = checker.exact(call, r)
+            if not ex.defined:
+                continue
+            kap = kappa(call.x[r].tolist(), {k: v for k, v in call.row_params(r).items() if math.isfinite(v)})
+            exact = {"out": (ex.out, ex.out_scale), "lse": ([ex.lse[checker.lse]], None), "dx": (ex.dx, ex.dx_scale),
+                     "dv": (np.ravel(ex.dv), np.ravel(ex.dv_scale))}
+            bad = False
+            for k, (ps, scales) in exact.items():
+                if k not in got:
+                    continue
+                ys = np.ravel(got[k][r])
+                scales = scales if scales is not None else [max(1.0, abs(float(p))) for p in ps]
+                bad = bad or not all(_close(float(y), float(p), tol.bound(max(m, abs(float(p))), kap))
+                                     for y, p, m in zip(ys, ps, scales))
+            count += bad
+    return count
 
 
 def _matches(checker, failure, seen, tol, model, keys, lenient) -> bool:
@@ -152,7 +168,7 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
             seen.append((call, checker.run_call(call, tol.dtype)))
         except ImplRaised:
             continue
-    diag = KernelDiagnosis(probes=sum(c.x.shape[0] for c, _ in seen))
+    diag = Diagnosis(probes=sum(c.x.shape[0] for c, _ in seen), failing_probes=_failing_rows(checker, seen, tol))
     every = ("out", "lse", "dx", "dv", "ds")
     for other, sigma in other_extras(checker.norm.name):  # the output of another normalizer of the family
         model = (lambda call, s=sigma: faulty_outputs(checker.form, None, call, {}, checker.lse, sigma=s))

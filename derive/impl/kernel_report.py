@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from derive.impl.kernel_check import KernelFailure
 from derive.impl.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis
 from derive.impl.kernel_inputs import FIXED_LISTS, HEADS, SINK_VALUES
-from derive.impl.numbers import err, jnum, listed, num, tex_num
+from derive.impl.numbers import err, jnum, listed, shortest, tex_num
 from derive.impl.target import shown
 from derive.render.markup import plain_math, to_gfm
 
@@ -101,22 +101,22 @@ class KernelReport:
                 head = ""
                 if f.call.heads:
                     h = f.row % f.call.heads
-                    head = f" (head {h}: " + ", ".join(f"{k} = {num(v)}" for k, v in
+                    head = f" (head {h}: " + ", ".join(f"{k} = {shortest(v)}" for k, v in
                                                     sorted(f.call.row_params(f.row).items())) + ")"
                 lines.append(f"- failing row {f.row}{head}: x = {shown(f.call.x[f.row])}")
-                lines.append(f"- its values v = [{', '.join(listed(t, num) for t in f.call.v[f.row])}]")
+                lines.append(f"- its values v = [{', '.join(listed(t, shortest) for t in f.call.v[f.row])}]")
                 if self.form == "backward":
-                    lines.append(f"- dout = {listed(f.call.third[f.row], num)}")
+                    lines.append(f"- dout = {listed(f.call.third[f.row], shortest)}")
             if f.row < 0:
-                lines.append(f"- scores x (every row) = [{', '.join(listed(r, num) for r in f.call.x)}]")
+                lines.append(f"- scores x (every row) = [{', '.join(listed(r, shortest) for r in f.call.x)}]")
                 if self.form == "backward":
-                    lines.append(f"- dout (every row) = [{', '.join(listed(r, num) for r in f.call.third)}]")
+                    lines.append(f"- dout (every row) = [{', '.join(listed(r, shortest) for r in f.call.third)}]")
             if not f.output:  # a parameter's gradient missing from the returned dict
                 lines.append(f"- {f.what} returned: nothing (no {{\"{f.what[1:]}\": …}} in the dparams dict; "
                              f"--no-param-grad leaves this gradient unchecked)")
             else:
-                lines.append(f"- {f.what} returned: {listed(f.output, num)}")
-            lines.append(f"- exact: {listed(f.exact, num)}")
+                lines.append(f"- {f.what} returned: {listed(f.output, shortest)}")
+            lines.append(f"- exact: {listed(f.exact, shortest)}")
             lines.append(f"- error: {listed(f.errors, err)} (allowed: {listed(f.bounds, err)})")
             lines.append("")
             d = self.diagnosis
