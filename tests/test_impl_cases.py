@@ -191,3 +191,20 @@ def test_output_writes_the_report_to_a_file_and_nothing_to_stdout(tmp_path, caps
     missing = main(["impl", "tests/zoo/kernels_numpy.py:softmax1_split", "--as", "softmax1", "--form", "split",
                     "--output", str(tmp_path / "no" / "r.md")])
     assert missing == 2 and f"--output {tmp_path / 'no' / 'r.md'}: no directory" in capsys.readouterr().err
+
+
+def test_a_kernel_that_ignores_the_block_is_warned_about():
+    report = check("sink_online_fixed_tiles", "sink", "online")
+    assert report.agrees
+    assert ("Note: the output did not change with block on rows of 17, 40, 64 keys (every tile size gave the same "
+            "bits): the function may not use the block it is given") in report.to_markdown()
+
+
+def test_the_search_draws_rows_of_1024_keys_and_64_splits():
+    from hypothesis import find, settings
+
+    from derive.impl.kernel_inputs import kernel_cases
+
+    case = find(kernel_cases("split", ("s",), 1), lambda c: len(c[0][0]) >= 1024 and c[1] == 64,
+                settings=settings(max_examples=2000, derandomize=True, database=None))
+    assert len(case[0][0]) == 1024 and case[1] == 64
