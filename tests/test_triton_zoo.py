@@ -264,10 +264,12 @@ ZOO = "tests/zoo/triton_kernels"
 @pytest.mark.parametrize("target, form, code, text", [
     ("online.py:sink_online", "online", 0, "**Verdict: agrees**"),
     ("online.py:sink_online_sink_per_tile", "online", 1, "**Verdict: disagrees** (float32, out) on scores of shape "
-                                                        "[1, 0], block = 1, s = 0.0.\n\n- failing row 0: x = []\n"
+                                                        "[16, 0], block = 1, s = 0.0.\n\n- failing row 0: x = []\n"
                                                         "- its values v = []\n- out returned: [nan, nan, nan]"),
     ("online.py:sink_online_sink_per_tile", "online", 1, "**Known kernel fault: extra logit added per tile or per "
-                                                        "split** (`extra_per_tile`, matched on 21 probe rows)."),
+                                                        "split** (`extra_per_tile`, matched on "),
+    ("online.py:sink_online_no_rescale_past_20_tiles", "online", 1, "**Verdict: disagrees** (float32, out) on scores "
+                                                                   "of shape [16, 1024], head dimension 64, block = 16"),
     ("split.py:sink_split_sink_per_split", "split", 1, "**Known kernel fault: extra logit added per tile or per "
                                                       "split** (`extra_per_tile`"),
     ("split.py:sink_split_empty_as_sink", "split", 1, "**Known kernel fault: extra logit seeded twice when a split "

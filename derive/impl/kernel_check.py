@@ -14,7 +14,7 @@ from derive.impl.kernel_exact import ExactRow, exact_row
 from derive.impl.kernel_inputs import (DV, EXTRA_LOGIT, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
-from derive.impl.numbers import agree, jnum, listed, round_to, shortest, zero_or_nan
+from derive.impl.numbers import agree, agree_all, jnum, listed, round_to, shortest, zero_or_nan
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 
@@ -295,14 +295,15 @@ class KernelChecker:
                 ds_total[r % slots] += ex.ds
                 ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
             for what, y, p, scales in checks:
-                bounds = [tol.bound(m, kap) for m in scales]
-                res = [agree(float(a), float(b), c) for a, b, c in zip(y, p, bounds)]
+                bounds = tol.abs + tol.rel * (1.0 + kap) * np.abs(np.asarray(scales, dtype=np.float64).ravel())
+                ok, errs = agree_all(y, p, bounds)
                 if result is not None:
-                    for (_, e), b in zip(res, bounds):
-                        if math.isfinite(e) and b > 0:
-                            result.max_ratio = max(result.max_ratio, e / b)
-                if not all(ok for ok, _ in res):
-                    return fail(what, r, y, p, [e for _, e in res], bounds)
+                    keep = np.isfinite(errs) & (bounds > 0)
+                    if keep.any():
+                        with np.errstate(over="ignore"):
+                            result.max_ratio = max(result.max_ratio, float(np.max(errs[keep] / bounds[keep])))
+                if not ok.all():
+                    return fail(what, r, np.ravel(y), np.ravel(p), errs.tolist(), bounds.tolist())
         if self.form == "backward":
             for name in self.norm.params:
                 key = "d" + name

@@ -11,7 +11,7 @@ from derive.impl.diagnose import Diagnosis
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
 from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
 from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
-from derive.impl.numbers import round_to
+from derive.impl.numbers import agree_all, round_to
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 from derive.normalizers.registry import get
@@ -21,13 +21,19 @@ __all__ = ["FORM_FAULTS", "KERNEL_TOLERANCE_RULE", "KernelDiagnosis", "diagnose"
 INF = math.inf
 
 
-def _close(y: float, p: float, bound: float) -> bool:
-    """One rule for every output: NaN matches NaN, an infinity itself, a finite value within bound."""
-    if math.isnan(p) or math.isnan(y):
-        return math.isnan(p) and math.isnan(y)
-    if not math.isfinite(p) or not math.isfinite(y):
-        return y == p
-    return abs(y - p) <= bound
+def _close(y, p, bound) -> bool:
+    """One rule for every output, entry by entry (arrays or numbers): NaN matches NaN, an
+    infinity itself, a finite value within bound."""
+    y, p = np.asarray(y, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel()
+    ok, _ = agree_all(y, p, np.broadcast_to(np.asarray(bound, dtype=np.float64), p.shape))
+    return bool(ok.all())
+
+
+def _bounds(tol: Tolerance, scales, ps, kap: float) -> np.ndarray:
+    """The tolerance of each entry, scaled by the larger of its magnitude and the model's value."""
+    ps = np.asarray(ps, dtype=np.float64).ravel()
+    m = np.maximum(np.abs(np.asarray(scales, dtype=np.float64).ravel()), np.where(np.isfinite(ps), np.abs(ps), 0.0))
+    return tol.abs + tol.rel * (1.0 + kap) * m
 
 
 def _pairs(checker: KernelChecker, call: Call, got: dict, ref: dict, r: int, keys) -> list:
@@ -58,8 +64,7 @@ def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Toleran
             continue
         kap = kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
         for _, ys, ps, scales in _pairs(checker, call, got, ref, r, [k for k in keys if k != "ds"]):
-            if not all(_close(float(y), float(p), tol.bound(max(m, abs(float(p)) if math.isfinite(p) else 0.0), kap))
-                       for y, p, m in zip(ys, ps, scales)):
+            if not _close(ys, ps, _bounds(tol, scales, ps, kap)):
                 return False
     name = next(iter(checker.norm.params), None)
     if checker.form == "backward" and "ds" in keys and "ds" in ref and name is not None and "d" + name in got \
@@ -92,8 +97,7 @@ def _shows_failure(checker: KernelChecker, failure: KernelFailure, got: dict, re
     scales = {"out": ex.out_scale, "dx": ex.dx_scale, "dv": np.ravel(ex.dv_scale)}.get(what, [1.0] * len(ps))
     kap = kappa(failure.call.x[failure.row].tolist(),
                 {k: val for k, val in failure.call.row_params(failure.row).items() if math.isfinite(val)})
-    return all(_close(float(y), float(p), tol.bound(max(m, abs(float(p)) if math.isfinite(p) else 0.0), kap))
-               for y, p, m in zip(ys, ps, scales))
+    return _close(ys, ps, _bounds(tol, scales, ps, kap))
 
 
 def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
@@ -138,8 +142,7 @@ def _failing_rows(checker: KernelChecker, seen, tol: Tolerance) -> int:
                     continue
                 ys = np.ravel(got[k][r])
                 scales = scales if scales is not None else [max(1.0, abs(float(p))) for p in ps]
-                bad = bad or not all(_close(float(y), float(p), tol.bound(max(m, abs(float(p))), kap))
-                                     for y, p, m in zip(ys, ps, scales))
+                bad = bad or not _close(ys, ps, _bounds(tol, scales, ps, kap))
             count += bad
     return count
 

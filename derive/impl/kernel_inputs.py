@@ -5,6 +5,7 @@ search after them."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -36,7 +37,8 @@ FIXED_LISTS = {
             "256 and n keys and 3, 8 and 64 splits, head dimensions 64 and 128, a sink value each in turn; "
             "16 rows per call",
     "interpreter": f"the interpreter list (the target runs under Triton's CPU interpreter), at most {MAX_PARTS} "
-                   f"tiles or splits per row and the sink values spread over the tile sizes and split counts, "
+                   f"tiles or splits per row of up to 64 keys and the sink values spread over the tile sizes and "
+                   f"split counts, "
                    f"{SETS_PER_PARTITION} per partition in turn; for n = 200 and 1024 tiles of 64, 128, 256 "
                    f"and n keys (and 16 at n = 1024) and 3, 8 and 64 splits; 16 rows per call",
 }
@@ -116,6 +118,11 @@ def values(n: int, r: int, dv: int = DV) -> np.ndarray:
     """The values of row r: v[t, k] = ((3(t + r) + 5k) mod 7 − 3)/2 + k for dv ≤ 3, and
     ((3(t + r) + 5k) mod 7 − 3)/2 + ((t + r + k) mod 11 − 5)/4 for a real head dimension (small
     multiples of 1/4, exact in every dtype; the value row repeats every 77 keys)."""
+    return _values(n, r, dv).copy()
+
+
+@lru_cache(maxsize=256)
+def _values(n: int, r: int, dv: int) -> np.ndarray:
     t = np.arange(n)[:, None] + r
     k = np.arange(dv)[None, :]
     if dv <= DV:

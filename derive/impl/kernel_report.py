@@ -14,6 +14,8 @@ from derive.render.markup import plain_math, to_gfm
 
 __all__ = ["KernelReport"]
 
+SHOWN = 16  # entries of a failing row's output printed (a row of 1024 keys: the first 16 and the count)
+
 
 @dataclass
 class KernelReport:
@@ -104,20 +106,22 @@ class KernelReport:
                     head = f" (head {h}: " + ", ".join(f"{k} = {shortest(v)}" for k, v in
                                                     sorted(f.call.row_params(f.row).items())) + ")"
                 lines.append(f"- failing row {f.row}{head}: x = {shown(f.call.x[f.row])}")
-                lines.append(f"- its values v = [{', '.join(listed(t, shortest) for t in f.call.v[f.row])}]")
+                keys = f.call.v[f.row]
+                more = f", … ({len(keys) - 8} more keys)" if len(keys) > 8 else ""
+                lines.append(f"- its values v = [{', '.join(listed(t, shortest, SHOWN) for t in keys[:8])}{more}]")
                 if self.form == "backward":
                     lines.append(f"- dout = {listed(f.call.third[f.row], shortest)}")
             if f.row < 0:
-                lines.append(f"- scores x (every row) = [{', '.join(listed(r, shortest) for r in f.call.x)}]")
+                lines.append(f"- scores x (every row) = [{', '.join(shown(r) for r in f.call.x)}]")
                 if self.form == "backward":
                     lines.append(f"- dout (every row) = [{', '.join(listed(r, shortest) for r in f.call.third)}]")
             if not f.output:  # a parameter's gradient missing from the returned dict
                 lines.append(f"- {f.what} returned: nothing (no {{\"{f.what[1:]}\": …}} in the dparams dict; "
                              f"--no-param-grad leaves this gradient unchecked)")
             else:
-                lines.append(f"- {f.what} returned: {listed(f.output, shortest)}")
-            lines.append(f"- exact: {listed(f.exact, shortest)}")
-            lines.append(f"- error: {listed(f.errors, err)} (allowed: {listed(f.bounds, err)})")
+                lines.append(f"- {f.what} returned: {listed(f.output, shortest, SHOWN)}")
+            lines.append(f"- exact: {listed(f.exact, shortest, SHOWN)}")
+            lines.append(f"- error: {listed(f.errors, err, SHOWN)} (allowed: {listed(f.bounds, err, SHOWN)})")
             lines.append("")
             d = self.diagnosis
             if d is not None and d.matched:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-__all__ = ["agree", "err", "jnum", "listed", "num", "round_to", "shortest", "tex_num", "zero_or_nan"]
+__all__ = ["agree", "agree_all", "err", "jnum", "listed", "num", "round_to", "shortest", "tex_num", "zero_or_nan"]
 
 INF = math.inf
 
@@ -43,8 +43,13 @@ def err(v: float) -> str:
     return format(v, ".3e") if math.isfinite(v) else num(float(v))
 
 
-def listed(xs, fmt) -> str:
-    return "[" + ", ".join(fmt(float(a)) for a in xs) + "]"
+def listed(xs, fmt, most: int | None = None) -> str:
+    """``[a, b, …]`` with ``fmt`` for each entry; with ``most``, the first ``most`` entries and
+    the count of the rest."""
+    xs = list(np.ravel(np.asarray(xs, dtype=object))) if not isinstance(xs, list) else xs
+    shown = xs if most is None or len(xs) <= most else xs[:most]
+    rest = "" if len(shown) == len(xs) else f", … ({len(xs) - len(shown)} more)"
+    return "[" + ", ".join(fmt(float(a)) for a in shown) + rest + "]"
 
 
 def jnum(v, digits: int = 17):
@@ -71,6 +76,17 @@ def agree(y: float, p: float, bound: float) -> tuple[bool, float]:
         return False, INF
     e = abs(y - p)
     return e <= bound, e
+
+
+def agree_all(ys, ps, bounds) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`agree` entry by entry on arrays: (agrees, error) per entry."""
+    y, p, b = (np.asarray(a, dtype=np.float64).ravel() for a in (ys, ps, bounds))
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(p)
+        special = (y == p) | (np.isnan(p) & np.isnan(y))
+        err = np.where(finite, np.where(np.isfinite(y), np.abs(y - p), INF), np.where(special, 0.0, INF))
+        ok = np.where(finite, np.isfinite(y) & (err <= b), special)
+    return ok, err
 
 
 def zero_or_nan(ys) -> bool:
