@@ -205,6 +205,6 @@ def test_the_search_draws_rows_of_1024_keys_and_64_splits():
 
     from derive.impl.kernel_inputs import kernel_cases
 
-    case = find(kernel_cases("split", ("s",), 1), lambda c: len(c[0][0]) >= 1024 and c[1] == 64,
+    case = find(kernel_cases("split", ("s",), 1, long=True), lambda c: len(c[0][0]) >= 1024 and c[1] == 64,
                 settings=settings(max_examples=2000, derandomize=True, database=None))
     assert len(case[0][0]) == 1024 and case[1] == 64

@@ -66,8 +66,9 @@ the sink values spread over the partitions, decided by derive from what it launc
 never by the child). A disagreement is matched against the known kernel faults
 (derive/kernels/faults.py) and their fixes. After the fixed list, Hypothesis
 (derandomized) searches --examples more cases (default 20 in a kernel form: short rows
-of any entries or rows of 65 to 1100 keys, one to three rows, any tile size or split
-count up to 64, sink values) and shrinks a failing one. A backward must return the
+of any entries, one to three rows, any tile size or split count, sink values), then a
+quarter as many (at least one) with rows of 65 to 1100 keys in tiles of 16 to 256 keys or
+up to 64 splits, and shrinks a failing one. A backward must return the
 parameters' gradients unless --no-param-grad. --dim does not apply to a
 kernel form; --timeout, the child process and
 the exit statuses are the same.

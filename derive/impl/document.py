@@ -235,9 +235,10 @@ imports. The report names the list it used, and warns when the output of every p
 set does not change with `block` (the kernel may not use the tile size it is given). Then
 a derandomized Hypothesis search (`--examples`, default 20 per dtype, a count) draws
 partitions the list lacks — up to three full tiles of 1 to 6 keys and a partial one, 1 to
-8 splits of up to 12 keys, or rows of 65 to 1100 keys in tiles of 16 to 256 keys or up to
-64 splits — with one to three rows of any scores (any entry or row masked) and sink
-values, and shrinks a failing case to the simplest one. A disagreement is matched against
+8 splits of up to 12 keys — with one to three rows of any scores (any entry or row masked)
+and sink values, then a quarter as many cases (at least one) with rows of 65 to 1100 keys
+in tiles of 16 to 256 keys or up to 64 splits, and shrinks a failing case to the simplest
+one. A disagreement is matched against
 the known kernel faults of `derive/kernels/faults.py` (the document kernels.md derives and
 refutes them), run on the same inputs by the numeric kernels of
 `derive/kernels/numeric.py`: every fault in every form where it applies (a fault of the

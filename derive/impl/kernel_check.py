@@ -361,13 +361,17 @@ class KernelChecker:
                 aborted.append(exc)
                 return False
 
-        found = search(kernel_cases(self.form, self.free_params, HEADS if self.per_head else 1), fails, budget)
-        if aborted:
-            raise aborted[0]
-        if found is not None:
-            call = as_call(found)
-            result.failure = self.compare(call, self.run_call(call, dtype), tol, result)
-            result.source = "search"
+        # short rows with the budget, then long rows (65 to 1100 keys) with a quarter of it, at least one
+        for long, count in ((False, budget), (True, max(1, budget // 4))):
+            found = search(kernel_cases(self.form, self.free_params, HEADS if self.per_head else 1, long), fails,
+                           count)
+            if aborted:
+                raise aborted[0]
+            if found is not None:
+                call = as_call(found)
+                result.failure = self.compare(call, self.run_call(call, dtype), tol, result)
+                result.source = "search"
+                return
 
     def run(self, tol: Tolerance, examples: int = SEARCH_EXAMPLES) -> KernelResult:
         result = KernelResult(tol.dtype, tol)

@@ -160,10 +160,11 @@ def split_counts(n: int, thin: bool = False) -> list[int]:
 
 
 @st.composite
-def kernel_cases(draw, form: str, free: tuple, sets: int):
+def kernel_cases(draw, form: str, free: tuple, sets: int, long: bool = False):
     """(rows of scores, block | splits | cotangent index, parameter sets), simplest first: short rows
-    of any scores, then long rows (SEARCH_LONG_N keys, real tile sizes and up to 64 splits)."""
-    if draw(st.booleans()):  # long rows: drawn from a seed, scale and pattern, as the row form's
+    of any scores, or with ``long`` rows of SEARCH_LONG_N keys (drawn from a seed, scale and pattern,
+    as the row form's) in real tile sizes or up to 64 splits."""
+    if long:
         n = draw(st.sampled_from(SEARCH_LONG_N))
         third = {"online": st.sampled_from(LONG_BLOCKS), "split": st.integers(1, 64)}.get(form, st.integers(0, 1))
         third = draw(third)
