@@ -78,8 +78,9 @@ def document() -> Document:
             "learned key/value — must enter each of these forms exactly once and in the right units, and that is "
             "where kernel bugs ship. This document proves each form equal to the definition for any number and "
             "size of tiles and splits and any mask (including empty splits, fully masked tiles and fully masked "
-            "rows), derives the backward pass in recompute form, and refutes eleven known faults — ten by certified "
-            "counterexamples, the NaN of an empty split by running it — each with its fix."
+            "rows), derives the backward pass in recompute form, and refutes twelve known faults — ten by certified "
+            "counterexamples, the NaN of an empty split and the underflow of a stored −∞ guard by running them — "
+            "each with its fix."
         ),
         cfg=DEFAULT.merge(examples=20),  # 20 fixed + 20 searched instances per check: the build stays within 15 s
     )
@@ -134,7 +135,7 @@ def _notation(doc: Document) -> None:
         "seed or at finalization. (ii) Partial results of any number $S$ of splits, empty ones included, merge "
         "to the definition, the extra logit added once in the combine. (iii) The log-sum-exp the forward saves "
         "must include the extra logit, and in a base-2 pipeline the extra logit is multiplied by $\\log_2 e$ "
-        "like the scores. (iv) The backward pass in recompute form equals the derivative. (v) Eleven faults "
+        "like the scores. (iv) The backward pass in recompute form equals the derivative. (v) Twelve faults "
         "compute something else, each shown by a certified counterexample."
     )
 
@@ -190,11 +191,12 @@ def _online(doc: Document) -> None:
         "**Fully masked tiles.** The step is proved for any mask, so a tile whose keys are all masked adds "
         "$M_t = 0$ terms and the invariant carries over. The danger is numeric: with $m_b = -\\infty$ (nothing "
         "allowed yet, no extra logit) and a fully masked tile, $m_{b+1} = -\\infty$ and $e^{x_t - m_{b+1}}$ is "
-        "$e^{-\\infty - (-\\infty)}$ = NaN. Kernels guard it by exponentiating against a finite stand-in: "
-        "$m_{b+1}$ if it is finite, else 0 (FlashAttention-2 replaces a running maximum of $-\\infty$ by 0 "
-        "before it exponentiates). The step above holds for any real shifts, so the guard changes nothing "
-        "that is proved; and since every term of a fully masked tile has $M_t = 0$ and the guard keeps "
-        "$m_{b+1} = m_b$, the tile leaves $(m_b, \\ell_b, \\mathrm{acc}_b)$ as it is."
+        "$e^{-\\infty - (-\\infty)}$ = NaN. Kernels guard it by exponentiating against a finite stand-in "
+        "($m_{b+1}$ if it is finite, else 0: FlashAttention-2 replaces a running maximum of $-\\infty$ by 0 "
+        "before it exponentiates) for the exponents only: the stored running max stays $m_{b+1} = -\\infty$. "
+        "(A kernel that stores the stand-in 0 as its max is exact in exact arithmetic, but a later tile of scores "
+        "below about $-745$ then underflows to 0: fault 12, section 7.) The invariant holds for any real shift, "
+        "and with the guard the update of a fully masked tile leaves the state as it is:"
     )
     doc.prose("**Fully masked rows.** With an extra logit the row attends to the extra key alone: the state after "
               "all tiles is the seed, rescaled, and the output is $w$ (0 for a sink, softmax₁ and the zero "
@@ -359,7 +361,7 @@ def _faults(doc: Document) -> None:
     rows = []
     for k, f in enumerate(FAULTS, 1):
         if f.faulty is None:
-            rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, "IEEE NaN, section 7"])
+            rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, f.ieee])
             continue
         shown = lambda e: sp.sympify(e).subs(bw.D, Dn())  # D for ⟨g, out⟩, as in section 5
         step = doc.refutation(shown(f.faulty()), shown(f.correct()), name=f"fault {k}: {f.title}",
@@ -418,6 +420,17 @@ def _kernels_run(doc: Document) -> None:
               f"finalizes $0/0$, and the merge returns {', '.join(str(v) for v in bad)} for the whole row "
               "(IEEE arithmetic: $0 \\cdot \\mathrm{NaN} = \\mathrm{NaN}$). With the guard it returns the "
               "definition (checked above).")
+    late = np.array([-np.inf, -1000.0])
+    good, good_lse = online(late, vs[:2], 1, None)
+    poor, poor_lse = online(late, vs[:2], 1, None, fault="guard_stored_as_max")
+    doc.example_check("the row [−∞, −1000] in tiles of one key", [*good, good_lse], [*vs[1], -1000.0],
+                      detail="out = v₂, lse = −1000: the guard is not stored as the max")
+    if not (np.all(poor == 0) and poor_lse == -np.inf):
+        raise AssertionError("storing the guard as the running max must underflow on [−inf, −1000]")
+    doc.prose("**Fault 12 on the row [−∞, −1000]** in tiles of one key, no extra logit: storing the guard 0 as the "
+              f"running max after the masked first tile gives out = {', '.join(str(float(v)) for v in poor)} and "
+              "lse = −∞, since $e^{-1000 - 0}$ underflows; with the stored max left at $-\\infty$ the second tile "
+              "shifts by −1000 and returns its value row and lse = −1000 (checked above).")
     g = np.round(rng.normal(size=3), 3)
     keep = np.isfinite(xs)
     dx, dv, ds = backward(xs[keep], vs[keep], g, s)

@@ -14,7 +14,8 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.kernel import MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row, split_counts
+from derive.impl.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row,
+                                split_counts)
 from derive.normalizers import get
 from derive.testing import assert_implements
 
@@ -131,10 +132,10 @@ def test_first_counterexample_is_the_smallest_input_and_exact():
     """An empty split seeded with the sink doubles it: on n = 0 keys with s = 0 the lse is ln 2, not 0."""
     report = check_implementation(NP + "sink_split_seeded_twice", "sink", form="split", dtypes=("float64",))
     f = report.failure
-    assert (f.what, f.call.third, f.call.params, f.call.x.shape) == ("lse", 1, {"s": 0.0}, (1, 0))
+    assert (f.what, f.call.third, f.call.params, f.call.x.shape) == ("lse", 1, {"s": 0.0}, (16, 0))
     assert f.output == [math.log(2.0)] and f.exact == [0.0]
     md = report.to_markdown()
-    assert "**Verdict: disagrees** (float64, lse) on scores of shape [1, 0], splits = 1, s = 0.0." in md
+    assert "**Verdict: disagrees** (float64, lse) on scores of shape [16, 0], splits = 1, s = 0.0." in md
     assert "What the faulty kernel does: an empty split returns the seeded state" in md
 
 
@@ -143,7 +144,7 @@ def test_unshifted_one_is_caught_without_keys():
     report = check_implementation(NP + "softmax1_online_unshifted_one", "softmax1", form="online",
                                   dtypes=("float64",))
     f = report.failure
-    assert (f.what, f.call.x.shape, f.output, f.exact) == ("lse", (1, 0), [-math.inf], [0.0])
+    assert (f.what, f.call.x.shape, f.output, f.exact) == ("lse", (16, 0), [-math.inf], [0.0])
     assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
 
 
@@ -176,10 +177,13 @@ def test_fixed_sink_and_a_sink_of_minus_infinity():
         assert report.agrees and report.params == {"s": s} and report.free_params == ()
 
 
-def test_a_missing_parameter_gradient_is_a_note_not_a_pass_of_it():
+def test_a_missing_parameter_gradient_fails_and_is_a_note_only_when_not_asked_for():
     report = check_implementation(NP + "sink_backward_no_dparams", "sink", form="backward", dtypes=("float64",))
-    assert report.agrees
-    assert "returns no gradient for s (no dparams dict): that gradient was not checked" in report.to_markdown()
+    assert not report.agrees and report.failure.what == "ds"
+    unchecked = check_implementation(NP + "sink_backward_no_dparams", "sink", form="backward", dtypes=("float64",),
+                                     param_grad=False)
+    assert unchecked.agrees
+    assert "the gradient of s was not checked (--no-param-grad)" in unchecked.to_markdown()
 
 
 def test_exact_reference_edge_cases():
@@ -216,9 +220,12 @@ def test_the_full_list_crosses_every_sink_value_with_every_partition(form):
     calls = list(KernelChecker(get("sink"), None, form, "natural", 30, {}, ("s",)).calls("float32"))
     part = {"online": blocks, "split": split_counts}[form]
     want = {(n, t, s) for n in ROWS for t in part(n) for s in SINK_VALUES}
-    got = [(c.x.shape[1], c.third, c.params["s"]) for c in calls]
+    got = [(c.x.shape[1], c.third, c.params["s"]) for c in calls if c.x.shape[1] in ROWS]
     assert len(got) == len(set(got)) and set(got) == want
-    assert sum(c.x.shape[0] for c in calls) == {"online": 924, "split": 1295}[form]  # 132, 185 rows × 7 sink values
+    assert all(c.x.shape[0] == 16 for c in calls)  # 16 rows per call
+    long = [(c.x.shape[1], c.third) for c in calls if c.x.shape[1] not in ROWS]  # each real size once
+    assert sorted(long) == sorted((n, t) for n in (200, 1024) for t in part(n))
+    assert sum(c.x.shape[0] for c in calls) == {"online": 4624, "split": 6144}[form]
 
 
 @pytest.mark.parametrize("form", ["online", "split", "backward"])
@@ -246,7 +253,7 @@ def test_the_interpreter_list_spreads_the_sink_values_over_the_partitions(form):
                                                                else 2 <= c.third)]
         assert several, s
     rows = sum(c.x.shape[0] for c in calls)
-    assert rows == {"online": 124, "split": 148}[form]
+    assert rows == {"online": 704, "split": 768}[form]
 
 
 LATE = NP + "sink_online_no_rescale_past_17_tiles"
@@ -259,9 +266,8 @@ def test_a_tile_fault_past_17_tiles_is_caught_by_the_full_list():
     report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
     assert not report.agrees and report.fixed_list == "full"
     md = report.to_markdown()
-    assert ("Fixed list: the full list, every tile size (1, 2, 3, 16, 32, n and n + 1 keys) and split count "
-            "(1, 2, 3, 8, n, n + 1 and 2n + 3) with every sink value.") in md
-    assert "**Verdict: disagrees** (float64, out) on scores of shape [2, 40], block = 1, s = 0.0.\n" in md
+    assert f"Fixed list: {FIXED_LISTS['full']}." in md
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [16, 40], block = 1, s = 0.0.\n" in md
     assert "- out returned: [0.026861020731092686, 0.9308665752377254, 1.9177493113190245]" in md
     assert "- exact: [0.19588072344537905, 0.8464458420816037, 1.8862840695657492]" in md
     data = report.as_json()
@@ -269,18 +275,18 @@ def test_a_tile_fault_past_17_tiles_is_caught_by_the_full_list():
     assert data["results"][0]["searched"] == 0
 
 
-def test_the_interpreter_list_misses_it(monkeypatch):
+def test_the_interpreter_list_catches_it_on_rows_of_1024_keys(monkeypatch):
     """The same target as if derive had launched it under Triton's interpreter with a Triton
-    kernel in its file (the parent's decision forced): the interpreter list and the search agree
-    with it. This is the price of the thinned list, paid only there."""
+    kernel in its file (the parent's decision forced): the thinned list keeps at most 17 tiles on
+    rows of up to 64 keys, but its rows of 1024 keys in tiles of 16 (64 tiles) show the fault."""
     import derive.impl.api as api
 
     monkeypatch.setattr(api, "interpreted", lambda env, target: True)
-    report = check_implementation(LATE, "sink", form="online", dtypes=("float64",))
-    assert report.agrees and report.fixed_list == "interpreter" and report.results[0].searched == 20
-    assert ("Fixed list: the interpreter list (the target runs under Triton's CPU interpreter), at most 17 tiles "
-            "or splits per row and the sink values spread over the tile sizes and split counts, 1 per partition "
-            "in turn.") in report.to_markdown()
+    report = check_implementation(LATE, "sink", form="online", dtypes=("float64",), examples=1)
+    assert not report.agrees and report.fixed_list == "interpreter"
+    md = report.to_markdown()
+    assert f"Fixed list: {FIXED_LISTS['interpreter']}." in md
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [16, 1024], head dimension 64, block = 16" in md
 
 
 def test_a_kernel_that_claims_the_interpreter_gets_the_full_list():
@@ -291,7 +297,7 @@ def test_a_kernel_that_claims_the_interpreter_gets_the_full_list():
     report = check_implementation("tests/zoo/claims_interpreter.py:sink_online_no_rescale_past_17_tiles", "sink",
                                   form="online", dtypes=("float64",), env={"TRITON_INTERPRET": "1"})
     assert not report.agrees and report.fixed_list == "full"
-    assert "**Verdict: disagrees** (float64, out) on scores of shape [2, 40], block = 1, s = 0.0.\n" \
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [16, 40], block = 1, s = 0.0.\n" \
         in report.to_markdown()
 
 
@@ -317,10 +323,9 @@ def test_extra_per_tile_named_where_a_row_of_no_key_is_nan():
     report = check_implementation(NP + "sink_online_extra_per_tile_unguarded", "sink", form="online",
                                   dtypes=("float64",))
     md = report.to_markdown()
-    assert "**Verdict: disagrees** (float64, out) on scores of shape [1, 0], block = 1, s = 0.0." in md
+    assert "**Verdict: disagrees** (float64, out) on scores of shape [16, 0], block = 1, s = 0.0." in md
     assert "- out returned: [nan, nan, nan]" in md
-    assert "**Known kernel fault: extra logit added per tile or per split** (`extra_per_tile`, matched on 21 " \
-           "probe rows)." in md, md
+    assert "**Known kernel fault: extra logit added per tile or per split** (`extra_per_tile`, matched on " in md, md
     assert "NaN" not in md.split("Known kernel fault")[1]
 
 
@@ -342,12 +347,12 @@ def test_the_worker_environment_hook_is_set_before_import():
 
 
 @pytest.mark.parametrize("fn,norm,form,message", [
-    ("wrong_out_shape", "softmax", "online", "returned out of shape [1, 0]; expected [1, 3]"),
-    ("one_row_only", "softmax", "online", "returned out of shape [1, 1, 3]; expected [1, 3] for scores of shape "
-                                          "[1, 0] and values of shape [1, 0, 3] (the kernel forms pass every row "
+    ("wrong_out_shape", "softmax", "online", "returned out of shape [16, 0]; expected [16, 3]"),
+    ("one_row_only", "softmax", "online", "returned out of shape [16, 16, 3]; expected [16, 3] for scores of shape "
+                                          "[16, 0] and values of shape [16, 0, 3] (the kernel forms pass every row "
                                           "of a length in one call"),
     ("raises_on_empty", "softmax", "online", "raised ValueError: no keys on a valid float64 input in online form"),
-    ("sink_ds_per_row", "sink", "backward", "returned the gradient of s with shape [1]; s was passed as a scalar"),
+    ("sink_ds_per_row", "sink", "backward", "returned the gradient of s with shape [16]; s was passed as a scalar"),
     ("unknown_param_grad", "softmax", "backward", "returned a gradient for 'tau', which is not a parameter"),
     ("sink_without_s", "sink", "online", "does not take as a keyword: declare it (e.g. `def fn(x, v, block, *, s)`)"),
 ])
@@ -493,10 +498,10 @@ def test_a_sink_per_head_agrees_in_every_form(fn, form):
 def test_per_head_calls_put_the_sink_values_side_by_side():
     calls = list(KernelChecker(get("sink"), None, "backward", "natural", 30, {}, ("s",), True).calls("float64"))
     first = calls[0]
-    assert first.lead == (1, 2) and first.heads == 2 and first.params["s"].tolist() == [0.0, 1.5]
+    assert first.lead == (16, 2) and first.heads == 2 and first.params["s"].tolist() == [0.0, 1.5]
     assert [first.row_sigma(r) for r in range(2)] == [0.0, 1.5]
     x, v, dout = first.args()
-    assert x.shape == (1, 2, 0) and v.shape == (1, 2, 0, 3) and dout.shape == (1, 2, 3)
+    assert x.shape == (16, 2, 0) and v.shape == (16, 2, 0, 3) and dout.shape == (16, 2, 3)
     assert {float(s) for c in calls for s in c.params["s"]} >= {0.0, 1.5, -2.0, 30.0, -30.0, 1e4}
     assert any(math.isinf(s) for c in calls for s in c.params["s"])
 
@@ -520,7 +525,7 @@ def test_a_per_head_sink_gradient_zero_or_of_the_wrong_sign_is_named(fn, fault):
     report = check_implementation(PH + fn, "sink", form="backward", per_head=True, dtypes=("float64",))
     assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
     f = report.failure
-    assert f.what == "ds" and f.row == -1 and len(f.output) == 2 and f.call.lead == (4, 2)
+    assert f.what == "ds" and f.row == -1 and len(f.output) == 2 and f.call.lead == (16, 2)
 
 
 def test_a_per_head_sink_gradient_summed_over_every_row_is_refuted_per_entry():
@@ -531,16 +536,16 @@ def test_a_per_head_sink_gradient_summed_over_every_row_is_refuted_per_entry():
     report = check_implementation(PH + "sink_backward_summed_over_heads", "sink", form="backward", per_head=True,
                                   dtypes=("float64",))
     md = report.to_markdown()
-    assert "**Verdict: disagrees** (float64, ds) on scores of shape [4, 2, 1], s = [-2.0, 30.0] (one per head)." \
+    assert "**Verdict: disagrees** (float64, ds) on scores of shape [16, 2, 1], s = [-2.0, 30.0] (one per head)." \
         in md
-    assert "- exact: [-0.7899636143380296, 1.9911124699618046e-12]" in md  # head 1: its values negated
+    assert "- exact: [-5.575618400152315, 3.6433944960037916e-11]" in md  # head 1: its values negated
     assert report.failure.output[0] == report.failure.output[1]  # one number in both entries
     assert "No known kernel fault of the backward form matches" in md
 
 
 def test_a_per_head_sink_gradient_not_summed_is_a_usage_error():
-    with pytest.raises(InputError, match=r"returned the gradient of s with shape \[1, 2\]; s was passed per head "
-                                         r"with shape \[2\] \(scores of shape \[1, 2, 0\]\), so its gradient has "
+    with pytest.raises(InputError, match=r"returned the gradient of s with shape \[16, 2\]; s was passed per head "
+                                         r"with shape \[2\] \(scores of shape \[16, 2, 0\]\), so its gradient has "
                                          r"shape \[2\]: entry h is the sum over the rows of head h"):
         check_implementation(PH + "sink_backward_not_summed", "sink", form="backward", per_head=True,
                              dtypes=("float64",))
@@ -569,7 +574,7 @@ def test_the_search_reaches_a_partition_the_fixed_list_lacks():
             "search after the fixed list, shrunk).") in md, md
     assert "- out returned: [0.0, 0.0, 0.0]" in md and "- exact: [0.3, 1.0, 1.7]" in md
     r = report.results[0]
-    assert r.source == "search" and r.calls == 40 and r.searched > 20  # the full list; 20 drawn, then shrinking
+    assert r.source == "search" and r.calls == 49 and r.searched > 20  # the full list; 20 drawn, then shrinking
     again = check_implementation(NP + "softmax_online_short_tail", "softmax", form="online", dtypes=("float64",))
     assert again.to_json() == report.to_json()  # derandomized: the same search every run
 
@@ -577,13 +582,13 @@ def test_the_search_reaches_a_partition_the_fixed_list_lacks():
 @pytest.mark.slow
 def test_the_search_budget_is_a_count():
     report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",))
-    assert report.agrees and report.results[0].searched == 20 and report.results[0].source == ""
+    assert report.agrees and report.results[0].searched == 25 and report.results[0].source == ""  # 20 + 20/4 long
     report = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float64",), examples=3)
-    assert report.agrees and report.results[0].searched == 3
-    assert report.as_json()["results"][0]["searched"] == 3
+    assert report.agrees and report.results[0].searched == 4
+    assert report.as_json()["results"][0]["searched"] == 4
     report = check_implementation(PH + "sink_backward", "sink", form="backward", dtypes=("float64",), examples=5,
                                   per_head=True)
-    assert report.agrees and report.results[0].searched == 5
+    assert report.agrees and report.results[0].searched == 6
 
 
 def test_a_per_head_failure_names_the_head_of_the_failing_row():
@@ -591,7 +596,7 @@ def test_a_per_head_failure_names_the_head_of_the_failing_row():
     report = check_implementation(PH + "sink_online_first_head_only", "sink", form="online", per_head=True,
                                   dtypes=("float64",))
     md = report.to_markdown()
-    assert "**Verdict: disagrees** (float64, lse) on scores of shape [1, 2, 0], block = 1, s = [0.0, 1.5] (one per " \
+    assert "**Verdict: disagrees** (float64, lse) on scores of shape [16, 2, 0], block = 1, s = [0.0, 1.5] (one per " \
            "head)." in md
     assert "- failing row 1 (head 1: s = 1.5): x = []" in md and "- exact: [1.5]" in md
     assert report.as_json()["results"][0]["failure"]["params"] == {"s": [0.0, 1.5]}

@@ -264,10 +264,12 @@ ZOO = "tests/zoo/triton_kernels"
 @pytest.mark.parametrize("target, form, code, text", [
     ("online.py:sink_online", "online", 0, "**Verdict: agrees**"),
     ("online.py:sink_online_sink_per_tile", "online", 1, "**Verdict: disagrees** (float32, out) on scores of shape "
-                                                        "[1, 0], block = 1, s = 0.0.\n\n- failing row 0: x = []\n"
+                                                        "[16, 0], block = 1, s = 0.0.\n\n- failing row 0: x = []\n"
                                                         "- its values v = []\n- out returned: [nan, nan, nan]"),
     ("online.py:sink_online_sink_per_tile", "online", 1, "**Known kernel fault: extra logit added per tile or per "
-                                                        "split** (`extra_per_tile`, matched on 21 probe rows)."),
+                                                        "split** (`extra_per_tile`, matched on "),
+    ("online.py:sink_online_no_rescale_past_20_tiles", "online", 1, "**Verdict: disagrees** (float32, out) on scores "
+                                                                   "of shape [16, 1024], head dimension 64, block = 16"),
     ("split.py:sink_split_sink_per_split", "split", 1, "**Known kernel fault: extra logit added per tile or per "
                                                       "split** (`extra_per_tile`"),
     ("split.py:sink_split_empty_as_sink", "split", 1, "**Known kernel fault: extra logit seeded twice when a split "
@@ -322,12 +324,12 @@ def test_a_numpy_target_that_loads_triton_gets_the_full_list(zoo, capsys, monkey
                              "--dtype", "float32", "--triton-interpret")
         assert (got, err) == (1, ""), out
         assert "Fixed list: the full list" in out
-        assert "**Verdict: disagrees** (float32, out) on scores of shape [2, 40], block = 1, s = 0.0." in out
+        assert "**Verdict: disagrees** (float32, out) on scores of shape [16, 40], block = 1, s = 0.0." in out
     torch_target = check_implementation("tests/zoo/kernels_torch.py:sink_online", "sink", form="online",
                                         dtypes=("float32",), env={VAR: "1"}, examples=1)
     assert (torch_target.api, torch_target.fixed_list, torch_target.agrees) == ("torch", "full", True)
-    r = torch_target.results[0]  # every block of every length (40, on 132 rows) with every sink value
-    assert (r.calls, r.rows) == (40 * 7, 132 * 7)
+    r = torch_target.results[0]  # every block of the 9 short lengths (40) with every sink value, 16 rows per
+    assert (r.calls, r.rows) == (40 * 7 + 9, (40 * 7 + 9) * 16)  # call, then the 9 real-size partitions
 
 
 # ---- child_env: no triton needed ----------------------------------------------------------------

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import re
+import contextlib
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
@@ -68,22 +72,30 @@ that fails with its smallest counterexample, and the classes that pass; so do th
 split and backward forms. --assume ITEM states a kernel's contract (finite-sinks=LO:HI,
 finite-scores, block=pow2, ...): derive tests inside it and prints what it assumed.
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
---lse kv-only (without the extra logit). Inputs are a fixed adversarial list (n = 0 to
-64, tiles of 1 key to more than n, 1 to 2n + 3 splits, ties split across tiles, fully
-masked tiles and splits, empty splits, every sink value from -inf to 1e4 on every
-partition, scores up to +-1e4; under Triton's CPU interpreter, which pays per row and
-per tile, at most 17 tiles or splits and the sink values spread over the partitions);
-a disagreement is
-matched against the known kernel faults (derive/kernels/faults.py) and their fixes.
-After the fixed list, Hypothesis (derandomized) searches --examples more cases (default
-20 in a kernel form: n <= 12 keys, one to three rows, any entry or row masked, any tile
-size or split count, sink values) and shrinks a failing one. --dim does not apply to a
+--lse kv-only (without the extra logit). Inputs are a fixed adversarial list, 16 rows per call in
+batch and head layouts (n = 0 to 64 with tiles of 1 key to more than n, 1 to 2n + 3
+splits, every sink value from -inf to 1e4 on every partition; n = 200 and 1024 with
+tiles of 16, 64, 128, 256 and n keys, 3, 8 and 64 splits and head dimensions 64 and
+128; ties split across tiles, fully masked tiles and splits, empty splits, scores up to
++-1e4; under Triton's CPU interpreter, which pays per row and per tile, fewer tiles and
+the sink values spread over the partitions, decided by derive from what it launched,
+never by the child). A disagreement is matched against the known kernel faults
+(derive/kernels/faults.py) and their fixes. After the fixed list, Hypothesis
+(derandomized) searches --examples more cases (default 20 in a kernel form: short rows
+of any entries, one to three rows, any tile size or split count, sink values), then a
+quarter as many (at least one) with rows of 65 to 1100 keys in tiles of 16 to 256 keys or
+up to 64 splits, and shrinks a failing one. A backward must return the
+parameters' gradients unless --no-param-grad. --dim does not apply to a
 kernel form; --timeout, the child process and
 the exit statuses are the same.
 Triton kernels run without a GPU under Triton's own CPU interpreter: --triton-interpret
 sets TRITON_INTERPRET=1 in the child process before TARGET is imported, so the real
 kernel code runs on CPU tensors. It is set anyway, with a note on stderr, when TARGET's
 file imports triton and torch reports no CUDA device.
+
+--output FILE writes the report to FILE (replaced atomically) once every child process
+of the check has ended, instead of to standard output: a report no process of the user's
+code can write into (see the threat model in docs/impl-check.md).
 
 Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
@@ -141,10 +153,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--kw", action="append", default=[], metavar="ROLE=NAME",
                        help="the keyword the function takes for a role (scale, causal, mask, sinks, start_q, window, "
                             "block), when its name is not one derive knows")
+    parser.add_argument("--no-param-grad", action="store_true",
+                        help="--form backward: do not require the gradient of the normalizer's parameters (a sink's "
+                             "ds); by default a backward that returns none disagrees")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="report format")
+    parser.add_argument("--output", metavar="FILE", default=None,
+                        help="write the report to FILE (atomically, after every child process has ended) instead of "
+                             "standard output")
     parser.add_argument("--triton-interpret", action="store_true",
                         help="run Triton kernels under Triton's CPU interpreter (TRITON_INTERPRET=1 in the child "
                              "process); automatic, with a note, when TARGET imports triton and there is no CUDA device")
+
+
+def write_report(path: str, text: str) -> None:
+    """``text`` to ``path`` through a new file in the same directory, renamed over it: a reader
+    sees the old report or the whole new one. Called after the check, when the child processes
+    (and their sessions) have been ended."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"--output {path}: is a directory")
+    if not target.parent.is_dir():
+        raise InputError(f"--output {path}: no directory {target.parent}")
+    fd, tmp = tempfile.mkstemp(prefix=".derive-report-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(f"--output {path}: cannot write it ({exc.strerror})") from None
 
 
 def _params(pairs: list[str]) -> dict:
@@ -183,10 +221,17 @@ def _attention(args) -> dict | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output and not Path(args.output).parent.is_dir():  # before any user code runs
+        raise InputError(f"--output {args.output}: no directory {Path(args.output).parent}")
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
                                   env=child_env(args.triton_interpret, args.target), per_head=args.per_head,
-                                  assume=args.assume, attention=_attention(args))
-    sys.stdout.write(report.to_json() if args.format == "json" else report.to_markdown())
+                                  assume=args.assume, attention=_attention(args),
+                                  param_grad=not args.no_param_grad)
+    text = report.to_json() if args.format == "json" else report.to_markdown()
+    if args.output:
+        write_report(args.output, text)
+    else:
+        sys.stdout.write(text)
     return report.exit_code()

@@ -1,9 +1,9 @@
-"""The child process that imports a FlexAttention modifier and traces it with torch.fx.
+"""The sandbox service that imports a FlexAttention modifier and traces it with torch.fx.
 
-Started by :mod:`derive.flex.trace` through :class:`derive.impl.target.Worker` (the same
+Started by :mod:`derive.flex.trace` through :class:`derive.sandbox.process.Worker` (the same
 isolation as ``derive impl``: its own session, a timeout per request, standard output
-watched). It runs as a plain script: it imports neither derive nor SymPy, only torch.
-Every request gets one reply, a JSON header line (no pickle, no code):
+watched) and served by :mod:`derive.sandbox.child`: it imports neither derive nor SymPy, only
+torch. Every request gets one reply from :func:`handle`, a JSON header line (no pickle, no code):
 
 * ``("hello",)`` → ``("ok", None)`` once torch is imported, or ``("notorch",)``;
 * ``("trace", file, name, args, kind, sys_path)`` → ``("ok", tree, cpu_seconds)`` or ``("error", line, text)``.
@@ -20,13 +20,16 @@ from __future__ import annotations
 import builtins
 import importlib.util
 import io
-import json
 import operator
 import os
 import sys
 import time
 import traceback
-from multiprocessing.connection import Connection
+
+try:
+    import derive_sandbox_child as sandbox  # installed by the sandbox's runner, in the child
+except ImportError:  # imported in derive's own process (documentation, tools)
+    from derive.sandbox import child as sandbox
 
 _OPEN = io.open  # kept before the guard replaces it, to read the source line
 ARGS = {"score": ("score", "b", "h", "q_idx", "kv_idx"), "mask": ("b", "h", "q_idx", "kv_idx")}
@@ -38,11 +41,7 @@ class Untraceable(Exception):
         self.line, self.text = line, text
 
 
-def _brief(exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0]
-    if len(first) > 160:
-        first = first[:157] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+_brief = sandbox.brief
 
 
 def _user_line(tb, path: str):
@@ -317,49 +316,33 @@ def _source_line(path, line):
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def main(rfd: int, wfd: int) -> None:
-    conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
-    sys.stdout = sys.stderr  # fd 1 is watched by the parent
-    while True:
-        try:
-            msg = conn_in.recv()
-        except EOFError:
-            return
-        if msg[0] == "hello":  # torch is imported before any user code runs, outside its timeout
-            try:
-                import torch
-                import torch.fx  # noqa: F401
-            except ImportError:
-                reply = ("notorch",)
-            else:
-                reply = ("ok", None)
-            conn_out.send_bytes(json.dumps(list(reply)).encode() + b"\n")
-            continue
-        if msg[0] != "trace":
-            return
-        _, path, name, args, kind, sys_path = msg
-        sys.path[:] = list(sys_path)
+def handle(msg: tuple):
+    """One request → its reply; None (an unknown request) ends the child. A ``sys.exit`` from the
+    user's code is left to the sandbox (the reply ``("exit", code)``, then the child ends)."""
+    if msg[0] == "hello":  # torch is imported before any user code runs, outside its timeout
         try:
             import torch
+            import torch.fx  # noqa: F401
+        except ImportError:
+            return ("notorch",)
+        return ("ok", None)
+    if msg[0] != "trace":
+        return None
+    _, path, name, args, kind, sys_path = msg
+    sys.path[:] = list(sys_path)
+    try:
+        import torch
 
-            start = time.process_time()
-            with _Guard(torch):
-                tree = trace(path, name, args, kind)
-            reply = ("ok", tree, time.process_time() - start)  # CPU seconds, for benchmarks only
-        except Untraceable as exc:
-            reply = ("error", exc.line, exc.text)
-        except SystemExit as exc:
-            conn_out.send_bytes(json.dumps(["exit", str(exc.code)]).encode() + b"\n")
-            sys.stderr.flush()
-            os._exit(0)
-        except RecursionError:
-            reply = ("error", None, "the modifier recursed too deeply")
-        except BaseException as exc:  # noqa: BLE001 - importing or building the modifier raised
-            line = _user_line(traceback.extract_tb(exc.__traceback__), os.path.abspath(path))
-            reply = ("error", line, f"the modifier raised {_brief(exc)}")
-        sys.stderr.flush()
-        conn_out.send_bytes(json.dumps(list(reply)).encode() + b"\n")
-
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+        start = time.process_time()
+        with _Guard(torch):
+            tree = trace(path, name, args, kind)
+        return ("ok", tree, time.process_time() - start)  # CPU seconds, for benchmarks only
+    except Untraceable as exc:
+        return ("error", exc.line, exc.text)
+    except SystemExit:
+        raise
+    except RecursionError:
+        return ("error", None, "the modifier recursed too deeply")
+    except BaseException as exc:  # noqa: BLE001 - importing or building the modifier raised
+        line = _user_line(traceback.extract_tb(exc.__traceback__), os.path.abspath(path))
+        return ("error", line, f"the modifier raised {_brief(exc)}")

@@ -3,7 +3,7 @@
 ``FILE.py:NAME`` names a modifier, ``FILE.py:FACTORY(ARGS)`` one a factory returns (the
 arguments are Python literals, read with :func:`ast.literal_eval`, never run). The child
 (:mod:`derive.flex.child`) imports the file and traces the function with ``torch.fx``, in
-the sandbox of ``derive impl`` (:class:`derive.impl.target.Worker`: its own session, a
+the sandbox of ``derive impl`` (:class:`derive.sandbox.process.Worker`: its own session, a
 timeout, standard output watched). What comes back is a tree of whitelisted ops, which
 :mod:`derive.flex.tree` turns into SymPy; no reply is unpickled or evaluated.
 """
@@ -69,7 +69,7 @@ def parse_ref(text: str) -> tuple[str, str, list | None]:
 
 def trace(text: str, kind: str, base: Path, timeout: float = DEFAULT_TIMEOUT) -> Traced:
     """Trace the modifier ``text`` (relative to the folder ``base``); InputError when it cannot be."""
-    from derive.impl.target import Worker
+    from derive.sandbox.process import Worker
 
     where, name, args = parse_ref(text)
     path = (base / where).resolve()
@@ -78,7 +78,7 @@ def trace(text: str, kind: str, base: Path, timeout: float = DEFAULT_TIMEOUT) ->
     if importlib.util.find_spec("torch") is None:
         raise InputError(NO_TORCH)
     sys_path = [str(path.parent)] + [p for p in sys.path if p]
-    worker = Worker(f"the {kind}_mod {text}", max(timeout, IMPORT_TIMEOUT), script=CHILD)
+    worker = Worker(f"the {kind}_mod {text}", max(timeout, IMPORT_TIMEOUT), None, CHILD)
     try:
         reply = worker.request(("hello",), "importing torch")
         if reply[0] == "ok":

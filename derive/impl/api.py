@@ -11,7 +11,7 @@ from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
 from derive.impl.attention import check_attention
 from derive.impl.contract import parse_contract
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
+from derive.impl.kernel import FORMS, HEADS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
 from derive.impl.numbers import round_to
 from derive.impl.masked import rule
 from derive.impl.report import Report
@@ -52,7 +52,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                          cfg: Settings = DEFAULT, name: str | None = None,
                          timeout: float = DEFAULT_TIMEOUT, form: str = "row", lse: str = "natural",
                          env: dict | None = None, per_head: bool = False, assume=(),
-                         attention: dict | None = None):
+                         attention: dict | None = None, param_grad: bool = True):
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
     The function is imported and called only in a child process (:mod:`.target`), whose
@@ -64,6 +64,9 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     one per head, along the last leading axis of the scores (…, H, n). ``assume`` is the
     contract (:mod:`.contract`, ``--assume`` items); ``attention`` the settings of the attention
     form (:func:`derive.impl.attention.check_attention`: layout, scale, causal, ...).
+    ``param_grad=False``
+    (``--no-param-grad``) leaves the gradient of the normalizer's parameters unchecked in the
+    backward form; by default a backward that returns none disagrees.
     """
     contract = parse_contract(list(assume or ()), DTYPES)
     if form not in ("row", "attention") + FORMS:
@@ -105,7 +108,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     _check_given(norm, dict(params or {}))
     if form != "row" and dim != -1:
         raise InputError(f"--dim applies to --form row; in {form} form the keys are the last axis of the scores")
-    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env)
+    target = load(fn_or_spec, label, norm.params, dim, dtypes[0], timeout, form=form, env=env,
+                  heads=HEADS if per_head and norm.params else 0)
     try:
         if form == "attention":
             report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
@@ -116,7 +120,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                     raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy "
                                      f"arrays")
             report = check_kernel(target, norm, tols, dict(params or {}), form, lse, cfg, per_head,
-                                  searched, thin=interpreted(env, fn_or_spec), contract=contract)
+                                  searched, thin=interpreted(env, fn_or_spec), contract=contract,
+                                  param_grad=param_grad)
         else:
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later

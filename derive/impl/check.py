@@ -18,6 +18,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
+from derive.impl.numbers import agree
 from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, search,
                                 special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
@@ -111,16 +112,6 @@ class DtypeResult:
     stopped: str = ""  # the function raised on a later input after a failure: the check stopped there
 
 
-def _ok(y: float, p, bound: float) -> tuple[bool, float]:
-    pf = float(p)
-    if not math.isfinite(y):
-        return False, math.inf
-    err = abs(y - pf)
-    return err <= bound, err
-
-
-
-
 def _index(r: int, shape) -> tuple:
     return tuple(int(i) for i in np.unravel_index(r, shape[:-1])) if len(shape) > 1 else ()
 
@@ -184,7 +175,7 @@ class Checker:
                     result.conventions[conv] = result.conventions.get(conv, 0) + 1
                 continue
             bounds = [tol.bound(m, kap) for m in ex.scales]
-            checks = [_ok(yv, p, b) for yv, p, b in zip(out, ex.values, bounds)]
+            checks = [agree(yv, float(p), b) for yv, p, b in zip(out, ex.values, bounds)]
             errs = [e for _, e in checks]
             if result is not None:
                 for e, b in zip(errs, bounds):

@@ -20,6 +20,7 @@ from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
 from derive.impl.faults import SINKS, variants, words
 from derive.impl.masked import convention
+from derive.impl.numbers import shortest
 from derive.impl.inputs import DEFAULT_PROBE, PROBE_ROWS, PROBE_VALUES, param_sets
 from derive.impl.reference import exact_row
 from derive.impl.tolerance import Tolerance, kappa
@@ -202,15 +203,7 @@ def _factor(probes: list[_Probe], bad: list[_Probe]) -> list[str]:
 
 
 def _row(row) -> str:
-    return "[" + ", ".join(_num(v) for v in row) + "]"
-
-
-def _num(v: float) -> str:
-    if v == math.inf:
-        return "inf"
-    if v == -math.inf:
-        return "-inf"
-    return repr(float(v))
+    return "[" + ", ".join(shortest(v) for v in row) + "]"
 
 
 def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:

@@ -204,30 +204,52 @@ zero_token and sink), against the exact definition of `out`, `lse` and the gradi
 | `backward` | `fn(x, v, dout, **params)` | `(dx, dv)` or `(dx, dv, {{"s": ds}})` |
 
 The scores `x` (…, n) come first (−∞ marks a masked key), the values `v` (…, n, dv) second.
-Every row of one length is passed in one call, with one or two leading dimensions (…, n):
-a function written for a single row (n,) must loop over them, else the shape it returns
-is refused (exit 2). The normalizer's parameters are keywords (a sink: `def fn(x, v, splits, *, s)`), and a
-parameter's gradient has the parameter's shape (a scalar sink shared by every row: the sum
-over rows). With `--per-head` the parameters are arrays of shape (H,), one per head along
-the last leading axis of `x` (…, H, n) (the check passes (R, 2, n) with two sink values side
-by side), and a gradient has shape (H,): entry h the sum over the rows of head h (a
-per-row gradient, not summed, is refused with exit 2). A returned `lse` is the natural log-sum-exp including the extra logit;
+Every row of one length is passed in one call, 16 rows or more, with one or two leading
+dimensions (…, n) — (R, n), (1, R, n) and a batch of two, (2, R/2, n), in turn, so a kernel
+that reads batch 0 for every batch fails: a function written for a single row (n,) must
+loop over them, else the shape it returns is refused (exit 2). The normalizer's parameters
+are keywords (a sink: `def fn(x, v, splits, *, s)`, or `**params`), and a parameter's
+gradient has the parameter's shape (a scalar sink shared by every row: the sum over rows; a
+numpy scalar such as `dS.sum()` is a scalar); a backward that returns no gradient for a
+parameter disagrees, unless `--no-param-grad` says it is not meant to. With `--per-head`
+the parameters are arrays of shape (H,), one per head along the last leading axis of `x`
+(…, H, n) (the check passes (R, 2, n) with two sink values side by side, from the first
+call on, so a kernel written for (B, H, n) with `s[h]` loads), and a gradient has shape
+(H,): entry h the sum over the rows of head h (a per-row gradient, not summed, is refused
+with exit 2). A returned `lse` is the natural log-sum-exp including the extra logit;
 `--lse base2` and `--lse kv-only` select the other conventions. The inputs are a fixed
-adversarial list: n = 0 to 64 keys, tiles of one key and of more than n, ties split
-across tiles, a first tile or split with every key masked, empty splits (splits > n),
-fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4. For numpy and torch
-targets (and Triton on a GPU) it is {FIXED_LISTS["full"]}. When the child process reports
-that triton is loaded with its CPU interpreter on (see *Triton kernels without a GPU*
-below) it is {FIXED_LISTS["interpreter"]}: the interpreter runs one program per row, one
-after the other, and pays milliseconds per row and per tile. The report names the list it
-used. Then a derandomized
-Hypothesis search (`--examples`, default 20 per dtype, a count) draws partitions the list
-lacks — up to three full tiles of 1 to 6 keys and a partial one, 1 to 8 splits of up to 12
-keys — with one to three rows of any scores (any entry or row masked) and sink values, and
-shrinks a failing case to the simplest one. A
-disagreement is matched against the known kernel faults of `derive/kernels/faults.py`
-(the document kernels.md derives and refutes them), run on the same inputs by the numeric
-kernels of `derive/kernels/numeric.py`. Tolerance: {to_gfm(KERNEL_TOLERANCE_RULE, inline=True)}
+adversarial list: n = 0 to 64 keys with tiles of one key and of more than n, ties split
+across tiles, a first tile or split with every key masked, a masked tile before a score of
+−1000 (a kernel that stores the −∞ guard as its running max underflows there), empty
+splits (splits > n), fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4;
+then rows of 200 and 1024 keys (a maximum that grows in every tile, spikes past key 64 and
+past the 20th tile, masked first splits, masked blocks, large magnitudes) with the real
+tile sizes 64, 128 and 256 (and 16: 64 tiles), 3, 8 and 64 splits and head dimensions 64
+and 128. The exact values are computed in ball arithmetic (python-flint `arb`), summing
+keys with equal value rows first, so rows of 1024 keys cost milliseconds. For numpy and
+torch targets (and Triton on a GPU) it is {FIXED_LISTS["full"]}. When derive started the
+child with Triton's CPU interpreter on and the target's own file defines a Triton kernel
+(see *Triton kernels without a GPU* below) it is {FIXED_LISTS["interpreter"]}: the
+interpreter runs one program per row, one after the other, and pays milliseconds per row
+and per tile. derive decides this in its own process from what it launched, never from
+anything the child reports, so a numpy kernel gets the full list whatever its module
+imports. The report names the list it used, and warns when the output of every parameter
+set does not change with `block` (the kernel may not use the tile size it is given). Then
+a derandomized Hypothesis search (`--examples`, default 20 per dtype, a count) draws
+partitions the list lacks — up to three full tiles of 1 to 6 keys and a partial one, 1 to
+8 splits of up to 12 keys — with one to three rows of any scores (any entry or row masked)
+and sink values, then a quarter as many cases (at least one) with rows of 65 to 1100 keys
+in tiles of 16 to 256 keys or up to 64 splits, and shrinks a failing case to the simplest
+one. A disagreement is matched against
+the known kernel faults of `derive/kernels/faults.py` (the document kernels.md derives and
+refutes them), run on the same inputs by the numeric kernels of
+`derive/kernels/numeric.py`: every fault in every form where it applies (a fault of the
+extra logit — once per tile or split, log₂e missing, the score scale on it, an unshifted
++1 — is one transformation of the logit, tried in the online and the split form), on
+every output the kernel returns (an lse fault is matched on the lse), and against the
+other normalizers of the family ("the output equals softmax₁": a sink kernel called
+without a sink). A fault is named only when its model also gives the counterexample
+printed. Tolerance: {to_gfm(KERNEL_TOLERANCE_RULE, inline=True)}
 
 A split-KV kernel with a sink, `review_split.py`:
 
@@ -269,6 +291,37 @@ CI gate that reads `--format json` never sees a truncated report or a zero exit 
 function that exited early. An exception inside derive's own engine is also exit 2, with
 "please report this": it is never turned into a verdict.
 
+## Threat model
+
+What derive guarantees against code that is hostile, not only wrong:
+
+- **The exit status is the verdict**, decided in derive's own process: 0 agrees, 1
+  disagrees, 2 no verdict. Nothing the child sends is taken as a verdict or a report: it
+  answers with arrays over a private pipe, which derive decodes without pickle and checks
+  against the shapes it asked for; anything else ends the check with exit 2.
+- **The child cannot set its own coverage.** Which inputs run — the full list or the
+  interpreter's — is decided by derive from what it launched (the environment it gave the
+  child and the target's source file, read, never imported), not from anything the child
+  reports: a kernel that loads a module named triton or sets `TRITON_INTERPRET` in its own
+  process still gets the full list.
+- Standard output belongs to the report: a child that writes to file descriptor 1 ends the
+  check with exit 2. `--output FILE` writes the report to FILE only after every child
+  process (and the session it ran in) has ended, through a new file renamed over FILE, so
+  the report is complete and written by derive alone.
+
+What it cannot guarantee:
+
+- **A kernel that detects the harness** — recognises derive's fixed inputs, or imports
+  derive's own reference (`derive.kernels.numeric`, the exact definition) and answers from
+  it — can agree on every tested input and be wrong elsewhere. Differential testing is
+  evidence about the code on the inputs it saw, not about code that chooses its answers
+  by its inputs.
+- **A process of the same user** can write to derive's descriptors (a terminal, a pipe
+  that another process holds), signal it, or replace FILE after derive has written it; a
+  child that escapes its session (a double fork into a new session) outlives the check.
+  Operating-system isolation (a container, another user, seccomp) is outside derive; run
+  untrusted code there.
+
 ## Triton kernels without a GPU
 
 The function may be a thin wrapper that launches a Triton kernel on torch tensors.
@@ -277,7 +330,8 @@ Triton ships a CPU interpreter that runs the kernel code itself (`TRITON_INTERPR
 imported, which is when `@triton.jit` reads it. When the target's file imports triton
 and torch reports no CUDA device, derive sets it anyway and says so in one line on
 standard error; a `TRITON_INTERPRET` you exported yourself is left as it is. Under the
-interpreter the kernel forms use their thinned list (above). Check the
+interpreter, when the target's file defines a Triton kernel, the kernel forms use their
+thinned list (above). Check the
 float32 kernels with `--dtype float32`. The zoo in `tests/zoo/triton_kernels/` has a
 row softmax, a tiled forward with a sink and a split-KV combine, each with a faulty twin.
 
@@ -315,7 +369,10 @@ normalizer: where the definition has a value there, it is required; where it has
 {conventions}
 
 and the report says which one the code uses — accepted with a note, never silently, and
-never a failure.
+never a failure. The kernel forms follow the same rule on out, lse, dx and dv: on a row
+where the definition has no value the outputs are NaN, zeros or uniform (those of a row of
+equal scores), with an lse of ±∞, NaN or a large negative number (a finite mask value plus
+log n), and the report counts the rows of each convention.
 
 | normalizer | on a fully masked row | accepted |
 |---|---|---|

@@ -77,6 +77,7 @@ from derive.impl.kernel_inputs import (DV, EXTRA_LOGIT, FIXED_LISTS, FORMS, HEAD
                                        SEARCH_EXAMPLES, SETS_PER_PARTITION, SINK_VALUES, blocks, dout_row,
                                        split_counts, values)
 from derive.impl.kernel_report import KernelReport
+from derive.impl.masked import CONVENTIONS
 from derive.impl.target import ImplRaised
 from derive.normalizers.family import kernel_form
 from derive.render.markup import plain_math
@@ -87,10 +88,13 @@ __all__ = ["DV", "EXTRA_LOGIT", "FIXED_LISTS", "FORMS", "FORM_FAULTS", "HEADS", 
            "blocks", "check_kernel", "diagnose", "dout_row", "exact_row", "faulty_outputs", "split_counts", "values"]
 
 INF = math.inf
+MASKED_WORDS = {"nan": "NaN", "zeros": "zeros", "uniform": "uniform (the output of a row of equal scores)"}
+assert set(MASKED_WORDS) == set(CONVENTIONS)
 
 
 def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per_head: bool = False,
-                 examples: int = SEARCH_EXAMPLES, thin: bool = False, contract=None) -> KernelReport:
+                 examples: int = SEARCH_EXAMPLES, thin: bool = False, contract=None,
+                 param_grad: bool = True) -> KernelReport:
     """The kernel-form check of a loaded target (see :func:`derive.impl.api.check_implementation`);
     ``thin``: the interpreter list, decided by the parent (:func:`derive.impl.triton_env.interpreted`);
     ``contract``: what the kernel accepts (:mod:`derive.impl.contract`), tested inside."""
@@ -115,7 +119,7 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     if per_head and not norm.params:
         raise InputError(f"--per-head passes the normalizer's parameters per head; {norm.name} has none")
     checker = KernelChecker(norm, target, form, lse, cfg.mp_dps, fixed, tuple(free), per_head,
-                            thin=thin, contract=contract)
+                            thin=thin, contract=contract, param_grad=param_grad)
     results, diagnosis = [], None
     skipped = [t.dtype for t in tols if contract is not None and not contract.dtype_ok(t.dtype)]
     tols = [t for t in tols if t.dtype not in skipped]
@@ -134,10 +138,28 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     if target.mutates:
         notes.append("the function modifies one of its input arrays in place (x, v or dout changed): callers "
                      "that reuse them will see them changed")
-    if form == "backward" and norm.params and results and not any(
-            "d" + p in (r.returned or "") for r in results for p in norm.params):
-        notes.append(f"the function returns no gradient for {', '.join(norm.params)} (no dparams dict): "
-                     f"that gradient was not checked")
+    if form == "backward" and norm.params and not param_grad:
+        notes.append(f"the gradient of {', '.join(norm.params)} was not checked (--no-param-grad)")
+    conventions: dict = {}
+    for r in results:
+        for conv, count in r.conventions.items():
+            conventions[conv] = conventions.get(conv, 0) + count
+    if conventions:
+        outs = "out and lse" if form != "backward" else "dx and dv"
+        notes.append(f"rows with every key masked and no extra logit, where {norm.name} has no value (0/0): "
+                     + "; ".join(f"{count} followed the convention {MASKED_WORDS[conv]}"
+                                 for conv, count in sorted(conventions.items()))
+                     + f" ({outs}; accepted: NaN, zeros or uniform, the one rule of the row form, with an lse of "
+                       f"−∞, +∞, NaN or a large negative number)")
+    plus_inf = sum(r.plus_inf_lse for r in results)
+    if plus_inf:
+        notes.append(f"{plus_inf} rows whose lse is log 0 = −∞ returned +∞ (FlashAttention's convention for a fully "
+                     f"masked row: the backward then recomputes P = e^(x − lse) = 0); accepted")
+    ignored = sorted({n for r in results for n in r.block_ignored})
+    if ignored:
+        notes.append(f"the output did not change with block on rows of {', '.join(map(str, ignored))} keys (every "
+                     f"tile size gave the same bits): the function may not use the block it is given (a fixed tile "
+                     f"size, or no tiling), so the tile sizes named here may not be the ones it ran")
     return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
                         api=target.api, params=fixed, free_params=tuple(free), results=results,
                         diagnosis=diagnosis, notes=notes, per_head=per_head,

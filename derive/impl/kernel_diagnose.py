@@ -4,152 +4,114 @@ kernels of :mod:`derive.kernels.numeric` on probe calls; where none matches, the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from derive.impl.diagnose import Diagnosis
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
-from derive.impl.kernel_inputs import DV, LSE_CONVENTIONS, values
-from derive.impl.numbers import round_to
+from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
+from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
+from derive.impl.numbers import agree_all, round_to
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
-from derive.kernels import numeric
-from derive.kernels.faults import FAULTS as KERNEL_FAULTS
+from derive.normalizers.registry import get
 
 __all__ = ["FORM_FAULTS", "KERNEL_TOLERANCE_RULE", "KernelDiagnosis", "diagnose", "faulty_outputs"]
 
 INF = math.inf
 
 
-FORM_FAULTS: dict[str, tuple[str, ...]] = {
-    "online": ("extra_per_tile", "missing_log2e", "scale_on_extra", "softmax1_unshifted_one", "acc_not_rescaled",
-               "sum_not_rescaled"),
-    "split": ("extra_per_tile", "seeded_twice_empty_split", "nan_empty_split"),
-    "backward": ("kv_only_lse_backward", "sink_grad_missing", "sink_grad_sign"),
-}
-_BY_KEY = {f.key: f for f in KERNEL_FAULTS}
-assert all(k in _BY_KEY for keys in FORM_FAULTS.values() for k in keys)
-_SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
+def _close(y, p, bound) -> bool:
+    """One rule for every output, entry by entry (arrays or numbers): NaN matches NaN, an
+    infinity itself, a finite value within bound."""
+    y, p = np.asarray(y, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel()
+    ok, _ = agree_all(y, p, np.broadcast_to(np.asarray(bound, dtype=np.float64), p.shape))
+    return bool(ok.all())
 
 
-def _variants(form: str, key: str) -> list[dict]:
-    """Keyword sets of the numeric kernel that realize fault ``key`` (base 2 or e, the scale)."""
-    if form == "split" and key == "extra_per_tile":  # seeded per split: the empty ones too, or not
-        return [{}, {"empty_too": True}]
-    if form == "split" and key == "seeded_twice_empty_split":  # a fully masked split, too
-        return [{}, {"masked_too": True}]
-    if form != "online":
-        return [{}]
-    if key == "missing_log2e":
-        return [{"base2": True}]
-    if key == "scale_on_extra":
-        return [{"base2": b, "scale": 1.0 / math.sqrt(d)} for d in _SCALES for b in (True, False)]
-    if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
-        return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
-    if key == "extra_per_tile":  # a row of no key: 0 (guarded), or 0/0 as a real per-tile kernel has it
-        return [{"base2": b, "no_tile_nan": nan} for nan in (False, True) for b in (True, False)]
-    return [{"base2": True}, {"base2": False}]
+def _bounds(tol: Tolerance, scales, ps, kap: float) -> np.ndarray:
+    """The tolerance of each entry, scaled by the larger of its magnitude and the model's value."""
+    ps = np.asarray(ps, dtype=np.float64).ravel()
+    m = np.maximum(np.abs(np.asarray(scales, dtype=np.float64).ravel()), np.where(np.isfinite(ps), np.abs(ps), 0.0))
+    return tol.abs + tol.rel * (1.0 + kap) * m
 
 
-def _finalized(x, v, block, sigma, base2, fault):
-    """A kernel that streams the keys without the extra logit and adds it once at finalization
-    (forms.finalize_extra): the numeric kernel's KV-only (out, lse) merged with (0, σ)."""
-    o, lse = numeric.online(x, v, block, None, base2=base2, fault=fault)
-    if sigma is None:
-        return o
-    top = max(lse, sigma)
-    if top == -INF:
-        return o
-    a, b = math.exp(lse - top), math.exp(sigma - top)
-    return o * (a / (a + b))
+def _pairs(checker: KernelChecker, call: Call, got: dict, ref: dict, r: int, keys) -> list:
+    """(what, entries of got, entries of ref, magnitudes) of row r for each output in ``keys``."""
+    ex = checker.exact(call, r)
+    table = {"out": ex.out_scale, "lse": None, "dx": ex.dx_scale, "dv": np.ravel(ex.dv_scale)}
+    out = []
+    for k in keys:
+        if k in got and k in ref:
+            ys, ps = np.ravel(got[k][r]), np.ravel(ref[k][r])
+            scales = table[k] if table[k] is not None else [max(1.0, abs(float(p))) for p in ps]
+            out.append((k, ys, ps, scales))
+    return out
 
 
-def faulty_outputs(form: str, key: str | None, call: Call, variant: dict) -> dict:
-    """The numeric kernel (with fault ``key``, or none) on every row of ``call``."""
-    R, n = call.x.shape
-    outs, dxs, dvs, ds = [], [], [], np.zeros(call.heads or 1)
-    for r in range(R):
-        x, v, sigma = call.x[r], call.v[r], call.row_sigma(r)
-        with np.errstate(all="ignore"):
-            if form == "online":
-                scale = variant.get("scale", 1.0)
-                if variant.get("finalize"):
-                    outs.append(_finalized(x, v, call.third, sigma, variant.get("base2", True), key))
-                else:
-                    o, _ = numeric.online(x / scale, v, call.third, sigma, scale=scale,
-                                          base2=variant.get("base2", True), fault=key,
-                                          no_tile_nan=variant.get("no_tile_nan", False))
-                    outs.append(o)
-            elif form == "split":
-                o, _ = numeric.split(x, v, call.third, sigma, fault=key, **variant)
-                outs.append(o)
-            else:
-                dx, dv, dsr = numeric.backward(x, v, call.third[r], sigma, fault=key)
-                dxs.append(dx)
-                dvs.append(dv)
-                ds[r % len(ds)] += 0.0 if dsr is None else dsr
-    if form == "backward":
-        return {"dx": np.array(dxs).reshape(R, n), "dv": np.array(dvs).reshape(R, n, DV), "ds": ds}
-    return {"out": np.array(outs).reshape(R, DV)}
-
-
-def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Tolerance, lenient: bool = False) -> bool:
-    """Every compared entry of ``got`` equals ``ref`` within the check's tolerance (scaled by both).
+def _same(got: dict, ref: dict, checker: KernelChecker, call: Call, tol: Tolerance, lenient: bool = False,
+          keys=("out", "lse", "dx", "dv", "ds")) -> bool:
+    """Every entry of ``got`` among ``keys`` equals ``ref`` within the check's tolerance (scaled by
+    both), under one rule for NaN and ±∞ (:func:`_close`).
 
     With ``lenient``, rows where ``ref`` is not finite are skipped: there the faulty kernel's
     0/0 (e.g. P = e^{x − lse} with lse = −∞) may be guarded or not, a detail the fault is not about."""
     R = call.x.shape[0]
     for r in range(R):
-        ex = checker.exact(call, r)
-        if not ex.defined:
+        if not checker.exact(call, r).defined:
             continue
         if lenient and not all(np.all(np.isfinite(np.asarray(ref[k][r]))) for k in ("out", "dx", "dv") if k in ref):
             continue
         kap = kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
-        pairs = []
-        if checker.form in ("online", "split"):
-            pairs.append((got["out"][r], ref["out"][r], ex.out_scale))
-        else:
-            pairs.append((got["dx"][r], ref["dx"][r], ex.dx_scale))
-            pairs.append((np.ravel(got["dv"][r]), np.ravel(ref["dv"][r]), np.ravel(ex.dv_scale)))
-        for ys, ps, scales in pairs:
-            for y, p, m in zip(ys, ps, scales):
-                y, p = float(y), float(p)
-                if math.isnan(p) or math.isnan(y):
-                    if not (math.isnan(p) and math.isnan(y)):
-                        return False
-                    continue
-                if not math.isfinite(p) or not math.isfinite(y):
-                    if y != p:
-                        return False
-                    continue
-                if abs(y - p) > tol.bound(max(m, abs(p)), kap):
-                    return False
-    if checker.form == "backward" and "ds" in ref:
-        name = next((p for p in checker.norm.params), None)
-        if name is not None and "d" + name in got and all(checker.exact(call, r).defined for r in range(R)):
-            ys, ps = np.ravel(got["d" + name]), np.ravel(ref["ds"])
-            if ys.shape != ps.shape:
+        for _, ys, ps, scales in _pairs(checker, call, got, ref, r, [k for k in keys if k != "ds"]):
+            if not _close(ys, ps, _bounds(tol, scales, ps, kap)):
                 return False
-            kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
-                (abs(val) for val in np.ravel(list(call.params.values())) if math.isfinite(val)), default=0.0)
-            for h, (y, p) in enumerate(zip(ys, ps)):
-                scale = sum(checker.exact(call, r).ds_scale for r in range(h, R, len(ps))) + abs(p)
-                if not math.isfinite(y) or abs(y - p) > tol.abs + tol.rel * (1 + kap) * scale:
-                    return False
+    name = next(iter(checker.norm.params), None)
+    if checker.form == "backward" and "ds" in keys and "ds" in ref and name is not None and "d" + name in got \
+            and all(checker.exact(call, r).defined for r in range(R)):
+        ys, ps = np.ravel(got["d" + name]), np.ravel(ref["ds"])
+        if ys.shape != ps.shape:
+            return False
+        kap = max(kappa(call.x[r].tolist(), {}) for r in range(R)) + max(
+            (abs(val) for val in np.ravel(list(call.params.values())) if math.isfinite(val)), default=0.0)
+        for h, (y, p) in enumerate(zip(ys, ps)):
+            scale = sum(checker.exact(call, r).ds_scale for r in range(h, R, len(ps))) + (abs(p) if math.isfinite(p)
+                                                                                          else 0.0)
+            if not _close(float(y), float(p), tol.abs + tol.rel * (1 + kap) * scale):
+                return False
     return True
+
+
+def _shows_failure(checker: KernelChecker, failure: KernelFailure, got: dict, ref: dict, tol: Tolerance) -> bool:
+    """The model reproduces the counterexample as printed: on the failing row (or, for a
+    parameter's gradient, the call) it gives what the kernel returned, so a diagnosis never
+    contradicts the counterexample shown with it."""
+    what = "ds" if failure.what.startswith("d") and failure.what not in ("dx", "dv") else failure.what
+    if what == "ds":
+        return bool(failure.output) and _same(got, ref, checker, failure.call, tol, keys=("ds",))
+    if what not in ref or failure.row < 0:
+        return False
+    one = {k: v[failure.row:failure.row + 1] for k, v in (("got", got[what]), ("ref", ref[what]))}
+    ys, ps = np.ravel(one["got"]), np.ravel(one["ref"])
+    ex = checker.exact(failure.call, failure.row)
+    scales = {"out": ex.out_scale, "dx": ex.dx_scale, "dv": np.ravel(ex.dv_scale)}.get(what, [1.0] * len(ps))
+    kap = kappa(failure.call.x[failure.row].tolist(),
+                {k: val for k, val in failure.call.row_params(failure.row).items() if math.isfinite(val)})
+    return _close(ys, ps, _bounds(tol, scales, ps, kap))
 
 
 def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
     """The failing call, then calls that tell the faults apart (several tiles, a growing maximum,
-    empty and fully masked splits, each with the failing parameters and with a sink of 1.5)."""
+    empty and fully masked splits, a masked first tile before a very negative score, each with
+    the failing parameters and with a sink of 1.5)."""
     dtype, call = failure.dtype, failure.call
     heads = [call.row_params(h) for h in range(call.heads or 1)]  # the failing parameter sets
     params_list = [heads]
     if checker.free_params:
         params_list.append([{**c, **{p: 1.5 for p in checker.free_params}} for c in heads])
     out = [failure.call]
-    for n, rows in ((5, ((-2.0, -1.0, 0.0, 1.0, 2.0), (-INF, -INF, -INF, 1.0, 2.0), (3.0, 1.0, 4.0, 1.0, 5.0))),
+    for n, rows in ((2, ((-INF, -1000.0), (1.0, 3.0), (0.5, -0.5))),
+                    (5, ((-2.0, -1.0, 0.0, 1.0, 2.0), (-INF, -INF, -INF, 1.0, 2.0), (3.0, 1.0, 4.0, 1.0, 5.0))),
                     (8, (tuple(4.0 * k for k in range(8)), (7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0)))):
         x = round_to(np.array(rows), dtype)
         v = round_to(np.stack([values(n, r) for r in range(len(rows))]), dtype)
@@ -160,14 +122,45 @@ def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
     return out
 
 
-@dataclass
-class KernelDiagnosis:
-    matched: list = field(default_factory=list)
-    pattern: list = field(default_factory=list)
-    probes: int = 0
+KernelDiagnosis = Diagnosis  # one diagnosis type for the row and the kernel forms
 
-    def as_json(self) -> dict:
-        return {"matched": self.matched, "pattern": self.pattern, "probes": self.probes}
+
+def _failing_rows(checker: KernelChecker, seen, tol: Tolerance) -> int:
+    """Probe rows (of a defined value) on which the kernel disagrees with the definition."""
+    count = 0
+    for call, got in seen:
+        for r in range(call.x.shape[0]):
+            ex = checker.exact(call, r)
+            if not ex.defined:
+                continue
+            kap = kappa(call.x[r].tolist(), {k: v for k, v in call.row_params(r).items() if math.isfinite(v)})
+            exact = {"out": (ex.out, ex.out_scale), "lse": ([ex.lse[checker.lse]], None), "dx": (ex.dx, ex.dx_scale),
+                     "dv": (np.ravel(ex.dv), np.ravel(ex.dv_scale))}
+            bad = False
+            for k, (ps, scales) in exact.items():
+                if k not in got:
+                    continue
+                ys = np.ravel(got[k][r])
+                scales = scales if scales is not None else [max(1.0, abs(float(p))) for p in ps]
+                bad = bad or not _close(ys, ps, _bounds(tol, scales, ps, kap))
+            count += bad
+    return count
+
+
+def _matches(checker, failure, seen, tol, model, keys, lenient) -> bool:
+    """``model(call)`` (outputs) differs from the definition on some probe, the kernel equals it on
+    every probe (in ``keys``), and it reproduces the printed counterexample."""
+    differs = False
+    for call, got in seen:
+        ref = model(call)
+        exact = faulty_outputs(checker.form, None, call, {}, checker.lse)
+        if not _same(ref, exact, checker, call, tol, keys=keys):
+            differs = True
+        if not _same(got, ref, checker, call, tol, lenient=lenient, keys=keys):
+            return False
+        if call is failure.call and not _shows_failure(checker, failure, got, ref, tol):
+            return False
+    return differs
 
 
 def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> KernelDiagnosis:
@@ -178,29 +171,49 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
             seen.append((call, checker.run_call(call, tol.dtype)))
         except ImplRaised:
             continue
-    diag = KernelDiagnosis(probes=sum(c.x.shape[0] for c, _ in seen))
+    diag = Diagnosis(probes=sum(c.x.shape[0] for c, _ in seen), failing_probes=_failing_rows(checker, seen, tol))
+    every = ("out", "lse", "dx", "dv", "ds")
+    for other, sigma in other_extras(checker.norm.name):  # the output of another normalizer of the family
+        model = (lambda call, s=sigma: faulty_outputs(checker.form, None, call, {}, checker.lse, sigma=s))
+        if _matches(checker, failure, seen, tol, model, every, lenient=False):
+            diag.matched.append(_other_entry(checker.norm, other))
     for key in FORM_FAULTS[checker.form]:
-        for variant in _variants(checker.form, key):
-            differs, same = False, True
-            for call, got in seen:
-                ref = faulty_outputs(checker.form, key, call, variant)
-                exact = faulty_outputs(checker.form, None, call, {})
-                if not _same(ref, exact, checker, call, tol):
-                    differs = True
-                if not _same(got, ref, checker, call, tol, lenient=key != "nan_empty_split"):
-                    same = False
-                    break
-            if same and differs:
-                f = _BY_KEY[key]
+        for variant in variants(checker.form, key):
+            model = (lambda call, key=key, variant=variant: faulty_outputs(checker.form, key, call, variant,
+                                                                           checker.lse))
+            lenient = key != "nan_empty_split"
+            scopes = [every] + ([("lse",)] if failure.what == "lse" else [])  # an lse fault: on lse alone too
+            scope = next((sc for sc in scopes if _matches(checker, failure, seen, tol, model, sc, lenient)), None)
+            if scope is not None:
+                f = BY_KEY[key]
                 entry = {"name": key, "title": f.title, "does": f.does, "computes": f.computes, "fix": f.fix}
                 if "scale" in variant:
                     d = round(1.0 / variant["scale"] ** 2)
                     entry["computes"] += f" (here with the scale 1/√{d})"
+                if variant.get("p_only"):
+                    entry["computes"] += " (in P only: the sink's gradient uses the right lse)"
+                if scope == ("lse",):
+                    entry["computes"] += " (in the lse returned; out is right)"
                 diag.matched.append(entry)
                 break
     if not diag.matched:
         diag.pattern = _pattern(checker, failure, seen, tol)
     return diag
+
+
+def _other_entry(norm, other: str) -> dict:
+    """The diagnosis "the output equals normalizer ``other``" (the registry's title and words)."""
+    title = get(other).title
+    if EXTRA_LOGIT[other] is None:
+        does = "has no extra logit: the denominator is the sum over the keys alone"
+        fix = f"add the extra logit of {norm.title} to the denominator"
+    else:
+        does = ("adds the extra logit 0, a 1 in the denominator (what a sink kernel computes when it is called "
+                "without a sink and takes s = 0)")
+        fix = (f"pass the normalizer's parameters ({', '.join(norm.params)})" if norm.params
+               else "drop the extra 1 from the denominator (or check it as softmax1 if that is meant)")
+    return {"name": f"equals-{other}", "title": f"the output equals {title}, not {norm.title}", "does": does,
+            "computes": f"{title} on every probe row", "fix": fix}
 
 
 def _lse_matches(checker, seen, conv: str, tol: Tolerance) -> bool:
@@ -250,10 +263,14 @@ KERNEL_TOLERANCE_RULE = (  # prose markup: the document shows the math, the term
     r"$\sum_t P_t \lvert v_{tk} \rvert$ for out, $\max(1, \lvert \mathrm{lse} \rvert)$ for lse, "
     r"$P_t (\sum_k \lvert g_k v_{tk} \rvert + \sum_k \lvert g_k \rvert m_k)$ for dx, "
     r"$P_t \lvert g_k \rvert$ for dv, and "
-    r"$\sum_{\mathrm{rows}} (1 + \kappa) P_s \sum_k \lvert g_k \rvert m_k$ for a shared sink's ds "
-    r"($P$ the exact weights, $g = \mathrm{dout}$). Where the definition has no value (softmax with every "
-    r"key masked: $0/0$), out and the gradients may be 0 or NaN; an lse of $\log 0$ may be $-\infty$ "
-    r"or $+\infty$.")
+    r"$\sum_{\mathrm{rows}} (1 + \kappa) (P_s \sum_k \lvert g_k \rvert m_k + \sum_t m^{dx}_t)$ for a "
+    r"parameter's gradient ds, the terms of $-P_s D$ and of $-\sum_t dS_t$ alike (a kernel may compute it "
+    r"either way; $m^{dx}$ the magnitudes of dx), summed over the rows that share the parameter "
+    r"($P$ the exact weights, $g = \mathrm{dout}$). One rule for NaN and $\pm\infty$ in every output: where "
+    r"the exact value is finite the entry must be finite; an lse of $\log 0 = -\infty$ must be $-\infty$ "
+    r"($+\infty$ is accepted with a note). Where the definition has no value (softmax with every key masked: "
+    r"$0/0$) the outputs follow one convention of the row form, NaN, zeros or uniform (the output of a row "
+    r"of equal scores), with an lse of $\pm\infty$, NaN or below $-10^4$, and the report says which.")
 
 _CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)",
                "kv-only": "ln Σ e^x, without the extra logit"}

@@ -1,12 +1,21 @@
-"""The exact definition of one kernel row at high precision: out, lse in each convention and the
-backward's gradients, with the magnitudes the tolerance scales by (see :mod:`derive.impl.kernel`)."""
+"""The exact definition of one kernel row, in ball arithmetic: out, lse in each convention and
+the backward's gradients, with the magnitudes the tolerance scales by (see :mod:`derive.impl.kernel`).
+
+Every quantity is a python-flint ``arb`` ball at ``4·dps`` bits (at least 128), rounded to the
+nearest float64 at the end; only the magnitudes of the tolerance are formed in float64. Keys
+whose value rows are equal are summed first (``out = Σ_g (Σ_{t ∈ g} P_t) u_g`` over the distinct
+value rows u_g): the fixed inputs repeat their value rows with a short period, so a row of 1024
+keys and head dimension 128 costs n exponentials and a few hundred products, not n·dv.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
-import mpmath
+import numpy as np
+from flint import arb, arb_mat, ctx
 
 from derive.impl.kernel_inputs import DV
 
@@ -23,39 +32,98 @@ class ExactRow:
     lse: dict  # convention → float (−inf for log 0)
     dx: list[float] = field(default_factory=list)
     dx_scale: list[float] = field(default_factory=list)
-    dv: list[list[float]] = field(default_factory=list)
-    dv_scale: list[list[float]] = field(default_factory=list)
+    dv: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (n, dv)
+    dv_scale: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     ds: float = 0.0
-    ds_scale: float = 0.0
+    ds_scale: float = 0.0  # the magnitude of the terms of ds: of −P_σ·D and of −Σ_t dS_t alike
 
 
-def exact_row(row, v, sigma, g, dps: int) -> ExactRow:
-    """The definition at ``dps`` digits for one row (scores ``row``, values ``v``, extra logit ``sigma``)."""
-    with mpmath.workdps(dps):
-        e = [mpmath.exp(mpmath.mpf(x)) if x != -INF else mpmath.mpf(0) for x in row]
-        es = mpmath.mpf(0) if sigma is None or sigma == -INF else mpmath.exp(mpmath.mpf(sigma))
-        kv = mpmath.fsum(e)
-        den = kv + es
-        logs = {"natural": mpmath.log(den) if den > 0 else None, "kv-only": mpmath.log(kv) if kv > 0 else None}
-        lse = {"natural": -INF if logs["natural"] is None else float(logs["natural"]),
-               "kv-only": -INF if logs["kv-only"] is None else float(logs["kv-only"])}
-        lse["base2"] = -INF if logs["natural"] is None else float(logs["natural"] / mpmath.log(2))
-        if den == 0:
-            return ExactRow(False, [math.nan] * DV, [0.0] * DV, lse)
-        vm = [[mpmath.mpf(float(a)) for a in r] for r in v]
-        p = [q / den for q in e]
-        out = [mpmath.fsum(p[t] * vm[t][k] for t in range(len(row))) for k in range(DV)]
-        scale = [mpmath.fsum(p[t] * abs(vm[t][k]) for t in range(len(row))) for k in range(DV)]
-        res = ExactRow(True, [float(o) for o in out], [float(s) for s in scale], lse)
+_GROUPS: dict = {}  # digest of a value matrix → its distinct rows and each key's row (the fixed inputs repeat)
+
+
+def _groups(v: np.ndarray):
+    key = (v.shape, hashlib.blake2b(np.ascontiguousarray(v).tobytes(), digest_size=16).digest())
+    if key not in _GROUPS:
+        if len(_GROUPS) > 512:
+            _GROUPS.clear()
+        rows, group = np.unique(v, axis=0, return_inverse=True)
+        _GROUPS[key] = (rows, np.ravel(group))
+    return _GROUPS[key]
+
+
+def _f(a) -> float:
+    return float(a.mid())
+
+
+def exact_row(row, v, sigma, g, dps: int, dv: int | None = None) -> ExactRow:
+    """The definition for one row (scores ``row``, values ``v`` (n, dv), extra logit ``sigma``,
+    cotangent ``g`` or None), at ``4·dps`` bits."""
+    old = ctx.prec
+    ctx.prec = max(128, 4 * int(dps))
+    try:
+        return _exact(list(row), np.asarray(v, dtype=np.float64), sigma, g, dv)
+    finally:
+        ctx.prec = old
+
+
+_KEYS: dict = {}  # (scores, values) → the keys' exponentials and their sums: the same rows meet many sinks
+
+
+def _keys(row, v):
+    """(e^{x_t} per key, Σ_t e^{x_t}, distinct value rows, each key's row, Σ e^{x_t} per distinct row)."""
+    key = (tuple(row), v.shape, hashlib.blake2b(np.ascontiguousarray(v).tobytes(), digest_size=16).digest(),
+           ctx.prec)
+    if key not in _KEYS:
+        if len(_KEYS) > 2048:
+            _KEYS.clear()
+        e = [arb(float(x)).exp() if x != -INF else arb(0) for x in row]
+        rows, group = _groups(v) if len(row) else (np.zeros((0, v.shape[-1] if v.ndim == 2 else 0)), [])
+        sums = [arb(0)] * len(rows)
+        for t, q in enumerate(e):
+            sums[group[t]] += q
+        _KEYS[key] = (e, sum(e, arb(0)), rows, group, sums)
+    return _KEYS[key]
+
+
+def _exact(row, v, sigma, g, dv) -> ExactRow:
+    n = len(row)
+    dv = v.shape[1] if v.ndim == 2 and n else (DV if dv is None else dv)
+    e, kv, rows, group, esums = _keys(row, v)
+    es = arb(0) if sigma is None or sigma == -INF else arb(float(sigma)).exp()
+    den = kv + es
+    lse = {"natural": _f(den.log()) if den > 0 else -INF, "kv-only": _f(kv.log()) if kv > 0 else -INF}
+    lse["base2"] = _f(den.log() / arb(2).log()) if den > 0 else -INF
+    if not den > 0:
+        return ExactRow(False, [math.nan] * dv, [0.0] * dv, lse)
+    if n == 0:
+        res = ExactRow(True, [0.0] * dv, [0.0] * dv, lse)
         if g is not None:
-            gm = [mpmath.mpf(float(a)) for a in g]
-            D = mpmath.fsum(gm[k] * out[k] for k in range(DV))
-            gs = mpmath.fsum(abs(gm[k]) * scale[k] for k in range(DV))
-            res.dx = [float(p[t] * (mpmath.fsum(gm[k] * vm[t][k] for k in range(DV)) - D)) for t in range(len(row))]
-            res.dx_scale = [float(p[t] * (mpmath.fsum(abs(gm[k] * vm[t][k]) for k in range(DV)) + gs))
-                            for t in range(len(row))]
-            res.dv = [[float(p[t] * gm[k]) for k in range(DV)] for t in range(len(row))]
-            res.dv_scale = [[abs(x) for x in r] for r in res.dv]
-            ps = es / den
-            res.ds, res.ds_scale = float(-ps * D), float(ps * gs)
+            res.ds, res.ds_scale = 0.0, 0.0
         return res
+    sums = [q / den for q in esums]
+    S = arb_mat([sums])
+    out_m = S * arb_mat(rows.tolist())
+    scale_m = S * arb_mat(np.abs(rows).tolist())
+    out = [out_m[0, k] for k in range(dv)]
+    scale = [scale_m[0, k] for k in range(dv)]
+    res = ExactRow(True, [_f(o) for o in out], [_f(s) for s in scale], lse)
+    if g is None:
+        return res
+    g = np.asarray(g, dtype=np.float64)
+    gm = [arb(float(a)) for a in g]
+    D = sum((gm[k] * out[k] for k in range(dv)), arb(0))
+    gs = sum((abs(gm[k]) * scale[k] for k in range(dv)), arb(0))
+    gv = arb_mat(rows.tolist()) * arb_mat([[a] for a in gm])  # ⟨g, u_g⟩ per distinct value row
+    gabs = np.abs(rows) @ np.abs(g)  # Σ_k |g_k u_gk| (a magnitude: float64 is enough)
+    gs_f = _f(gs)
+    p = [q / den for q in e]
+    res.dx = [_f(p[t] * (gv[int(group[t]), 0] - D)) for t in range(n)]
+    pf = np.array([_f(q) for q in p])
+    res.dx_scale = (pf * (gabs[group] + gs_f)).tolist()
+    res.dv = np.outer(pf, g)  # P_t g_k: one rounding of the product of two rounded numbers
+    res.dv_scale = np.abs(res.dv)
+    ps = es / den
+    res.ds = _f(-ps * D)
+    # ds = −P_σ D, which a kernel may compute as −Σ_t dS_t (docs/kernels.md §5): the terms of both
+    res.ds_scale = _f(ps) * gs_f + float(np.sum(res.dx_scale))
+    return res

@@ -9,11 +9,13 @@ from derive.impl.failure_classes import class_lines
 from derive.impl.kernel_check import KernelFailure
 from derive.impl.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis
 from derive.impl.kernel_inputs import FIXED_LISTS, HEADS, SINK_VALUES
-from derive.impl.numbers import err, jnum, listed, num, tex_num
+from derive.impl.numbers import err, jnum, listed, shortest, tex_num
 from derive.impl.target import shown
 from derive.render.markup import plain_math, to_gfm
 
 __all__ = ["KernelReport"]
+
+SHOWN = 16  # entries of a failing row's output printed (a row of 1024 keys: the first 16 and the count)
 
 
 @dataclass
@@ -98,11 +100,6 @@ class KernelReport:
                          + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
                                      for r in self.results) + ".")
-            undefined = sum(r.undefined_rows for r in self.results)
-            if undefined:
-                lines.append("")
-                lines.append(f"{undefined} rows had every key masked and no extra logit, where {self.normalizer} "
-                             "has no value (0/0): out 0 or NaN (and gradients 0 or NaN) were accepted there.")
         else:
             found = next(r.source for r in self.results if r.failure is f)
             lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}"
@@ -113,19 +110,25 @@ class KernelReport:
                 head = ""
                 if f.call.heads:
                     h = f.row % f.call.heads
-                    head = f" (head {h}: " + ", ".join(f"{k} = {num(v)}" for k, v in
+                    head = f" (head {h}: " + ", ".join(f"{k} = {shortest(v)}" for k, v in
                                                     sorted(f.call.row_params(f.row).items())) + ")"
                 lines.append(f"- failing row {f.row}{head}: x = {shown(f.call.x[f.row])}")
-                lines.append(f"- its values v = [{', '.join(listed(t, num) for t in f.call.v[f.row])}]")
+                keys = f.call.v[f.row]
+                more = f", … ({len(keys) - 8} more keys)" if len(keys) > 8 else ""
+                lines.append(f"- its values v = [{', '.join(listed(t, shortest, SHOWN) for t in keys[:8])}{more}]")
                 if self.form == "backward":
-                    lines.append(f"- dout = {listed(f.call.third[f.row], num)}")
+                    lines.append(f"- dout = {listed(f.call.third[f.row], shortest)}")
             if f.row < 0:
-                lines.append(f"- scores x (every row) = [{', '.join(listed(r, num) for r in f.call.x)}]")
+                lines.append(f"- scores x (every row) = [{', '.join(shown(r) for r in f.call.x)}]")
                 if self.form == "backward":
-                    lines.append(f"- dout (every row) = [{', '.join(listed(r, num) for r in f.call.third)}]")
-            lines.append(f"- {f.what} returned: {listed(f.output, num)}")
-            lines.append(f"- exact: {listed(f.exact, num)}")
-            lines.append(f"- error: {listed(f.errors, err)} (allowed: {listed(f.bounds, err)})")
+                    lines.append(f"- dout (every row) = [{', '.join(listed(r, shortest) for r in f.call.third)}]")
+            if not f.output:  # a parameter's gradient missing from the returned dict
+                lines.append(f"- {f.what} returned: nothing (no {{\"{f.what[1:]}\": …}} in the dparams dict; "
+                             f"--no-param-grad leaves this gradient unchecked)")
+            else:
+                lines.append(f"- {f.what} returned: {listed(f.output, shortest, SHOWN)}")
+            lines.append(f"- exact: {listed(f.exact, shortest, SHOWN)}")
+            lines.append(f"- error: {listed(f.errors, err, SHOWN)} (allowed: {listed(f.bounds, err, SHOWN)})")
             lines.append("")
             d = self.diagnosis
             if d is not None and d.matched:

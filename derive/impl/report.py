@@ -14,6 +14,7 @@ from derive.render.output import template_dir
 from derive.impl.check import ROW_CLASSES, DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
 from derive.impl.masked import CONVENTIONS, MaskedRule
+from derive.impl.numbers import err, jnum as _jnum, num
 
 __all__ = ["TOLERANCE_RULE", "Report"]
 
@@ -37,26 +38,6 @@ _TABLE_HEAD = {"weight": ("$x_k$", "implementation", "exact"),
                "gradient": ("$x_k$", r"autograd $\partial \langle c, y \rangle / \partial x_k$", r"derived $c^\top J$")}
 
 _DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
-
-
-def num(v: float, digits: int = 17) -> str:
-    if isinstance(v, complex):
-        return f"{num(v.real, digits)}{'-' if v.imag < 0 else '+'}{num(abs(v.imag), digits)}j"
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return format(float(v), f".{digits}g")
-
-
-def err(v: float) -> str:
-    return num(v) if not math.isfinite(v) else format(v, ".3e")
-
-
-def _jnum(v: float, digits: int = 17):
-    if isinstance(v, complex):
-        return num(v, digits)
-    return num(v, digits) if not math.isfinite(v) else float(num(v, digits))
 
 
 @dataclass

@@ -22,28 +22,22 @@ and returns the weights; it may also take ``dim`` (or ``axis``), ``mask`` (boole
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import pickle
-import signal
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
 
-from derive.impl.worker import brief  # one wording for exceptions, parent and child
 from derive.errors import InputError
+from derive.sandbox.child import brief  # one wording for exceptions, parent and child
+from derive.sandbox.process import Worker, decode  # noqa: F401  (decode: re-exported)
 
 __all__ = ["DEFAULT_TIMEOUT", "ImplRaised", "Target", "brief", "load", "shown"]
 
 DEFAULT_TIMEOUT = 60.0
-WORKER = Path(__file__).with_name("worker.py")
-_BOOT = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+WORKER = Path(__file__).with_name("worker.py")  # the sandbox service of derive impl
 
 
 def shown(x: np.ndarray) -> str:
@@ -59,131 +53,6 @@ class ImplRaised(Exception):
         super().__init__(text)
         self.shape = tuple(x.shape)
         self.values = shown(x)
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
-def decode(data: bytes) -> tuple:
-    """A reply of the worker (see :func:`derive.impl.worker.encode`), without pickle."""
-    head, _, rest = data.partition(b"\n")
-    header = json.loads(head.decode("utf-8"))
-    if not isinstance(header, list) or not header or not isinstance(header[0], str):
-        raise ValueError("not a reply")
-    buf = io.BytesIO(rest)
-    count = sum(isinstance(v, dict) and list(v) == ["array"] for v in header)
-    arrays = [np.load(buf, allow_pickle=False) for _ in range(count)]
-    return tuple(arrays[v["array"]] if isinstance(v, dict) and list(v) == ["array"] else v for v in header)
-
-
-class Worker:
-    """One child process running :mod:`.worker`; every request has a timeout."""
-
-    def __init__(self, name: str, timeout: float, env: dict | None = None, script: Path = WORKER):
-        self.name, self.timeout = name, timeout
-        self.stdout = tempfile.TemporaryFile()
-        self.stderr = tempfile.TemporaryFile()
-        self._relayed = 0
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        env = {**os.environ, **(env or {})}  # the hook for e.g. TRITON_INTERPRET=1, set before any import
-        env.setdefault("PYTHONHASHSEED", "0")
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, str(script), str(req_r), str(rep_w)],
-                stdin=subprocess.DEVNULL, stdout=self.stdout, stderr=self.stderr, pass_fds=(req_r, rep_w),
-                start_new_session=True, env=env, close_fds=True)
-        finally:
-            os.close(req_r)
-            os.close(rep_w)
-        self.to_child = Connection(req_w, readable=False)
-        self.from_child = Connection(rep_r, writable=False)
-
-    def relay(self) -> None:
-        """Copy what the child wrote to standard error since the last time to ours."""
-        self.stderr.flush()
-        size = os.fstat(self.stderr.fileno()).st_size
-        if size > self._relayed:
-            self.stderr.seek(self._relayed)
-            data = self.stderr.read(size - self._relayed)
-            self._relayed = size
-            sys.stderr.write(data.decode("utf-8", "replace"))
-            sys.stderr.flush()
-
-    def request(self, msg: tuple, doing: str):
-        try:
-            self.to_child.send(msg)
-        except (BrokenPipeError, OSError):
-            self._died(doing)
-        if not self.from_child.poll(self.timeout):
-            self.close()
-            raise InputError(f"{self.name} did not finish within the timeout of {self.timeout:g} s while "
-                             f"{doing}; it was stopped (set --timeout SECONDS); no verdict")
-        try:
-            data = self.from_child.recv_bytes()
-        except (EOFError, OSError):
-            self._died(doing)
-        try:
-            reply = decode(data)
-        except Exception:  # noqa: BLE001 - whatever the child sent, it is not a reply
-            self.close()
-            raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
-                             f"wrote to derive's private pipe); no verdict") from None
-        self.relay()
-        self._check_stdout(doing)
-        if reply[0] == "exit":
-            self.close()
-            code = reply[1]
-            raise InputError(f"{self.name} called sys.exit({code!r}) while {doing}: the check was stopped; "
-                             f"no verdict")
-        return reply
-
-    def _check_stdout(self, doing: str) -> None:
-        if os.fstat(self.stdout.fileno()).st_size:
-            self.close()
-            raise InputError(f"{self.name} wrote to standard output (file descriptor 1) while {doing}: "
-                             f"the report owns standard output; write to stderr instead; no verdict")
-
-    def _died(self, doing: str):
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        self.relay()
-        self.close()
-        if code is not None and code < 0:
-            raise InputError(f"the process running {self.name} was killed by {_signal_name(-code)} while "
-                             f"{doing}; no verdict")
-        raise InputError(f"the process running {self.name} ended with exit status {code} while {doing} "
-                         f"(os._exit or a crash); no verdict")
-
-    def close(self) -> None:
-        proc = getattr(self, "proc", None)
-        if proc is None:
-            return
-        self.proc = None
-        for conn in (self.to_child, self.from_child):
-            try:
-                conn.close()
-            except OSError:
-                pass
-        if proc.poll() is None:
-            try:
-                proc.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        try:  # and anything the user's code started in the worker's session
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.relay()
-        self.stdout.close()
-        self.stderr.close()
 
 
 @dataclass
@@ -263,7 +132,7 @@ def _well_formed(reply: tuple, shape: tuple) -> bool:
 
 
 def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
-         timeout: float = DEFAULT_TIMEOUT, form: str = "row", env: dict | None = None) -> Target:
+         timeout: float = DEFAULT_TIMEOUT, form: str = "row", env: dict | None = None, heads: int = 0) -> Target:
     """Start a worker, import ``fn_or_spec`` there and detect its calling convention.
 
     ``form`` is ``row`` (fn(x) → weights) or a kernel form (``online``, ``split``, ``backward``:
@@ -285,7 +154,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
     path = list(sys.path)
     if "" not in path and os.getcwd() not in path:
         path.insert(0, os.getcwd())
-    worker = Worker(name, timeout, env)
+    worker = Worker(name, timeout, env, WORKER)
     try:
         reply = worker.request(("load", payload, path, tuple(params), dim), "being imported")
         if reply[0] == "ok" and form == "row":
@@ -293,7 +162,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
         elif reply[0] == "ok" and form == "attention":  # its signature only: the first call detects the api
             reply = worker.request(("aprobe",), "being inspected")
         elif reply[0] == "ok":
-            reply = worker.request(("kprobe", form), f"being called in {form} form on a tiny input")
+            reply = worker.request(("kprobe", form, heads), f"being called in {form} form on a tiny input")
     except BaseException:
         worker.close()
         raise

@@ -1,18 +1,19 @@
-"""The child process that imports and calls the implementation under test.
+"""The sandbox service of ``derive impl``: it imports and calls the implementation under test.
 
-It is started by :mod:`derive.impl.sandbox` as ``python -c <runpy bootstrap> worker.py
-RFD WFD``: it runs as a plain script, so it imports neither derive nor SymPy, only numpy
-(and torch when the implementation needs it). It speaks a private pipe (file descriptors
-RFD, WFD; requests pickled by the parent, replies as JSON and .npy bytes, which the
-parent decodes without pickle, so no reply can run code there), never its standard output: file descriptor 1 is a file the
-parent inspects, and ``print`` goes to standard error. Every request gets one reply:
+It runs in the child of :mod:`derive.sandbox` (``derive/sandbox/child.py worker.py RFD WFD``,
+loaded by its path): it imports neither derive nor SymPy, only numpy (and torch when the
+implementation needs it). It speaks a private pipe (requests pickled by the parent, replies
+as JSON and .npy bytes, :func:`derive.sandbox.child.encode`, which the parent decodes without
+pickle, so no reply can run code there), never its standard output: file descriptor 1 is a
+file the parent inspects, and ``print`` goes to standard error. Every request gets one reply
+from :func:`handle`:
 
 * ``("load", spec_or_pickle, sys_path, params, dim)`` → ``("ok", None)`` or
   ``("error", message)``;
 * ``("probe", dim, dtype)`` (one call on [0, 1]) → ``("ok", info)`` or ``("error", message)``;
 * ``("call", x, dtype, dim, mask, params, cotangent)`` → ``("ok", y, g, notes)``,
   ``("raised", text)`` or ``("bad", message)`` (not an array of the right shape);
-* ``("kprobe", form)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
+* ``("kprobe", form, heads)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
   or ``("error", message)`` (which fixed list applies is never the child's word: the parent
   decides it from what it launched, :func:`derive.impl.triton_env.interpreted`);
 * ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
@@ -31,29 +32,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import io
-import json
 import os
 import pickle
 import sys
 import warnings
-from multiprocessing.connection import Connection
 
 import numpy as np
+
+try:
+    import derive_sandbox_child as sandbox  # installed by the sandbox's runner, in the child
+except ImportError:  # imported in derive's own process (documentation, tools)
+    from derive.sandbox import child as sandbox
+
+brief = sandbox.brief
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
 class Raised(Exception):
     pass
-
-
-def brief(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 160:
-        first = first[:157] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _torch():
@@ -100,11 +97,14 @@ def _import(spec):
 
 
 def _keywords(fn):
+    """The keywords ``fn`` takes by name, or None when its signature is unknown; ``**kwargs``
+    shows as the name ``**``: it takes any keyword."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    return {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} | (
+        {"**"} if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()) else set())
 
 
 class Target:
@@ -119,7 +119,7 @@ class Target:
         if kws is not None:
             self.dim_kw = "dim" if "dim" in kws else ("axis" if "axis" in kws else None)
             self.takes_mask = "mask" in kws
-            self.param_kws = tuple(p for p in params if p in kws)
+            self.param_kws = tuple(p for p in params if p in kws or "**" in kws)
 
     def info(self) -> dict:
         return {"api": self.api, "keywords": None if self.keywords is None else sorted(self.keywords),
@@ -287,7 +287,9 @@ def kraw(target: Target, form, x, v, third, params, dtype):
 
 def _scalar_or_array(y, what):
     """A returned array (or Python number) as float64 numpy, or a message saying what it is."""
-    if isinstance(y, (int, float)) and not isinstance(y, bool):
+    if isinstance(y, (int, float, np.number)) and not isinstance(y, (bool, np.bool_)):  # np.float32 too
+        if isinstance(y, np.complexfloating):
+            return None, f"returned a complex {what}"
         return np.asarray(float(y)), None
     arr, cplx, bad = _as_array(y)
     if bad is not None:
@@ -339,17 +341,21 @@ def kcall(target: Target, form, x, v, third, params, dtype):
     return ("ok", names + (["mutated"] if mutated else []), *arrays, *([np.zeros(0)] if mutated else []))
 
 
-def kprobe(target: Target, form):
-    """Detect the API (numpy, else torch) from one call on a tiny input."""
+def kprobe(target: Target, form, heads: int = 0):
+    """Detect the API (numpy, else torch) from one call on a tiny input: one row, or with
+    ``heads`` (per-head parameters) one row per head, (1, H, 2), each parameter an array (H,)."""
     x = np.array([[0.0, 1.0]])
     v = np.array([[[1.0], [2.0]]])
-    third = np.array([[1.0]]) if form == "backward" else 1
+    if heads:
+        x, v = np.repeat(x[None], heads, axis=1), np.repeat(v[None], heads, axis=1)
+    third = np.ones(x.shape[:-1] + (1,)) if form == "backward" else 1
+    params = {p: np.zeros(heads) if heads else 0.0 for p in target.param_kws}
     has_torch = "torch" in sys.modules or importlib.util.find_spec("torch") is not None
     first = None
     for api in ["numpy"] + (["torch"] if has_torch else []):
         target.api = api
         try:
-            y, _ = kraw(target, form, x, v, third, {p: 0.0 for p in target.param_kws}, "float64")
+            y, _ = kraw(target, form, x, v, third, params, "float64")
         except Raised as exc:
             first = first or str(exc)
             continue
@@ -358,24 +364,10 @@ def kprobe(target: Target, form):
         if api == "numpy" and torch is not None and isinstance(first_part, torch.Tensor):
             target.api = "torch"
         return ("ok", target.info())
-    return ("error", f"raised {first} on scores [[0.0, 1.0]], values [[[1.0], [2.0]]]")
+    return ("error", f"raised {first} on scores {x.tolist()}, values {v.tolist()}")
 
 
-def encode(reply: tuple) -> bytes:
-    """A reply as bytes the parent decodes without pickle: a JSON header line, then the
-    arrays in .npy format (the parent loads them with allow_pickle=False)."""
-    header, arrays = [], []
-    for v in reply:
-        if isinstance(v, np.ndarray):
-            header.append({"array": len(arrays)})
-            arrays.append(v)
-        else:
-            header.append(v)
-    out = io.BytesIO()
-    out.write(json.dumps(header).encode() + b"\n")
-    for a in arrays:
-        np.save(out, np.array(a, order="C"), allow_pickle=False)  # keeps a 0-d array 0-d
-    return out.getvalue()
+_STATE: dict = {"target": None}  # the loaded target, between requests
 
 
 _ATTENTION = []
@@ -393,51 +385,25 @@ def _attention():
     return _ATTENTION[0]
 
 
-def main(rfd: int, wfd: int) -> None:
-    conn_in, conn_out = Connection(rfd, writable=False), Connection(wfd, readable=False)
-    sys.stdout = sys.stderr  # print() goes to standard error; fd 1 is watched by the parent
-    target = None
-    while True:
-        try:
-            msg = conn_in.recv()
-        except EOFError:
-            return
-        try:
-            if msg[0] == "load":
-                reply, target = load(*msg[1:])
-            elif msg[0] == "probe":
-                reply = probe(target, *msg[1:])
-            elif msg[0] == "call":
-                try:
-                    reply = call(target, *msg[1:])
-                except Raised as exc:
-                    reply = ("raised", str(exc))
-            elif msg[0] == "kprobe":
-                reply = kprobe(target, *msg[1:])
-            elif msg[0] == "aprobe":
-                reply = _attention().aprobe(target)
-            elif msg[0] == "acall":
-                try:
-                    reply = _attention().acall(target, *msg[1:])
-                except Raised as exc:
-                    reply = ("raised", str(exc))
-            elif msg[0] == "kcall":
-                try:
-                    reply = kcall(target, *msg[1:])
-                except Raised as exc:
-                    reply = ("raised", str(exc))
-            else:
-                return
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, (int, type(None))) else str(exc.code)
-            conn_out.send_bytes(encode(("exit", code)))
-            sys.stderr.flush()
-            os._exit(0)
-        except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt raised by the user's code
-            reply = ("raised", brief(exc))
-        sys.stderr.flush()
-        conn_out.send_bytes(encode(reply))
-
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+def handle(msg: tuple):
+    """One request → its reply; None (an unknown request) ends the child."""
+    kind, args, target = msg[0], msg[1:], _STATE["target"]
+    try:
+        if kind == "load":
+            reply, _STATE["target"] = load(*args)
+            return reply
+        if kind == "probe":
+            return probe(target, *args)
+        if kind == "call":
+            return call(target, *args)
+        if kind == "kprobe":
+            return kprobe(target, *args)
+        if kind == "kcall":
+            return kcall(target, *args)
+        if kind == "aprobe":
+            return _attention().aprobe(target)
+        if kind == "acall":
+            return _attention().acall(target, *args)
+    except Raised as exc:
+        return ("raised", str(exc))
+    return None

@@ -6,7 +6,10 @@ pass from the saved lse) so that the document can show a fault on concrete numbe
 checker can compare an implementation with the same forms. ``fault`` is a key of
 :data:`derive.kernels.faults.FAULTS` or ``None``.
 
-Scores ``x`` are raw (the kernel multiplies them by ``scale``); −inf marks a masked key.
+Scores ``x`` are raw (the kernel multiplies them by ``scale``); −inf marks a masked key. The
+−∞ guard (a finite stand-in for the shift while nothing is allowed) is used for the exponents
+only and never stored as the running max: storing it (fault ``guard_stored_as_max``) makes the
+row [−∞, −1000] in tiles of one key underflow to out 0, lse −∞.
 ``extra`` is the extra logit in score units (a sink s; 0 for softmax₁), ``extra_value``
 its value (default 0). Results: ``out`` and the natural, sink-inclusive ``lse``.
 """
@@ -23,12 +26,31 @@ LOG2E = 1.0 / math.log(2.0)
 NEG = -math.inf
 
 
-def _extra_units(extra, scale, c, fault):
-    """The extra logit in the kernel's exponent units (base 2: times log₂e)."""
-    e = float(extra)
-    if fault == "scale_on_extra":
-        e *= scale
-    return e if fault == "missing_log2e" else e * c
+def _log(k: float) -> float:
+    return math.log(k) if k > 0 else NEG
+
+
+def _merge(parts, dv, unguarded=False):
+    """(out, lse) of partial results (o_r, lse_r) merged by their log-sum-exp (0 and −∞ for none).
+    ``unguarded``: every o_r is multiplied by its weight, a NaN one too (0·NaN = NaN)."""
+    lses = np.array([p[1] for p in parts], dtype=float)
+    top = np.max(lses) if len(lses) else NEG
+    if top == NEG:
+        return np.zeros(dv), NEG
+    lse = top + math.log(np.exp(lses - top).sum())
+    out = np.zeros(dv)
+    for (o, _), wt in zip(parts, np.exp(lses - lse)):
+        out = out + wt * o if wt > 0 or unguarded else out
+    return out, lse
+
+
+def _with_faulty_extra(o, lse, wv, fault, extra, shift, count, scale):
+    """The keys' (o, lse) merged with the extra logit that a kernel with ``fault`` adds
+    (:data:`derive.kernels.faults.EXTRA_FAULTS`, the one definition of each such fault)."""
+    from derive.kernels.faults import EXTRA_FAULTS
+
+    used = EXTRA_FAULTS[fault](float(extra), shift, count, scale, _log)
+    return _merge([(o, lse), (wv, used)], len(wv))
 
 
 def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fault=None, no_tile_nan=False):
@@ -43,75 +65,83 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
     n, dv = v.shape
     ex, c = (np.exp2, LOG2E) if base2 else (np.exp, 1.0)
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
+    if extra is not None and _is_extra_fault(fault):
+        o, lse = online(x, v, block, None, None, scale, base2)
+        tiles = -(-n // block)
+        if fault == "extra_per_tile" and tiles == 0 and no_tile_nan:
+            return np.full(dv, np.nan), NEG  # no tile: the extra logit never entered, 0/0
+        top = float(np.max(scale * x)) if n else NEG  # the running max of a kernel not seeded with the extra logit
+        return _with_faulty_extra(o, lse, wv, fault, extra, top, tiles, scale)
     m, ell, acc = NEG, 0.0, np.zeros(dv)
-    e = None if extra is None else _extra_units(extra, scale, c, fault)
-    if e is not None and fault not in ("extra_per_tile", "softmax1_unshifted_one"):
+    e = None if extra is None else float(extra) * c
+    if e is not None:
         m, ell, acc = e, 1.0, wv.copy()  # the extra key as tile 0
     for lo in range(0, n, block):
         u, vals = scale * x[lo:lo + block] * c, v[lo:lo + block]
-        if fault == "extra_per_tile" and e is not None:
-            u, vals = np.append(u, e), np.vstack([vals, wv])
         m_new = max(m, float(np.max(u)))
-        shift = m_new if m_new > NEG else 0.0  # the guard: a fully masked tile leaves the state as it is
+        # the guard: exponents against a finite stand-in (0 when nothing is allowed yet), so a fully masked
+        # tile adds e^{−∞} = 0 and leaves the state as it is; the stored running max stays m_new (−∞ there)
+        shift = m_new if m_new > NEG else 0.0
         alpha = float(ex(m - shift)) if m > NEG else 0.0
         p = ex(u - shift)
         ell = (1.0 if fault == "sum_not_rescaled" and m > NEG else alpha) * ell + p.sum()
         acc = (1.0 if fault == "acc_not_rescaled" and m > NEG else alpha) * acc + p @ vals
-        m = shift
-    if fault == "softmax1_unshifted_one":
-        ell += 1.0
-    if ell == 0 and no_tile_nan and fault == "extra_per_tile" and e is not None and n == 0:
-        return np.full(dv, np.nan), NEG  # no tile: the extra logit never entered, 0/0
+        m = shift if fault == "guard_stored_as_max" else m_new
     if ell == 0:
-        return np.zeros(dv), NEG  # a fully masked row without an extra logit: out = 0, lse = −∞
+        return np.zeros(dv), NEG  # a fully masked row without an extra logit (or an underflow): out = 0, lse = −∞
     return acc / ell, m / c + math.log(ell)
 
 
-def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=False, masked_too=False):
+def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=False, masked_too=False, scale=1.0):
     """The keys cut into ``splits`` contiguous chunks (numpy.array_split order), each reduced to
-    (o, lse) by an online pass without the extra logit, then merged; returns (out, lse).
+    (o, lse) by an online pass without the extra logit, then merged with the extra logit once;
+    returns (out, lse).
 
-    Two ways kernels realize the split faults: ``empty_too`` (extra_per_tile) seeds every
-    split with the extra logit, an empty one too; ``masked_too`` (seeded_twice_empty_split)
-    has a fully masked split return the seeded state as an empty one does."""
+    A fault of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`) changes the logit the
+    combine adds: K = the splits that add it (``extra_per_tile``: every split with a key, an empty
+    one too with ``empty_too``; ``seeded_twice_empty_split``: the combine and every empty split,
+    a fully masked one too with ``masked_too``), m = the largest split lse."""
     x, v = np.asarray(x, float), np.asarray(v, float)
     dv = v.shape[1]
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
-    parts = []
+    parts, count = [], 0
     for idx in np.array_split(np.arange(len(x)), splits):
-        per = extra if fault == "extra_per_tile" else None
-        dead = len(idx) == 0 or (masked_too and bool(np.all(x[idx] == NEG)))
-        if per is not None and empty_too and len(idx) == 0:
-            parts.append((wv, float(extra)))  # the seeded state of a split with no key
-            continue
-        if dead and fault == "seeded_twice_empty_split" and extra is not None:
-            parts.append((wv, float(extra)))
-            continue
-        if fault == "nan_empty_split" and (len(idx) == 0 or np.all(x[idx] == NEG)):
+        dead = len(idx) == 0 or bool(np.all(x[idx] == NEG))
+        if fault == "extra_per_tile":
+            count += len(idx) > 0 or empty_too
+        elif fault == "seeded_twice_empty_split":
+            count += len(idx) == 0 or (masked_too and dead)
+        if fault == "nan_empty_split" and dead:
             with np.errstate(invalid="ignore"):
                 parts.append((np.zeros(dv) / 0.0, NEG))  # 0/0 without the guard
             continue
-        o, lse = online(x[idx], v[idx], max(1, len(idx)), per, wv) if len(idx) else (np.zeros(dv), NEG)
-        parts.append((o, lse))
-    if extra is not None and fault != "extra_per_tile":
-        parts.append((wv, float(extra)))  # the extra logit enters once, in the combine
-    lses = np.array([p[1] for p in parts])
-    top = np.max(lses) if len(lses) else NEG
-    if top == NEG:
-        return np.zeros(dv), NEG
-    weights = np.exp(lses - top)
-    lse = top + math.log(weights.sum())
-    out = np.zeros(dv)
-    for (o, _), wt in zip(parts, np.exp(lses - lse)):
-        out = out + wt * o if fault == "nan_empty_split" or wt > 0 else out
-    return out, lse
+        parts.append(online(x[idx], v[idx], max(1, len(idx)), None, wv) if len(idx) else (np.zeros(dv), NEG))
+    if fault == "nan_empty_split":
+        return _merge(parts + ([(wv, float(extra))] if extra is not None else []), dv, unguarded=True)
+    o, lse = _merge(parts, dv)
+    if extra is None:
+        return o, lse
+    if _is_extra_fault(fault):
+        top = max((p[1] for p in parts), default=NEG)
+        return _with_faulty_extra(o, lse, wv, fault, extra, top, count + (fault == "seeded_twice_empty_split"),
+                                  scale)
+    return _merge([(o, lse), (wv, float(extra))], dv)  # the extra logit enters once, in the combine
 
 
-def backward(x, v, dout, extra=None, extra_value=None, fault=None):
-    """Recompute-form gradients of L = ⟨dout, out⟩ for one row: (dx, dv, dextra)."""
+def _is_extra_fault(fault) -> bool:
+    from derive.kernels.faults import EXTRA_FAULTS
+
+    return fault in EXTRA_FAULTS
+
+
+def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False):
+    """Recompute-form gradients of L = ⟨dout, out⟩ for one row: (dx, dv, dextra). ``p_only``
+    (with ``kv_only_lse_backward``): the KV-only lse rebuilds P only, the extra logit's gradient
+    uses the right one."""
     x, v, g = np.asarray(x, float), np.asarray(v, float), np.asarray(dout, float)
     wv = np.zeros(v.shape[1]) if extra_value is None else np.asarray(extra_value, float)
     out, lse = split(x, v, 1, extra, wv)
+    true_lse = lse
     if fault == "kv_only_lse_backward":
         _, lse = split(x, v, 1, None)
     with np.errstate(invalid="ignore"):
@@ -122,6 +152,6 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None):
     if extra is None:
         return dx, dv, None
     with np.errstate(over="ignore", invalid="ignore"):  # a KV-only lse of −∞ (fault 9, every key masked)
-        ds = float(np.exp(extra - lse)) * (float(g @ wv) - D)
+        ds = float(np.exp(extra - (true_lse if p_only else lse))) * (float(g @ wv) - D)
     ds = {"sink_grad_missing": 0.0, "sink_grad_sign": -ds}.get(fault, ds)
     return dx, dv, ds

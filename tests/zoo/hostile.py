@@ -82,7 +82,7 @@ def forges_a_reply(x):
     """Writes a pickle that would run code if unpickled into derive's reply pipe, then exits."""
     import pickle
 
-    wfd = int(sys.argv[2])
+    wfd = int(sys.argv[-1])  # the reply pipe: the last argument of the child
     payload = pickle.dumps(("ok",)) + b"cos\nsystem\n(S'echo pwned'\ntR."
     os.write(wfd, len(payload).to_bytes(4, "big", signed=True) + payload)
     os._exit(0)

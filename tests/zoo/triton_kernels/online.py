@@ -28,7 +28,7 @@ from tests.zoo.triton_kernels._host import p2, rows
 @triton.jit
 def _sink_forward(X, V, S, OUT, LSE, n, dv,
                   BLOCK: tl.constexpr, BLOCK_P2: tl.constexpr, DV_P2: tl.constexpr,
-                  SINK_PER_TILE: tl.constexpr):
+                  SINK_PER_TILE: tl.constexpr, LATE: tl.constexpr):
     row = tl.program_id(0)
     s = tl.load(S + row)
     lane = tl.arange(0, BLOCK_P2)
@@ -51,6 +51,8 @@ def _sink_forward(X, V, S, OUT, LSE, n, dv,
             m_new = tl.maximum(m_new, s)
         m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # only without a sink yet
         alpha = tl.exp(m - m_ref)
+        if LATE > 0:  # BUG: from tile LATE on, a larger max replaces m without rescaling the state
+            alpha = tl.where((start >= LATE * BLOCK) & (m > -float("inf")), 1.0, alpha)
         p = tl.exp(x - m_ref)
         lsum = lsum * alpha + tl.sum(p, axis=0)
         if SINK_PER_TILE:
@@ -61,7 +63,7 @@ def _sink_forward(X, V, S, OUT, LSE, n, dv,
     tl.store(LSE + row, m + tl.log(lsum))
 
 
-def _forward(x, v, block, s, sink_per_tile):
+def _forward(x, v, block, s, sink_per_tile, late=0):
     block = int(block)
     if block < 1:
         raise ValueError(f"block must be at least 1, got {block}")
@@ -72,7 +74,7 @@ def _forward(x, v, block, s, sink_per_tile):
     lse = torch.empty(r, dtype=torch.float32)
     if r:
         _sink_forward[(r,)](xr, vr, sr, out, lse, n, dv, BLOCK=block, BLOCK_P2=p2(block), DV_P2=p2(dv),
-                            SINK_PER_TILE=sink_per_tile)
+                            SINK_PER_TILE=sink_per_tile, LATE=late)
     return out.reshape(*lead, dv), lse.reshape(lead)
 
 
@@ -84,3 +86,8 @@ def sink_online(x, v, block, *, s):
 def sink_online_sink_per_tile(x, v, block, *, s):
     """Faulty: e^{s − m} is added to the running sum in every tile."""
     return _forward(x, v, block, s, True)
+
+
+def sink_online_no_rescale_past_20_tiles(x, v, block, *, s):
+    """Faulty from the 21st tile on: the running state is not rescaled when the max grows."""
+    return _forward(x, v, block, s, False, late=20)

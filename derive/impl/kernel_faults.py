@@ -1,0 +1,111 @@
+"""The fault models of the kernel forms, run on a call: which known faults apply to which form,
+the ways each is realized, and the outputs of the numeric kernel (:mod:`derive.kernels.numeric`)
+with the fault switched on, or with the extra logit of another normalizer of the family.
+
+A fault of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`) is one transformation
+of the logit and applies to the online and the split form alike; the others belong to one form.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from derive.impl.kernel_check import Call
+from derive.impl.kernel_inputs import EXTRA_LOGIT
+from derive.kernels import numeric
+from derive.kernels.faults import EXTRA_FAULTS
+from derive.kernels.faults import FAULTS as KERNEL_FAULTS
+
+__all__ = ["BY_KEY", "FORM_FAULTS", "OTHER_EXTRA", "faulty_outputs", "other_extras", "variants"]
+
+INF = math.inf
+LN2 = math.log(2.0)
+_EXTRA = tuple(EXTRA_FAULTS)
+FORM_FAULTS: dict[str, tuple[str, ...]] = {
+    "online": _EXTRA[:1] + _EXTRA[2:] + ("acc_not_rescaled", "sum_not_rescaled", "guard_stored_as_max"),
+    "split": _EXTRA + ("nan_empty_split",),
+    "backward": ("kv_only_lse_backward", "sink_grad_missing", "sink_grad_sign"),
+}
+BY_KEY = {f.key: f for f in KERNEL_FAULTS}
+assert all(k in BY_KEY for keys in FORM_FAULTS.values() for k in keys)
+_SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
+# the extra logits of the family, by the normalizer that has it: the output may equal another one's
+OTHER_EXTRA = {"softmax": None, "softmax1": 0.0}
+
+
+def variants(form: str, key: str) -> list[dict]:
+    """Keyword sets of the numeric kernel that realize fault ``key`` in ``form``."""
+    if key == "scale_on_extra":
+        return [{"scale": 1.0 / math.sqrt(d)} for d in _SCALES]
+    if form == "split" and key == "extra_per_tile":  # seeded per split: the empty ones too, or not
+        return [{}, {"empty_too": True}]
+    if form == "split" and key == "seeded_twice_empty_split":  # a fully masked split, too
+        return [{}, {"masked_too": True}]
+    if key == "kv_only_lse_backward":  # the sink's gradient from the KV-only lse too, or from the right one
+        return [{}, {"p_only": True}]
+    if form != "online" or key in EXTRA_FAULTS and key != "extra_per_tile":
+        return [{}]
+    if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
+        return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
+    if key == "extra_per_tile":  # a row of no key: 0 (guarded), or 0/0 as a real per-tile kernel has it
+        return [{"no_tile_nan": nan} for nan in (False, True)]
+    return [{"base2": True}, {"base2": False}]
+
+
+def _finalized(x, v, block, sigma, base2, fault):
+    """A kernel that streams the keys without the extra logit and adds it once at finalization
+    (forms.finalize_extra): the numeric kernel's KV-only (out, lse) merged with (0, σ)."""
+    o, lse = numeric.online(x, v, block, None, base2=base2, fault=fault)
+    if sigma is None:
+        return o, lse
+    top = max(lse, sigma)
+    if top == -INF:
+        return o, lse
+    a, b = math.exp(lse - top), math.exp(sigma - top)
+    return o * (a / (a + b)), top + math.log(a + b)
+
+
+def faulty_outputs(form: str, key: str | None, call: Call, variant: dict, lse: str = "natural",
+                   sigma=...) -> dict:
+    """The numeric kernel (with fault ``key``, or none) on every row of ``call``: out and lse (in
+    the convention ``lse``; none for kv-only), or dx, dv and ds. ``sigma``: the extra logit to
+    use instead of the call's (another normalizer of the family)."""
+    R, n = call.x.shape
+    outs, lses, dxs, dvs, ds = [], [], [], [], np.zeros(call.heads or 1)
+    for r in range(R):
+        x, v = call.x[r], call.v[r]
+        s = call.row_sigma(r) if sigma is ... else sigma
+        with np.errstate(all="ignore"):
+            if form == "online":
+                scale = variant.get("scale", 1.0)
+                if variant.get("finalize"):
+                    o, ell = _finalized(x, v, call.third, s, variant.get("base2", True), key)
+                else:
+                    o, ell = numeric.online(x / scale, v, call.third, s, scale=scale,
+                                            base2=variant.get("base2", True), fault=key,
+                                            no_tile_nan=variant.get("no_tile_nan", False))
+            elif form == "split":
+                o, ell = numeric.split(x, v, call.third, s, fault=key, **variant)
+            else:
+                dx, dv, dsr = numeric.backward(x, v, call.third[r], s, fault=key, **variant)
+                dxs.append(dx)
+                dvs.append(dv)
+                ds[r % len(ds)] += 0.0 if dsr is None else dsr
+                continue
+        outs.append(o)
+        lses.append(float(ell))
+    if form == "backward":
+        return {"dx": np.array(dxs).reshape(R, n), "dv": np.array(dvs).reshape(R, n, call.dv), "ds": ds}
+    res = {"out": np.array(outs).reshape(R, call.dv)}
+    if lse != "kv-only":
+        res["lse"] = np.array(lses) / (LN2 if lse == "base2" else 1.0)
+    return res
+
+
+def other_extras(name: str) -> list[tuple[str, object]]:
+    """(normalizer, its extra logit) for the others of the family whose extra logit is not
+    ``name``'s: a sink kernel called without a sink computes softmax₁ (s = 0)."""
+    own = EXTRA_LOGIT.get(name)
+    return [(other, s) for other, s in OTHER_EXTRA.items() if s != own]
