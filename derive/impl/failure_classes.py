@@ -118,7 +118,9 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
     """Compare every row of ``call``; file each failure under its class (the first per class)."""
     R = call.x.shape[0]
     start = 0
-    tally = SimpleNamespace(rows=0, undefined_rows=0, max_ratio=0.0)
+    # rows are counted once below; each compare covers rows start..(its failing row), so the masked-row
+    # conventions and +∞ lse it notes are of disjoint rows
+    tally = SimpleNamespace(rows=0, undefined_rows=0, max_ratio=0.0, conventions={}, plus_inf_lse=0)
     failed = set()
     while start <= R:
         with np.errstate(over="ignore"):  # an error over a tiny bound: the ratio of a failing row is inf
@@ -137,6 +139,9 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
             break
         start = r + 1
     result.max_ratio = max(result.max_ratio, tally.max_ratio)
+    for conv, count in tally.conventions.items():
+        result.conventions[conv] = result.conventions.get(conv, 0) + count
+    result.plus_inf_lse += tally.plus_inf_lse
     judged = [r for r in range(R) if not _outside(checker, call, r)]
     result.rows += len(judged)
     result.undefined_rows += sum(not checker.exact(call, r).defined for r in judged)

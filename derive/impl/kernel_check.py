@@ -15,7 +15,7 @@ from derive.impl.kernel_exact import ExactRow, exact_row
 from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
-from derive.impl.numbers import agree, agree_all, jnum, listed, round_to, shortest
+from derive.impl.numbers import agree, agree_all, scaled, jnum, listed, round_to, shortest
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 from derive.normalizers.family import kernel_sigma
@@ -303,7 +303,7 @@ class KernelChecker:
                 ds_total[r % slots] += ex.ds
                 ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
             for what, y, p, scales in checks:
-                bounds = tol.abs + tol.rel * (1.0 + kap) * np.abs(np.asarray(scales, dtype=np.float64).ravel())
+                bounds = tol.abs + scaled(tol.rel * (1.0 + kap), np.abs(np.asarray(scales, dtype=np.float64).ravel()))
                 ok, errs = agree_all(y, p, bounds)
                 if result is not None:
                     keep = np.isfinite(errs) & (bounds > 0)

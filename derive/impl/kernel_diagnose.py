@@ -11,7 +11,7 @@ from derive.impl.diagnose import Diagnosis
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
 from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
 from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
-from derive.impl.numbers import agree_all, round_to
+from derive.impl.numbers import agree_all, round_to, scaled
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 from derive.normalizers.registry import get
@@ -33,7 +33,7 @@ def _bounds(tol: Tolerance, scales, ps, kap: float) -> np.ndarray:
     """The tolerance of each entry, scaled by the larger of its magnitude and the model's value."""
     ps = np.asarray(ps, dtype=np.float64).ravel()
     m = np.maximum(np.abs(np.asarray(scales, dtype=np.float64).ravel()), np.where(np.isfinite(ps), np.abs(ps), 0.0))
-    return tol.abs + tol.rel * (1.0 + kap) * m
+    return tol.abs + scaled(tol.rel * (1.0 + kap), m)
 
 
 def _pairs(checker: KernelChecker, call: Call, got: dict, ref: dict, r: int, keys) -> list:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-__all__ = ["agree", "agree_all", "err", "jnum", "listed", "num", "round_to", "shortest", "tex_num", "zero_or_nan"]
+__all__ = ["agree", "agree_all", "err", "jnum", "listed", "num", "round_to", "scaled", "shortest", "tex_num", "zero_or_nan"]
 
 INF = math.inf
 
@@ -92,3 +92,13 @@ def agree_all(ys, ps, bounds) -> tuple[np.ndarray, np.ndarray]:
 def zero_or_nan(ys) -> bool:
     ys = [float(y) for y in np.ravel(ys)]
     return all(y == 0 for y in ys) or all(math.isnan(y) for y in ys)
+
+
+def scaled(factor: float, m) -> np.ndarray:
+    """``factor * m`` entrywise, where an entry of magnitude 0 contributes 0 even when ``factor``
+    is infinite (a condition number of ∞ on scores such as finfo.min: the term vanishes where the
+    exact value does, instead of making the bound NaN, which no error meets)."""
+    m = np.asarray(m, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = factor * m
+    return np.where(m == 0, 0.0, out)
