@@ -30,7 +30,8 @@ def test_unshifted_plus_one_is_softmax1_of_the_shifted_row():
     assert w["instance"]["n"] == 1 and w["instance"]["m"] == 1
     assert w["lhs"] == pytest.approx(0.268941, rel=1e-6)  # e⁻¹/(1 + e⁻¹)
     assert w["rhs"] == 0.5
-    assert w["enclosures"] == {"lhs": "0.26894142137 ± 1e-12", "rhs": "0.5", "bits": 64}
+    assert w["enclosures"] == {"lhs": "0.26894142137 ± 1e-12", "rhs": "0.5", "difference": "-0.23105857863 ± 1e-12",
+                               "bits": 64}
     assert derivation_lines(d.as_json())[1] == (
         "softmax₁(x − m) = softmax₁(x): **refuted**: at M = [[1]], i = 1, j = 1, m = 1, "
         "n = 1, x = [[0]] the two sides are 0.268941 and 0.5")

@@ -135,6 +135,7 @@ def test_check_on_random_specs_long(src, norm, claim):
     test_check_on_random_specs.hypothesis.inner_test(src, norm, claim)
 
 
+@pytest.mark.slow  # counts what the slow test_check_on_random_specs checked, so it runs with it
 def test_random_specs_were_mostly_valid():
     assert len(CHECKED) >= 6, CHECKED
 

@@ -419,11 +419,11 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
                                                   f.where))
     lines = [f"#### Fails: {CLASSES[f.cls]} ({dtype})", "",
              f"Smallest counterexample: {f.case.describe()}.", "",
-             f"- {f.what} at {where}: returned {_n(f.output)}, exact {_n(f.exact)}, error {_n(f.error)} "
-             f"(allowed {_n(f.bound)})"]
+             f"- {f.what} at {where}: returned `{_n(f.output)}`, exact `{_n(f.exact)}`, error `{_n(f.error)}` "
+             f"(allowed `{_n(f.bound)}`)"]
     if f.row:
         shown = ", ".join(_n(x) for x in f.row[:12]) + (", ..." if len(f.row) > 12 else "")
-        lines.append(f"- the row's scores scale·q·k + mask: [{shown}]")
+        lines.append(f"- the row's scores scale·q·k + mask: `[{shown}]`")
     if f.note:
         lines.append(f"- {f.note}")
     lines.append("")

@@ -175,10 +175,10 @@ def class_lines(results, contract) -> list[str]:
             f = r.classes.get(cls)
             if f is None:
                 continue
-            where = (f"row {f.row}: x = {listed(f.call.x[f.row], num)}" if f.row >= 0
+            where = (f"row {f.row}: x = `{listed(f.call.x[f.row], num)}`" if f.row >= 0
                      else "the gradient summed over the rows")
             lines.append(f"- fails, {KERNEL_CLASSES[cls]} ({r.dtype}): {f.call.describe()}, {where}; {f.what} "
-                         f"returned {listed(f.output[:4], num)}, exact {listed(f.exact[:4], num)}")
+                         f"returned `{listed(f.output[:4], num)}`, exact `{listed(f.exact[:4], num)}`")
     for r in results:
         if r.stopped:
             lines.append(f"- the fixed list stopped early ({r.dtype}): {r.stopped}; the inputs after it were not "

@@ -212,9 +212,9 @@ def class_lines(results) -> list[str]:
     lines.append("")
     for r in results:
         for cls, fl in r.classes.items():
-            lines.append(f"- fails, {ROW_CLASSES[cls]} ({r.dtype}): row [{', '.join(num(v) for v in fl.row[:8])}"
-                         f"{', ...' if len(fl.row) > 8 else ''}]"
-                         + (f" with {', '.join(f'{k} = {num(v)}' for k, v in sorted(fl.params.items()))}"
+            lines.append(f"- fails, {ROW_CLASSES[cls]} ({r.dtype}): row `[{', '.join(num(v) for v in fl.row[:8])}"
+                         f"{', ...' if len(fl.row) > 8 else ''}]`"
+                         + (f" with `{', '.join(f'{k} = {num(v)}' for k, v in sorted(fl.params.items()))}`"
                             if fl.params else "") + f" ({fl.kind})")
         if r.stopped:
             lines.append(f"- the check stopped early ({r.dtype}): {r.stopped}; the inputs after it were not tested")

@@ -120,7 +120,7 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
     der = Derivation(entry.name, prop, claim, None)
     W, Djj, Djk, sjj, sjk = _derivatives(entry, params)
     if W is None:
-        der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
+        der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form $\\sum_t M_t F(x_t)$ with $F > 0$"), "?"
         return der
     D, sgn = (Djj, sjj) if which == "jj" else (Djk, sjk)
     label = "\\frac{\\partial p_j}{\\partial x_j}" if which == "jj" else "\\frac{\\partial p_j}{\\partial x_k}"
@@ -188,7 +188,7 @@ def gradient_nonvanishing(entry, params) -> Derivation:
     )
     W, D, _, sgn, _ = _derivatives(entry, params)
     if W is None:
-        der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form Σ M_t F(x_t), F > 0"), "?"
+        der.verdict, der.value = Verdict(UNDECIDED, "the row sums are not of the form $\\sum_t M_t F(x_t)$ with $F > 0$"), "?"
         return der
     der.step("derivative", sp.Eq(shown("\\frac{\\partial p_j}{\\partial x_j}"), D, evaluate=False))
     if sgn in ("+", "-"):
