@@ -71,7 +71,10 @@ def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
     if moving != 0:
         if moving == diff:
             return f"the score changes by a key-dependent term{where}: {show.math(diff)}"
-        factored = sp.factor(diff)
+        # common factors pulled out when that is shorter: factor_terms takes out the terms' common
+        # content only (j·m − i·m → (j − i)·m); a polynomial factorisation (sp.factor) can take
+        # hours on a score such as c**4096·⟨q, k⟩
+        factored = sp.factor_terms(diff)
         whole = factored if len(sp.Add.make_args(factored)) < len(sp.Add.make_args(diff)) else diff
         return f"the score changes by {show.math(whole)}{where}, which depends on the key through {show.math(moving)}"
     return f"the score changes by the row-constant {show.math(diff)}{where}, and {norm} is not shift-invariant"

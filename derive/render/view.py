@@ -107,9 +107,10 @@ def _block(b, target: str, numbers: dict) -> dict:
     elif b.kind == "table":
         out.update(headers=[_cell(h, target) for h in b.headers],
                    rows=[[_cell(c, target) for c in r] for r in b.rows], caption=_text(b.caption, target))
-        if target == "tex":  # a wide table is set as two, each with the first column: no cell is shrunk
+        if target == "tex":  # a wide table is set in parts, each with the first column: no cell is shrunk
             cols = list(range(1, len(b.headers)))
-            halves = [cols] if len(cols) <= WIDEST - 1 else [cols[:(len(cols) + 1) // 2], cols[(len(cols) + 1) // 2:]]
+            count = -(-len(cols) // (WIDEST - 1))  # as few parts as keep each to WIDEST columns, sizes even
+            halves = [cols[len(cols) * k // count:len(cols) * (k + 1) // count] for k in range(count)] if cols else [cols]
             pick = lambda row, ks: [row[0], *(row[k] for k in ks)]  # noqa: E731
             out["parts"] = [{"headers": pick(out["headers"], ks), "rows": [pick(r, ks) for r in out["rows"]],
                              "widths": _widths([pick(b.headers, ks), *(pick(r, ks) for r in b.rows)])}
@@ -125,7 +126,7 @@ def _block(b, target: str, numbers: dict) -> dict:
     return out
 
 
-WIDEST = 6  # columns of a LaTeX table; a wider one is set as two
+WIDEST = 6  # columns of a LaTeX table; a wider one is set as several, each with the first column
 
 
 def _visible(value) -> tuple[int, int]:
