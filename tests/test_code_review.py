@@ -258,3 +258,13 @@ def test_pre_commit_try_repo(tmp_path):
     assert re.search(r"derive check\.+Failed", bad.stdout)
     assert BAD_ANNOTATION in bad.stdout
     assert "1 claim: 0 proved, 1 refuted, 0 undecided" in bad.stdout
+
+
+@pytest.mark.slow
+def test_build_check_outside_a_repository_checks_derives_own_documents(tmp_path):
+    """Without --if-modules, derive build --check in a folder with no proofs/ checks the documents
+    derive ships (the wheel's proofs): the leniency is the hook's, not the command's."""
+    argv = [sys.executable, "-m", "derive", "build", "--check", "--no-pdf", "--docs", str(ROOT / "docs")]
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "6 documents" in proc.stderr and "nothing to check" not in proc.stderr

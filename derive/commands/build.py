@@ -15,6 +15,9 @@ HELP = "prove, cross-check and render derivation modules (default: every module 
 def add_arguments(p) -> None:
     p.add_argument("modules", nargs="*", metavar="MODULE.py", help="derivation modules (default: proofs/*.py)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file in docs/ is stale")
+    p.add_argument("--if-modules", action="store_true",
+                   help="with --check: check nothing (exit 0) where there is no proofs/*.py, as in a repository whose "
+                        "docs/ are its own (the derive-docs hook); without it, derive's own documents are checked")
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex")
     p.add_argument("--docs", default="docs", help="where Markdown/JSON/SVG go (default: docs)")
     p.add_argument("--out", default="build", help="where LaTeX/PDF go (default: build)")
@@ -34,7 +37,7 @@ def run(args) -> int:
     from derive.build import PdfFailed, build
 
     log("derive build" + (" --check" if args.check else ""))
-    if args.check and not args.modules and not any(Path("proofs").glob("[!_]*.py")):
+    if args.check and args.if_modules and not args.modules and not any(Path("proofs").glob("[!_]*.py")):
         # a repository without derivation modules (the derive-docs hook in a user's repository):
         # its docs/ are the user's own, not documents derive writes
         log("no derivation modules in proofs/ here: nothing to check")
