@@ -301,16 +301,9 @@ def _is_spec_name(rel: str, dirs: set) -> bool:
 def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
     """Check ``files`` and their versions at ``ref``; every spec is proved at most once per set of
     inputs. Input errors come first (the new specs, the revision), then the proofs."""
-    from derive.spec import load_spec
+    from derive.spec import load_specs
 
-    specs, errors = [], []
-    for f in files:  # every input error of every file, before any proof
-        try:
-            specs.append(load_spec(f))
-        except InputError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise InputError("\n".join(errors))
+    specs = load_specs(files)
     roots = [verify_ref(ref, f) for f in files]
     snapshots = {r: _Snapshot(r, ref) for r in dict.fromkeys(roots)}
     cache: dict = {}

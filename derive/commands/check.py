@@ -81,17 +81,9 @@ def unique(files) -> list[str]:
 
 def check_files(files, cfg) -> list:
     from derive.claims.run import check_spec
-    from derive.spec import load_spec
+    from derive.spec import load_specs
 
-    specs, errors = [], []
-    for f in files:  # every input error of every file, before any proof
-        try:
-            specs.append(load_spec(f))
-        except InputError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise InputError("\n".join(errors))
-    return [check_spec(s, cfg) for s in specs]
+    return [check_spec(s, cfg) for s in load_specs(files)]
 
 
 def write(text: str, output: str | None) -> None:

@@ -31,7 +31,7 @@ from derive.spec.translate import (
     unknown_name,
 )
 
-__all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec", "Spec", "load_spec", "parse_spec"]
+__all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec", "Spec", "load_spec", "load_specs", "parse_spec"]
 
 TOP_KEYS = ("name", "description", "score", "score_mod", "score2", "normalizer", "mask", "mask_mod", "value",
             "symbols", "claims")
@@ -115,6 +115,20 @@ class _Errors:
     def raise_any(self) -> None:
         if self.lines:
             raise InputError("\n".join(self.lines))
+
+
+def load_specs(paths) -> list[Spec]:
+    """Every spec of ``paths``; every input error of every file is raised at once (one line
+    each), before anything is proved."""
+    specs, errors = [], []
+    for path in paths:
+        try:
+            specs.append(load_spec(path))
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise InputError("\n".join(errors))
+    return specs
 
 
 def load_spec(path: str | Path) -> Spec:
