@@ -234,5 +234,6 @@ def test_backward_needs_a_torch_function(capsys):
 
 
 def test_sinks_are_required_for_the_sink_normalizer(capsys):
+    require_module("torch", "torch kernels")
     code = main(["impl", TORCH + "hf", "--as", "sink", "--form", "attention", "--dtype", "float32"])
     assert code == 2 and "takes no sinks keyword" in capsys.readouterr().err
