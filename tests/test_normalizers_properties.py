@@ -56,15 +56,15 @@ ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", 
          "gradient_nonvanishing", "k_bias_cancels", "stable_form")
 NEW = {
     # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path
-    "softpick": "RURUPPUURUUURR",
+    "softpick": "RURUPPUURUUURP",
     # softmax of s·log(N)·x: shift-invariant, sums to 1, ratio N^{s(x1 - x2)}
     "ssmax": "PPPURPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row
-    "sigmoid_logn": "RURUPPUURPRPRR",
+    "sigmoid_logn": "RURUPPUURPRPRP",
     # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
-    "stick_breaking": "RURUUUUURUUURR",
+    "stick_breaking": "RURUUUUURUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
-    "relu_n": "RURUPPUURRRRRR",
+    "relu_n": "RURUPPUURRRRRP",
 }
 for _name, _row in NEW.items():
     for _prop, _v in zip(ORDER, _row):

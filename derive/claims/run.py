@@ -50,10 +50,10 @@ def _fresh_caches() -> None:
     can change the order of floating-point sums in the cross-checks)."""
     from sympy.core.cache import clear_cache
 
-    from derive.crosscheck.evaluate import _free
+    from derive.crosscheck.compiled import free_symbols
 
     clear_cache()
-    _free.cache_clear()
+    free_symbols.cache_clear()
 
 
 def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = None) -> SpecResult:

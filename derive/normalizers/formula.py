@@ -311,10 +311,11 @@ class _Symbolic:
                 "relu": lambda z: sp.Max(0, z), "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
                 "softplus": lambda z: sp.log(1 + sp.exp(z))}[fn](x)
 
-    def reduction(self, fn: str, args) -> sp.Expr:
+    def reduction(self, fn: str, args, build=None) -> sp.Expr:
+        """The reduction ``fn`` over the row; ``build`` turns its body into SymPy (default: as is)."""
         self.var = t
         try:
-            body = self.run(args[0])
+            body = (build or self.run)(args[0])
         finally:
             self.var = None
         op, e = ("", None) if len(args) == 1 else _condition(args[1])

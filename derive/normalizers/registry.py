@@ -37,7 +37,7 @@ import numpy as np
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, Score, i, j, row_sum
+from derive.model.attention import M, i, j
 
 __all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "from_formula", "get", "names", "register", "unregister",
            "user_entry"]
@@ -60,10 +60,6 @@ class Normalizer:
     extra_value: bool = False  # mixes a value vector of its own into the output
     note: str = ""
     sources: tuple[str, ...] = ()  # keys of derive.document.references: where the normalizer comes from
-    # An overflow-free form with a free shift m, when it is not the generic one (scores x − m
-    # with the shifted parameters of ``shift_effect``): (score, key, m, **params) → weight.
-    stable_form: Callable | None = None
-    stable_text: str = ""  # how m is chosen so that no exponent is positive
     # A composition p_j = M_j·outer(p'_j, **params) with p' the weights of entry ``inner``
     # (checked by the provers before use, never assumed).
     inner: str | None = None
@@ -83,13 +79,6 @@ class Normalizer:
 
 
 # ---- softmax family: exp(x_j) / (exp(s) + Σ_t exp(x_t)), s = −∞ for softmax -------------
-
-
-def _sink_weight(score: Score, key: sp.Expr, sink: sp.Expr | None) -> sp.Expr:
-    den = row_sum(lambda x: sp.exp(score(x)))
-    if sink is not None:
-        den = sp.exp(sink) + den
-    return M[i, key] * sp.exp(score(key)) / den
 
 
 def _masked(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -302,7 +291,6 @@ register(
         stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
         latex=r"\operatorname{softmax}",
         definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
-        stable_text="$m = \\max_t x_t$",
     )
 )
 register(
@@ -313,7 +301,6 @@ register(
         latex=r"\operatorname{softmax}_1",
         definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
-        stable_text="$m = \\max(0, \\max_t x_t)$: the implicit zero logit joins the max",
     )
 )
 register(
@@ -329,7 +316,6 @@ register(
         domain_text="$s$ real (learned per head)",
         sample={"s": 1},
         shift_effect=lambda c, p: ("sink", {"s": p["s"] - c}),
-        stable_text="$m = \\max(s, \\max_t x_t)$",
     )
 )
 register(
@@ -341,7 +327,6 @@ register(
         latex=r"\operatorname{zero}",
         definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
-        stable_text="$m = \\max(0, \\max_t x_t)$, the extra key's 0 included",
         note="the extra key's score is exactly 0 and its value is the zero vector",
     )
 )
@@ -360,7 +345,6 @@ register(
         domain_text="$s^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
         sample={"s_star": 1},
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
-        stable_text="$m = \\max(s^*_i, \\max_t x_t)$, per row",
         extra_value=True,
         note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
     )
@@ -378,14 +362,6 @@ register(
         domain_text="$b$ real",
         sample={"b": 0},
         shift_effect=lambda c, p: ("sigmoid", {"b": p["b"] + c}),
-        stable_form=lambda score, key, m, b=_b, **p: (
-            M[i, key]
-            * sp.Piecewise(
-                (1 / (1 + sp.exp(-(score(key) + b))), score(key) + b >= 0),
-                (sp.exp(score(key) + b) / (1 + sp.exp(score(key) + b)), True),
-            )
-        ),
-        stable_text="no shift: $e^{-\\lvert x + b \\rvert}$ in the branch that keeps the exponent $\\le 0$",
     )
 )
 register(
@@ -403,7 +379,6 @@ register(
         sample={"zeta": 1, "gamma": sp.Rational(-1, 10)},
         inner="softmax",
         outer=lambda w, zeta=_zeta, gamma=_gamma, **p: sp.Min(1, sp.Max(0, (zeta - gamma) * w + gamma)),
-        stable_text="the inner softmax with $m = \\max_t x_t$",
     )
 )
 register(
@@ -419,8 +394,6 @@ register(
         definition=r"p_j = \operatorname{softmax}\bigl(c_{\mathrm{cap}} \tanh(x/c_{\mathrm{cap}})\bigr)_j",
         domain={"c": _cap},
         domain_text=r"$c_{\mathrm{cap}} > 0$ (50 in Gemma 2)",
-        stable_form=lambda score, key, m, c=_cap, **p: _sink_weight(lambda k: c * sp.tanh(score(k) / c) - m, key, None),
-        stable_text=r"$m = c_{\mathrm{cap}}$: the capped scores lie in $(-c_{\mathrm{cap}}, c_{\mathrm{cap}})$, so every exponent is $< 0$",
         sample={"c": 1},
     )
 )
@@ -455,7 +428,6 @@ register(
         domain={"s": _ss},
         domain_text="$s$ real (learned per head); $N$ the number of allowed keys of the row",
         sample={"s": 1},
-        stable_text="$m = \\max_t x_t$, the exponents scaled by $s \\log N$",
     )
 )
 register(

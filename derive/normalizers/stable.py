@@ -1,9 +1,8 @@
 """Overflow-free forms of the normalizers, the widespread faulty softmax₁, and a float table.
 
-* :func:`stable_form` — for an entry whose shift effect is known (or that is shift-invariant),
-  the weights written with every score shifted by m: W(x) = W'(x − m; params'(m)). Proved
-  equal to the definition for every real m; with m ≥ every exponent the form cannot
-  overflow.
+* :func:`stable_form` — the overflow-free form derived from the entry's formula
+  (:mod:`derive.normalizers.overflow`); :func:`stable_property` proves it equal to the
+  definition for every real shift m.
 * :func:`faulty_weight` — subtract m = max_j x_j, then add a plain 1 to the denominator.
 * :func:`float_table` — where the naive, faulty and stable forms overflow, underflow or
   return NaN, in float16, bfloat16 (emulated), float32 and float64.
@@ -16,7 +15,9 @@ import numpy as np
 import sympy as sp
 
 from derive.model.attention import M, i, j, n, t
-from derive.normalizers.algebra import Derivation, X, settle, weight
+from derive.normalizers.algebra import _BY_ARGS, Derivation, X, prove_congruent, settle, weight
+from derive.normalizers.overflow import MSHIFT, Overflow, derive_overflow_free, shift_taken_out
+from derive.prove.verdict import PROVED, UNDECIDED, Verdict
 from derive.normalizers.registry import get
 
 __all__ = [
@@ -26,45 +27,59 @@ __all__ = [
     "MSHIFT",
     "bf16",
     "faulty_weight",
+    "prove_form",
     "float_table",
     "run_form",
     "stable_form",
     "stable_property",
 ]
 
-MSHIFT = sp.Symbol("m", real=True)
-
-
 def stable_form(entry, params: dict) -> sp.Expr | None:
-    """W(x) rewritten with scores x − m (a claim: prove it with ``settle``)."""
-
-    def shifted(k):
-        return X[i, k] - MSHIFT
-
-    if entry.stable_form is not None:
-        return entry.stable_form(lambda k: X[i, k], j, MSHIFT, **params)
-    if entry.shift_effect is None:
-        return weight(entry, params, shifted)  # valid only if shift-invariant: the prover decides
-    other, new = entry.shift_effect(MSHIFT, params)
-    return weight(get(other), new, shifted)
+    """The overflow-free form of the weight (:mod:`derive.normalizers.overflow`; the definition
+    itself when it has no exponential of a score), None when none is derived. A claim: prove it."""
+    form = derive_overflow_free(entry, params)
+    return weight(entry, params) if form.own else form.form
 
 
 def stable_property(entry, params) -> Derivation:
-    """The overflow-free form equals the definition for every input (and every shift m)."""
+    """The overflow-free form derived from the formula equals the definition, for every shift m."""
     der = Derivation(
         entry.name,
         "stable_form",
         "the overflow-free form equals the definition for all scores and every real shift m",
         None,
     )
-    form = stable_form(entry, params)
-    der.step(f"overflow-free form ({entry.stable_text or 'shift m'})", form)
-    der.verdict = settle(form, weight(entry, params), entry, params)
-    der.equality = (form, weight(entry, params))
-    der.value = {"proved": "equal", "refuted": "differs"}.get(der.verdict.status, "?")
-    if der.verdict.proved and entry.stable_text:
-        der.value = entry.stable_text.split(":")[0]
+    form = derive_overflow_free(entry, params)
+    if form.form is None:
+        der.verdict = Verdict(UNDECIDED, form.reason)
+        der.value = "?"
+        return der
+    if form.own:
+        der.verdict = Verdict(PROVED, "the definition takes no exponential of a score, so no step of it can "
+                              "overflow: it is its own overflow-free form", method="no exponential of a score")
+        der.step("the definition, which has no exponential of a score", weight(entry, params))
+        der.value = "the definition"
+        return der
+    der.step(f"overflow-free form ({form.text()})", form.form)
+    der.verdict = prove_form(form, entry, params)
+    der.equality = (form.form, weight(entry, params))
+    der.value = form.text() if der.verdict.proved else {"refuted": "differs"}.get(der.verdict.status, "?")
     return der
+
+
+def prove_form(form: Overflow, entry, params) -> Verdict:
+    """Each rewritten part equal to the part of the definition it replaces (then the whole is
+    equal: it is the definition with equals put for equals); failing that, the whole form
+    against the definition by :func:`settle` (a certified counterexample refutes it)."""
+    hows = []
+    for old, new, shift in form.rewrites:
+        ok, how = prove_congruent(new if shift is None else shift_taken_out(new, shift), old)
+        if not ok:
+            return settle(form.form, weight(entry, params), entry, params)
+        how = how.removeprefix(_BY_ARGS).removesuffix(")") if how.startswith(_BY_ARGS) else how
+        hows.append(how if shift is None else f"$e^{{-{shift}}}$ taken out of the ratio, then {how}")
+    return Verdict(PROVED, "each rewritten part reduces to the part of the definition it replaces",
+                   method="; ".join(dict.fromkeys(hows)))
 
 
 def faulty_weight(key=j) -> sp.Expr:
