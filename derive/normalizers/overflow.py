@@ -32,7 +32,7 @@ from derive.model.reductions import RowMax
 from derive.normalizers.formula import Y, _Symbolic
 from derive.spec.parser import Binary, Call, Name, Unary, walk
 
-__all__ = ["MSHIFT", "Overflow", "derive_overflow_free", "shift_taken_out"]
+__all__ = ["MSHIFT", "Overflow", "derive_overflow_free"]
 
 MSHIFT = sp.Symbol("m", real=True)
 _SCORES = ("x_j", "x_t", "y_j", "y_t")
@@ -183,40 +183,6 @@ class _Form(_Symbolic):
                 raise _NoForm("a ratio of exponentials inside the ratio")
             return self.scaled(left, m, exponents) / self.run(right)
         raise _NoForm("a power of an exponential")
-
-
-_FACTOR = sp.Symbol("E_m", positive=True)  # e^{−m}, as a positive symbol
-
-
-def shift_taken_out(expr: sp.Expr, m: sp.Symbol) -> sp.Expr:
-    """A rewritten ratio with e^{−m} written as a positive symbol E and taken out of every part:
-    e^{u − m} = e^{u}·E, then out of relu, abs, max and min by positive homogeneity
-    (f(a·E) = f(a)·E for E > 0) and out of sums over the row. Each step is an identity, so what
-    the prover then shows equal to the definition (E cancels from the ratio) is this expression."""
-    from derive.normalizers.algebra import canon_sums
-
-    e = expr.replace(lambda z: isinstance(z, sp.exp) and m in z.free_symbols,
-                     lambda z: sp.exp(sp.expand(z.args[0] + m)) * _FACTOR)
-    return canon_sums(_pull(e))
-
-
-def _pull(e: sp.Expr) -> sp.Expr:
-    if not e.args:
-        return e
-    args = [_pull(a) for a in e.args]
-    if isinstance(e, (sp.Max, sp.Min, sp.Abs)):
-        inner = [_without_factor(a) for a in args]
-        if all(a is not None for a in inner):
-            return _FACTOR * e.func(*inner)
-    return e.func(*args) if any(a is not b for a, b in zip(args, e.args)) else e
-
-
-def _without_factor(a: sp.Expr) -> sp.Expr | None:
-    """a/E when a is E times an expression free of E (0 is E·0), else None."""
-    if a == 0:
-        return a
-    rest, factor = sp.factor_terms(a).as_independent(_FACTOR, as_Add=False)
-    return rest if factor == _FACTOR else None
 
 
 def _largest(exponents) -> sp.Expr:

@@ -1,7 +1,8 @@
 """Prove or refute ``lhs = rhs`` for symbolic d, n and masks.
 
 A proof is a chain of SymPy rewrites that brings ``lhs − rhs`` to 0: expanding every
-⟨·,·⟩ by bilinearity, exp(a + b) = exp(a)·exp(b), merging sums over the same range,
+⟨·,·⟩ by bilinearity, exp(a + b) = exp(a)·exp(b), taking a positive factor out of max, min and
+abs, merging sums over the same range,
 writing hyperbolic functions with exponentials and cancelling, and finally ``simplify``
 (only on expressions of at most ``SIMPLIFY_OPS`` operations: work is bounded by size, so
 the verdict does not depend on the machine; the time bound is a last guard). If none
@@ -43,9 +44,29 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
     return sp.cancel(sp.expand(e, power_exp=True))
 
 
+def _homogeneous(e: sp.Expr) -> sp.Expr:
+    """A positive factor common to the arguments of max, min or abs taken out of it
+    (positive homogeneity: f(c·a, c·b) = c·f(a, b) for c > 0), then expanded again."""
+
+    def out(f):
+        args = [sp.factor_terms(a) for a in f.args]
+        common = None
+        for a in args:
+            if a != 0:
+                mine = {x for x in sp.Mul.make_args(a) if x.is_positive}
+                common = mine if common is None else common & mine
+        if not common:
+            return f
+        c = sp.Mul(*common)
+        return c * f.func(*[a / c for a in args])
+
+    return _expand(e.replace(lambda z: isinstance(z, (sp.Max, sp.Min, sp.Abs)), out))
+
+
 _EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp(a + b) = \exp(a) \exp(b)$"
 _PASSES = (
     (_EXPANDING, _expand),
+    ("positive factors taken out of max, min and abs", _homogeneous),
     ("merging sums over the same range", _sums),
     ("exponentials expanded (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
     ("simplification (common factors cancelled)", sp.simplify),
