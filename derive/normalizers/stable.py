@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from derive.model.attention import M, i, j, n, t
-from derive.normalizers.algebra import _BY_ARGS, Derivation, X, prove_congruent, settle, weight
+from derive.normalizers.algebra import _BY_ARGS, Derivation, X, display_subs, prove_congruent, settle, weight
 from derive.normalizers.overflow import MSHIFT, Overflow, derive_overflow_free
 from derive.prove.verdict import PROVED, UNDECIDED, Verdict
 from derive.normalizers.registry import get
@@ -62,7 +62,8 @@ def stable_property(entry, params) -> Derivation:
         return der
     der.step(f"overflow-free form ({form.text()})", form.form)
     der.verdict = prove_form(form, entry, params)
-    der.equality = (form.form, weight(entry, params))
+    back = display_subs(entry.name)  # shown with the entry's own parameters (ζ, not 1 + ζ'): still an identity
+    der.equality = tuple(e.xreplace(back) for e in (form.form, weight(entry, params)))
     der.value = form.text() if der.verdict.proved else {"refuted": "differs"}.get(der.verdict.status, "?")
     return der
 
