@@ -393,11 +393,12 @@ class Derivation:
         return self.value
 
 
-def display_subs(name: str) -> dict:
-    """Map the domain symbols of an entry back to its parameter names (ζ' → ζ − 1)."""
+def display_subs(name) -> dict:
+    """Map the domain symbols of an entry (or of the entry of that name) back to its parameter names (ζ' → ζ − 1)."""
     from derive.normalizers.registry import get
 
-    return dict(_display_subs(tuple(get(name).domain.items())))
+    entry = get(name) if isinstance(name, str) else name
+    return dict(_display_subs(tuple(entry.domain.items())))
 
 
 @memoized

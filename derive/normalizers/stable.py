@@ -62,7 +62,7 @@ def stable_property(entry, params) -> Derivation:
         return der
     der.step(f"overflow-free form ({form.text()})", form.form)
     der.verdict = prove_form(form, entry, params)
-    back = display_subs(entry.name)  # shown with the entry's own parameters (ζ, not 1 + ζ'): still an identity
+    back = display_subs(entry)  # shown with the entry's own parameters (ζ, not 1 + ζ'): still an identity
     der.equality = tuple(e.xreplace(back) for e in (form.form, weight(entry, params)))
     der.value = form.text() if der.verdict.proved else {"refuted": "differs"}.get(der.verdict.status, "?")
     return der
