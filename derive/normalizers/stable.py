@@ -46,7 +46,8 @@ def stable_property(entry, params) -> Derivation:
     der = Derivation(
         entry.name,
         "stable_form",
-        "the overflow-free form equals the definition for all scores and every real shift m",
+        "the overflow-free form derived from the formula equals the definition for all scores (and every real "
+        "shift m, where the form has one)",
         None,
     )
     form = derive_overflow_free(entry, params)
