@@ -105,3 +105,15 @@ def test_time_limit_counts_cpu_time_not_waiting():
             end = time.process_time() + 5
             while time.process_time() < end:
                 pass
+
+
+def test_a_positive_factor_comes_out_of_max_min_and_abs():
+    """Positive homogeneity: max(0, c·a) = c·max(0, a) for c > 0, and only for c > 0."""
+    x, y, m = sp.symbols("x y m", real=True)
+    c = sp.exp(-m)
+    assert prove_equal(sp.Max(0, c * (sp.exp(x) - 1)), c * sp.Max(0, sp.exp(x) - 1)).status == PROVED
+    assert prove_equal(sp.Min(c * x, 2 * c * y) / c, sp.Min(x, 2 * y)).status == PROVED
+    assert prove_equal(sp.Abs(c * x - c * y), c * sp.Abs(x - y)).status == PROVED
+    # a factor of unknown sign stays in: max(0, −a) is not −max(0, a)
+    assert prove_equal(sp.Max(0, -c * x), -c * sp.Max(0, x)).status == REFUTED
+    assert prove_equal(sp.Max(0, y * x), y * sp.Max(0, x)).status == REFUTED

@@ -60,7 +60,10 @@ def _homogeneous(e: sp.Expr) -> sp.Expr:
         c = sp.Mul(*common)
         return c * f.func(*[a / c for a in args])
 
-    return _expand(e.replace(lambda z: isinstance(z, (sp.Max, sp.Min, sp.Abs)), out))
+    if not e.has(sp.Max, sp.Min, sp.Abs):
+        return e
+    pulled = e.replace(lambda z: isinstance(z, (sp.Max, sp.Min, sp.Abs)), out)
+    return e if pulled == e else _expand(pulled)
 
 
 _EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp(a + b) = \exp(a) \exp(b)$"
