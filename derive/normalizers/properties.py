@@ -211,7 +211,8 @@ def can_abstain(entry, params) -> Derivation:
         if Z not in form.f.free_symbols and simplify(form.f).is_positive:
             der.verdict = Verdict(
                 REFUTED,
-                f"the weights of every row sum to {sp.sstr(form.f)} > 0 (proved), so they cannot all tend to 0",
+                f"the weights of every row with an allowed key sum to {sp.sstr(form.f)} (proved), so they cannot "
+                "all tend to 0",
                 method="proved identity",
                 witness=_one_key_witness(entry, params, form.f),
             )
