@@ -92,4 +92,17 @@ def test_links_to_anchors_land_on_an_anchor(name):
 def test_normalizer_derivations_are_grouped_by_property_with_each_claim_stated_once():
     text = (DOCS / "normalizers.md").read_text(encoding="utf-8")
     assert text.count("**Claim:**") == text.count('<a id="nrm-prop-')
-    assert "#### softmax₁ (QuietAttention), zero-token attention (add_zero_attn)" in text.replace("`", "")
+    assert "#### softmax1, zero_token" in text.replace("`", "")  # one entry for derivations that read the same
+    section = text.split('<a id="nrm-prop-weights-sum-to-one">')[1].split('<a id="nrm-prop-mass-range">')[0]
+    # the counterexamples of one property share their instance: it is stated once, not per normalizer
+    assert section.count("$`x = [[2, 1], [0, -1]]`$") == 1, section
+    # one statement per verdict: no "Proved — …" paragraph above a checked equation that says it again
+    assert "Result:" not in text and "**Proved** —" not in text
+
+
+def test_atlas_states_each_claim_once():
+    text = (DOCS / "atlas.md").read_text(encoding="utf-8")
+    assert "| Claim | Statement | Verdict | Reason |" not in text  # the details state each claim
+    assert "numeric cross-check: 20 random instances" not in text  # stated once, above the details
+    assert "by the row-constant term" in text and "by the row-constant," not in text
+    assert "sum to 1 > 0" not in text and "every row with an allowed key sum to 1 (proved)" in text
