@@ -9,6 +9,7 @@ adversarial rows with the entries' mpmath references and stable implementations.
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import mpmath
@@ -234,7 +235,7 @@ class _Group:
         self.steps = steps
         w = v.witness or {}
         self.key = (v.status, v.reason, v.method, self.eq is not None, bool(self.note),
-                    tuple((why, setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
+                    tuple((_shape(why), setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
 
     def label(self) -> str:
         return ", ".join(f"`{m}`" for m in self.members)
@@ -250,8 +251,17 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
         doc.prose(f"**{v.status.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
                   + (f" {first.note}" if first.note else ""))
     lines, columns, per_group = [], [], []
+    tails: list[list[str]] = [[] for _ in groups]  # what each group's steps say of it alone
     for s, (why, _m, setup) in enumerate(first.steps):
         maths = [g.steps[s][1] for g in groups]
+        whys = [g.steps[s][0] for g in groups]
+        if len(set(whys)) > 1:  # the same sentence but for a name or a formula: its tail per group
+            why = os.path.commonprefix(whys).rsplit(" ", 1)[0]
+            for t, w in zip(tails, whys):
+                t.append(w[len(why):].strip())
+            per_group.append((why, maths))
+            lines.append(f"{len(lines) + 1}. {why} …: below, by normalizer")
+            continue
         fits = [len(_cell(m, maths)) <= CELL and not _is_text(m) for m in maths]
         number = len(lines) + 1
         if setup and not (all(len(m) <= SHORT for m in maths) if len(set(maths)) == 1 else all(fits)):
@@ -294,10 +304,12 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     if len(headers) > 1:
         doc.table(headers, rows)
     for n_, g in enumerate(groups):
-        lead = f"{g.label()}:" if len(groups) > 1 else ""
+        lead = f"{g.label()}" + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
         displays = [_display(maths[n_], seen, k, prop, g.members[0]) for _why, maths in per_group if maths[n_]]
         if own:
-            displays.append("; ".join(x for x in own[n_] if x) + ".")
+            params, values = own[n_]
+            displays.append("Counterexample: " + "; ".join(
+                x for x in (params, f"values {values}" if " vs " in values else values) if x) + ".")
         if displays:
             doc.prose("\n\n".join([lead] * bool(lead) + displays))
         if g.eq is not None:
@@ -360,6 +372,11 @@ def _witness_parts(w: dict) -> tuple[list[str], str, str]:
     if "derivative" in w:
         values = f"the derivative is exactly {_number(format(w['derivative'], 'g'))}"
     return fixed, params, values
+
+
+def _shape(why: str) -> str:
+    """A step's words with its formulas and names left out: what steps of one argument share."""
+    return re.sub(r"\$[^$]*\$|`[^`]*`", "…", why)
 
 
 def _trivial(lhs, rhs) -> bool:
