@@ -131,16 +131,13 @@ def document() -> Document:
     doc.prose(
         "✅ proved symbolically (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
         "proved identity that contradicts the claim, ❓ undecided (the reason is given). Click a cell for its "
-        "derivation. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
+        "derivation, and a property for the claim it decides. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
         "listed with them."
     )
     cols = names()
     doc.table(["property"] + [f"`{c}`" for c in cols],
-              [[title] + [cell_text(table[(c, prop)]) for c in cols] for prop, (title, _) in PROPERTIES.items()])
-    claims = []
-    for prop, (title, _) in PROPERTIES.items():
-        claims.append([title, f"`{prop}`", table[(cols[0], prop)].claim])
-    doc.table(["property", "name", "claim decided"], claims, caption="What each row of the table decides.")
+              [[f"[{title}](#nrm-prop-{prop.replace('_', '-')})"] + [cell_text(table[(c, prop)]) for c in cols]
+               for prop, (title, _) in PROPERTIES.items()])
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
     doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
               f"{counts['undecided']} undecided.")
@@ -181,7 +178,7 @@ def _derivations(doc: Document, table: dict) -> None:
     seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
         doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
-        doc.prose(f"**Claim:** {table[(names()[0], prop)].claim}.")
+        doc.prose(f"**Claim** (`{prop}`): {table[(names()[0], prop)].claim}.")
         exact: dict[tuple, list[str]] = {}
         for name in names():
             exact.setdefault(_derivation_key(table[(name, prop)]), []).append(name)

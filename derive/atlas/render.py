@@ -72,9 +72,11 @@ def atlas_markdown(results: list | None = None) -> str:
     quiet, checked = _usual_cross_check(claims := [c for r in results for c in r.claims])
     head += ["", *_differences(results), "## Details", ""]
     if quiet:
-        head += [f"Each variant's claims, with the steps of their derivations. {checked} of the {len(claims)} "
-                 f"claims were cross-checked the same way, {_md(quiet.split(':', 1)[1].strip())}; the steps "
-                 "say so where a cross-check ran differently or not at all.", ""]
+        head += [_md("Each variant's claims, with the steps of their derivations. A claim about a change compares "
+                     "the score with the score after the change, written with primes ($b_k' = b_k + \\Delta b_k$). "
+                     f"{checked} of the {len(claims)} claims were cross-checked numerically in one way "
+                     f"({quiet.split(':', 1)[1].strip()}); the steps say so where a cross-check ran differently "
+                     "or not at all."), ""]
     body = render(results, "md", summary=False, see=_normalizer_links(results), quiet=quiet)
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
 
@@ -159,7 +161,7 @@ def _normalizer_links(results) -> dict:
         name = r.spec.normalizer
         for c in r.claims:
             if c.claim in NORMALIZER_CLAIMS:
-                links[(r.name, c.name)] = f"[`{name}`, {c.claim.replace('_', ' ')}](normalizers.md#{nrm_anchor(name, c.claim)})"
+                links[(r.name, c.name)] = f"[`{c.claim}`](normalizers.md#{nrm_anchor(name, c.claim)})"
     return links
 
 

@@ -119,10 +119,10 @@ def environment() -> jinja2.Environment:
 
 def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str | None = None) -> bool:
     """A step a document that embeds the report leaves out: the score it states once for the
-    variant, a comparison with that same score, a formula the claim's reason already shows, or
-    the cross-check it states once for all."""
+    variant, the changed score (the score with primed symbols, which the document says once), a
+    formula the claim's reason already shows, or the cross-check it states once for all."""
     text, latex = step.get("text"), step.get("latex")
-    return bool((score is not None and text in ("score", "compared with") and latex == score)
+    return bool((score is not None and (text == "compared with" or (text == "score" and latex == score)))
                 or (quiet is not None and text == quiet)
                 or (reason is not None and latex and f"${latex}$" in str(reason)))
 
