@@ -27,8 +27,8 @@ from derive.render.latex import tex
 from derive.render.view import assignment
 
 SHIFT = 1.5
-# Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift.
-SHOWN_PARAM = {"c": "c_cap"}
+# Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift; softpick's eps is ε.
+SHOWN_PARAM = {"c": "c_cap", "eps": "epsilon"}
 
 
 def _witness_text(w: dict | None) -> str:
@@ -352,18 +352,15 @@ def _witnesses(groups: list[_Group]) -> tuple[str, list, bool]:
     for (fixed, params, values), w in zip(parts, ws):
         rest = [p for p in fixed if p not in common]
         whole = whole or bool(rest)
-        own.append(("; ".join(rest + ([params] if params else [])),
+        own.append(("; ".join([", ".join(rest)] * bool(rest) + [params] * bool(params)),
                     values + (f" ({w['note']})" if w.get("note") and not note else "")))
-    head = "Certified counterexamples" + (f", each on {'; '.join(common)}" if common else "")
+    head = "Certified counterexamples" + (f", each on {', '.join(common)}" if common else "")
     return head + (f" ({note})" if note else "") + ":", own, whole
 
 
 def _witness_parts(w: dict) -> tuple[list[str], str, str]:
     """(the instance and indices as math spans, the entry's parameters, the values found)."""
-    fixed = []
-    for key in ("instance", "indices"):
-        if w.get(key):
-            fixed.append(", ".join(assignment(k, v) for k, v in w[key].items()))
+    fixed = [assignment(k, v) for key in ("instance", "indices") for k, v in (w.get(key) or {}).items()]
     params = ", ".join(assignment(SHOWN_PARAM.get(k, k), v) for k, v in (w.get("parameters") or {}).items())
     values = f"{_number(w['lhs'])} vs {_number(w['rhs'])}" if "lhs" in w else ""
     if "derivative" in w:
