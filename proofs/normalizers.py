@@ -282,7 +282,7 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     for number, maths in columns:
         lhs = _common_lhs(maths)
         headers.append(f"({number})" + (f" ${lhs}$" if lhs else ""))
-        cells = [f"${_cell(m, maths)}$" for m in maths]
+        cells = [f"$\\displaystyle {_cell(m, maths)}$" for m in maths]  # fractions at full size, apart
         for r, c in zip(rows, cells):
             r.append(c)
     if len(groups) == 1:
