@@ -112,9 +112,24 @@ def environment() -> jinja2.Environment:
 
     env.filters.update(instance_md=instance_md, instance_tex=instance_tex, is_instance=is_instance)
     env.filters.update(capfirst=lambda text: text[:1].upper() + text[1:])
-    env.tests.update(hidden_step=_hidden_step)
+    env.filters.update(embedded_steps=_embedded_steps)
     env.globals.update(icons=ICONS)
     return env
+
+
+def _embedded_steps(steps: list, score: str | None, quiet: str | None, reason: str | None) -> list:
+    """The steps a document that embeds the report shows: a difference of the scores expanded in
+    the primed symbols and restated later with Δ (b' = b + Δb) is shown once, in Δ, where it was
+    first stated; then the steps :func:`_hidden_step` leaves out are left out."""
+    out = []
+    for s in steps:
+        diffs = [k for k, o in enumerate(out) if o.get("text", "").startswith("difference of the scores")]
+        if diffs and s.get("text", "").startswith("the same, writing "):
+            k = diffs[-1]  # the difference, in Δ, where it was first stated
+            out[k] = {**s, "text": f"{out[k]['text']}, {s['text'][len('the same, '):]}"}
+            continue
+        out.append(s)
+    return [s for s in out if not _hidden_step(s, score, quiet, reason)]
 
 
 def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str | None = None) -> bool:
