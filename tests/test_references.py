@@ -109,3 +109,19 @@ def test_atlas_states_each_claim_once():
     assert "numeric cross-check: 20 random instances" not in text  # stated once, above the details
     assert "by the row-constant term" in text and "by the row-constant," not in text
     assert "sum to 1 > 0" not in text and "every row with an allowed key sum to 1 (proved)" in text
+
+
+def test_embedded_report_states_each_step_once():
+    from derive.report.render import _embedded_steps
+
+    steps = [{"text": "score", "latex": "s"}, {"text": "compared with", "latex": "s'"},
+             {"text": "difference of the scores, expanded by bilinearity", "latex": "b' - b"},
+             {"text": "the difference does not involve the key j", "latex": ""},
+             {"text": "the same, writing b' = b + Δb", "latex": "Δb"},
+             {"text": "numeric cross-check: 20 random instances", "latex": ""}]
+    shown = _embedded_steps(steps, "s", "numeric cross-check: 20 random instances", "a reason")
+    assert shown == [{"text": "difference of the scores, expanded by bilinearity, writing b' = b + Δb", "latex": "Δb"},
+                     {"text": "the difference does not involve the key j", "latex": ""}]
+    # a formula the reason shows is not shown again; a score other than the variant's stays
+    assert _embedded_steps(steps[2:5], "t", None, "changes by $Δb$") == [steps[3]]
+    assert _embedded_steps(steps[:1], "t", None, None) == steps[:1]
