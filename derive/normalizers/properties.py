@@ -299,7 +299,8 @@ def ratio_identity(entry, params) -> Derivation:
     der.equality = (lhs, rhs)
     # simplify only tidies the shown ratio; on min and max (clipped softmax) it compares their
     # arguments under the assumptions at length and gives the ratio back as it was built
-    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lhs if lhs.has(sp.Min, sp.Max) else simplify(lhs), setup=True)
+    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lhs if lhs.has(sp.Min, sp.Max) else simplify(lhs),
+             setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
