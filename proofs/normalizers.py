@@ -9,6 +9,7 @@ adversarial rows with the entries' mpmath references and stable implementations.
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import mpmath
@@ -26,8 +27,8 @@ from derive.render.latex import tex
 from derive.render.view import assignment
 
 SHIFT = 1.5
-# Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift.
-SHOWN_PARAM = {"c": "c_cap"}
+# Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift; softpick's eps is ε.
+SHOWN_PARAM = {"c": "c_cap", "eps": "epsilon"}
 
 
 def _witness_text(w: dict | None) -> str:
@@ -130,16 +131,13 @@ def document() -> Document:
     doc.prose(
         "✅ proved symbolically (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
         "proved identity that contradicts the claim, ❓ undecided (the reason is given). Click a cell for its "
-        "derivation. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
+        "derivation, and a property for the claim it decides. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
         "listed with them."
     )
     cols = names()
     doc.table(["property"] + [f"`{c}`" for c in cols],
-              [[title] + [cell_text(table[(c, prop)]) for c in cols] for prop, (title, _) in PROPERTIES.items()])
-    claims = []
-    for prop, (title, _) in PROPERTIES.items():
-        claims.append([title, f"`{prop}`", table[(cols[0], prop)].claim])
-    doc.table(["property", "name", "claim decided"], claims, caption="What each row of the table decides.")
+              [[f"[{title}](#nrm-prop-{prop.replace('_', '-')})"] + [cell_text(table[(c, prop)]) for c in cols]
+               for prop, (title, _) in PROPERTIES.items()])
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
     doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
               f"{counts['undecided']} undecided.")
@@ -163,62 +161,216 @@ def document() -> Document:
 
 
 def _derivations(doc: Document, table: dict) -> None:
-    """Section 4: each property stated once, then decided for every normalizer; normalizers whose
-    derivation reads the same word for word share one entry (and every table cell's anchor).
+    """Section 4: each property stated once, then its verdicts, proved first.
 
-    Each verdict shows each formula once: the checked equation when there is one (a step that
-    repeats it or its left side is not displayed again), no display whose two sides are the same
-    expression, and a formula displayed under an earlier property is referred to, not repeated."""
+    Normalizers decided the same way (same verdict, method, reason and steps) share one entry,
+    which states the shared argument once and lists what differs between them: a formula per
+    normalizer (a table when the formulas are short), a checked equation each, a counterexample's
+    parameters and values. Each verdict shows each formula once: a step that repeats the checked
+    equation or its left side is not displayed again, no display has the same expression on both
+    sides, a step that only writes the definition out for the case at hand (two keys, a shifted
+    row) is set inline when short and left out otherwise, and a formula displayed under an
+    earlier property is referred to, not repeated."""
     doc.section("4. Derivations, by property")
-    doc.prose("Each property is stated once and then decided for every normalizer. Normalizers whose derivations "
-              "read the same, word for word, share one entry.")
-    seen: dict[str, str] = {}  # a step's display → where it was first shown
+    doc.prose("Each property is stated once. Normalizers decided by the same argument share one entry: the "
+              "argument is written once, and what differs between them (a formula, a limit, a counterexample's "
+              "values) is listed by normalizer, with the names of the table's columns.")
+    seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
         doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
-        doc.prose(f"**Claim:** {table[(names()[0], prop)].claim}.")
-        groups: dict[tuple, list[str]] = {}
+        doc.prose(f"**Claim** (`{prop}`): {table[(names()[0], prop)].claim}.")
+        exact: dict[tuple, list[str]] = {}
         for name in names():
-            groups.setdefault(_derivation_key(table[(name, prop)]), []).append(name)
-        for members in groups.values():
-            der = table[(members[0], prop)]
-            here = anchor(members[0], prop)
-            doc.section(", ".join(get(m).title for m in members), anchor=" ".join(anchor(m, prop) for m in members),
-                        level=4)
-            v = der.verdict
-            doc.prose(f"**{v.status.capitalize()}** — {v.reason}" + (f" (method: {v.method})" if v.method else "")
-                      + f". Result: {der.value_text()}.")
-            steps = [(why, m) for why, m in der.latex_steps() if not _same_sides(m)]
-            if v.proved and der.equality is not None and "argument by argument" not in v.method:
-                lhs, rhs = der.equality
-                if _trivial(lhs, rhs):  # no equation to show: "x = x" carries nothing
-                    if not steps:
-                        doc.prose("Once the definitions are written out and summation indices renamed alike, both "
-                                  f"sides are the same expression, ${tex(lhs)}$.")
-                else:
-                    shown = {tex(lhs), f"{tex(lhs)} = {tex(rhs)}"}
-                    said = [why for why, m in steps if m in shown]
-                    steps = [(why, m) for why, m in steps if m not in shown]
-                    doc.equation(lhs, rhs, name=f"{title}: {', '.join(get(m).title for m in members)}",
-                                 why=(said[0][:1].upper() + said[0][1:] + "." if said else f"{v.reason[:1].upper()}{v.reason[1:]}."))
-            lines = []
-            for n_, (why, m) in enumerate(steps, start=1):
-                if _is_text(m):
-                    lines.append(f"{n_}. {why}: {m}")
-                elif len(m) <= SHORT:  # a short result reads best in the sentence
-                    lines.append(f"{n_}. {why}: ${m}$")
-                elif m in seen:
-                    lines.append(f"{n_}. {why}: as displayed in {seen[m]}")
-                else:
-                    seen[m] = f"[4.{k}](#{here})"
-                    lines.append(f"{n_}. {why}:\n\n   $$\n   {m}\n   $$\n")
-            if lines:
-                doc.prose("\n".join(lines))
-            if v.witness:
-                doc.prose(_witness_text(v.witness))
+            exact.setdefault(_derivation_key(table[(name, prop)]), []).append(name)
+        clusters: dict[tuple, list[_Group]] = {}
+        for members in exact.values():
+            g = _Group(members, table[(members[0], prop)])
+            clusters.setdefault(g.key, []).append(g)
+        order = {"proved": 0, "refuted": 1, "undecided": 2}
+        for groups in sorted(clusters.values(), key=lambda gs: order[gs[0].der.verdict.status]):
+            _cluster(doc, k, title, prop, groups, seen)
         doc.prose("[back to the table](#nrm-table)")
 
 
-SHORT = 60  # characters of LaTeX: a step's formula this short is set inline, not displayed
+SHORT = 60  # characters of LaTeX: a step's formula this short is set inline
+CELL = 80  # … and a right-hand side this short in a table cell, one row per normalizer
+
+
+def _common_lhs(maths: list[str]) -> str:
+    """The left side the formulas ``lhs = …`` share (it heads their column), or ''."""
+    sides = [m.split(" = ", 1) for m in maths]
+    return sides[0][0] if all(len(p) == 2 for p in sides) and len({p[0] for p in sides}) == 1 else ""
+
+
+def _cell(m: str, maths: list[str]) -> str:
+    lhs = _common_lhs(maths)
+    return m[len(lhs) + 3:] if lhs else m
+
+
+class _Group:
+    """Normalizers whose derivation of one property is the same, word for word."""
+
+    def __init__(self, members: list[str], der) -> None:
+        self.members, self.der = members, der
+        v = der.verdict
+        steps = [(why, m, n_ in der.setup) for n_, (why, m) in enumerate(der.latex_steps()) if not _same_sides(m)]
+        self.eq, self.said, self.note = None, "", ""
+        if v.proved and der.equality is not None and "argument by argument" not in v.method:
+            lhs, rhs = der.equality
+            if _trivial(lhs, rhs):  # no equation to show: "x = x" carries nothing
+                if not steps:
+                    self.note = ("Once the definitions are written out and summation indices renamed alike, both "
+                                 f"sides are the same expression, ${tex(lhs)}$.")
+            else:
+                shown = {tex(lhs), f"{tex(lhs)} = {tex(rhs)}"}
+                said = [why for why, m, _s in steps if m in shown]
+                steps = [s for s in steps if s[1] not in shown]
+                self.eq = (lhs, rhs)
+                self.said = said[0] if said else v.reason
+        if v.witness:  # the counterexample is the evidence; the definition written out adds nothing
+            steps = [s for s in steps if not s[2]]
+        self.steps = steps
+        w = v.witness or {}
+        self.key = (v.status, v.reason, v.method, self.eq is not None, bool(self.note),
+                    tuple((_shape(why), setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
+
+    def label(self) -> str:
+        return ", ".join(f"`{m}`" for m in self.members)
+
+
+def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group], seen: dict) -> None:
+    """One entry: the normalizers of ``groups`` share the argument, and differ in what is listed."""
+    members = [m for g in groups for m in g.members]
+    doc.section(", ".join(f"`{m}`" for m in members), anchor=" ".join(anchor(m, prop) for m in members), level=4)
+    first = groups[0]
+    v = first.der.verdict
+    if first.eq is None:  # a checked equation states its own verdict, method and reason
+        doc.prose(f"**{v.status.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
+                  + (f" {first.note}" if first.note else ""))
+    lines, columns, per_group = [], [], []
+    tails: list[list[str]] = [[] for _ in groups]  # what each group's steps say of it alone
+    for s, (why, _m, setup) in enumerate(first.steps):
+        maths = [g.steps[s][1] for g in groups]
+        whys = [g.steps[s][0] for g in groups]
+        if len(set(whys)) > 1:  # the same sentence but for a name or a formula: its tail per group
+            why = os.path.commonprefix(whys).rsplit(" ", 1)[0]
+            for t, w in zip(tails, whys):
+                t.append(w[len(why):].strip())
+            per_group.append((why, maths))
+            lines.append(f"{len(lines) + 1}. {why} …: below, by normalizer")
+            continue
+        fits = [len(_cell(m, maths)) <= CELL and not _is_text(m) for m in maths]
+        number = len(lines) + 1
+        if setup and not (all(len(m) <= SHORT for m in maths) if len(set(maths)) == 1 else all(fits)):
+            continue  # the definition written out at length: left out
+        if len(set(maths)) == 1 or len(groups) == 1:
+            lines.append(_step_line(number, why, maths[0], seen, k, prop, members[0]))
+        elif all(m in seen for m in maths):
+            lines.append(f"{number}. {why}: as displayed in {_where(seen[maths[0]])} for each")
+        elif all(fits):
+            columns.append((number, maths))
+            for m, g in zip(maths, groups):
+                seen.setdefault(m, (k, anchor(g.members[0], prop)))
+            lines.append(f"{number}. {why}: column ({number}) below")
+        else:
+            per_group.append((why, maths))
+            lines.append(f"{number}. {why}: below, by normalizer")
+    if lines:
+        doc.prose("\n".join(lines))
+    rows = [[g.label()] for g in groups]
+    headers = ["normalizer"]
+    for number, maths in columns:
+        lhs = _common_lhs(maths)
+        headers.append(f"({number})" + (f" ${lhs}$" if lhs else ""))
+        cells = [f"$\\displaystyle {_cell(m, maths)}$" for m in maths]  # fractions at full size, apart
+        for r, c in zip(rows, cells):
+            r.append(c)
+    if len(groups) == 1:
+        if first.der.verdict.witness:
+            doc.prose(_witness_text(first.der.verdict.witness))
+        own = []
+    else:
+        shared, own, whole = _witnesses(groups)
+        if shared:
+            doc.prose(shared)
+        if own and not per_group and not any(g.eq for g in groups):
+            for r, (params, values) in zip(rows, own):
+                r += [params or "—", values]
+            headers += ["counterexample" if whole else "parameters", "values"]
+            own = []
+    if len(headers) > 1:
+        doc.table(headers, rows)
+    for n_, g in enumerate(groups):
+        lead = f"{g.label()}" + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
+        displays = [_display(maths[n_], seen, k, prop, g.members[0]) for _why, maths in per_group if maths[n_]]
+        if own:
+            params, values = own[n_]
+            displays.append("Counterexample: " + "; ".join(
+                x for x in (params, f"values {values}" if " vs " in values else values) if x) + ".")
+        if displays:
+            doc.prose("\n\n".join([lead] * bool(lead) + displays))
+        if g.eq is not None:
+            doc.equation(*g.eq, name=f"{title}: {g.label()}",
+                         why=f"{g.said[:1].upper()}{g.said[1:]}.")
+
+
+def _step_line(number: int, why: str, m: str, seen: dict, k: int, prop: str, name: str) -> str:
+    if _is_text(m):
+        return f"{number}. {why}: {m}"
+    if len(m) <= SHORT:  # a short result reads best in the sentence
+        return f"{number}. {why}: ${m}$"
+    if m in seen:
+        return f"{number}. {why}: as displayed in {_where(seen[m])}"
+    seen[m] = (k, anchor(name, prop))
+    return f"{number}. {why}:\n\n   $$\n   {m}\n   $$\n"
+
+
+def _display(m: str, seen: dict, k: int, prop: str, name: str) -> str:
+    if m in seen:
+        return f"as displayed in {_where(seen[m])}"
+    if len(m) <= SHORT:
+        return f"${m}$"
+    seen[m] = (k, anchor(name, prop))
+    return f"$$\n{m}\n$$"
+
+
+def _where(place: tuple) -> str:
+    k, here = place
+    return f"[4.{k}](#{here})"
+
+
+def _witnesses(groups: list[_Group]) -> tuple[str, list, bool]:
+    """The counterexamples of several groups: what they share, as a sentence; per group the rest
+    (instance, parameters) and the values found; and whether the instances differ."""
+    ws = [g.der.verdict.witness for g in groups]
+    if not any(ws):
+        return "", [], False
+    parts = [_witness_parts(w) for w in ws]
+    common = [p for p in parts[0][0] if all(p in q[0] for q in parts)]
+    note = ws[0].get("note") if all(w.get("note") == ws[0].get("note") for w in ws) else ""
+    own, whole = [], False
+    for (fixed, params, values), w in zip(parts, ws):
+        rest = [p for p in fixed if p not in common]
+        whole = whole or bool(rest)
+        own.append(("; ".join([", ".join(rest)] * bool(rest) + [params] * bool(params)),
+                    values + (f" ({w['note']})" if w.get("note") and not note else "")))
+    head = "Certified counterexamples" + (f", each on {', '.join(common)}" if common else "")
+    return head + (f" ({note})" if note else "") + ":", own, whole
+
+
+def _witness_parts(w: dict) -> tuple[list[str], str, str]:
+    """(the instance and indices as math spans, the entry's parameters, the values found)."""
+    fixed = [assignment(k, v) for key in ("instance", "indices") for k, v in (w.get(key) or {}).items()]
+    params = ", ".join(assignment(SHOWN_PARAM.get(k, k), v) for k, v in (w.get("parameters") or {}).items())
+    values = f"{_number(w['lhs'])} vs {_number(w['rhs'])}" if "lhs" in w else ""
+    if "derivative" in w:
+        values = f"the derivative is exactly {_number(format(w['derivative'], 'g'))}"
+    return fixed, params, values
+
+
+def _shape(why: str) -> str:
+    """A step's words with its formulas and names left out: what steps of one argument share."""
+    return re.sub(r"\$[^$]*\$|`[^`]*`", "…", why)
 
 
 def _trivial(lhs, rhs) -> bool:

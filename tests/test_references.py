@@ -91,5 +91,37 @@ def test_links_to_anchors_land_on_an_anchor(name):
 
 def test_normalizer_derivations_are_grouped_by_property_with_each_claim_stated_once():
     text = (DOCS / "normalizers.md").read_text(encoding="utf-8")
-    assert text.count("**Claim:**") == text.count('<a id="nrm-prop-')
-    assert "#### softmax₁ (QuietAttention), zero-token attention (add_zero_attn)" in text.replace("`", "")
+    assert text.count("**Claim** (") == text.count('<a id="nrm-prop-')
+    # one entry for derivations that read the same: softmax₁ and the zero token, wherever they appear
+    headings = [h for h in re.findall(r"^#### (.*)$", text, re.M) if "`softmax1`" in h]
+    assert len(headings) == 14 and all("`zero_token`" in h for h in headings), headings
+    assert sum("`softmax1`, `zero_token`" in h for h in headings) >= 12, headings
+    section = text.split('<a id="nrm-prop-weights-sum-to-one">')[1].split('<a id="nrm-prop-mass-range">')[0]
+    # the counterexamples of one property share their instance: it is stated once, not per normalizer
+    assert section.count("$`x = [[2, 1], [0, -1]]`$") == 1, section
+    # one statement per verdict: no "Proved — …" paragraph above a checked equation that says it again
+    assert "Result:" not in text and "**Proved** —" not in text
+
+
+def test_atlas_states_each_claim_once():
+    text = (DOCS / "atlas.md").read_text(encoding="utf-8")
+    assert "| Claim | Statement | Verdict | Reason |" not in text  # the details state each claim
+    assert "numeric cross-check: 20 random instances" not in text  # stated once, above the details
+    assert "by the row-constant term" in text and "by the row-constant," not in text
+    assert "sum to 1 > 0" not in text and "every row with an allowed key sum to 1 (proved)" in text
+
+
+def test_embedded_report_states_each_step_once():
+    from derive.report.render import _embedded_steps
+
+    steps = [{"text": "score", "latex": "s"}, {"text": "compared with", "latex": "s'"},
+             {"text": "difference of the scores, expanded by bilinearity", "latex": "b' - b"},
+             {"text": "the difference does not involve the key j", "latex": ""},
+             {"text": "the same, writing b' = b + Δb", "latex": "Δb"},
+             {"text": "numeric cross-check: 20 random instances", "latex": ""}]
+    shown = _embedded_steps(steps, "s", "numeric cross-check: 20 random instances", "a reason")
+    assert shown == [{"text": "difference of the scores, expanded by bilinearity, writing b' = b + Δb", "latex": "Δb"},
+                     {"text": "the difference does not involve the key j", "latex": ""}]
+    # a formula the reason shows is not shown again; a score other than the variant's stays
+    assert _embedded_steps(steps[2:5], "t", None, "changes by $Δb$") == [steps[3]]
+    assert _embedded_steps(steps[:1], "t", None, None) == steps[:1]

@@ -134,7 +134,7 @@ def test_equivalent_uses_the_mask_and_its_reason_is_true_under_it(normalizer, ve
                                   "allows and softmax is shift-invariant")
     else:
         _refuted(shifted)
-        assert shifted.reason == ("the score differs by the row-constant $i m$ on the keys the mask causal allows, "
+        assert shifted.reason == ("the score differs by the row-constant term $i m$ on the keys the mask causal allows, "
                                   "and softmax1 is not shift-invariant")
 
 

@@ -69,9 +69,34 @@ def atlas_markdown(results: list | None = None) -> str:
             c = by.get(claim)
             cells.append("—" if c is None else f"[{ICONS[c.verdict]}](#{anchor(r.name, c.name)})")
         head.append(f"| [{r.name}](#{anchor(r.name)}) (`{name}`) | " + " | ".join(cells) + " |")
+    quiet, checked = _usual_cross_check(claims := [c for r in results for c in r.claims])
     head += ["", *_differences(results), "## Details", ""]
-    body = render(results, "md", summary=False, see=_normalizer_links(results))
+    if quiet:
+        head += [_md("Each variant's claims, with the steps of their derivations. A claim about a change compares "
+                     "the score with the score after the change, written with primes ($b_k' = b_k + \\Delta b_k$). "
+                     f"{checked} of the {len(claims)} claims were cross-checked numerically in one way "
+                     f"({quiet.split(':', 1)[1].strip()}); the steps say so where a cross-check ran differently "
+                     "or not at all."), ""]
+    body = render(results, "md", summary=False, see=_normalizer_links(results), quiet=quiet)
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
+
+
+def _usual_cross_check(claims) -> tuple[str | None, int]:
+    """The numeric cross-check step most claims share (its text) and how many share it."""
+    from collections import Counter
+
+    texts = Counter(s["text"] for c in claims for s in c.steps
+                    if s.get("text", "").startswith("numeric cross-check:") and not s.get("latex"))
+    if not texts:
+        return None, 0
+    text, count = texts.most_common(1)[0]
+    return text, count
+
+
+def _md(text: str) -> str:
+    from derive.render.markup import to_gfm
+
+    return to_gfm(text, inline=True)
 
 
 _WORD = {"proved": "holds", "refuted": "fails", "undecided": "is undecided"}
@@ -136,7 +161,7 @@ def _normalizer_links(results) -> dict:
         name = r.spec.normalizer
         for c in r.claims:
             if c.claim in NORMALIZER_CLAIMS:
-                links[(r.name, c.name)] = f"[`{name}`, {c.claim.replace('_', ' ')}](normalizers.md#{nrm_anchor(name, c.claim)})"
+                links[(r.name, c.name)] = f"[`{c.claim}`](normalizers.md#{nrm_anchor(name, c.claim)})"
     return links
 
 

@@ -77,7 +77,7 @@ def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
         factored = sp.factor_terms(diff)
         whole = factored if len(sp.Add.make_args(factored)) < len(sp.Add.make_args(diff)) else diff
         return f"the score changes by {show.math(whole)}{where}, which depends on the key through {show.math(moving)}"
-    return f"the score changes by the row-constant {show.math(diff)}{where}, and {norm} is not shift-invariant"
+    return f"the score changes by the row-constant term {show.math(diff)}{where}, and {norm} is not shift-invariant"
 
 
 def _read_by_mask(ctx: Context, name: str) -> Outcome | None:

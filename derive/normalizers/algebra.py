@@ -363,12 +363,17 @@ class Derivation:
     steps: list = None
     note: str = ""
     equality: tuple | None = None  # (lhs, rhs) of the proved equation behind a "proved" verdict
+    setup: tuple = ()  # indices of the steps that only restate the definition under a substitution
 
     def __post_init__(self):
         if self.steps is None:
             self.steps = []
 
-    def step(self, why: str, math) -> None:
+    def step(self, why: str, math, setup: bool = False) -> None:
+        """A step of the derivation; ``setup`` marks one that only writes the definition out for
+        the case at hand (two keys, one key, a shifted row), which a document may leave out."""
+        if setup:
+            self.setup = (*self.setup, len(self.steps))
         self.steps.append((why, math))
 
     def latex_steps(self) -> list[tuple[str, str]]:

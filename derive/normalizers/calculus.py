@@ -124,7 +124,8 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
         return der
     D, sgn = (Djj, sjj) if which == "jj" else (Djk, sjk)
     label = "\\frac{\\partial p_j}{\\partial x_j}" if which == "jj" else "\\frac{\\partial p_j}{\\partial x_k}"
-    der.step("two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row", sp.Eq(shown("p_j"), W, evaluate=False))
+    der.step("two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row", sp.Eq(shown("p_j"), W, evaluate=False),
+             setup=True)
     der.step("derivative", sp.Eq(shown(label), D, evaluate=False))
     names = {"+": "> 0", "-": "< 0", "0": "= 0"}
     if sgn is not None:

@@ -108,7 +108,8 @@ def limit_uniform(entry, params) -> Derivation:
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
     W = simplify(W)
-    der.step("on the path every score is $-\\tau$; $\\sum_t M_t = N_i$ allowed keys", sp.Eq(shown("p_j"), W, evaluate=False))
+    der.step("on the path every score is $-\\tau$; $\\sum_t M_t = N_i$ allowed keys", sp.Eq(shown("p_j"), W, evaluate=False),
+             setup=True)
     L = _lim(W, TAU, sp.oo)
     if L is None or L.has(sp.Sum):
         der.verdict, der.value = Verdict(UNDECIDED, "SymPy could not take the limit"), "?"

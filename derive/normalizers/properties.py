@@ -82,7 +82,7 @@ def shift_invariant(entry, params) -> Derivation:
     plain = weight(entry, params)
     der.verdict = settle(shifted, plain, entry, params)
     der.equality = (shifted, plain)
-    der.step("weight after a common shift $c$", shifted)
+    der.step("weight after a common shift $c$", shifted, setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
@@ -124,7 +124,7 @@ def weights_sum_to_one(entry, params) -> Derivation:
     # Shown with its own outer index u: the weights' inner sums run over t (canon_sums
     # renames every dummy to t, which reads as if the outer index were captured).
     shown_sum = sp.Sum(weight(entry, params, key=u), (u, 1, n))
-    der.step("total mass of the row", shown_sum if T.has(sp.Sum) else sp.Eq(shown_sum, T, evaluate=False))
+    der.step("total mass of the row", shown_sum if T.has(sp.Sum) else sp.Eq(shown_sum, T, evaluate=False), setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
@@ -211,7 +211,8 @@ def can_abstain(entry, params) -> Derivation:
         if Z not in form.f.free_symbols and simplify(form.f).is_positive:
             der.verdict = Verdict(
                 REFUTED,
-                f"the weights of every row sum to {sp.sstr(form.f)} > 0 (proved), so they cannot all tend to 0",
+                f"the weights of every row with an allowed key sum to {sp.sstr(form.f)} (proved), so they cannot "
+                "all tend to 0",
                 method="proved identity",
                 witness=_one_key_witness(entry, params, form.f),
             )
@@ -233,7 +234,7 @@ def can_abstain(entry, params) -> Derivation:
             return der
     # A row with a single allowed key: the weight is a function of one score.
     one = single_key_weight(entry, params)
-    der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(shown("p_1"), one, evaluate=False))
+    der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(shown("p_1"), one, evaluate=False), setup=True)
     if not one.has(X) and simplify(one).is_positive:
         der.verdict = Verdict(
             REFUTED,
@@ -298,7 +299,8 @@ def ratio_identity(entry, params) -> Derivation:
     der.equality = (lhs, rhs)
     # simplify only tidies the shown ratio; on min and max (clipped softmax) it compares their
     # arguments under the assumptions at length and gives the ratio back as it was built
-    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lhs if lhs.has(sp.Min, sp.Max) else simplify(lhs))
+    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lhs if lhs.has(sp.Min, sp.Max) else simplify(lhs),
+             setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 

@@ -111,8 +111,35 @@ def environment() -> jinja2.Environment:
     from derive.render.instance import instance_md, instance_tex, is_instance  # imports SymPy: only when rendering
 
     env.filters.update(instance_md=instance_md, instance_tex=instance_tex, is_instance=is_instance)
+    env.filters.update(capfirst=lambda text: text[:1].upper() + text[1:])
+    env.filters.update(embedded_steps=_embedded_steps)
     env.globals.update(icons=ICONS)
     return env
+
+
+def _embedded_steps(steps: list, score: str | None, quiet: str | None, reason: str | None) -> list:
+    """The steps a document that embeds the report shows: a difference of the scores expanded in
+    the primed symbols and restated later with Δ (b' = b + Δb) is shown once, in Δ, where it was
+    first stated; then the steps :func:`_hidden_step` leaves out are left out."""
+    out = []
+    for s in steps:
+        diffs = [k for k, o in enumerate(out) if o.get("text", "").startswith("difference of the scores")]
+        if diffs and s.get("text", "").startswith("the same, writing "):
+            k = diffs[-1]  # the difference, in Δ, where it was first stated
+            out[k] = {**s, "text": f"{out[k]['text']}, {s['text'][len('the same, '):]}"}
+            continue
+        out.append(s)
+    return [s for s in out if not _hidden_step(s, score, quiet, reason)]
+
+
+def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str | None = None) -> bool:
+    """A step a document that embeds the report leaves out: the score it states once for the
+    variant, the changed score (the score with primed symbols, which the document says once), a
+    formula the claim's reason already shows, or the cross-check it states once for all."""
+    text, latex = step.get("text"), step.get("latex")
+    return bool((score is not None and (text == "compared with" or (text == "score" and latex == score)))
+                or (quiet is not None and text == quiet)
+                or (reason is not None and latex and f"${latex}$" in str(reason)))
 
 
 def to_json(results: list) -> str:
@@ -125,11 +152,15 @@ def to_json(results: list) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def render(results: list, fmt: str, summary: bool = True, see: dict | None = None) -> str:
+def render(results: list, fmt: str, summary: bool = True, see: dict | None = None,
+           quiet: str | None = None) -> str:
     """The report of ``results`` in ``fmt``; ``summary=False`` leaves out the Markdown summary line
     (for documents that embed the report, such as the atlas). ``see`` maps (spec name, claim name)
     to a Markdown link that replaces the claim's steps (the atlas links normalizer properties to
-    normalizers.md instead of repeating their derivation for every variant)."""
+    normalizers.md instead of repeating their derivation for every variant). With ``see`` the
+    report is embedded in a document: each variant's score is stated once, its normalizer's
+    properties are one list of links, each claim is stated once (no table above its details),
+    and the cross-check step whose text is ``quiet`` (stated once by the document) is left out."""
     if fmt == "json":
         return to_json(results)
     if fmt == "github":
@@ -144,4 +175,5 @@ def render(results: list, fmt: str, summary: bool = True, see: dict | None = Non
 
     template = environment().get_template(f"check.{fmt}.j2")
     line = results_summary(results) if summary else ""
-    return template.render(results=results, version=__version__, summary=line, see=see or {})
+    return template.render(results=results, version=__version__, summary=line, see=see or {},
+                           embedded=bool(see), quiet=quiet)
