@@ -18,7 +18,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
-from derive.impl.numbers import agree
+from derive.impl.numbers import agree, round_to
 from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, search,
                                 special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
@@ -126,11 +126,7 @@ class Checker:
     fixed_params: dict = field(default_factory=dict)
 
     def round(self, x: np.ndarray, dtype: str) -> np.ndarray:
-        if dtype == "bfloat16":
-            import torch
-
-            return torch.tensor(x, dtype=torch.bfloat16).to(torch.float64).numpy()
-        return np.asarray(x, dtype=dtype).astype(np.float64)
+        return round_to(x, dtype)
 
     def call(self, x: np.ndarray, dtype: str, params: dict, grad: bool):
         """Outputs (and gradients) with the normalized axis last, as float64."""
