@@ -272,7 +272,7 @@ class Checker:
         sets = param_sets(self.free_params, EDGE_PARAMS, DEFAULT_EDGE)
         todo = [(row, params) for row in EDGE_ROWS for params in sets]
         todo += [(row, params) for params in sets
-                 for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
+                 for row in special_rows(self.norm, {**self.fixed_params, **params})]
         for row, params in todo:
             result.edge_cases += 1
             cls = edge_class(row)

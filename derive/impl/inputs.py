@@ -12,8 +12,8 @@ Long rows reach faults of tiled (flash-style) code: some inputs have rows of
 :data:`LONG_N` keys (17 to 512: several tiles of the common block sizes 16, 32, 64, 128),
 made from a drawn seed, scale and pattern — Gaussian, an increasing ramp (the running
 maximum grows from tile to tile), or a spike in the last tile. Gradients are compared on
-short rows only. :func:`special_rows` adds rows where a normalizer's own formula nearly
-cancels (clipped softmax at (ζ − γ)p + γ ≈ 0 and ≈ 1), as data per normalizer.
+short rows only. :func:`special_rows` adds rows where a normalizer's own formula switches
+branch (clipped softmax at (ζ − γ)p + γ = 0 and = 1), read off the formula.
 """
 
 from __future__ import annotations
@@ -158,24 +158,9 @@ def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool, long:
     return np.array(rows, dtype=np.float64).reshape(*lead, n), params
 
 
-def _clipped_rows(params: dict) -> list[tuple[float, ...]]:
-    """Rows where (ζ − γ)·p_0 + γ is exactly 0 or 1 in exact arithmetic (then rounded)."""
-    zeta, gamma = params.get("zeta"), params.get("gamma")
-    if zeta is None or gamma is None or zeta == gamma:
-        return []
-    out = []
-    for target in (-gamma / (zeta - gamma), (1 - gamma) / (zeta - gamma)):
-        if 0 < target < 1:
-            for n in (2, 3, 8, 64):  # p_0 = e^a / (e^a + n − 1) = target
-                a = math.log(target * (n - 1) / (1 - target))
-                for nudge in (0.0, 1e-7, -1e-7):
-                    out.append((a + nudge,) + (0.0,) * (n - 1))
-    return out
+def special_rows(norm, params: dict) -> list[tuple[float, ...]]:
+    """Rows where the normalizer's own formula switches branch (a kink of relu, abs, max or min:
+    clipped softmax at (ζ − γ)p + γ = 0 and = 1), read off its formula."""
+    from derive.normalizers.sensitivity import kink_rows
 
-
-# normalizer → rows where its own formula nearly cancels, given its parameters
-SPECIAL_ROWS = {"clipped": _clipped_rows}
-
-
-def special_rows(name: str, params: dict) -> list[tuple[float, ...]]:
-    return SPECIAL_ROWS[name](params) if name in SPECIAL_ROWS else []
+    return [] if norm.definition_of is None else kink_rows(norm.definition_of, params)
