@@ -19,7 +19,7 @@ import numpy as np
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
 from derive.impl.numbers import agree, round_to
-from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, search,
+from derive.impl.inputs import (EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, param_strategy, search,
                                 special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
@@ -252,7 +252,8 @@ class Checker:
                 continue
             cls = "gradients" if with_grad else ("long" if long else ("masked" if masked else "finite"))
             before = result.examples
-            strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
+            free = {p: param_strategy(self.norm, p) for p in self.free_params}
+            strategy = cases(lead_ndim(self.dim), free, masked, long=long)
             found = search(strategy, lambda case, g=with_grad: fails(case, g), budget)
             if aborted:
                 raise aborted[0]
@@ -269,7 +270,7 @@ class Checker:
                 if fail is not None:
                     _record(result, cls, fail)
         lead = (1,) * lead_ndim(self.dim)
-        sets = param_sets(self.free_params, EDGE_PARAMS, DEFAULT_EDGE)
+        sets = param_sets(self.norm, self.free_params, "edge")
         todo = [(row, params) for row in EDGE_ROWS for params in sets]
         todo += [(row, params) for params in sets
                  for row in special_rows(self.norm, {**self.fixed_params, **params})]

@@ -42,8 +42,24 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
 
-__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "from_formula", "get", "names", "register",
+__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "register",
            "unregister", "user_entry"]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """The values ``derive impl`` tries for a parameter, inside its domain: a range Hypothesis
+    draws from, three values of the fixed edge cases and two that diagnosis probes with."""
+
+    low: float
+    high: float
+    edge: tuple[float, float, float]
+    probe: tuple[float, float]
+
+
+_REAL = Trial(-10.0, 10.0, (0.0, 1.5, -2.0), (1.5, -0.75))
+_POSITIVE = Trial(1e-3, 10.0, (1.0, 1.5, 2.0), (1.5, 0.75))
+_NEGATIVE = Trial(-10.0, -1e-3, (-1.0, -1.5, -2.0), (-1.5, -0.75))
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,15 @@ class Normalizer:
     label: str = ""  # the short plain-text name of reports, e.g. softmax₁ (default: the name)
     roles: dict = field(default_factory=dict)  # param → what it is, in words ("the sink logit")
     args_required: bool = False  # a spec must name every parameter (else a plain NAME is accepted)
+    trials: dict = field(default_factory=dict)  # param → its Trial, where the one of its sign does not fit
+
+    def trial(self, p: str) -> Trial:
+        """What ``derive impl`` tries for parameter ``p``: the entry's own, else by its sign."""
+        if p in self.trials:
+            return self.trials[p]
+        sym = self.symbols().get(p)
+        return _POSITIVE if sym is not None and sym.is_positive else \
+            _NEGATIVE if sym is not None and sym.is_negative else _REAL
 
     @property
     def extra_value(self) -> bool:
@@ -426,6 +451,8 @@ register(
         params=("zeta", "gamma"),
         stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
         label="clip",
+        trials={"zeta": Trial(1.0, 5.0, (1.0, 1.5, 3.0), (1.5, 1.0)),
+                "gamma": Trial(-5.0, 0.0, (0.0, -0.1, -2.0), (-0.75, -0.1))},
         ref_defaults={"zeta": 1.0, "gamma": -0.5},
         latex=r"\operatorname{clip}",
         definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
@@ -445,6 +472,7 @@ register(
         scalars={"c": {"positive": True}},
         stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
         label="softcap_c",
+        trials={"c": Trial(0.5, 100.0, (50.0, 1.0, 5.0), (1.5, 5.0))},
         ref_defaults={"c": 50.0},
         latex=r"\operatorname{softmax}\circ\operatorname{cap}_{c_{\mathrm{cap}}}",
         # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.
