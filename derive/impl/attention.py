@@ -463,7 +463,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     if extra != "sinks":
         roles.pop("sinks", None)  # an optional sinks keyword is left at its default
     if extra == "sinks" and "sinks" not in roles:
-        raise InputError(f"--as sink passes one sink logit per head; {target.name} takes no sinks keyword "
+        raise InputError(f"--as {norm.name} passes one extra logit per head; {target.name} takes no sinks keyword "
                          f"(one of {', '.join(ROLE_NAMES['sinks'])}, or name it with --kw sinks=NAME)")
     if mask_value not in ("-inf", "finfo-min"):
         try:
