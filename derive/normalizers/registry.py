@@ -41,37 +41,10 @@ import sympy as sp
 
 from derive.errors import InputError
 from derive.model.attention import M, Score, i, j, row_sum
+from derive.normalizers.parts import NEGATIVE, POSITIVE, REAL, Token, Trial
 
 __all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "register",
            "unregister", "user_entry"]
-
-
-@dataclass(frozen=True)
-class Trial:
-    """The values ``derive impl`` tries for a parameter, inside its domain: a range Hypothesis
-    draws from, three values of the fixed edge cases and two that diagnosis probes with."""
-
-    low: float
-    high: float
-    edge: tuple[float, float, float]
-    probe: tuple[float, float]
-
-
-_REAL = Trial(-10.0, 10.0, (0.0, 1.5, -2.0), (1.5, -0.75))
-_POSITIVE = Trial(1e-3, 10.0, (1.0, 1.5, 2.0), (1.5, 0.75))
-_NEGATIVE = Trial(-10.0, -1e-3, (-1.0, -1.5, -2.0), (-1.5, -0.75))
-
-
-@dataclass(frozen=True)
-class Token:
-    """A token of the normalizer's own (a learned key and value), given in a spec by two vectors:
-    its score, ``score`` in the spec's expression language with ``key`` for the key vector, is
-    the entry's parameter ``logit``; its value is mixed into the output with the token's weight."""
-
-    logit: str  # the entry's parameter that is the token's score
-    score: str  # the token's score, e.g. "dot(q, k_star) / sqrt(d)" (q: the query of row i)
-    key: tuple[str, str]  # (argument, what it is), e.g. ("k_star", "the learned key k*")
-    value: tuple[str, str]  # (argument, what it is), e.g. ("v_star", "the learned value v*")
 
 
 @dataclass(frozen=True)
@@ -114,8 +87,8 @@ class Normalizer:
         if p in self.trials:
             return self.trials[p]
         sym = self.symbols().get(p)
-        return _POSITIVE if sym is not None and sym.is_positive else \
-            _NEGATIVE if sym is not None and sym.is_negative else _REAL
+        return POSITIVE if sym is not None and sym.is_positive else \
+            NEGATIVE if sym is not None and sym.is_negative else REAL
 
     @property
     def extra_value(self) -> bool:
