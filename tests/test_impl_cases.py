@@ -203,8 +203,10 @@ def test_a_kernel_that_ignores_the_block_is_warned_about():
 def test_the_search_draws_rows_of_1024_keys_and_64_splits():
     from hypothesis import find, settings
 
+    from derive.impl.inputs import param_strategy
     from derive.impl.kernel_inputs import kernel_cases
+    from derive.normalizers.registry import get
 
-    case = find(kernel_cases("split", ("s",), 1, long=True), lambda c: len(c[0][0]) >= 1024 and c[1] == 64,
+    case = find(kernel_cases("split", {"s": param_strategy(get("sink"), "s")}, 1, long=True), lambda c: len(c[0][0]) >= 1024 and c[1] == 64,
                 settings=settings(max_examples=2000, derandomize=True, database=None))
     assert len(case[0][0]) == 1024 and case[1] == 64

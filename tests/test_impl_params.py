@@ -7,7 +7,9 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.inputs import EDGE_PARAMS, PARAM_RANGES, PROBE_VALUES
+import sympy as sp
+
+from derive.normalizers.registry import REGISTRY, get
 
 Z = "tests/zoo/forms.py:"
 FAST = {"dtypes": ("float64",), "examples": 30}
@@ -26,9 +28,18 @@ def test_every_parameter_taken_as_a_keyword_is_varied(fn, norm, varied):
 
 
 def test_varied_parameters_stay_in_the_domain():
-    assert PARAM_RANGES == {"zeta": (1.0, 5.0), "gamma": (-5.0, 0.0), "c": (0.5, 100.0)}
-    for name, (lo, hi) in PARAM_RANGES.items():
-        assert all(lo <= v <= hi for v in EDGE_PARAMS[name] + PROBE_VALUES[name])
+    """Every value derive impl tries for a parameter (the ends of its range, its edge and probe
+    values) lies in the entry's domain: the domain expression takes it for a value of its own
+    symbol that meets that symbol's assumptions (ζ = 1 + ζ' with ζ' ≥ 0, a soft cap c > 0)."""
+    assert get("clipped").trial("zeta").low == 1.0 and get("clipped").trial("gamma").high == 0.0
+    assert get("softcap").trial("c").low > 0 and get("softpick").trial("eps").low > 0
+    for entry in REGISTRY.values():
+        for p, dom in entry.symbols().items():
+            t = entry.trial(p)
+            (sym,) = dom.free_symbols
+            for v in (t.low, t.high, *t.edge, *t.probe):
+                assert t.low <= v <= t.high, (entry.name, p, v)
+                assert sp.solve(sp.Eq(dom, sp.nsimplify(v)), sym), (entry.name, p, v)
 
 
 def test_a_varied_parameter_catches_a_fault_at_its_default():

@@ -104,8 +104,8 @@ def test_clipped_rows_near_the_clip_and_their_tolerance():
     from derive.impl.inputs import special_rows
 
     params = {"zeta": 1.0, "gamma": -0.1}
-    rows = special_rows("clipped", params)
-    assert len(rows) == 12 and special_rows("softmax", {}) == []
+    rows = special_rows(get("clipped"), params)
+    assert len(rows) == 12 and special_rows(get("softmax"), {}) == []
     ex = exact_row(get("clipped"), list(rows[0]), params, 60)
     assert abs(ex.values[0]) < 1e-15  # (ζ − γ)p + γ = 0 up to the rounding of the row
     # the tolerance is relative to the terms that cancel, |ζ − γ|·p + |γ| ≈ 0.2, not to p ≈ 0

@@ -99,7 +99,7 @@ def names_in(node) -> set[str]:
 
 def mentions(spec) -> set[str]:
     """Every name the variant reads, from its text: the score, the second score row and the value as written, the
-    normalizer's arguments (bias_kv's key scores read q), the mask's table (``document(IDS)``)
+    normalizer's arguments (the score of a token of its own reads q), the mask's table (``document(IDS)``)
     and the tables of traced modifiers; a traced score_mod reads q and k through its ``score``."""
     from derive.model.masks import _DOC
 
@@ -108,8 +108,11 @@ def mentions(spec) -> set[str]:
         if node is not None:
             out |= names_in(node)
     out |= set(spec.norm_args)
-    if spec.normalizer == "bias_kv":
-        out.add("q")
+    token = _token(spec)
+    if token is not None:  # the token's score reads the spec's names (q)
+        from derive.spec.parser import parse
+
+        out |= names_in(parse(token.score)) - {token.key[0]}
     doc = _DOC.match(str(spec.mask))
     if doc:
         out.add(doc.group(1))
@@ -121,3 +124,9 @@ def mentions(spec) -> set[str]:
         if flex.score is not None and SCORE in flex.score.expr.free_symbols:
             out |= {"q", "k"}
     return out
+
+
+def _token(spec):
+    from derive.normalizers.registry import get
+
+    return get(spec.normalizer).token if spec.norm_args else None

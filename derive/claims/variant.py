@@ -9,17 +9,18 @@ keep the old NAME. ``reaches(name)`` says whether the substitution changed anyth
 Normalizer parameters: a parameter the spec names (``sink(s0)``, ``sigmoid(b0)``) is the
 user's symbol; one it leaves unnamed (the bias of a plain ``sigmoid``) is a symbol of its
 own, ``sigmoid.b``, which no declared name can equal (a name has no dot) and which reports
-show as the sigmoid's bias. ``bias_kv(K_STAR, V_STAR)`` follows its definition in
-``docs/normalizers.md``: the learned key scores s*_i = ⟨q_i, k*⟩/√d (it depends on the
-query) and the learned value v* is mixed into the output with the learned token's weight.
+show as the sigmoid's bias. A normalizer with a token of its own (``bias_kv(K_STAR,
+V_STAR)``) follows its registry entry's ``token``: the token's score, written in the spec's
+language with the given key vector (``dot(q, k_star) / sqrt(d)``: it depends on the query),
+is the entry's parameter, and the given value vector is mixed into the output with the
+token's weight.
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-from derive.model.attention import d, i, j, mixed_output
-from derive.model.vectors import Dot
+from derive.model.attention import j, mixed_output
 from derive.spec.load import Spec
 from derive.spec.translate import translate
 
@@ -91,12 +92,17 @@ class Variant:
         from derive.normalizers.registry import get
 
         entry = get(self.spec.normalizer)
-        named = {p: self.binds[name].obj for p, name in self.spec.norm_params().items()}
+        given = self.spec.norm_params()
+        named = {p: self.binds[name].obj for p, name in given.items()}
         extra = None
-        if self.spec.normalizer == "bias_kv":
-            q = self.binds["q"].obj[i]
-            named = {"s_star": Dot(q, named["k_star"]) / sp.sqrt(d), "v_star": named["v_star"]}
-            extra = named.pop("v_star")
+        token = entry.token
+        if token is not None and given:
+            from derive.spec.parser import parse
+
+            key, value = token.key[0], token.value[0]
+            binds = {**self.binds, key: self.binds[given[key]]}
+            named = {token.logit: translate(parse(token.score), binds)[0]}
+            extra = self.binds[given[value]].obj
         params = {}
         for p, default in entry.symbols().items():
             if p in named:
@@ -132,7 +138,7 @@ class Variant:
         return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params, second)
 
     def extra_weight(self) -> sp.Expr:
-        """The weight of the normalizer's own token (bias_kv's learned token) in row i."""
+        """The weight of the normalizer's own token in row i."""
         from derive.normalizers.registry import get
 
         return get(self.spec.normalizer).extra_weight(lambda x: self.score(x), **self.params)

@@ -34,7 +34,6 @@ from derive.kernels.layouts import parse_layout
 __all__ = ["ROLE_NAMES", "AttentionReport", "check_attention", "parse_kw"]
 
 INF = math.inf
-EXTRA = {"softmax": None, "softmax1": 0.0, "zero_token": 0.0, "sink": "sinks"}
 ROLE_NAMES: dict[str, tuple[str, ...]] = {  # role → the keyword names kernels use for it, in order of preference
     "scale": ("scale", "sm_scale", "softmax_scale", "scaling"),
     "causal": ("causal", "is_causal"),
@@ -430,21 +429,41 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
     return lines
 
 
+def _extra(norm) -> tuple[bool, object]:
+    """(supported, the extra logit: None, a number, or "sinks" for a parameter passed per head),
+    read off the normalizer's formula: a member of the softmax family with no value of its own
+    whose extra logit is none, a number or one parameter."""
+    from derive.normalizers.family import kernel_form
+
+    facts = kernel_form(norm)
+    if not facts.checked:
+        return False, None
+    if facts.logit is None or isinstance(facts.logit, float):
+        return True, facts.logit
+    return (True, "sinks") if isinstance(facts.logit, str) else (False, None)
+
+
+def _supported() -> list[str]:
+    from derive.normalizers.registry import REGISTRY
+
+    return [name for name, entry in REGISTRY.items() if _extra(entry)[0]]
+
+
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal: bool,
                     start_q, window: int, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder) -> AttentionReport:
-    if norm.name not in EXTRA:
-        raise InputError(f"--form attention supports the normalizers {', '.join(EXTRA)}; not {norm.name}")
+    known, extra = _extra(norm)
+    if not known:
+        raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
     L = parse_layout(layout)
     OL = parse_layout(out_layout, "--out-layout") if out_layout else L
     if set(OL.axes) != set(L.axes):
         raise InputError(f"--out-layout {OL.axes} has other axes than --layout {L.axes}")
     roles = roles_of(target.extra.get("signature"), kw_names, target.name)
-    extra = EXTRA[norm.name]
     if extra != "sinks":
         roles.pop("sinks", None)  # an optional sinks keyword is left at its default
     if extra == "sinks" and "sinks" not in roles:
-        raise InputError(f"--as sink passes one sink logit per head; {target.name} takes no sinks keyword "
+        raise InputError(f"--as {norm.name} passes one extra logit per head; {target.name} takes no sinks keyword "
                          f"(one of {', '.join(ROLE_NAMES['sinks'])}, or name it with --kw sinks=NAME)")
     if mask_value not in ("-inf", "finfo-min"):
         try:

@@ -18,8 +18,8 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.masked import convention, is_fully_masked
-from derive.impl.numbers import agree
-from derive.impl.inputs import (DEFAULT_EDGE, EDGE_PARAMS, EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, search,
+from derive.impl.numbers import agree, round_to
+from derive.impl.inputs import (EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, param_strategy, search,
                                 special_rows)
 from derive.impl.reference import exact_row, jacobian, kink_distance
 from derive.impl.target import ImplRaised, Target
@@ -126,11 +126,7 @@ class Checker:
     fixed_params: dict = field(default_factory=dict)
 
     def round(self, x: np.ndarray, dtype: str) -> np.ndarray:
-        if dtype == "bfloat16":
-            import torch
-
-            return torch.tensor(x, dtype=torch.bfloat16).to(torch.float64).numpy()
-        return np.asarray(x, dtype=dtype).astype(np.float64)
+        return round_to(x, dtype)
 
     def call(self, x: np.ndarray, dtype: str, params: dict, grad: bool):
         """Outputs (and gradients) with the normalized axis last, as float64."""
@@ -256,7 +252,8 @@ class Checker:
                 continue
             cls = "gradients" if with_grad else ("long" if long else ("masked" if masked else "finite"))
             before = result.examples
-            strategy = cases(lead_ndim(self.dim), self.free_params, masked, long=long)
+            free = {p: param_strategy(self.norm, p) for p in self.free_params}
+            strategy = cases(lead_ndim(self.dim), free, masked, long=long)
             found = search(strategy, lambda case, g=with_grad: fails(case, g), budget)
             if aborted:
                 raise aborted[0]
@@ -273,10 +270,10 @@ class Checker:
                 if fail is not None:
                     _record(result, cls, fail)
         lead = (1,) * lead_ndim(self.dim)
-        sets = param_sets(self.free_params, EDGE_PARAMS, DEFAULT_EDGE)
+        sets = param_sets(self.norm, self.free_params, "edge")
         todo = [(row, params) for row in EDGE_ROWS for params in sets]
         todo += [(row, params) for params in sets
-                 for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
+                 for row in special_rows(self.norm, {**self.fixed_params, **params})]
         for row, params in todo:
             result.edge_cases += 1
             cls = edge_class(row)

@@ -72,11 +72,14 @@ def _weight(num_base, exponent, sink_term):
     return MASK[i, j] * num_base ** exponent(j) / den
 
 
-LABELS = {"softmax": "softmax", "softmax1": "softmax₁", "sink": "sink_s", "zero_token": "zero",
-          "bias_kv": "kv*_s*", "sigmoid": "σ", "clipped": "clip", "softcap": "softcap_c"}
+def _definition_text(norm) -> str:
+    """The definition in words of the code: an elementwise formula as written (x for x_j, σ
+    for sigmoid), any other LABEL(x) with the entry's label."""
+    import re
 
-
-DEFINITIONS = {"sigmoid": "σ(x + b)"}  # how the definition is written where not LABEL(x)
+    if re.search(r"\b(sum_t|prod_t|max_t|min_t|n)\b", norm.formula):
+        return f"{norm.label}(x)"
+    return re.sub(r"\bsigmoid\b", "σ", re.sub(r"\bx_j\b", "x", norm.formula))
 
 
 def _softmax_of(score):
@@ -147,7 +150,7 @@ def _forms(fault: str, name: str, fields: tuple):
     e = sp.E
     definition = norm.weight(lambda k: X[i, k], j, **syms)
     f = dict(fields)
-    label = LABELS.get(name, name)
+    label = norm.label
     if fault == "unshifted-sink-term":
         written = _weight(e, lambda k: X[i, k] - SHIFT, sp.exp(s))
         closed = norm.weight(lambda k: X[i, k] - SHIFT, j, **syms)
@@ -208,7 +211,7 @@ def _at_text(at: dict) -> str:
 @lru_cache(maxsize=64)
 def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
     """The symbolic derivation of faulty form ``fault`` of normalizer ``name``, or None."""
-    label = LABELS.get(name, name)
+    label = get(name).label
     if name in OTHER_FAULTS:
         forms = _other_forms(fault, name, fields)
         if forms is None:
@@ -219,7 +222,7 @@ def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
             versus = _prove(closed, definition)
             return Derivation(text, closed_label, closed_label, identity, versus, None)
         versus = _prove(closed.subs(at), definition.subs(at))
-        definition_label = DEFINITIONS.get(name, f"{label}(x)") + (f" at {_at_text(at)}" if at else "")
+        definition_label = _definition_text(get(name)) + (f" at {_at_text(at)}" if at else "")
         return Derivation(text, closed_label, definition_label, identity, versus, None)
     if name not in SINKS:
         return None

@@ -21,7 +21,7 @@ from derive.impl.derivations import derive_fault
 from derive.impl.faults import SINKS, variants, words
 from derive.impl.masked import convention
 from derive.impl.numbers import shortest
-from derive.impl.inputs import DEFAULT_PROBE, PROBE_ROWS, PROBE_VALUES, param_sets
+from derive.impl.inputs import PROBE_ROWS, param_sets
 from derive.impl.reference import exact_row
 from derive.impl.tolerance import Tolerance, kappa
 
@@ -72,7 +72,7 @@ class _Probe:
 
 
 def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
-    sets = param_sets(checker.free_params, PROBE_VALUES, DEFAULT_PROBE)
+    sets = param_sets(checker.norm, checker.free_params, "probe")
     free_of_failure = {p: failure.params[p] for p in checker.free_params}
     todo = [(tuple(failure.row), free_of_failure)] + [(r, s) for s in sets for r in PROBE_ROWS]
     out = []

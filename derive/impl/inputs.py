@@ -12,8 +12,8 @@ Long rows reach faults of tiled (flash-style) code: some inputs have rows of
 :data:`LONG_N` keys (17 to 512: several tiles of the common block sizes 16, 32, 64, 128),
 made from a drawn seed, scale and pattern — Gaussian, an increasing ramp (the running
 maximum grows from tile to tile), or a spike in the last tile. Gradients are compared on
-short rows only. :func:`special_rows` adds rows where a normalizer's own formula nearly
-cancels (clipped softmax at (ζ − γ)p + γ ≈ 0 and ≈ 1), as data per normalizer.
+short rows only. :func:`special_rows` adds rows where a normalizer's own formula switches
+branch (clipped softmax at (ζ − γ)p + γ = 0 and = 1), read off the formula.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from hypothesis.errors import NoSuchExample
 
 from derive.crosscheck.hypothesis_env import no_local_constants
 
-__all__ = ["search", "DEFAULT_EDGE", "DEFAULT_PROBE", "EDGE_PARAMS", "PARAM_RANGES", "PROBE_VALUES", "param_sets", "EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
+__all__ = ["search", "param_sets", "param_strategy", "EDGE_ROWS", "LONG_N", "MAX_N", "PROBE_ROWS", "cases", "lead_ndim", "special_rows"]
 
 INF = math.inf
 MAX_N = 8
@@ -96,27 +96,24 @@ def _entry(masked: bool):
     )
 
 
-# The range each parameter is drawn from when the function takes it as a keyword (inside
-# the normalizer's domain: clipped ζ ≥ 1 and γ ≤ 0, a soft cap c > 0), the values of the
-# fixed edge cases, and the values diagnosis probes with; any other parameter is real.
-PARAM_RANGES: dict[str, tuple[float, float]] = {"zeta": (1.0, 5.0), "gamma": (-5.0, 0.0), "c": (0.5, 100.0)}
-EDGE_PARAMS: dict[str, tuple[float, ...]] = {"zeta": (1.0, 1.5, 3.0), "gamma": (0.0, -0.1, -2.0),
-                                             "c": (50.0, 1.0, 5.0)}
-PROBE_VALUES: dict[str, tuple[float, ...]] = {"zeta": (1.5, 1.0), "gamma": (-0.75, -0.1), "c": (1.5, 5.0)}
-DEFAULT_RANGE, DEFAULT_EDGE, DEFAULT_PROBE = (-10.0, 10.0), (0.0, 1.5, -2.0), (1.5, -0.75)
+def _param(low: float, high: float):
+    small = [float(v) for v in range(-3, 4) if low <= v <= high]
+    return st.one_of(st.sampled_from(small), st.floats(low, high, allow_nan=False, allow_infinity=False))
 
 
-def _param(name: str = ""):
-    lo, hi = PARAM_RANGES.get(name, DEFAULT_RANGE)
-    small = [float(v) for v in range(-3, 4) if lo <= v <= hi]
-    return st.one_of(st.sampled_from(small), st.floats(lo, hi, allow_nan=False, allow_infinity=False))
+def param_strategy(norm, p: str):
+    """Hypothesis's values of the normalizer's parameter ``p``: its trial range (see
+    :meth:`derive.normalizers.registry.Normalizer.trial`), inside its domain."""
+    trial = norm.trial(p)
+    return _param(trial.low, trial.high)
 
 
-def param_sets(free: tuple[str, ...], table: dict, default: tuple) -> list[dict]:
-    """The k-th set gives every free parameter its k-th value of ``table`` (or ``default``)."""
+def param_sets(norm, free: tuple[str, ...], which: str) -> list[dict]:
+    """The k-th set gives every free parameter its k-th ``which`` ("edge" or "probe") value."""
     if not free:
         return [{}]
-    return [{p: table.get(p, default)[k] for p in free} for k in range(len(default))]
+    values = {p: getattr(norm.trial(p), which) for p in free}
+    return [{p: values[p][k] for p in free} for k in range(len(values[free[0]]))]
 
 
 def _long_row(draw, n: int, masked: bool) -> list[float]:
@@ -137,8 +134,9 @@ def _long_row(draw, n: int, masked: bool) -> list[float]:
 
 
 @st.composite
-def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool, long: bool = False):
-    """(scores of shape (*lead, n), parameters) with the normalized axis last.
+def cases(draw, min_lead: int, free_params: dict, masked: bool, long: bool = False):
+    """(scores of shape (*lead, n), parameters) with the normalized axis last; ``free_params``:
+    name → its strategy (:func:`param_strategy`).
 
     With ``masked`` False every score is finite; with True a score may be −∞ and a whole
     row may be masked. With ``long``, the rows have :data:`LONG_N` keys.
@@ -154,28 +152,13 @@ def cases(draw, min_lead: int, free_params: tuple[str, ...], masked: bool, long:
             continue
         free = st.lists(_entry(masked), min_size=n, max_size=n)
         rows.append(draw(st.one_of(free, st.just([-INF] * n)) if masked else free))
-    params = {p: draw(_param(p)) for p in free_params}
+    params = {p: draw(free_params[p]) for p in free_params}
     return np.array(rows, dtype=np.float64).reshape(*lead, n), params
 
 
-def _clipped_rows(params: dict) -> list[tuple[float, ...]]:
-    """Rows where (ζ − γ)·p_0 + γ is exactly 0 or 1 in exact arithmetic (then rounded)."""
-    zeta, gamma = params.get("zeta"), params.get("gamma")
-    if zeta is None or gamma is None or zeta == gamma:
-        return []
-    out = []
-    for target in (-gamma / (zeta - gamma), (1 - gamma) / (zeta - gamma)):
-        if 0 < target < 1:
-            for n in (2, 3, 8, 64):  # p_0 = e^a / (e^a + n − 1) = target
-                a = math.log(target * (n - 1) / (1 - target))
-                for nudge in (0.0, 1e-7, -1e-7):
-                    out.append((a + nudge,) + (0.0,) * (n - 1))
-    return out
+def special_rows(norm, params: dict) -> list[tuple[float, ...]]:
+    """Rows where the normalizer's own formula switches branch (a kink of relu, abs, max or min:
+    clipped softmax at (ζ − γ)p + γ = 0 and = 1), read off its formula."""
+    from derive.normalizers.sensitivity import kink_rows
 
-
-# normalizer → rows where its own formula nearly cancels, given its parameters
-SPECIAL_ROWS = {"clipped": _clipped_rows}
-
-
-def special_rows(name: str, params: dict) -> list[tuple[float, ...]]:
-    return SPECIAL_ROWS[name](params) if name in SPECIAL_ROWS else []
+    return [] if norm.definition_of is None else kink_rows(norm.definition_of, params)

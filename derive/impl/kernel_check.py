@@ -10,7 +10,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.failure_classes import admitted, prepare, record_call
-from derive.impl.inputs import search
+from derive.impl.inputs import param_strategy, search
 from derive.impl.kernel_exact import ExactRow, exact_row
 from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
@@ -373,7 +373,8 @@ class KernelChecker:
 
         # short rows with the budget, then long rows (65 to 1100 keys) with a quarter of it, at least one
         for long, count in ((False, budget), (True, max(1, budget // 4))):
-            found = search(kernel_cases(self.form, self.free_params, HEADS if self.per_head else 1, long), fails,
+            free = {p: param_strategy(self.norm, p) for p in self.free_params}
+            found = search(kernel_cases(self.form, free, HEADS if self.per_head else 1, long), fails,
                            count)
             if aborted:
                 raise aborted[0]

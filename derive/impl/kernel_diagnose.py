@@ -103,12 +103,13 @@ def _shows_failure(checker: KernelChecker, failure: KernelFailure, got: dict, re
 def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
     """The failing call, then calls that tell the faults apart (several tiles, a growing maximum,
     empty and fully masked splits, a masked first tile before a very negative score, each with
-    the failing parameters and with a sink of 1.5)."""
+    the failing parameters and with each free parameter at its first probe value, 1.5 for a sink:
+    see :meth:`derive.normalizers.registry.Normalizer.trial`)."""
     dtype, call = failure.dtype, failure.call
     heads = [call.row_params(h) for h in range(call.heads or 1)]  # the failing parameter sets
     params_list = [heads]
     if checker.free_params:
-        params_list.append([{**c, **{p: 1.5 for p in checker.free_params}} for c in heads])
+        params_list.append([{**c, **{p: checker.norm.trial(p).probe[0] for p in checker.free_params}} for c in heads])
     out = [failure.call]
     for n, rows in ((2, ((-INF, -1000.0), (1.0, 3.0), (0.5, -0.5))),
                     (5, ((-2.0, -1.0, 0.0, 1.0, 2.0), (-INF, -INF, -INF, 1.0, 2.0), (3.0, 1.0, 4.0, 1.0, 5.0))),

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from derive.floats import round_to
+
 __all__ = ["agree", "agree_all", "err", "jnum", "listed", "num", "round_to", "scaled", "shortest", "tex_num", "zero_or_nan"]
 
 INF = math.inf
@@ -59,14 +61,6 @@ def jnum(v, digits: int = 17):
         return num(v, digits)
     v = float(v)
     return num(v, digits) if not math.isfinite(v) else float(num(v, digits))
-
-
-def round_to(a, dtype: str):
-    if dtype == "bfloat16":
-        import torch
-
-        return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.bfloat16).to(torch.float64).numpy()
-    return np.asarray(a, dtype=np.float64).astype(dtype).astype(np.float64)
 
 
 def agree(y: float, p: float, bound: float) -> tuple[bool, float]:

@@ -21,7 +21,7 @@ import sympy as sp
 
 from derive.model.attention import M, i, n
 
-__all__ = ["KINKS", "Exact", "exact_row", "jacobian", "kink_distance"]
+__all__ = ["Exact", "exact_row", "jacobian", "kink_distance"]
 
 _X = sp.IndexedBase("x")
 
@@ -31,7 +31,7 @@ class Exact:
 
     def __init__(self, values: list, defined: bool, scales: list | None = None):
         self.values, self.defined = values, defined
-        # per weight, the magnitude the tolerance is relative to (see SCALES)
+        # per weight, the magnitude the tolerance is relative to (see exact_row)
         self.scales = [abs(float(v)) if defined else 0.0 for v in values] if scales is None else scales
 
     def floats(self) -> list[float]:
@@ -45,6 +45,7 @@ def _split(row: list[float]) -> tuple[list[float], list[bool]]:
 
 def exact_row(norm, row: list[float], params: dict, dps: int) -> Exact:
     from derive.impl.masked import is_fully_masked, rule
+    from derive.normalizers.sensitivity import scales
 
     if is_fully_masked(row) and not rule(norm).defined:
         return Exact([mpmath.nan] * len(row), False)
@@ -52,21 +53,20 @@ def exact_row(norm, row: list[float], params: dict, dps: int) -> Exact:
     with mpmath.workdps(dps):
         values = norm.reference(xs, mask=allowed, **params)
         defined = all(not mpmath.isnan(v) for v in values)
-        scales = SCALES[norm.name](xs, allowed, params, values) if defined and norm.name in SCALES else None
-    return Exact(list(values), defined, scales)
+        # The tolerance of a weight is relative to its magnitude |p_k| (the condition of the
+        # softmax family and of sigmoid, with κ), except where the definition's last step
+        # cancels: then to the magnitude of that step's terms (see derive.normalizers.sensitivity).
+        own = _params(norm, params)
+        terms = scales(norm.definition_of, xs, allowed, **own) if defined and own is not None else None
+    return Exact(list(values), defined, terms)
 
 
-def _clipped_scale(xs, allowed, params, values) -> list[float]:
-    """|ζ − γ|·p_k + |γ|: the terms of (ζ − γ)·p_k + γ, which cancel near the clip at 0."""
-    inner = get_normalizer("softmax").reference(xs, mask=allowed)
-    zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
-    return [float(abs(zeta - gamma) * p + abs(gamma)) if ok else 0.0 for p, ok in zip(inner, allowed)]
-
-
-# The tolerance of a weight is relative to its magnitude |p_k| (the condition of the
-# softmax family and of sigmoid, with κ), except where the definition's last step cancels:
-# normalizer → (scores, allowed, params, exact values) → the magnitude of each weight's terms.
-SCALES = {"clipped": _clipped_scale}
+def _params(norm, params: dict) -> dict | None:
+    """The formula's parameter values, or None when one is not given."""
+    f = norm.definition_of
+    if f is None or any(p not in params for p in f.params):
+        return None
+    return {p: params[p] for p in f.params}
 
 
 @lru_cache(maxsize=64)
@@ -120,34 +120,15 @@ def jacobian(norm, row: list[float], params: dict, dps: int) -> list[list]:
             return _numeric_jacobian(norm, [mpmath.mpf(v) for v in xs], allowed, params)
 
 
-def _clipped_kinks(xs, allowed, params) -> list:
-    """|(ζ−γ)p_k + γ| and |(ζ−γ)p_k + γ − 1|: where the clip switches, p is not differentiable."""
-    inner = get_normalizer("softmax").reference(xs, mask=allowed)
-    zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
-    out = []
-    for p, ok in zip(inner, allowed):
-        if ok and not mpmath.isnan(p):
-            z = (zeta - gamma) * p + gamma
-            out.append(min(abs(z), abs(z - 1)))
-    return out
-
-
-# normalizer → the distances, in output units, of a row's weights from the points where the
-# definition is not differentiable (a gradient there is one-sided: not compared)
-KINKS = {"clipped": _clipped_kinks}
-
-
 def kink_distance(norm, row: list[float], params: dict, dps: int):
-    """The smallest distance of the row from a kink of ``norm``, or None (smooth everywhere)."""
-    if norm.name not in KINKS:
+    """The smallest relative distance of the row from a point where ``norm``'s weights are not
+    differentiable (a kink of relu, abs, max or min in its formula), or None (smooth there)."""
+    from derive.normalizers.sensitivity import kink_distances, kinked
+
+    own = _params(norm, params)
+    if own is None or not kinked(norm.definition_of):
         return None
     xs, allowed = _split(row)
     with mpmath.workdps(dps):
-        dists = KINKS[norm.name](xs, allowed, params)
+        dists = kink_distances(norm.definition_of, xs, allowed, **own)
         return float(min(dists)) if dists else None
-
-
-def get_normalizer(name: str):
-    from derive.normalizers.registry import get
-
-    return get(name)

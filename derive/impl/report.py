@@ -25,11 +25,13 @@ TOLERANCE_RULE = (r"$\lvert y - p \rvert \le \mathrm{abs} + \mathrm{ulps} \cdot 
                   r"$\kappa = 2 \max_j \lvert x_j \rvert + \max \lvert \theta \rvert + (n - 1)$ ($\theta$ the "
                   r"normalizer's parameters, the term 0 without them) the condition number of the weight "
                   r"($\lvert x_k \rvert + \max_j \lvert x_j \rvert$ for $\exp(x_k - \max x)$) plus the roundings "
-                  r"of a sum of $n$ terms; for clipped softmax $\lvert p \rvert$ is replaced by "
-                  r"$\lvert \zeta - \gamma \rvert \, \mathrm{softmax}(x)_k + \lvert \gamma \rvert$, the terms "
-                  r"that cancel near the clip. Gradients use the same rule on "
+                  r"of a sum of $n$ terms; where the formula's last step is a sum (under min, max, relu or abs) "
+                  r"$\lvert p \rvert$ is replaced by the magnitude of its terms, which may cancel (clipped "
+                  r"softmax: $\lvert \zeta - \gamma \rvert \, \mathrm{softmax}(x)_k + \lvert \gamma \rvert$). "
+                  r"Gradients use the same rule on "
                   r"$\sum_j \lvert c_j J_{jk} \rvert + \lvert p_k \rvert \max_j \lvert c_j \rvert$, and are not "
-                  r"compared within rounding of a clip, where the derivative is one-sided. A NaN or inf where "
+                  r"compared within rounding of a kink of the formula (relu, abs, max, min: a clip), where the "
+                  r"derivative is one-sided. A NaN or inf where "
                   r"$p$ is finite never agrees. Fully masked rows follow the masked-row rule stated with the "
                   r"results.")
 

@@ -13,7 +13,8 @@ for exp(x_k − m), at most twice max |x_j|) plus the n − 1 roundings of a sum
 (a tiled or sequential sum may lose that many): a backward-stable implementation may lose
 that many ulps, and no implementation can be required to do better. m_p is the magnitude
 of the weight, |p|, except where the definition's last step cancels (clipped softmax:
-|ζ − γ|·softmax(x)_k + |γ|, see :data:`derive.impl.reference.SCALES`). A NaN or an
+|ζ − γ|·softmax(x)_k + |γ|: the magnitude of the terms of the last step, read off any
+formula by :mod:`derive.normalizers.sensitivity`). A NaN or an
 infinity where the exact value is finite never agrees.
 """
 

@@ -73,11 +73,7 @@ class Formula:
         weight is 0 if the formula has a value for a key with every reduction empty (an extra
         term in the denominator), NaN if not (0/0)."""
         size = len(x)
-        allowed = [mask is None or bool(mask[k]) for k in range(size)]
-        xs = [mpmath.mpf(0) if not ok or x[k] is None else mpmath.mpf(x[k]) for k, ok in enumerate(allowed)]
-        ys = xs if y is None else [mpmath.mpf(0) if not ok else mpmath.mpf(y[k]) for k, ok in enumerate(allowed)]
-        vals = {p: mpmath.mpf(params[p]) for p in self.params}
-        i_pos = size if row is None else row
+        xs, ys, allowed, i_pos, vals = self._row(x, mask, y, row, params)
         if not any(allowed):
             ok = self._value(xs or [mpmath.mpf(0)], ys or [mpmath.mpf(0)], [False] * max(size, 1), 1, i_pos, vals)
             return [mpmath.mpf(0) if ok is not None else mpmath.nan for _ in range(size)]
@@ -89,6 +85,24 @@ class Formula:
             v = self._value(xs, ys, allowed, k + 1, i_pos, vals, shared)
             out.append(mpmath.nan if v is None else v)
         return out
+
+    def _row(self, x, mask, y, row, params) -> tuple:
+        """(scores, second scores, allowed, query position, parameters) of a concrete row, exact."""
+        allowed = [mask is None or bool(mask[k]) for k in range(len(x))]
+        xs = [mpmath.mpf(0) if not ok or x[k] is None else mpmath.mpf(x[k]) for k, ok in enumerate(allowed)]
+        ys = xs if y is None else [mpmath.mpf(0) if not ok else mpmath.mpf(y[k]) for k, ok in enumerate(allowed)]
+        vals = {p: mpmath.mpf(params[p]) for p in self.params}
+        return xs, ys, allowed, len(x) if row is None else row, vals
+
+    def evaluators(self, x, mask=None, y=None, row=None, keys=None, **params) -> dict:
+        """Allowed key (1-based; those of ``keys`` only, if given) → an evaluator of the
+        formula's nodes at that key of a concrete row (``.run(node)``, at mpmath's current
+        precision; it raises on a node with no real value), sharing the reductions that do not
+        depend on the key."""
+        xs, ys, allowed, i_pos, vals = self._row(x, mask, y, row, params)
+        shared: dict = {}
+        return {k: _Exact(xs, ys, allowed, k, i_pos, vals, shared) for k in range(1, len(xs) + 1)
+                if allowed[k - 1] and (keys is None or k in keys)}
 
     def _value(self, xs, ys, allowed, key, row, vals, shared=None):
         try:
@@ -439,17 +453,20 @@ class _Exact:
             raise _Undefined
         return value
 
-    def _reduction(self, fn: str, args):
+    def indices(self, args) -> list[int]:
+        """The keys t (1-based) a reduction with arguments ``args`` runs over: allowed, and
+        meeting its condition."""
         keep = None
         if len(args) == 2:
             op, e = _condition(args[1])
             bound = int(self.run(e))
             keep = {"<": lambda k: k < bound, "<=": lambda k: k <= bound, ">": lambda k: k > bound,
                     ">=": lambda k: k >= bound, "==": lambda k: k == bound, "!=": lambda k: k != bound}[op]
+        return [k for k in range(1, len(self.xs) + 1) if self.allowed[k - 1] and (keep is None or keep(k))]
+
+    def _reduction(self, fn: str, args):
         vals = []
-        for k in range(1, len(self.xs) + 1):
-            if not self.allowed[k - 1] or (keep is not None and not keep(k)):
-                continue
+        for k in self.indices(args):
             self.var = k
             try:
                 vals.append(self.run(args[0]))

@@ -19,8 +19,11 @@ Optional fields (with defaults) feed the generic property provers of
 assumptions or expressions in them), ``sample`` (in-domain parameter values used for
 counterexamples and plots), ``shift_effect`` (a *claim*, proved or refuted by the prover,
 that a common shift c of the scores equals this or another entry with changed
-parameters), ``extra_value`` and ``extra_weight`` (the entry mixes a value vector of its
-own into the output, with that weight) and ``definition`` (LaTeX for documents).
+parameters), ``token`` (the entry has a token of its own, given in a spec by its key and
+value vectors: its score is a parameter, its value is mixed into the output with the
+token's weight, ``extra_weight``), ``definition`` (LaTeX for documents), ``label`` (the
+short plain-text name of reports) and, for a spec, ``roles`` (what each parameter is, in
+words) and ``args_required`` (a spec must name the parameters).
 
 Adding a normalizer is one :func:`from_formula` entry in :data:`REGISTRY`; every property
 and check is derived from these definitions by generic machinery (the softmax family, its
@@ -38,9 +41,10 @@ import sympy as sp
 
 from derive.errors import InputError
 from derive.model.attention import M, i, j
+from derive.normalizers.parts import NEGATIVE, POSITIVE, REAL, Token, Trial
 
-__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "from_formula", "get", "names", "register", "unregister",
-           "user_entry"]
+__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "register",
+           "unregister", "user_entry"]
 
 
 @dataclass(frozen=True)
@@ -57,18 +61,35 @@ class Normalizer:
     domain_text: str = ""
     sample: dict = field(default_factory=dict)  # param → in-domain value (counterexamples, plots)
     shift_effect: Callable | None = None  # (c, params) → (entry name, params) claimed equal
-    extra_value: bool = False  # mixes a value vector of its own into the output
+    token: Token | None = None  # a token of its own (key and value vectors in a spec)
     note: str = ""
     sources: tuple[str, ...] = ()  # keys of derive.document.references: where the normalizer comes from
     # A composition p_j = M_j·outer(p'_j, **params) with p' the weights of entry ``inner``
     # (checked by the provers before use, never assumed).
     inner: str | None = None
     outer: Callable | None = None
-    # With ``extra_value``: (score, **params) → the weight of the entry's own token, which
-    # multiplies its own value in the output (the learned token of bias_kv).
+    # With a ``token``: (score, **params) → the weight of the entry's own token, which
+    # multiplies its own value in the output (derived from the formula's softmax family).
     extra_weight: Callable | None = None
     formula: str = ""  # the weight in the formula language (derive.normalizers.formula)
     definition_of: object = field(default=None, compare=False, repr=False)  # its compiled Formula
+    label: str = ""  # the short plain-text name of reports, e.g. softmax₁ (default: the name)
+    roles: dict = field(default_factory=dict)  # param → what it is, in words ("the sink logit")
+    args_required: bool = False  # a spec must name every parameter (else a plain NAME is accepted)
+    trials: dict = field(default_factory=dict)  # param → its Trial, where the one of its sign does not fit
+
+    def trial(self, p: str) -> Trial:
+        """What ``derive impl`` tries for parameter ``p``: the entry's own, else by its sign."""
+        if p in self.trials:
+            return self.trials[p]
+        sym = self.symbols().get(p)
+        return POSITIVE if sym is not None and sym.is_positive else \
+            NEGATIVE if sym is not None and sym.is_negative else REAL
+
+    @property
+    def extra_value(self) -> bool:
+        """Does the entry mix a value vector of its own into the output?"""
+        return self.token is not None
 
     def symbols(self) -> dict[str, sp.Expr]:
         """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
@@ -257,13 +278,14 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
 
         definition = "p_j = " + tex(f.weight(lambda k: X[i, k]).subs(M[i, j], 1))
     made: list = []
-    if fields.get("extra_value"):  # the extra token's weight, E/(E + Σ e^x), from the softmax family
+    if fields.get("token") is not None:  # the token's weight, E/(E + Σ e^x), from the softmax family
         from derive.normalizers.family import extra_weight
 
         fields["extra_weight"] = lambda score, **p: extra_weight(made[0], score, **p)
     made.append(Normalizer(name=name, title=title, params=params, weight=weight, reference=reference,
                            stable=stable or _formula_stable(f), latex=latex or rf"\operatorname{{{name}}}",
-                           definition=definition, domain=domain, formula=formula, definition_of=f, **fields))
+                           definition=definition, domain=domain, formula=formula, definition_of=f,
+                           label=fields.pop("label", "") or name, **fields))
     return made[0]
 
 
@@ -299,6 +321,7 @@ register(
         sources=("miller2023",),
         stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
         latex=r"\operatorname{softmax}_1",
+        label="softmax₁",
         definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
     )
@@ -309,6 +332,7 @@ register(
         sources=("gpt-oss2025",),  # Xiao et al.'s sink tokens have values: bias_kv
         params=("s",),
         stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
+        label="sink_s", roles={"s": "the sink logit"}, args_required=True,
         ref_defaults={"s": 0.0},
         latex=r"\operatorname{sink}_s",
         definition=r"p_j = \frac{e^{x_j}}{e^{s} + \sum_t e^{x_t}}",
@@ -324,6 +348,7 @@ register(
         sources=("pytorch-mha",),
         # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
         stable=lambda x, mask=None, **p: _augmented_stable(x, mask, 0.0),
+        label="zero",
         latex=r"\operatorname{zero}",
         definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
         shift_effect=lambda c, p: ("sink", {"s": -c}),
@@ -338,6 +363,9 @@ register(
         # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
         # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
         stable=lambda x, mask=None, s_star=0.0, **p: _augmented_stable(x, mask, s_star),
+        label="kv*_s*",
+        token=Token("s_star", "dot(q, k_star) / sqrt(d)", ("k_star", "the learned key k*"),
+                    ("v_star", "the learned value v*")),
         ref_defaults={"s_star": 0.0},
         latex=r"\operatorname{kv}^{*}",
         definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
@@ -345,7 +373,6 @@ register(
         domain_text="$s^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
         sample={"s_star": 1},
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
-        extra_value=True,
         note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
     )
 )
@@ -355,6 +382,7 @@ register(
         sources=("ramapuram2025",),
         params=("b",),
         stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
+        label="σ", roles={"b": "the sigmoid bias"},
         ref_defaults={"b": 0.0},
         latex=r"\sigma",
         definition=r"p_j = \sigma(x_j + b) = \frac{1}{1 + e^{-(x_j + b)}}",
@@ -371,6 +399,9 @@ register(
         sources=("bondarenko2023",),
         params=("zeta", "gamma"),
         stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
+        label="clip",
+        trials={"zeta": Trial(1.0, 5.0, (1.0, 1.5, 3.0), (1.5, 1.0)),
+                "gamma": Trial(-5.0, 0.0, (0.0, -0.1, -2.0), (-0.75, -0.1))},
         ref_defaults={"zeta": 1.0, "gamma": -0.5},
         latex=r"\operatorname{clip}",
         definition=r"p_j = \min\bigl(1, \max\bigl(0, (\zeta - \gamma)\operatorname{softmax}(x)_j + \gamma\bigr)\bigr)",
@@ -388,6 +419,8 @@ register(
         params=("c",),
         scalars={"c": {"positive": True}},
         stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
+        label="softcap_c",
+        trials={"c": Trial(0.5, 100.0, (50.0, 1.0, 5.0), (1.5, 5.0))},
         ref_defaults={"c": 50.0},
         latex=r"\operatorname{softmax}\circ\operatorname{cap}_{c_{\mathrm{cap}}}",
         # The cap is written c_cap everywhere it is shown: c alone is a common shift of the scores.

@@ -14,6 +14,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from derive.floats import bf16
 from derive.model.attention import M, i, j, n, t
 from derive.normalizers.algebra import _BY_ARGS, Derivation, X, display_subs, prove_congruent, settle, weight
 from derive.normalizers.overflow import MSHIFT, Overflow, derive_overflow_free
@@ -90,15 +91,6 @@ def faulty_weight(key=j) -> sp.Expr:
 
 
 # ---- floating point -----------------------------------------------------------------------
-
-
-def bf16(a) -> np.ndarray:
-    """Round float32 values to bfloat16 (round to nearest even), kept in float32 storage."""
-    a = np.asarray(a, dtype=np.float32)
-    u = a.view(np.uint32).astype(np.uint64)
-    one, half, shift, keep = (np.uint64(v) for v in (1, 0x7FFF, 16, 0xFFFF0000))  # typed: numpy 1.x casting
-    rounded = ((u + half + ((u >> shift) & one)) & keep).astype(np.uint32).view(np.float32)
-    return np.where(np.isnan(a), np.float32(np.nan), rounded)
 
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")

@@ -31,24 +31,13 @@ from derive.spec.translate import (
     unknown_name,
 )
 
-__all__ = ["CLAIM_ARGS", "MASKS", "NORMALIZERS", "NORMALIZER_ARGS", "ClaimSpec", "Spec", "load_spec", "load_specs", "parse_spec"]
+__all__ = ["CLAIM_ARGS", "MASKS", "ClaimSpec", "Spec", "load_spec", "load_specs", "parse_spec"]
 
 TOP_KEYS = ("name", "description", "score", "score_mod", "score2", "normalizer", "mask", "mask_mod", "value",
             "symbols", "claims")
 NORMALIZER_KEYS = ("name", "weight")  # a user-defined normalizer: [normalizer] name = "…", weight = "…"
 MASKS = ("none", "causal")
 HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm", "document")
-NORMALIZERS = ("softmax", "softmax1", "sink", "sigmoid", "bias_kv")
-# The arguments a normalizer takes in a spec: (registry parameter, what it is, kind), the
-# form shown in messages, and whether the arguments may be left out. Where they differ from the
-# registry entry's parameters (bias_kv names vectors) or are worded for it; any other entry takes
-# its parameters as declared scalars, optionally (see :func:`normalizer_args`).
-NORMALIZER_ARGS = {
-    "sink": ((("s", "the sink logit", "scalar"),), "sink(NAME)", False),
-    "sigmoid": ((("b", "the sigmoid bias", "scalar"),), "sigmoid or sigmoid(NAME)", True),
-    "bias_kv": ((("k_star", "the learned key k*", "vector"), ("v_star", "the learned value v*", "vector")),
-                "bias_kv(K_STAR, V_STAR)", False),
-}
 MAX_FILE, MAX_ENTRIES, MAX_NAME = 64 * 1024, 64, 40
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CLAIM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z", re.DOTALL)
@@ -361,7 +350,7 @@ def _normalizer(errs: _Errors, text: str, binds: dict) -> tuple[str, tuple[str, 
     from derive.normalizers.registry import REGISTRY
 
     m = _NORM.match(text)
-    known = sorted(set(NORMALIZERS) | set(REGISTRY))
+    known = sorted(REGISTRY)
     if not m:
         errs.add("normalizer", f"cannot read {text!r}: expected NAME or NAME(ARG, ...)")
         return "softmax", ()
@@ -439,14 +428,21 @@ def _user_normalizer(errs: _Errors, table: dict, symbols: dict, score2: bool, fi
 
 
 def normalizer_args(name: str) -> tuple:
-    """(roles, usage, optional) of the normalizer ``name`` in a spec (see :data:`NORMALIZER_ARGS`)."""
+    """(roles, usage, optional) of the normalizer ``name`` in a spec, from its registry entry:
+    roles are (argument, what it is, kind): the key and value vectors of a token of its own,
+    else its parameters as declared scalars (worded by the entry's ``roles``); they may be left
+    out unless the entry requires them."""
     from derive.normalizers.registry import get
 
-    if name in NORMALIZER_ARGS:
-        return NORMALIZER_ARGS[name]
-    params = get(name).params
-    roles = tuple((p, f"the parameter {p}", "scalar") for p in params)
-    return roles, f"{name}({', '.join(p.upper() for p in params)})" if params else name, True
+    entry = get(name)
+    if entry.token is not None:
+        roles = tuple((arg, what, "vector") for arg, what in (entry.token.key, entry.token.value))
+    else:
+        roles = tuple((p, entry.roles.get(p, f"the parameter {p}"), "scalar") for p in entry.params)
+    optional = entry.token is None and not entry.args_required
+    call = f"{name}({'NAME' if len(roles) == 1 else ', '.join(arg.upper() for arg, _, _ in roles)})"
+    usage = name if not roles else f"{name} or {call}" if optional else call
+    return roles, usage, optional
 
 
 def _claims(errs: _Errors, table: dict, binds: dict, deferred: list | None = None) -> tuple[ClaimSpec, ...]:

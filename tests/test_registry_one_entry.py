@@ -1,0 +1,201 @@
+"""A normalizer is ONE registry entry: added to a temporary registry (and removed after the test),
+it gets ``derive check``, the row form of ``derive impl``, the kernel forms when its formula is of
+the softmax family (and the reason why not otherwise), fault diagnosis, and its property table
+(``derive normalizer``), through the command line, with no other edit anywhere.
+
+Two entries: ``halfsink``, softmax with the extra logit s/2 (a scaled sink: the logit is an
+expression in the parameter, not the parameter), and ``floor``, softmax less a threshold τ,
+clipped at 0 (not of the softmax family; its last step cancels and it has a kink, which the
+exact comparison reads off the formula)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from derive.cli import main
+from derive.normalizers.registry import REGISTRY, from_formula
+
+ZOO = str(Path("tests/zoo").resolve())
+HALF, FLOOR = "halfsink", "floor"
+
+
+@pytest.fixture
+def entries(monkeypatch):
+    """The two entries, each written once, in the registry for this test only."""
+    half = from_formula(HALF, "softmax with half a sink logit", "exp(x_j) / (exp(s / 2) + sum_t(exp(x_t)))",
+                        params=("s",), domain={"s": sp.Symbol("s", real=True)}, sample={"s": 1},
+                        ref_defaults={"s": 0.0})
+    floor = from_formula(FLOOR, "softmax less a threshold", "max(0, exp(x_j) / sum_t(exp(x_t)) - tau)",
+                         params=("tau",), domain={"tau": sp.Symbol("tau", real=True)}, sample={"tau": 0},
+                         ref_defaults={"tau": 0.0})
+    for e in (half, floor):
+        monkeypatch.setitem(REGISTRY, e.name, e)
+    yield half, floor
+    from derive.normalizers import family
+
+    family._SEEN.pop((HALF, half.formula), None)
+    family._SEEN.pop((FLOOR, floor.formula), None)
+
+
+def _code(tmp_path) -> str:
+    f = tmp_path / "impls.py"
+    f.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {ZOO!r})\n"
+        "import numpy as np\n"
+        "import kernels_numpy as K, sink_numpy as S\n"
+        "def half(x, *, s):\n    return S.sink(x, s / 2)\n"
+        "def half_forgets_the_half(x, *, s):\n    return S.sink(x, s)\n"
+        "def half_unshifted(x, *, s):\n"
+        "    m = np.max(x, axis=-1, keepdims=True)\n"
+        "    e = np.exp(x - m)\n"
+        "    return e / (np.exp(s / 2) + e.sum(axis=-1, keepdims=True))\n"
+        "def half_online(x, v, block, *, s):\n    return K.sink_online(x, v, block, s=s / 2)\n"
+        "def half_online_extra_per_tile(x, v, block, *, s):\n"
+        "    return K.sink_online_extra_per_tile(x, v, block, s=s / 2)\n"
+        "def half_split(x, v, splits, *, s):\n    return K.sink_split(x, v, splits, s=s / 2)\n"
+        "def half_split_extra_per_split(x, v, splits, *, s):\n"
+        "    return K.sink_split_extra_per_split(x, v, splits, s=s / 2)\n"
+        "def _softmax(x):\n"
+        "    m = np.max(x, axis=-1, keepdims=True)\n"
+        "    e = np.exp(x - m)\n"
+        "    return e / e.sum(axis=-1, keepdims=True)\n"
+        "def floor(x, *, tau):\n    return np.where(x == -np.inf, 0.0, np.maximum(0.0, _softmax(x) - tau))\n"
+        "def floor_masked_keys_weigh(x, *, tau):\n    return np.maximum(0.0, _softmax(x) - tau)\n"
+        "def floor_unclipped(x, *, tau):\n    return _softmax(x) - tau\n"
+        "def floor_online(x, v, block, *, tau):\n    return K.softmax_online(x, v, block)\n")
+    return str(f)
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _impl(capsys, target: str, name: str, *more) -> tuple[int, dict, str]:
+    code, out, err = _run(capsys, "impl", target, "--as", name, "--dtype", "float64", "--examples", "12",
+                          "--format", "json", *more)
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+# ---- derive check --------------------------------------------------------------------------
+
+
+def test_derive_check_gives_verdicts_for_both_entries(entries, tmp_path, capsys):
+    # floor: shift invariance is proved; whether it sums to 1 depends on τ (true at τ = 0 only)
+    # and whether it can abstain on τ too: those two may stay undecided, never proved
+    for name, arg, truth in ((HALF, "s0", {"shift": {"refuted"}, "abst": {"proved"}, "sum1": {"refuted"}}),
+                             (FLOOR, "t0", {"shift": {"proved"}, "abst": {"refuted", "undecided"},
+                                            "sum1": {"refuted", "undecided"}})):
+        spec = tmp_path / f"{name}.toml"
+        spec.write_text(f'name = "{name}"\nscore = "dot(q, k) / sqrt(d)"\nnormalizer = "{name}({arg})"\n'
+                        f'[symbols]\n{arg} = "scalar"\n[claims]\nshift = "shift_invariant"\n'
+                        'abst = "can_abstain"\nsum1 = "weights_sum_to_one"\n')
+        code, out, err = _run(capsys, "check", str(spec), "--format", "json")
+        assert code in (0, 1), err
+        got = {c["name"]: c["verdict"] for f in json.loads(out)["specs"] for c in f["claims"]}
+        assert set(got) == set(truth) and all(got[k] in truth[k] for k in got), (name, got)
+
+
+def test_a_spec_names_the_parameter_as_the_entry_says(entries, tmp_path, capsys):
+    """The spec's argument rule comes from the entry too: a missing or extra argument is exit 2."""
+    spec = tmp_path / "bad.toml"
+    spec.write_text(f'name = "x"\nscore = "dot(q, k)"\nnormalizer = "{HALF}(a, b)"\n[symbols]\na = "scalar"\n'
+                    'b = "scalar"\n')
+    code, out, err = _run(capsys, "check", str(spec))
+    assert code == 2 and out == ""
+    assert f"key 'normalizer': {HALF} needs the parameter s (a declared scalar): {HALF} or {HALF}(NAME)" in err
+
+
+# ---- derive impl: the row form and fault diagnosis ----------------------------------------
+
+
+def test_row_form_accepts_the_right_code_and_refutes_the_wrong(entries, tmp_path, capsys):
+    code_py = _code(tmp_path)
+    for fn, name in (("half", HALF), ("floor", FLOOR)):
+        code, report, err = _impl(capsys, f"{code_py}:{fn}", name)
+        assert code == 0, (fn, err, report)
+    # floor_masked_keys_weigh: a masked key gets max(0, −τ) > 0 for τ < 0, not 0
+    for fn, name in (("half_forgets_the_half", HALF), ("floor_unclipped", FLOOR), ("floor_masked_keys_weigh", FLOOR)):
+        code, report, err = _impl(capsys, f"{code_py}:{fn}", name)
+        assert code == 1, (fn, err)
+        assert report["verdict"] == "disagrees" and report["counterexample"]["row"], (fn, report)
+
+
+def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
+    """floor's last step is p − τ (cancels near τ) under a max (a kink at p = τ): the exact
+    comparison's scale is p + |τ|, the kink distance is read off the row, and the edge rows put
+    the first weight exactly on the kink."""
+    from derive.impl.inputs import special_rows
+    from derive.impl.reference import exact_row, kink_distance
+
+    _, floor = entries
+    ex = exact_row(floor, [0.0, 0.0], {"tau": 0.25}, 40)
+    assert ex.values[0] == pytest.approx(0.25) and ex.scales == pytest.approx([0.75, 0.75])
+    assert kink_distance(floor, [0.0, 0.0], {"tau": 0.5}, 40) == 0.0
+    assert kink_distance(floor, [0.0, 0.0], {"tau": 0.25}, 40) == pytest.approx(0.25 / 0.75)
+    rows = special_rows(floor, {"tau": 0.25})
+    assert len(rows) == 12  # lengths 2, 3, 8, 64, each on the kink and ± 1e-7
+    on = exact_row(floor, list(rows[0]), {"tau": 0.25}, 40)
+    assert abs(float(on.values[0])) < 1e-15
+    assert special_rows(floor, {"tau": 2.0}) == []  # p never reaches 2: no kink to sit on
+
+
+@pytest.mark.xfail(strict=True, reason="fault models read the extra logit as a number or one parameter (faults.sink_spec"
+                                       "); a logit s/2 gets no fault models until faults become formula transformations")
+def test_fault_diagnosis_of_the_scaled_sink(entries, tmp_path, capsys):
+    code, report, err = _impl(capsys, f"{_code(tmp_path)}:half_unshifted", HALF)
+    assert code == 1, err
+    assert "unshifted-sink-term" in [m["name"] for m in report["diagnosis"]["matched"]]
+
+
+# ---- derive impl: the kernel forms ---------------------------------------------------------
+
+
+def test_kernel_forms_of_the_softmax_family_entry(entries, tmp_path, capsys):
+    code_py = _code(tmp_path)
+    for fn, form, want in (("half_online", "online", 0), ("half_online_extra_per_tile", "online", 1),
+                           ("half_split", "split", 0), ("half_split_extra_per_split", "split", 1)):
+        code, report, err = _impl(capsys, f"{code_py}:{fn}", HALF, "--form", form, "--examples", "5")
+        assert code == want, (fn, err, report)
+
+
+def test_no_online_form_for_the_other_entry_and_why(entries, tmp_path, capsys):
+    code, out, err = _run(capsys, "impl", f"{_code(tmp_path)}:floor_online", "--as", FLOOR, "--form", "online",
+                          "--dtype", "float64", "--examples", "5")
+    assert code == 2 and out == ""
+    assert f"{FLOOR} has no kernel form checked here: its weight is not of the form e^x_j/(E + ∑_t e^x_t)" in err, err
+
+
+# ---- derive normalizer: the property table ------------------------------------------------
+
+
+def test_property_tables(entries, capsys):
+    code, out, err = _run(capsys, "normalizer", HALF, "--format", "json", "--time-limit", "20")
+    assert code == 0, err
+    t = json.loads(out)
+    verdicts = {r["property"]: r["verdict"] for r in t["properties"]}
+    assert verdicts["shift_invariant"] == "refuted" and verdicts["can_abstain"] == "proved"
+    assert t["softmax_family"]["member"] and t["softmax_family"]["kernel_forms"] == ["online", "split", "backward"]
+    assert t["softmax_family"]["extra_logit"] == "s/2"
+    assert t["fully_masked_row"]["defined"]
+
+    code, out, err = _run(capsys, "normalizer", FLOOR, "--format", "json", "--time-limit", "20")
+    assert code == 0, err
+    t = json.loads(out)
+    verdicts = {r["property"]: r["verdict"] for r in t["properties"]}
+    # true at τ = 0 only: refuted, or undecided within the time limit, never proved
+    assert verdicts["shift_invariant"] == "proved" and verdicts["weights_sum_to_one"] in ("refuted", "undecided")
+    assert not t["softmax_family"]["member"] and t["softmax_family"]["kernel_forms"] == []
+    assert "not of the form" in t["softmax_family"]["why_not"]
+    assert not t["fully_masked_row"]["defined"]
+
+
+def test_the_entries_are_gone_after_the_test():
+    assert HALF not in REGISTRY and FLOOR not in REGISTRY
