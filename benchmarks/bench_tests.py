@@ -107,7 +107,6 @@ def main() -> int:
         load1 = os.getloadavg()[0]
         rows = read_log(log) if log.exists() else []
 
-    summary = [line for line in proc.stdout.splitlines() if line.strip()][-1:] or ["(no output)"]
     by_file: dict[str, float] = defaultdict(float)
     for c, _, nodeid in rows:
         by_file[nodeid.split("::")[0]] += c
@@ -117,12 +116,13 @@ def main() -> int:
     print(f"\n{'CPU s':>7}  test file")
     for name, c in sorted(by_file.items(), key=lambda kv: -kv[1])[:25]:
         print(f"{c:7.1f}  {name}")
-    print(f"\n{proc.stdout.splitlines()[-1] if proc.stdout.strip() else summary[0]}")
+    print("\n" + ([line for line in proc.stdout.splitlines() if line.strip()] or ["(no output)"])[-1])
     if proc.returncode not in (0, 5):
         print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")
-    print(f"tests: {len(rows)} run, {sum(c for c, _, _ in rows):.1f} s CPU in the tests themselves")
+    print(f"tests: {len(rows)} (skipped ones included), {sum(c for c, _, _ in rows):.1f} s CPU in the tests themselves")
+    command = "python -m pytest" + (" --slow" if args.slow else "")
     print(f"import sympy: wall {base_wall:.2f} s, CPU {base_cpu:.2f} s (median of 5)")
-    print(f"python -m pytest{' --slow' if args.slow else ''}: wall {wall:.1f} s = {wall / base_wall:.0f}× import sympy, "
+    print(f"{command}: wall {wall:.1f} s = {wall / base_wall:.0f}× import sympy, "
           f"CPU {cpu:.1f} s = {cpu / base_cpu:.0f}× import sympy, exit {proc.returncode}; "
           f"{os.cpu_count()} cores, load average {load0:.1f} before, {load1:.1f} after")
     if not args.slow and not args.pytest_args:
