@@ -84,7 +84,7 @@ def test_batch0_counterexample_is_the_smallest_layout_case_and_names_batch_1():
     assert f.where[0] == 1 and f.what == "out"
     md = attention(NP + "eager_batch0").to_markdown()
     assert "#### Fails: batch and head layouts (B = 2, H = 3) (float32)" in md
-    assert "| finite rows (one batch, one head, dense q and k) | passes (4) |" in md
+    assert "| finite rows (one batch, one head, dense q and k, none of the features below) | passes (4) |" in md
 
 
 def test_v_at_k_fails_only_when_the_value_dimension_differs():

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.errors import InputError
-from derive.impl.attention_cases import CLASSES, Case, Setup, arrays, cases, with_dtype_mask
+from derive.impl.attention_cases import CLASSES, Case, Setup, arrays, case_classes, cases, with_dtype_mask
+from derive.impl.failure_classes import RULE, cell, file_failure, status
 from derive.impl.attention_exact import exact
 from derive.impl.target import ImplRaised
 from derive.kernels.layouts import parse_layout
@@ -134,8 +135,9 @@ class DtypeResult:
     dtype: str
     cases: int = 0
     rows: int = 0
-    per_class: dict = field(default_factory=dict)  # class → number of cases that passed
-    failures: dict = field(default_factory=dict)  # class → Failure
+    per_class: dict = field(default_factory=dict)  # class → number of cases of it run (a case counts in each)
+    failures: dict = field(default_factory=dict)  # class → the first Failure filed under it (RULE)
+    failed_in: dict = field(default_factory=dict)  # class → the class its first failing case is filed under
     returned: str = ""
     stopped: str = ""  # the function raised on a later case after a failure
 
@@ -298,8 +300,9 @@ class AttentionChecker:
     def run(self, tol, rounder, case_list) -> DtypeResult:
         res = DtypeResult(tol.dtype)
         for case in case_list:
-            if case.cls in res.failures:
-                continue  # the class already has its smallest counterexample
+            members = case_classes(case, self.setup)
+            if all(cls in res.failed_in for cls in members):
+                continue  # every class of it already fails, with a smaller counterexample
             try:
                 fail, rows, returned = self.run_case(case, tol, rounder)
             except ImplRaised as exc:
@@ -311,10 +314,11 @@ class AttentionChecker:
             res.cases += 1
             res.rows += rows
             res.returned = res.returned or returned
-            if fail is None:
-                res.per_class[case.cls] = res.per_class.get(case.cls, 0) + 1
-            else:
-                res.failures[case.cls] = fail
+            for cls in members:
+                res.per_class[cls] = res.per_class.get(cls, 0) + 1
+            if fail is not None:
+                fail.cls = members[0]
+                file_failure(res.failures, res.failed_in, members, fail)
         return res
 
 
@@ -348,8 +352,9 @@ class AttentionReport:
             "stated": list(self.stated), "contract": self.contract.as_json(), "backward": self.backward,
             "agrees": self.agrees,
             "results": [{"dtype": r.dtype, "cases": r.cases, "rows": r.rows, "returned": r.returned,
-                         "classes": {cls: ("fails" if cls in r.failures else "passes" if cls in r.per_class
-                                           else "not tested") for cls in CLASSES},
+                         "classes": {cls: status(cls, r.failures, r.failed_in, r.per_class).replace(
+                                             "fails-with", "fails") for cls in CLASSES},
+                         "fail_with": {c: f for c, f in r.failed_in.items() if c not in r.failures},
                          "failures": {cls: f.as_json() for cls, f in r.failures.items()}} for r in self.results],
             "not_tested": dict(sorted(self.skipped.items())), "notes": list(self.notes),
         }
@@ -381,7 +386,7 @@ class AttentionReport:
                 lines.extend(_failure_lines(r.dtype, f))
         lines.append("**Verdict: " + ("agrees** on every tested class (evidence, not a proof)." if self.agrees else
                                       "disagrees**: it fails on " + "; ".join(CLASSES[c] for c in sorted(
-                                          {c for r in self.results for c in r.failures}, key=list(CLASSES).index))
+                                          {c for r in self.results for c in r.failed_in}, key=list(CLASSES).index))
                                       + "."))
         for note in self.notes:
             lines.append("")
@@ -393,16 +398,11 @@ def class_table(results, skipped) -> list[str]:
     lines = ["| class | " + " | ".join(r.dtype for r in results) + " |",
              "|---|" + "---|" * len(results)]
     for cls, title in CLASSES.items():
-        cells = []
-        for r in results:
-            if cls in r.failures:
-                cells.append("**fails**")
-            elif cls in r.per_class:
-                cells.append(f"passes ({r.per_class[cls]})")
-            else:
-                cells.append("not tested")
+        cells = [cell(cls, r.failures, r.failed_in, r.per_class, CLASSES) for r in results]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines.append("")
+    if any(set(r.failed_in) - set(r.failures) for r in results):
+        lines += [RULE, ""]
     for cls, why in skipped.items():
         lines.append(f"- not tested, {CLASSES[cls]}: {why}")
     for r in results:

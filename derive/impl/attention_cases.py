@@ -24,21 +24,22 @@ import numpy as np
 from derive.impl.attention_exact import allowed
 from derive.impl.contract import FINFO_MIN
 
-__all__ = ["CLASSES", "Case", "Setup", "arrays", "cases", "with_dtype_mask"]
+__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "cases", "with_dtype_mask"]
 
 INF = math.inf
 
-# failure classes, in the report's order: key → what the cases of the class add
+# failure classes, in the report's order: key → the feature a case of the class has (a case belongs to every
+# class whose feature it has, :func:`case_classes`; a failure is filed by derive.impl.failure_classes.RULE)
 CLASSES: dict[str, str] = {
-    "finite": "finite rows (one batch, one head, dense q and k)",
+    "finite": "finite rows (one batch, one head, dense q and k, none of the features below)",
     "scores": "tied and extreme scores (up to ±1e4, realised exactly)",
     "causal": "causal rows",
     "masked": "masked keys (an additive mask)",
     "fully-masked": "fully masked rows (every key masked)",
-    "sinks": "extreme sinks",
-    "long": "long rows (64 and 160 keys, scores growing along the keys)",
-    "tiles": "many tiles (a tile size well below the row length)",
-    "late": "rows late in a call (24 queries)",
+    "sinks": "extreme sinks (|s| ≥ 30, −∞, or a bound of the contract's range)",
+    "long": "long rows (64 keys or more)",
+    "tiles": "several tiles (a tile size passed below the row length)",
+    "late": "rows late in a call (more than 16 queries)",
     "decode": "a decode offset (queries at positions start_q + i)",
     "lengths": "key length ≠ query length",
     "window": "a sliding window",
@@ -118,6 +119,30 @@ class Setup:
     contract: object
     blocks: tuple = (16, 32, 64)  # tile sizes tried when the kernel takes one
     skipped: dict = field(default_factory=dict)  # class → why it is not tested
+
+
+def case_classes(case: Case, setup: Setup) -> list[str]:
+    """Every class ``case`` belongs to: the class it was made for first (its failure is filed there),
+    then each other feature it has, in the order of :data:`CLASSES`."""
+    bounds = setup.contract.sinks or () if setup.contract is not None else ()
+    has = {
+        "scores": case.pattern == "realised",
+        "causal": case.causal and not setup.causal,
+        "masked": case.mask == "keys",
+        "fully-masked": case.mask == "rows",
+        "sinks": setup.extra == "sinks" and case.sinks is not None and any(
+            s == -INF or abs(s) >= 30.0 or s in bounds for s in case.sinks),
+        "long": case.N >= 64,
+        "tiles": bool(case.block) and case.block < case.N,
+        "late": case.M > 16,
+        "decode": case.start_q > 0 and setup.start_q != "end",
+        "lengths": case.M != case.N,
+        "window": bool(case.window) and not setup.window,
+        "layout": case.B > 1 or case.H > 1,
+        "headdim": case.Dv != case.D,
+    }
+    out = [cls for cls in CLASSES if cls != case.cls and has.get(cls, False)]
+    return [case.cls] + out if case.cls != "finite" or not out else out
 
 
 def _sinks_for(setup: Setup, H: int, values=ORDINARY_SINKS):

@@ -13,6 +13,7 @@ from derive.render.output import template_dir
 
 from derive.impl.check import ROW_CLASSES, DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
+from derive.impl.failure_classes import RULE, cell
 from derive.impl.masked import CONVENTIONS, MaskedRule
 from derive.impl.numbers import err, jnum as _jnum, num
 
@@ -144,7 +145,7 @@ class Report:
             "gradients_checked": r.gradients,
             "gradients": r.gradient_note(),
             "tolerance": r.tolerance.as_json(),
-            "classes": {c: ("fails" if c in r.classes else "passes" if r.class_inputs.get(c) else "not tested")
+            "classes": {c: ("fails" if c in r.failed_in else "passes" if r.class_inputs.get(c) else "not tested")
                         for c in ROW_CLASSES},
             "class_failures": {c: self._failure_json(fl) for c, fl in r.classes.items()},
             "stopped": r.stopped or None,
@@ -206,10 +207,11 @@ def class_lines(results) -> list[str]:
         return []
     lines = ["| class | " + " | ".join(r.dtype for r in results) + " |", "|---|" + "---|" * len(results)]
     for cls, title in ROW_CLASSES.items():
-        cells = ["**fails**" if cls in r.classes else (f"passes ({r.class_inputs[cls]})" if r.class_inputs.get(cls)
-                                                       else "not tested") for r in results]
+        cells = [cell(cls, r.classes, r.failed_in, r.class_inputs, ROW_CLASSES) for r in results]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines.append("")
+    if any(set(r.failed_in) - set(r.classes) for r in results):
+        lines += [RULE, ""]
     for r in results:
         for cls, fl in r.classes.items():
             lines.append(f"- fails, {ROW_CLASSES[cls]} ({r.dtype}): row `[{', '.join(num(v) for v in fl.row[:8])}"
