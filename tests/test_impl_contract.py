@@ -120,6 +120,23 @@ def test_every_class_is_listed_not_the_first_failure_only():
     assert not plain.agrees and all(f.row >= 8 for f in plain.results[0].classes.values())
 
 
+def test_a_failing_row_fails_every_class_it_belongs_to_not_only_the_one_it_is_filed_under():
+    # every row it gets wrong is masked and long: filed under "masked" (or "sinks", which comes first, for a row
+    # with an extreme sink), and "long" must not pass
+    report = check_implementation(Z + "sink_online_long_masked", "sink", form="online", dtypes=("float64",))
+    r = report.results[0]
+    assert set(r.classes) == {"sinks", "masked"} and len(r.classes["masked"].call.x[r.classes["masked"].row]) == 17
+    assert r.failed_in["long"] == "masked" and r.failed_in["masked"] == "masked"
+    assert {"tiles", "late"} <= set(r.failed_in)  # the failing rows also have many tiles, some are late
+    assert "finite" not in r.failed_in and r.class_rows["finite"] > 0
+    md = report.to_markdown()
+    assert "| long rows (17 keys or more) | **fails**, see masked rows (some keys masked, not all) |" in md
+    assert "| finite rows (none of the above) | passes (" in md
+    assert "every other class it belongs to fails with it" in md
+    data = report.as_json()["classes"][0]
+    assert data["fail_with"]["long"] == "masked" and "long" not in data["passes"]
+
+
 def test_dtypes_outside_the_contract_are_left_out_with_a_note():
     report = check_implementation(NP + "sink_online", "sink", form="online", dtypes=("float64", "float32"),
                                   assume=["dtypes=float32"])
