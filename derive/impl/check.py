@@ -141,6 +141,16 @@ class Checker:
     dps: int
     free_params: tuple[str, ...] = ()
     fixed_params: dict = field(default_factory=dict)
+    contract: object = None  # what the function accepts (derive.impl.contract): inputs outside it are not made
+
+    def inside(self, x: np.ndarray, params: dict) -> bool:
+        """The input lies inside the contract (its row length and parameter values)."""
+        c = self.contract
+        return c is None or (x.shape[-1] >= c.min_keys and all(c.sink_ok(float(v)) for v in params.values()))
+
+    def judged(self, row) -> bool:
+        """A row the contract lets derive judge (``no-fully-masked``: not a fully masked one)."""
+        return not (self.contract is not None and self.contract.no_fully_masked and is_fully_masked(row))
 
     def round(self, x: np.ndarray, dtype: str) -> np.ndarray:
         if dtype == "bfloat16":
@@ -156,6 +166,8 @@ class Checker:
         if self.target.takes_mask:
             mask = xin != -math.inf
             xin = np.where(mask, xin, 0.0)
+        elif self.contract is not None and self.contract.finite_scores:  # a masked score as finfo.min; the
+            xin = np.where(xin == -math.inf, self.contract.masked_as(dtype), xin)  # definition's stays −∞
         c = None
         if grad:
             c = np.moveaxis(np.broadcast_to(grad_weights(x.shape[-1]), x.shape), -1, self.dim).copy()
@@ -176,6 +188,8 @@ class Checker:
         rows, outs = x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1])
         grads = None if g is None else g.reshape(-1, x.shape[-1])
         for r, (row, out) in enumerate(zip(rows.tolist(), outs.tolist())):
+            if not self.judged(row):
+                continue
             ex = exact_row(self.norm, row, allp, self.dps)
             kap = kappa(row, allp)
             masked = is_fully_masked(row)
@@ -252,6 +266,8 @@ class Checker:
             if aborted:
                 return False
             x, params = case
+            if not self.inside(x, {**self.fixed_params, **params}):
+                return False  # outside the contract: not made
             result.examples += 1
             try:
                 return self.compare(x, params, tol, result, grad) is not None
@@ -294,6 +310,8 @@ class Checker:
         todo = [(row, params) for row in EDGE_ROWS for params in sets]
         todo += [(row, params) for params in sets
                  for row in special_rows(self.norm.name, {**self.fixed_params, **params})]
+        todo = [(row, params) for row, params in todo
+                if self.inside(np.array(row).reshape(len(row)), {**self.fixed_params, **params})]
         for row, params in todo:
             result.edge_cases += 1
             members = edge_classes(row)

@@ -56,6 +56,14 @@ class Report:
     keywords: list | None = None  # keywords passed to the function besides the scores
     warnings: list | None = None  # one line each: things the function did that the verdict does not cover
     masked_rule: MaskedRule | None = None  # what the definition gives on a fully masked row
+    contract: object = None  # what the function accepts (--assume): inputs outside it were not made
+    notes: list | None = None  # one line each: what the contract left out (dtypes)
+
+    def assumed(self) -> str:
+        """The contract as the report states it, or ''."""
+        if self.contract is None or self.contract.empty:
+            return ""
+        return "; ".join(self.contract.describe())
 
     def masked_note(self) -> str:
         """The masked-row rule and the convention the implementation was seen using."""
@@ -118,6 +126,8 @@ class Report:
             "keywords_passed": list(self.keywords or []),
             "examples": self.examples,
             "verdict": "agrees" if self.agrees else "disagrees",
+            "contract": None if self.contract is None or self.contract.empty else self.contract.as_json(),
+            "notes": list(self.notes or []),
             "summary": self.summary(),
             "warnings": list(self.warnings or []),
             "fully_masked_rows": None if self.masked_rule is None else {
