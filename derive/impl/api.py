@@ -95,8 +95,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
         raise InputError(f"dtype given twice: {', '.join(dtypes)}")
     searched = SEARCH_EXAMPLES if examples is None else int(examples)  # kernel forms
     examples = cfg.examples if examples is None else int(examples)
-    if examples < 1:
-        raise InputError(f"--examples must be at least 1, got {examples}")
+    if examples < (1 if form == "row" else 0):  # a kernel or attention form may run its fixed list alone
+        raise InputError(f"--examples must be at least {1 if form == 'row' else 0}, got {examples}")
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, got {timeout!r}")
     if isinstance(fn_or_spec, str):
@@ -113,7 +113,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     try:
         if form == "attention":
             report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
-                                     **(attention or {}))
+                                     examples=searched, **(attention or {}))
         elif form != "row":
             for tol in tols:
                 if target.api == "numpy" and not tol.numpy:

@@ -27,6 +27,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.attention_cases import CLASSES, Case, Setup, arrays, case_classes, cases, with_dtype_mask
+from derive.impl.attention_search import search_attention
 from derive.impl.failure_classes import RULE, cell, file_failure, status
 from derive.impl.attention_exact import exact
 from derive.impl.target import ImplRaised
@@ -108,11 +109,13 @@ class Failure:
     bound: float
     row: list  # the scores of the failing row (for out, lse, dq): x_ij, −inf masked
     note: str = ""
+    source: str = "fixed list"  # fixed list | search (Hypothesis, shrunk)
 
     def as_json(self) -> dict:
         return {"class": self.cls, "case": self.case.describe(), "what": self.what, "where": list(self.where),
                 "output": _j(self.output), "exact": _j(self.exact), "error": _j(self.error),
-                "bound": _j(self.bound), "row": [_j(x) for x in self.row], "note": self.note or None}
+                "bound": _j(self.bound), "row": [_j(x) for x in self.row], "note": self.note or None,
+                "source": self.source}
 
 
 def _j(v):
@@ -140,6 +143,18 @@ class DtypeResult:
     failed_in: dict = field(default_factory=dict)  # class → the class its first failing case is filed under
     returned: str = ""
     stopped: str = ""  # the function raised on a later case after a failure
+    searched: int = 0  # calls the search made after the fixed list (with shrinking)
+
+    def record(self, case: Case, members: list, fail, rows: int, returned: str, source: str = "fixed list"):
+        """Count a case run in each class it belongs to; file its failure by RULE."""
+        self.cases += 1
+        self.rows += rows
+        self.returned = self.returned or returned
+        for cls in members:
+            self.per_class[cls] = self.per_class.get(cls, 0) + 1
+        if fail is not None:
+            fail.cls, fail.source = members[0], source
+            file_failure(self.failures, self.failed_in, members, fail)
 
 
 def _uniform_ok(y, v, visible) -> bool:
@@ -297,7 +312,8 @@ class AttentionChecker:
                     return Failure(case.cls, case, "dsinks", (h,), y[h], value[h], err, bound, [])
         return None
 
-    def run(self, tol, rounder, case_list) -> DtypeResult:
+    def run(self, tol, rounder, case_list, budget: int = 0) -> DtypeResult:
+        """The fixed list, every case; then, when every case passed, ``budget`` searched calls."""
         res = DtypeResult(tol.dtype)
         for case in case_list:
             members = case_classes(case, self.setup)
@@ -311,14 +327,9 @@ class AttentionChecker:
                     break
                 raise InputError(f"{self.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
                                  f"({case.describe()})") from None
-            res.cases += 1
-            res.rows += rows
-            res.returned = res.returned or returned
-            for cls in members:
-                res.per_class[cls] = res.per_class.get(cls, 0) + 1
-            if fail is not None:
-                fail.cls = members[0]
-                file_failure(res.failures, res.failed_in, members, fail)
+            res.record(case, members, fail, rows, returned)
+        if budget > 0 and not res.failures and not res.stopped:
+            search_attention(self, tol, rounder, res, budget)
         return res
 
 
@@ -337,6 +348,7 @@ class AttentionReport:
     results: list
     backward: bool
     notes: list = field(default_factory=list)
+    examples: int = 0  # the search's budget of drawn calls per dtype
 
     @property
     def agrees(self) -> bool:
@@ -350,8 +362,10 @@ class AttentionReport:
             "target": self.target, "normalizer": self.normalizer, "form": "attention", "layout": self.layout,
             "out_layout": self.out_layout, "api": self.api, "keywords": dict(sorted(self.roles.items())),
             "stated": list(self.stated), "contract": self.contract.as_json(), "backward": self.backward,
+            "examples": self.examples,
             "agrees": self.agrees,
             "results": [{"dtype": r.dtype, "cases": r.cases, "rows": r.rows, "returned": r.returned,
+                         "searched": r.searched,
                          "classes": {cls: status(cls, r.failures, r.failed_in, r.per_class).replace(
                                              "fails-with", "fails") for cls in CLASSES},
                          "fail_with": {c: f for c, f in r.failed_in.items() if c not in r.failures},
@@ -374,20 +388,26 @@ class AttentionReport:
         assumed = self.contract.describe()
         lines.append("Assumed (contract): " + ("; ".join(assumed) if assumed else "nothing") + ".")
         lines.append("")
-        lines.append("| dtype | cases | rows | returned | result |")
-        lines.append("|---|---:|---:|---|---|")
+        lines.append(f"The fixed list, then (when it passes) a search of {self.examples} drawn calls per dtype "
+                     f"(Hypothesis, derandomized, shrunk) inside the contract." if self.examples else
+                     "The fixed list only (--examples 0: no search).")
+        lines.append("")
+        lines.append("| dtype | cases | rows | searched | returned | result |")
+        lines.append("|---|---:|---:|---:|---|---|")
         for r in self.results:
-            lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.returned} | "
+            lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.searched} | {r.returned} | "
                          f"{'**disagrees**' if r.failures else 'agrees'} |")
         lines.append("")
         lines.extend(class_table(self.results, self.skipped))
         for r in self.results:
             for cls, f in r.failures.items():
                 lines.extend(_failure_lines(r.dtype, f))
+        own = sorted({c for r in self.results for c in r.failures}, key=list(CLASSES).index)
+        also = sorted({c for r in self.results for c in r.failed_in} - set(own), key=list(CLASSES).index)
         lines.append("**Verdict: " + ("agrees** on every tested class (evidence, not a proof)." if self.agrees else
-                                      "disagrees**: it fails on " + "; ".join(CLASSES[c] for c in sorted(
-                                          {c for r in self.results for c in r.failed_in}, key=list(CLASSES).index))
-                                      + "."))
+                                      "disagrees**: it fails on " + "; ".join(CLASSES[c] for c in own)
+                                      + (" (its failing inputs also belong to " + "; ".join(CLASSES[c] for c in also)
+                                         + ")" if also else "") + "."))
         for note in self.notes:
             lines.append("")
             lines.append(f"Note: {note}")
@@ -417,8 +437,10 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
     where = ", ".join(f"{a} = {b}" for a, b in zip(("b", "h", "i", "c") if f.what not in ("dk", "dv", "dsinks")
                                                   else (("h",) if f.what == "dsinks" else ("b", "h", "j", "c")),
                                                   f.where))
+    found = ("Smallest counterexample" if f.source == "fixed list" else
+             "Counterexample found by the search (the simplest call Hypothesis shrank it to)")
     lines = [f"#### Fails: {CLASSES[f.cls]} ({dtype})", "",
-             f"Smallest counterexample: {f.case.describe()}.", "",
+             f"{found}: {f.case.describe()}.", "",
              f"- {f.what} at {where}: returned `{_n(f.output)}`, exact `{_n(f.exact)}`, error `{_n(f.error)}` "
              f"(allowed `{_n(f.bound)}`)"]
     if f.row:
@@ -432,7 +454,7 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
 
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal: bool,
                     start_q, window: int, mask_value: str, backward: bool, kw_names: dict, contract,
-                    rounder) -> AttentionReport:
+                    rounder, examples: int = 0) -> AttentionReport:
     if norm.name not in EXTRA:
         raise InputError(f"--form attention supports the normalizers {', '.join(EXTRA)}; not {norm.name}")
     L = parse_layout(layout)
@@ -480,7 +502,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         if not contract.dtype_ok(tol.dtype):
             notes.append(f"{tol.dtype} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})")
             continue
-        results.append(checker.run(tol, lambda a, d=tol.dtype: rounder(a, d), case_list))
+        results.append(checker.run(tol, lambda a, d=tol.dtype: rounder(a, d), case_list, examples))
     if not results:
         raise InputError("no dtype of --dtype lies inside the contract: nothing to test")
     if target.mutates:
@@ -488,4 +510,4 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     return AttentionReport(target=target.name, normalizer=norm.name, title=norm.title, layout=L.axes,
                            out_layout=OL.axes, api=checker.api or target.api, roles=roles, stated=stated,
                            contract=contract, skipped=dict(setup.skipped), results=results, backward=backward,
-                           notes=notes)
+                           notes=notes, examples=examples)

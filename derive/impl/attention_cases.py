@@ -43,7 +43,7 @@ CLASSES: dict[str, str] = {
     "decode": "a decode offset (queries at positions start_q + i)",
     "lengths": "key length ≠ query length",
     "window": "a sliding window",
-    "layout": "batch and head layouts (B = 2, H = 3)",
+    "layout": "batch and head layouts (B > 1 or H > 1)",
     "headdim": "value head dimension ≠ key head dimension",
 }
 
@@ -76,7 +76,9 @@ class Case:
     mask: str = ""  # "" | "keys" (some keys masked) | "rows" (some rows with every key masked)
     sinks: tuple | None = None  # one extra logit per head, or None
     block: int = 0  # 0: no tile size passed
-    pattern: str = "dense"  # dense | realised | ramp (dense, the scores growing along the keys)
+    pattern: str = "dense"  # dense | realised | ramp (dense, the scores growing along the keys) | drawn
+    seed: int = 0  # drawn: q, k and v from this seed
+    amp: float = 1.0  # drawn: q's scale (the scores reach about ±amp·d/4)
 
     def visible(self) -> np.ndarray:
         return allowed(self.M, self.N, self.start_q, self.causal, self.window)
@@ -98,6 +100,10 @@ class Case:
             bits.append(f"block = {self.block}")
         if self.pattern == "realised":
             bits.append("scores realised exactly")
+        elif self.pattern == "ramp":
+            bits.append("scores growing along the keys")
+        elif self.pattern == "drawn":
+            bits.append(f"q, k, v drawn from seed {self.seed} (q in steps of {self.amp / 8:g})")
         return ", ".join(bits)
 
 
@@ -273,6 +279,10 @@ def arrays(case: Case, scale: float, mask_value: float, rounder, grad: bool = Fa
         for r in range(M):
             q[:, :, r, r] = 2.0
             k[:, :, :, r] = rows[r] / (2.0 * scale)
+    elif case.pattern == "drawn":  # small multiples of powers of two: exact in every dtype
+        rng = np.random.default_rng(case.seed)
+        q = rng.integers(-4, 5, (B, H, M, D)) * (case.amp / 8.0)
+        k = rng.integers(-4, 5, (B, H, N, D)) / 4.0
     else:
         q = np.broadcast_to(((3 * i + 5 * d + 7 * b + 11 * h) % 7 - 3).astype(np.float64), (B, H, M, D)).copy()
         k = np.broadcast_to(((2 * j + 3 * d + 5 * b + 13 * h + 1) % 7 - 3).astype(np.float64), (B, H, N, D)).copy()
@@ -281,6 +291,8 @@ def arrays(case: Case, scale: float, mask_value: float, rounder, grad: bool = Fa
             k[..., 0] = np.arange(N)[None, None, :] // 4
     v = (((3 * j + 5 * c + 2 * b + 7 * h) % 9 - 4) / 2.0 + c / 4.0 + b - 0.5 * h).astype(np.float64)
     v = np.broadcast_to(v, (B, H, N, Dv)).copy()
+    if case.pattern == "drawn":
+        v = v + np.random.default_rng(case.seed + 1).integers(-8, 9, (B, H, N, Dv)) / 4.0
     mask = None
     if case.mask:
         mask = np.zeros((B, 1, M, N))

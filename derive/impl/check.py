@@ -123,7 +123,7 @@ class DtypeResult:
     undefined_rows: int = 0  # fully masked rows where the definition has no value
     masked_rows: int = 0  # fully masked rows (every score −∞) tested
     conventions: dict = field(default_factory=dict)  # convention → rows, where the definition has no value
-    classes: dict = field(default_factory=dict)  # failure class (ROW_CLASSES) → its first (smallest) failure filed there
+    classes: dict = field(default_factory=dict)  # class (ROW_CLASSES) → its first failure filed there
     failed_in: dict = field(default_factory=dict)  # failure class → the class its first failing input is filed under
     class_inputs: dict = field(default_factory=dict)  # failure class → inputs tested
     stopped: str = ""  # the function raised on a later input after a failure: the check stopped there
