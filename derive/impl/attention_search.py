@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-import numpy as np
 from hypothesis import strategies as st
 
 from derive.errors import InputError
