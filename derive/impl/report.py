@@ -65,6 +65,9 @@ class Report:
             return ""
         return "; ".join(self.contract.describe())
 
+    def notes_text(self) -> str:
+        return "".join(f"; {n}" for n in self.notes or [])
+
     def masked_note(self) -> str:
         """The masked-row rule and the convention the implementation was seen using."""
         rule = self.masked_rule
