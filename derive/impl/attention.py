@@ -454,7 +454,7 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
 
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal: bool,
                     start_q, window: int, mask_value: str, backward: bool, kw_names: dict, contract,
-                    rounder, examples: int = 0) -> AttentionReport:
+                    rounder, examples: int = 0, thin: bool = False) -> AttentionReport:
     if norm.name not in EXTRA:
         raise InputError(f"--form attention supports the normalizers {', '.join(EXTRA)}; not {norm.name}")
     L = parse_layout(layout)
@@ -492,7 +492,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         stated.append("the kernel's scale is 1/√d")
     if "mask" in roles:
         stated.append(f"masked keys carry {mask_value} in the additive mask")
-    setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window,
+    setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract)
     case_list = cases(setup)
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps)

@@ -124,6 +124,7 @@ class Setup:
     has_heads: bool
     contract: object
     blocks: tuple = (16, 32, 64)  # tile sizes tried when the kernel takes one
+    thin: bool = False  # derive launched the target under Triton's CPU interpreter: the search draws tiles ≥ 16
     skipped: dict = field(default_factory=dict)  # class → why it is not tested
 
 

@@ -81,7 +81,7 @@ def drawn_cases(draw, setup: Setup):
         sinks = (float(setup.extra),) * H
     block = 0
     if "block" in takes:
-        sizes = [b for b in SEARCH_BLOCKS if c.block_ok(b)]
+        sizes = [b for b in SEARCH_BLOCKS if c.block_ok(b) and (b >= 16 or not setup.thin)]
         block = draw(st.sampled_from(sizes)) if sizes else 0
     pattern = draw(st.sampled_from(("dense", "ramp", "drawn")))
     seed, amp = 0, 1.0
