@@ -290,8 +290,9 @@ def main(argv=None) -> int:
         chosen = pool
         if args.limit and args.limit < len(pool):
             chosen = [pool[int(i * len(pool) / args.limit)] for i in range(args.limit)]
-        print(f"behaviour-changing mutants: {len(pool)} ({', '.join(f'{k} {sum(p[0] == k for p in pool)}' for k in args.only or ORIGINALS)}); "
-              f"equivalent, discarded: {sum(equivalent.values())}; checking {len(chosen)}", flush=True)
+        per = ", ".join(f"{k} {sum(p[0] == k for p in pool)}" for k in args.only or ORIGINALS)
+        print(f"behaviour-changing mutants: {len(pool)} ({per}); equivalent, discarded: {sum(equivalent.values())}; "
+              f"checking {len(chosen)}", flush=True)
         killed, survivors, errors = 0, [], 0
         for i, (key, what, source) in enumerate(chosen):
             path, name, norm, form = ORIGINALS[key]
