@@ -18,6 +18,11 @@ killed / behaviour-changing; the survivors are listed, each with its change.
 Run from the repository root: ``python benchmarks/bench_mutants.py [--limit N] [--only NAME]``;
 ``--limit N`` checks N mutants spread evenly over the list (deterministic), for iteration.
 The machine is shared: the run takes about 15 s of wall time per mutant there.
+
+A full run (251 behaviour-changing mutants, 6 equivalent discarded; 30 min on a loaded 2-core
+machine) killed 250 (99.6%, 112 of them by an error on a valid input). The survivor changes the
+row softmax₁'s default ``axis=-1`` to ``axis=0``: derive passes the axis explicitly, so it cannot
+see a default (the filter, calling ``fn(x)``, does).
 """
 
 from __future__ import annotations
