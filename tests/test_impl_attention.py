@@ -27,11 +27,13 @@ def failing(report) -> dict:
     return {cls: f for r in report.results for cls, f in r.failures.items()}
 
 
-def attention(target, norm="sink", dtypes=("float32",), assume=(), **kw):
+def attention(target, norm="sink", dtypes=("float32",), assume=(), examples=0, **kw):
+    """The fixed list alone unless ``examples`` asks for the search (the tests of the search do)."""
     settings = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": False, "start_q": None,
                 "window": 0, "mask_value": "-inf", "backward": False, "kw_names": {}}
     settings.update(kw)
-    return check_implementation(target, norm, form="attention", dtypes=dtypes, assume=assume, attention=settings)
+    return check_implementation(target, norm, form="attention", dtypes=dtypes, assume=assume, attention=settings,
+                                examples=examples)
 
 
 def test_correct_numpy_kernel_agrees_in_every_class_it_can_reach():
@@ -83,8 +85,8 @@ def test_batch0_counterexample_is_the_smallest_layout_case_and_names_batch_1():
     assert f.case.describe() == "B = 2, H = 3, 5 queries, 5 keys, d = 16, sinks = [1.5, -2, 0.25]"
     assert f.where[0] == 1 and f.what == "out"
     md = attention(NP + "eager_batch0").to_markdown()
-    assert "#### Fails: batch and head layouts (B = 2, H = 3) (float32)" in md
-    assert "| finite rows (one batch, one head, dense q and k) | passes (4) |" in md
+    assert "#### Fails: batch and head layouts (B > 1 or H > 1) (float32)" in md
+    assert "| finite rows (one batch, one head, dense q and k, none of the features below) | passes (4) |" in md
 
 
 def test_v_at_k_fails_only_when_the_value_dimension_differs():
@@ -237,3 +239,40 @@ def test_sinks_are_required_for_the_sink_normalizer(capsys):
     require_module("torch", "torch kernels")
     code = main(["impl", TORCH + "hf", "--as", "sink", "--form", "attention", "--dtype", "float32"])
     assert code == 2 and "takes no sinks keyword" in capsys.readouterr().err
+
+
+def test_the_search_finds_a_fault_at_a_key_length_the_fixed_list_does_not_have():
+    # keys in chunks of 128 split in halves of 64; the faulty twin drops the second half of a final partial chunk:
+    # right at every fixed length (up to 64, 160), wrong at 65..128 and 193..256, which only the search draws
+    good = attention(NP + "eager_chunked", examples=20)
+    assert good.agrees and good.results[0].searched >= 20
+    bad = attention(NP + "eager_chunked_half", examples=20)
+    r = bad.results[0]
+    assert not bad.agrees and set(r.failures) == {"long"}
+    f = r.failures["long"]
+    assert f.source == "search" and (65 <= f.case.N <= 128 or 193 <= f.case.N <= 256) and f.case.M <= 4
+    md = bad.to_markdown()
+    assert "Counterexample found by the search (the simplest call Hypothesis shrank it to): " in md
+    assert "a search of 20 drawn calls per dtype" in md
+    assert bad.to_markdown() == attention(NP + "eager_chunked_half", examples=20).to_markdown()  # deterministic
+
+
+def test_the_search_stays_inside_the_contract():
+    from hypothesis import HealthCheck, given, settings
+
+    from derive.impl.attention_cases import Setup
+    from derive.impl.attention_search import drawn_cases
+    from derive.impl.contract import parse_contract
+
+    c = parse_contract(["finite-sinks=-3:3", "block=mult16", "equal-head-dims", "no-fully-masked", "min-keys=4"])
+    setup = Setup(extra="sinks", takes=frozenset({"sinks", "block", "mask", "scale"}), causal=False, start_q=None,
+                  window=0, has_batch=True, has_heads=True, contract=c)
+
+    @settings(max_examples=200, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(drawn_cases(setup))
+    def inside(case):
+        assert all(-3 <= s <= 3 for s in case.sinks) and len(case.sinks) == case.H
+        assert case.block % 16 == 0 and case.block >= 16 and case.Dv == case.D and case.mask != "rows"
+        assert case.N >= 4
+
+    inside()

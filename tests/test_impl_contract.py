@@ -70,9 +70,55 @@ def test_cli_bad_assume_exits_2_one_line(capsys):
     assert code == 2 and out == "" and err.count("\n") == 1 and "--assume 'finite-sinks=x'" in err
 
 
-def test_assume_is_refused_in_the_row_form(capsys):
-    code = main(["impl", "tests/zoo/softmax_numpy.py:softmax", "--as", "softmax", "--assume", "finite-scores"])
-    assert code == 2 and "--assume applies to a kernel form" in capsys.readouterr().err
+@pytest.mark.parametrize("item, message", [
+    ("block=pow2", "--assume 'block=pow2' applies to a kernel form (--form attention, online, split or backward), "
+                   "not row; the row form takes finite-sinks, finite-scores, min-keys, no-fully-masked, dtypes"),
+    ("equal-lengths", "--assume 'equal-lengths' applies to a kernel form"),
+    ("finite-sinks=-1:1", "--assume 'finite-sinks=-1:1': the normalizer has no parameter (no sink) to bound"),
+])
+def test_kernel_items_of_assume_are_refused_in_the_row_form(capsys, item, message):
+    code = main(["impl", "tests/zoo/softmax_numpy.py:softmax", "--as", "softmax", "--assume", item])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+ROW_NAN = "tests/zoo/softmax1_nan_masked.py:softmax1"
+
+
+def test_row_form_contract_no_fully_masked_leaves_those_rows_unjudged_and_says_so():
+    # NaN where every key is masked and right elsewhere: inside no-fully-masked it agrees
+    bad = check_implementation(ROW_NAN, "softmax1", dtypes=("float64",))
+    assert not bad.agrees
+    good = check_implementation(ROW_NAN, "softmax1", dtypes=("float64",), assume=["no-fully-masked"])
+    assert good.agrees, good.to_markdown()
+    md = good.to_markdown()
+    assert "- assumed (contract, `--assume`): no row has every key masked; inputs outside it were not made" in md
+    assert good.as_json()["contract"] == {"items": ["no-fully-masked"], "assumed": ["no row has every key masked"]}
+    assert good.results[0].masked_rows == 0  # not one fully masked row was judged
+
+
+def test_row_form_contract_finite_scores_passes_masked_keys_as_finfo_min_and_judges_them_as_masked():
+    # with finfo.min for −∞ the max is finite, so the NaN goes; the exact weights are those of the masked row
+    good = check_implementation(ROW_NAN, "softmax1", dtypes=("float64", "float32"), assume=["finite-scores"])
+    assert good.agrees, good.to_markdown()
+    assert good.results[0].masked_rows > 0
+    assert "no score is −∞: a masked key is passed as a finite mask value" in good.to_markdown()
+    # a kernel that ignores the mask value (treats finfo.min as a score) is still caught: the exact row is masked
+    wrong = check_implementation("tests/zoo/softmax1_unshifted.py:softmax1", "softmax1", dtypes=("float64",),
+                                 assume=["finite-scores"])
+    assert not wrong.agrees
+
+
+def test_row_form_contract_sinks_min_keys_and_dtypes():
+    report = check_implementation("tests/zoo/sink_numpy.py:sink", "sink", dtypes=("float64", "float32"),
+                                  assume=["finite-sinks=-5:5", "min-keys=2", "dtypes=float32"])
+    assert [r.dtype for r in report.results] == ["float32"]
+    assert report.notes == ["float64 was not tested: outside the contract (dtypes float32)"]
+    md = report.to_markdown()
+    assert ("assumed (contract, `--assume`): sinks are finite and in [-5, 5]; every row has at least 2 keys; "
+            "the dtypes are float32; inputs outside it were not made; float64 was not tested") in md
+    f = report.results[0].failure
+    assert f is None or (len(f.row) >= 2 and -5 <= f.params["s"] <= 5)
 
 
 def test_a_kernel_wrong_only_at_infinite_sinks_fails_that_class_and_passes_inside_its_contract():
@@ -118,6 +164,23 @@ def test_every_class_is_listed_not_the_first_failure_only():
     # every call has at least 16 rows, so the fault is found without heads too
     plain = check_implementation(Z + "sink_online_late_rows", "sink", form="online", dtypes=("float64",))
     assert not plain.agrees and all(f.row >= 8 for f in plain.results[0].classes.values())
+
+
+def test_a_failing_row_fails_every_class_it_belongs_to_not_only_the_one_it_is_filed_under():
+    # every row it gets wrong is masked and long: filed under "masked" (or "sinks", which comes first, for a row
+    # with an extreme sink), and "long" must not pass
+    report = check_implementation(Z + "sink_online_long_masked", "sink", form="online", dtypes=("float64",))
+    r = report.results[0]
+    assert set(r.classes) == {"sinks", "masked"} and len(r.classes["masked"].call.x[r.classes["masked"].row]) == 17
+    assert r.failed_in["long"] == "masked" and r.failed_in["masked"] == "masked"
+    assert {"tiles", "late"} <= set(r.failed_in)  # the failing rows also have many tiles, some are late
+    assert "finite" not in r.failed_in and r.class_rows["finite"] > 0
+    md = report.to_markdown()
+    assert "| long rows (17 keys or more) | **fails**, see masked rows (some keys masked, not all) |" in md
+    assert "| finite rows (none of the above) | passes (" in md
+    assert "every other class it belongs to fails with it" in md
+    data = report.as_json()["classes"][0]
+    assert data["fail_with"]["long"] == "masked" and "long" not in data["passes"]
 
 
 def test_dtypes_outside_the_contract_are_left_out_with_a_note():

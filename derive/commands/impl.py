@@ -13,7 +13,7 @@ from pathlib import Path
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
 from derive.impl.attention import parse_kw
-from derive.impl.contract import GRAMMAR
+from derive.impl.contract import GRAMMAR, ROW_FORM_ITEMS
 from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.target import DEFAULT_TIMEOUT
 from derive.impl.tolerance import DTYPES
@@ -69,8 +69,14 @@ realise derive's scores exactly, and every output is compared with the exact def
 the arrays passed. Every class of input (finite, masked, extreme sinks, long rows, many
 tiles, late rows, decode offset, layouts, dv != d, ...) is run: the report lists each class
 that fails with its smallest counterexample, and the classes that pass; so do the online,
-split and backward forms. --assume ITEM states a kernel's contract (finite-sinks=LO:HI,
-finite-scores, block=pow2, ...): derive tests inside it and prints what it assumed.
+split and backward forms. An input belongs to every class whose feature it has: it is shown
+under the first, and every other class it belongs to fails with it. When the fixed list
+passes, Hypothesis (derandomized) searches --examples drawn calls (default 20: batch, heads,
+lengths past 64, 128 and 256 keys, head dimensions, offsets, windows, masks, sinks, tile
+sizes, drawn scores) inside the contract and shrinks a failing one. --assume ITEM states a
+kernel's contract (finite-sinks=LO:HI, finite-scores, block=pow2, ...): derive tests inside
+it and prints what it assumed; the row form takes finite-sinks, finite-scores, min-keys,
+no-fully-masked and dtypes.
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list, 16 rows per call in
 batch and head layouts (n = 0 to 64 with tiles of 1 key to more than n, 1 to 2n + 3
@@ -116,8 +122,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", nargs="+", default=list(DEFAULT_DTYPES), metavar="DTYPE",
                         help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
     parser.add_argument("--examples", type=int, default=None,
-                        help=f"Hypothesis examples per dtype (default {DEFAULT.examples}; in a kernel form, "
-                             f"after the fixed list: {SEARCH_EXAMPLES})")
+                        help=f"Hypothesis examples per dtype (default {DEFAULT.examples}; in a kernel or the "
+                             f"attention form, after the fixed list: {SEARCH_EXAMPLES}, and 0 runs the fixed list "
+                             f"alone)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop the function when one import or call takes longer (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--form", choices=("row", "attention") + FORMS, default="row",
@@ -131,7 +138,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "along the last leading axis of x (..., H, n); each gradient then has shape (H,), "
                              "the sum over the rows of that head")
     parser.add_argument("--assume", action="append", default=[], metavar="ITEM",
-                        help=f"kernel forms: what the kernel accepts, tested inside (repeatable): {GRAMMAR}")
+                        help=f"what the kernel accepts, tested inside (repeatable): {GRAMMAR}; the row form "
+                             f"takes {', '.join(ROW_FORM_ITEMS)}")
     group = parser.add_argument_group("--form attention: fn(q, k, v, **params)")
     group.add_argument("--layout", default=None, metavar="AXES",
                        help="axes of q, k, v from b, h, n, d (d last): bhnd (default), bnhd, nd, nhd, ...")

@@ -10,7 +10,7 @@ from derive.errors import InputError
 from derive.impl.check import Checker
 from derive.impl.diagnose import diagnose
 from derive.impl.attention import check_attention
-from derive.impl.contract import parse_contract
+from derive.impl.contract import parse_contract, row_form_contract
 from derive.impl.kernel import FORMS, HEADS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
 from derive.impl.numbers import round_to
 from derive.impl.masked import rule
@@ -74,8 +74,6 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     if form != "attention" and attention:
         raise InputError("--layout, --scale, --causal, --start-q, --window, --mask-value, --backward and --kw "
                          "apply to --form attention")
-    if form == "row" and not contract.empty:
-        raise InputError("--assume applies to a kernel form (--form attention, online, split or backward), not row")
     if lse not in LSE_CONVENTIONS:
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
     if per_head and form in ("row", "attention"):
@@ -87,6 +85,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                                                               for k, v in env.items())):
         raise InputError(f"env must map names to strings (e.g. {{'TRITON_INTERPRET': '1'}}), got {env!r}")
     norm = normalizer_of(normalizer)
+    if form == "row":
+        contract = row_form_contract(contract, tuple(norm.params))
     dtypes = tuple(dtypes)
     if not dtypes:
         raise InputError("no dtype given")
@@ -95,8 +95,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
         raise InputError(f"dtype given twice: {', '.join(dtypes)}")
     searched = SEARCH_EXAMPLES if examples is None else int(examples)  # kernel forms
     examples = cfg.examples if examples is None else int(examples)
-    if examples < 1:
-        raise InputError(f"--examples must be at least 1, got {examples}")
+    if examples < (1 if form == "row" else 0):  # a kernel or attention form may run its fixed list alone
+        raise InputError(f"--examples must be at least {1 if form == 'row' else 0}, got {examples}")
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, got {timeout!r}")
     if isinstance(fn_or_spec, str):
@@ -113,7 +113,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     try:
         if form == "attention":
             report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
-                                     **(attention or {}))
+                                     examples=searched, thin=interpreted(env, fn_or_spec), **(attention or {}))
         elif form != "row":
             for tol in tols:
                 if target.api == "numpy" and not tol.numpy:
@@ -123,7 +123,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                                   searched, thin=interpreted(env, fn_or_spec), contract=contract,
                                   param_grad=param_grad)
         else:
-            report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg)
+            report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg, contract)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later
         return report
     except (InputError, KeyboardInterrupt):
@@ -145,12 +145,20 @@ def normalizer_of(name: str):
     return get(name)
 
 
-def _check(target, norm, tols, params, dim, examples, cfg) -> Report:
+def _check(target, norm, tols, params, dim, examples, cfg, contract) -> Report:
+    notes = [f"{tol.dtype} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})"
+             for tol in tols if not contract.dtype_ok(tol.dtype)]
+    tols = [tol for tol in tols if contract.dtype_ok(tol.dtype)]
+    if not tols:
+        raise InputError("no dtype of --dtype lies inside the contract: nothing to test")
     for tol in tols:
         if target.api == "numpy" and not tol.numpy:
             raise InputError(f"dtype {tol.dtype} needs a torch implementation; {target.name} takes numpy arrays")
     fixed, free = _params(norm, params, target.param_kws, target.name)
-    checker = Checker(norm, target, dim, cfg.mp_dps, free, fixed)
+    for p, value in fixed.items():
+        if not contract.sink_ok(value):
+            raise InputError(f"--param {p}={value:g} lies outside the contract (--assume finite-sinks)")
+    checker = Checker(norm, target, dim, cfg.mp_dps, free, fixed, contract)
     results, diagnosis = [], None
     for tol in tols:
         try:
@@ -172,7 +180,7 @@ def _check(target, norm, tols, params, dim, examples, cfg) -> Report:
     return Report(target=target.name, normalizer=norm.name, title=norm.title, params=fixed,
                   free_params=free, api=target.api, dim=dim, examples=examples, results=results,
                   diagnosis=diagnosis, keywords=_passed(target, free), warnings=_warnings(target),
-                  masked_rule=rule(norm))
+                  masked_rule=rule(norm), contract=contract, notes=notes)
 
 
 def _check_given(norm, given: dict) -> None:

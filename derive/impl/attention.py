@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.errors import InputError
-from derive.impl.attention_cases import CLASSES, Case, Setup, arrays, cases, with_dtype_mask
+from derive.impl.attention_cases import CLASSES, Case, Setup, arrays, case_classes, cases, with_dtype_mask
+from derive.impl.attention_search import search_attention
+from derive.impl.failure_classes import RULE, cell, file_failure, status
 from derive.impl.attention_exact import exact
 from derive.impl.target import ImplRaised
 from derive.kernels.layouts import parse_layout
@@ -106,11 +108,13 @@ class Failure:
     bound: float
     row: list  # the scores of the failing row (for out, lse, dq): x_ij, −inf masked
     note: str = ""
+    source: str = "fixed list"  # fixed list | search (Hypothesis, shrunk)
 
     def as_json(self) -> dict:
         return {"class": self.cls, "case": self.case.describe(), "what": self.what, "where": list(self.where),
                 "output": _j(self.output), "exact": _j(self.exact), "error": _j(self.error),
-                "bound": _j(self.bound), "row": [_j(x) for x in self.row], "note": self.note or None}
+                "bound": _j(self.bound), "row": [_j(x) for x in self.row], "note": self.note or None,
+                "source": self.source}
 
 
 def _j(v):
@@ -133,10 +137,23 @@ class DtypeResult:
     dtype: str
     cases: int = 0
     rows: int = 0
-    per_class: dict = field(default_factory=dict)  # class → number of cases that passed
-    failures: dict = field(default_factory=dict)  # class → Failure
+    per_class: dict = field(default_factory=dict)  # class → number of cases of it run (a case counts in each)
+    failures: dict = field(default_factory=dict)  # class → the first Failure filed under it (RULE)
+    failed_in: dict = field(default_factory=dict)  # class → the class its first failing case is filed under
     returned: str = ""
     stopped: str = ""  # the function raised on a later case after a failure
+    searched: int = 0  # calls the search made after the fixed list (with shrinking)
+
+    def record(self, case: Case, members: list, fail, rows: int, returned: str, source: str = "fixed list"):
+        """Count a case run in each class it belongs to; file its failure by RULE."""
+        self.cases += 1
+        self.rows += rows
+        self.returned = self.returned or returned
+        for cls in members:
+            self.per_class[cls] = self.per_class.get(cls, 0) + 1
+        if fail is not None:
+            fail.cls, fail.source = members[0], source
+            file_failure(self.failures, self.failed_in, members, fail)
 
 
 def _uniform_ok(y, v, visible) -> bool:
@@ -294,11 +311,13 @@ class AttentionChecker:
                     return Failure(case.cls, case, "dsinks", (h,), y[h], value[h], err, bound, [])
         return None
 
-    def run(self, tol, rounder, case_list) -> DtypeResult:
+    def run(self, tol, rounder, case_list, budget: int = 0) -> DtypeResult:
+        """The fixed list, every case; then, when every case passed, ``budget`` searched calls."""
         res = DtypeResult(tol.dtype)
         for case in case_list:
-            if case.cls in res.failures:
-                continue  # the class already has its smallest counterexample
+            members = case_classes(case, self.setup)
+            if all(cls in res.failed_in for cls in members):
+                continue  # every class of it already fails, with a smaller counterexample
             try:
                 fail, rows, returned = self.run_case(case, tol, rounder)
             except ImplRaised as exc:
@@ -307,13 +326,9 @@ class AttentionChecker:
                     break
                 raise InputError(f"{self.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
                                  f"({case.describe()})") from None
-            res.cases += 1
-            res.rows += rows
-            res.returned = res.returned or returned
-            if fail is None:
-                res.per_class[case.cls] = res.per_class.get(case.cls, 0) + 1
-            else:
-                res.failures[case.cls] = fail
+            res.record(case, members, fail, rows, returned)
+        if budget > 0 and not res.failures and not res.stopped:
+            search_attention(self, tol, rounder, res, budget)
         return res
 
 
@@ -332,6 +347,7 @@ class AttentionReport:
     results: list
     backward: bool
     notes: list = field(default_factory=list)
+    examples: int = 0  # the search's budget of drawn calls per dtype
 
     @property
     def agrees(self) -> bool:
@@ -345,10 +361,13 @@ class AttentionReport:
             "target": self.target, "normalizer": self.normalizer, "form": "attention", "layout": self.layout,
             "out_layout": self.out_layout, "api": self.api, "keywords": dict(sorted(self.roles.items())),
             "stated": list(self.stated), "contract": self.contract.as_json(), "backward": self.backward,
+            "examples": self.examples,
             "agrees": self.agrees,
             "results": [{"dtype": r.dtype, "cases": r.cases, "rows": r.rows, "returned": r.returned,
-                         "classes": {cls: ("fails" if cls in r.failures else "passes" if cls in r.per_class
-                                           else "not tested") for cls in CLASSES},
+                         "searched": r.searched,
+                         "classes": {cls: status(cls, r.failures, r.failed_in, r.per_class).replace(
+                                             "fails-with", "fails") for cls in CLASSES},
+                         "fail_with": {c: f for c, f in r.failed_in.items() if c not in r.failures},
                          "failures": {cls: f.as_json() for cls, f in r.failures.items()}} for r in self.results],
             "not_tested": dict(sorted(self.skipped.items())), "notes": list(self.notes),
         }
@@ -368,20 +387,26 @@ class AttentionReport:
         assumed = self.contract.describe()
         lines.append("Assumed (contract): " + ("; ".join(assumed) if assumed else "nothing") + ".")
         lines.append("")
-        lines.append("| dtype | cases | rows | returned | result |")
-        lines.append("|---|---:|---:|---|---|")
+        lines.append(f"The fixed list, then (when it passes) a search of {self.examples} drawn calls per dtype "
+                     f"(Hypothesis, derandomized, shrunk) inside the contract." if self.examples else
+                     "The fixed list only (--examples 0: no search).")
+        lines.append("")
+        lines.append("| dtype | cases | rows | searched | returned | result |")
+        lines.append("|---|---:|---:|---:|---|---|")
         for r in self.results:
-            lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.returned} | "
+            lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.searched} | {r.returned} | "
                          f"{'**disagrees**' if r.failures else 'agrees'} |")
         lines.append("")
         lines.extend(class_table(self.results, self.skipped))
         for r in self.results:
             for cls, f in r.failures.items():
                 lines.extend(_failure_lines(r.dtype, f))
+        own = sorted({c for r in self.results for c in r.failures}, key=list(CLASSES).index)
+        also = sorted({c for r in self.results for c in r.failed_in} - set(own), key=list(CLASSES).index)
         lines.append("**Verdict: " + ("agrees** on every tested class (evidence, not a proof)." if self.agrees else
-                                      "disagrees**: it fails on " + "; ".join(CLASSES[c] for c in sorted(
-                                          {c for r in self.results for c in r.failures}, key=list(CLASSES).index))
-                                      + "."))
+                                      "disagrees**: it fails on " + "; ".join(CLASSES[c] for c in own)
+                                      + (" (its failing inputs also belong to " + "; ".join(CLASSES[c] for c in also)
+                                         + ")" if also else "") + "."))
         for note in self.notes:
             lines.append("")
             lines.append(f"Note: {note}")
@@ -392,16 +417,11 @@ def class_table(results, skipped) -> list[str]:
     lines = ["| class | " + " | ".join(r.dtype for r in results) + " |",
              "|---|" + "---|" * len(results)]
     for cls, title in CLASSES.items():
-        cells = []
-        for r in results:
-            if cls in r.failures:
-                cells.append("**fails**")
-            elif cls in r.per_class:
-                cells.append(f"passes ({r.per_class[cls]})")
-            else:
-                cells.append("not tested")
+        cells = [cell(cls, r.failures, r.failed_in, r.per_class, CLASSES) for r in results]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines.append("")
+    if any(set(r.failed_in) - set(r.failures) for r in results):
+        lines += [RULE, ""]
     for cls, why in skipped.items():
         lines.append(f"- not tested, {CLASSES[cls]}: {why}")
     for r in results:
@@ -416,8 +436,10 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
     where = ", ".join(f"{a} = {b}" for a, b in zip(("b", "h", "i", "c") if f.what not in ("dk", "dv", "dsinks")
                                                   else (("h",) if f.what == "dsinks" else ("b", "h", "j", "c")),
                                                   f.where))
+    found = ("Smallest counterexample" if f.source == "fixed list" else
+             "Counterexample found by the search (the simplest call Hypothesis shrank it to)")
     lines = [f"#### Fails: {CLASSES[f.cls]} ({dtype})", "",
-             f"Smallest counterexample: {f.case.describe()}.", "",
+             f"{found}: {f.case.describe()}.", "",
              f"- {f.what} at {where}: returned `{_n(f.output)}`, exact `{_n(f.exact)}`, error `{_n(f.error)}` "
              f"(allowed `{_n(f.bound)}`)"]
     if f.row:
@@ -451,7 +473,7 @@ def _supported() -> list[str]:
 
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal: bool,
                     start_q, window: int, mask_value: str, backward: bool, kw_names: dict, contract,
-                    rounder) -> AttentionReport:
+                    rounder, examples: int = 0, thin: bool = False) -> AttentionReport:
     known, extra = _extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
@@ -489,7 +511,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         stated.append("the kernel's scale is 1/√d")
     if "mask" in roles:
         stated.append(f"masked keys carry {mask_value} in the additive mask")
-    setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window,
+    setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract)
     case_list = cases(setup)
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps)
@@ -499,7 +521,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         if not contract.dtype_ok(tol.dtype):
             notes.append(f"{tol.dtype} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})")
             continue
-        results.append(checker.run(tol, lambda a, d=tol.dtype: rounder(a, d), case_list))
+        results.append(checker.run(tol, lambda a, d=tol.dtype: rounder(a, d), case_list, examples))
     if not results:
         raise InputError("no dtype of --dtype lies inside the contract: nothing to test")
     if target.mutates:
@@ -507,4 +529,4 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     return AttentionReport(target=target.name, normalizer=norm.name, title=norm.title, layout=L.axes,
                            out_layout=OL.axes, api=checker.api or target.api, roles=roles, stated=stated,
                            contract=contract, skipped=dict(setup.skipped), results=results, backward=backward,
-                           notes=notes)
+                           notes=notes, examples=examples)

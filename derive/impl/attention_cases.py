@@ -24,25 +24,26 @@ import numpy as np
 from derive.impl.attention_exact import allowed
 from derive.impl.contract import FINFO_MIN
 
-__all__ = ["CLASSES", "Case", "Setup", "arrays", "cases", "with_dtype_mask"]
+__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "cases", "with_dtype_mask"]
 
 INF = math.inf
 
-# failure classes, in the report's order: key → what the cases of the class add
+# failure classes, in the report's order: key → the feature a case of the class has (a case belongs to every
+# class whose feature it has, :func:`case_classes`; a failure is filed by derive.impl.failure_classes.RULE)
 CLASSES: dict[str, str] = {
-    "finite": "finite rows (one batch, one head, dense q and k)",
+    "finite": "finite rows (one batch, one head, dense q and k, none of the features below)",
     "scores": "tied and extreme scores (up to ±1e4, realised exactly)",
     "causal": "causal rows",
     "masked": "masked keys (an additive mask)",
     "fully-masked": "fully masked rows (every key masked)",
-    "sinks": "extreme sinks",
-    "long": "long rows (64 and 160 keys, scores growing along the keys)",
-    "tiles": "many tiles (a tile size well below the row length)",
-    "late": "rows late in a call (24 queries)",
+    "sinks": "extreme sinks (|s| ≥ 30, −∞, or a bound of the contract's range)",
+    "long": "long rows (64 keys or more)",
+    "tiles": "several tiles (a tile size passed below the row length)",
+    "late": "rows late in a call (more than 16 queries)",
     "decode": "a decode offset (queries at positions start_q + i)",
     "lengths": "key length ≠ query length",
     "window": "a sliding window",
-    "layout": "batch and head layouts (B = 2, H = 3)",
+    "layout": "batch and head layouts (B > 1 or H > 1)",
     "headdim": "value head dimension ≠ key head dimension",
 }
 
@@ -75,7 +76,9 @@ class Case:
     mask: str = ""  # "" | "keys" (some keys masked) | "rows" (some rows with every key masked)
     sinks: tuple | None = None  # one extra logit per head, or None
     block: int = 0  # 0: no tile size passed
-    pattern: str = "dense"  # dense | realised | ramp (dense, the scores growing along the keys)
+    pattern: str = "dense"  # dense | realised | ramp (dense, the scores growing along the keys) | drawn
+    seed: int = 0  # drawn: q, k and v from this seed
+    amp: float = 1.0  # drawn: q's scale (the scores reach about ±amp·d/4)
 
     def visible(self) -> np.ndarray:
         return allowed(self.M, self.N, self.start_q, self.causal, self.window)
@@ -97,6 +100,10 @@ class Case:
             bits.append(f"block = {self.block}")
         if self.pattern == "realised":
             bits.append("scores realised exactly")
+        elif self.pattern == "ramp":
+            bits.append("scores growing along the keys")
+        elif self.pattern == "drawn":
+            bits.append(f"q, k, v drawn from seed {self.seed} (q in steps of {self.amp / 8:g})")
         return ", ".join(bits)
 
 
@@ -117,7 +124,32 @@ class Setup:
     has_heads: bool
     contract: object
     blocks: tuple = (16, 32, 64)  # tile sizes tried when the kernel takes one
+    thin: bool = False  # derive launched the target under Triton's CPU interpreter: the search draws tiles ≥ 16
     skipped: dict = field(default_factory=dict)  # class → why it is not tested
+
+
+def case_classes(case: Case, setup: Setup) -> list[str]:
+    """Every class ``case`` belongs to: the class it was made for first (its failure is filed there),
+    then each other feature it has, in the order of :data:`CLASSES`."""
+    bounds = setup.contract.sinks or () if setup.contract is not None else ()
+    has = {
+        "scores": case.pattern == "realised",
+        "causal": case.causal and not setup.causal,
+        "masked": case.mask == "keys",
+        "fully-masked": case.mask == "rows",
+        "sinks": setup.extra == "sinks" and case.sinks is not None and any(
+            s == -INF or abs(s) >= 30.0 or s in bounds for s in case.sinks),
+        "long": case.N >= 64,
+        "tiles": bool(case.block) and case.block < case.N,
+        "late": case.M > 16,
+        "decode": case.start_q > 0 and setup.start_q != "end",
+        "lengths": case.M != case.N,
+        "window": bool(case.window) and not setup.window,
+        "layout": case.B > 1 or case.H > 1,
+        "headdim": case.Dv != case.D,
+    }
+    out = [cls for cls in CLASSES if cls != case.cls and has.get(cls, False)]
+    return [case.cls] + out if case.cls != "finite" or not out else out
 
 
 def _sinks_for(setup: Setup, H: int, values=ORDINARY_SINKS):
@@ -248,6 +280,10 @@ def arrays(case: Case, scale: float, mask_value: float, rounder, grad: bool = Fa
         for r in range(M):
             q[:, :, r, r] = 2.0
             k[:, :, :, r] = rows[r] / (2.0 * scale)
+    elif case.pattern == "drawn":  # small multiples of powers of two: exact in every dtype
+        rng = np.random.default_rng(case.seed)
+        q = rng.integers(-4, 5, (B, H, M, D)) * (case.amp / 8.0)
+        k = rng.integers(-4, 5, (B, H, N, D)) / 4.0
     else:
         q = np.broadcast_to(((3 * i + 5 * d + 7 * b + 11 * h) % 7 - 3).astype(np.float64), (B, H, M, D)).copy()
         k = np.broadcast_to(((2 * j + 3 * d + 5 * b + 13 * h + 1) % 7 - 3).astype(np.float64), (B, H, N, D)).copy()
@@ -256,6 +292,8 @@ def arrays(case: Case, scale: float, mask_value: float, rounder, grad: bool = Fa
             k[..., 0] = np.arange(N)[None, None, :] // 4
     v = (((3 * j + 5 * c + 2 * b + 7 * h) % 9 - 4) / 2.0 + c / 4.0 + b - 0.5 * h).astype(np.float64)
     v = np.broadcast_to(v, (B, H, N, Dv)).copy()
+    if case.pattern == "drawn":
+        v = v + np.random.default_rng(case.seed + 1).integers(-8, 9, (B, H, N, Dv)) / 4.0
     mask = None
     if case.mask:
         mask = np.zeros((B, 1, M, N))

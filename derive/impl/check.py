@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.errors import InputError
+from derive.impl.failure_classes import file_failure
 from derive.impl.masked import convention, is_fully_masked
 from derive.impl.numbers import agree, round_to
 from derive.impl.inputs import (EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, param_strategy, search,
@@ -28,34 +29,49 @@ from derive.impl.tolerance import Tolerance, kappa
 __all__ = ["Checker", "DtypeResult", "Failure", "grad_weights"]
 
 
-# every failure class of the row form, in the report's order: the Hypothesis phases, then the fixed edge cases
-# filed by what their row has (the first that applies of fully masked, masked, extreme, long)
+# every failure class of the row form, in the report's order: inputs drawn by Hypothesis, classed by what their
+# failing row has (disjoint: short finite, short with a masked entry, long; a wrong gradient), then the fixed
+# edge cases, where a row belongs to each of fully masked, some entries masked, extreme, long that it is (the
+# other fixed rows when none): failures are filed by derive.impl.failure_classes.RULE
 ROW_CLASSES = {
     "finite": "short finite rows (Hypothesis)",
-    "masked": "rows with masked entries (Hypothesis)",
+    "masked": "short rows with masked entries (Hypothesis)",
     "long": "long rows of 17 to 512 keys (Hypothesis)",
     "gradients": "gradients on short rows (Hypothesis, torch)",
     "edge-fully-masked": "fixed fully masked rows",
-    "edge-masked": "fixed rows with masked entries",
+    "edge-masked": "fixed rows with some entries masked",
     "edge-extreme": "fixed rows with scores of magnitude 1000 or more",
     "edge-long": "fixed long rows",
     "edge": "the other fixed edge cases (ties, single elements, every decade)",
 }
 
 
-def edge_class(row) -> str:
+def edge_classes(row) -> list[str]:
+    """Every class of a fixed row, in the order of ROW_CLASSES."""
     finite = [abs(v) for v in row if v != -math.inf]
+    out = []
     if row and not finite:
-        return "edge-fully-masked"
-    if len(finite) < len(row):
-        return "edge-masked"
+        out.append("edge-fully-masked")
+    elif len(finite) < len(row):
+        out.append("edge-masked")
     if finite and max(finite) >= 1e3:
-        return "edge-extreme"
-    return "edge-long" if len(row) > MAX_N else "edge"
+        out.append("edge-extreme")
+    if len(row) > MAX_N:
+        out.append("edge-long")
+    return out or ["edge"]
 
 
-def _record(result, cls: str, fail: Failure) -> None:
-    result.classes.setdefault(cls, fail)
+def drawn_class(fail: Failure) -> str:
+    """The class of a failure Hypothesis found, by what its failing row has (not the phase that drew it)."""
+    if fail.kind == "gradient":
+        return "gradients"
+    if len(fail.row) > MAX_N:
+        return "long"
+    return "masked" if any(v == -math.inf for v in fail.row) else "finite"
+
+
+def _record(result, members, fail: Failure) -> None:
+    file_failure(result.classes, result.failed_in, members, fail)
     if result.failure is None:
         result.failure = fail
 
@@ -107,7 +123,8 @@ class DtypeResult:
     undefined_rows: int = 0  # fully masked rows where the definition has no value
     masked_rows: int = 0  # fully masked rows (every score −∞) tested
     conventions: dict = field(default_factory=dict)  # convention → rows, where the definition has no value
-    classes: dict = field(default_factory=dict)  # failure class (ROW_CLASSES) → its first (smallest) failure
+    classes: dict = field(default_factory=dict)  # class (ROW_CLASSES) → its first failure filed there
+    failed_in: dict = field(default_factory=dict)  # failure class → the class its first failing input is filed under
     class_inputs: dict = field(default_factory=dict)  # failure class → inputs tested
     stopped: str = ""  # the function raised on a later input after a failure: the check stopped there
 
@@ -124,6 +141,16 @@ class Checker:
     dps: int
     free_params: tuple[str, ...] = ()
     fixed_params: dict = field(default_factory=dict)
+    contract: object = None  # what the function accepts (derive.impl.contract): inputs outside it are not made
+
+    def inside(self, x: np.ndarray, params: dict) -> bool:
+        """The input lies inside the contract (its row length and parameter values)."""
+        c = self.contract
+        return c is None or (x.shape[-1] >= c.min_keys and all(c.sink_ok(float(v)) for v in params.values()))
+
+    def judged(self, row) -> bool:
+        """A row the contract lets derive judge (``no-fully-masked``: not a fully masked one)."""
+        return not (self.contract is not None and self.contract.no_fully_masked and is_fully_masked(row))
 
     def round(self, x: np.ndarray, dtype: str) -> np.ndarray:
         return round_to(x, dtype)
@@ -135,6 +162,8 @@ class Checker:
         if self.target.takes_mask:
             mask = xin != -math.inf
             xin = np.where(mask, xin, 0.0)
+        elif self.contract is not None and self.contract.finite_scores:  # a masked score as finfo.min; the
+            xin = np.where(xin == -math.inf, self.contract.masked_as(dtype), xin)  # definition's stays −∞
         c = None
         if grad:
             c = np.moveaxis(np.broadcast_to(grad_weights(x.shape[-1]), x.shape), -1, self.dim).copy()
@@ -155,6 +184,8 @@ class Checker:
         rows, outs = x.reshape(-1, x.shape[-1]), y.reshape(-1, x.shape[-1])
         grads = None if g is None else g.reshape(-1, x.shape[-1])
         for r, (row, out) in enumerate(zip(rows.tolist(), outs.tolist())):
+            if not self.judged(row):
+                continue
             ex = exact_row(self.norm, row, allp, self.dps)
             kap = kappa(row, allp)
             masked = is_fully_masked(row)
@@ -231,6 +262,8 @@ class Checker:
             if aborted:
                 return False
             x, params = case
+            if not self.inside(x, {**self.fixed_params, **params}):
+                return False  # outside the contract: not made
             result.examples += 1
             try:
                 return self.compare(x, params, tol, result, grad) is not None
@@ -268,16 +301,19 @@ class Checker:
                     result.stopped = f"it raised {exc} on an input of the class {ROW_CLASSES[cls]}"
                     return result
                 if fail is not None:
-                    _record(result, cls, fail)
+                    _record(result, [drawn_class(fail)], fail)
         lead = (1,) * lead_ndim(self.dim)
         sets = param_sets(self.norm, self.free_params, "edge")
         todo = [(row, params) for row in EDGE_ROWS for params in sets]
         todo += [(row, params) for params in sets
                  for row in special_rows(self.norm, {**self.fixed_params, **params})]
+        todo = [(row, params) for row, params in todo
+                if self.inside(np.array(row).reshape(len(row)), {**self.fixed_params, **params})]
         for row, params in todo:
             result.edge_cases += 1
-            cls = edge_class(row)
-            result.class_inputs[cls] = result.class_inputs.get(cls, 0) + 1
+            members = edge_classes(row)
+            for cls in members:
+                result.class_inputs[cls] = result.class_inputs.get(cls, 0) + 1
             try:
                 fail = self.compare(np.array(row).reshape(*lead, len(row)), params, tol, result,
                                     grad and len(row) <= MAX_N)
@@ -288,7 +324,7 @@ class Checker:
                 return result
             if fail is not None:
                 fail.source = "edge case"
-                _record(result, cls, fail)
+                _record(result, members, fail)
         return result
 
     def outputs(self, row: tuple, params: dict, dtype: str) -> list[float] | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from derive.errors import InputError
 
-__all__ = ["GRAMMAR", "ITEMS", "Contract", "parse_contract"]
+__all__ = ["GRAMMAR", "ITEMS", "ROW_FORM_ITEMS", "Contract", "parse_contract", "row_form_contract"]
 
 ITEMS: dict[str, str] = {  # the grammar: item → what it states (the documents' table)
     "finite-sinks=LO:HI": "every sink logit is finite and in [LO, HI]",
@@ -33,6 +33,8 @@ ITEMS: dict[str, str] = {  # the grammar: item → what it states (the documents
     "equal-head-dims": "(attention form) the value head dimension is the key's",
 }
 GRAMMAR = ", ".join(ITEMS)
+# the items that apply to the row form (fn(x) → weights: no tiles, splits, queries or head dimensions)
+ROW_FORM_ITEMS = ("finite-sinks", "finite-scores", "min-keys", "no-fully-masked", "dtypes")
 INF = math.inf
 FLAGS = {"finite-scores": "finite_scores", "no-fully-masked": "no_fully_masked", "equal-lengths": "equal_lengths",
          "equal-head-dims": "equal_head_dims"}
@@ -171,6 +173,19 @@ def _range(item: str, text: str, integer: bool = False) -> tuple:
     if a > b:
         raise _bad(item, f"the range {text} is empty (LO > HI)")
     return (a, b)
+
+
+def row_form_contract(contract: Contract, params: tuple) -> Contract:
+    """``contract`` for ``--form row``: an item about tiles, splits, queries or head dimensions is an
+    input error, and so is ``finite-sinks`` for a normalizer without a parameter."""
+    for item in contract.items:
+        name = item.partition("=")[0]
+        if name not in ROW_FORM_ITEMS:
+            raise InputError(f"--assume {item!r} applies to a kernel form (--form attention, online, split or "
+                             f"backward), not row; the row form takes {', '.join(ROW_FORM_ITEMS)}")
+        if name == "finite-sinks" and not params:
+            raise InputError(f"--assume {item!r}: the normalizer has no parameter (no sink) to bound")
+    return contract
 
 
 def parse_contract(items, known_dtypes=()) -> Contract:

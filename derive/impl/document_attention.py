@@ -13,8 +13,10 @@ from pathlib import Path
 from derive.impl.api import check_implementation
 from derive.impl.attention import ROLE_NAMES
 from derive.impl.attention_cases import CLASSES
-from derive.impl.contract import ITEMS
-from derive.impl.failure_classes import KERNEL_CLASSES
+from derive.impl.attention_search import SEARCH_LONG_N, SEARCH_MAX_N
+from derive.impl.kernel_inputs import SEARCH_EXAMPLES
+from derive.impl.contract import ITEMS, ROW_FORM_ITEMS
+from derive.impl.failure_classes import KERNEL_CLASSES, RULE
 
 __all__ = ["ATTENTION", "attention_section"]
 
@@ -50,6 +52,8 @@ def attention_section(directory: str, demote) -> str:
     items = "\n".join(f"| `{item}` | {text} |" for item, text in ITEMS.items())
     attention_classes = "\n".join(f"- {title}" for title in CLASSES.values())
     kernel_classes = "\n".join(f"{i}. {title}" for i, title in enumerate(KERNEL_CLASSES.values(), 1))
+    long_n = ", ".join(str(n) for n in SEARCH_LONG_N[:-1]) + f" or {SEARCH_LONG_N[-1]}"
+    row_items = ", ".join(f"`{i}`" for i in ROW_FORM_ITEMS)
     return f"""\
 ## Attention kernels as written: `--form attention`
 
@@ -86,9 +90,22 @@ high precision, the masks and sinks as given. Kernels shaped like a model's refe
 Triton kernel with sinks and `start_q` are in `tests/zoo/` (written for this project), each
 checked with no adapter or a one-line one.
 
-The cases go class by class; each adds one feature to the simplest call:
+The fixed cases go class by class; each adds one feature to the simplest call, and a case
+belongs to every class whose feature it has:
 
 {attention_classes}
+
+When every fixed case passes, the search draws whole calls inside the contract, as many as
+`--examples` (default {SEARCH_EXAMPLES}; 0 runs the fixed list alone): batch and heads where the
+layout has them, query and key lengths (up to {SEARCH_MAX_N}, or {long_n} keys, past the chunk
+and tile boundaries of real kernels), head dimensions, the causal flag, the decode offset, the
+window, the mask, the sinks and the tile size where the kernel takes them, and the scores (the
+dense pattern, a ramp, or q, k and v drawn from a seed with scores up to about ±10³). It is
+the one search of `derive impl` (Hypothesis, derandomized, no database, a count of examples,
+then its shrinker), so a failing call is shrunk to the simplest one it finds and is reported
+as "found by the search", under its classes. The zoo's `eager_chunked_half` streams its keys
+in chunks of 128 and forgets the second half of a final partial chunk: right at every fixed
+length (up to 64, and 160), it is caught by the search alone (`tests/test_impl_attention.py`).
 
 A decode kernel with a learned sink, `review_attention.py`:
 
@@ -108,13 +125,18 @@ exits with status {report.exit_code()} and prints:
 A kernel that is wrong only on inputs it never receives, or only past its 64th key, is
 reported as such: the check runs every input and lists each class of input that fails, with
 its smallest counterexample (the first failing input of the class: the inputs go from small to
-large), and the classes that pass. In the kernel forms a failing row is filed under the first
-class that applies, in this order:
+large), and the classes that pass. The classes overlap (a long row may have masked keys and
+many tiles), and one rule, in every form, keeps "passes" true: {RULE} In the kernel forms a
+row's classes, in the order a failing row is filed, are:
 
 {kernel_classes}
 
 so a fault that shows only in the 9th row of a call and later, on a row with masked keys, is
-filed under masked rows; the class table says which classes had passing rows. The first
+shown under masked rows, and rows late in a call fail with it ("**fails**, see masked rows");
+in the attention form a failing case is shown under the class it was made for; in the row
+form the inputs Hypothesis draws are classed by their failing row (short finite, short with
+masked entries, long: disjoint), and a fixed row belongs to each of fully masked, some entries
+masked, extreme and long that it is. The first
 failure found is the one the report details and diagnoses, as before; the exit status is 1
 when any class fails. When the function raises on a later input after a failure, the list
 stops there and the report says so (the verdict stands).
@@ -123,9 +145,12 @@ stops there and the report says so (the verdict stands).
 
 A kernel is written for some inputs: finite sinks, masked keys passed as a large finite
 negative number, tile sizes that are powers of two. `--assume ITEM` (repeatable, in every
-kernel form) states what it accepts; derive then makes only inputs inside the contract,
-prints "Assumed (contract): …" with the results, and lists as not tested a class the
-contract rules out. A bad item is an error (exit 2) that names it and the grammar.
+form) states what it accepts; derive then makes only inputs inside the contract (the fixed
+lists and the searches alike), prints "Assumed (contract): …" with the results, and lists as
+not tested a class the contract rules out. A bad item is an error (exit 2) that names it and
+the grammar. The row form takes {row_items}: there `finite-scores` passes a masked
+score as the dtype's finfo.min while the exact weights are those of the masked row, and the
+report's list of settings says "assumed (contract, `--assume`): …".
 
 | item | states |
 |---|---|

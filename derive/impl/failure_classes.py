@@ -2,10 +2,13 @@
 
 A kernel that is wrong on rows it never receives (a sink of −∞, rows of −∞ scores) and right
 everywhere else, or wrong only past its 64th key, deserves a report that says so. The check
-therefore runs the whole fixed list, compares every row, and files each failing row under one
-class (:data:`KERNEL_CLASSES`, the first that applies in that order), keeping the first failure
-of each class: the fixed list goes from short rows to long ones, so that is the class's
-smallest counterexample. A class passes when rows of it were judged and none failed.
+therefore runs the whole fixed list and compares every row. A row belongs to every class whose
+feature it has (:func:`row_classes`: a long row with masked keys in many tiles is of three); a
+failing row is *filed* under the first of them in the order of :data:`KERNEL_CLASSES`, which
+keeps the first row filed under it (the fixed list goes from short rows to long ones, so that is
+the class's smallest counterexample), and every other class it belongs to fails too, with a
+pointer to the class it is filed under (:data:`RULE`, :func:`file_failure`). A class passes
+only when rows of it were judged and none of them failed.
 
 The contract (:mod:`derive.impl.contract`) is applied here too: a call outside it is not made
 (a tile size, a split count, a sink value, a row length the kernel does not accept), a masked
@@ -22,23 +25,58 @@ import numpy as np
 
 from derive.impl.numbers import listed, num
 
-__all__ = ["KERNEL_CLASSES", "admitted", "class_lines", "prepare", "record_call", "row_class"]
+__all__ = ["KERNEL_CLASSES", "RULE", "admitted", "cell", "class_lines", "file_failure", "prepare", "record_call",
+           "row_class", "row_classes", "status"]
 
 INF = math.inf
 EXTREME = 30.0  # a sink logit this large in magnitude (or −∞) is an extreme one
+# the rule of every form's failure classes, as the reports state it
+RULE = ("An input belongs to every class whose feature it has; a failing input is shown under the first of "
+        "them in the table's order, and every other class it belongs to fails with it (\"fails, see …\"): "
+        "a class passes only when none of its inputs failed.")
 KERNEL_CLASSES: dict[str, str] = {  # in the order a failing row is filed: the first that applies
     "empty": "empty rows (no keys)",
     "fully-masked": "fully masked rows",
     "sinks": "extreme sinks (|s| ≥ 30, −∞, or a bound of the contract's range)",
-    "masked": "masked rows (some keys masked)",
+    "masked": "masked rows (some keys masked, not all)",
     "tiles": "many tiles (4 or more)",
     "splits": "several splits (2 or more)",
     "long": "long rows (17 keys or more)",
     "late": "rows late in a call (the 9th on)",
     "layout": "batch and head layouts (rows as (1, R, n), or per head)",
     "param-grad": "a parameter's gradient (the sum over rows)",
-    "finite": "finite rows",
+    "finite": "finite rows (none of the above)",
 }
+
+
+def file_failure(classes: dict, failed_in: dict, members, fail) -> None:
+    """File ``fail`` by :data:`RULE`: under the first class of ``members`` (the first failure filed
+    there is kept: its smallest counterexample), and mark every class of ``members`` as failing,
+    pointing to the class its first failure is filed under (``failed_in``: class → filing class)."""
+    members = list(members)
+    classes.setdefault(members[0], fail)
+    for cls in members:
+        failed_in.setdefault(cls, members[0])
+
+
+def status(cls: str, classes: dict, failed_in: dict, counted: dict) -> str:
+    """``fails`` (a counterexample of its own), ``fails-with`` (only inputs filed under another
+    class failed), ``passes`` or ``not tested``."""
+    if cls in classes:
+        return "fails"
+    if cls in failed_in:
+        return "fails-with"
+    return "passes" if counted.get(cls) else "not tested"
+
+
+def cell(cls: str, classes: dict, failed_in: dict, counted: dict, titles: dict, unit: str = "") -> str:
+    """A table cell by :data:`RULE`."""
+    st = status(cls, classes, failed_in, counted)
+    if st == "fails":
+        return "**fails**"
+    if st == "fails-with":
+        return f"**fails**, see {titles[failed_in[cls]]}"
+    return f"passes ({counted[cls]}{unit})" if st == "passes" else "not tested"
 
 
 def _masked(checker, x: np.ndarray) -> np.ndarray:
@@ -54,33 +92,41 @@ def _extreme(checker, value: float) -> bool:
     return value == -INF or abs(value) >= EXTREME or value in bounds
 
 
-def row_class(checker, call, r: int) -> str:
-    """The class a row (r ≥ 0) or a whole call (r = −1: a parameter's gradient) is filed under."""
+def row_classes(checker, call, r: int) -> list[str]:
+    """Every class a row (r ≥ 0) or a whole call (r = −1: a parameter's gradient) belongs to, in the
+    order of :data:`KERNEL_CLASSES` (the first is the one it is filed under)."""
     params = [float(v) for v in np.ravel(list(call.params.values()))] if r < 0 else list(call.row_params(r).values())
+    extreme = any(_extreme(checker, v) for v in params)
     if r < 0:
-        return "sinks" if any(_extreme(checker, v) for v in params) else "param-grad"
+        return ["sinks", "param-grad"] if extreme else ["param-grad"]
     x = call.x[r]
     n = x.shape[-1]
     masked = _masked(checker, x)
     if n == 0:
-        return "empty"
+        return ["empty"] + (["sinks"] if extreme else [])
+    out = []
     if masked.all():
-        return "fully-masked"
-    if any(_extreme(checker, v) for v in params):
-        return "sinks"
-    if masked.any():
-        return "masked"
-    if call.form == "online" and n and -(-n // int(call.third)) >= 4:
-        return "tiles"
+        out.append("fully-masked")
+    if extreme:
+        out.append("sinks")
+    if masked.any() and not masked.all():
+        out.append("masked")
+    if call.form == "online" and -(-n // int(call.third)) >= 4:
+        out.append("tiles")
     if call.form == "split" and n >= 2 and int(call.third) >= 2:
-        return "splits"
+        out.append("splits")
     if n >= 17:
-        return "long"
+        out.append("long")
     if r >= 8:
-        return "late"
+        out.append("late")
     if len(call.lead) > 1:
-        return "layout"
-    return "finite"
+        out.append("layout")
+    return out or ["finite"]
+
+
+def row_class(checker, call, r: int) -> str:
+    """The class a row (r ≥ 0) or a whole call (r = −1) is filed under: the first it belongs to."""
+    return row_classes(checker, call, r)[0]
 
 
 def prepare(checker, call, dtype: str):
@@ -115,7 +161,7 @@ def _outside(checker, call, r: int) -> bool:
 
 
 def record_call(checker, call, got: dict, tol, result, source: str = "fixed list") -> None:
-    """Compare every row of ``call``; file each failure under its class (the first per class)."""
+    """Compare every row of ``call``; file each failure by :data:`RULE` (:func:`file_failure`)."""
     R = call.x.shape[0]
     start = 0
     # rows are counted once below; each compare covers rows start..(its failing row), so the masked-row
@@ -129,10 +175,8 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
             break
         r = fail.row
         if not _outside(checker, call, r):
-            cls = row_class(checker, call, r)
             failed.add(r)
-            if cls not in result.classes:
-                result.classes[cls] = fail
+            file_failure(result.classes, result.failed_in, row_classes(checker, call, r), fail)
             if result.failure is None:
                 result.failure, result.source = fail, source
         if r < 0:
@@ -146,8 +190,8 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
     result.rows += len(judged)
     result.undefined_rows += sum(not checker.exact(call, r).defined for r in judged)
     for r in judged:
-        cls = row_class(checker, call, r)
-        result.class_rows[cls] = result.class_rows.get(cls, 0) + 1
+        for cls in row_classes(checker, call, r):
+            result.class_rows[cls] = result.class_rows.get(cls, 0) + 1
 
 
 def _six(v) -> str:
@@ -165,17 +209,12 @@ def class_lines(results, contract) -> list[str]:
     lines.append("| class | " + " | ".join(r.dtype for r in results) + " |")
     lines.append("|---|" + "---|" * len(results))
     for cls, title in KERNEL_CLASSES.items():
-        cells = []
-        for r in results:
-            if cls in r.classes:
-                cells.append("**fails**")
-            elif r.class_rows.get(cls):
-                cells.append(f"passes ({r.class_rows[cls]} rows)")
-            else:
-                cells.append("not tested")
+        cells = [cell(cls, r.classes, r.failed_in, r.class_rows, KERNEL_CLASSES, " rows") for r in results]
         if any(c != "not tested" for c in cells):
             lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines.append("")
+    if any(r.failed_in for r in results):
+        lines += [RULE, ""]
     for r in results:
         for cls in KERNEL_CLASSES:
             f = r.classes.get(cls)

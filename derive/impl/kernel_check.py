@@ -105,7 +105,8 @@ class KernelResult:
     plus_inf_lse: int = 0  # rows whose lse of log 0 (−∞) was returned as +∞
     block_ignored: list = field(default_factory=list)  # lengths whose output did not change with the block
     classes: dict = field(default_factory=dict)  # failure class → its first (smallest) failure
-    class_rows: dict = field(default_factory=dict)  # failure class → rows judged
+    class_rows: dict = field(default_factory=dict)  # class → rows judged (a row counts in each class)
+    failed_in: dict = field(default_factory=dict)  # failure class → the class its first failing row is filed under
     stopped: str = ""  # the function raised on a later input after a failure: the list stopped there
 
 

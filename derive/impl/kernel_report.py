@@ -61,7 +61,8 @@ class KernelReport:
             "notes": list(self.notes),
             "contract": None if self.contract is None else self.contract.as_json(),
             "classes": [{"dtype": r.dtype, "fails": {c: f.as_json() for c, f in r.classes.items()},
-                         "passes": {c: n for c, n in r.class_rows.items() if c not in r.classes}}
+                         "fail_with": {c: f for c, f in r.failed_in.items() if c not in r.classes},
+                         "passes": {c: n for c, n in r.class_rows.items() if c not in r.failed_in}}
                         for r in self.results],
         }
 

@@ -13,6 +13,7 @@ from derive.render.output import template_dir
 
 from derive.impl.check import ROW_CLASSES, DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
+from derive.impl.failure_classes import RULE, cell
 from derive.impl.masked import CONVENTIONS, MaskedRule
 from derive.impl.numbers import err, jnum as _jnum, num
 
@@ -57,6 +58,17 @@ class Report:
     keywords: list | None = None  # keywords passed to the function besides the scores
     warnings: list | None = None  # one line each: things the function did that the verdict does not cover
     masked_rule: MaskedRule | None = None  # what the definition gives on a fully masked row
+    contract: object = None  # what the function accepts (--assume): inputs outside it were not made
+    notes: list | None = None  # one line each: what the contract left out (dtypes)
+
+    def assumed(self) -> str:
+        """The contract as the report states it, or ''."""
+        if self.contract is None or self.contract.empty:
+            return ""
+        return "; ".join(self.contract.describe())
+
+    def notes_text(self) -> str:
+        return "".join(f"; {n}" for n in self.notes or [])
 
     def masked_note(self) -> str:
         """The masked-row rule and the convention the implementation was seen using."""
@@ -119,6 +131,8 @@ class Report:
             "keywords_passed": list(self.keywords or []),
             "examples": self.examples,
             "verdict": "agrees" if self.agrees else "disagrees",
+            "contract": None if self.contract is None or self.contract.empty else self.contract.as_json(),
+            "notes": list(self.notes or []),
             "summary": self.summary(),
             "warnings": list(self.warnings or []),
             "fully_masked_rows": None if self.masked_rule is None else {
@@ -146,7 +160,7 @@ class Report:
             "gradients_checked": r.gradients,
             "gradients": r.gradient_note(),
             "tolerance": r.tolerance.as_json(),
-            "classes": {c: ("fails" if c in r.classes else "passes" if r.class_inputs.get(c) else "not tested")
+            "classes": {c: ("fails" if c in r.failed_in else "passes" if r.class_inputs.get(c) else "not tested")
                         for c in ROW_CLASSES},
             "class_failures": {c: self._failure_json(fl) for c, fl in r.classes.items()},
             "stopped": r.stopped or None,
@@ -208,10 +222,11 @@ def class_lines(results) -> list[str]:
         return []
     lines = ["| class | " + " | ".join(r.dtype for r in results) + " |", "|---|" + "---|" * len(results)]
     for cls, title in ROW_CLASSES.items():
-        cells = ["**fails**" if cls in r.classes else (f"passes ({r.class_inputs[cls]})" if r.class_inputs.get(cls)
-                                                       else "not tested") for r in results]
+        cells = [cell(cls, r.classes, r.failed_in, r.class_inputs, ROW_CLASSES) for r in results]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines.append("")
+    if any(set(r.failed_in) - set(r.classes) for r in results):
+        lines += [RULE, ""]
     for r in results:
         for cls, fl in r.classes.items():
             lines.append(f"- fails, {ROW_CLASSES[cls]} ({r.dtype}): row `[{', '.join(num(v) for v in fl.row[:8])}"

@@ -14,6 +14,10 @@ appended to the scores as an extra column and dropped after the softmax.
   moderate scores, inf/inf = NaN from scores of about 89 in float32);
 * ``tiled`` (correct) and ``tiled_no_rescale``: an online forward over key tiles of ``block``
   keys (default 64), the second without rescaling when the maximum grows (right in one tile);
+* ``eager_chunked`` (correct) and ``eager_chunked_half``: the keys streamed in chunks of 128, each
+  in two halves of 64 (online rescaling between them); the second forgets the second half of a
+  final partial chunk, so it is right for N ≤ 64, N = 160 and every length whose last chunk has
+  at most 64 keys, and wrong for N = 65 to 128 or 193 to 256: only the search reaches those;
 * ``eager_sink_shift``: shifts by the sink instead of the maximum (right for finite sinks in a
   moderate range: ``--assume finite-sinks=-20:20`` is its contract).
 """
@@ -129,3 +133,44 @@ def with_params(q, k, v, **params):
 def needs_temperature(q, k, v, *, scale, temperature):
     """A kernel with a required keyword of no role derive knows."""
     return eager(q, k, v, scale=scale / temperature)
+
+
+def _chunked(q, k, v, scale, mask, sinks, drop_half):
+    B, H, M, _ = q.shape
+    N = k.shape[2]
+    m = np.full((B, H, M, 1), -np.inf)
+    l = np.zeros((B, H, M, 1))
+    acc = np.zeros((B, H, M, v.shape[-1]))
+    if sinks is not None:
+        m = np.broadcast_to(np.asarray(sinks, dtype=np.float64).reshape(1, -1, 1, 1), m.shape).copy()
+        l = np.ones_like(l)
+    for start in range(0, N, 128):
+        stop = min(N, start + 128)
+        halves = [(start, min(stop, start + 64)), (start + 64, stop)]
+        if drop_half and stop == N and stop - start < 128:
+            halves = halves[:1]
+        for a, b in halves:
+            if a >= b:
+                continue
+            x = (q @ np.swapaxes(k[:, :, a:b], -1, -2)) * scale
+            if mask is not None:
+                x = x + mask[..., a:b]
+            m_new = np.maximum(m, x.max(axis=-1, keepdims=True))
+            ref = np.where(np.isfinite(m_new), m_new, 0.0)
+            p = np.exp(x - ref)
+            alpha = np.exp(m - ref)
+            l = l * alpha + p.sum(axis=-1, keepdims=True)
+            acc = acc * alpha + p @ v[:, :, a:b]
+            m = m_new
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return acc / l
+
+
+def eager_chunked(q, k, v, *, scale, mask=None, sinks=None):
+    """Keys in chunks of 128, each in two halves of 64, with online rescaling."""
+    return _chunked(q, k, v, scale, mask, sinks, False)
+
+
+def eager_chunked_half(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty: the second half of a final partial chunk (keys 64 to 127 of it) is never read."""
+    return _chunked(q, k, v, scale, mask, sinks, True)

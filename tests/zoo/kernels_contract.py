@@ -7,6 +7,8 @@
   power of two (a real kernel's ``tl.arange`` needs one). ``--assume block=pow2`` is its contract.
 * ``sink_online_late_rows``: right on the first 8 rows of a call, its rows from the 9th on get
   their sink twice (only reached with per-head calls, 2 heads × 6 rows).
+* ``sink_online_long_masked``: right except on rows of 17 keys or more with some (not all) keys
+  masked, whose output it halves: every such row is a masked row and a long one, so both classes fail.
 """
 
 from __future__ import annotations
@@ -58,3 +60,10 @@ def sink_online_pow2_tiles(x, v, block, *, s):
 
 def sink_online_late_rows(x, v, block, *, s):
     return _rows(x, v, block, s, late=True)
+
+
+def sink_online_long_masked(x, v, block, *, s):
+    out, lse = _rows(x, v, block, s)
+    masked = np.isinf(x) & (x < 0)
+    hit = masked.any(axis=-1) & ~masked.all(axis=-1) & (x.shape[-1] >= 17)
+    return np.where(hit[..., None], 0.5 * out, out), lse
