@@ -375,14 +375,17 @@ class Derivation:
         returns one (a display computed only when the steps are shown: ``derive check`` never is)."""
         self.steps.append((why, math))
 
+    def __getstate__(self) -> dict:
+        """Pickled (a result shared between the build's processes) with every display computed."""
+        return {**self.__dict__, "steps": [(why, _shown(m)) for why, m in self.steps]}
+
     def latex_steps(self) -> list[tuple[str, str]]:
         """The steps with the entry's parameters shown by their own names (ζ, not 1 + ζ')."""
         back = display_subs(self.normalizer)
         show = lambda e: e.xreplace(back) if back else e
 
         def latex(m) -> str:
-            if callable(m) and not isinstance(m, (sp.Basic, tuple)):
-                m = m()
+            m = _shown(m)
             if isinstance(m, str):
                 return m
             if isinstance(m, tuple):  # (lhs, rhs): an equation, printed side by side
@@ -397,6 +400,11 @@ class Derivation:
             back = display_subs(self.normalizer)
             return f"${tex(simplify(self.value.xreplace(back)) if back else self.value)}$"
         return self.value
+
+
+def _shown(m):
+    """A step's display: computed now if it was given as a function."""
+    return m() if callable(m) and not isinstance(m, (sp.Basic, tuple, str)) else m
 
 
 def display_subs(name: str) -> dict:
