@@ -127,6 +127,9 @@ def run_baseline(args, cfg) -> int:
 def run(args) -> int:
     import gc
 
+    import derive.claims.run  # noqa: F401 - imported before the freeze below
+    import derive.report  # noqa: F401
+
     # The objects that exist before the check (the imported modules) outlive it: the
     # collector need not walk them in every full collection of the run (Hypothesis also
     # starts one on first use). Unfrozen afterwards, for callers in the same process.

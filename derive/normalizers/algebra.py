@@ -33,6 +33,7 @@ __all__ = [
     "X",
     "Z",
     "canon_sums",
+    "depends_on_score",
     "elementwise",
     "mass",
     "plain_witness",
@@ -277,7 +278,7 @@ def row_form(W: sp.Expr) -> RowForm | None:
         return None
     Wz = W.xreplace({S: Z})
     R = Wz / (M[i, j] * F(X[i, j]))
-    if _depends_on_score(R):
+    if depends_on_score(R):
         return None  # no rewriting of R is free of x_j: simplifying it first would change nothing
     R = simplify(R)
     if R.has(X) or R.has(M) or j in R.free_symbols:
@@ -285,19 +286,20 @@ def row_form(W: sp.Expr) -> RowForm | None:
     return RowForm(F, R, simplify(Z * R), F(y) == sp.exp(y))
 
 
-def _depends_on_score(R: sp.Expr) -> bool:
-    """Does R certainly vary with x_j? Every other symbol is set to 1 (when its assumptions
-    allow it) and ball arithmetic certifies that x_j = 0 and x_j = 1 give different values;
-    then every expression equal to R has x_j in it. False means only "not shown"."""
+def depends_on_score(R: sp.Expr, key=j) -> bool:
+    """Does R certainly vary with x_key? Every other symbol is set to 1 (when its assumptions
+    allow it) and ball arithmetic certifies that x_key = 0 and x_key = 1 give different values;
+    then every expression equal to R (its simplified form too) has x_key in it. False means
+    only "not shown"."""
     from derive.crosscheck.evaluate import Instance
     from derive.crosscheck.witness import certify, satisfies
 
-    values = {M[i, j]: sp.S.One}
-    for s in R.free_symbols - {X[i, j], M[i, j], i, j}:
+    values = {M[i, key]: sp.S.One}
+    for s in R.free_symbols - {X[i, key], M[i, key], i, key}:
         if not isinstance(s, sp.Symbol) or not satisfies(s, 1):
             return False
         values[s] = sp.S.One
-    at = [R.xreplace(values | {X[i, j]: sp.S(v)}) for v in (0, 1)]
+    at = [R.xreplace(values | {X[i, key]: sp.S(v)}) for v in (0, 1)]
     if any(a.free_symbols for a in at):
         return False
     try:
@@ -370,11 +372,17 @@ class Derivation:
             self.steps = []
 
     def step(self, why: str, math, setup: bool = False) -> None:
-        """A step of the derivation; ``setup`` marks one that only writes the definition out for
+        """A step of the derivation. ``math``: an expression, an equation, LaTeX text, or a function
+        of no arguments that returns one (a display computed only when the steps are shown:
+        ``derive check`` never is). ``setup`` marks a step that only writes the definition out for
         the case at hand (two keys, one key, a shifted row), which a document may leave out."""
         if setup:
             self.setup = (*self.setup, len(self.steps))
         self.steps.append((why, math))
+
+    def __getstate__(self) -> dict:
+        """Pickled (a result shared between the build's processes) with every display computed."""
+        return {**self.__dict__, "steps": [(why, _shown(m)) for why, m in self.steps]}
 
     def latex_steps(self) -> list[tuple[str, str]]:
         """The steps with the entry's parameters shown by their own names (ζ, not 1 + ζ')."""
@@ -382,6 +390,7 @@ class Derivation:
         show = lambda e: e.xreplace(back) if back else e
 
         def latex(m) -> str:
+            m = _shown(m)
             if isinstance(m, str):
                 return m
             if isinstance(m, tuple):  # (lhs, rhs): an equation, printed side by side
@@ -396,6 +405,11 @@ class Derivation:
             back = display_subs(self.normalizer)
             return f"${tex(simplify(self.value.xreplace(back)) if back else self.value)}$"
         return self.value
+
+
+def _shown(m):
+    """A step's display: computed now if it was given as a function."""
+    return m() if callable(m) and not isinstance(m, (sp.Basic, tuple, str)) else m
 
 
 def display_subs(name) -> dict:

@@ -4,7 +4,7 @@
 limit (when it is finite), and a sum, product, integer power, ``exp`` or ``tanh`` of
 convergent parts tends to the same operation on their limits whenever that operation is
 continuous there or the form is determinate (finite + ∞, a nonzero finite · ∞, 1/∞,
-e^{−∞} = 0, tanh(±∞) = ±1, min/max of finite limits). Any other case (0·∞, ∞ − ∞, a
+e^{−∞} = 0, tanh(±∞) = ±1, |±∞| = ∞, min/max of finite limits). Any other case (0·∞, ∞ − ∞, a
 denominator tending to 0, a function not listed) gives None and the caller falls back to
 SymPy's ``limit``. Every rule is a theorem of elementary analysis, so a value returned is
 the limit, proved; it is only cheaper than the Gruntz algorithm.
@@ -41,7 +41,7 @@ def _lim(e, var, point):  # noqa: C901 - one branch per operation
         return e if e.is_finite else None
     if e == var:
         return point
-    if isinstance(e, (sp.Add, sp.Mul, sp.Min, sp.Max, sp.exp, sp.tanh)):
+    if isinstance(e, (sp.Add, sp.Mul, sp.Min, sp.Max, sp.exp, sp.tanh, sp.Abs)):
         parts = [_lim(a, var, point) for a in e.args]
         if any(p is None for p in parts):
             return None
@@ -61,6 +61,8 @@ def _lim(e, var, point):  # noqa: C901 - one branch per operation
             return sp.S.Zero if parts[0] == -sp.oo else sp.oo
         if isinstance(e, sp.tanh):
             return sp.S.One if parts[0] == sp.oo else sp.S.NegativeOne
+        if isinstance(e, sp.Abs):
+            return sp.oo
         return None
     if isinstance(e, sp.Pow):
         base, ex = e.args

@@ -84,17 +84,22 @@ def _sympy_lim(expr, var, point, direction="+", tidy=True):
     try:
         with time_limit(CFG.time_limit):
             out = _sympy_limit(expr, var, point, direction)
-    except (TimeLimit, NotImplementedError, ValueError, TypeError):
+    except TimeLimit:
         return None
-    if out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
+    if out is None or out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
         return None
     return _tidy(out, tidy)
 
 
 @memoized
 def _sympy_limit(expr, var, point, direction):
-    """``sympy.limit``, once per argument tuple (a failure or a time limit hit stores nothing)."""
-    return sp.limit(expr, var, point, direction)
+    """``sympy.limit``, once per argument tuple; None where SymPy gives up (it raises the same
+    error for the same expression every time, so that is remembered too). A time limit hit
+    stores nothing: it depends on the machine, not on the expression."""
+    try:
+        return sp.limit(expr, var, point, direction)
+    except (NotImplementedError, ValueError, TypeError):
+        return None
 
 
 def limit_uniform(entry, params) -> Derivation:
@@ -107,10 +112,12 @@ def limit_uniform(entry, params) -> Derivation:
     W = weight(entry, params).subs(M[i, j], 1)
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
-    W = simplify(W)
-    der.step("on the path every score is $-\\tau$; $\\sum_t M_t = N_i$ allowed keys", sp.Eq(shown("p_j"), W, evaluate=False),
-             setup=True)
-    L = _lim(W, TAU, sp.oo)
+    der.step("on the path every score is $-\\tau$; $\\sum_t M_t = N_i$ allowed keys",
+             lambda: sp.Eq(shown("p_j"), simplify(W), evaluate=False), setup=True)
+    # The limit laws on the weight as built decide most paths; simplifying it first can turn a
+    # determinate form into ∞·0 (softpick: relu(e^{−τ} − 1) becomes e^{τ}·max(0, e^{−τ} − 1)).
+    direct = limit_at_infinity(W, TAU, sp.oo)
+    L = _tidy(direct, True) if direct is not None else _lim(simplify(W), TAU, sp.oo)
     if L is None or L.has(sp.Sum):
         der.verdict, der.value = Verdict(UNDECIDED, "SymPy could not take the limit"), "?"
         return der

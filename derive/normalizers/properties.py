@@ -22,6 +22,7 @@ from derive.normalizers.algebra import (
     X,
     Z,
     canon_sums,
+    depends_on_score,
     elementwise,
     mass,
     proved_equal,
@@ -233,9 +234,12 @@ def can_abstain(entry, params) -> Derivation:
             der.value = "yes"
             return der
     # A row with a single allowed key: the weight is a function of one score.
-    one = single_key_weight(entry, params)
-    der.step("a row with one allowed key (n = 1, M = 1)", sp.Eq(shown("p_1"), one, evaluate=False), setup=True)
-    if not one.has(X) and simplify(one).is_positive:
+    # With one allowed key the weight is a function of x_1; certified to vary with it, no form
+    # of it is free of x_1 and this rule cannot apply (simplifying it would change nothing).
+    one = None if depends_on_score(_single_key_raw(entry, params), 1) else single_key_weight(entry, params)
+    der.step("a row with one allowed key (n = 1, M = 1)",
+             lambda: sp.Eq(shown("p_1"), single_key_weight(entry, params), evaluate=False), setup=True)
+    if one is not None and not one.has(X) and simplify(one).is_positive:
         der.verdict = Verdict(
             REFUTED,
             f"with one allowed key the weight is {sp.sstr(one)} for every score",
@@ -266,9 +270,13 @@ def _limit(expr, var, point):
 
 
 def single_key_weight(entry, params) -> sp.Expr:
+    return simplify(_single_key_raw(entry, params))
+
+
+def _single_key_raw(entry, params) -> sp.Expr:
+    """The weight of a row with one allowed key (n = 1, M = 1), as built."""
     W = weight(entry, params, key=1).subs(M[i, 1], 1)
-    W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.subs(s.limits[0][2], 1).doit()).subs(M[i, 1], 1)
-    return simplify(W)
+    return W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.subs(s.limits[0][2], 1).doit()).subs(M[i, 1], 1)
 
 
 def _one_key_witness(entry, params, value) -> dict:

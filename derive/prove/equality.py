@@ -17,7 +17,6 @@ from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
-from derive.prove.memo import memoized
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
@@ -105,11 +104,26 @@ def _evaluated(expr: sp.Basic) -> sp.Basic:
     return expr.func(*[_evaluated(a) for a in expr.args])
 
 
-# Remembered per (expression, settings): a repeated proof is not redone. Settings are part of the
-# key, so a proof under one time limit never answers for another; a time limit hit stores nothing.
-@memoized
+_FORMS: dict = {}
+
+
 def normal_form(expr: sp.Expr, cfg: Settings = DEFAULT) -> tuple[sp.Expr, str]:
-    """``expr`` rewritten by the passes above, stopping at 0; returns (form, last pass)."""
+    """``expr`` rewritten by the passes above, stopping at 0; returns (form, last pass).
+
+    Remembered per expression: a repeated proof is not redone, whatever the settings of the
+    caller (the passes read only the time limit, and a time limit hit raises and stores
+    nothing, so a stored form is the one the passes give whenever they finish)."""
+    try:
+        return _FORMS[expr]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable expression
+        return _normal_form(expr, cfg)
+    out = _FORMS[expr] = _normal_form(expr, cfg)
+    return out
+
+
+def _normal_form(expr: sp.Expr, cfg: Settings) -> tuple[sp.Expr, str]:
     if expr == 0:
         return expr, "identical once notation is unfolded"
     try:

@@ -49,7 +49,24 @@ def memoized(f: F) -> F:
     return wrapper
 
 
-@memoized
 def simplify(expr):
-    """``sympy.simplify(expr)``, once per expression."""
+    """``sympy.simplify(expr)``, once per expression. An expression already in its simplest form
+    (a number, a symbol or table entry s, e^s, s^k for an integer k: ``sympy.simplify`` gives
+    these back unchanged) is returned as it is, without the call (whose first use also imports
+    SymPy's physical units)."""
+    if _simplest(expr):
+        return expr
+    return _simplify(expr)
+
+
+def _simplest(expr) -> bool:
+    def leaf(e):
+        return isinstance(e, (sp.Symbol, sp.Indexed)) and e.is_zero is not True
+
+    return (isinstance(expr, sp.Number) or leaf(expr) or (isinstance(expr, sp.exp) and leaf(expr.args[0]))
+            or (isinstance(expr, sp.Pow) and leaf(expr.base) and expr.exp.is_Integer))
+
+
+@memoized
+def _simplify(expr):
     return sp.simplify(expr)

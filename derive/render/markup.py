@@ -18,9 +18,6 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from markdown_it import MarkdownIt
-from markdown_it.tree import SyntaxTreeNode
-from mdit_py_plugins.dollarmath import dollarmath_plugin
 from derive.render.breaking import cell_args, fit_args
 
 __all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "plain_math", "tex_code", "tex_math", "tex_text", "to_gfm", "to_tex"]
@@ -28,13 +25,19 @@ __all__ = ["gfm_escape", "mark_pseudo_math", "math_text", "plain_math", "tex_cod
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    # CommonMark without raw HTML (prose is text, "a < b" stays text); $…$ math; no $$ inline
+    # CommonMark without raw HTML (prose is text, "a < b" stays text); $…$ math; no $$ inline.
+    # Imported here: a report without Markdown prose (derive check --format json) needs no parser.
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
     return (MarkdownIt("commonmark", {"html": False})
             .disable(["heading", "lheading", "html_block", "html_inline", "hr", "code", "reference"])
             .use(dollarmath_plugin, allow_space=True, allow_digits=True, double_inline=False))
 
 
 def _tree(text: str, inline: bool) -> SyntaxTreeNode:
+    from markdown_it.tree import SyntaxTreeNode
+
     text = mark_pseudo_math(text)
     md = _parser()
     tokens = md.parseInline(text) if inline else md.parse(text)
