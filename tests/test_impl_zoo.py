@@ -43,7 +43,7 @@ def test_correct_numpy_implementations_agree(spec, norm, params):
 
 FAULTY_NUMPY = [
     ("softmax1_unshifted.py:softmax1", "softmax1", "unshifted-sink-term", "use exp(−m) in place of 1"),
-    ("softmax1_is_softmax.py:softmax1", "softmax1", "softmax-for-softmax1", "Add the 1 to the denominator"),
+    ("softmax1_is_softmax.py:softmax1", "softmax1", "softmax-for-softmax1", "Add the 1 back: exp(x_j) / (1 + sum_t(exp(x_t)))"),
     ("softmax1_naive.py:softmax1", "softmax1", "no-max-subtraction", "Subtract m = max(0, max x)"),
     ("softmax1_nan_masked.py:softmax1", "softmax1", "all-masked-nan", "Take m = max(0, max x)"),
     ("softmax_faulty.py:with_one", "softmax", "softmax1-for-softmax", "Drop the extra 1"),

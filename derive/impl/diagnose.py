@@ -1,8 +1,8 @@
 """Diagnosis of a disagreeing implementation.
 
 The implementation is run on a fixed set of probe rows (plus the counterexample) and
-compared with every faulty form in :data:`~derive.impl.faults.FAULTS` that applies to the
-normalizer. A form *matches* when the implementation agrees with it on every probe (same
+compared with every faulty form of :data:`~derive.impl.faults.FAULTS` that applies to the
+normalizer's formula. A form *matches* when the implementation agrees with it on every probe (same
 tolerance as the check) and the form differs from the definition on at least one probe.
 Where nothing matches, the error pattern is described instead: which rows fail (masked,
 large scores), whether outputs are NaN/inf, and whether each failing row is the exact row
@@ -18,7 +18,7 @@ import numpy as np
 
 from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
-from derive.impl.faults import SINKS, variants, words
+from derive.impl.faults import texts, variants
 from derive.impl.masked import convention
 from derive.impl.numbers import shortest
 from derive.impl.inputs import DEFAULT_PROBE, PROBE_ROWS, PROBE_VALUES, param_sets
@@ -91,10 +91,6 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
                                 lambda u, row=row, params=params: tol.bound(u, kappa(row, params))) is not None
         out.append(_Probe(row, params, free, y, exact, ex.defined, agrees, tuple(key)))
     return out
-
-
-def _text(template: str, fields: dict) -> str:
-    return template.format(**fields)
 
 
 def _ratio(p: _Probe) -> float | None:
@@ -225,18 +221,10 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
                 same = False
                 break
         if same and differs:
-            sink = None if SINKS.get(name, 0.0) is None else 0.0
-            f = {**words(name, sink), **{k: v for k, v in fields.items() if isinstance(v, str)}}
-            derivation = derive_fault(entry.name, name, tuple(sorted(fields.items())))
-            diag.matched.append({
-                "derivation": None if derivation is None else derivation.as_json(),
-                "name": entry.name,
-                "title": _text(entry.title, f),
-                "formula": _text(entry.formula, f),
-                "explanation": _text(entry.explanation, f),
-                "fix": _text(entry.fix, f),
-                "probes": len(usable),
-            })
+            key = tuple(sorted(fields.items()))
+            derivation = derive_fault(entry.name, name, key)
+            diag.matched.append({"derivation": None if derivation is None else derivation.as_json(),
+                                 "name": entry.name, **texts(name, entry.name, key), "probes": len(usable)})
     if not diag.matched:
         diag.pattern = _pattern(probes, failure, name, tol)
     return diag
