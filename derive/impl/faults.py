@@ -72,7 +72,7 @@ def _shifted_text(tm) -> str:
         return pretty(f"exp({show(tm.args[0])} - m)")
     if isinstance(tm, Num) and tm.text == "1":
         return "exp(−m)"
-    return pretty(f"{show(tm, 20)}*exp(-m)")
+    return pretty(f"{show(tm, 20)} * exp(-m)")
 
 
 @lru_cache(maxsize=256)
@@ -521,7 +521,7 @@ def _applies(name: str, formula: str, fault: str) -> list[tuple]:
     p = _parts(name, formula)
     entry = get(name)
     base = {q: float(entry.sample.get(q, 0.5)) for q in entry.params}
-    sets = [base, {q: v or 0.75 for q, v in base.items()}]  # a parameter sampled at 0 also away from it
+    sets = [base, {q: 2 * v or 0.75 for q, v in base.items()}]  # away from the sample (and from 0): c = 1, ζ = 1 hide faults
     f = BY_NAME[fault]
     return [key for key in (tuple(sorted(fields.items())) for fields in f.forms(p))
             if _changes(entry, fault, key, sets, f.numeric)]

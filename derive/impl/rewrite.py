@@ -33,7 +33,12 @@ def has_score(node) -> bool:
 
 
 def _exp_of_scores(node) -> bool:
-    """``exp(…x…)``, or a sum over the keys of terms with one."""
+    """``exp(…x…)``, or a sum over the keys of terms with one, or a number times either."""
+    if isinstance(node, Unary):
+        return _exp_of_scores(node.operand)
+    if isinstance(node, Binary) and node.op == "*":
+        return any(isinstance(a, Num) and _exp_of_scores(b) for a, b in ((node.left, node.right),
+                                                                        (node.right, node.left)))
     if isinstance(node, Call) and node.func == "exp":
         return has_score(node)
     return isinstance(node, Call) and node.func == "sum_t" and any(
