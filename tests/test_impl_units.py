@@ -112,3 +112,18 @@ def test_clipped_rows_near_the_clip_and_their_tolerance():
     assert abs(ex.values[0]) < 1e-15  # (ζ − γ)p + γ = 0 up to the rounding of the row
     # the tolerance is relative to the terms that cancel, |ζ − γ|·p + |γ| ≈ 0.2, not to p ≈ 0
     assert ex.scales[0] == pytest.approx(0.2, rel=1e-6)
+
+
+def test_one_counterexample_type_for_every_form():
+    from derive.impl.attention import Failure as AttentionFailure
+    from derive.impl.check import Failure
+    from derive.impl.counterexample import Counterexample
+    from derive.impl.kernel_check import KernelFailure
+
+    assert all(issubclass(t, Counterexample) for t in (Failure, KernelFailure, AttentionFailure))
+    f = Failure(dtype="float32", what="value", row=[1.0, -math.inf], params={}, shape=(2,), output=[0.5, 0.0],
+                exact=[0.7310585786300049, 0.0], errors=[0.2310585786300049, 0.0], bounds=[1.5e-5, 1e-38])
+    assert f.failing() == [0] and f.worst() == pytest.approx(0.2310585786300049 / 1.5e-5)
+    masked = Failure(dtype="float64", what="value", row=[-math.inf], params={}, shape=(1,), output=[0.3],
+                     exact=[math.nan], errors=[math.inf], bounds=[math.nan], defined=False)
+    assert masked.failing() == [0] and masked.worst() == math.inf  # a NaN bound allows nothing

@@ -132,7 +132,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str, tol: Tolerance) 
     """Sentences about the error, each one true of the probes it speaks of."""
     bad = [p for p in probes if not p.agrees]
     lines = []
-    if failure.kind == "gradient":
+    if failure.what == "gradient":
         if not bad:
             lines.append(f"Its forward values agree with the definition on all {len(probes)} probe rows; the "
                          "gradient (autograd) differs from the derived Jacobian: look for a detached term, "
@@ -141,7 +141,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str, tol: Tolerance) 
             lines.append("Its gradient (autograd) differs from the derived Jacobian on the counterexample "
                          f"row, and its forward values disagree on {len(bad)} of {len(probes)} probe rows.")
     if not bad:
-        if failure.kind != "gradient":
+        if failure.what != "gradient":
             lines.append(f"The counterexample row agrees when run alone (shape [{len(failure.row)}]): the "
                          f"error depends on the other rows of the input (shape {list(failure.shape)}), e.g. a "
                          "maximum or sum taken over the wrong axis or over the whole batch.")

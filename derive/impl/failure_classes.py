@@ -130,6 +130,7 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
         r = fail.row
         if not _outside(checker, call, r):
             cls = row_class(checker, call, r)
+            fail.cls = cls
             failed.add(r)
             if cls not in result.classes:
                 result.classes[cls] = fail
