@@ -123,7 +123,8 @@ def _at_text(values: dict) -> str:
 def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
     """The symbolic derivation of faulty form ``fault`` of normalizer ``name``, or None (a fault
     of the masked rows, described rather than derived)."""
-    from derive.impl.faults import BY_NAME, M_, _registered, _stable, faulty_formula, formula_of, parts, pretty
+    from derive.impl.fault_texts import registered
+    from derive.impl.faults import BY_NAME, M_, _stable, faulty_formula, formula_of, parts, pretty
     from derive.impl.rewrite import show
 
     f = BY_NAME.get(fault)
@@ -144,8 +145,8 @@ def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
             return written, definition, definition_label, definition
         known = _closed(f, p, fd, syms, stand["__c"])
         if known is None:  # a registered normalizer it equals, or the formula as written
-            registered = _registered(form)
-            return written, written, (f"{registered}(x)" if registered else text), definition
+            known_as = registered(form)
+            return written, written, (f"{known_as}(x)" if known_as else text), definition
         return written, known[0], known[1], definition
 
     syms = norm.symbols()

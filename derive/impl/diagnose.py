@@ -18,7 +18,8 @@ import numpy as np
 
 from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
-from derive.impl.faults import texts, variants
+from derive.impl.fault_texts import texts
+from derive.impl.faults import variants
 from derive.impl.masked import convention
 from derive.impl.numbers import shortest
 from derive.impl.inputs import DEFAULT_PROBE, PROBE_ROWS, PROBE_VALUES, param_sets

@@ -521,7 +521,7 @@ def _applies(name: str, formula: str, fault: str) -> list[tuple]:
     p = _parts(name, formula)
     entry = get(name)
     base = {q: float(entry.sample.get(q, 0.5)) for q in entry.params}
-    sets = [base, {q: 2 * v or 0.75 for q, v in base.items()}]  # away from the sample (and from 0): c = 1, ζ = 1 hide faults
+    sets = [base, {q: 2 * v or 0.75 for q, v in base.items()}]  # off the sample and 0: c = 1, ζ = 1 hide faults
     f = BY_NAME[fault]
     return [key for key in (tuple(sorted(fields.items())) for fields in f.forms(p))
             if _changes(entry, fault, key, sets, f.numeric)]
@@ -541,66 +541,3 @@ def _changes(entry, fault, key, sets, numeric) -> bool:
                     if (math.isnan(a) != math.isnan(b)) or (not math.isnan(a) and abs(a - b) > 1e-9 * (1 + abs(b))):
                         return True
     return False
-
-
-# ---- the words ------------------------------------------------------------------------------------
-
-
-def _registered(form) -> str | None:
-    """The label of a registered normalizer with the same weight as the compiled formula ``form``."""
-    from derive.impl.derivations import X, label
-    from derive.model.attention import i as row_i
-    from derive.normalizers.registry import REGISTRY
-
-    mine = form.weight(lambda k: X[row_i, k])
-    for entry in REGISTRY.values():
-        if entry.definition_of is not None and set(entry.params) <= set(form.params):
-            try:
-                if entry.weight(lambda k: X[row_i, k]) == mine:
-                    return label(entry.name)
-            except (TypeError, ValueError):
-                continue
-    return None
-
-
-@lru_cache(maxsize=512)
-def texts(name: str, fault: str, fields: tuple) -> dict[str, str]:
-    """The title, formula, explanation and fix of ``fault`` applied to ``name``, in words read off
-    the formulas."""
-    from derive.normalizers.registry import get
-
-    p = parts(name)
-    f, fd = BY_NAME[fault], dict(fields)
-    w = p.term_words()
-    family = p.logit is not None and bool(p.terms)
-    form = faulty_formula(name, get(name).formula, fault, fields)
-    written = pretty(show(form.node)) if form is not None else pretty(show(p.node))
-    closed = (_registered(form) if form is not None else None) or written
-    w.update({
-        "closed": closed, "definition": pretty(show(p.node)), "written": pretty(show(p.node)),
-        "effect": f"its weights are those of {closed}",
-        "sum": (f"; and since the largest score contributes exp(0) = 1, its weights always sum to at least "
-                f"{w['floor']}") if family else "",
-        "guard": f" (and take m = {w['mmax']} so that an all-masked row stays finite)" if family else "",
-        "takes": f": the {w['term']} takes all the weight" if family else "",
-        "guard_fix": (f"Take m = {w['mmax']}, which is finite even when every score is −∞." if family else
-                      "Give a fully masked row the definition's value, 0 on every key (guard the NaN of "
-                      "m = max x = −∞)."),
-        "including": f", including the {w['term']} (which becomes {w['shifted']})" if p.terms else "",
-        "stable": pretty(show(_stable(p))),
-    })
-    w.update({k: str(v) for k, v in fd.items()})
-    if f.numeric == "dtype":
-        formula = f"{written} evaluated directly in the dtype"
-    elif f.numeric == "masked-nan":
-        formula = f"NaN when every x_j = −∞, else {p.label}(x)"
-    elif f.numeric == "mask-entered":
-        formula = f"{pretty(show(p.node))} with a masked key's score −∞ inside the formula"
-    else:
-        formula = written
-        if C_ in show(form.node):
-            formula += f",  c = {fd.get('c')}"
-        if M_ in show(form.node):
-            formula += ",  m = max x"
-    return {"title": f.title.format(**w), "formula": formula, "explanation": f.explanation.format(**w),
-            "fix": f.fix.format(**w)}
