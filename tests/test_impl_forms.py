@@ -141,8 +141,8 @@ def test_missing_log2e_is_diagnosed_for_sigmoid():
     report = check_implementation(Z + "sigmoid_exp2", "sigmoid", params={"b": 0.5}, **FAST)
     (m,) = report.diagnosis.matched
     assert (m["name"], m["title"], m["formula"]) == (
-        "exp2-units", "exp/exp2 unit mix-up: a factor ln 2 on the scores", "sigmoid(c * (x_j + b)),  c = ln 2")
-    assert m["derivation"]["closed_form"] == "sigmoid(c * (x_j + b))"
+        "exp2-units", "exp/exp2 unit mix-up: a factor ln 2 on the scores", "sigmoid((ln 2) * (x_j + b))")
+    assert m["derivation"]["closed_form"] == "sigmoid((ln 2) * (x_j + b))"
     assert m["derivation"]["written_equals_closed_form"]["status"] == "proved"
     assert m["derivation"]["closed_form_equals_definition"]["status"] == "refuted"
 
@@ -158,3 +158,14 @@ def test_the_unshifted_terms_of_softpick_are_diagnosed():
     assert d["closed_form_equals_definition"]["status"] == "refuted"
     # the fix is right, but ReLU(e^−m·a) = e^−m·ReLU(a) is beyond the prover: said, not claimed
     assert d["fix_equals_definition"]["status"] == "undecided"
+
+
+def test_the_overflow_free_fix_shifts_the_exponents_not_the_scores():
+    """For softcap the exponent is c·tanh(x/c): the fix subtracts m from it, not from x."""
+    from derive.impl.derivations import derive_fault
+    from derive.impl.fault_texts import texts
+
+    words = texts("softcap", "no-max-subtraction", ())
+    assert words["fix"] == ("Subtract m = the largest exponent of the row from every exponent: "
+                            "exp(c * tanh(x_j / c) − m) / sum_t(exp(c * tanh(x_t / c) − m)).")
+    assert derive_fault("no-max-subtraction", "softcap", ()).fix.status == "proved"

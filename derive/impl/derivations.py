@@ -135,7 +135,7 @@ def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
     fd = dict(fields)
     form = faulty_formula(name, norm.formula, fault, fields)
     stand = _stand_ins(fd)
-    text = pretty(show(form.node))
+    text = pretty(show(form.node), fd.get("c"))
     definition_label = f"{p.label}(x)"
 
     def build(syms):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from derive.impl.faults import BY_NAME, C_, M_, _stable, faulty_formula, parts, pretty
+from derive.impl.faults import BY_NAME, M_, _stable, faulty_formula, parts, pretty
 from derive.impl.rewrite import show
 
 __all__ = ["registered", "texts"]
@@ -44,7 +44,7 @@ def texts(name: str, fault: str, fields: tuple) -> dict[str, str]:
     w = p.term_words()
     family = p.logit is not None and bool(p.terms)
     form = faulty_formula(name, get(name).formula, fault, fields)
-    written = pretty(show(form.node)) if form is not None else pretty(show(p.node))
+    written = pretty(show(form.node), fd.get("c")) if form is not None else pretty(show(p.node))
     closed = (registered(form) if form is not None else None) or written
     w.update({
         "closed": closed, "definition": pretty(show(p.node)), "written": pretty(show(p.node)),
@@ -68,8 +68,6 @@ def texts(name: str, fault: str, fields: tuple) -> dict[str, str]:
         formula = f"{pretty(show(p.node))} with a masked key's score −∞ inside the formula"
     else:
         formula = written
-        if C_ in show(form.node):
-            formula += f",  c = {fd.get('c')}"
         if M_ in show(form.node):
             formula += ",  m = max x"
     return {"title": f.title.format(**w), "formula": formula, "explanation": f.explanation.format(**w),

@@ -37,9 +37,11 @@ _D = (2, 4, 8, 16, 32, 64, 128, 256)
 _FACTORS = {"ln 2": (LN2, sp.log(2)), "log₂e": (LOG2E, 1 / sp.log(2))}
 
 
-def pretty(text: str) -> str:
-    """A formula of the language as the reports print it: − for -, m and c for the stand-ins."""
-    return text.replace(M_, "m").replace(C_, "c").replace(" - ", " − ").replace("(-", "(−").replace("exp(-", "exp(−")
+def pretty(text: str, factor: str | None = None) -> str:
+    """A formula of the language as the reports print it: − for -, m for the shift, the factor's
+    own text (e.g. ln 2) for the stand-in c."""
+    c = "c" if factor is None else (f"({factor})" if " " in factor or "/" in factor else factor)
+    return text.replace(M_, "m").replace(C_, c).replace(" - ", " − ").replace("(-", "(−").replace("exp(-", "exp(−")
 
 
 # ---- what a formula has -----------------------------------------------------------------------
@@ -60,7 +62,9 @@ class Parts:
         texts = list(shown)
         term = " and ".join(texts)
         shifted = " and ".join(shown.values())
-        mmax = f"max({self.logit}, max x)" if self.logit is not None else "max x"
+        bare = all(isinstance(nd.args[0], Name) for nd in exp_calls(self.node, True))
+        mmax = (f"max({self.logit}, max x)" if self.logit is not None else "max x") if bare else \
+            "the largest exponent of the row"
         floor = "" if self.logit is None else ("1/2" if texts == ["1"] else f"1/(1 + {texts[0]})")
         return {"name": self.label, "term": term or "0", "plus": (("+" + term) if len(texts) == 1 else term),
                 "shifted": shifted, "mmax": mmax, "floor": floor, "is": "are" if len(texts) > 1 else "is",
@@ -108,8 +112,9 @@ def _shift_scores(node):
 
 
 def _stable(p: Parts):
-    """Every score and every term free of the scores shifted by m: the overflow-free form (the fix)."""
-    terms = list(p.terms)
+    """Every exponent and every term free of the scores shifted by m: the overflow-free form (the
+    fix), equal to the definition for every m (numerator and denominator both times e^−m)."""
+    terms, exps = list(p.terms), [nd for nd in exp_calls(p.node, True) if nd.func == "exp"]
 
     def fn(nd):
         if nd in terms:
@@ -118,8 +123,8 @@ def _stable(p: Parts):
             if isinstance(nd, Num) and nd.text == "1":
                 return Call("exp", (Unary("-", Name(M_, 0), 0),), 0)
             return Binary("*", nd, Call("exp", (Unary("-", Name(M_, 0), 0),), 0), 0)
-        if isinstance(nd, Name) and nd.id in SCORES:
-            return Binary("-", nd, Name(M_, 0), 0)
+        if nd in exps:
+            return Call("exp", (Binary("-", nd.args[0], Name(M_, 0), 0),), nd.col)
         return None
 
     return replace(p.node, fn)
