@@ -56,7 +56,8 @@ def _probe(row, output, exact, agrees):
 
 def test_forward_values_agree_is_said_only_when_every_probe_agrees():
     tol = tolerance("float64")
-    failure = Failure("float64", "gradient", [0.0], {}, (1,), [0.0], [0.25], [0.25], [1e-15])
+    failure = Failure(dtype="float64", what="gradient", row=[0.0], params={}, shape=(1,), output=[0.0], exact=[0.25],
+                      errors=[0.25], bounds=[1e-15])
     good = [_probe([0.0], [0.5], [0.5], True), _probe([1.0, 0.0], [0.5, 0.2], [0.5, 0.2], True)]
     assert _pattern(good, failure, "softmax1", tol)[0].startswith(
         "Its forward values agree with the definition on all 2 probe rows")

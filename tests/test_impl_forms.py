@@ -13,18 +13,57 @@ from derive.normalizers.registry import names
 Z = "tests/zoo/forms.py:"
 
 
-def test_every_registered_normalizer_has_faulty_forms():
-    counts = {name: len({e.name for e, _, _ in variants(name)}) for name in names()}
-    # the entries added in the formula language have no fault table yet: they are listed here, so
-    # that fault models written as formula transformations must cover them to pass
-    without = {"relu_n", "sigmoid_logn", "softpick", "ssmax", "stick_breaking"}
-    assert {name for name, n in counts.items() if n == 0} == without, counts
-    assert all(n >= 2 for name, n in counts.items() if name not in without), counts
-    assert {e.name for e, _, _ in variants("sigmoid")} == {"sigmoid-bias-sign", "softmax-for-sigmoid",
-                                                           "sigmoid-exp-ratio"}
-    assert {e.name for e, _, _ in variants("clipped")} == {"clipped-one-sided", "softmax-for-clipped"}
-    assert {e.name for e, _, _ in variants("softcap")} == {"softcap-missing", "softcap-misscaled",
-                                                           "softcap-caps-the-mask"}
+# every fault applies wherever the formula has the part it rewrites and the rewrite changes a sample row
+FAULTS_OF = {
+    "softmax": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction"},
+    "softmax1": {"unshifted-sink-term", "softmax-for-softmax1", "exp2-units", "all-masked-nan", "no-max-subtraction"},
+    "zero_token": {"unshifted-sink-term", "softmax-for-softmax1", "exp2-units", "all-masked-nan",
+                   "no-max-subtraction"},
+    "sink": {"unshifted-sink-term", "softmax-for-softmax1", "sink-scaled", "exp2-units", "all-masked-nan",
+             "no-max-subtraction"},
+    "bias_kv": {"unshifted-sink-term", "softmax-for-softmax1", "sink-scaled", "exp2-units", "all-masked-nan",
+                "no-max-subtraction"},
+    "sigmoid": {"exp2-units", "all-masked-nan", "sigmoid-bias-sign", "softmax-for-sigmoid", "sigmoid-exp-ratio"},
+    "clipped": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction", "clipped-one-sided",
+                "softmax-for-clipped"},
+    "softcap": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction", "softcap-missing", "softcap-misscaled",
+                "softcap-caps-the-mask"},
+    "softpick": {"unshifted-sink-term", "softmax-for-softmax1", "exp2-units", "all-masked-nan", "no-max-subtraction",
+                 "softcap-caps-the-mask"},
+    "ssmax": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction", "softcap-caps-the-mask"},
+    "sigmoid_logn": {"exp2-units", "softmax-for-sigmoid", "sigmoid-exp-ratio", "softcap-caps-the-mask"},
+    "stick_breaking": {"exp2-units", "all-masked-nan", "sigmoid-exp-ratio"},
+    "relu_n": {"softcap-caps-the-mask"},
+}
+
+
+def test_every_registered_normalizer_has_the_faults_its_formula_admits():
+    assert {name: {e.name for e, _, _ in variants(name)} for name in names()} == FAULTS_OF
+
+
+def test_a_fault_of_the_extra_logit_is_the_kernel_forms_definition():
+    """The row form's exp2 mix-up on the extra logit rewrites it with the kernel fault missing_log2e."""
+    from derive.impl.faults import faulty_formula
+    from derive.normalizers.registry import get
+
+    fields = next(f for e, f, _ in variants("sink") if e.name == "exp2-units" and f["where"] == "sink logit"
+                  and f["c"] == "ln 2")
+    assert fields["key"] == "missing_log2e"
+    form = faulty_formula("sink", get("sink").formula, "exp2-units", tuple(sorted(fields.items())))
+    assert form.text == "exp(x_j) / (exp(s * log(2)) + sum_t(exp(x_t)))"
+
+
+def test_a_spec_normalizer_gets_the_faults_of_its_formula():
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.registry import USER, user_entry
+
+    key = user_entry("halfsink", compile_weight("exp(x_j) / (exp(a) + 2 * sum_t(exp(x_t)))", {"a": {}}))
+    try:
+        assert {e.name for e, _, _ in variants(key)} == {
+            "unshifted-sink-term", "softmax-for-softmax1", "sink-scaled", "exp2-units", "all-masked-nan",
+            "no-max-subtraction"}
+    finally:
+        USER.pop(key, None)
 
 
 @pytest.mark.slow
@@ -48,8 +87,10 @@ def test_the_forms_are_derived_symbolically(name):
 
 def test_a_refutation_is_at_parameters_in_the_domain():
     d = derive_fault("softmax-for-clipped", "clipped", ())
-    assert d.definition == "clip(x) at γ = -1/2, ζ = 1"  # ζ ≥ 1, γ ≤ 0
-    assert d.as_json()["closed_form_equals_definition"]["counterexample"]["lhs"] == 0.5
+    assert (d.closed, d.definition) == ("softmax(x)", "clip(x)")
+    w = d.as_json()["closed_form_equals_definition"]["counterexample"]
+    # ζ = 1 + ζ', γ = −γ' with ζ', γ' ≥ 0: the counterexample is at ζ = 2, γ = 0
+    assert (w["instance"]["zeta'"], w["instance"]["gamma'"], w["lhs"], w["rhs"]) == (1, 0, 0.5, 1.0)
 
 
 CLIP = {"zeta": 1.5, "gamma": -0.2}
@@ -66,6 +107,11 @@ ZOO = [
     ("zero_token_forgotten", "zero_token", {}, "softmax-for-softmax1"),
     ("bias_kv_unshifted", "bias_kv", {"s_star": 0.75}, "unshifted-sink-term"),
     ("bias_kv_forgotten", "bias_kv", {"s_star": 0.75}, "softmax-for-softmax1"),
+    # faults that reach these normalizers through their formulas alone
+    ("sigmoid_exp2", "sigmoid", {"b": 0.5}, "exp2-units"),
+    ("softcap_exp2", "softcap", {"c": 5.0}, "exp2-units"),
+    ("softpick_unshifted", "softpick", {"eps": 1e-3}, "unshifted-sink-term"),
+    ("relu_n_counts_masked", "relu_n", {}, "softcap-caps-the-mask"),
 ]
 
 
@@ -81,7 +127,45 @@ def test_each_faulty_zoo_implementation_is_named(fn, norm, params, form):
 @pytest.mark.parametrize("fn,norm,params", [
     ("sigmoid", "sigmoid", {"b": 0.5}), ("clipped", "clipped", CLIP), ("softcap", "softcap", {"c": 5.0}),
     ("zero_token", "zero_token", {}), ("bias_kv", "bias_kv", {"s_star": 0.75}),
+    ("softpick", "softpick", {"eps": 1e-3}),
 ])
 def test_the_right_ones_agree(fn, norm, params):
     report = check_implementation(Z + fn, norm, params=params, dtypes=("float64", "float32"), examples=30)
     assert report.agrees, report.to_markdown()
+
+
+FAST = {"dtypes": ("float64",), "examples": 15}
+
+
+def test_missing_log2e_is_diagnosed_for_sigmoid():
+    report = check_implementation(Z + "sigmoid_exp2", "sigmoid", params={"b": 0.5}, **FAST)
+    (m,) = report.diagnosis.matched
+    assert (m["name"], m["title"], m["formula"]) == (
+        "exp2-units", "exp/exp2 unit mix-up: a factor ln 2 on the scores", "sigmoid((ln 2) * (x_j + b))")
+    assert m["derivation"]["closed_form"] == "sigmoid((ln 2) * (x_j + b))"
+    assert m["derivation"]["written_equals_closed_form"]["status"] == "proved"
+    assert m["derivation"]["closed_form_equals_definition"]["status"] == "refuted"
+
+
+def test_the_unshifted_terms_of_softpick_are_diagnosed():
+    report = check_implementation(Z + "softpick_unshifted", "softpick", params={"eps": 1e-3}, **FAST)
+    (m,) = report.diagnosis.matched
+    assert m["title"] == "unshifted 1 and eps: the row maximum is subtracted from the scores but not from the 1 and eps"
+    assert m["fix"] == "Shift the 1 and eps too: use exp(−m) and eps * exp(−m) in place of 1 and eps."
+    assert "So it computes softpick(x − max x), not softpick(x)." in m["explanation"]
+    d = m["derivation"]
+    assert (d["closed_form"], d["definition"]) == ("softpick(x − m)", "softpick(x)")
+    assert d["closed_form_equals_definition"]["status"] == "refuted"
+    # the fix is right, but ReLU(e^−m·a) = e^−m·ReLU(a) is beyond the prover: said, not claimed
+    assert d["fix_equals_definition"]["status"] == "undecided"
+
+
+def test_the_overflow_free_fix_shifts_the_exponents_not_the_scores():
+    """For softcap the exponent is c·tanh(x/c): the fix subtracts m from it, not from x."""
+    from derive.impl.derivations import derive_fault
+    from derive.impl.fault_texts import texts
+
+    words = texts("softcap", "no-max-subtraction", ())
+    assert words["fix"] == ("Subtract m = the largest exponent of the row from every exponent: "
+                            "exp(c * tanh(x_j / c) − m) / sum_t(exp(c * tanh(x_t / c) − m)).")
+    assert derive_fault("no-max-subtraction", "softcap", ()).fix.status == "proved"

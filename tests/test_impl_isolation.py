@@ -93,7 +93,7 @@ def test_exit_in_a_subprocess_cli_run_is_exit_2_with_empty_json():
 def test_complex_output_is_a_disagreement_stated_once():
     report = check_implementation(H + "complex_weights", "softmax1", dtypes=("float64",), examples=20)
     assert report.exit_code() == 1
-    assert (report.failure.kind, report.failure.row, report.failure.output) == ("complex", [0.0], [0.5 + 1e-3j])
+    assert (report.failure.what, report.failure.row, report.failure.output) == ("complex", [0.0], [0.5 + 1e-3j])
     md = report.to_markdown()
     assert md.count("complex numbers") == 1
     assert "| 0 | 0 | 0.5+0.001j | 0.5 | **1.000e-03** |" in md

@@ -8,7 +8,7 @@ import mpmath
 import pytest
 
 from derive.errors import InputError
-from derive.impl.faults import FAULTS, sink_row, variants
+from derive.impl.faults import FAULTS, variants
 from derive.impl.reference import exact_row, jacobian
 from derive.impl.tolerance import TOLERANCES, tolerance
 from derive.normalizers.registry import get
@@ -54,21 +54,23 @@ def test_derived_jacobian_is_diag_p_minus_ppT(name, params):
 
 def test_faulty_forms_are_data_with_explanations_and_fixes():
     names = [f.name for f in FAULTS]
-    assert names == ["unshifted-sink-term", "softmax-for-softmax1", "softmax1-for-softmax", "sink-scaled",
-                     "exp2-units", "all-masked-nan", "no-max-subtraction"]
-    assert all(f.explanation and f.fix and f.formula for f in FAULTS)
+    assert names[:7] == ["unshifted-sink-term", "softmax-for-softmax1", "softmax1-for-softmax", "sink-scaled",
+                         "exp2-units", "all-masked-nan", "no-max-subtraction"]
+    assert all(f.explanation and f.fix and f.title for f in FAULTS)
     assert {e.name for e, _, _ in variants("softmax")} == {"softmax1-for-softmax", "exp2-units",
                                                            "no-max-subtraction"}
-    assert list(variants("not-a-softmax")) == []
 
 
 def test_unshifted_form_is_softmax1_of_the_shifted_row_and_sums_to_at_least_half():
-    form = next(ev for e, _, ev in variants("softmax1") if e.name == "unshifted-sink-term")
+    form = next(ev for e, f, ev in variants("softmax1") if e.name == "unshifted-sink-term" and not f)
     row = [3.0, 1.0, -0.5]
     got = form(row, {}, "float64")
-    assert got == pytest.approx(sink_row([0.0, -2.0, -3.5], 0.0), rel=1e-15)
+    e = [math.exp(v - 3.0) for v in row]  # softmax₁ of x − max x
+    assert got == pytest.approx([v / (1 + sum(e)) for v in e], rel=1e-15)
     assert sum(got) >= 0.5
     assert form([-math.inf], {}, "float64")[0] != form([-math.inf], {}, "float64")[0]  # NaN
+    guarded = next(ev for e, f, ev in variants("softmax1") if e.name == "unshifted-sink-term" and f)
+    assert guarded([-math.inf], {}, "float64") == [0.0]  # m taken as 0 there
 
 
 def test_no_max_subtraction_form_overflows_in_the_dtype():
@@ -110,3 +112,18 @@ def test_clipped_rows_near_the_clip_and_their_tolerance():
     assert abs(ex.values[0]) < 1e-15  # (ζ − γ)p + γ = 0 up to the rounding of the row
     # the tolerance is relative to the terms that cancel, |ζ − γ|·p + |γ| ≈ 0.2, not to p ≈ 0
     assert ex.scales[0] == pytest.approx(0.2, rel=1e-6)
+
+
+def test_one_counterexample_type_for_every_form():
+    from derive.impl.attention import Failure as AttentionFailure
+    from derive.impl.check import Failure
+    from derive.impl.counterexample import Counterexample
+    from derive.impl.kernel_check import KernelFailure
+
+    assert all(issubclass(t, Counterexample) for t in (Failure, KernelFailure, AttentionFailure))
+    f = Failure(dtype="float32", what="value", row=[1.0, -math.inf], params={}, shape=(2,), output=[0.5, 0.0],
+                exact=[0.7310585786300049, 0.0], errors=[0.2310585786300049, 0.0], bounds=[1.5e-5, 1e-38])
+    assert f.failing() == [0] and f.worst() == pytest.approx(0.2310585786300049 / 1.5e-5)
+    masked = Failure(dtype="float64", what="value", row=[-math.inf], params={}, shape=(1,), output=[0.3],
+                     exact=[math.nan], errors=[math.inf], bounds=[math.nan], defined=False)
+    assert masked.failing() == [0] and masked.worst() == math.inf  # a NaN bound allows nothing

@@ -43,7 +43,7 @@ def test_correct_numpy_implementations_agree(spec, norm, params):
 
 FAULTY_NUMPY = [
     ("softmax1_unshifted.py:softmax1", "softmax1", "unshifted-sink-term", "use exp(−m) in place of 1"),
-    ("softmax1_is_softmax.py:softmax1", "softmax1", "softmax-for-softmax1", "Add the 1 to the denominator"),
+    ("softmax1_is_softmax.py:softmax1", "softmax1", "softmax-for-softmax1", "Add the 1 back: exp(x_j) / (1 + sum_t(exp(x_t)))"),
     ("softmax1_naive.py:softmax1", "softmax1", "no-max-subtraction", "Subtract m = max(0, max x)"),
     ("softmax1_nan_masked.py:softmax1", "softmax1", "all-masked-nan", "Take m = max(0, max x)"),
     ("softmax_faulty.py:with_one", "softmax", "softmax1-for-softmax", "Drop the extra 1"),
@@ -65,7 +65,8 @@ def test_faulty_numpy_implementations_are_caught_and_diagnosed(spec, norm, form,
 def test_unshifted_plus_one_counterexample_is_minimal_and_exact():
     report = check_implementation(ZOO + "softmax1_unshifted.py:softmax1", "softmax1", dtypes=("float32",))
     f = report.failure
-    assert (f.dtype, f.kind, f.row, f.shape) == ("float32", "value", [1.0], (1,))
+    assert (f.dtype, f.what, f.row, f.shape) == ("float32", "value", [1.0], (1,))
+    assert f.cls == "finite" and all(c.cls == name for name, c in report.results[0].classes.items())
     assert f.output == [0.5]
     assert f.exact == [0.7310585786300049]  # e/(1+e)
     assert f.errors == [pytest.approx(0.2310585786300049)]
@@ -136,7 +137,7 @@ def test_torch_functional_softmax_on_dim_1():
 def test_torch_exp2_mixup_is_caught_on_values():
     need_torch()
     report = check_implementation(ZOO + "softmax1_torch.py:softmax1_exp2", "softmax1", **FAST)
-    assert report.failure.kind == "value" and report.failure.row == [1.0]
+    assert report.failure.what == "value" and report.failure.row == [1.0]
     assert report.failure.output == [pytest.approx(2 / 3)]
     assert [m["name"] for m in report.diagnosis.matched] == ["exp2-units"]
     assert "a factor ln 2 on the scores only" in report.to_markdown()
@@ -146,7 +147,7 @@ def test_torch_detached_denominator_is_a_gradient_disagreement():
     need_torch()
     report = check_implementation(ZOO + "softmax1_torch.py:softmax1_detached", "softmax1", **FAST)
     f = report.failure
-    assert (f.kind, f.row) == ("gradient", [0.0])
+    assert (f.what, f.row) == ("gradient", [0.0])
     assert f.output == [0.0]  # autograd misses the denominator's term
     assert f.exact == [0.25]  # cᵀJ = c₀·p(1 − p) = 1·½·½
     assert report.diagnosis.matched == []

@@ -164,7 +164,7 @@ def _check(target, norm, tols, params, dim, examples, cfg, contract) -> Report:
         try:
             result = checker.run(tol, examples)
             results.append(result)
-            if result.failure is not None and diagnosis is None and result.failure.kind != "complex":
+            if result.failure is not None and diagnosis is None and result.failure.what != "complex":
                 diagnosis = diagnose(checker, result.failure, tol)
         except ImplRaised as exc:
             raise InputError(f"{target.name} raised {exc} on a valid {tol.dtype} input of shape "

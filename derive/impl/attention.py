@@ -28,6 +28,7 @@ import numpy as np
 from derive.errors import InputError
 from derive.impl.attention_cases import CLASSES, Case, Setup, arrays, case_classes, cases, with_dtype_mask
 from derive.impl.attention_search import search_attention
+from derive.impl.counterexample import Counterexample
 from derive.impl.failure_classes import RULE, cell, file_failure, status
 from derive.impl.attention_exact import exact
 from derive.impl.target import ImplRaised
@@ -96,25 +97,27 @@ def roles_of(signature, names: dict, target: str) -> dict:
     return out
 
 
-@dataclass
-class Failure:
-    cls: str
+@dataclass(kw_only=True)
+class Failure(Counterexample):
+    """A counterexample of the attention form: one entry (``output``, ``exact``, ``errors`` and
+    ``bounds`` of length 1) of ``what`` (out | lse | dq | dk | dv | dsinks) at ``where``."""
+
     case: Case
-    what: str  # out | lse | dq | dk | dv | dsinks
     where: tuple  # (b, h, i[, c]) or (h,) for dsinks
-    output: float
-    exact: float
-    error: float
-    bound: float
     row: list  # the scores of the failing row (for out, lse, dq): x_ij, −inf masked
     note: str = ""
     source: str = "fixed list"  # fixed list | search (Hypothesis, shrunk)
 
     def as_json(self) -> dict:
         return {"class": self.cls, "case": self.case.describe(), "what": self.what, "where": list(self.where),
-                "output": _j(self.output), "exact": _j(self.exact), "error": _j(self.error),
-                "bound": _j(self.bound), "row": [_j(x) for x in self.row], "note": self.note or None,
+                "output": _j(self.output[0]), "exact": _j(self.exact[0]), "error": _j(self.errors[0]),
+                "bound": _j(self.bounds[0]), "row": [_j(x) for x in self.row], "note": self.note or None,
                 "source": self.source}
+
+
+def _fail(dtype, case, what, where, y, p, error, bound, row, note="") -> Failure:
+    return Failure(dtype=dtype, cls=case.cls, case=case, what=what, where=where, output=[y], exact=[p],
+                   errors=[error], bounds=[bound], row=row, note=note)
 
 
 def _j(v):
@@ -253,7 +256,7 @@ class AttentionChecker:
                     y = out[b, h, i]
                     if not ex.defined[b, h, i]:
                         if not (np.all(y == 0) or np.all(np.isnan(y)) or _uniform_ok(y, v[b, h], vis[i])):
-                            return Failure(case.cls, case, "out", (b, h, i, 0), y[0], math.nan, INF, math.nan, row,
+                            return _fail(tol.dtype, case, "out", (b, h, i, 0), y[0], math.nan, INF, math.nan, row,
                                            "every key is masked and there is no extra logit: out may be 0, NaN "
                                            "or the mean of the values")
                     else:
@@ -262,17 +265,17 @@ class AttentionChecker:
                             bound = tol.bound(m, kap)
                             err = abs(y[c] - p) if math.isfinite(y[c]) else INF
                             if not err <= bound:
-                                return Failure(case.cls, case, "out", (b, h, i, c), y[c], p, err, bound, row)
+                                return _fail(tol.dtype, case, "out", (b, h, i, c), y[c], p, err, bound, row)
                     if lse is not None:
                         p, yl = ex.lse[b, h, i], lse[b, h, i]
                         if p == -INF:
                             if not (math.isinf(yl) or math.isnan(yl)):
-                                return Failure(case.cls, case, "lse", (b, h, i), yl, p, INF, 0.0, row)
+                                return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, INF, 0.0, row)
                         else:
                             bound = tol.bound(max(1.0, abs(p)), kap)
                             err = abs(yl - p) if math.isfinite(yl) else INF
                             if not err <= bound:
-                                return Failure(case.cls, case, "lse", (b, h, i), yl, p, err, bound, row)
+                                return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, err, bound, row)
         if ex.grads is None:
             return None
         return self.compare_grads(case, got, ex, tol)
@@ -292,15 +295,15 @@ class AttentionChecker:
                 err = abs(y[idx] - value[idx]) if math.isfinite(y[idx]) else INF
                 if not err <= bound:
                     row = ex.rows[b, h, t].tolist() if name == "dq" else []
-                    return Failure(case.cls, case, name, idx, y[idx], value[idx], err, bound, row)
+                    return _fail(tol.dtype, case, name, idx, y[idx], value[idx], err, bound, row)
         if self.setup.extra == "sinks" and case.sinks is not None:
             value, scale = ex.grads["dsinks"]
             if "dsinks" not in got:
-                return Failure(case.cls, case, "dsinks", (0,), math.nan, value[0], INF, 0.0, [],
+                return _fail(tol.dtype, case, "dsinks", (0,), math.nan, value[0], INF, 0.0, [],
                                "no gradient reached the sinks (autograd gave none)")
             y = np.ravel(got["dsinks"])
             if y.shape != value.shape:
-                return Failure(case.cls, case, "dsinks", (0,), math.nan, value[0], INF, 0.0, [],
+                return _fail(tol.dtype, case, "dsinks", (0,), math.nan, value[0], INF, 0.0, [],
                                f"the sinks' gradient has shape {list(y.shape)}, not [{case.H}]")
             for h in range(case.H):
                 if not all(ex.defined[:, h].ravel()):
@@ -308,7 +311,7 @@ class AttentionChecker:
                 bound = tol.abs + tol.rel * (1 + kap_head[:, h].max()) * scale[h]
                 err = abs(y[h] - value[h]) if math.isfinite(y[h]) else INF
                 if not err <= bound:
-                    return Failure(case.cls, case, "dsinks", (h,), y[h], value[h], err, bound, [])
+                    return _fail(tol.dtype, case, "dsinks", (h,), y[h], value[h], err, bound, [])
         return None
 
     def run(self, tol, rounder, case_list, budget: int = 0) -> DtypeResult:
@@ -440,8 +443,8 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
              "Counterexample found by the search (the simplest call Hypothesis shrank it to)")
     lines = [f"#### Fails: {CLASSES[f.cls]} ({dtype})", "",
              f"{found}: {f.case.describe()}.", "",
-             f"- {f.what} at {where}: returned `{_n(f.output)}`, exact `{_n(f.exact)}`, error `{_n(f.error)}` "
-             f"(allowed `{_n(f.bound)}`)"]
+             f"- {f.what} at {where}: returned `{_n(f.output[0])}`, exact `{_n(f.exact[0])}`, error "
+             f"`{_n(f.errors[0])}` (allowed `{_n(f.bounds[0])}`)"]
     if f.row:
         shown = ", ".join(_n(x) for x in f.row[:12]) + (", ..." if len(f.row) > 12 else "")
         lines.append(f"- the row's scores scale·q·k + mask: `[{shown}]`")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.errors import InputError
+from derive.impl.counterexample import Counterexample
 from derive.impl.failure_classes import file_failure
 from derive.impl.masked import convention, is_fully_masked
 from derive.impl.numbers import agree, round_to
@@ -63,7 +64,7 @@ def edge_classes(row) -> list[str]:
 
 def drawn_class(fail: Failure) -> str:
     """The class of a failure Hypothesis found, by what its failing row has (not the phase that drew it)."""
-    if fail.kind == "gradient":
+    if fail.what == "gradient":
         return "gradients"
     if len(fail.row) > MAX_N:
         return "long"
@@ -81,17 +82,14 @@ def grad_weights(n: int) -> np.ndarray:
     return np.array([(1.0, -0.5, 2.0, 0.25, -1.5, 0.75, -2.0, 1.25)[k % 8] for k in range(n)])
 
 
-@dataclass
-class Failure:
-    dtype: str
-    kind: str  # value | gradient | complex
+@dataclass(kw_only=True)
+class Failure(Counterexample):
+    """A counterexample of the row form (``what``: value | gradient | complex; ``output`` the
+    implementation's row, weights or gradient)."""
+
     row: list  # the failing row of scores (rounded to the dtype)
     params: dict
     shape: tuple  # shape of the whole input
-    output: list  # the implementation's row (weights, or gradient for kind=gradient)
-    exact: list  # the exact row (floats; NaN where undefined)
-    errors: list  # |output − exact| per entry
-    bounds: list  # allowed error per entry
     defined: bool = True
     source: str = "hypothesis"  # hypothesis (shrunk) | edge case (fixed list)
     index: tuple = ()  # the failing row's index in the leading axes of the input (normalized axis last)
@@ -196,8 +194,9 @@ class Checker:
             if not ex.defined:  # a fully masked row where the definition has no value
                 conv = convention(self.norm, out, allp, self.dps, lambda u: tol.bound(u, kap))
                 if conv is None:
-                    return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(),
-                                   [math.inf] * len(out), [math.nan] * len(out), False, index=_index(r, x.shape))
+                    return Failure(dtype=tol.dtype, what="value", row=row, params=allp, shape=tuple(x.shape),
+                                   output=out, exact=ex.floats(), errors=[math.inf] * len(out),
+                                   bounds=[math.nan] * len(out), defined=False, index=_index(r, x.shape))
                 if result is not None:
                     result.conventions[conv] = result.conventions.get(conv, 0) + 1
                 continue
@@ -209,8 +208,9 @@ class Checker:
                     result.max_abs_error = max(result.max_abs_error, e)
                     result.max_ratio = max(result.max_ratio, e / b)
             if not all(ok for ok, _ in checks):
-                return Failure(tol.dtype, "value", row, allp, tuple(x.shape), out, ex.floats(), errs,
-                               bounds, ex.defined, index=_index(r, x.shape))
+                return Failure(dtype=tol.dtype, what="value", row=row, params=allp, shape=tuple(x.shape), output=out,
+                               exact=ex.floats(), errors=errs, bounds=bounds, defined=ex.defined,
+                               index=_index(r, x.shape))
             if grads is not None and ex.defined:
                 fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kap, result, x.shape)
                 if fail:
@@ -227,8 +227,9 @@ class Checker:
         kap = kappa(row, allp)
         bounds = [tol.bound(m, kap) for m in ex.scales]
         errs = [abs(complex(yv) - float(p)) if ex.defined else math.inf for yv, p in zip(outs[r], ex.values)]
-        return Failure(tol.dtype, "complex", row, allp, tuple(x.shape), [complex(v) for v in outs[r]],
-                       ex.floats(), errs, bounds, ex.defined, index=_index(r, x.shape))
+        return Failure(dtype=tol.dtype, what="complex", row=row, params=allp, shape=tuple(x.shape),
+                       output=[complex(v) for v in outs[r]], exact=ex.floats(), errors=errs, bounds=bounds,
+                       defined=ex.defined, index=_index(r, x.shape))
 
     def _gradient(self, row, ex, grad, allp, tol, kappa, result, shape) -> Failure | None:
         kink = kink_distance(self.norm, row, allp, self.dps)
@@ -248,7 +249,8 @@ class Checker:
             for e, b in zip(errs, bounds):
                 result.max_ratio = max(result.max_ratio, e / b)
         if any(e > b for e, b in zip(errs, bounds)):
-            return Failure(tol.dtype, "gradient", row, allp, tuple(shape), grad, ref, errs, bounds)
+            return Failure(dtype=tol.dtype, what="gradient", row=row, params=allp, shape=tuple(shape), output=grad,
+                           exact=ref, errors=errs, bounds=bounds)
         return None
 
     def run(self, tol: Tolerance, examples: int) -> DtypeResult:

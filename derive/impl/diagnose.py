@@ -1,8 +1,8 @@
 """Diagnosis of a disagreeing implementation.
 
 The implementation is run on a fixed set of probe rows (plus the counterexample) and
-compared with every faulty form in :data:`~derive.impl.faults.FAULTS` that applies to the
-normalizer. A form *matches* when the implementation agrees with it on every probe (same
+compared with every faulty form of :data:`~derive.impl.faults.FAULTS` that applies to the
+normalizer's formula. A form *matches* when the implementation agrees with it on every probe (same
 tolerance as the check) and the form differs from the definition on at least one probe.
 Where nothing matches, the error pattern is described instead: which rows fail (masked,
 large scores), whether outputs are NaN/inf, and whether each failing row is the exact row
@@ -18,7 +18,8 @@ import numpy as np
 
 from derive.impl.check import Checker, Failure
 from derive.impl.derivations import derive_fault
-from derive.impl.faults import SINKS, variants, words
+from derive.impl.fault_texts import texts
+from derive.impl.faults import variants
 from derive.impl.masked import convention
 from derive.impl.numbers import shortest
 from derive.impl.inputs import PROBE_ROWS, param_sets
@@ -93,10 +94,6 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
     return out
 
 
-def _text(template: str, fields: dict) -> str:
-    return template.format(**fields)
-
-
 def _ratio(p: _Probe) -> float | None:
     if p.output is None or not p.defined or not all(math.isfinite(v) for v in p.output):
         return None
@@ -136,7 +133,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str, tol: Tolerance) 
     """Sentences about the error, each one true of the probes it speaks of."""
     bad = [p for p in probes if not p.agrees]
     lines = []
-    if failure.kind == "gradient":
+    if failure.what == "gradient":
         if not bad:
             lines.append(f"Its forward values agree with the definition on all {len(probes)} probe rows; the "
                          "gradient (autograd) differs from the derived Jacobian: look for a detached term, "
@@ -145,7 +142,7 @@ def _pattern(probes: list[_Probe], failure: Failure, name: str, tol: Tolerance) 
             lines.append("Its gradient (autograd) differs from the derived Jacobian on the counterexample "
                          f"row, and its forward values disagree on {len(bad)} of {len(probes)} probe rows.")
     if not bad:
-        if failure.kind != "gradient":
+        if failure.what != "gradient":
             lines.append(f"The counterexample row agrees when run alone (shape [{len(failure.row)}]): the "
                          f"error depends on the other rows of the input (shape {list(failure.shape)}), e.g. a "
                          "maximum or sum taken over the wrong axis or over the whole batch.")
@@ -225,18 +222,10 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
                 same = False
                 break
         if same and differs:
-            sink = None if SINKS.get(name, 0.0) is None else 0.0
-            f = {**words(name, sink), **{k: v for k, v in fields.items() if isinstance(v, str)}}
-            derivation = derive_fault(entry.name, name, tuple(sorted(fields.items())))
-            diag.matched.append({
-                "derivation": None if derivation is None else derivation.as_json(),
-                "name": entry.name,
-                "title": _text(entry.title, f),
-                "formula": _text(entry.formula, f),
-                "explanation": _text(entry.explanation, f),
-                "fix": _text(entry.fix, f),
-                "probes": len(usable),
-            })
+            key = tuple(sorted(fields.items()))
+            derivation = derive_fault(entry.name, name, key)
+            diag.matched.append({"derivation": None if derivation is None else derivation.as_json(),
+                                 "name": entry.name, **texts(name, entry.name, key), "probes": len(usable)})
     if not diag.matched:
         diag.pattern = _pattern(probes, failure, name, tol)
     return diag

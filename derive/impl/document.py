@@ -138,8 +138,14 @@ decade up to ±1e4, rows of up to 512 keys, masked and fully masked rows, batch 
 dimensions) in the dtypes asked for, and
 compares every output with the exact value of the derived definition, computed at high
 precision. When they disagree it shows the simplest counterexample Hypothesis finds and
-tests the code against a table of known faulty forms, so the report says *what* is wrong
-and how to fix it.
+tests the code against the known faulty forms of the normalizer, so the report says *what*
+is wrong and how to fix it. Each faulty form is a rewrite of the normalizer's formula (the
+row maximum subtracted from the scores but not from the terms free of them, those terms
+dropped, a factor ln 2 or log₂e on an exponent, the extra logit scaled like the scores, a
+clip or a cap dropped, the formula evaluated straight in the dtype), written once in
+`derive/impl/faults.py`: it applies to every normalizer whose formula has the part it
+rewrites — a spec's own normalizer too — and the same rewritten formula gives the faulty
+row the code is matched against and the derivation shown with it.
 
 `derive impl` imports and runs the target (in a separate process, see below), as `derive
 check` does with a FlexAttention `score_mod`/`mask_mod`; no other derive command runs your code. An "agrees" verdict means agreement on every tested input within the stated

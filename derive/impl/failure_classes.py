@@ -54,6 +54,8 @@ def file_failure(classes: dict, failed_in: dict, members, fail) -> None:
     there is kept: its smallest counterexample), and mark every class of ``members`` as failing,
     pointing to the class its first failure is filed under (``failed_in``: class → filing class)."""
     members = list(members)
+    if not getattr(fail, "cls", None):
+        fail.cls = members[0]
     classes.setdefault(members[0], fail)
     for cls in members:
         failed_in.setdefault(cls, members[0])

@@ -1,13 +1,18 @@
-"""Known faulty forms of the softmax family, as data.
+"""Known faulty forms of a normalizer, as transformations of its weight formula.
 
-Each entry names a bug seen in real implementations, gives its formula (evaluated
-exactly with mpmath, or in the implementation's dtype where the fault is numerical) and
-the explanation and fix a reviewer can act on. The softmax family is written with a sink
-term: p_k = exp(x_k) / (exp(s) + Σ_j exp(x_j)), with no sink term for softmax, s = 0 for
-softmax₁ and s the parameter for ``sink``; :data:`SINKS` says which normalizer is which.
-The other registered normalizers (sigmoid, clipped, softcap) have their own forms in
-:data:`OTHER_FAULTS`, with the same fields; a normalizer in neither table has no known
-faulty forms (diagnosis then describes the error pattern instead).
+Each :class:`Fault` names a bug seen in real implementations and is written once, as a
+rewrite of the formula (:mod:`derive.impl.rewrite`): the scores shifted by the row maximum
+while the terms free of the scores are not (the unshifted +1), those terms dropped, an
+exponential's argument multiplied by ln 2 or log₂e (exp/exp2 units), an extra logit
+multiplied by the score scale, a clip or a soft cap dropped, the formula evaluated straight
+in the dtype. From the rewritten formula come both the faulty row a diagnosis compares with
+(its exact reference, or its evaluation in the dtype for a numerical fault) and the symbolic
+derivation of :mod:`derive.impl.derivations`; the words of the explanation are read off the
+formula too (its extra terms, its extra logit). A fault applies to every normalizer whose
+formula has the part it transforms and on which it changes a sample row: a sink, a zero
+token, softpick and a spec's own normalizer alike. Where a fault of the kernel forms is the
+same transformation of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`), the row
+form uses that definition.
 """
 
 from __future__ import annotations
@@ -15,421 +20,529 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import mpmath
-import numpy as np
+import sympy as sp
 
-__all__ = ["FAULTS", "SINKS", "FaultyForm", "sink_of", "sink_row", "variants"]
+from derive.impl.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
+from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
+
+__all__ = ["FAULTS", "Fault", "Parts", "parts", "pretty", "variants"]
 
 LN2 = math.log(2.0)
 LOG2E = 1.0 / LN2
+M_, C_ = "__m", "__c"  # the stand-ins a rewrite adds: the shift m, a factor c
+_D = (2, 4, 8, 16, 32, 64, 128, 256)
+_FACTORS = {"ln 2": (LN2, sp.log(2)), "log₂e": (LOG2E, 1 / sp.log(2))}
 
-def sink_spec(name: str):
-    """(known, the sink term of normalizer ``name``: None for no term, a number, or a parameter
-    name), read off its formula: every normalizer of the softmax family whose extra logit is a
-    number or one parameter (zero_token's extra key scores 0, bias_kv's scores s*)."""
-    import sympy as sp
 
+def pretty(text: str, factor: str | None = None) -> str:
+    """A formula of the language as the reports print it: − for -, m for the shift, the factor's
+    own text (e.g. ln 2) for the stand-in c."""
+    c = "c" if factor is None else (f"({factor})" if " " in factor or "/" in factor else factor)
+    return text.replace(M_, "m").replace(C_, c).replace(" - ", " − ").replace("(-", "(−").replace("exp(-", "exp(−")
+
+
+# ---- what a formula has -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A normalizer's formula and the parts the faults transform, with the words they are told in."""
+
+    entry: object
+    node: object
+    label: str  # the display name, e.g. softmax₁
+    terms: tuple  # the terms free of the scores beside an exponential of the scores (extra_terms)
+    logit: str | None  # the extra logit σ of the softmax family as text ("0", "s"), None without one
+
+    def term_words(self) -> dict:
+        shown = {pretty(show(tm)): _shifted_text(tm) for tm in self.terms}  # each term once, in order
+        texts = list(shown)
+        term = " and ".join(texts)
+        shifted = " and ".join(shown.values())
+        bare = all(isinstance(nd.args[0], Name) for nd in exp_calls(self.node, True))
+        mmax = (f"max({self.logit}, max x)" if self.logit is not None else "max x") if bare else \
+            "the largest exponent of the row"
+        floor = "" if self.logit is None else ("1/2" if texts == ["1"] else f"1/(1 + {texts[0]})")
+        return {"name": self.label, "term": term or "0", "plus": (("+" + term) if len(texts) == 1 else term),
+                "shifted": shifted, "mmax": mmax, "floor": floor, "is": "are" if len(texts) > 1 else "is",
+                "only": " only" if self.terms else "", "logit": self.logit or "s"}
+
+
+def _shifted_text(tm) -> str:
+    if isinstance(tm, Call) and tm.func == "exp":
+        return pretty(f"exp({show(tm.args[0])} - m)")
+    if isinstance(tm, Num) and tm.text == "1":
+        return "exp(−m)"
+    return pretty(f"{show(tm, 20)} * exp(-m)")
+
+
+@lru_cache(maxsize=256)
+def _parts(name: str, formula: str) -> Parts:
+    from derive.impl.derivations import label
     from derive.normalizers.family import recognise
     from derive.normalizers.registry import get
 
     entry = get(name)
+    node = entry.definition_of.node
     fam, _ = recognise(entry)
-    if fam is None:
-        return False, None
-    logit = fam.logit
-    if logit is None:
-        return True, None
-    if logit.is_number:
-        return True, float(logit)
-    if isinstance(logit, sp.Symbol) and logit.name in entry.params:
-        return True, logit.name
-    return False, None
+    logit = None
+    if fam is not None and fam.logit is not None:
+        logit = "0" if fam.logit == 0 else sp.sstr(fam.logit)
+    return Parts(entry, node, label(name), tuple(extra_terms(node)), logit)
 
 
-class _Sinks:
-    """normalizer name → its sink term (see :func:`sink_spec`), for every registered entry."""
+def parts(name: str) -> Parts | None:
+    from derive.normalizers.registry import get
 
-    def __contains__(self, name) -> bool:
-        from derive.normalizers.registry import REGISTRY, USER
-
-        return (name in REGISTRY or name in USER) and sink_spec(name)[0]
-
-    def __getitem__(self, name):
-        known, s = sink_spec(name)
-        if not known:
-            raise KeyError(name)
-        return s
-
-    def get(self, name, default=None):
-        return self[name] if name in self else default
+    entry = get(name)
+    if entry.definition_of is None:
+        return None
+    return _parts(name, entry.formula)
 
 
-SINKS = _Sinks()
+# ---- the rewrites -----------------------------------------------------------------------------
 
 
-def sink_of(name: str, params: dict):
-    """(known, sink value or None) for normalizer ``name``."""
-    if name not in SINKS:
-        return False, None
-    s = SINKS[name]
-    return True, (params[s] if isinstance(s, str) else s)
+def _shift_scores(node):
+    return replace(node, lambda nd: Binary("-", nd, Name(M_, 0), 0) if isinstance(nd, Name) and nd.id in SCORES
+                   else None)
 
 
-def _allowed(row):
-    return [v != -math.inf for v in row]
+def _stable(p: Parts):
+    """Every exponent and every term free of the scores shifted by m: the overflow-free form (the
+    fix), equal to the definition for every m (numerator and denominator both times e^−m)."""
+    terms, exps = list(p.terms), [nd for nd in exp_calls(p.node, True) if nd.func == "exp"]
+
+    def fn(nd):
+        if nd in terms:
+            if isinstance(nd, Call) and nd.func == "exp":
+                return Call("exp", (Binary("-", nd.args[0], Name(M_, 0), 0),), 0)
+            if isinstance(nd, Num) and nd.text == "1":
+                return Call("exp", (Unary("-", Name(M_, 0), 0),), 0)
+            return Binary("*", nd, Call("exp", (Unary("-", Name(M_, 0), 0),), 0), 0)
+        if nd in exps:
+            return Call("exp", (Binary("-", nd.args[0], Name(M_, 0), 0),), nd.col)
+        return None
+
+    return replace(p.node, fn)
 
 
-def sink_row(row, sink, scale=1.0, dps=60) -> list[float]:
-    """exp(scale·x_k) / (exp(sink) + Σ exp(scale·x_j)) exactly; NaN where 0/0."""
-    with mpmath.workdps(dps):
-        e = [mpmath.exp(mpmath.mpf(scale) * mpmath.mpf(v)) if ok else mpmath.mpf(0)
-             for v, ok in zip(row, _allowed(row))]
-        den = mpmath.fsum(e) + (mpmath.exp(mpmath.mpf(sink)) if sink is not None else 0)
-        return [float(v / den) if den != 0 else math.nan for v in e]
+def _drop_terms(p: Parts, f):
+    terms = list(p.terms)
+
+    def fn(nd):
+        if isinstance(nd, Binary) and nd.op in "+-":
+            if nd.right in terms:
+                return replace(nd.left, fn)
+            if nd.left in terms:
+                rest = replace(nd.right, fn)
+                return rest if nd.op == "+" else Unary("-", rest, 0)
+        return None
+
+    return replace(p.node, fn)
 
 
-def _unshifted(row, sink, dtype, guarded=False, **_):
-    finite = [v for v in row if v != -math.inf]
-    if not finite:  # x − m = −inf − (−inf), unless m is replaced by 0 there
-        return sink_row(row, sink) if guarded else [math.nan] * len(row)
-    m = max(finite)
-    return sink_row([v - m for v in row], sink)
+def _bare_sums(node) -> list:
+    return [nd.right for nd in walk(node) if isinstance(nd, Binary) and nd.op == "/" and isinstance(nd.right, Call)
+            and nd.right.func == "sum_t" and has_score(nd.right)]
 
 
-def _plain(row, sink, dtype, **_):
-    return sink_row(row, None)
+def _add_one(p: Parts, f):
+    sums = _bare_sums(p.node)
+    return replace(p.node, lambda nd: Binary("+", Num("1", 0), nd, 0) if nd in sums else None)
 
 
-def _with_one(row, sink, dtype, **_):
-    return sink_row(row, 0.0)
+class _Logit:
+    """A tree node that Python arithmetic builds on, so that the kernel forms' definition of a
+    fault of the extra logit (a function of s, m, K, c and log) rewrites a formula's logit too."""
+
+    def __init__(self, node):
+        self.node = node
+
+    def _op(self, op, other, swap=False):
+        other = other.node if isinstance(other, _Logit) else (Num(repr(other), 0) if not isinstance(other, Name)
+                                                               else other)
+        a, b = (other, self.node) if swap else (self.node, other)
+        return _Logit(Binary(op, a, b, 0))
+
+    def __mul__(self, o):
+        return self._op("*", o)
+
+    def __rmul__(self, o):
+        return self._op("*", o, True)
+
+    def __add__(self, o):
+        return self._op("+", o)
+
+    def __radd__(self, o):
+        return self._op("+", o, True)
 
 
-def _sink_scaled(row, sink, dtype, factor, **_):
-    return sink_row(row, sink * factor)
+def _logit_rewrite(key: str):
+    """The extra logits (the arguments of exponentials free of the scores) rewritten by the kernel
+    fault ``key`` of :data:`~derive.kernels.faults.EXTRA_FAULTS`, with the factor c a stand-in."""
+    from derive.kernels.faults import EXTRA_FAULTS
+
+    def rewrite(p: Parts, f):
+        calls = exp_calls(p.node, of_scores=False)
+
+        def fn(nd):
+            if nd in calls:
+                s = EXTRA_FAULTS[key](_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
+                                      lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
+                return Call(nd.func, (s.node,), nd.col)
+            return None
+
+        return replace(p.node, fn)
+
+    return rewrite
 
 
-def _scores_scaled(row, sink, dtype, factor, **_):
-    return sink_row(row, sink, scale=factor)
+def _scale_exponents(p: Parts, f):
+    calls = exp_calls(p.node, of_scores=True)
+    return replace(p.node, lambda nd: Call(nd.func, (Binary("*", Name(C_, 0), nd.args[0], 0),), nd.col)
+                   if nd in calls else None)
 
 
-def _naive(row, sink, dtype, **_):
-    if dtype == "bfloat16":
-        import torch
-
-        x = torch.tensor(row, dtype=torch.bfloat16)
-        e = torch.exp(x)
-        den = e.sum() + (torch.exp(torch.tensor(sink, dtype=torch.bfloat16)) if sink is not None else 0)
-        return (e / den).to(torch.float64).tolist()
-    with np.errstate(all="ignore"):
-        x = np.asarray(row, dtype=dtype)
-        e = np.exp(x)
-        den = e.sum(dtype=dtype)
-        if sink is not None:
-            den = den + np.exp(np.asarray(sink, dtype=dtype))
-        return (e / den).astype(np.float64).tolist()
+def _is_score(node) -> bool:
+    return isinstance(node, Name) and node.id in SCORES
 
 
-def _nan_when_all_masked(row, sink, dtype, **_):
-    if all(v == -math.inf for v in row):
-        return [math.nan] * len(row)
-    return sink_row(row, sink)
+def _bias_sign(p: Parts, f):
+    def fn(nd):
+        if isinstance(nd, Binary) and nd.op == "+" and _is_score(nd.left) and isinstance(nd.right, Name) \
+                and nd.right.id == f["param"]:
+            return Binary("-", nd.left, nd.right, nd.col)
+        return None
+
+    return replace(p.node, fn)
+
+
+def _sigmoid_ratio(p: Parts, f):
+    return replace(p.node, lambda nd: Binary("/", Call("exp", nd.args, 0), Binary("+", Num("1", 0), Call(
+        "exp", nd.args, 0), 0), 0) if isinstance(nd, Call) and nd.func == "sigmoid" else None)
+
+
+def _to_t(node):
+    return replace(node, lambda nd: Name(nd.id[0] + "_t", nd.col) if isinstance(nd, Name) and nd.id in ("x_j", "y_j")
+                   else None)
+
+
+def _softmax_of_sigmoid(p: Parts, f):
+    z = p.node.args[0]
+    return Binary("/", Call("exp", (z,), 0), Call("sum_t", (Call("exp", (_to_t(z),), 0),), 0), 0)
+
+
+def _clip(node):
+    """(the clipped expression E) of min(1, max(0, E)), or None."""
+    if isinstance(node, Call) and node.func == "min" and len(node.args) == 2 and show(node.args[0]) == "1":
+        inner = node.args[1]
+        if isinstance(inner, Call) and inner.func == "max" and len(inner.args) == 2 and show(inner.args[0]) == "0":
+            return inner.args[1]
+    return None
+
+
+def _one_sided(p: Parts, f):
+    def fn(nd):
+        e = _clip(nd)
+        if e is None:
+            return None
+        return Call("min", (Num("1", 0), e), 0) if f["side"] == "lower" else Call("max", (Num("0", 0), e), 0)
+
+    return replace(p.node, fn)
+
+
+def _inner(p: Parts, f):
+    from derive.normalizers.registry import get
+
+    return get(p.entry.inner).definition_of.node
+
+
+def _cap(node):
+    """(C, E) of C*tanh(E/C), or None."""
+    if isinstance(node, Binary) and node.op == "*" and isinstance(node.right, Call) and node.right.func == "tanh":
+        arg = node.right.args[0]
+        if isinstance(arg, Binary) and arg.op == "/" and show(arg.right) == show(node.left) and has_score(arg.left):
+            return node.left, arg.left
+    return None
+
+
+def _uncapped(p: Parts, f):
+    def fn(nd):
+        cap = _cap(nd)
+        if cap is None:
+            return None
+        c, e = cap
+        if f.get("inside") is None:
+            return e
+        if f["inside"]:
+            return Call("tanh", (Binary("/", e, c, 0),), 0)
+        return Binary("*", c, Call("tanh", (e,), 0), 0)
+
+    return replace(p.node, fn)
+
+
+# ---- the faults -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class FaultyForm:
+class Fault:
+    """``rewrite(parts, fields)`` → the tree of the faulty formula; ``numeric``: how its row is
+    computed — ``exact`` (the rewritten formula at high precision), ``dtype`` (evaluated straight
+    in the implementation's dtype: a numerical fault, the same in exact arithmetic),
+    ``masked-nan`` (the definition, NaN on a fully masked row) or ``mask-entered`` (a masked
+    key enters the formula with score −∞). ``forms(parts)`` → the variants where it applies
+    (fields for the words and the stand-ins). ``closed(parts, fields)``: how the closed form
+    of the derivation is named, e.g. (``"shift"``, …); None: a registered normalizer it equals,
+    or the written formula itself."""
+
     name: str
     title: str
-    needs_sink: bool | None  # True: only with a sink term; False: only without; None: any
-    formula: str
-    form: Callable[..., list[float]]
     explanation: str
     fix: str
-    variants: tuple[dict, ...] = ({},)
+    forms: Callable
+    rewrite: Callable | None = None
+    numeric: str = "exact"
+    closed: str | None = None
+    fix_form: bool = False  # the fix is the overflow-free form (every term shifted by m), proved
 
 
-_D = (2, 4, 8, 16, 32, 64, 128, 256)
+def _when(cond) -> Callable:
+    return lambda p: [{}] if cond(p) else []
 
-FAULTS: tuple[FaultyForm, ...] = (
-    FaultyForm(
-        "unshifted-sink-term",
-        "unshifted +1: the row maximum is subtracted from the scores but not from the {term}",
-        True,
-        "exp(x_k − m) / ({term} + Σ_j exp(x_j − m)),  m = max x",
-        _unshifted,
-        "It subtracts the row maximum m = max x from every score for stability, but adds the "
-        "{term} to the denominator unshifted. So it computes {name}(x − max x), not {name}(x). "
-        "Shifting all scores by a constant leaves x − max x, and so this result, unchanged, while "
-        "{name}(x) changes ({name} is not shift-invariant); and since the largest score contributes "
-        "exp(0) = 1, its weights always sum to at least {floor}.",
-        "Shift the {term} too: use {shifted} in place of {term} (and take m = {mmax} "
-        "so that an all-masked row stays finite).",
-        ({}, {"guarded": True}),  # NaN on a fully masked row, or m taken as 0 there
-    ),
-    FaultyForm(
-        "softmax-for-softmax1",
-        "plain softmax where {name} was meant: the {term} is missing from the denominator",
-        True,
-        "exp(x_k) / Σ_j exp(x_j)",
-        _plain,
-        "It computes plain softmax: the denominator has no {term}, so the weights always sum to 1 "
-        "and the row cannot put weight on the sink (attend to nothing).",
-        "Add the {term} to the denominator: exp(x_k − m) / ({shifted} + Σ_j exp(x_j − m)).",
-    ),
-    FaultyForm(
-        "softmax1-for-softmax",
-        "softmax₁ where plain softmax was meant: an extra 1 in the denominator",
-        False,
-        "exp(x_k) / (1 + Σ_j exp(x_j))",
-        _with_one,
-        "It adds 1 (exp(0), an implicit zero logit) to the denominator, as softmax₁ does, so its "
-        "weights sum to less than 1.",
-        "Drop the extra 1 (or the zero key/logit) from the denominator.",
-    ),
-    FaultyForm(
-        "sink-scaled",
-        "the sink logit is scaled inconsistently with the scores ({how})",
-        True,
-        "exp(x_k) / (exp(c·s) + Σ_j exp(x_j)),  c = {c}",
-        _sink_scaled,
-        "The sink logit enters as {how}: it was scaled by 1/√d (or not) differently from the scores "
-        "it competes with, so the sink's weight is wrong whenever s ≠ 0.",
-        "Scale the sink logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink "
-        "logit on the same side of that scaling everywhere (training and inference).",
-        tuple({"factor": 1 / math.sqrt(d), "d": d, "power": -1, "how": f"s/√d with d = {d}",
-               "c": f"1/√{d}"} for d in _D)
-        + tuple({"factor": math.sqrt(d), "d": d, "power": 1, "how": f"s·√d with d = {d}",
-                 "c": f"√{d}"} for d in _D),
-    ),
-    FaultyForm(
-        "exp2-units",
-        "exp/exp2 unit mix-up: a factor {c} on the {where}{only}",
-        None,
-        "the {where} multiplied by {c} inside exp",
-        lambda row, sink, dtype, where, factor, **_: (
-            _sink_scaled(row, sink, dtype, factor) if where == "sink logit"
-            else _scores_scaled(row, sink, dtype, factor)),
-        "It mixes exp and exp2 units: a factor {c} appears on the {where}{only} ({why}). Its "
-        "weights are those of the definition with the {where} multiplied by {c}.",
-        "Use one unit everywhere: either exp(·) on every term, or exp2(· · log₂e) on every term "
-        "(scores, maximum and sink alike).",
-        (
-            {"where": "sink logit", "factor": LN2, "c": "ln 2",
-             "why": "exp2(s) was used where exp(s) = exp2(s·log₂e) was meant"},
-            {"where": "sink logit", "factor": LOG2E, "c": "log₂e",
-             "why": "the sink was converted to base-2 units (s·log₂e) but then passed to exp"},
-            {"where": "scores", "factor": LN2, "c": "ln 2",
-             "why": "exp2(x) was used where exp(x) = exp2(x·log₂e) was meant"},
-            {"where": "scores", "factor": LOG2E, "c": "log₂e",
-             "why": "the scores were converted to base-2 units (x·log₂e) but then passed to exp"},
-        ),
-    ),
-    FaultyForm(
-        "all-masked-nan",
-        "NaN on a fully masked row, where {name} is 0",
-        True,
-        "NaN when every x_j = −∞, else {name}(x)",
-        _nan_when_all_masked,
-        "On a row whose every score is masked (−∞) it returns NaN, but {name} of such a row is "
-        "exactly 0: the sink takes all the weight. The NaN comes from m = max x = −∞, so "
-        "x − m = −∞ − (−∞) = NaN.",
-        "Take m = {mmax}, which is finite even when every score is −∞.",
-    ),
-    FaultyForm(
-        "no-max-subtraction",
-        "no max subtraction: exp overflows for large scores",
-        None,
-        "exp(x_k) / ({plus}Σ_j exp(x_j)) evaluated directly in the dtype",
-        _naive,
-        "It evaluates the definition directly, without subtracting the row maximum: it is exact "
-        "in exact arithmetic, but exp(x) overflows to inf once a score exceeds the largest "
-        "exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 in float16), and "
-        "inf/inf gives NaN (for softmax, a row of very negative scores also underflows to 0/0).",
-        "Subtract m = {mmax} from every exponent{including}: "
-        "exp(x_k − m) / ({plus_shifted}Σ_j exp(x_j − m)).",
-    ),
+
+def _scale_forms(p: Parts) -> list[dict]:
+    if not exp_calls(p.node, of_scores=False):
+        return []
+    return ([{"factor": 1 / math.sqrt(d), "d": d, "power": -1, "how": "/√d", "c": f"1/√{d}"} for d in _D]
+            + [{"factor": math.sqrt(d), "d": d, "power": 1, "how": "·√d", "c": f"√{d}"} for d in _D])
+
+
+_WHY = {("sink logit", "ln 2"): "exp2(s) was used where exp(s) = exp2(s·log₂e) was meant",
+        ("sink logit", "log₂e"): "the extra logit was converted to base-2 units (s·log₂e) but then passed to exp",
+        ("scores", "ln 2"): "exp2(x) was used where exp(x) = exp2(x·log₂e) was meant",
+        ("scores", "log₂e"): "the scores were converted to base-2 units (x·log₂e) but then passed to exp"}
+
+
+def _exp2_forms(p: Parts) -> list[dict]:
+    out = []
+    for where, of_scores in (("sink logit", False), ("scores", True)):
+        if not exp_calls(p.node, of_scores):
+            continue
+        only = " only" if (p.terms if of_scores else exp_calls(p.node, True)) else ""
+        for c in ("ln 2", "log₂e"):
+            out.append({"where": where, "c": c, "factor": _FACTORS[c][0], "only": only, "why": _WHY[where, c],
+                        "key": "missing_log2e" if where == "sink logit" and c == "ln 2" else "scale_on_extra"})
+    return out
+
+
+def _exp2_rewrite(p: Parts, f):
+    if f["where"] == "sink logit":
+        return _logit_rewrite(f["key"])(p, f)
+    return _scale_exponents(p, f)
+
+
+def _bias_forms(p: Parts) -> list[dict]:
+    names = []
+    for nd in walk(p.node):
+        if isinstance(nd, Binary) and nd.op == "+" and _is_score(nd.left) and isinstance(nd.right, Name) \
+                and nd.right.id in p.entry.params and nd.right.id not in names:
+            names.append(nd.right.id)
+    return [{"param": q} for q in names]
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("unshifted-sink-term",
+          "unshifted {plus}: the row maximum is subtracted from the scores but not from the {term}",
+          "It subtracts the row maximum m = max x from every score for stability, but leaves the {term} "
+          "unshifted. So it computes {name}(x − max x), not {name}(x). Shifting all scores by a constant leaves "
+          "x − max x, and so this result, unchanged, while {name}(x) changes ({name} is not shift-invariant){sum}.",
+          "Shift the {term} too: use {shifted} in place of {term}{guard}.",
+          lambda p: [{}, {"guarded": True}] if p.terms else [],  # NaN on a fully masked row, or m taken as 0
+          lambda p, f: _shift_scores(p.node), closed="shift", fix_form=True),
+    Fault("softmax-for-softmax1", "{closed} where {name} was meant: the {term} {is} missing",
+          "It computes {closed}: the {term} of the definition {is} missing, so {effect}.",
+          "Add the {term} back: {definition}.",
+          _when(lambda p: bool(p.terms)), _drop_terms),
+    Fault("softmax1-for-softmax", "{closed} where {name} was meant: an extra 1 in the denominator",
+          "It adds 1 (exp(0), an implicit zero logit) to the denominator, as softmax₁ does, so its weights sum to "
+          "less than they should.",
+          "Drop the extra 1 (or the zero key/logit) from the denominator.",
+          lambda p: [{}] if _bare_sums(p.node) else [], _add_one),
+    Fault("sink-scaled", "the extra logit is scaled inconsistently with the scores ({logit}{how} with d = {d})",
+          "The extra logit enters multiplied by {c}: it was scaled by 1/√d (or not) differently from the scores it "
+          "competes with, so the extra token's weight is wrong whenever its logit is not 0.",
+          "Scale the extra logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink logit on the "
+          "same side of that scaling everywhere (training and inference).",
+          _scale_forms, _logit_rewrite("scale_on_extra"), closed="logit"),
+    Fault("exp2-units", "exp/exp2 unit mix-up: a factor {c} on the {where}{only}",
+          "It mixes exp and exp2 units: a factor {c} appears on the {where}{only} ({why}). Its weights are those "
+          "of the definition with the {where} multiplied by {c}.",
+          "Use one unit everywhere: either exp(·) on every term, or exp2(· · log₂e) on every term (scores, maximum "
+          "and extra logit alike).",
+          _exp2_forms, _exp2_rewrite, closed="units"),
+    Fault("all-masked-nan", "NaN on a fully masked row, where {name} is 0",
+          "On a row whose every score is masked (−∞) it returns NaN, but {name} of such a row is exactly 0{takes}. "
+          "The NaN comes from m = max x = −∞, so x − m = −∞ − (−∞) = NaN.",
+          "{guard_fix}",
+          lambda p: [{}] if _masked_defined(p) else [], numeric="masked-nan"),
+    Fault("no-max-subtraction", "no max subtraction: exp overflows for large scores",
+          "It evaluates the definition directly, without subtracting the row maximum: it is exact in exact "
+          "arithmetic, but exp(x) overflows to inf once a score exceeds the largest exponent of the dtype (about "
+          "709.8 in float64, 88.7 in float32, 11.1 in float16), and inf/inf gives NaN (a row of very negative "
+          "scores may also underflow to 0/0).",
+          "Subtract m = {mmax} from every exponent{including}: {stable}.",
+          _when(lambda p: bool(exp_calls(p.node, True)) and any(
+              isinstance(nd, Call) and nd.func == "exp" for nd in exp_calls(p.node, True))),
+          lambda p, f: p.node, numeric="dtype", fix_form=True),
+    Fault("sigmoid-bias-sign", "the bias enters with the wrong sign: x − {param} for x + {param}",
+          "It subtracts the bias {param} where the definition adds it, so every weight is taken at a score shifted "
+          "by 2{param}; it is right only when {param} = 0.",
+          "Add the bias: x + {param}.",
+          _bias_forms, _bias_sign, closed="sign"),
+    Fault("softmax-for-sigmoid", "softmax across the row where an elementwise sigmoid was meant",
+          "It normalizes across the row (softmax), so the weights sum to 1 and depend on the other keys; "
+          "{name} weighs each key on its own.",
+          "Apply σ to each score separately, with no sum over the row.",
+          _when(lambda p: isinstance(p.node, Call) and p.node.func == "sigmoid"), _softmax_of_sigmoid),
+    Fault("sigmoid-exp-ratio", "σ computed as exp(z) / (1 + exp(z)): it overflows for large scores",
+          "exp(z)/(1 + exp(z)) equals σ(z) in exact arithmetic, but exp(z) overflows to inf once z exceeds the "
+          "largest exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 in float16), and inf/inf "
+          "gives NaN.",
+          "Use 1 / (1 + exp(−z)) for z ≥ 0 and exp(z) / (1 + exp(z)) for z < 0 (e.g. torch.sigmoid).",
+          _when(lambda p: any(isinstance(nd, Call) and nd.func == "sigmoid" for nd in walk(p.node))),
+          _sigmoid_ratio, numeric="dtype"),
+    Fault("clipped-one-sided", "the clip is one-sided: {what}",
+          "It clips {what_long}, so {effect}.",
+          "Clip on both sides: min(1, max(0, ·)).",
+          lambda p: [] if not any(_clip(nd) is not None for nd in walk(p.node)) else [
+              {"side": "lower", "what": "no clip at 0", "what_long": "at 1 only",
+               "effect": "a small weight can go negative"},
+              {"side": "upper", "what": "no clip at 1", "what_long": "at 0 only",
+               "effect": "a large weight can exceed 1"}],
+          _one_sided),
+    Fault("softmax-for-clipped", "plain {closed}: the outer function of {name} is missing",
+          "It returns {closed} itself, the inner normalizer of {name}, without the function applied to it; {name} "
+          "is {definition}.",
+          "Apply the outer function: {definition}.",
+          _when(lambda p: p.entry.inner is not None), _inner),
+    Fault("softcap-missing", "plain {closed}: the soft cap c·tanh(x/c) is missing",
+          "It applies the normalizer to the raw scores, so large scores are not capped.",
+          "Cap first: {definition}.",
+          lambda p: [{}] if any(_cap(nd) is not None for nd in walk(p.node)) else [], _uncapped),
+    Fault("softcap-misscaled", "the soft cap is mis-scaled: {what}",
+          "It computes {what_long} instead of c·tanh(x/c): {effect}.",
+          "Use c·tanh(x/c): divide by c inside tanh and multiply by c outside.",
+          lambda p: [] if not any(_cap(nd) is not None for nd in walk(p.node)) else [
+              {"inside": True, "what": "tanh(x/c) without the factor c", "what_long": "tanh(x/c)",
+               "effect": "the capped scores lie in (−1, 1), not (−c, c)"},
+              {"inside": False, "what": "c·tanh(x) without dividing by c", "what_long": "c·tanh(x)",
+               "effect": "every score above about 2 is capped to c"}],
+          _uncapped),
+    Fault("softcap-caps-the-mask", "the mask is applied before the formula: a masked key enters it with score −∞",
+          "A masked score −∞ goes through the formula as a key of its own ({written} with the masked keys "
+          "included), so a masked key changes the other keys' weights.",
+          "Leave masked keys out of the formula: apply the mask to its result (masked_fill with −∞ after the "
+          "score transformation, or drop the masked keys from every sum).",
+          _when(lambda p: True), numeric="mask-entered"),
 )
+BY_NAME = {f.name: f for f in FAULTS}
 
 
-# ---- sigmoid, clipped and soft-capped softmax ----------------------------------------------
+def _masked_defined(p: Parts) -> bool:
+    from derive.impl.masked import rule
+
+    return rule(p.entry).defined
 
 
-def _mp_softmax(row) -> list:
-    """softmax of ``row`` (−∞ = masked) as mpf; NaN where 0/0."""
-    allowed = _allowed(row)
-    e = [mpmath.exp(mpmath.mpf(v)) if ok else mpmath.mpf(0) for v, ok in zip(row, allowed)]
-    den = mpmath.fsum(e)
-    return [v / den if den != 0 else mpmath.nan for v in e]
+# ---- the faulty row -----------------------------------------------------------------------------
 
 
-def _sigmoid_shifted(row, params, dtype, sign, **_):
-    with mpmath.workdps(60):
-        b = mpmath.mpf(params["b"]) * sign
-        return [0.0 if v == -math.inf else float(1 / (1 + mpmath.exp(-(mpmath.mpf(v) + b)))) for v in row]
+@lru_cache(maxsize=512)
+def faulty_formula(name: str, formula: str, fault: str, fields: tuple):
+    """The compiled formula of ``fault`` applied to normalizer ``name`` (None: the definition)."""
+    p = _parts(name, formula)
+    f = BY_NAME[fault]
+    if f.rewrite is None:
+        return None
+    return formula_of(f.rewrite(p, dict(fields)), p.entry.definition_of, (M_, C_))
 
 
-def _softmax_plain(row, params, dtype, **_):
-    with mpmath.workdps(60):
-        return [float(v) for v in _mp_softmax(row)]
+def faulty_row(name: str, fault: str, fields: tuple, row, params: dict, dtype: str, dps: int = 60) -> list[float]:
+    """The row ``fault`` computes for scores ``row`` (−∞ = masked) and ``params``: NaN where 0/0."""
+    from derive.normalizers.registry import get
 
-
-def _sigmoid_exp_ratio(row, params, dtype, **_):
-    """exp(z)/(1 + exp(z)) in the dtype: inf/inf = NaN once exp overflows."""
-    if dtype == "bfloat16":
-        import torch
-
-        z = torch.tensor(row, dtype=torch.bfloat16) + torch.tensor(params["b"], dtype=torch.bfloat16)
-        e = torch.exp(z)
-        return (e / (1 + e)).to(torch.float64).tolist()
-    with np.errstate(all="ignore"):
-        z = np.asarray(row, dtype=dtype) + np.asarray(params["b"], dtype=dtype)
-        e = np.exp(z)
-        return (e / (np.asarray(1, dtype=dtype) + e)).astype(np.float64).tolist()
-
-
-def _clipped_one_sided(row, params, dtype, side, **_):
-    with mpmath.workdps(60):
-        zeta, gamma = mpmath.mpf(params["zeta"]), mpmath.mpf(params["gamma"])
-        out = []
-        for v, p in zip(row, _mp_softmax(row)):
-            z = (zeta - gamma) * p + gamma
-            z = min(mpmath.mpf(1), z) if side == "lower" else max(mpmath.mpf(0), z)
-            out.append(0.0 if v == -math.inf else float(z))
-        return out
-
-
-def _softcap_variant(row, params, dtype, inside, outside, **_):
-    with mpmath.workdps(60):
-        c = mpmath.mpf(params["c"])
-        capped = [(c if outside else 1) * mpmath.tanh(mpmath.mpf(v) / (c if inside else 1))
-                  if v != -math.inf else -math.inf for v in row]
-        return [float(v) for v in _mp_softmax(capped)]
-
-
-def _softcap_caps_mask(row, params, dtype, **_):
-    with mpmath.workdps(60):
-        c = mpmath.mpf(params["c"])
-        capped = [c * mpmath.tanh(mpmath.mpf(v) / c) if v != -math.inf else -c for v in row]
-        return [float(v) for v in _mp_softmax(capped)]
-
-
-OTHER_FAULTS: dict[str, tuple[FaultyForm, ...]] = {
-    "sigmoid": (
-        FaultyForm(
-            "sigmoid-bias-sign", "the bias enters with the wrong sign: σ(x − b) for σ(x + b)", None,
-            "1 / (1 + exp(−(x_k − b)))", _sigmoid_shifted,
-            "It subtracts the bias b where the definition adds it, so every weight is σ at a score "
-            "shifted by 2b; it is right only when b = 0.",
-            "Use σ(x + b) = 1 / (1 + exp(−(x + b))).",
-            ({"sign": -1},),
-        ),
-        FaultyForm(
-            "softmax-for-sigmoid", "softmax across the row where an elementwise sigmoid was meant", None,
-            "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
-            "It normalizes across the row (softmax), so the weights sum to 1 and depend on the other "
-            "keys; sigmoid attention weighs each key on its own, σ(x_k + b).",
-            "Apply σ(x + b) to each score separately, with no sum over the row.",
-        ),
-        FaultyForm(
-            "sigmoid-exp-ratio", "σ computed as exp(z) / (1 + exp(z)): it overflows for large scores",
-            None, "exp(x_k + b) / (1 + exp(x_k + b)) evaluated directly in the dtype", _sigmoid_exp_ratio,
-            "exp(z)/(1 + exp(z)) equals σ(z) in exact arithmetic, but exp(z) overflows to inf once z "
-            "exceeds the largest exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 "
-            "in float16), and inf/inf gives NaN.",
-            "Use 1 / (1 + exp(−z)) for z ≥ 0 and exp(z) / (1 + exp(z)) for z < 0 (e.g. torch.sigmoid).",
-        ),
-    ),
-    "clipped": (
-        FaultyForm(
-            "clipped-one-sided", "the clip is one-sided: {what}", None,
-            "{formula}", _clipped_one_sided,
-            "It clips {what_long}, so {effect}.",
-            "Clip on both sides: min(1, max(0, (ζ − γ)·softmax(x)_k + γ)).",
-            ({"side": "lower", "what": "no clip at 0", "formula": "min(1, (ζ − γ)·softmax(x)_k + γ)",
-              "what_long": "at 1 only", "effect": "a small weight goes negative, down to γ"},
-             {"side": "upper", "what": "no clip at 1", "formula": "max(0, (ζ − γ)·softmax(x)_k + γ)",
-              "what_long": "at 0 only", "effect": "a large weight exceeds 1, up to ζ"}),
-        ),
-        FaultyForm(
-            "softmax-for-clipped", "plain softmax: the stretch (ζ − γ)·p + γ and the clip are missing", None,
-            "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
-            "It returns softmax(x) itself: without the stretch to [γ, ζ] and the clip, no weight can be "
-            "exactly 0 or 1, which is what clipped softmax is for.",
-            "Return min(1, max(0, (ζ − γ)·softmax(x) + γ)).",
-        ),
-    ),
-    "softcap": (
-        FaultyForm(
-            "softcap-missing", "plain softmax: the soft cap c_cap·tanh(x/c_cap) is missing", None,
-            "exp(x_k) / Σ_j exp(x_j)", _softmax_plain,
-            "It applies softmax to the raw scores, so large scores are not capped at ±c_cap.",
-            "Cap first: softmax(c_cap·tanh(x/c_cap)).",
-        ),
-        FaultyForm(
-            "softcap-misscaled", "the soft cap is mis-scaled: {what}", None,
-            "softmax({formula})", _softcap_variant,
-            "It computes {formula} instead of c_cap·tanh(x/c_cap): {effect}.",
-            "Use c_cap·tanh(x/c_cap): divide by c_cap inside tanh and multiply by c_cap outside.",
-            ({"inside": True, "outside": False, "what": "tanh(x/c_cap) without the factor c_cap",
-              "formula": "tanh(x/c_cap)", "effect": "the capped scores lie in (−1, 1), not (−c_cap, c_cap)"},
-             {"inside": False, "outside": True, "what": "c_cap·tanh(x) without dividing by c_cap",
-              "formula": "c_cap·tanh(x)", "effect": "every score above about 2 is capped to c_cap"}),
-        ),
-        FaultyForm(
-            "softcap-caps-the-mask", "the cap is applied to masked scores: c_cap·tanh(−∞/c_cap) = −c_cap", None,
-            "softmax(c_cap·tanh(x/c_cap)) with a masked score capped to −c_cap", _softcap_caps_mask,
-            "A masked score −∞ goes through the cap and comes out as −c_cap, a finite score, so a masked "
-            "key gets weight exp(−c_cap)/Σ.",
-            "Apply the mask after the cap (masked_fill the capped scores with −∞).",
-        ),
-    ),
-}
-
-
-def words(name: str, sink) -> dict[str, str]:
-    """The wording fields of the explanations for normalizer ``name``."""
-    if name not in SINKS:
-        return {"name": name}
-    if sink is None:
-        return {"name": name, "term": "0", "shifted": "0", "mmax": "max x", "plus": "",
-                "plus_shifted": "", "including": "", "only": ""}
-    if SINKS[name] == 0.0:
-        display = {"softmax1": "softmax₁", "zero_token": "zero-token attention"}.get(name, name)
-        return {"name": display, "term": "1", "shifted": "exp(−m)", "mmax": "max(0, max x)", "plus": "1 + ",
-                "plus_shifted": "exp(−m) + ", "including": ", including the 1 (which becomes exp(−m))",
-                "only": " only", "floor": "1/2"}
-    s = {"s_star": "s*"}.get(SINKS[name], SINKS[name]) if isinstance(SINKS[name], str) else mpmath.nstr(SINKS[name], 6)
-    term = "sink term exp(s)" if name == "sink" else "learned key's term exp(s*)"
-    return {"name": name, "term": term, "shifted": f"exp({s} − m)", "mmax": f"max({s}, max x)",
-            "plus": f"exp({s}) + ", "plus_shifted": f"exp({s} − m) + ",
-            "including": ", including the sink's" if name == "sink" else ", including the learned key's",
-            "only": " only", "floor": f"1/(1 + exp({s}))"}
+    entry = get(name)
+    f, fd = BY_NAME[fault], dict(fields)
+    allowed = [v != -math.inf for v in row]
+    xs = [v if ok else 0.0 for v, ok in zip(row, allowed)]
+    vals = {k: v for k, v in params.items() if k in entry.params}
+    if f.numeric == "dtype":
+        node = faulty_formula(name, entry.formula, fault, fields).node
+        return in_dtype(node, row, vals, dtype)
+    with mpmath.workdps(dps):
+        if f.numeric == "masked-nan":
+            if row and not any(allowed):
+                return [math.nan] * len(row)
+            return [float(v) for v in entry.reference(xs, mask=allowed, **vals)]
+        if f.numeric == "mask-entered":
+            return [float(v) for v in entry.definition_of.reference([mpmath.mpf(v) for v in row], None, **vals)]
+        form = faulty_formula(name, entry.formula, fault, fields)
+        finite = [v for v in row if v != -math.inf]
+        m = max(finite) if finite else (0.0 if fd.get("guarded") else None)
+        if m is None and fault == "unshifted-sink-term":
+            return [math.nan] * len(row)  # x − m = −∞ − (−∞)
+        out = form.reference(xs, allowed, **{**vals, M_: m or 0.0, C_: fd.get("factor", 1.0)})
+        return [float(v) for v in out]
 
 
 def variants(name: str):
-    """(entry, variant fields, evaluate(row, params, dtype)) for every form that applies."""
-    if name in OTHER_FAULTS:
-        for entry in OTHER_FAULTS[name]:
-            for fields in entry.variants:
-
-                def evaluate(row, params, dtype, entry=entry, fields=fields):
-                    return entry.form(list(row), params, dtype, **fields)
-
-                yield entry, fields, evaluate
+    """(fault, fields, evaluate(row, params, dtype)) for every faulty form that applies to
+    normalizer ``name``: its formula has the part the fault transforms, and the fault changes
+    one of the sample rows."""
+    p = parts(name)
+    if p is None:
         return
-    if name not in SINKS:
-        return
-    has_sink = SINKS[name] is not None
-    for entry in FAULTS:
-        if entry.needs_sink is not None and entry.needs_sink != has_sink:
-            continue
-        for fields in entry.variants:
-            if entry.name == "sink-scaled" and not isinstance(SINKS[name], str):
-                continue
-            if fields.get("where") == "sink logit" and not isinstance(SINKS[name], str):
-                continue
+    for fault in FAULTS:
+        for fields in _applies(name, p.entry.formula, fault.name):
+            def evaluate(row, params, dtype, fault=fault, fields=fields):
+                return faulty_row(name, fault.name, fields, list(row), params, dtype)
 
-            def evaluate(row, params, dtype, entry=entry, fields=fields):
-                return entry.form(list(row), sink_of(name, params)[1], dtype, **fields)
+            yield fault, dict(fields), evaluate
 
-            yield entry, fields, evaluate
+
+_SAMPLE_ROWS = ((1.0, 0.0), (2.0, -1.0, 0.5), (-3.0, 0.25), (0.5, -math.inf, 1.5), (-math.inf, -math.inf))
+_DTYPE_ROWS = ((100.0, 0.0), (1000.0, -1.0), (20.0, 0.0))
+
+
+@lru_cache(maxsize=512)
+def _applies(name: str, formula: str, fault: str) -> list[tuple]:
+    """The variants of ``fault`` that change a sample row of ``name`` (two parameter sets)."""
+    from derive.normalizers.registry import get
+
+    p = _parts(name, formula)
+    entry = get(name)
+    base = {q: float(entry.sample.get(q, 0.5)) for q in entry.params}
+    sets = [base, {q: 2 * v or 0.75 for q, v in base.items()}]  # off the sample and 0: c = 1, ζ = 1 hide faults
+    f = BY_NAME[fault]
+    return [key for key in (tuple(sorted(fields.items())) for fields in f.forms(p))
+            if _changes(entry, fault, key, sets, f.numeric)]
+
+
+def _changes(entry, fault, key, sets, numeric) -> bool:
+    from derive.impl.reference import exact_row
+
+    rows = _DTYPE_ROWS if numeric == "dtype" else _SAMPLE_ROWS
+    dtypes = ("float32", "float16") if numeric == "dtype" else ("float64",)
+    for params in sets:
+        for row in rows:
+            ex = exact_row(entry, list(row), params, 30)
+            for dt in dtypes:
+                got = faulty_row(entry.name, fault, key, list(row), params, dt, 30)
+                for a, b in zip(got, ex.floats()):
+                    if (math.isnan(a) != math.isnan(b)) or (not math.isnan(a) and abs(a - b) > 1e-9 * (1 + abs(b))):
+                        return True
+    return False

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from derive.errors import InputError
+from derive.impl.counterexample import Counterexample
 from derive.impl.failure_classes import admitted, prepare, record_call
 from derive.impl.inputs import param_strategy, search
 from derive.impl.kernel_exact import ExactRow, exact_row
@@ -65,17 +66,13 @@ class Call:
         return ", ".join(bits)
 
 
-@dataclass
-class KernelFailure:
-    dtype: str
+@dataclass(kw_only=True)
+class KernelFailure(Counterexample):
+    """A counterexample of a kernel form (``what``: out | lse | dx | dv | d<param> | nan)."""
+
     form: str
-    what: str  # out | lse | dx | dv | d<param> | nan
     call: Call
     row: int  # index of the failing row among the call's rows (-1: the whole call, a parameter gradient)
-    output: list
-    exact: list
-    errors: list
-    bounds: list
 
     def as_json(self) -> dict:
         r = self.row
@@ -265,8 +262,8 @@ class KernelChecker:
         R = call.x.shape[0]
 
         def fail(what, r, y, p, errs, bounds):
-            return KernelFailure(tol.dtype, self.form, what, call, r, [float(a) for a in y], [float(a) for a in p],
-                                 errs, bounds)
+            return KernelFailure(dtype=tol.dtype, form=self.form, what=what, call=call, row=r,
+                                 output=[float(a) for a in y], exact=[float(a) for a in p], errors=errs, bounds=bounds)
 
         slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
         ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots

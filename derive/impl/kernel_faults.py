@@ -31,8 +31,12 @@ FORM_FAULTS: dict[str, tuple[str, ...]] = {
 BY_KEY = {f.key: f for f in KERNEL_FAULTS}
 assert all(k in BY_KEY for keys in FORM_FAULTS.values() for k in keys)
 _SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
-# the extra logits of the family, by the normalizer that has it: the output may equal another one's
-OTHER_EXTRA = {"softmax": None, "softmax1": 0.0}
+# the fixed extra logits of the family (none, or a number), each by the first registered normalizer that has
+# it, read off the formulas: a kernel's output may equal another one's (softmax: none; softmax₁: 0)
+OTHER_EXTRA = {}
+for _name, _logit in EXTRA_LOGIT.items():
+    if (_logit is None or isinstance(_logit, float)) and _logit not in OTHER_EXTRA.values():
+        OTHER_EXTRA[_name] = _logit
 
 
 def variants(form: str, key: str) -> list[dict]:

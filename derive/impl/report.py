@@ -106,10 +106,10 @@ class Report:
                     f"tolerance ({total} inputs over {dts}). This is differential testing: evidence, "
                     f"not a proof.")
         f = self.failure
-        if f.kind == "complex":
+        if f.what == "complex":
             return (f"{self.target} disagrees with {self.normalizer}: it returns complex numbers, where the "
                     f"weights are real, on the {f.dtype} input below.")
-        what = "its gradient" if f.kind == "gradient" else "it"
+        what = "its gradient" if f.what == "gradient" else "it"
         return (f"{self.target} disagrees with {self.normalizer}: {what} differs from the exact value "
                 f"beyond the {f.dtype} tolerance on the input below.")
 
@@ -170,7 +170,7 @@ class Report:
         dg = _DIGITS[f.dtype]
         return {
             "dtype": f.dtype,
-            "kind": f.kind,
+            "kind": f.what,
             "source": f.source,
             "input_shape": list(f.shape),
             "row_index": list(f.index),
@@ -205,7 +205,7 @@ class Report:
                     "bad": k < len(f.errors) and not f.errors[k] <= f.bounds[k],
                 })
         prose = (lambda s: to_gfm(s, inline=True)) if math else plain_math
-        head = [prose(h) for h in _TABLE_HEAD["gradient" if f is not None and f.kind == "gradient" else "weight"]]
+        head = [prose(h) for h in _TABLE_HEAD["gradient" if f is not None and f.what == "gradient" else "weight"]]
         return _template().render(r=self, f=f, rows=rows, classes=class_lines(self.results), num=num, err=err, rule=prose(TOLERANCE_RULE), head=head,
                                 derivation_lines=derivation_lines,
                                 accepted="; ".join(CONVENTIONS.values()),
@@ -232,7 +232,7 @@ def class_lines(results) -> list[str]:
             lines.append(f"- fails, {ROW_CLASSES[cls]} ({r.dtype}): row `[{', '.join(num(v) for v in fl.row[:8])}"
                          f"{', ...' if len(fl.row) > 8 else ''}]`"
                          + (f" with `{', '.join(f'{k} = {num(v)}' for k, v in sorted(fl.params.items()))}`"
-                            if fl.params else "") + f" ({fl.kind})")
+                            if fl.params else "") + f" ({fl.what})")
         if r.stopped:
             lines.append(f"- the check stopped early ({r.dtype}): {r.stopped}; the inputs after it were not tested")
     return lines

@@ -105,3 +105,48 @@ def bias_kv_unshifted(x, s_star):
 
 def bias_kv_forgotten(x, s_star):
     return _softmax(x)
+
+
+# ---- faults that reach these normalizers through their formulas ----------------------------
+
+def sigmoid_exp2(x, b):
+    """σ written with exp2 where exp was meant: 1/(1 + 2^−z) = σ(z·ln 2)."""
+    z = x + b
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp2(-z))
+
+
+def softcap_exp2(x, c):
+    """The capped scores exponentiated with exp2 (the base-2 units of a fused kernel, without log₂e)."""
+    capped = _masked_cap(x, c * np.tanh(x / c))
+    m = np.max(capped, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp2(capped - m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softpick(x, eps, shift_terms):
+    allowed = ~np.isneginf(x)
+    m = np.max(np.where(allowed, x, -np.inf), axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    if shift_terms:
+        m = np.maximum(m, 0.0)  # the 1 and ε shifted too: m = max(0, max x) keeps every exponent ≤ 0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        one = np.exp(-m) if shift_terms else 1.0
+        d = np.where(allowed, np.exp(np.where(allowed, x, 0.0) - m) - one, 0.0)
+        return np.maximum(d, 0) / (np.abs(d).sum(axis=-1, keepdims=True) + eps * (np.exp(-m) if shift_terms else 1.0))
+
+
+def softpick(x, eps):
+    return _softpick(x, eps, True)
+
+
+def softpick_unshifted(x, eps):
+    """The row maximum subtracted from the scores, but the 1 and ε left as they are."""
+    return _softpick(x, eps, False)
+
+
+def relu_n_counts_masked(x):
+    """ReLU(x)/n with n every key of the row, the masked ones too."""
+    return np.where(np.isneginf(x), 0.0, np.maximum(x, 0)) / x.shape[-1]
