@@ -156,8 +156,8 @@ def test_the_unshifted_terms_of_softpick_are_diagnosed():
     d = m["derivation"]
     assert (d["closed_form"], d["definition"]) == ("softpick(x − m)", "softpick(x)")
     assert d["closed_form_equals_definition"]["status"] == "refuted"
-    # the fix is right, but ReLU(e^−m·a) = e^−m·ReLU(a) is beyond the prover: said, not claimed
-    assert d["fix_equals_definition"]["status"] == "undecided"
+    # the fix is proved: the prover takes the positive factor e^−m out of ReLU and abs
+    assert d["fix_equals_definition"]["status"] == "proved"
 
 
 def test_the_overflow_free_fix_shifts_the_exponents_not_the_scores():

@@ -147,8 +147,6 @@ def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
     assert special_rows(floor, {"tau": 2.0}) == []  # p never reaches 2: no kink to sit on
 
 
-@pytest.mark.xfail(strict=True, reason="fault models read the extra logit as a number or one parameter (faults.sink_spec"
-                                       "); a logit s/2 gets no fault models until faults become formula transformations")
 def test_fault_diagnosis_of_the_scaled_sink(entries, tmp_path, capsys):
     code, report, err = _impl(capsys, f"{_code(tmp_path)}:half_unshifted", HALF)
     assert code == 1, err
