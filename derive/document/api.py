@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derive.crosscheck.check import CheckResult, cross_check
+from derive.crosscheck.check import CheckResult, cross_check, same_computation, tautology_message
 from derive.document.notation import unfold
 from derive.errors import InputError, StepFailed
 from derive.progress import note
@@ -489,6 +489,8 @@ def _prove(slug: str, name: str, a, b, cfg: Settings) -> Verdict:
 
 
 def _cross_check(slug: str, name: str, a, b, cfg: Settings, where=None) -> CheckResult:
+    if same_computation(a, b):
+        raise StepFailed(f"{slug}: {tautology_message(name)}")
     result = cross_check(name, a, b, cfg, where=where)
     if not result.passed:
         raise StepFailed(f"{slug}: step {name!r} was proved but fails its numeric cross-check; "
