@@ -351,6 +351,9 @@ class Document:
         key 1 is allowed); they are part of the statement and shown with it. ``where`` is a
         condition (e.g. ``a <= b``) the statement is meant for: the proof holds without it,
         and the cross-check draws only instances that satisfy it (shown with the check).
+        Two sides that are one expression after unfolding and ``assume`` stop the build
+        (a comparison that cannot fail is no check); ``check=False`` shows such a step with
+        its proof and claims no numeric check.
         """
         name = name or f"step-{self._count('equation') + 1}"
         a, b = _statement(lhs, rhs, assume)
