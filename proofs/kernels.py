@@ -14,7 +14,8 @@ import numpy as np
 import sympy as sp
 
 from derive.document.api import Document
-from derive.document.notation import notation
+from derive.crosscheck.check import same_computation
+from derive.document.notation import notation, unfold
 from derive.kernels import backward as bw
 from derive.kernels.faults import FAULTS, K
 from derive.kernels.forms import (
@@ -123,7 +124,10 @@ def _notation(doc: Document) -> None:
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
         pair = (f"$\\sigma = {tex(ex.logit)}$, $w = {tex(ex.value)}$" if ex.logit is not None
                 else "no extra logit")
-        doc.equation(lhs, rhs, name=f"{name}: {pair}",
+        # canon_sums writes the registry's weights over the output's denominator; where that gives
+        # the output itself, the identity is proved by that rewriting and no numeric check is claimed
+        same = same_computation(unfold(lhs), unfold(rhs))
+        doc.equation(lhs, rhs, name=f"{name}: {pair}", check=not same,
                      why=f"$p_u$ are the registry's weights of {entry.title}"
                          + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's" if ex.value != 0 else "")
                          + f"; {ex.text}.")
@@ -255,8 +259,10 @@ def _split(doc: Document) -> None:
     Cr = notation("accr", lambda: cr_, latex="\\mathrm{acc}_{r}", nargs=0)
     Lr_ = notation("ellr", lambda: lr_, latex="\\ell_{r}", nargs=0)
     doc.equation(sp.exp(Lse()), sp.exp(m_r) * Lr_(), where=sp.Le(ar0, ar), name="$e^{\\mathrm{lse}_r} = e^{m_r} \\ell_r$",
+                 check=False,  # SymPy writes e^{m + log ℓ} as e^m ℓ: both sides are one expression
                  why="A split's lse carries its own shift.")
     doc.equation(sp.exp(Lse()) * Ov(), sp.exp(m_r) * Cr(), where=sp.Le(ar0, ar), name="$e^{\\mathrm{lse}_r} o_r = e^{m_r} \\mathrm{acc}_r$",
+                 check=False,  # SymPy cancels ℓ in e^{m + log ℓ} acc/ℓ: both sides are one expression
                  why="$e^{m_r + \\log \\ell_r} \\mathrm{acc}_r / \\ell_r$, for a split with $\\ell_r > 0$ (an empty one has no $o_r$: fault 8).")
     doc.prose("Hence, in $(o, \\mathrm{lse})$ form, $\\mathrm{lse} = \\log(e^{\\sigma} + \\sum_r e^{\\mathrm{lse}_r})$ and "
               "$\\mathrm{out} = (e^{\\sigma} w + \\sum_r e^{\\mathrm{lse}_r} o_r)\\,e^{-\\mathrm{lse}}$: the merge above "
@@ -291,7 +297,8 @@ def _lse(doc: Document) -> None:
     j_ = sp.Symbol("j", integer=True, positive=True)
     lseZ = notation("lseZ", lambda: sp.log(exact_den()), latex="\\mathrm{lse}", nargs=0)
     doc.equation(M[i, j_] * sp.exp(x[i, j_] - lseZ()), M[i, j_] * sp.exp(x[i, j_]) / Zn(),
-                 name="P from the saved lse", why="$e^{x_j - \\log Z} = e^{x_j}/Z$: the forward's weight of key $j$.")
+                 name="P from the saved lse", check=False,  # SymPy writes e^{x − log Z} as e^x/Z: one expression
+                 why="$e^{x_j - \\log Z} = e^{x_j}/Z$: the forward's weight of key $j$.")
     doc.prose("With $\\mathrm{lse}_{KV}$ the rebuilt weights sum to 1, as if there were no sink (fault 9).")
 
 

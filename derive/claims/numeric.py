@@ -18,14 +18,14 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from derive.prove.timeout import TimeLimit, time_limit
-from derive.crosscheck.check import cross_check
+from derive.crosscheck.check import cross_check, same_computation
 from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.witness import rounded, find_witness
 from derive.model.attention import M, j
 from derive.model.vectors import Dot, VectorFunction, VectorSymbol
 from derive.settings import Settings
 
-__all__ = ["check_numeric", "concrete_mask", "find_certified", "instantiate", "interpretations", "mask_indicator",
+__all__ = ["check_numeric", "same_sides", "concrete_mask", "find_certified", "instantiate", "interpretations", "mask_indicator",
            "row_values"]
 
 
@@ -142,6 +142,15 @@ def row_values(witness: dict, which: int, mask: str) -> list | None:
         return None
     flat = [v for x in out for v in (x if isinstance(x, list) else [x])]
     return out if all(isinstance(v, float) and math.isfinite(v) for v in flat) else None
+
+
+def same_sides(lhs, rhs) -> bool:
+    """Whether the two sides :func:`check_numeric` would compare are one expression: a
+    numeric comparison of them could not fail (see :func:`~derive.crosscheck.check.same_computation`)."""
+    try:
+        return same_computation(instantiate(lhs), instantiate(rhs))
+    except Exception:  # noqa: BLE001 - no instance of the sides: check_numeric says so
+        return False
 
 
 def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:

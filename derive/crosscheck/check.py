@@ -31,11 +31,11 @@ from flint import arb
 
 from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.hypothesis_env import no_local_constants
-from derive.errors import Unsupported
+from derive.errors import StepFailed, Unsupported
 from derive.crosscheck.instances import MASK_KINDS, make_instance, signature
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["CheckResult", "close", "cross_check", "tolerance_text"]
+__all__ = ["CheckResult", "close", "cross_check", "same_computation", "tautology_message", "tolerance_text"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,23 @@ def _flat(x) -> list[float]:
     return [float(v) for v in np.ravel(np.asarray(x, dtype=object))]
 
 
+def same_computation(lhs, rhs, assume: dict | None = None) -> bool:
+    """Whether two sides are one expression once ``assume`` is substituted: then they compile
+    to the same closure (:func:`~derive.crosscheck.compiled.compiled` is keyed by the
+    expression) and a numeric comparison of them cannot fail."""
+    a, b = sp.sympify(lhs), sp.sympify(rhs)
+    if assume:
+        a, b = a.subs(assume), b.subs(assume)
+    return a == b
+
+
+def tautology_message(name: str) -> str:
+    """Why a cross-check of two identical sides is refused (see :func:`same_computation`)."""
+    return (f"the cross-check of {name!r} cannot fail: both sides are the same expression after "
+            "substitution, so the comparison checks nothing (evaluate each side from its own "
+            "definition, or do not claim a cross-check)")
+
+
 def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
                 assume: dict | None = None, where: sp.Basic | None = None) -> CheckResult:
     """Compare ``lhs`` and ``rhs`` numerically; first a fixed instance set, then a search.
@@ -110,7 +127,12 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
     every instance (e.g. a mask entry to 1). ``where`` is a condition on the drawn symbols
     (e.g. ``a <= b`` for the ends of a range of keys): instances that violate it are
     skipped and not counted.
+
+    Two sides that are the same expression (:func:`same_computation`) raise
+    :class:`~derive.errors.StepFailed`: a check that cannot fail is not evidence.
     """
+    if same_computation(lhs, rhs, assume):
+        raise StepFailed(tautology_message(name))
     sig = signature(lhs, rhs, *([where] if where is not None else []))
     stats = {"n": 0, "abs": 0.0, "rel": 0.0, "arb": 0, "witness": None, "searched": 0}
 

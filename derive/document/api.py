@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derive.crosscheck.check import CheckResult, cross_check
+from derive.crosscheck.check import CheckResult, cross_check, same_computation, tautology_message
 from derive.document.notation import unfold
 from derive.errors import InputError, StepFailed
 from derive.progress import note
@@ -351,6 +351,9 @@ class Document:
         key 1 is allowed); they are part of the statement and shown with it. ``where`` is a
         condition (e.g. ``a <= b``) the statement is meant for: the proof holds without it,
         and the cross-check draws only instances that satisfy it (shown with the check).
+        Two sides that are one expression after unfolding and ``assume`` stop the build
+        (a comparison that cannot fail is no check); ``check=False`` shows such a step with
+        its proof and claims no numeric check.
         """
         name = name or f"step-{self._count('equation') + 1}"
         a, b = _statement(lhs, rhs, assume)
@@ -489,6 +492,8 @@ def _prove(slug: str, name: str, a, b, cfg: Settings) -> Verdict:
 
 
 def _cross_check(slug: str, name: str, a, b, cfg: Settings, where=None) -> CheckResult:
+    if same_computation(a, b):
+        raise StepFailed(f"{slug}: {tautology_message(name)}")
     result = cross_check(name, a, b, cfg, where=where)
     if not result.passed:
         raise StepFailed(f"{slug}: step {name!r} was proved but fails its numeric cross-check; "

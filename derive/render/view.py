@@ -231,6 +231,8 @@ def view(doc, target: str) -> dict:
         "version": __version__,
         "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
         "n_checks": len(doc.checks),
+        # equations shown without a numeric check (their two sides are one expression)
+        "n_unchecked": sum(1 for b in doc.blocks if b.kind == "equation" and b.check is None),
         "checks": [_check_row(k + 1, c, target, wheres.get(id(c))) for k, c in enumerate(doc.checks)],
         "checks_note": _paragraphs(CHECKS_NOTE, target),
         "references": references(doc.cited, target),
