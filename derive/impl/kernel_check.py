@@ -11,7 +11,7 @@ import numpy as np
 from derive.errors import InputError
 from derive.impl.failure_classes import admitted, prepare, record_call
 from derive.impl.inputs import param_strategy, search
-from derive.impl.kernel_exact import ExactRow, exact_row
+from derive.impl.kernel_exact import ExactRow, digest, exact_row
 from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
@@ -36,6 +36,13 @@ class Call:
     sigma: object  # the extra logit: a float or None; per head, a tuple of them
     lead: tuple = ()  # the leading shape the rows are passed in
     heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
+    vkeys: dict = field(default_factory=dict, repr=False, compare=False)  # row → digest of its values
+
+    def vkey(self, r: int) -> bytes:
+        """The digest of row r's values (:func:`derive.impl.kernel_exact.digest`), computed once."""
+        if r not in self.vkeys:
+            self.vkeys[r] = digest(self.v[r])
+        return self.vkeys[r]
 
     def row_sigma(self, r: int):
         """The extra logit of flat row r (row-major over ``lead``: its head is r mod H)."""
@@ -144,30 +151,38 @@ class KernelChecker:
             return sets
         return [sets[(cursor + j) % len(sets)] for j in range(count or SETS_PER_PARTITION)]
 
-    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0) -> Call:
+    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0, memo: dict | None = None) -> Call:
         """A call on the rows ``x`` (R, n), ``v`` (R, n, dv): ``third`` a block or split count, or
         for the backward form the index of the cotangent (:func:`dout_row`). Scalar parameters:
         one parameter set, rows passed as (R, n), (1, R, n) or (2, R/2, n) by ``k`` (a batch of two:
         a kernel that reads batch 0 for every batch fails). Per head: one set per head,
         the rows passed as (R, H, n) (each row once per head, made the head's own: scores rolled by h,
-        values negated for odd h) with each parameter an array (H,)."""
+        values negated for odd h) with each parameter an array (H,). ``memo``: shared by the calls
+        made on the same ``x`` and ``v`` (read-only), which keeps what is derived from them once:
+        the rows made per head, the digests of the value rows."""
+        memo = {} if memo is None else memo
         rounded = [{key: float(round_to(val, dtype)) for key, val in c.items()} for c in chosen]
         if self.per_head:
             H = len(rounded)
-            x, v = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
-            for r in range(x.shape[0]):  # each head its own row: head h has the keys' scores rolled by h and,
-                h = r % H  # for odd h, the values negated (a kernel reading another head's x or v must fail)
-                x[r], v[r] = np.roll(x[r], h), (-v[r] if h % 2 else v[r])
+            if ("heads", H) not in memo:
+                xh, vh = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
+                for r in range(xh.shape[0]):  # each head its own row: head h has the keys' scores rolled by h and,
+                    h = r % H  # for odd h, the values negated (a kernel reading another head's x or v must fail)
+                    xh[r], vh[r] = np.roll(xh[r], h), (-vh[r] if h % 2 else vh[r])
+                xh.flags.writeable = vh.flags.writeable = False
+                memo[("heads", H)] = (xh, vh, {})
+            x, v, vkeys = memo[("heads", H)]
             params = {key: np.array([c[key] for c in rounded]) for key in rounded[0]}
             sigma, lead = tuple(self.sigma(c) for c in rounded), (x.shape[0] // H, H)
         else:
+            vkeys = memo.setdefault("vkeys", {})
             params, sigma = rounded[0], self.sigma(rounded[0])
             R = x.shape[0]
             lead = [(R,), (1, R), (2, R // 2)][k % 3] if R % 2 == 0 else [(R,), (1, R)][k % 2]
         if self.form == "backward":
             dv = v.shape[-1]
             third = round_to(np.stack([dout_row(r, third, dv) for r in range(x.shape[0])]).reshape(-1, dv), dtype)
-        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0)
+        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0, vkeys)
 
     def calls(self, dtype: str):
         """Every call of the check, simplest first: the short lengths with every partition (and,
@@ -180,25 +195,32 @@ class KernelChecker:
             x = round_to(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
             thirds = {"online": blocks, "split": split_counts}.get(
                 self.form, lambda n, thin: [0] if n in LONG_ROWS else [0, 1])(n, self.thin)
+            x.flags.writeable = False
+            shared: dict = {}  # head dimension → (the values, read-only, and the memo of make_call): made once
             for k, third in enumerate(thirds):
                 dv = LONG_DV[k % len(LONG_DV)] if long else DV
-                v = round_to(np.stack([values(n, r, dv) for r in range(len(rows))]).reshape(len(rows), n, dv), dtype)
+                if dv not in shared:
+                    v = round_to(np.stack([values(n, r, dv) for r in range(len(rows))]).reshape(len(rows), n, dv),
+                                 dtype)
+                    v.flags.writeable = False
+                    shared[dv] = (v, {})
+                v, memo = shared[dv]
                 if self.per_head:  # the sink values side by side, as heads: in turn, every one (full list)
                     for _ in range(1 if self.thin or long else -(-len(sets) // HEADS)):
-                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
+                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k, memo)
                         cursor += HEADS
                     continue
                 chosen = [sets[cursor % len(sets)]] if long else self._sets_for(sets, cursor)
                 for params in chosen:
-                    yield self.make_call(x, v, third, [params], dtype, k)
+                    yield self.make_call(x, v, third, [params], dtype, k, memo)
                 cursor += SETS_PER_PARTITION
 
     def exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.row_sigma(r), None if g is None else g.tobytes())
+        key = (tuple(call.x[r].tolist()), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
             self._cache[key] = exact_row(call.x[r].tolist(), call.v[r], call.row_sigma(r),
-                                         None if g is None else g.tolist(), self.dps, call.dv)
+                                         None if g is None else g.tolist(), self.dps, call.dv, call.vkey(r))
         return self._cache[key]
 
     def run_call(self, call: Call, dtype: str) -> dict:
@@ -222,10 +244,10 @@ class KernelChecker:
         if n == 0:
             return None
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = ("uniform", n, call.v[r].tobytes(), None if g is None else g.tobytes())
+        key = ("uniform", n, call.vkey(r), None if g is None else g.tobytes())
         if key not in self._cache:
             self._cache[key] = exact_row([0.0] * n, call.v[r], None, None if g is None else g.tolist(), self.dps,
-                                         call.dv)
+                                         call.dv, call.vkey(r))
         return self._cache[key]
 
     def masked_convention(self, call: Call, got: dict, r: int, tol: Tolerance) -> tuple[str | None, str]:
