@@ -37,6 +37,8 @@ class Call:
     lead: tuple = ()  # the leading shape the rows are passed in
     heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
     vkeys: dict = field(default_factory=dict, repr=False, compare=False)  # row → digest of its values
+    exacts: dict = field(default_factory=dict, repr=False, compare=False)  # row → its ExactRow (KernelChecker.exact)
+    passing: tuple = field(default=(), repr=False, compare=False)  # (outputs, tolerance, KernelChecker._passing's)
 
     def vkey(self, r: int) -> bytes:
         """The digest of row r's values (:func:`derive.impl.kernel_exact.digest`), computed once."""
@@ -216,6 +218,12 @@ class KernelChecker:
                 cursor += SETS_PER_PARTITION
 
     def exact(self, call: Call, r: int) -> ExactRow:
+        if r in call.exacts:
+            return call.exacts[r]
+        call.exacts[r] = self._exact(call, r)
+        return call.exacts[r]
+
+    def _exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
         key = (tuple(call.x[r].tolist()), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
@@ -276,6 +284,50 @@ class KernelChecker:
                 return None, "lse"
         return conv, ""
 
+    def _passing(self, call: Call, got: dict, tol: Tolerance):
+        """For every row of ``call``: whether each of its checks in :meth:`compare` passes, the
+        largest error/bound ratio they have, and the row's κ; computed once for ``got``, on all the
+        rows at once, entry by entry with the same operations as the loop of :meth:`compare`."""
+        if call.passing and call.passing[0] is got and call.passing[1] == tol:
+            return call.passing[2]
+        R = call.x.shape[0]
+        kaps = []
+        for r in range(R):
+            kaps.append(kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items()
+                                                   if math.isfinite(val)}))
+        exs = [self.exact(call, r) for r in range(R)]
+        fine = [r for r in range(R) if exs[r].defined]
+        passed, ratios = np.zeros(R, dtype=bool), np.zeros(R)
+        if fine:
+            checks = []  # (returned (rows, k), exact, magnitudes) over the defined rows
+            if self.form in ("online", "split"):
+                checks.append((got["out"][fine], [exs[r].out for r in fine], [exs[r].out_scale for r in fine]))
+                if "lse" in got:
+                    p = np.array([exs[r].lse[self.lse] for r in fine])
+                    y = got["lse"][fine].astype(np.float64)
+                    skip = (p == -INF) & (y == INF)  # +∞ for log 0: accepted with a note, not compared
+                    checks.append((np.where(skip, 0.0, y)[:, None], np.where(skip, 0.0, p)[:, None],
+                                   np.maximum(1.0, np.abs(p))[:, None]))
+            else:
+                checks.append((got["dx"][fine], [exs[r].dx for r in fine], [exs[r].dx_scale for r in fine]))
+                checks.append((got["dv"][fine].reshape(len(fine), -1), [np.ravel(exs[r].dv) for r in fine],
+                               [np.ravel(exs[r].dv_scale) for r in fine]))
+            factor = tol.rel * (1.0 + np.array([kaps[r] for r in fine]))[:, None]
+            ok_rows, top = np.ones(len(fine), dtype=bool), np.zeros(len(fine))
+            for y, p, scales in checks:
+                y, p = np.asarray(y, dtype=np.float64), np.asarray(p, dtype=np.float64)
+                bounds = tol.abs + scaled(factor, np.abs(np.asarray(scales, dtype=np.float64)))
+                ok, errs = agree_all(y, p, bounds)
+                ok, errs = ok.reshape(y.shape), errs.reshape(y.shape)
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    ratio = np.where(np.isfinite(errs) & (bounds > 0), errs / bounds, 0.0)
+                ok_rows &= ok.all(axis=1)
+                if ratio.shape[1]:
+                    top = np.maximum(top, ratio.max(axis=1))
+            passed[fine], ratios[fine] = ok_rows, top
+        call.passing = (got, tol, (passed, ratios.tolist(), kaps))
+        return call.passing[2]
+
     def compare(self, call: Call, got: dict, tol: Tolerance, result: KernelResult | None,
                 start: int = 0) -> KernelFailure | None:
         """The first entry of ``got`` from row ``start`` on (then, from row 0 only, a parameter's
@@ -292,13 +344,23 @@ class KernelChecker:
 
         slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
         ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
+        passed, ratios, kaps = self._passing(call, got, tol)
         for r in range(start, R):
-            row = call.x[r].tolist()
             ex = self.exact(call, r)
-            kap = kappa(row, {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
+            kap = kaps[r]
             if result is not None:
                 result.rows += 1
                 result.undefined_rows += not ex.defined
+            if ex.defined and passed[r]:  # every check of the row passes (as the loop below would find)
+                if result is not None:
+                    result.max_ratio = max(result.max_ratio, ratios[r])
+                    if self.form != "backward" and "lse" in got and ex.lse[self.lse] == -INF \
+                            and float(got["lse"][r]) == INF:
+                        result.plus_inf_lse += 1
+                if self.form == "backward":
+                    ds_total[r % slots] += ex.ds
+                    ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
+                continue
             if not ex.defined:
                 ds_defined[r % slots] = False
                 conv, bad = self.masked_convention(call, got, r, tol)
