@@ -3,6 +3,7 @@ output with the exact definition (:mod:`derive.impl.kernel` states the method)."
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from derive.normalizers.family import kernel_sigma
 __all__ = ["Call", "KernelChecker", "KernelFailure", "KernelResult"]
 
 INF = math.inf
+_TOKENS = itertools.count()  # names of shared value arrays (Call.vtoken), unique in this process
 MASKED_LSE = -1e4  # an lse at or below this on a fully masked row: a large finite mask value plus log n
 
 
@@ -39,6 +41,7 @@ class Call:
     vkeys: dict = field(default_factory=dict, repr=False, compare=False)  # row → digest of its values
     exacts: dict = field(default_factory=dict, repr=False, compare=False)  # row → its ExactRow (KernelChecker.exact)
     passing: tuple = field(default=(), repr=False, compare=False)  # (outputs, tolerance, KernelChecker._passing's)
+    vtoken: int | None = None  # names v (read-only) for the worker, which keeps it: the calls on it send it once
 
     def vkey(self, r: int) -> bytes:
         """The digest of row r's values (:func:`derive.impl.kernel_exact.digest`), computed once."""
@@ -162,7 +165,7 @@ class KernelChecker:
         values negated for odd h) with each parameter an array (H,). ``memo``: shared by the calls
         made on the same ``x`` and ``v`` (read-only), which keeps what is derived from them once:
         the rows made per head, the digests of the value rows."""
-        memo = {} if memo is None else memo
+        shared, memo = memo is not None, {} if memo is None else memo
         rounded = [{key: float(round_to(val, dtype)) for key, val in c.items()} for c in chosen]
         if self.per_head:
             H = len(rounded)
@@ -184,7 +187,10 @@ class KernelChecker:
         if self.form == "backward":
             dv = v.shape[-1]
             third = round_to(np.stack([dout_row(r, third, dv) for r in range(x.shape[0])]).reshape(-1, dv), dtype)
-        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0, vkeys)
+        call = Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0, vkeys)
+        if shared:  # the values are shared by several calls (and read-only): name them
+            call.vtoken = memo.setdefault(("token", self.per_head and len(rounded)), next(_TOKENS))
+        return call
 
     def calls(self, dtype: str):
         """Every call of the check, simplest first: the short lengths with every partition (and,
@@ -233,7 +239,8 @@ class KernelChecker:
 
     def run_call(self, call: Call, dtype: str) -> dict:
         x, v, third = call.args()
-        got = self.target.kcall(self.form, x, v, third, call.params, dtype)
+        got = self.target.kcall(self.form, x, v, third, call.params, dtype,
+                                None if call.vtoken is None else (call.vtoken, v.shape))  # as passed: its layout
         R, n = call.x.shape
         out = {}
         for name, arr in got.items():
