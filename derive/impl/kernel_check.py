@@ -3,6 +3,7 @@ output with the exact definition (:mod:`derive.impl.kernel` states the method)."
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -12,7 +13,7 @@ from derive.errors import InputError
 from derive.impl.counterexample import Counterexample
 from derive.impl.failure_classes import admitted, prepare, record_call
 from derive.impl.inputs import param_strategy, search
-from derive.impl.kernel_exact import ExactRow, exact_row
+from derive.impl.kernel_exact import ExactRow, digest, exact_row
 from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
@@ -24,6 +25,7 @@ from derive.normalizers.family import kernel_sigma
 __all__ = ["Call", "KernelChecker", "KernelFailure", "KernelResult"]
 
 INF = math.inf
+_TOKENS = itertools.count()  # names of shared value arrays (Call.vtoken), unique in this process
 MASKED_LSE = -1e4  # an lse at or below this on a fully masked row: a large finite mask value plus log n
 
 
@@ -37,6 +39,16 @@ class Call:
     sigma: object  # the extra logit: a float or None; per head, a tuple of them
     lead: tuple = ()  # the leading shape the rows are passed in
     heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
+    vkeys: dict = field(default_factory=dict, repr=False, compare=False)  # row → digest of its values
+    exacts: dict = field(default_factory=dict, repr=False, compare=False)  # row → its ExactRow (KernelChecker.exact)
+    passing: tuple = field(default=(), repr=False, compare=False)  # (outputs, tolerance, KernelChecker._passing's)
+    vtoken: int | None = None  # names v (read-only) for the worker, which keeps it: the calls on it send it once
+
+    def vkey(self, r: int) -> bytes:
+        """The digest of row r's values (:func:`derive.impl.kernel_exact.digest`), computed once."""
+        if r not in self.vkeys:
+            self.vkeys[r] = digest(self.v[r])
+        return self.vkeys[r]
 
     def row_sigma(self, r: int):
         """The extra logit of flat row r (row-major over ``lead``: its head is r mod H)."""
@@ -141,30 +153,41 @@ class KernelChecker:
             return sets
         return [sets[(cursor + j) % len(sets)] for j in range(count or SETS_PER_PARTITION)]
 
-    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0) -> Call:
+    def make_call(self, x, v, third, chosen: list, dtype: str, k: int = 0, memo: dict | None = None) -> Call:
         """A call on the rows ``x`` (R, n), ``v`` (R, n, dv): ``third`` a block or split count, or
         for the backward form the index of the cotangent (:func:`dout_row`). Scalar parameters:
         one parameter set, rows passed as (R, n), (1, R, n) or (2, R/2, n) by ``k`` (a batch of two:
         a kernel that reads batch 0 for every batch fails). Per head: one set per head,
         the rows passed as (R, H, n) (each row once per head, made the head's own: scores rolled by h,
-        values negated for odd h) with each parameter an array (H,)."""
+        values negated for odd h) with each parameter an array (H,). ``memo``: shared by the calls
+        made on the same ``x`` and ``v`` (read-only), which keeps what is derived from them once:
+        the rows made per head, the digests of the value rows."""
+        shared, memo = memo is not None, {} if memo is None else memo
         rounded = [{key: float(round_to(val, dtype)) for key, val in c.items()} for c in chosen]
         if self.per_head:
             H = len(rounded)
-            x, v = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
-            for r in range(x.shape[0]):  # each head its own row: head h has the keys' scores rolled by h and,
-                h = r % H  # for odd h, the values negated (a kernel reading another head's x or v must fail)
-                x[r], v[r] = np.roll(x[r], h), (-v[r] if h % 2 else v[r])
+            if ("heads", H) not in memo:
+                xh, vh = np.repeat(x, H, axis=0), np.repeat(v, H, axis=0)
+                for r in range(xh.shape[0]):  # each head its own row: head h has the keys' scores rolled by h and,
+                    h = r % H  # for odd h, the values negated (a kernel reading another head's x or v must fail)
+                    xh[r], vh[r] = np.roll(xh[r], h), (-vh[r] if h % 2 else vh[r])
+                xh.flags.writeable = vh.flags.writeable = False
+                memo[("heads", H)] = (xh, vh, {})
+            x, v, vkeys = memo[("heads", H)]
             params = {key: np.array([c[key] for c in rounded]) for key in rounded[0]}
             sigma, lead = tuple(self.sigma(c) for c in rounded), (x.shape[0] // H, H)
         else:
+            vkeys = memo.setdefault("vkeys", {})
             params, sigma = rounded[0], self.sigma(rounded[0])
             R = x.shape[0]
             lead = [(R,), (1, R), (2, R // 2)][k % 3] if R % 2 == 0 else [(R,), (1, R)][k % 2]
         if self.form == "backward":
             dv = v.shape[-1]
             third = round_to(np.stack([dout_row(r, third, dv) for r in range(x.shape[0])]).reshape(-1, dv), dtype)
-        return Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0)
+        call = Call(self.form, x, v, third, params, sigma, lead, len(rounded) if self.per_head else 0, vkeys)
+        if shared:  # the values are shared by several calls (and read-only): name them
+            call.vtoken = memo.setdefault(("token", self.per_head and len(rounded)), next(_TOKENS))
+        return call
 
     def calls(self, dtype: str):
         """Every call of the check, simplest first: the short lengths with every partition (and,
@@ -177,30 +200,44 @@ class KernelChecker:
             x = round_to(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
             thirds = {"online": blocks, "split": split_counts}.get(
                 self.form, lambda n, thin: [0] if n in LONG_ROWS else [0, 1])(n, self.thin)
+            x.flags.writeable = False
+            shared: dict = {}  # head dimension → (the values, read-only, and the memo of make_call): made once
             for k, third in enumerate(thirds):
                 dv = LONG_DV[k % len(LONG_DV)] if long else DV
-                v = round_to(np.stack([values(n, r, dv) for r in range(len(rows))]).reshape(len(rows), n, dv), dtype)
+                if dv not in shared:
+                    v = round_to(np.stack([values(n, r, dv) for r in range(len(rows))]).reshape(len(rows), n, dv),
+                                 dtype)
+                    v.flags.writeable = False
+                    shared[dv] = (v, {})
+                v, memo = shared[dv]
                 if self.per_head:  # the sink values side by side, as heads: in turn, every one (full list)
                     for _ in range(1 if self.thin or long else -(-len(sets) // HEADS)):
-                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k)
+                        yield self.make_call(x, v, third, self._sets_for(sets, cursor, HEADS), dtype, k, memo)
                         cursor += HEADS
                     continue
                 chosen = [sets[cursor % len(sets)]] if long else self._sets_for(sets, cursor)
                 for params in chosen:
-                    yield self.make_call(x, v, third, [params], dtype, k)
+                    yield self.make_call(x, v, third, [params], dtype, k, memo)
                 cursor += SETS_PER_PARTITION
 
     def exact(self, call: Call, r: int) -> ExactRow:
+        if r in call.exacts:
+            return call.exacts[r]
+        call.exacts[r] = self._exact(call, r)
+        return call.exacts[r]
+
+    def _exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = (tuple(call.x[r].tolist()), call.v[r].tobytes(), call.row_sigma(r), None if g is None else g.tobytes())
+        key = (tuple(call.x[r].tolist()), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
             self._cache[key] = exact_row(call.x[r].tolist(), call.v[r], call.row_sigma(r),
-                                         None if g is None else g.tolist(), self.dps, call.dv)
+                                         None if g is None else g.tolist(), self.dps, call.dv, call.vkey(r))
         return self._cache[key]
 
     def run_call(self, call: Call, dtype: str) -> dict:
         x, v, third = call.args()
-        got = self.target.kcall(self.form, x, v, third, call.params, dtype)
+        got = self.target.kcall(self.form, x, v, third, call.params, dtype,
+                                None if call.vtoken is None else (call.vtoken, v.shape))  # as passed: its layout
         R, n = call.x.shape
         out = {}
         for name, arr in got.items():
@@ -219,10 +256,10 @@ class KernelChecker:
         if n == 0:
             return None
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = ("uniform", n, call.v[r].tobytes(), None if g is None else g.tobytes())
+        key = ("uniform", n, call.vkey(r), None if g is None else g.tobytes())
         if key not in self._cache:
             self._cache[key] = exact_row([0.0] * n, call.v[r], None, None if g is None else g.tolist(), self.dps,
-                                         call.dv)
+                                         call.dv, call.vkey(r))
         return self._cache[key]
 
     def masked_convention(self, call: Call, got: dict, r: int, tol: Tolerance) -> tuple[str | None, str]:
@@ -251,6 +288,50 @@ class KernelChecker:
                 return None, "lse"
         return conv, ""
 
+    def _passing(self, call: Call, got: dict, tol: Tolerance):
+        """For every row of ``call``: whether each of its checks in :meth:`compare` passes, the
+        largest error/bound ratio they have, and the row's κ; computed once for ``got``, on all the
+        rows at once, entry by entry with the same operations as the loop of :meth:`compare`."""
+        if call.passing and call.passing[0] is got and call.passing[1] == tol:
+            return call.passing[2]
+        R = call.x.shape[0]
+        kaps = []
+        for r in range(R):
+            kaps.append(kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items()
+                                                   if math.isfinite(val)}))
+        exs = [self.exact(call, r) for r in range(R)]
+        fine = [r for r in range(R) if exs[r].defined]
+        passed, ratios = np.zeros(R, dtype=bool), np.zeros(R)
+        if fine:
+            checks = []  # (returned (rows, k), exact, magnitudes) over the defined rows
+            if self.form in ("online", "split"):
+                checks.append((got["out"][fine], [exs[r].out for r in fine], [exs[r].out_scale for r in fine]))
+                if "lse" in got:
+                    p = np.array([exs[r].lse[self.lse] for r in fine])
+                    y = got["lse"][fine].astype(np.float64)
+                    skip = (p == -INF) & (y == INF)  # +∞ for log 0: accepted with a note, not compared
+                    checks.append((np.where(skip, 0.0, y)[:, None], np.where(skip, 0.0, p)[:, None],
+                                   np.maximum(1.0, np.abs(p))[:, None]))
+            else:
+                checks.append((got["dx"][fine], [exs[r].dx for r in fine], [exs[r].dx_scale for r in fine]))
+                checks.append((got["dv"][fine].reshape(len(fine), -1), [np.ravel(exs[r].dv) for r in fine],
+                               [np.ravel(exs[r].dv_scale) for r in fine]))
+            factor = tol.rel * (1.0 + np.array([kaps[r] for r in fine]))[:, None]
+            ok_rows, top = np.ones(len(fine), dtype=bool), np.zeros(len(fine))
+            for y, p, scales in checks:
+                y, p = np.asarray(y, dtype=np.float64), np.asarray(p, dtype=np.float64)
+                bounds = tol.abs + scaled(factor, np.abs(np.asarray(scales, dtype=np.float64)))
+                ok, errs = agree_all(y, p, bounds)
+                ok, errs = ok.reshape(y.shape), errs.reshape(y.shape)
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    ratio = np.where(np.isfinite(errs) & (bounds > 0), errs / bounds, 0.0)
+                ok_rows &= ok.all(axis=1)
+                if ratio.shape[1]:
+                    top = np.maximum(top, ratio.max(axis=1))
+            passed[fine], ratios[fine] = ok_rows, top
+        call.passing = (got, tol, (passed, ratios.tolist(), kaps))
+        return call.passing[2]
+
     def compare(self, call: Call, got: dict, tol: Tolerance, result: KernelResult | None,
                 start: int = 0) -> KernelFailure | None:
         """The first entry of ``got`` from row ``start`` on (then, from row 0 only, a parameter's
@@ -267,13 +348,23 @@ class KernelChecker:
 
         slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
         ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
+        passed, ratios, kaps = self._passing(call, got, tol)
         for r in range(start, R):
-            row = call.x[r].tolist()
             ex = self.exact(call, r)
-            kap = kappa(row, {k: val for k, val in call.row_params(r).items() if math.isfinite(val)})
+            kap = kaps[r]
             if result is not None:
                 result.rows += 1
                 result.undefined_rows += not ex.defined
+            if ex.defined and passed[r]:  # every check of the row passes (as the loop below would find)
+                if result is not None:
+                    result.max_ratio = max(result.max_ratio, ratios[r])
+                    if self.form != "backward" and "lse" in got and ex.lse[self.lse] == -INF \
+                            and float(got["lse"][r]) == INF:
+                        result.plus_inf_lse += 1
+                if self.form == "backward":
+                    ds_total[r % slots] += ex.ds
+                    ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
+                continue
             if not ex.defined:
                 ds_defined[r % slots] = False
                 conv, bad = self.masked_convention(call, got, r, tol)

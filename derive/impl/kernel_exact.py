@@ -19,7 +19,7 @@ from flint import arb, arb_mat, ctx
 
 from derive.impl.kernel_inputs import DV
 
-__all__ = ["ExactRow", "exact_row"]
+__all__ = ["ExactRow", "digest", "exact_row"]
 
 INF = math.inf
 
@@ -39,29 +39,52 @@ class ExactRow:
 
 
 _GROUPS: dict = {}  # digest of a value matrix → its distinct rows and each key's row (the fixed inputs repeat)
+_MATS: dict = {}  # distinct value rows → (their arb matrix, that of their magnitudes): rows shifted share them
 
 
-def _groups(v: np.ndarray):
-    key = (v.shape, hashlib.blake2b(np.ascontiguousarray(v).tobytes(), digest_size=16).digest())
-    if key not in _GROUPS:
+def digest(v: np.ndarray) -> bytes:
+    """The key a value matrix is known by in the caches below (its shape and its bytes' digest)."""
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    return repr(v.shape).encode() + hashlib.blake2b(v.reshape(-1).view(np.uint8), digest_size=16).digest()
+
+
+def _groups(v: np.ndarray, vkey: bytes):
+    """(distinct value rows in the order of ``np.unique(v, axis=0)``, each key's row index, the
+    rows as an arb matrix, their magnitudes as one). Rows are told apart by their bytes first
+    (−0.0 made 0.0, so rows equal as numbers are one), then the few distinct ones are sorted."""
+    if vkey not in _GROUPS:
         if len(_GROUPS) > 512:
             _GROUPS.clear()
-        rows, group = np.unique(v, axis=0, return_inverse=True)
-        _GROUPS[key] = (rows, np.ravel(group))
-    return _GROUPS[key]
+        c = np.ascontiguousarray(v + 0.0)
+        if c.ndim == 2 and c.shape[0] and c.shape[1]:
+            raw = c.view(np.dtype((np.void, c.itemsize * c.shape[1]))).ravel()
+            _, first, inv = np.unique(raw, return_index=True, return_inverse=True)
+            rows, small = np.unique(c[first], axis=0, return_inverse=True)
+            group = np.ravel(small)[np.ravel(inv)]
+        else:
+            rows, group = np.unique(c, axis=0, return_inverse=True)
+            group = np.ravel(group)
+        mkey = (rows.shape, rows.tobytes())
+        if mkey not in _MATS:
+            if len(_MATS) > 512:
+                _MATS.clear()
+            _MATS[mkey] = (arb_mat(rows.tolist()), arb_mat(np.abs(rows).tolist()))
+        _GROUPS[vkey] = (rows, group, *_MATS[mkey])
+    return _GROUPS[vkey]
 
 
 def _f(a) -> float:
     return float(a.mid())
 
 
-def exact_row(row, v, sigma, g, dps: int, dv: int | None = None) -> ExactRow:
+def exact_row(row, v, sigma, g, dps: int, dv: int | None = None, vkey: bytes | None = None) -> ExactRow:
     """The definition for one row (scores ``row``, values ``v`` (n, dv), extra logit ``sigma``,
-    cotangent ``g`` or None), at ``4·dps`` bits."""
+    cotangent ``g`` or None), at ``4·dps`` bits. ``vkey``: ``digest(v)``, when the caller has it."""
     old = ctx.prec
     ctx.prec = max(128, 4 * int(dps))
+    v = np.asarray(v, dtype=np.float64)
     try:
-        return _exact(list(row), np.asarray(v, dtype=np.float64), sigma, g, dv)
+        return _exact(list(row), v, sigma, g, dv, digest(v) if vkey is None else vkey)
     finally:
         ctx.prec = old
 
@@ -69,26 +92,25 @@ def exact_row(row, v, sigma, g, dps: int, dv: int | None = None) -> ExactRow:
 _KEYS: dict = {}  # (scores, values) → the keys' exponentials and their sums: the same rows meet many sinks
 
 
-def _keys(row, v):
-    """(e^{x_t} per key, Σ_t e^{x_t}, distinct value rows, each key's row, Σ e^{x_t} per distinct row)."""
-    key = (tuple(row), v.shape, hashlib.blake2b(np.ascontiguousarray(v).tobytes(), digest_size=16).digest(),
-           ctx.prec)
+def _keys(row, v, vkey):
+    """(e^{x_t} per key, Σ_t e^{x_t}, Σ e^{x_t} per distinct value row, :func:`_groups` of v)."""
+    key = (tuple(row), vkey, ctx.prec)
     if key not in _KEYS:
         if len(_KEYS) > 2048:
             _KEYS.clear()
         e = [arb(float(x)).exp() if x != -INF else arb(0) for x in row]
-        rows, group = _groups(v) if len(row) else (np.zeros((0, v.shape[-1] if v.ndim == 2 else 0)), [])
-        sums = [arb(0)] * len(rows)
+        groups = _groups(v, vkey) if len(row) else (np.zeros((0, v.shape[-1] if v.ndim == 2 else 0)), [], None, None)
+        sums = [arb(0)] * len(groups[0])
         for t, q in enumerate(e):
-            sums[group[t]] += q
-        _KEYS[key] = (e, sum(e, arb(0)), rows, group, sums)
+            sums[groups[1][t]] += q
+        _KEYS[key] = (e, sum(e, arb(0)), sums, groups)
     return _KEYS[key]
 
 
-def _exact(row, v, sigma, g, dv) -> ExactRow:
+def _exact(row, v, sigma, g, dv, vkey) -> ExactRow:
     n = len(row)
     dv = v.shape[1] if v.ndim == 2 and n else (DV if dv is None else dv)
-    e, kv, rows, group, esums = _keys(row, v)
+    e, kv, esums, (rows, group, rows_m, abs_m) = _keys(row, v, vkey)
     es = arb(0) if sigma is None or sigma == -INF else arb(float(sigma)).exp()
     den = kv + es
     lse = {"natural": _f(den.log()) if den > 0 else -INF, "kv-only": _f(kv.log()) if kv > 0 else -INF}
@@ -102,8 +124,8 @@ def _exact(row, v, sigma, g, dv) -> ExactRow:
         return res
     sums = [q / den for q in esums]
     S = arb_mat([sums])
-    out_m = S * arb_mat(rows.tolist())
-    scale_m = S * arb_mat(np.abs(rows).tolist())
+    out_m = S * rows_m
+    scale_m = S * abs_m
     out = [out_m[0, k] for k in range(dv)]
     scale = [scale_m[0, k] for k in range(dv)]
     res = ExactRow(True, [_f(o) for o in out], [_f(s) for s in scale], lse)
@@ -113,11 +135,12 @@ def _exact(row, v, sigma, g, dv) -> ExactRow:
     gm = [arb(float(a)) for a in g]
     D = sum((gm[k] * out[k] for k in range(dv)), arb(0))
     gs = sum((abs(gm[k]) * scale[k] for k in range(dv)), arb(0))
-    gv = arb_mat(rows.tolist()) * arb_mat([[a] for a in gm])  # ⟨g, u_g⟩ per distinct value row
+    gv = rows_m * arb_mat([[a] for a in gm])  # ⟨g, u_g⟩ per distinct value row
     gabs = np.abs(rows) @ np.abs(g)  # Σ_k |g_k u_gk| (a magnitude: float64 is enough)
     gs_f = _f(gs)
     p = [q / den for q in e]
-    res.dx = [_f(p[t] * (gv[int(group[t]), 0] - D)) for t in range(n)]
+    gvd = [gv[j, 0] - D for j in range(len(rows))]  # ⟨g, u_g⟩ − D per distinct value row
+    res.dx = [_f(p[t] * gvd[j]) for t, j in enumerate(group.tolist())]
     pf = np.array([_f(q) for q in p])
     res.dx_scale = (pf * (gabs[group] + gs_f)).tolist()
     res.dv = np.outer(pf, g)  # P_t g_k: one rounding of the product of two rounded numbers

@@ -37,6 +37,7 @@ from derive.sandbox.process import Worker, decode  # noqa: F401  (decode: re-exp
 __all__ = ["DEFAULT_TIMEOUT", "ImplRaised", "Target", "brief", "load", "shown"]
 
 DEFAULT_TIMEOUT = 60.0
+HELD = 4  # value arrays the worker keeps for kernel-form calls (worker.HELD)
 WORKER = Path(__file__).with_name("worker.py")  # the sandbox service of derive impl
 
 
@@ -67,6 +68,7 @@ class Target:
     mutates: bool = False  # the function changed its input array in place (seen at least once)
     complex_output: bool = False
     extra: dict = field(default_factory=dict)
+    held: list = field(default_factory=list)  # keys of the value arrays the worker keeps (oldest first)
 
     def call(self, x: np.ndarray, dtype: str, dim: int, mask=None, params=None, grad=None):
         """Output as float64 numpy (and, with ``grad`` weights c, d⟨c, y⟩/dx).
@@ -91,14 +93,21 @@ class Target:
         self.complex_output |= notes["complex"]
         return y, g
 
-    def kcall(self, form: str, x: np.ndarray, v: np.ndarray, third, params: dict, dtype: str) -> dict:
-        """A kernel-form call fn(x, v, block | splits | dout, **params): {name: float64 array}."""
+    def kcall(self, form: str, x: np.ndarray, v: np.ndarray, third, params: dict, dtype: str,
+              vkey=None) -> dict:
+        """A kernel-form call fn(x, v, block | splits | dout, **params): {name: float64 array}.
+
+        ``vkey``: a key that names the values ``v`` (the same key, the same values): the worker
+        keeps the last few it received, so calls on the same values send them once."""
         doing = (f"being called in {form} form on {dtype} scores of shape {list(x.shape)}: {shown(x)}"
                  + (f", {'block' if form == 'online' else 'splits'} = {third}" if form != "backward" else ""))
         third = np.ascontiguousarray(third, dtype=np.float64) if isinstance(third, np.ndarray) else int(third)
+        held = vkey is not None and vkey in self.held
+        if vkey is not None and not held:
+            self.held = (self.held + [vkey])[-HELD:]  # the worker keeps as many, dropping the oldest
         reply = self.worker.request(("kcall", form, np.ascontiguousarray(x, dtype=np.float64),
-                                     np.ascontiguousarray(v, dtype=np.float64), third, dict(params or {}),
-                                     dtype), doing)
+                                     None if held else np.ascontiguousarray(v, dtype=np.float64), third,
+                                     dict(params or {}), dtype, vkey), doing)
         if reply[0] == "raised":
             raise ImplRaised(reply[1], x)
         if reply[0] == "bad":

@@ -16,8 +16,9 @@ from :func:`handle`:
 * ``("kprobe", form, heads)`` (one kernel-form call on a tiny input, numpy then torch) → ``("ok", info)``
   or ``("error", message)`` (which fixed list applies is never the child's word: the parent
   decides it from what it launched, :func:`derive.impl.triton_env.interpreted`);
-* ``("kcall", form, x, v, third, params, dtype)`` (``third`` the tile size, the number of splits or
-  ``dout``) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
+* ``("kcall", form, x, v, third, params, dtype, vkey)`` (``third`` the tile size, the number of splits
+  or ``dout``; ``vkey`` None or a key naming ``v``, kept for the next calls: ``v`` None then means the
+  values last sent with that key) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
   parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
   changed one of its input arrays), ``("raised", text)`` or ``("bad", message)``;
 * ``("aprobe",)`` and ``("acall", ...)``: the attention form, answered by
@@ -202,7 +203,9 @@ def _same(a, b) -> bool:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
         a, b = a.detach().to(torch.float64).numpy(), b.to(torch.float64).numpy()
-    return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    a, b = np.asarray(a), np.asarray(b)
+    # equal entry by entry is the common answer, found in one pass; NaN = NaN only when it is not
+    return bool(np.array_equal(a, b) or np.array_equal(a, b, equal_nan=True))
 
 
 def call(target: Target, x, dtype, dim, mask, params, cot):
@@ -304,7 +307,18 @@ ROWS_CONTRACT = (" (the kernel forms pass every row of a length in one call, sco
                   "the leading dimensions)")
 
 
-def kcall(target: Target, form, x, v, third, params, dtype):
+HELD = 4  # value arrays kept by key (derive.impl.target.HELD: the parent drops the same oldest one)
+_HELD: dict = {}
+
+
+def kcall(target: Target, form, x, v, third, params, dtype, vkey=None):
+    if vkey is not None:
+        if v is None:
+            v = _HELD[vkey]
+        else:
+            _HELD[vkey] = v
+            while len(_HELD) > HELD:
+                del _HELD[next(iter(_HELD))]
     y, mutated = kraw(target, form, x, v, third, params, dtype)
     lead = tuple(x.shape[:-1])
     dv = v.shape[-1]
