@@ -135,7 +135,11 @@ class _Form(_Symbolic):
             self.problems.append(f"{exc}, in a ratio whose denominator has an exponential of a score")
             return super().run(node)
         self.out.shifts[m] = _largest(exponents)
-        self.out.shift_text.append(f"${sp.latex(m)} = {_largest_tex(exponents)}$")
+        largest = _largest_tex(exponents)
+        # A long maximum (an exponent with a function of the score in it) is said in words, so a
+        # table cell or a line can break; the displayed form shows the exponents themselves.
+        self.out.shift_text.append(f"${sp.latex(m)} = {largest}$" if len(largest) <= LONG
+                                   else f"${sp.latex(m)}$ = the largest exponent of the row")
         self.out.rewrites.append((self.plain(node), new, m))
         return new
 
@@ -205,6 +209,9 @@ def _distinct(exponents) -> list:
             continue
         out.append((u, inside))
     return out
+
+
+LONG = 40  # characters of LaTeX beyond which the largest exponent is named in words
 
 
 def _largest_tex(exponents) -> str:
