@@ -155,10 +155,6 @@ _SLOW_IDENTITY = "dot(q, k) + j * (log(exp(300*x) + exp(-300*x)) - log(exp(600*x
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the reason text depends on the CPU-time limit: at 10 s the rewrite "
-                                       "chain ends by itself ('no proof and no counterexample were found'), "
-                                       "at 2.5 s (a 4x slower machine) it is cut by the clock "
-                                       "('no proof (time limit of 2.5 s hit) …'); the work is not bounded by counts")
 def test_same_text_with_the_time_limit_divided_by_4():
     fast = _results(_SLOW_IDENTITY, {"x": "scalar"}, ["invariant(x)"],
                     cfg=Settings(examples=20, witness_examples=200, time_limit=10.0))
@@ -217,11 +213,6 @@ _TANH_ADDITION = "dot(q, k) + j * (tanh(x + 2*y) * (1 + tanh(x) * tanh(2*y)) - t
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the verdict depends on the CPU-time limit: the tanh addition formula is "
-                                       "proved by sp.simplify in about 2-3.5 s of CPU, so it is proved with the "
-                                       "default 10 s and undecided with a smaller limit (with 2.5 s = 10/4 it "
-                                       "flips from run to run on one machine: observed proved, then undecided); "
-                                       "sp.simplify is bounded by expression size, not by work")
 def test_same_verdict_whatever_the_time_limit():
     # tanh(x + 2y)·(1 + tanh x·tanh 2y) = tanh x + tanh 2y exactly: the score is dot(q, k).
     verdicts = []

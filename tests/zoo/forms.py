@@ -134,7 +134,11 @@ def _softpick(x, eps, shift_terms):
         m = np.maximum(m, 0.0)  # the 1 and ε shifted too: m = max(0, max x) keeps every exponent ≤ 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         one = np.exp(-m) if shift_terms else 1.0
-        d = np.where(allowed, np.exp(np.where(allowed, x, 0.0) - m) - one, 0.0)
+        xs = np.where(allowed, x, 0.0)
+        d = np.exp(xs - m) - one
+        if shift_terms:  # near x = 0, e^(x−m) − e^(−m) cancels: e^(−m)·expm1(x) keeps its digits
+            d = np.where(np.abs(xs) < 1, np.exp(-m) * np.expm1(xs), d)
+        d = np.where(allowed, d, 0.0)
         return np.maximum(d, 0) / (np.abs(d).sum(axis=-1, keepdims=True) + eps * (np.exp(-m) if shift_terms else 1.0))
 
 
