@@ -11,6 +11,8 @@ The pipeline, one sub-package per stage:
 * :mod:`derive.build` — runs the above over ``proofs/``.
 """
 
+from derive.lazy import exports
+
 __version__ = "0.1.0"
 
 # The public names are imported on first use (PEP 562), so that ``import derive`` — and with it
@@ -32,19 +34,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'derive' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = exports(globals(), _EXPORTS)
 
 
 __all__ = [

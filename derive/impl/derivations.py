@@ -19,14 +19,13 @@ from functools import lru_cache
 
 import sympy as sp
 
-from derive.model.attention import ScalarBase, i, j
+from derive.model.attention import X, i, j
 from derive.normalizers.registry import get
 from derive.prove.equality import prove_equal
 from derive.prove.verdict import Verdict
 
-__all__ = ["Derivation", "derive_fault", "label"]
+__all__ = ["Derivation", "derive_fault"]
 
-X = ScalarBase("x")
 SHIFT = sp.Symbol("m", real=True)
 
 
@@ -53,14 +52,6 @@ def _verdict(v: Verdict) -> dict:
     if v.witness is not None:
         out["counterexample"] = {k: v.witness[k] for k in ("instance", "indices", "lhs", "rhs")}
     return out
-
-
-def label(name: str) -> str:
-    """The short name of normalizer ``name`` in a formula, e.g. softmax₁(x): its registry entry's label."""
-    from derive.normalizers.registry import REGISTRY, USER
-
-    entry = REGISTRY.get(name) or USER.get(name)
-    return entry.label if entry is not None else name
 
 
 def _base_e(expr):

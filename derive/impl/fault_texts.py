@@ -18,7 +18,7 @@ __all__ = ["registered", "texts"]
 
 def registered(form) -> str | None:
     """The label of a registered normalizer with the same weight as the compiled formula ``form``."""
-    from derive.impl.derivations import X, label
+    from derive.model.attention import X
     from derive.model.attention import i as row_i
     from derive.normalizers.registry import REGISTRY
 
@@ -27,7 +27,7 @@ def registered(form) -> str | None:
         if entry.definition_of is not None and set(entry.params) <= set(form.params):
             try:
                 if entry.weight(lambda k: X[row_i, k]) == mine:
-                    return label(entry.name)
+                    return entry.label
             except (TypeError, ValueError):
                 continue
     return None

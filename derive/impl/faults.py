@@ -81,7 +81,6 @@ def _shifted_text(tm) -> str:
 
 @lru_cache(maxsize=256)
 def _parts(name: str, formula: str) -> Parts:
-    from derive.impl.derivations import label
     from derive.normalizers.family import recognise
     from derive.normalizers.registry import get
 
@@ -91,7 +90,7 @@ def _parts(name: str, formula: str) -> Parts:
     logit = None
     if fam is not None and fam.logit is not None:
         logit = "0" if fam.logit == 0 else sp.sstr(fam.logit)
-    return Parts(entry, node, label(name), tuple(extra_terms(node)), logit)
+    return Parts(entry, node, entry.label, tuple(extra_terms(node)), logit)
 
 
 def parts(name: str) -> Parts | None:

@@ -21,6 +21,7 @@ __all__ = [
     "MaskBase",
     "ScalarBase",
     "Score",
+    "X",
     "d",
     "display_apart",
     "i",
@@ -56,6 +57,7 @@ class ScalarBase(sp.IndexedBase):
 
 
 M = MaskBase("M")
+X = ScalarBase("x")  # the row's scores x[i, t] (scaled), the argument of every normalizer
 
 # What an internal object is shown as when a spec declares its name (a user's scalar t
 # next to Σ_t would read as one thing). The replacements are not identifiers, so no

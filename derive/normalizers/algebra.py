@@ -17,10 +17,12 @@ import sympy as sp
 
 from derive.crosscheck.instances import make_instance, signature
 from derive.crosscheck.witness import certify, find_witness, rounded
-from derive.model.attention import M, ScalarBase, i, j, n, t, u
+from derive.model.attention import M, X, i, j, n, t, u
 from derive.model.vectors import expand_dot
+from derive.normalizers.registry import get
 from derive.prove.memo import memoized, simplify
 from derive.prove.equality import prove_zero
+from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
 from derive.settings import DEFAULT
@@ -32,7 +34,6 @@ __all__ = [
     "RowForm",
     "X",
     "Z",
-    "canon_sums",
     "depends_on_score",
     "elementwise",
     "mass",
@@ -48,7 +49,6 @@ __all__ = [
     "weight",
 ]
 
-X = ScalarBase("x")
 Z = sp.Symbol("Z", positive=True)  # Σ over the allowed keys of F(x_t)
 N = sp.Symbol("N_i", integer=True, positive=True)  # number of allowed keys of the row
 CFG = DEFAULT.merge(time_limit=8.0, witness_examples=150)
@@ -69,27 +69,6 @@ def _plain_weight(name: str, make, key, params: tuple) -> sp.Expr:
     """The weight with scores x[i, t]. Building it is not free: the clipped softmax's min and
     max compare their arguments under the assumptions each time one is built."""
     return make(score, key=key, **dict(params))
-
-
-def canon_sums(e: sp.Expr) -> sp.Expr:
-    """Every Σ with dummy t, its key-independent factors pulled out (an identity)."""
-
-    def fix(s):
-        body, (var, lo, hi) = s.function, s.limits[0]
-        if var != t and t in body.free_symbols:
-            return s  # renaming the dummy to t would capture a free t
-        body = body.xreplace({var: t}) if var != t else body
-        dep, ind = [], []
-        for a in sp.Mul.make_args(sp.expand(body, power_exp=True, mul=False, multinomial=False)):
-            (dep if t in a.free_symbols else ind).append(a)
-        return sp.Mul(*ind) * sp.Sum(sp.Mul(*dep), (t, lo, hi))
-
-    for _ in range(3):
-        new = e.replace(lambda z: isinstance(z, sp.Sum), fix)
-        if new == e:
-            break
-        e = new
-    return e
 
 
 def mass(entry, params: dict, sc=score) -> sp.Expr:
@@ -414,8 +393,6 @@ def _shown(m):
 
 def display_subs(name) -> dict:
     """Map the domain symbols of an entry (or of the entry of that name) back to its parameter names (ζ' → ζ − 1)."""
-    from derive.normalizers.registry import get
-
     entry = get(name) if isinstance(name, str) else name
     return dict(_display_subs(tuple(entry.domain.items())))
 

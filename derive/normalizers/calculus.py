@@ -17,7 +17,6 @@ from derive.model.attention import M, i, j
 from derive.normalizers.algebra import (
     Derivation,
     X,
-    canon_sums,
     entry_sample_subs,
     sample_parameters,
     shown,
@@ -25,6 +24,7 @@ from derive.normalizers.algebra import (
     weight,
 )
 from derive.prove.memo import simplify
+from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
 __all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal", "two_key"]

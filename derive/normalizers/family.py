@@ -18,12 +18,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.model.attention import M, ScalarBase, i, j, n, row_sum, t
+from derive.model.attention import M, X, i, j, n, row_sum, t
 from derive.model.reductions import RowExtremum
+from derive.prove.sums import canon_sums
 
 __all__ = ["Family", "KernelFacts", "extra_weight", "kernel_form", "kernel_sigma", "logit_value", "recognise"]
-
-_X = ScalarBase("x")
 
 
 @dataclass(frozen=True)
@@ -42,22 +41,20 @@ def _row(body_of) -> sp.Expr:
 
 def _ratio(entry) -> sp.Expr:
     """The weight of an allowed key divided by M_j: a function of the row."""
-    w = entry.weight(lambda k: _X[i, k], j, **_plain(entry))
+    w = entry.weight(lambda k: X[i, k], j, **_plain(entry))
     return sp.expand(w / M[i, j], mul=False, multinomial=False, power_exp=False, log=False, deep=False)
 
 
 def recognise(entry) -> tuple[Family | None, str]:
     """(the family, "") or (None, why there is no online form)."""
-    from derive.normalizers.algebra import canon_sums
-
     key = (entry.name, entry.formula)
     if key in _SEEN:
         return _SEEN[key]
     r = _ratio(entry)
     out: tuple[Family | None, str]
-    den = sp.expand(canon_sums(sp.exp(_X[i, j]) / r))
-    extra = sp.expand(den - _row(lambda k: sp.exp(_X[i, k])))
-    if not extra.has(_X, M, j, t):
+    den = sp.expand(canon_sums(sp.exp(X[i, j]) / r))
+    extra = sp.expand(den - _row(lambda k: sp.exp(X[i, k])))
+    if not extra.has(X, M, j, t):
         logit = None if extra == 0 else sp.expand_log(sp.log(extra), force=False)
         out = (Family(extra, logit), "")
     else:
@@ -70,20 +67,19 @@ _SEEN: dict = {}
 
 
 def _why_not(r: sp.Expr) -> str:
-    from derive.normalizers.algebra import canon_sums
     from derive.render.latex import tex
 
-    if not r.has(sp.Sum, sp.Product, RowExtremum) and {a for a in r.atoms(sp.Indexed) if a.base == _X} <= {_X[i, j]}:
+    if not r.has(sp.Sum, sp.Product, RowExtremum) and {a for a in r.atoms(sp.Indexed) if a.base == X} <= {X[i, j]}:
         return ("elementwise: each weight depends on its own score only, so there is no normalizer and no state to "
                 "carry across tiles; a tile's output is the sum of its keys' weighted values, and tiles (and "
                 "splits) simply add")
     num, den = sp.fraction(sp.together(r)) if not r.has(sp.Min, sp.Max) else (r, sp.S.One)
-    if isinstance(num, sp.exp) and num.args[0].has(_X[i, j]):
+    if isinstance(num, sp.exp) and num.args[0].has(X[i, j]):
         g = num.args[0]
-        rest = sp.expand(canon_sums(den) - _row(lambda k: sp.exp(g.xreplace({_X[i, j]: _X[i, k]}))))
-        if not rest.has(_X, M):
+        rest = sp.expand(canon_sums(den) - _row(lambda k: sp.exp(g.xreplace({X[i, j]: X[i, k]}))))
+        if not rest.has(X, M):
             y = sp.Symbol("x", real=True)
-            return (f"softmax of modified scores $g(x) = {tex(g.xreplace({_X[i, j]: y}))}$: apply $g$ to each "
+            return (f"softmax of modified scores $g(x) = {tex(g.xreplace({X[i, j]: y}))}$: apply $g$ to each "
                     "score as its tile is loaded and run softmax's online form (with the same extra term)")
     return ("its weight is not of the form $e^{x_j}/(E + \\sum_t e^{x_t})$ with $E$ free of the scores, so no "
             "running state (m, ℓ, acc) gives it; no online, split or backward form is derived")

@@ -18,7 +18,6 @@ from derive.normalizers.algebra import (
     Derivation,
     X,
     Z,
-    canon_sums,
     elementwise,
     entry_sample_subs,
     put_in,
@@ -31,6 +30,7 @@ from derive.normalizers.algebra import (
 from derive.normalizers.continuity import limit_at_infinity
 from derive.prove.memo import memoized, simplify
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
 __all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_uniform", "path_limit"]

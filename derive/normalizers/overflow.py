@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derive.model.attention import M, i, j, n, t
+from derive.model.attention import M, X, i, j, n, t
 from derive.model.reductions import RowMax
 from derive.normalizers.formula import Y, _Symbolic
 from derive.spec.parser import Binary, Call, Name, Unary, walk
@@ -237,8 +237,6 @@ def _largest_tex(exponents) -> str:
 
 def derive_overflow_free(entry, params: dict, score=None) -> Overflow:
     """The overflow-free form of ``entry``'s weight of key j (parameters ``params``)."""
-    from derive.normalizers.algebra import X
-
     f = entry.definition_of
     score = score or (lambda k: X[i, k])
     values = {p: params[p] if p in params else f.defaults.get(p, sp.Symbol(p, real=True)) for p in f.params}

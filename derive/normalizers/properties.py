@@ -21,7 +21,6 @@ from derive.normalizers.algebra import (
     Derivation,
     X,
     Z,
-    canon_sums,
     depends_on_score,
     elementwise,
     mass,
@@ -35,6 +34,7 @@ from derive.normalizers.algebra import (
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.registry import get, names
 from derive.prove.memo import simplify
+from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
 from derive.shared import once

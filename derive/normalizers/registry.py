@@ -40,7 +40,7 @@ import numpy as np
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, i, j
+from derive.model.attention import M, X, i, j
 from derive.normalizers.parts import NEGATIVE, POSITIVE, REAL, Token, Trial
 
 __all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "register",
@@ -273,7 +273,6 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
         return f.reference(x, mask, y, **vals)
 
     if definition is None:
-        from derive.normalizers.algebra import X
         from derive.render.latex import tex
 
         definition = "p_j = " + tex(f.weight(lambda k: X[i, k]).subs(M[i, j], 1))
@@ -502,8 +501,6 @@ def user_entry(label: str, f) -> str:
     an entry with the same weight and parameters (built-in or loaded before) if there is one,
     else a new entry named ``label`` (``label#<digest of the definition>`` when taken)."""
     import hashlib
-
-    from derive.normalizers.algebra import X
 
     mine = f.weight(lambda k: X[i, k])
     for entry in list(REGISTRY.values()) + list(USER.values()):
