@@ -19,7 +19,6 @@ from derive.document.notation import notation
 from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
 from derive.model.vectors import Dot
 from derive.normalizers import calculus, equivalences, limits
-from derive.normalizers.algebra import canon_sums
 from derive.normalizers.properties import B_K, C, K, Q, derive_property
 from derive.normalizers.registry import get
 from derive.normalizers.stable import DTYPES, FORMS, MSHIFT, faulty_weight, float_table, stable_form
@@ -117,10 +116,9 @@ def document() -> Document:
 
     # 3 ------------------------------------------------------------------------------
     doc.section("3. The weights sum to $Z/(1 + Z)$: strictly between 0 and 1")
-    mass = notation("mass", lambda: canon_sums(sp.Sum(S1.weight(sc, key=u), (u, 1, n))),
+    mass = notation("mass", lambda: sp.Sum(S1.weight(sc, key=u), (u, 1, n)),
                     latex="\\sum_{u=1}^{n} p^{(1)}_{u}", nargs=0)
     doc.equation(mass(), Zn() / (1 + Zn()), name="total mass",
-                 check=False,  # canon_sums writes the sum of weights as Z/(1 + Z): one expression
                  why="The sum runs over the allowed keys ($M_{i,u} = 1$), and $\\sum_u e^{x_{i,u}}$ over them is $Z$.")
     Zs = sp.Symbol("Z", positive=True)
     dmass = notation("dmass", lambda: sp.diff(Zs / (1 + Zs), Zs), latex="\\frac{d}{dZ}\\frac{Z}{1 + Z}", nargs=0)

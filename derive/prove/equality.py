@@ -3,7 +3,9 @@
 A proof is a chain of SymPy rewrites that brings ``lhs − rhs`` to 0: expanding every
 ⟨·,·⟩ by bilinearity, exp(a + b) = exp(a)·exp(b), taking a positive factor out of max, min and
 abs, merging sums over the same range,
-writing hyperbolic functions with exponentials and cancelling, and finally ``simplify``
+writing hyperbolic functions with exponentials and cancelling, writing every sum over one
+index (a bound index renamed, its constant factors taken out: Σ_u p_u v_u and Σ_t p_t v_t are one
+sum), and finally ``simplify``
 (only on expressions of at most ``SIMPLIFY_OPS`` operations: work is bounded by size, so
 the verdict does not depend on the machine; the time bound is a last guard). If none
 reaches 0, a certified numeric counterexample refutes the claim; with neither, the verdict
@@ -17,6 +19,7 @@ from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
+from derive.prove.sums import canon_sums
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
@@ -41,6 +44,13 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
     e = e.replace(lambda a: isinstance(a, sp.exp),
                   lambda a: sp.exp(sp.cancel(sp.expand(a.args[0], power_exp=True))))
     return sp.cancel(sp.expand(e, power_exp=True))
+
+
+def _one_index(e: sp.Expr) -> sp.Expr:
+    """Every Σ over the index t, its factors free of t taken out (:func:`~derive.prove.sums.canon_sums`),
+    then expanded and merged as in :func:`_sums`; ``e`` itself when there was nothing to rewrite."""
+    out = canon_sums(e)
+    return e if out == e else _sums(out)
 
 
 def _homogeneous(e: sp.Expr) -> sp.Expr:
@@ -71,13 +81,14 @@ _PASSES = (
     ("positive factors taken out of max, min and abs", _homogeneous),
     ("merging sums over the same range", _sums),
     ("exponentials expanded (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
+    ("sums written over one index (a bound index renamed, factors free of it taken out)", _one_index),
     ("simplification (common factors cancelled)", sp.simplify),
 )
 
 
 # Side passes start from the expression itself and pass nothing on (their cancelled form is
 # a worse start for simplify than the chain's).
-_SIDE = (_exponentials,)
+_SIDE = (_exponentials, _one_index)
 SIMPLIFY_OPS = 600  # a deterministic bound: larger expressions are not handed to sp.simplify
 
 
