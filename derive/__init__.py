@@ -14,6 +14,10 @@ The pipeline, one sub-package per stage:
 from derive.lazy import exports
 
 __version__ = "0.1.0"
+# The project's public home, stated here and in pyproject.toml's [project.urls] Homepage (a test
+# keeps the two equal); outputs link to it (SARIF's tool and rule help). None: the project has no
+# public home yet, and no output names a URL for it.
+__url__: str | None = None
 
 # The public names are imported on first use (PEP 562), so that ``import derive`` — and with it
 # ``derive --help`` and ``derive check --help`` — loads neither SymPy nor Hypothesis nor flint.

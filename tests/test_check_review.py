@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import derive
 from derive.cli import main
 from tests.test_check_formats import _validate
 
@@ -234,14 +235,38 @@ def test_sarif_rules_and_run_details():
     doc = _validate(to_sarif([]))
     (run,) = doc["runs"]
     driver = run["tool"]["driver"]
-    assert driver["informationUri"].startswith("https://")
+    # no public home declared (derive.__url__ is None): no URL at all, and no placeholder for one
+    assert "informationUri" not in driver and "OWNER" not in json.dumps(doc)
     assert [r["id"] for r in driver["rules"]] == [k.name for k in KINDS] and len(KINDS) == 12
     for rule in driver["rules"]:
-        assert rule["helpUri"].endswith("/docs/spec.md#claims") and rule["help"]["text"]
+        assert "helpUri" not in rule and rule["help"]["text"]
+        assert rule["help"]["markdown"].endswith("See the claims of the spec language: docs/spec.md of derive "
+                                                 f"{derive.__version__}, section Claims.")
         for text in (rule["shortDescription"]["text"], rule["fullDescription"]["text"], rule["help"]["text"]):
             assert not re.search(r"(?<![:\w])(NAME|EXPR|OTHER)\b", text), text
     assert run["automationDetails"] == {"id": "derive/check/"}
     assert run["invocations"] == [{"executionSuccessful": True}]
+
+
+def test_sarif_links_to_the_project_home_when_it_has_one(monkeypatch):
+    from derive.report.sarif import to_sarif
+
+    monkeypatch.setattr(derive, "__url__", "https://example.org/derive")
+    driver = _validate(to_sarif([]))["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://example.org/derive"
+    docs = f"https://example.org/derive/blob/v{derive.__version__}/docs/spec.md#claims"
+    for rule in driver["rules"]:
+        assert rule["helpUri"] == docs and rule["help"]["markdown"].endswith(
+            f"See [the claims of the spec language]({docs}).")
+
+
+def test_the_project_home_is_stated_once_in_derive_and_in_pyproject():
+    """derive.__url__ and pyproject.toml's [project.urls] Homepage are the same (both absent today)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project.get("urls", {}).get("Homepage") == derive.__url__
+    assert project["version"] == derive.__version__
 
 
 def test_pipe_in_a_claim_name_keeps_the_table(tmp_path):

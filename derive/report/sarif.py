@@ -24,10 +24,9 @@ from urllib.parse import quote
 from derive.spec import claim_kinds as _kinds
 from derive.report.common import claim_level, claim_message, claim_region, repo_path
 
-__all__ = ["HOMEPAGE", "SCHEMA_URI", "error_sarif", "rules", "to_sarif"]
+__all__ = ["SCHEMA_URI", "error_sarif", "rules", "to_sarif"]
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-HOMEPAGE = "https://github.com/OWNER/derive"  # the project's home (README: where you get derive)
 SRCROOT = "%SRCROOT%"
 AUTOMATION_ID = "derive/check/"
 
@@ -42,13 +41,19 @@ def artifact(file: str) -> dict:
     return {"uri": quote(path), "uriBaseId": SRCROOT}
 
 
-def _docs(version: str) -> str:
-    return f"{HOMEPAGE}/blob/v{version}/docs/spec.md"
+def _docs(version: str) -> str | None:
+    """docs/spec.md of this release at the project's home (``derive.__url__``); None without one."""
+    from derive import __url__
+
+    return f"{__url__}/blob/v{version}/docs/spec.md" if __url__ else None
 
 
 def rules(version: str) -> list[dict]:
     out = []
+    docs = _docs(version)
     for k in _kinds.KINDS:
+        see = (f"See [the claims of the spec language]({docs}#{k.anchor})." if docs else
+               f"See the claims of the spec language: docs/spec.md of derive {version}, section Claims.")
         meaning = k.plain()
         says = meaning.removeprefix("(extension) ")
         text = (f"The claim {k.name} of a derive variant spec states that {says}. derive proves it "
@@ -58,10 +63,8 @@ def rules(version: str) -> list[dict]:
         out.append({"id": k.name, "name": "".join(w.capitalize() for w in k.name.split("_")),
                     "shortDescription": {"text": f"{k.name}: {meaning.removeprefix('(extension) ').split(';')[0]}"},
                     "fullDescription": {"text": f"The claim {k.name}: {meaning}."},
-                    "helpUri": f"{_docs(version)}#{k.anchor}",
-                    "help": {"text": text, "markdown": f"`{k.usage}`: {k.meaning}.\n\n{k.help}\n\n"
-                                                       f"See [the claims of the spec language]"
-                                                       f"({_docs(version)}#{k.anchor})."},
+                    **({"helpUri": f"{docs}#{k.anchor}"} if docs else {}),
+                    "help": {"text": text, "markdown": f"`{k.usage}`: {k.meaning}.\n\n{k.help}\n\n{see}"},
                     "defaultConfiguration": {"level": "error"}})
     return out
 
@@ -121,14 +124,14 @@ def _absent(entry: dict) -> dict:
 
 
 def _document(results: list, invocation: dict) -> str:
-    from derive import __version__
+    from derive import __url__, __version__
 
     doc = {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "derive", "version": __version__, "semanticVersion": __version__,
-                                "informationUri": HOMEPAGE, "rules": rules(__version__)}},
+                                **({"informationUri": __url__} if __url__ else {}), "rules": rules(__version__)}},
             "automationDetails": {"id": AUTOMATION_ID},
             "invocations": [invocation],
             "columnKind": "unicodeCodePoints",
