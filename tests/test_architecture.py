@@ -214,15 +214,15 @@ def test_the_floors_see_an_import_up_a_floor():
 
 
 def test_the_imports_by_a_computed_name_are_these():
-    """Imports the scan cannot follow, each named with what it imports. One runs up a floor: a claim
-    kind's record (specs) names its prover (claims) as text, imported when a claim is proved."""
+    """Imports the scan cannot follow, each named with what it imports (none runs up a floor: a claim
+    kind's record, on the specs floor, names its prover as text; the claims import it)."""
     known = {
         "derive.lazy": "a package's names on first use; the scan reads each package's _EXPORTS table",
         "derive.cli": "derive.commands.<name>: the command floor itself",
         "derive.build": "PRELOAD, modules imported before forking the documents' processes (catalogues floor)",
         "derive.impl.worker": "the user's implementation, in the child process",
-        "derive.spec.claim_kinds": "a claim kind's prover, named as derive.claims.provers:NAME or "
-                                   "derive.claims.modifiers:NAME in its record and imported when a claim is proved",
+        "derive.claims.provers": "a claim kind's prover, named in its record as derive.claims.provers:NAME "
+                                 "or derive.claims.modifiers:NAME (the claims floor)",
     }
     found = {m for m, p in _modules().items() if "import_module(" in p.read_text(encoding="utf-8")}
     assert found == set(known)

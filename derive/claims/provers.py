@@ -323,9 +323,12 @@ class _Provers(dict):
     """``PROVERS[kind]``: the prover the claim-kind record names (derive.spec.claim_kinds)."""
 
     def __missing__(self, kind):
-        from derive.spec.claim_kinds import prover
+        import importlib
 
-        return self.setdefault(kind, prover(kind))
+        from derive.spec.claim_kinds import by_name
+
+        module, _, attr = by_name(kind).prover.partition(":")
+        return self.setdefault(kind, getattr(importlib.import_module(module), attr))
 
 
 PROVERS = _Provers()

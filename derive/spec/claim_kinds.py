@@ -2,19 +2,19 @@
 
 A record holds the kind's name, the argument it takes, its meaning, the prover that decides it
 and the help text of its SARIF rule. Generated from it: the claim parsing of the spec loader
-(:data:`CLAIM_ARGS`), the dispatch to provers (:func:`prover`), the claim table of
+(:data:`CLAIM_ARGS`), the dispatch to provers (``derive.claims.provers.PROVERS``), the claim table of
 ``docs/spec.md`` (:func:`markdown_table`) and the SARIF rules (:mod:`derive.report.sarif`).
 Claim kinds are part of the spec language, so the record lives with the loader; it imports
-nothing heavy, and names each prover as ``module:function`` (imported on first use).
+nothing heavy, and names each prover as ``module:function``: text, which the claims (a floor
+above, :mod:`derive.claims.provers`) import on first use.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
 
-__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table", "prover", "with_table"]
+__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table", "with_table"]
 
 # The verdicts a claim may be expected to have (``expect = "refuted"``); the first is the default.
 EXPECTATIONS = ("proved", "refuted", "undecided")
@@ -125,12 +125,6 @@ _BY_NAME = {k.name: k for k in KINDS}
 
 def by_name(kind: str) -> ClaimKind:
     return _BY_NAME[kind]
-
-
-def prover(kind: str):
-    """The function that decides claims of ``kind`` (imported on first use)."""
-    module, _, attr = _BY_NAME[kind].prover.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 BEGIN = "<!-- claim table: generated from derive/spec/claim_kinds.py by python -m derive.spec.claim_kinds -->"
