@@ -29,8 +29,9 @@ def _exports(tree: ast.Module) -> dict[str, str]:
     return {}
 
 
-def _imports(nodes, mods: dict, exports: dict) -> set[str]:
-    """The derive modules that the import statements among ``nodes`` name."""
+def _imports(nodes, mods: dict, exports: dict, here: str = "derive") -> set[str]:
+    """The derive modules that the import statements among ``nodes`` name (``here``: the package a
+    relative import starts from)."""
 
     def target(name: str) -> str | None:
         while name and name not in mods:
@@ -40,10 +41,16 @@ def _imports(nodes, mods: dict, exports: dict) -> set[str]:
     out = set()
     for node in nodes:
         names = []
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("derive"):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # from .x import y: from the package here, one level up per further dot
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                module = ".".join(base + ([module] if module else []))
+            if not module.startswith("derive"):
+                continue
             for a in node.names:
-                full = f"{node.module}.{a.name}"
-                names.append(full if full in mods else exports.get(node.module, {}).get(a.name, node.module))
+                full = f"{module}.{a.name}"
+                names.append(full if full in mods else exports.get(module, {}).get(a.name, module))
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names if a.name.startswith("derive")]
         out.update(t for t in map(target, names) if t)
@@ -58,10 +65,11 @@ def _graph(top_level_only: bool, root: Path = ROOT) -> dict[str, set[str]]:
     mods = _modules(root)
     trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in mods.items()}
     exports = {m: _exports(tree) for m, tree in trees.items()}
-    top = {m: _imports(tree.body, mods, exports) for m, tree in trees.items()}
+    here = {m: m if p.name == "__init__.py" else m.rpartition(".")[0] for m, p in mods.items()}
+    top = {m: _imports(tree.body, mods, exports, here[m]) for m, tree in trees.items()}
     graph: dict[str, set[str]] = {}
     for mod, tree in trees.items():
-        direct = top[mod] if top_level_only else _imports(ast.walk(tree), mods, exports)
+        direct = top[mod] if top_level_only else _imports(ast.walk(tree), mods, exports, here[mod])
         deps = set(direct)
         for dep in direct:
             parts = dep.split(".")
@@ -189,9 +197,10 @@ def test_the_scan_sees_a_circle_through_an_import_in_a_function(tmp_path):
     assert _cycles(_graph(top_level_only=False, root=root)) == [["derive.a", "derive.b", "derive.c"]]
 
 
-def test_the_scan_follows_a_package_init_and_its_lazy_names(tmp_path):
+def test_the_scan_follows_a_package_init_lazy_names_and_relative_imports(tmp_path):
     """Importing derive.p.low runs derive/p/__init__.py, whose import of derive.p.high makes a
-    circle with derive.q; a lazily exported name stands for the module it comes from."""
+    circle with derive.q; a lazily exported name stands for the module it comes from; a relative
+    import counts like an absolute one."""
     root = _package(tmp_path, {
         "p/__init__.py": "from derive.p.high import f\n",
         "p/low.py": "X = 1\n",
@@ -200,11 +209,16 @@ def test_the_scan_follows_a_package_init_and_its_lazy_names(tmp_path):
         "r/__init__.py": "_EXPORTS = {name: 'derive.r.impl' for name in ('k',)}\n",
         "r/impl.py": "from derive.s import k2\n",
         "s.py": "def k2():\n    from derive.r import k\n",
+        "t/__init__.py": "",
+        "t/one.py": "def f():\n    from . import two\n",
+        "t/two.py": "from ..t.one import f\n",
     })
     graph = _graph(top_level_only=False, root=root)
     assert graph["derive.q"] == {"derive.p.low", "derive.p.high"}
     assert graph["derive.s"] == {"derive.r.impl"}
-    assert _cycles(graph) == [["derive.p.high", "derive.q"], ["derive.r.impl", "derive.s"]]
+    assert graph["derive.t.one"] == {"derive.t.two"} and graph["derive.t.two"] == {"derive.t.one"}
+    assert _cycles(graph) == [["derive.p.high", "derive.q"], ["derive.r.impl", "derive.s"],
+                              ["derive.t.one", "derive.t.two"]]
 
 
 def test_the_floors_see_an_import_up_a_floor():
