@@ -80,3 +80,20 @@ def test_factors_free_of_the_index_leave_the_sum_and_nested_sums_are_renamed():
     assert canon_sums(e) == a * sp.Sum(x[i, t], (t, 1, n)) / inner
     sep = sp.Sum(x[i, u] * sp.Sum(v[t], (t, 1, n)), (u, 1, n))
     assert canon_sums(sep) == sp.Sum(x[i, t], (t, 1, n)) * sp.Sum(v[t], (t, 1, n))
+
+
+def test_the_documents_cross_check_these_rows():
+    """The committed documents (build_docs.py --check keeps them current) prove the five registry
+    rows of docs/kernels.md and softmax₁'s total mass by this rewriting, and each has a numeric check."""
+    import json
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    for doc, names in (("kernels.json", ("bias_kv:", "sink:", "softmax:", "softmax1:", "zero_token:")),
+                       ("softmax-one.json", ("total mass",))):
+        data = json.loads((docs / doc).read_text(encoding="utf-8"))
+        for prefix in names:
+            (step,) = [s for s in data["steps"] if s["name"].startswith(prefix)]
+            assert (step["verdict"], step["method"]) == ("proved", ONE_INDEX), step
+            (check,) = [c for c in data["checks"] if c["name"] == step["name"]]
+            assert check["verdict"] == "passed" and check["examples"] > 0, check
