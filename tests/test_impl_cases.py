@@ -31,7 +31,7 @@ def check(name, norm, form, **kw):
 
 
 def names(report) -> list[str]:
-    return [m["name"] for m in report.diagnosis.matched] if report.diagnosis else []
+    return [m.name for m in report.diagnosis.matched] if report.diagnosis else []
 
 
 # ---- the fixed list reaches real sizes ----------------------------------------------------------

@@ -120,7 +120,7 @@ ZOO = [
 def test_each_faulty_zoo_implementation_is_named(fn, norm, params, form):
     report = check_implementation(Z + fn, norm, params=params, dtypes=("float64", "float32"), examples=30)
     assert not report.agrees
-    assert [m["name"] for m in report.diagnosis.matched] == [form], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [form], report.to_markdown()
 
 
 @pytest.mark.slow
@@ -143,20 +143,20 @@ FAST = {"dtypes": ("float64",), "examples": 15}
 def test_missing_log2e_is_diagnosed_for_sigmoid():
     report = check_implementation(Z + "sigmoid_exp2", "sigmoid", params={"b": 0.5}, **FAST)
     (m,) = report.diagnosis.matched
-    assert (m["name"], m["title"], m["formula"]) == (
+    assert (m.name, m.title, m.formula) == (
         "exp2-units", "exp/exp2 unit mix-up: a factor ln 2 on the scores", "sigmoid((ln 2) * (x_j + b))")
-    assert m["derivation"]["closed_form"] == "sigmoid((ln 2) * (x_j + b))"
-    assert m["derivation"]["written_equals_closed_form"]["status"] == "proved"
-    assert m["derivation"]["closed_form_equals_definition"]["status"] == "refuted"
+    assert m.derivation["closed_form"] == "sigmoid((ln 2) * (x_j + b))"
+    assert m.derivation["written_equals_closed_form"]["status"] == "proved"
+    assert m.derivation["closed_form_equals_definition"]["status"] == "refuted"
 
 
 def test_the_unshifted_terms_of_softpick_are_diagnosed():
     report = check_implementation(Z + "softpick_unshifted", "softpick", params={"eps": 1e-3}, **FAST)
     (m,) = report.diagnosis.matched
-    assert m["title"] == "unshifted 1 and eps: the row maximum is subtracted from the scores but not from the 1 and eps"
-    assert m["fix"] == "Shift the 1 and eps too: use exp(−m) and eps * exp(−m) in place of 1 and eps."
-    assert "So it computes softpick(x − max x), not softpick(x)." in m["explanation"]
-    d = m["derivation"]
+    assert m.title == "unshifted 1 and eps: the row maximum is subtracted from the scores but not from the 1 and eps"
+    assert m.fix == "Shift the 1 and eps too: use exp(−m) and eps * exp(−m) in place of 1 and eps."
+    assert "So it computes softpick(x − max x), not softpick(x)." in m.explanation
+    d = m.derivation
     assert (d["closed_form"], d["definition"]) == ("softpick(x − m)", "softpick(x)")
     assert d["closed_form_equals_definition"]["status"] == "refuted"
     # the fix is proved: the prover takes the positive factor e^−m out of ReLU and abs

@@ -93,7 +93,7 @@ def test_faulty_numpy_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
 
     report = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
     assert not report.agrees and report.exit_code() == 1
-    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
     entry = next(f for f in FAULTS if f.key == fault)
     md = report.to_markdown()
     assert f"Fix: {entry.fix}." in md and entry.title in md  # one wording: the fault's own entry
@@ -130,7 +130,7 @@ def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
     need_torch()
     report = check_implementation(TORCH + fn, norm, form=form, dtypes=("float32",))
     assert not report.agrees and report.api == "torch"
-    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
 
 
 def test_first_counterexample_is_the_smallest_input_and_exact():
@@ -150,7 +150,7 @@ def test_unshifted_one_is_caught_without_keys():
                                   dtypes=("float64",))
     f = report.failure
     assert (f.what, f.call.x.shape, f.output, f.exact) == ("lse", (16, 0), [-math.inf], [0.0])
-    assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
+    assert [m.name for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
 
 
 def test_unshifted_one_out_only_is_caught_on_one_key():
@@ -162,7 +162,7 @@ def test_unshifted_one_out_only_is_caught_on_one_key():
     v0 = f.call.v[f.row][0]
     assert f.exact == pytest.approx(list(v0 * math.e / (math.e + 1)), rel=1e-15)
     assert f.output == pytest.approx(list(v0 / 2), rel=1e-15)
-    assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
+    assert [m.name for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
 
 
 def test_lse_in_the_wrong_convention_says_which_flag():
@@ -417,7 +417,7 @@ def test_a_hanging_kernel_is_stopped_at_the_timeout():
 def test_float16_numpy_kernels():
     assert check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",)).agrees
     bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
-    assert [m["name"] for m in bad.diagnosis.matched] == ["extra_per_tile"]
+    assert [m.name for m in bad.diagnosis.matched] == ["extra_per_tile"]
 
 
 def test_a_dropped_partial_tile_is_caught_and_not_misnamed():
@@ -528,7 +528,7 @@ def test_a_kernel_reading_head_0_for_every_head_disagrees(fn, form):
                                       ("sink_backward_grad_sign", "sink_grad_sign")])
 def test_a_per_head_sink_gradient_zero_or_of_the_wrong_sign_is_named(fn, fault):
     report = check_implementation(PH + fn, "sink", form="backward", per_head=True, dtypes=("float64",))
-    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
     f = report.failure
     assert f.what == "ds" and f.row == -1 and len(f.output) == 2 and f.call.lead == (16, 2)
 

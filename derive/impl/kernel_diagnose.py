@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from derive.impl.diagnose import Diagnosis
+from derive.impl.diagnose import Diagnosis, Match
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
 from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
 from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
@@ -187,22 +187,21 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
             scope = next((sc for sc in scopes if _matches(checker, failure, seen, tol, model, sc, lenient)), None)
             if scope is not None:
                 f = BY_KEY[key]
-                entry = {"name": key, "title": f.title, "does": f.does, "computes": f.computes, "fix": f.fix}
+                computes = f.computes
                 if "scale" in variant:
-                    d = round(1.0 / variant["scale"] ** 2)
-                    entry["computes"] += f" (here with the scale 1/√{d})"
+                    computes += f" (here with the scale 1/√{round(1.0 / variant['scale'] ** 2)})"
                 if variant.get("p_only"):
-                    entry["computes"] += " (in P only: the sink's gradient uses the right lse)"
+                    computes += " (in P only: the sink's gradient uses the right lse)"
                 if scope == ("lse",):
-                    entry["computes"] += " (in the lse returned; out is right)"
-                diag.matched.append(entry)
+                    computes += " (in the lse returned; out is right)"
+                diag.matched.append(Match("kernel", key, f.title, f.fix, does=f.does, computes=computes))
                 break
     if not diag.matched:
         diag.pattern = _pattern(checker, failure, seen, tol)
     return diag
 
 
-def _other_entry(norm, other: str) -> dict:
+def _other_entry(norm, other: str) -> Match:
     """The diagnosis "the output equals normalizer ``other``" (the registry's title and words)."""
     title = get(other).title
     if EXTRA_LOGIT[other] is None:
@@ -213,8 +212,8 @@ def _other_entry(norm, other: str) -> dict:
                 "without a sink and takes s = 0)")
         fix = (f"pass the normalizer's parameters ({', '.join(norm.params)})" if norm.params
                else "drop the extra 1 from the denominator (or check it as softmax1 if that is meant)")
-    return {"name": f"equals-{other}", "title": f"the output equals {title}, not {norm.title}", "does": does,
-            "computes": f"{title} on every probe row", "fix": fix}
+    return Match("kernel", f"equals-{other}", f"the output equals {title}, not {norm.title}", fix, does=does,
+                 computes=f"{title} on every probe row")
 
 
 def _lse_matches(checker, seen, conv: str, tol: Tolerance) -> bool:
