@@ -162,6 +162,30 @@ def test_kernel_forms_of_the_softmax_family_entry(entries, tmp_path, capsys):
                            ("half_split", "split", 0), ("half_split_extra_per_split", "split", 1)):
         code, report, err = _impl(capsys, f"{code_py}:{fn}", HALF, "--form", form, "--examples", "5")
         assert code == want, (fn, err, report)
+        if want:  # the kernel fault of its form, applied to the entry's extra logit s/2
+            assert [m["name"] for m in report["diagnosis"]["matched"]] == ["extra_per_tile"], report
+
+
+def test_the_kernel_faults_that_apply_come_from_the_formula(entries, monkeypatch):
+    """The scaled sink gets every kernel fault a sink gets (its extra logit s/2 has a parameter, and
+    no rewrite leaves it unchanged); a fixed extra logit log 2 gets those of the logit but no
+    gradient fault (there is no parameter to differentiate); the entry outside the family none."""
+    from derive.kernels.faults import faults_for
+    from derive.normalizers import family
+    from derive.normalizers.registry import get
+
+    half, floor = entries
+    two = from_formula("twosink", "softmax with a 2 in the denominator", "exp(x_j) / (2 + sum_t(exp(x_t)))")
+    monkeypatch.setitem(REGISTRY, two.name, two)
+    try:
+        for form in ("online", "split", "backward"):
+            assert faults_for(half, form) == faults_for(get("sink"), form)
+            assert faults_for(floor, form) == ()
+        assert faults_for(two, "online") == faults_for(get("sink"), "online")
+        assert faults_for(two, "split") == faults_for(get("sink"), "split")
+        assert faults_for(two, "backward") == ("kv_only_lse_backward",)
+    finally:
+        family._SEEN.pop(("twosink", two.formula), None)
 
 
 def test_no_online_form_for_the_other_entry_and_why(entries, tmp_path, capsys):

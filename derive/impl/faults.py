@@ -11,8 +11,8 @@ derivation of :mod:`derive.impl.derivations`; the words of the explanation are r
 formula too (its extra terms, its extra logit). A fault applies to every normalizer whose
 formula has the part it transforms and on which it changes a sample row: a sink, a zero
 token, softpick and a spec's own normalizer alike. Where a fault of the kernel forms is the
-same transformation of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`), the row
-form uses that definition.
+same transformation of the extra logit (a fault of part ``logit`` of
+:data:`derive.kernels.faults.FAULTS`), the row form uses that definition.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import mpmath
 import sympy as sp
 
 from derive.impl.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
+from derive.kernels.faults import BY_KEY as KERNEL_FAULTS
 from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["FAULTS", "Fault", "Parts", "parts", "pretty", "variants"]
@@ -183,16 +184,16 @@ class _Logit:
 
 def _logit_rewrite(key: str):
     """The extra logits (the arguments of exponentials free of the scores) rewritten by the kernel
-    fault ``key`` of :data:`~derive.kernels.faults.EXTRA_FAULTS`, with the factor c a stand-in."""
-    from derive.kernels.faults import EXTRA_FAULTS
+    fault ``key`` of :data:`~derive.kernels.faults.FAULTS` (a fault of its part ``logit``), with the
+    factor c a stand-in."""
 
     def rewrite(p: Parts, f):
         calls = exp_calls(p.node, of_scores=False)
 
         def fn(nd):
             if nd in calls:
-                s = EXTRA_FAULTS[key](_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
-                                      lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
+                s = KERNEL_FAULTS[key].rewrite(_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
+                                               lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
                 return Call(nd.func, (s.node,), nd.col)
             return None
 

@@ -9,14 +9,14 @@ import numpy as np
 
 from derive.impl.diagnose import Diagnosis, Match
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
-from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
+from derive.impl.kernel_faults import BY_KEY, faults_for, faulty_outputs, other_extras, variants
 from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
 from derive.impl.numbers import agree_all, round_to, scaled
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 from derive.normalizers.registry import get
 
-__all__ = ["FORM_FAULTS", "KERNEL_TOLERANCE_RULE", "KernelDiagnosis", "diagnose", "faulty_outputs"]
+__all__ = ["KERNEL_TOLERANCE_RULE", "KernelDiagnosis", "diagnose", "faulty_outputs"]
 
 INF = math.inf
 
@@ -178,7 +178,7 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
         model = (lambda call, s=sigma: faulty_outputs(checker.form, None, call, {}, checker.lse, sigma=s))
         if _matches(checker, failure, seen, tol, model, every, lenient=False):
             diag.matched.append(_other_entry(checker.norm, other))
-    for key in FORM_FAULTS[checker.form]:
+    for key in faults_for(checker.norm, checker.form):
         for variant in variants(checker.form, key):
             model = (lambda call, key=key, variant=variant: faulty_outputs(checker.form, key, call, variant,
                                                                            checker.lse))
@@ -249,8 +249,9 @@ def _pattern(checker, failure, seen, tol) -> list[str]:
     if bad and failure.what != "lse":
         lines.append("It returns NaN or ±inf where the definition is finite.")
     if not lines:
-        lines.append(f"No known kernel fault of the {checker.form} form matches (tried: "
-                     f"{', '.join(FORM_FAULTS[checker.form])}): it disagrees on {failure.what} "
+        tried = faults_for(checker.norm, checker.form)
+        lines.append(f"No known kernel fault of the {checker.form} form matches (tried those that apply to "
+                     f"{checker.norm.name}: {', '.join(tried) or 'none'}): it disagrees on {failure.what} "
                      f"({failure.call.describe()}).")
     return lines
 
