@@ -60,6 +60,14 @@ def _code(tmp_path) -> str:
         "def half_split(x, v, splits, *, s):\n    return K.sink_split(x, v, splits, s=s / 2)\n"
         "def half_split_extra_per_split(x, v, splits, *, s):\n"
         "    return K.sink_split_extra_per_split(x, v, splits, s=s / 2)\n"
+        "def half_backward(x, v, dout, *, s):\n"
+        "    dx, dv, d = K.sink_backward(x, v, dout, s=s / 2)\n"
+        "    return dx, dv, {'s': d['s'] / 2}\n"
+        "def half_backward_no_chain_rule(x, v, dout, *, s):\n"
+        "    return K.sink_backward(x, v, dout, s=s / 2)\n"
+        "def half_backward_grad_sign(x, v, dout, *, s):\n"
+        "    dx, dv, d = K.sink_backward(x, v, dout, s=s / 2)\n"
+        "    return dx, dv, {'s': -d['s'] / 2}\n"
         "def _softmax(x):\n"
         "    m = np.max(x, axis=-1, keepdims=True)\n"
         "    e = np.exp(x - m)\n"
@@ -164,6 +172,19 @@ def test_kernel_forms_of_the_softmax_family_entry(entries, tmp_path, capsys):
         assert code == want, (fn, err, report)
         if want:  # the kernel fault of its form, applied to the entry's extra logit s/2
             assert [m["name"] for m in report["diagnosis"]["matched"]] == ["extra_per_tile"], report
+
+
+def test_the_backward_of_a_scaled_extra_logit_takes_the_chain_rule(entries, tmp_path, capsys):
+    """σ = s/2: the gradient of s is ∂L/∂σ / 2. The kernel that returns ∂L/∂σ as the gradient of s
+    is wrong; the one with the factor 1/2 agrees; a sign error in it is the known fault."""
+    code_py = _code(tmp_path)
+    for fn, want, named in (("half_backward", 0, None), ("half_backward_no_chain_rule", 1, []),
+                            ("half_backward_grad_sign", 1, ["extra_grad_sign"])):
+        code, report, err = _impl(capsys, f"{code_py}:{fn}", HALF, "--form", "backward", "--examples", "3")
+        assert code == want, (fn, err, report)
+        if want:
+            assert report["results"][0]["failure"]["what"] == "ds", report
+            assert [m["name"] for m in report["diagnosis"]["matched"]] == named, report
 
 
 def test_the_kernel_faults_that_apply_come_from_the_formula(entries, monkeypatch):

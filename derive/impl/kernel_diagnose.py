@@ -126,6 +126,12 @@ def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
 KernelDiagnosis = Diagnosis  # one diagnosis type for the row and the kernel forms
 
 
+def _slope(checker: KernelChecker):
+    """∂σ/∂p of the first parameter p (whose gradient the diagnosis compares), or None."""
+    name = next(iter(checker.norm.params), None)
+    return None if name is None else (lambda params: checker.slope(name, params))
+
+
 def _failing_rows(checker: KernelChecker, seen, tol: Tolerance) -> int:
     """Probe rows (of a defined value) on which the kernel disagrees with the definition."""
     count = 0
@@ -154,7 +160,7 @@ def _matches(checker, failure, seen, tol, model, keys, lenient) -> bool:
     differs = False
     for call, got in seen:
         ref = model(call)
-        exact = faulty_outputs(checker.form, None, call, {}, checker.lse)
+        exact = faulty_outputs(checker.form, None, call, {}, checker.lse, slope=_slope(checker))
         if not _same(ref, exact, checker, call, tol, keys=keys):
             differs = True
         if not _same(got, ref, checker, call, tol, lenient=lenient, keys=keys):
@@ -181,7 +187,7 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
     for key in faults_for(checker.norm, checker.form):
         for variant in variants(checker.form, key):
             model = (lambda call, key=key, variant=variant: faulty_outputs(checker.form, key, call, variant,
-                                                                           checker.lse))
+                                                                           checker.lse, slope=_slope(checker)))
             lenient = key != "nan_empty_split"
             scopes = [every] + ([("lse",)] if failure.what == "lse" else [])  # an lse fault: on lse alone too
             scope = next((sc for sc in scopes if _matches(checker, failure, seen, tol, model, sc, lenient)), None)

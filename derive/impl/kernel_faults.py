@@ -64,10 +64,11 @@ def _finalized(x, v, block, sigma, base2, fault):
 
 
 def faulty_outputs(form: str, key: str | None, call: Call, variant: dict, lse: str = "natural",
-                   sigma=...) -> dict:
+                   sigma=..., slope=None) -> dict:
     """The numeric kernel (with fault ``key``, or none) on every row of ``call``: out and lse (in
     the convention ``lse``; none for kv-only), or dx, dv and ds. ``sigma``: the extra logit to
-    use instead of the call's (another normalizer of the family)."""
+    use instead of the call's (another normalizer of the family); ``slope(params)``: ∂σ/∂p of the
+    parameter whose gradient ds is (default 1: the extra logit is the parameter)."""
     R, n = call.x.shape
     outs, lses, dxs, dvs, ds = [], [], [], [], np.zeros(call.heads or 1)
     for r in range(R):
@@ -88,7 +89,7 @@ def faulty_outputs(form: str, key: str | None, call: Call, variant: dict, lse: s
                 dx, dv, dsr = numeric.backward(x, v, call.third[r], s, fault=key, **variant)
                 dxs.append(dx)
                 dvs.append(dv)
-                ds[r % len(ds)] += 0.0 if dsr is None else dsr
+                ds[r % len(ds)] += 0.0 if dsr is None else dsr * (1.0 if slope is None else slope(call.row_params(r)))
                 continue
         outs.append(o)
         lses.append(float(ell))

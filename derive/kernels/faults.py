@@ -154,14 +154,15 @@ FAULTS: tuple[KernelFault, ...] = (
                 "logit", lambda s, m, K, c, log: s * c,  # the score scale 1/√d on the extra logit
                 assume=SINK_ONLY),
     KernelFault("unshifted_extra", "finalize", ("online", "split"), "extra logit added unshifted at finalization",
-                r"finalizes $\ell + e^{\sigma}$ with $\ell = e^{-m} \sum_t e^{x_t}$, instead of $\ell + e^{\sigma - m}$",
+                r"finalizes $\ell + e^{\sigma}$ with $\ell = e^{-m} \sum_t e^{x_t}$, "
+                r"instead of $\ell + e^{\sigma - m}$",
                 r"an extra logit $\sigma + m$ ($m$ the running max) instead of $\sigma$",
                 r"add $e^{\sigma - m}$ (the extra logit shifted like the scores), or seed $m_0 = \sigma$, $\ell_0 = 1$",
                 "logit", lambda s, m, K, c, log: s + m,  # e^s added unshifted to ℓ = e^{−m} Σ
                 assume={w: 0, sigma: 0, n: 1, m: x[i, 1]}, sizes={"max_n": 1, "max_d": 1}),
     KernelFault("acc_not_rescaled", "online", ("online",), "accumulator not rescaled when the max grows",
-                r"updates $\mathrm{acc} \leftarrow \mathrm{acc} + \sum_{\mathrm{tile}} e^{x - m'} v$ without the factor "
-                r"$e^{m - m'}$",
+                r"updates $\mathrm{acc} \leftarrow \mathrm{acc} + \sum_{\mathrm{tile}} e^{x - m'} v$ "
+                r"without the factor $e^{m - m'}$",
                 r"keys of earlier tiles weighted by $e^{x - m}$ against later ones by $e^{x - m'}$",
                 r"$\mathrm{acc} \leftarrow e^{m - m'} \mathrm{acc} + \sum_{\mathrm{tile}} e^{x - m'} v$",
                 "rescale", lambda r_ell, r_acc, one: (r_ell, one), assume=TWO_TILES, sizes={"max_n": 2, "max_d": 1}),
