@@ -75,6 +75,7 @@ def _code(tmp_path) -> str:
         "def floor(x, *, tau):\n    return np.where(x == -np.inf, 0.0, np.maximum(0.0, _softmax(x) - tau))\n"
         "def floor_masked_keys_weigh(x, *, tau):\n    return np.maximum(0.0, _softmax(x) - tau)\n"
         "def floor_unclipped(x, *, tau):\n    return _softmax(x) - tau\n"
+        "def floor_no_bound(x, *, tau):\n    return np.where(x == -np.inf, 0.0, _softmax(x) - tau)\n"
         "def floor_online(x, v, block, *, tau):\n    return K.softmax_online(x, v, block)\n")
     return str(f)
 
@@ -134,6 +135,9 @@ def test_row_form_accepts_the_right_code_and_refutes_the_wrong(entries, tmp_path
         code, report, err = _impl(capsys, f"{code_py}:{fn}", name)
         assert code == 1, (fn, err)
         assert report["verdict"] == "disagrees" and report["counterexample"]["row"], (fn, report)
+    # the general rewrite of a bound, max(0, ·) dropped from the entry's own formula (masked keys still 0)
+    code, report, err = _impl(capsys, f"{code_py}:floor_no_bound", FLOOR)
+    assert code == 1 and [m["name"] for m in report["diagnosis"]["matched"]] == ["bound-dropped"], (err, report)
 
 
 def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
