@@ -15,24 +15,24 @@ Z = "tests/zoo/forms.py:"
 
 # every fault applies wherever the formula has the part it rewrites and the rewrite changes a sample row
 FAULTS_OF = {
-    "softmax": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction"},
-    "softmax1": {"unshifted-sink-term", "softmax-for-softmax1", "exp2-units", "all-masked-nan", "no-max-subtraction"},
-    "zero_token": {"unshifted-sink-term", "softmax-for-softmax1", "exp2-units", "all-masked-nan",
+    "softmax": {"extra-one-added", "exp2-units", "no-max-subtraction"},
+    "softmax1": {"unshifted-extra-term", "extra-terms-dropped", "exp2-units", "all-masked-nan", "no-max-subtraction"},
+    "zero_token": {"unshifted-extra-term", "extra-terms-dropped", "exp2-units", "all-masked-nan",
                    "no-max-subtraction"},
-    "sink": {"unshifted-sink-term", "softmax-for-softmax1", "sink-scaled", "exp2-units", "all-masked-nan",
+    "sink": {"unshifted-extra-term", "extra-terms-dropped", "extra-logit-scaled", "exp2-units", "all-masked-nan",
              "no-max-subtraction", "param-sign-flipped"},
-    "bias_kv": {"unshifted-sink-term", "softmax-for-softmax1", "sink-scaled", "exp2-units", "all-masked-nan",
+    "bias_kv": {"unshifted-extra-term", "extra-terms-dropped", "extra-logit-scaled", "exp2-units", "all-masked-nan",
                 "no-max-subtraction", "param-sign-flipped"},
     "sigmoid": {"exp2-units", "all-masked-nan", "param-sign-flipped", "softmax-for-elementwise",
                 "exp-ratio-overflow"},
-    "clipped": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction", "bound-dropped", "outer-function-dropped",
+    "clipped": {"extra-one-added", "exp2-units", "no-max-subtraction", "bound-dropped", "outer-function-dropped",
                 "param-sign-flipped"},
     # c·tanh(x/c) is even in c: flipping its sign changes nothing, so that fault is not listed
-    "softcap": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction", "tanh-cap-dropped", "tanh-cap-misscaled",
+    "softcap": {"extra-one-added", "exp2-units", "no-max-subtraction", "tanh-cap-dropped", "tanh-cap-misscaled",
                 "mask-inside-formula"},
-    "softpick": {"unshifted-sink-term", "softmax-for-softmax1", "exp2-units", "all-masked-nan", "no-max-subtraction",
+    "softpick": {"unshifted-extra-term", "extra-terms-dropped", "exp2-units", "all-masked-nan", "no-max-subtraction",
                  "mask-inside-formula", "param-sign-flipped"},
-    "ssmax": {"softmax1-for-softmax", "exp2-units", "no-max-subtraction", "mask-inside-formula",
+    "ssmax": {"extra-one-added", "exp2-units", "no-max-subtraction", "mask-inside-formula",
               "param-sign-flipped"},
     "sigmoid_logn": {"exp2-units", "softmax-for-elementwise", "exp-ratio-overflow", "mask-inside-formula"},
     "stick_breaking": {"exp2-units", "all-masked-nan", "exp-ratio-overflow"},
@@ -63,7 +63,7 @@ def test_a_spec_normalizer_gets_the_faults_of_its_formula():
     key = user_entry("halfsink", compile_weight("exp(x_j) / (exp(a) + 2 * sum_t(exp(x_t)))", {"a": {}}))
     try:
         assert {e.name for e, _, _ in variants(key)} == {
-            "unshifted-sink-term", "softmax-for-softmax1", "sink-scaled", "exp2-units", "all-masked-nan",
+            "unshifted-extra-term", "extra-terms-dropped", "extra-logit-scaled", "exp2-units", "all-masked-nan",
             "no-max-subtraction", "param-sign-flipped"}
     finally:
         USER.pop(key, None)
@@ -74,7 +74,7 @@ def test_a_spec_normalizer_gets_the_faults_of_its_formula():
 def test_the_forms_are_derived_symbolically(name):
     seen = set()
     for entry, fields, _ in variants(name):
-        if entry.name in seen or entry.name == "sink-scaled":
+        if entry.name in seen or entry.name == "extra-logit-scaled":
             continue
         seen.add(entry.name)
         d = derive_fault(entry.name, name, tuple(sorted(fields.items())))
@@ -106,14 +106,14 @@ ZOO = [
     ("softcap_missing", "softcap", {"c": 5.0}, "tanh-cap-dropped"),
     ("softcap_tanh_only", "softcap", {"c": 5.0}, "tanh-cap-misscaled"),
     ("softcap_not_divided", "softcap", {"c": 5.0}, "tanh-cap-misscaled"),
-    ("zero_token_unshifted", "zero_token", {}, "unshifted-sink-term"),
-    ("zero_token_forgotten", "zero_token", {}, "softmax-for-softmax1"),
-    ("bias_kv_unshifted", "bias_kv", {"s_star": 0.75}, "unshifted-sink-term"),
-    ("bias_kv_forgotten", "bias_kv", {"s_star": 0.75}, "softmax-for-softmax1"),
+    ("zero_token_unshifted", "zero_token", {}, "unshifted-extra-term"),
+    ("zero_token_forgotten", "zero_token", {}, "extra-terms-dropped"),
+    ("bias_kv_unshifted", "bias_kv", {"s_star": 0.75}, "unshifted-extra-term"),
+    ("bias_kv_forgotten", "bias_kv", {"s_star": 0.75}, "extra-terms-dropped"),
     # faults that reach these normalizers through their formulas alone
     ("sigmoid_exp2", "sigmoid", {"b": 0.5}, "exp2-units"),
     ("softcap_exp2", "softcap", {"c": 5.0}, "exp2-units"),
-    ("softpick_unshifted", "softpick", {"eps": 1e-3}, "unshifted-sink-term"),
+    ("softpick_unshifted", "softpick", {"eps": 1e-3}, "unshifted-extra-term"),
     ("relu_n_counts_masked", "relu_n", {}, "mask-inside-formula"),
 ]
 

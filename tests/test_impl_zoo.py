@@ -42,13 +42,13 @@ def test_correct_numpy_implementations_agree(spec, norm, params):
 
 
 FAULTY_NUMPY = [
-    ("softmax1_unshifted.py:softmax1", "softmax1", "unshifted-sink-term", "use exp(−m) in place of 1"),
-    ("softmax1_is_softmax.py:softmax1", "softmax1", "softmax-for-softmax1", "Add the 1 back: exp(x_j) / (1 + sum_t(exp(x_t)))"),
+    ("softmax1_unshifted.py:softmax1", "softmax1", "unshifted-extra-term", "use exp(−m) in place of 1"),
+    ("softmax1_is_softmax.py:softmax1", "softmax1", "extra-terms-dropped", "Add the 1 back: exp(x_j) / (1 + sum_t(exp(x_t)))"),
     ("softmax1_naive.py:softmax1", "softmax1", "no-max-subtraction", "Subtract m = max(0, max x)"),
     ("softmax1_nan_masked.py:softmax1", "softmax1", "all-masked-nan", "Take m = max(0, max x)"),
-    ("softmax_faulty.py:with_one", "softmax", "softmax1-for-softmax", "Drop the extra 1"),
+    ("softmax_faulty.py:with_one", "softmax", "extra-one-added", "Drop the extra 1"),
     ("softmax_faulty.py:naive", "softmax", "no-max-subtraction", "Subtract m = max x"),
-    ("sink_numpy.py:sink_scaled", "sink", "sink-scaled", "s/√d with d = 64"),
+    ("sink_numpy.py:sink_scaled", "sink", "extra-logit-scaled", "s/√d with d = 64"),
     ("sink_numpy.py:sink_exp2", "sink", "exp2-units", "factor ln 2 on the sink logit only"),
 ]
 

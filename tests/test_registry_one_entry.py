@@ -162,7 +162,7 @@ def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
 def test_fault_diagnosis_of_the_scaled_sink(entries, tmp_path, capsys):
     code, report, err = _impl(capsys, f"{_code(tmp_path)}:half_unshifted", HALF)
     assert code == 1, err
-    assert "unshifted-sink-term" in [m["name"] for m in report["diagnosis"]["matched"]]
+    assert "unshifted-extra-term" in [m["name"] for m in report["diagnosis"]["matched"]]
 
 
 # ---- derive impl: the kernel forms ---------------------------------------------------------

@@ -382,7 +382,7 @@ def _caps(p: Parts) -> list:
 
 
 FAULTS: tuple[Fault, ...] = (
-    Fault("unshifted-sink-term",
+    Fault("unshifted-extra-term",
           "unshifted {plus}: the row maximum is subtracted from the scores but not from the {term}",
           "It subtracts the row maximum m = max x from every score for stability, but leaves the {term} "
           "unshifted. So it computes {name}(x − max x), not {name}(x). Shifting all scores by a constant leaves "
@@ -390,16 +390,16 @@ FAULTS: tuple[Fault, ...] = (
           "Shift the {term} too: use {shifted} in place of {term}{guard}.",
           lambda p: [{}, {"guarded": True}] if p.terms else [],  # NaN on a fully masked row, or m taken as 0
           lambda p, f: _shift_scores(p.node), closed="shift", fix_form=True),
-    Fault("softmax-for-softmax1", "{closed} where {name} was meant: the {term} {is} missing",
+    Fault("extra-terms-dropped", "{closed} where {name} was meant: the {term} {is} missing",
           "It computes {closed}: the {term} of the definition {is} missing, so {effect}.",
           "Add the {term} back: {definition}.",
           _when(lambda p: bool(p.terms)), _drop_terms),
-    Fault("softmax1-for-softmax", "{closed} where {name} was meant: an extra 1 in the denominator",
-          "It adds 1 (exp(0), an implicit zero logit) to the denominator, as softmax₁ does, so its weights sum to "
-          "less than they should.",
+    Fault("extra-one-added", "{closed} where {name} was meant: an extra 1 in the denominator",
+          "It adds 1 (exp(0), an implicit zero logit) to the denominator, so its weights sum to less than they "
+          "should.",
           "Drop the extra 1 (or the zero key/logit) from the denominator.",
           lambda p: [{}] if _bare_sums(p.node) else [], _add_one),
-    Fault("sink-scaled", "the extra logit is scaled inconsistently with the scores ({logit}{how} with d = {d})",
+    Fault("extra-logit-scaled", "the extra logit is scaled inconsistently with the scores ({logit}{how} with d = {d})",
           "The extra logit enters multiplied by {c}: it was scaled by 1/√d (or not) differently from the scores it "
           "competes with, so the extra token's weight is wrong whenever its logit is not 0.",
           "Scale the extra logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink logit on the "
@@ -516,7 +516,7 @@ def faulty_row(name: str, fault: str, fields: tuple, row, params: dict, dtype: s
         form = faulty_formula(name, entry.formula, fault, fields)
         finite = [v for v in row if v != -math.inf]
         m = max(finite) if finite else (0.0 if fd.get("guarded") else None)
-        if m is None and fault == "unshifted-sink-term":
+        if m is None and fault == "unshifted-extra-term":
             return [math.nan] * len(row)  # x − m = −∞ − (−∞)
         out = form.reference(xs, allowed, **{**vals, M_: m or 0.0, C_: fd.get("factor", 1.0)})
         return [float(v) for v in out]
