@@ -352,3 +352,37 @@ def test_the_numeric_kernels_apply_the_same_transformation():
         assert np.allclose(got[0], want[0]) and math.isclose(got[1], want[1]), key
     got = backward(X, V, np.array([1.0, -0.5]), s, fault="extra_grad_sign")[2]
     assert got == pytest.approx(FAULT["extra_grad_sign"].rewrite(backward(X, V, np.array([1.0, -0.5]), s)[2], 0.0))
+
+
+def test_a_spec_normalizer_of_the_family_gets_the_faults_of_its_formula():
+    """A spec's own normalizer with an extra logit a (a parameter) gets a sink's kernel faults;
+    with the extra term 1 + 1 (σ = log 2, no parameter) every fault of the logit but no gradient
+    fault; a spec's normalizer outside the family none."""
+    from derive.kernels.faults import faults_for
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.registry import USER, get, user_entry
+
+    made = [user_entry("mine", compile_weight(text, {"a": {}} if "a" in text else {})) for text in (
+        "exp(x_j) / (exp(a) + sum_t(exp(x_t)))", "exp(x_j) / (1 + 1 + sum_t(exp(x_t)))",
+        "exp(x_j) / (exp(a) + sum_t(exp(x_t)))**2")]
+    try:
+        for form in ("online", "split", "backward"):
+            assert faults_for(get(made[0]), form) == faults_for(get("sink"), form)
+            assert faults_for(get(made[2]), form) == ()
+        two = get(made[1])
+        assert faults_for(two, "online") == faults_for(get("sink"), "online")
+        assert faults_for(two, "backward") == ("kv_only_lse_backward",)
+    finally:
+        for key in made:
+            USER.pop(key, None)
+
+
+@pytest.mark.parametrize("key", ["acc_not_rescaled", "sum_not_rescaled"])
+def test_a_rescaling_fault_has_no_state_to_rescale_under_a_seed_of_minus_infinity(key):
+    """A sink of logit −∞ seeds (m, ℓ) = (−∞, 1): the first tile's factor e^{−∞} = 0 drops the seed,
+    with the fault or without it, so the faulty kernel is softmax's faulty kernel."""
+    y = np.array([0.5, -1.0, 1.0, 2.0, -0.5])
+    for base2 in (True, False):
+        got = online(y, V, 2, -math.inf, base2=base2, fault=key)
+        want = online(y, V, 2, None, base2=base2, fault=key)
+        assert np.allclose(got[0], want[0]) and math.isclose(got[1], want[1])

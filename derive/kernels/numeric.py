@@ -93,7 +93,8 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
         shift = m_new if m_new > NEG else 0.0
         alpha = float(ex(m - shift)) if m > NEG else 0.0
         p = ex(u - shift)
-        r_ell, r_acc = (_part(fault, "rescale") or _kept)(alpha, alpha, 1.0)
+        # the fault's factors while there is a state to rescale (a seed of logit −∞ has none: α = 0 drops it)
+        r_ell, r_acc = ((_part(fault, "rescale") if m > NEG else None) or _kept)(alpha, alpha, 1.0)
         ell = r_ell * ell + p.sum()
         acc = r_acc * acc + p @ vals
         m = shift if fault == "guard_stored_as_max" else m_new
@@ -107,9 +108,9 @@ def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=Fals
     (o, lse) by an online pass without the extra logit, then merged with the extra logit once;
     returns (out, lse).
 
-    A fault of the extra logit (part ``logit`` of :data:`derive.kernels.faults.FAULTS`) changes the
-    logit the combine adds: K = the splits that add it (``extra_per_tile``: every split with a key, an empty
-    one too with ``empty_too``; ``seeded_twice_empty_split``: the combine and every empty split,
+    A fault of the extra logit (part ``logit`` of :data:`derive.kernels.faults.FAULTS`) changes
+    the logit the combine adds: K = the splits that add it (``extra_per_tile``: every split with a
+    key, an empty one too with ``empty_too``; ``seeded_twice_empty_split``: the combine and every empty split,
     a fully masked one too with ``masked_too``), m = the largest split lse."""
     x, v = np.asarray(x, float), np.asarray(v, float)
     dv = v.shape[1]
