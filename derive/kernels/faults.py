@@ -214,6 +214,9 @@ assert all(f.part in PARTS and (f.rewrite is None) == (f.part == "ieee") for f i
 
 
 def _changed(new, old) -> bool:
+    """The rewrite changed the part: SymPy does not simplify the difference to 0 (a change it cannot
+    rule out lists the fault, which is then only tried: a diagnosis names a fault only where its
+    model differs from the definition on a probe)."""
     return sp.simplify(new - old) != 0
 
 
@@ -226,9 +229,11 @@ def applies(fault: KernelFault, entry) -> bool:
     fam, _ = recognise(entry)
     if fam is None:
         return False
-    if fault.part in ("rescale", "ieee"):  # every member's online / split form has a tile update and guards
-        return fault.part == "ieee" or any(_changed(p, q) for p, q in zip(
-            fault.rewrite(sp.exp(m - m2), sp.exp(m - m2), sp.S.One), (sp.exp(m - m2),) * 2))
+    if fault.part == "ieee":  # every member's online / split form has the guards
+        return True
+    if fault.part == "rescale":  # and a tile update, whose factors e^{m − m′} the fault changes or not
+        r = sp.exp(m - m2)
+        return any(_changed(new, r) for new in fault.rewrite(r, r, sp.S.One))
     if fam.logit is None:  # no extra logit: nothing to add, count, shift, drop or differentiate
         return False
     if fault.part == "logit":
