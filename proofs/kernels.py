@@ -16,7 +16,7 @@ import sympy as sp
 from derive.document.api import Document
 from derive.document.notation import notation
 from derive.kernels import backward as bw
-from derive.kernels.faults import FAULTS, K
+from derive.kernels.faults import FAULTS, K, applies
 from derive.kernels.forms import (
     EXTRA,
     LOG2E,
@@ -351,8 +351,12 @@ def _faults(doc: Document) -> None:
     doc.prose(
         "Each fault below is written as the formula the faulty kernel computes, derived from the forms above "
         "(for the first, by the same induction), and compared with the correct one; the counterexample is the "
-        "simplest instance found whose two sides ball arithmetic proves different. The faulty forms are data in "
-        "`derive/kernels/faults.py`, for checkers to match against."
+        "simplest instance found whose two sides ball arithmetic proves different. Each fault is one "
+        "transformation of one part of the forms (the extra logit a kernel adds, the rescaling factors of the "
+        "tile update, the extra logit in the lse the backward uses, the extra logit's gradient), written once "
+        "in `derive/kernels/faults.py`: the same function builds the faulty side below, runs in the numeric "
+        "kernels of section 7 and in the diagnosis of `derive impl --form`, and decides where the fault "
+        "applies (table after the refutations)."
     )
     # the per-tile fault, derived by induction for K tiles
     lK = lambda upto, shift, k: k * sp.exp(sigma - shift) + tile_den(1, upto, shift)
@@ -362,7 +366,7 @@ def _faults(doc: Document) -> None:
                  where=ORDER, name="faulty step: extra per tile", why="The correct step plus one more $e^{\\sigma - m_{b+1}}$.")
     rows = []
     for k, f in enumerate(FAULTS, 1):
-        if f.faulty is None:
+        if f.rewrite is None:
             rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, f.ieee])
             continue
         shown = lambda e: sp.sympify(e).subs(bw.D, Dn())  # D for ⟨g, out⟩, as in section 5
@@ -373,8 +377,29 @@ def _faults(doc: Document) -> None:
         inst = "; ".join(assignment(kk, vv) for kk, vv in {**wt["instance"], **wt["indices"]}.items())
         rows.append([f"{k}. {f.title}", f.form, f.computes_md, f.fix_md, inst])
     doc.table(["fault", "form", "computes instead", "fix", "counterexample"], rows,
-              caption="$K = 2$ in fault 1 (two tiles or splits). Faults 3 and 4 vanish when $\\sigma = 0$ (softmax₁, zero token).")
+              caption="$K = 2$ in faults 1 and 2 (two tiles or splits; one empty split and the combine).")
+    _applicability(doc)
     doc.record("faults", [{"key": f.key, "title": f.title, "form": f.form, "fix": f.fix} for f in FAULTS])
+
+
+def _applicability(doc: Document) -> None:
+    """Which fault applies to which registered normalizer of the family, decided from its formula."""
+    members = list(EXTRA)
+    doc.prose(
+        "**Where each fault applies.** A fault applies to a normalizer of the softmax family when the kernel form "
+        "its formula gives (section 1) has the part the fault transforms and the transformation changes it: the "
+        "extra logit counted per tile needs an extra logit; $\\log_2 e$ missing on it, or the score scale on it, "
+        "changes nothing when $\\sigma = 0$ (softmax₁, the zero token), which is how those slips survive tests that "
+        "use them; a gradient of the extra logit needs a parameter in it. The IEEE faults and the rescaling "
+        "faults apply to every member. The diagnosis of `derive impl --form` tries, for a normalizer, exactly "
+        "the faults listed for it here (a registry entry or a spec's normalizer alike, read off its formula):"
+    )
+    rows = []
+    for k, f in enumerate(FAULTS, 1):
+        rows.append([f"{k}. {f.title}", ", ".join(get(name).title for name in members if applies(f, get(name)))
+                     or "none"])
+    doc.table(["fault", "applies to"], rows)
+    doc.record("applies", {f.key: [name for name in members if applies(f, get(name))] for f in FAULTS})
 
 
 # 7 ------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def test_module_spec_and_json(capsys):
     assert data["verdict"] == "disagrees"
     assert data["counterexample"]["row"] == [1.0]
     assert data["counterexample"]["output"] == [0.5]
-    assert data["diagnosis"]["matched"][0]["name"] == "unshifted-sink-term"
+    assert data["diagnosis"]["matched"][0]["name"] == "unshifted-extra-term"
     assert data["dtypes"][0]["tolerance"] == {"abs": 1.175e-38, "dtype": "float32", "rel": 7.629e-06,
                                               "ulps": 64}
 

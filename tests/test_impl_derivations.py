@@ -22,7 +22,7 @@ def _statuses(d):
 
 
 def test_unshifted_plus_one_is_softmax1_of_the_shifted_row():
-    d = _derive("unshifted-sink-term", "softmax1")
+    d = _derive("unshifted-extra-term", "softmax1")
     assert d.written == "exp(x_j − m) / (1 + sum_t(exp(x_t − m)))"
     assert (d.closed, d.definition) == ("softmax₁(x − m)", "softmax₁(x)")
     assert _statuses(d) == ("proved", "refuted", "proved")
@@ -45,9 +45,9 @@ def test_missing_max_subtraction_is_exact_in_exact_arithmetic():
 
 
 @pytest.mark.parametrize("fault,name,want,closed", [
-    ("softmax-for-softmax1", "softmax1", {}, "softmax(x)"),
-    ("softmax1-for-softmax", "softmax", {}, "softmax₁(x)"),
-    ("sink-scaled", "sink", {"d": 64, "power": -1}, "sink_s(x) with s·1/√64"),
+    ("extra-terms-dropped", "softmax1", {}, "softmax(x)"),
+    ("extra-one-added", "softmax", {}, "softmax₁(x)"),
+    ("extra-logit-scaled", "sink", {"d": 64, "power": -1}, "sink_s(x) with s·1/√64"),
     ("exp2-units", "sink", {"where": "sink logit", "c": "ln 2"}, "sink_s(x) with s·ln 2"),
     ("exp2-units", "softmax1", {"where": "scores", "c": "ln 2"}, "softmax₁(ln 2·x)"),
 ])

@@ -70,7 +70,7 @@ FAULTY = [
     pytest.param("sink_online_extra_per_tile_unguarded", "sink", "online", "extra_per_tile", marks=SLOW),
     ("sink_online_missing_log2e", "sink", "online", "missing_log2e"),
     ("sink_online_scale_on_extra", "sink", "online", "scale_on_extra"),
-    ("softmax1_online_unshifted_one", "softmax1", "online", "softmax1_unshifted_one"),
+    ("softmax1_online_unshifted_one", "softmax1", "online", "unshifted_extra"),
     ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
     ("softmax1_online_sum_not_rescaled", "softmax1", "online", "sum_not_rescaled"),
     # the extra logit added once at finalization instead of seeded: the same faults, named (the two above
@@ -82,8 +82,8 @@ FAULTY = [
     ("sink_split_seeded_twice", "sink", "split", "seeded_twice_empty_split"),
     ("softmax1_split_nan_empty", "softmax1", "split", "nan_empty_split"),
     ("softmax1_backward_kv_only_lse", "softmax1", "backward", "kv_only_lse_backward"),
-    ("sink_backward_grad_missing", "sink", "backward", "sink_grad_missing"),
-    ("sink_backward_grad_sign", "sink", "backward", "sink_grad_sign"),
+    ("sink_backward_grad_missing", "sink", "backward", "extra_grad_missing"),
+    ("sink_backward_grad_sign", "sink", "backward", "extra_grad_sign"),
 ]
 
 
@@ -93,7 +93,7 @@ def test_faulty_numpy_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
 
     report = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
     assert not report.agrees and report.exit_code() == 1
-    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
     entry = next(f for f in FAULTS if f.key == fault)
     md = report.to_markdown()
     assert f"Fix: {entry.fix}." in md and entry.title in md  # one wording: the fault's own entry
@@ -120,7 +120,7 @@ TORCH_FAULTY = [
     ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
     ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
     ("sink_split_nan_empty", "sink", "split", "nan_empty_split"),
-    ("sink_backward_grad_sign", "sink", "backward", "sink_grad_sign"),
+    ("sink_backward_grad_sign", "sink", "backward", "extra_grad_sign"),
 ]
 
 
@@ -130,7 +130,7 @@ def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
     need_torch()
     report = check_implementation(TORCH + fn, norm, form=form, dtypes=("float32",))
     assert not report.agrees and report.api == "torch"
-    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
 
 
 def test_first_counterexample_is_the_smallest_input_and_exact():
@@ -150,7 +150,7 @@ def test_unshifted_one_is_caught_without_keys():
                                   dtypes=("float64",))
     f = report.failure
     assert (f.what, f.call.x.shape, f.output, f.exact) == ("lse", (16, 0), [-math.inf], [0.0])
-    assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
+    assert [m.name for m in report.diagnosis.matched] == ["unshifted_extra"]
 
 
 def test_unshifted_one_out_only_is_caught_on_one_key():
@@ -162,7 +162,7 @@ def test_unshifted_one_out_only_is_caught_on_one_key():
     v0 = f.call.v[f.row][0]
     assert f.exact == pytest.approx(list(v0 * math.e / (math.e + 1)), rel=1e-15)
     assert f.output == pytest.approx(list(v0 / 2), rel=1e-15)
-    assert [m["name"] for m in report.diagnosis.matched] == ["softmax1_unshifted_one"]
+    assert [m.name for m in report.diagnosis.matched] == ["unshifted_extra"]
 
 
 def test_lse_in_the_wrong_convention_says_which_flag():
@@ -417,7 +417,7 @@ def test_a_hanging_kernel_is_stopped_at_the_timeout():
 def test_float16_numpy_kernels():
     assert check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",)).agrees
     bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
-    assert [m["name"] for m in bad.diagnosis.matched] == ["extra_per_tile"]
+    assert [m.name for m in bad.diagnosis.matched] == ["extra_per_tile"]
 
 
 def test_a_dropped_partial_tile_is_caught_and_not_misnamed():
@@ -451,7 +451,7 @@ def test_assert_implements_with_a_callable_kernel():
     from tests.zoo import kernels_numpy
 
     assert assert_implements(kernels_numpy.sink_backward, "sink", form="backward", dtypes=("float32",)).agrees
-    with pytest.raises(AssertionError, match="sink_grad_missing"):
+    with pytest.raises(AssertionError, match="extra_grad_missing"):
         assert_implements(kernels_numpy.sink_backward_grad_missing, "sink", form="backward", dtypes=("float32",))
 
 
@@ -477,7 +477,7 @@ def test_a_failing_report_as_json_is_deterministic():
     one, two = _cli(*args), _cli(*args)
     assert one.returncode == 1 and one.stdout == two.stdout
     data = json.loads(one.stdout)
-    assert data["diagnosis"]["matched"][0]["name"] == "sink_grad_missing"
+    assert data["diagnosis"]["matched"][0]["name"] == "extra_grad_missing"
     failure = data["results"][0]["failure"]
     assert (failure["what"], failure["output"], failure["row"]) == ("ds", [0.0], None)
 
@@ -524,11 +524,11 @@ def test_a_kernel_reading_head_0_for_every_head_disagrees(fn, form):
     assert check_implementation(PH + fn, "sink", form=form, dtypes=("float64",)).agrees  # one shared sink: right
 
 
-@pytest.mark.parametrize("fn,fault", [("sink_backward_grad_zero", "sink_grad_missing"),
-                                      ("sink_backward_grad_sign", "sink_grad_sign")])
+@pytest.mark.parametrize("fn,fault", [("sink_backward_grad_zero", "extra_grad_missing"),
+                                      ("sink_backward_grad_sign", "extra_grad_sign")])
 def test_a_per_head_sink_gradient_zero_or_of_the_wrong_sign_is_named(fn, fault):
     report = check_implementation(PH + fn, "sink", form="backward", per_head=True, dtypes=("float64",))
-    assert [m["name"] for m in report.diagnosis.matched] == [fault], report.to_markdown()
+    assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
     f = report.failure
     assert f.what == "ds" and f.row == -1 and len(f.output) == 2 and f.call.lead == (16, 2)
 

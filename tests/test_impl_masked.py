@@ -86,7 +86,7 @@ def test_a_value_no_convention_gives_is_a_disagreement():
 
 def test_nan_on_a_masked_row_is_still_wrong_for_softmax1():
     report = check_implementation("tests/zoo/softmax1_nan_masked.py:softmax1", "softmax1", **FAST)
-    assert [m["name"] for m in report.diagnosis.matched] == ["all-masked-nan"]
+    assert [m.name for m in report.diagnosis.matched] == ["all-masked-nan"]
 
 
 def test_uniform_masking_is_wrong_for_softmax1():

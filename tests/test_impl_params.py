@@ -45,7 +45,7 @@ def test_varied_parameters_stay_in_the_domain():
 def test_a_varied_parameter_catches_a_fault_at_its_default():
     report = check_implementation(Z + "sigmoid_bias_sign", "sigmoid", **FAST)
     assert report.failure.params["b"] != 0
-    assert [m["name"] for m in report.diagnosis.matched] == ["sigmoid-bias-sign"]
+    assert [m.name for m in report.diagnosis.matched] == ["param-sign-flipped"]
 
 
 def test_a_param_the_function_does_not_take_is_an_error():

@@ -54,22 +54,22 @@ def test_derived_jacobian_is_diag_p_minus_ppT(name, params):
 
 def test_faulty_forms_are_data_with_explanations_and_fixes():
     names = [f.name for f in FAULTS]
-    assert names[:7] == ["unshifted-sink-term", "softmax-for-softmax1", "softmax1-for-softmax", "sink-scaled",
+    assert names[:7] == ["unshifted-extra-term", "extra-terms-dropped", "extra-one-added", "extra-logit-scaled",
                          "exp2-units", "all-masked-nan", "no-max-subtraction"]
     assert all(f.explanation and f.fix and f.title for f in FAULTS)
-    assert {e.name for e, _, _ in variants("softmax")} == {"softmax1-for-softmax", "exp2-units",
+    assert {e.name for e, _, _ in variants("softmax")} == {"extra-one-added", "exp2-units",
                                                            "no-max-subtraction"}
 
 
 def test_unshifted_form_is_softmax1_of_the_shifted_row_and_sums_to_at_least_half():
-    form = next(ev for e, f, ev in variants("softmax1") if e.name == "unshifted-sink-term" and not f)
+    form = next(ev for e, f, ev in variants("softmax1") if e.name == "unshifted-extra-term" and not f)
     row = [3.0, 1.0, -0.5]
     got = form(row, {}, "float64")
     e = [math.exp(v - 3.0) for v in row]  # softmax₁ of x − max x
     assert got == pytest.approx([v / (1 + sum(e)) for v in e], rel=1e-15)
     assert sum(got) >= 0.5
     assert form([-math.inf], {}, "float64")[0] != form([-math.inf], {}, "float64")[0]  # NaN
-    guarded = next(ev for e, f, ev in variants("softmax1") if e.name == "unshifted-sink-term" and f)
+    guarded = next(ev for e, f, ev in variants("softmax1") if e.name == "unshifted-extra-term" and f)
     assert guarded([-math.inf], {}, "float64") == [0.0]  # m taken as 0 there
 
 

@@ -42,13 +42,13 @@ def test_correct_numpy_implementations_agree(spec, norm, params):
 
 
 FAULTY_NUMPY = [
-    ("softmax1_unshifted.py:softmax1", "softmax1", "unshifted-sink-term", "use exp(−m) in place of 1"),
-    ("softmax1_is_softmax.py:softmax1", "softmax1", "softmax-for-softmax1", "Add the 1 back: exp(x_j) / (1 + sum_t(exp(x_t)))"),
+    ("softmax1_unshifted.py:softmax1", "softmax1", "unshifted-extra-term", "use exp(−m) in place of 1"),
+    ("softmax1_is_softmax.py:softmax1", "softmax1", "extra-terms-dropped", "Add the 1 back: exp(x_j) / (1 + sum_t(exp(x_t)))"),
     ("softmax1_naive.py:softmax1", "softmax1", "no-max-subtraction", "Subtract m = max(0, max x)"),
     ("softmax1_nan_masked.py:softmax1", "softmax1", "all-masked-nan", "Take m = max(0, max x)"),
-    ("softmax_faulty.py:with_one", "softmax", "softmax1-for-softmax", "Drop the extra 1"),
+    ("softmax_faulty.py:with_one", "softmax", "extra-one-added", "Drop the extra 1"),
     ("softmax_faulty.py:naive", "softmax", "no-max-subtraction", "Subtract m = max x"),
-    ("sink_numpy.py:sink_scaled", "sink", "sink-scaled", "s/√d with d = 64"),
+    ("sink_numpy.py:sink_scaled", "sink", "extra-logit-scaled", "s/√d with d = 64"),
     ("sink_numpy.py:sink_exp2", "sink", "exp2-units", "factor ln 2 on the sink logit only"),
 ]
 
@@ -58,7 +58,7 @@ def test_faulty_numpy_implementations_are_caught_and_diagnosed(spec, norm, form,
     report = check_implementation(ZOO + spec, norm, **FAST)
     assert not report.agrees
     assert report.exit_code() == 1
-    assert [m["name"] for m in report.diagnosis.matched] == [form]
+    assert [m.name for m in report.diagnosis.matched] == [form]
     assert words in report.to_markdown()
 
 
@@ -79,7 +79,7 @@ def test_sink_parameter_fixed_on_the_command_line_is_used():
     report = check_implementation(ZOO + "sink_numpy.py:sink_scaled", "sink", params={"s": 2.0},
                                   dtypes=("float64",), examples=20)
     assert report.failure.params == {"s": 2.0}
-    assert report.diagnosis.matched[0]["title"].endswith("(s/√d with d = 64)")
+    assert report.diagnosis.matched[0].title.endswith("(s/√d with d = 64)")
 
 
 def test_unknown_fault_is_described_by_its_pattern():
@@ -139,7 +139,7 @@ def test_torch_exp2_mixup_is_caught_on_values():
     report = check_implementation(ZOO + "softmax1_torch.py:softmax1_exp2", "softmax1", **FAST)
     assert report.failure.what == "value" and report.failure.row == [1.0]
     assert report.failure.output == [pytest.approx(2 / 3)]
-    assert [m["name"] for m in report.diagnosis.matched] == ["exp2-units"]
+    assert [m.name for m in report.diagnosis.matched] == ["exp2-units"]
     assert "a factor ln 2 on the scores only" in report.to_markdown()
 
 

@@ -63,7 +63,7 @@ def test_every_step_is_proved_and_every_fault_refuted(kernels_json):
         kinds.setdefault(s["kind"], []).append(s)
         assert s["verdict"] == ("refuted" if s["kind"] == "refutation" else "proved"), s["name"]
     refuted = kinds["refutation"]
-    assert len(refuted) == sum(1 for f in FAULTS if f.faulty is not None) == 10
+    assert len(refuted) == sum(1 for f in FAULTS if f.rewrite is not None) == 10
     for s in refuted:
         assert s["witness"]["enclosures"]["bits"] >= 64
     names = {s["name"] for s in data["steps"]}
@@ -90,7 +90,7 @@ def test_fault_texts_are_math_in_documents_and_plain_on_a_terminal():
     assert by_key["acc_not_rescaled"].fix == "acc ← e^(m − m') acc + ∑_tile e^(x − m') v"
     assert by_key["seeded_twice_empty_split"].fix == ("an empty split returns (m, ℓ, acc) = (−∞, 0, 0) (or lse = −∞); "
                                                       "only the combine adds the extra logit")
-    assert by_key["sink_grad_missing"].fix.startswith("∂L/∂s = −P_s D_i per row, with P_s = e^(s − lse_i)")
+    assert by_key["extra_grad_missing"].fix.startswith("∂L/∂σ = −P_σ D_i per row, with P_σ = e^(σ − lse_i)")
     assert by_key["kv_only_lse_backward"].does == ("recomputes P_j = e^(x_j − lse_KV) with lse_KV = log ∑_t e^x_t, "
                                                    "without the extra logit")
 
@@ -180,8 +180,8 @@ def test_faulty_formulas_match_the_faulty_kernels():
     assert np.allclose(online(raw, v4, 2, s, scale=0.5, fault="scale_on_extra")[0],
                        _formula("scale_on_extra", inst4))
     # softmax₁ with +1 after a shift by the running max (base 2 or natural: the same shift in natural units)
-    got = online(X, V, 2, 0.0, base2=False, fault="softmax1_unshifted_one")[0]
-    want = evaluate(FAULT["softmax1_unshifted_one"].faulty().subs(sigma, 0), inst, "float", {i: 1, m: float(X.max())})
+    got = online(X, V, 2, 0.0, base2=False, fault="unshifted_extra")[0]
+    want = evaluate(FAULT["unshifted_extra"].faulty().subs(sigma, 0), inst, "float", {i: 1, m: float(X.max())})
     assert np.allclose(got, np.asarray(want, dtype=float))
     # two tiles (keys 1..3, 4..5), the max grows in the second; the shifts are the running maxima
     y = np.array([0.5, -1.0, 1.0, 2.0, -0.5])
@@ -196,8 +196,8 @@ def test_backward_faults_match_the_formulas():
     x, v, g, s = np.array([0.3, -1.2, 2.0]), np.random.default_rng(5).normal(size=(3, 2)), np.array([1.0, -0.5]), 0.4
     dx, _, ds = backward(x, v, g, s)
     assert ds == pytest.approx(-math.exp(s - _exact(x, v, s)[1]) * float(g @ _exact(x, v, s)[0]))
-    assert backward(x, v, g, s, fault="sink_grad_missing")[2] == 0.0
-    assert backward(x, v, g, s, fault="sink_grad_sign")[2] == pytest.approx(-ds)
+    assert backward(x, v, g, s, fault="extra_grad_missing")[2] == 0.0
+    assert backward(x, v, g, s, fault="extra_grad_sign")[2] == pytest.approx(-ds)
     kv = backward(x, v, g, s, fault="kv_only_lse_backward")[0]
     # the formula, key j = 1 against the rest of the row
     j = 0
@@ -276,3 +276,113 @@ def test_split_fault_variants_count_the_extra_logit_as_real_kernels_do():
     assert numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split")[0][0] == pytest.approx(1 / 2)
     got = numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split", masked_too=True)[0][0]
     assert got == pytest.approx(1 / 3)
+
+
+# ---- a fault is one transformation, listed where it changes the normalizer's form ----------------
+
+APPLIES = {  # read off each registered formula; softmax has no extra logit, softmax₁'s is 0 (no parameter)
+    "softmax": {"online": ("acc_not_rescaled", "sum_not_rescaled", "guard_stored_as_max"),
+                "split": ("nan_empty_split",), "backward": ()},
+    "softmax1": {"online": ("extra_per_tile", "unshifted_extra", "acc_not_rescaled", "sum_not_rescaled",
+                            "guard_stored_as_max"),
+                 "split": ("extra_per_tile", "seeded_twice_empty_split", "unshifted_extra", "nan_empty_split"),
+                 "backward": ("kv_only_lse_backward",)},
+    "sink": {"online": ("extra_per_tile", "missing_log2e", "scale_on_extra", "unshifted_extra", "acc_not_rescaled",
+                        "sum_not_rescaled", "guard_stored_as_max"),
+             "split": ("extra_per_tile", "seeded_twice_empty_split", "missing_log2e", "scale_on_extra",
+                       "unshifted_extra", "nan_empty_split"),
+             "backward": ("kv_only_lse_backward", "extra_grad_missing", "extra_grad_sign")},
+}
+APPLIES["zero_token"] = APPLIES["softmax1"]
+APPLIES["bias_kv"] = APPLIES["sink"]
+
+
+def test_each_registered_normalizer_gets_the_faults_its_form_admits():
+    from derive.kernels.faults import faults_for
+    from derive.normalizers.registry import get, names
+
+    got = {name: {form: faults_for(get(name), form) for form in ("online", "split", "backward")} for name in names()}
+    none = {"online": (), "split": (), "backward": ()}
+    assert got == {name: APPLIES.get(name, none) for name in names()}  # not of the family: none at all
+
+
+def test_a_fault_whose_rewrite_changes_nothing_is_listed_nowhere():
+    from dataclasses import replace
+
+    from derive.kernels.faults import applies
+    from derive.normalizers.registry import get, names
+
+    same = {"logit": lambda s, m, K, c, log: s * log(sp.E), "rescale": lambda r_ell, r_acc, one: (r_ell * one, r_acc),
+            "lse": lambda s, minus_inf: s + 0, "grad": lambda g, zero: g + zero}
+    for f in FAULTS:
+        if f.rewrite is not None:
+            idle = replace(f, rewrite=same[f.part])
+            assert not any(applies(idle, get(name)) for name in names()), f.key
+            assert sp.simplify(idle.faulty() - idle.correct()) == 0
+
+
+def _refute(f, logit):
+    doc = Document("demo", "Demo")
+    subs = {sigma: logit} if f.part != "logit" or sigma not in f.assume else {}
+    return doc.refutation(f.faulty().subs(subs), f.correct().subs(subs), why="", name=f.key,
+                          fixed=f.fixed or None, assume={k: v for k, v in f.assume.items() if k != sigma} or None,
+                          **f.sizes)
+
+
+def test_a_listed_fault_is_refuted_with_a_certified_counterexample_and_an_unlisted_one_cannot_be():
+    """For softmax₁ (σ = 0) log₂e missing on the extra logit and the score scale on it change
+    nothing: not listed, and no counterexample exists; for a sink logit s they are refuted."""
+    s = sp.Symbol("s", real=True)
+    for key in ("missing_log2e", "scale_on_extra"):
+        step = _refute(FAULT[key], s)
+        assert step.verdict.status == "refuted" and step.verdict.witness["enclosures"]["bits"] >= 64
+        with pytest.raises(StepFailed, match="no certified counterexample"):
+            _refute(FAULT[key], sp.S.Zero)
+    assert _refute(FAULT["extra_per_tile"], sp.S.Zero).verdict.status == "refuted"  # 2 e^0 ≠ e^0
+
+
+def test_the_numeric_kernels_apply_the_same_transformation():
+    """The faulty numeric kernel is the correct one with the extra logit the fault's rewrite gives."""
+    s = 0.7
+    for key, shift, count, scale in (("missing_log2e", None, 1, 1.0), ("scale_on_extra", None, 1, 0.5),
+                                     ("extra_per_tile", None, 3, 1.0)):
+        used = FAULT[key].rewrite(s, shift, count, scale, math.log)
+        got = online(X / scale, V, 2, s, scale=scale, fault=key)
+        want = online(X, V, 2, used)
+        assert np.allclose(got[0], want[0]) and math.isclose(got[1], want[1]), key
+    got = backward(X, V, np.array([1.0, -0.5]), s, fault="extra_grad_sign")[2]
+    assert got == pytest.approx(FAULT["extra_grad_sign"].rewrite(backward(X, V, np.array([1.0, -0.5]), s)[2], 0.0))
+
+
+def test_a_spec_normalizer_of_the_family_gets_the_faults_of_its_formula():
+    """A spec's own normalizer with an extra logit a (a parameter) gets a sink's kernel faults;
+    with the extra term 1 + 1 (σ = log 2, no parameter) every fault of the logit but no gradient
+    fault; a spec's normalizer outside the family none."""
+    from derive.kernels.faults import faults_for
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.registry import USER, get, user_entry
+
+    made = [user_entry("mine", compile_weight(text, {"a": {}} if "a" in text else {})) for text in (
+        "exp(x_j) / (exp(a) + sum_t(exp(x_t)))", "exp(x_j) / (1 + 1 + sum_t(exp(x_t)))",
+        "exp(x_j) / (exp(a) + sum_t(exp(x_t)))**2")]
+    try:
+        for form in ("online", "split", "backward"):
+            assert faults_for(get(made[0]), form) == faults_for(get("sink"), form)
+            assert faults_for(get(made[2]), form) == ()
+        two = get(made[1])
+        assert faults_for(two, "online") == faults_for(get("sink"), "online")
+        assert faults_for(two, "backward") == ("kv_only_lse_backward",)
+    finally:
+        for key in made:
+            USER.pop(key, None)
+
+
+@pytest.mark.parametrize("key", ["acc_not_rescaled", "sum_not_rescaled"])
+def test_a_rescaling_fault_has_no_state_to_rescale_under_a_seed_of_minus_infinity(key):
+    """A sink of logit −∞ seeds (m, ℓ) = (−∞, 1): the first tile's factor e^{−∞} = 0 drops the seed,
+    with the fault or without it, so the faulty kernel is softmax's faulty kernel."""
+    y = np.array([0.5, -1.0, 1.0, 2.0, -0.5])
+    for base2 in (True, False):
+        got = online(y, V, 2, -math.inf, base2=base2, fault=key)
+        want = online(y, V, 2, None, base2=base2, fault=key)
+        assert np.allclose(got[0], want[0]) and math.isclose(got[1], want[1])

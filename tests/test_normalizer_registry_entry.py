@@ -56,7 +56,7 @@ def test_row_form_and_fault_diagnosis(entry, tmp_path):
     assert good.masked_rule.defined and "$e^{a}$" in good.masked_rule.says
     bad = check_implementation(f"{mod}:row_scaled", NAME, **FAST)
     assert bad.exit_code() == 1
-    assert [m["name"] for m in bad.diagnosis.matched] == ["sink-scaled"]
+    assert [m.name for m in bad.diagnosis.matched] == ["extra-logit-scaled"]
 
 
 def test_kernel_forms(entry, tmp_path):

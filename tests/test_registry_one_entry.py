@@ -60,6 +60,14 @@ def _code(tmp_path) -> str:
         "def half_split(x, v, splits, *, s):\n    return K.sink_split(x, v, splits, s=s / 2)\n"
         "def half_split_extra_per_split(x, v, splits, *, s):\n"
         "    return K.sink_split_extra_per_split(x, v, splits, s=s / 2)\n"
+        "def half_backward(x, v, dout, *, s):\n"
+        "    dx, dv, d = K.sink_backward(x, v, dout, s=s / 2)\n"
+        "    return dx, dv, {'s': d['s'] / 2}\n"
+        "def half_backward_no_chain_rule(x, v, dout, *, s):\n"
+        "    return K.sink_backward(x, v, dout, s=s / 2)\n"
+        "def half_backward_grad_sign(x, v, dout, *, s):\n"
+        "    dx, dv, d = K.sink_backward(x, v, dout, s=s / 2)\n"
+        "    return dx, dv, {'s': -d['s'] / 2}\n"
         "def _softmax(x):\n"
         "    m = np.max(x, axis=-1, keepdims=True)\n"
         "    e = np.exp(x - m)\n"
@@ -67,6 +75,7 @@ def _code(tmp_path) -> str:
         "def floor(x, *, tau):\n    return np.where(x == -np.inf, 0.0, np.maximum(0.0, _softmax(x) - tau))\n"
         "def floor_masked_keys_weigh(x, *, tau):\n    return np.maximum(0.0, _softmax(x) - tau)\n"
         "def floor_unclipped(x, *, tau):\n    return _softmax(x) - tau\n"
+        "def floor_no_bound(x, *, tau):\n    return np.where(x == -np.inf, 0.0, _softmax(x) - tau)\n"
         "def floor_online(x, v, block, *, tau):\n    return K.softmax_online(x, v, block)\n")
     return str(f)
 
@@ -126,6 +135,9 @@ def test_row_form_accepts_the_right_code_and_refutes_the_wrong(entries, tmp_path
         code, report, err = _impl(capsys, f"{code_py}:{fn}", name)
         assert code == 1, (fn, err)
         assert report["verdict"] == "disagrees" and report["counterexample"]["row"], (fn, report)
+    # the general rewrite of a bound, max(0, ·) dropped from the entry's own formula (masked keys still 0)
+    code, report, err = _impl(capsys, f"{code_py}:floor_no_bound", FLOOR)
+    assert code == 1 and [m["name"] for m in report["diagnosis"]["matched"]] == ["bound-dropped"], (err, report)
 
 
 def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
@@ -150,7 +162,7 @@ def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
 def test_fault_diagnosis_of_the_scaled_sink(entries, tmp_path, capsys):
     code, report, err = _impl(capsys, f"{_code(tmp_path)}:half_unshifted", HALF)
     assert code == 1, err
-    assert "unshifted-sink-term" in [m["name"] for m in report["diagnosis"]["matched"]]
+    assert "unshifted-extra-term" in [m["name"] for m in report["diagnosis"]["matched"]]
 
 
 # ---- derive impl: the kernel forms ---------------------------------------------------------
@@ -162,6 +174,43 @@ def test_kernel_forms_of_the_softmax_family_entry(entries, tmp_path, capsys):
                            ("half_split", "split", 0), ("half_split_extra_per_split", "split", 1)):
         code, report, err = _impl(capsys, f"{code_py}:{fn}", HALF, "--form", form, "--examples", "5")
         assert code == want, (fn, err, report)
+        if want:  # the kernel fault of its form, applied to the entry's extra logit s/2
+            assert [m["name"] for m in report["diagnosis"]["matched"]] == ["extra_per_tile"], report
+
+
+def test_the_backward_of_a_scaled_extra_logit_takes_the_chain_rule(entries, tmp_path, capsys):
+    """σ = s/2: the gradient of s is ∂L/∂σ / 2. The kernel that returns ∂L/∂σ as the gradient of s
+    is wrong; the one with the factor 1/2 agrees; a sign error in it is the known fault."""
+    code_py = _code(tmp_path)
+    for fn, want, named in (("half_backward", 0, None), ("half_backward_no_chain_rule", 1, []),
+                            ("half_backward_grad_sign", 1, ["extra_grad_sign"])):
+        code, report, err = _impl(capsys, f"{code_py}:{fn}", HALF, "--form", "backward", "--examples", "3")
+        assert code == want, (fn, err, report)
+        if want:
+            assert report["results"][0]["failure"]["what"] == "ds", report
+            assert [m["name"] for m in report["diagnosis"]["matched"]] == named, report
+
+
+def test_the_kernel_faults_that_apply_come_from_the_formula(entries, monkeypatch):
+    """The scaled sink gets every kernel fault a sink gets (its extra logit s/2 has a parameter, and
+    no rewrite leaves it unchanged); a fixed extra logit log 2 gets those of the logit but no
+    gradient fault (there is no parameter to differentiate); the entry outside the family none."""
+    from derive.kernels.faults import faults_for
+    from derive.normalizers import family
+    from derive.normalizers.registry import get
+
+    half, floor = entries
+    two = from_formula("twosink", "softmax with a 2 in the denominator", "exp(x_j) / (2 + sum_t(exp(x_t)))")
+    monkeypatch.setitem(REGISTRY, two.name, two)
+    try:
+        for form in ("online", "split", "backward"):
+            assert faults_for(half, form) == faults_for(get("sink"), form)
+            assert faults_for(floor, form) == ()
+        assert faults_for(two, "online") == faults_for(get("sink"), "online")
+        assert faults_for(two, "split") == faults_for(get("sink"), "split")
+        assert faults_for(two, "backward") == ("kv_only_lse_backward",)
+    finally:
+        family._SEEN.pop(("twosink", two.formula), None)
 
 
 def test_no_online_form_for_the_other_entry_and_why(entries, tmp_path, capsys):

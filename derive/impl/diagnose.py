@@ -26,20 +26,46 @@ from derive.impl.inputs import PROBE_ROWS, param_sets
 from derive.impl.reference import exact_row
 from derive.impl.tolerance import Tolerance, kappa
 
-__all__ = ["Diagnosis", "diagnose"]
+__all__ = ["Diagnosis", "Match", "diagnose"]
+
+# the fields each kind of match reports (its JSON keys): a row form's faulty formula with its
+# explanation and derivation, or a kernel fault with what the kernel does and computes instead
+_FIELDS = {"row": ("derivation", "name", "title", "formula", "explanation", "fix", "probes"),
+           "kernel": ("name", "title", "does", "computes", "fix")}
+
+
+@dataclass(frozen=True)
+class Match:
+    """A known fault the implementation agrees with on every probe: its key (``name``), title and
+    fix; for the row form the faulty formula, the explanation, the symbolic derivation (JSON, or
+    None) and the probe rows compared; for a kernel form what the faulty kernel does and what it
+    computes instead."""
+
+    kind: str  # row | kernel
+    name: str
+    title: str
+    fix: str
+    formula: str = ""
+    explanation: str = ""
+    derivation: dict | None = None
+    probes: int = 0
+    does: str = ""
+    computes: str = ""
+
+    def as_json(self) -> dict:
+        return {k: getattr(self, k) for k in _FIELDS[self.kind]}
 
 
 @dataclass
 class Diagnosis:
-    matched: list[dict] = field(default_factory=list)
+    matched: list[Match] = field(default_factory=list)
     pattern: list[str] = field(default_factory=list)
     probes: int = 0
     failing_probes: int = 0
 
     def as_json(self) -> dict:
-        return {"matched": self.matched, "pattern": self.pattern, "probes": self.probes,
+        return {"matched": [m.as_json() for m in self.matched], "pattern": self.pattern, "probes": self.probes,
                 "failing_probes": self.failing_probes}
-
 
 
 
@@ -224,8 +250,8 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
         if same and differs:
             key = tuple(sorted(fields.items()))
             derivation = derive_fault(entry.name, name, key)
-            diag.matched.append({"derivation": None if derivation is None else derivation.as_json(),
-                                 "name": entry.name, **texts(name, entry.name, key), "probes": len(usable)})
+            diag.matched.append(Match("row", entry.name, probes=len(usable), **texts(name, entry.name, key),
+                                      derivation=None if derivation is None else derivation.as_json()))
     if not diag.matched:
         diag.pattern = _pattern(probes, failure, name, tol)
     return diag

@@ -249,9 +249,11 @@ in tiles of 16 to 256 keys or up to 64 splits, and shrinks a failing case to the
 one. A disagreement is matched against
 the known kernel faults of `derive/kernels/faults.py` (the document kernels.md derives and
 refutes them), run on the same inputs by the numeric kernels of
-`derive/kernels/numeric.py`: every fault in every form where it applies (a fault of the
-extra logit — once per tile or split, log₂e missing, the score scale on it, an unshifted
-+1 — is one transformation of the logit, tried in the online and the split form), on
+`derive/kernels/numeric.py`: every fault of the form that applies to the normalizer, i.e.
+whose part its formula has and whose transformation changes it (a fault of the extra logit —
+once per tile or split, log₂e missing, the score scale on it, added unshifted — is one
+transformation of the logit, tried in the online and the split form; none of them for
+softmax, which has no extra logit, and log₂e or the scale not for softmax₁, whose logit is 0), on
 every output the kernel returns (an lse fault is matched on the lse), and against the
 other normalizers of the family ("the output equals softmax₁": a sink kernel called
 without a sink). A fault is named only when its model also gives the counterexample

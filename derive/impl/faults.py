@@ -1,18 +1,18 @@
 """Known faulty forms of a normalizer, as transformations of its weight formula.
 
-Each :class:`Fault` names a bug seen in real implementations and is written once, as a
-rewrite of the formula (:mod:`derive.impl.rewrite`): the scores shifted by the row maximum
-while the terms free of the scores are not (the unshifted +1), those terms dropped, an
-exponential's argument multiplied by ln 2 or log₂e (exp/exp2 units), an extra logit
-multiplied by the score scale, a clip or a soft cap dropped, the formula evaluated straight
-in the dtype. From the rewritten formula come both the faulty row a diagnosis compares with
-(its exact reference, or its evaluation in the dtype for a numerical fault) and the symbolic
-derivation of :mod:`derive.impl.derivations`; the words of the explanation are read off the
-formula too (its extra terms, its extra logit). A fault applies to every normalizer whose
-formula has the part it transforms and on which it changes a sample row: a sink, a zero
-token, softpick and a spec's own normalizer alike. Where a fault of the kernel forms is the
-same transformation of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`), the row
-form uses that definition.
+Each :class:`Fault` names a bug seen in real implementations and is written once, as a rewrite
+of the formula (:mod:`derive.impl.rewrite`): the scores shifted by the row maximum while the
+terms free of the scores are not (the unshifted +1), those terms dropped, an exponential's
+argument multiplied by ln 2 or log₂e (exp/exp2 units), an extra logit multiplied by the score
+scale, a bound of min/max or a tanh cap dropped, a parameter's sign flipped, the formula
+evaluated straight in the dtype. From the rewritten formula come both the faulty row a
+diagnosis compares with (its exact reference, or its evaluation in the dtype for a numerical
+fault) and the symbolic derivation of :mod:`derive.impl.derivations`; the words of the
+explanation are read off the formula too (its extra terms, its extra logit). A fault applies to
+every normalizer whose formula has the part it transforms and on which it changes a sample row:
+a sink, a zero token, softpick and a spec's own normalizer alike. Where a fault of the kernel
+forms is the same transformation of the extra logit (a fault of part ``logit`` of
+:data:`derive.kernels.faults.FAULTS`), the row form uses that definition.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import mpmath
 import sympy as sp
 
 from derive.impl.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
+from derive.kernels.faults import BY_KEY as KERNEL_FAULTS
 from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["FAULTS", "Fault", "Parts", "parts", "pretty", "variants"]
@@ -182,16 +183,16 @@ class _Logit:
 
 def _logit_rewrite(key: str):
     """The extra logits (the arguments of exponentials free of the scores) rewritten by the kernel
-    fault ``key`` of :data:`~derive.kernels.faults.EXTRA_FAULTS`, with the factor c a stand-in."""
-    from derive.kernels.faults import EXTRA_FAULTS
+    fault ``key`` of :data:`~derive.kernels.faults.FAULTS` (a fault of its part ``logit``), with the
+    factor c a stand-in."""
 
     def rewrite(p: Parts, f):
         calls = exp_calls(p.node, of_scores=False)
 
         def fn(nd):
             if nd in calls:
-                s = EXTRA_FAULTS[key](_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
-                                      lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
+                s = KERNEL_FAULTS[key].rewrite(_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
+                                               lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
                 return Call(nd.func, (s.node,), nd.col)
             return None
 
@@ -206,16 +207,15 @@ def _scale_exponents(p: Parts, f):
                    if nd in calls else None)
 
 
-def _is_score(node) -> bool:
-    return isinstance(node, Name) and node.id in SCORES
+def _flip_sign(p: Parts, f):
+    """Every occurrence of the parameter ``f["param"]`` negated: −q where the definition has q
+    (a + q written a − q, a − q written a + q)."""
+    q = f["param"]
 
-
-def _bias_sign(p: Parts, f):
     def fn(nd):
-        if isinstance(nd, Binary) and nd.op == "+" and _is_score(nd.left) and isinstance(nd.right, Name) \
-                and nd.right.id == f["param"]:
-            return Binary("-", nd.left, nd.right, nd.col)
-        return None
+        if isinstance(nd, Binary) and nd.op in "+-" and isinstance(nd.right, Name) and nd.right.id == q:
+            return Binary("-" if nd.op == "+" else "+", replace(nd.left, fn), nd.right, nd.col)
+        return Unary("-", nd, nd.col) if isinstance(nd, Name) and nd.id == q else None
 
     return replace(p.node, fn)
 
@@ -230,26 +230,42 @@ def _to_t(node):
                    else None)
 
 
-def _softmax_of_sigmoid(p: Parts, f):
+_REDUCTIONS = ("sum_t", "prod_t", "max_t", "min_t")
+
+
+def _elementwise(node) -> bool:
+    """The formula is one function of an expression of the key's own score (no reduction over
+    the row): an elementwise weight, e.g. sigmoid(x_j + b)."""
+    return (isinstance(node, Call) and len(node.args) == 1 and node.func not in _REDUCTIONS
+            and has_score(node.args[0]))
+
+
+def _softmax_of_argument(p: Parts, f):
     z = p.node.args[0]
     return Binary("/", Call("exp", (z,), 0), Call("sum_t", (Call("exp", (_to_t(z),), 0),), 0), 0)
 
 
-def _clip(node):
-    """(the clipped expression E) of min(1, max(0, E)), or None."""
-    if isinstance(node, Call) and node.func == "min" and len(node.args) == 2 and show(node.args[0]) == "1":
-        inner = node.args[1]
-        if isinstance(inner, Call) and inner.func == "max" and len(inner.args) == 2 and show(inner.args[0]) == "0":
-            return inner.args[1]
-    return None
+def _bounds(node) -> list[tuple[str, str]]:
+    """(min or max, the bound) of each min(A, E) / max(A, E) in ``node`` with A free of the scores
+    and E with one (a bound A on E), each once."""
+    out = []
+    for nd in walk(node):
+        if isinstance(nd, Call) and nd.func in ("min", "max") and len(nd.args) == 2:
+            for bound, e in ((nd.args[0], nd.args[1]), (nd.args[1], nd.args[0])):
+                if not has_score(bound) and has_score(e) and (nd.func, show(bound)) not in out:
+                    out.append((nd.func, show(bound)))
+    return out
 
 
-def _one_sided(p: Parts, f):
+def _drop_bound(p: Parts, f):
+    """Each ``func(bound, E)`` with the bound of the fields replaced by E: the bound left out."""
+
     def fn(nd):
-        e = _clip(nd)
-        if e is None:
-            return None
-        return Call("min", (Num("1", 0), e), 0) if f["side"] == "lower" else Call("max", (Num("0", 0), e), 0)
+        if isinstance(nd, Call) and nd.func == f["func"] and len(nd.args) == 2:
+            for bound, e in ((nd.args[0], nd.args[1]), (nd.args[1], nd.args[0])):
+                if show(bound) == f["bound"] and has_score(e):
+                    return replace(e, fn)
+        return None
 
     return replace(p.node, fn)
 
@@ -261,11 +277,13 @@ def _inner(p: Parts, f):
 
 
 def _cap(node):
-    """(C, E) of C*tanh(E/C), or None."""
-    if isinstance(node, Binary) and node.op == "*" and isinstance(node.right, Call) and node.right.func == "tanh":
-        arg = node.right.args[0]
-        if isinstance(arg, Binary) and arg.op == "/" and show(arg.right) == show(node.left) and has_score(arg.left):
-            return node.left, arg.left
+    """(C, E) of a tanh cap C*tanh(E/C) (or tanh(E/C)*C) of an expression E with a score, or None."""
+    if isinstance(node, Binary) and node.op == "*":
+        for c, t in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(t, Call) and t.func == "tanh":
+                arg = t.args[0]
+                if isinstance(arg, Binary) and arg.op == "/" and show(arg.right) == show(c) and has_score(arg.left):
+                    return c, arg.left
     return None
 
 
@@ -344,17 +362,26 @@ def _exp2_rewrite(p: Parts, f):
     return _scale_exponents(p, f)
 
 
-def _bias_forms(p: Parts) -> list[dict]:
-    names = []
-    for nd in walk(p.node):
-        if isinstance(nd, Binary) and nd.op == "+" and _is_score(nd.left) and isinstance(nd.right, Name) \
-                and nd.right.id in p.entry.params and nd.right.id not in names:
-            names.append(nd.right.id)
-    return [{"param": q} for q in names]
+def _param_forms(p: Parts) -> list[dict]:
+    """One variant per scalar parameter the formula has, in the entry's order."""
+    seen = {nd.id for nd in walk(p.node) if isinstance(nd, Name)}
+    return [{"param": q} for q in p.entry.params if q in seen]
+
+
+_BOUND_WORDS = {"max": "a value below {bound} is not raised to {bound}",
+                "min": "a value above {bound} is not lowered to {bound}"}
+
+
+def _bound_forms(p: Parts) -> list[dict]:
+    return [{"func": fn, "bound": b, "effect": _BOUND_WORDS[fn].format(bound=b)} for fn, b in _bounds(p.node)]
+
+
+def _caps(p: Parts) -> list:
+    return [cap for cap in (_cap(nd) for nd in walk(p.node)) if cap is not None]
 
 
 FAULTS: tuple[Fault, ...] = (
-    Fault("unshifted-sink-term",
+    Fault("unshifted-extra-term",
           "unshifted {plus}: the row maximum is subtracted from the scores but not from the {term}",
           "It subtracts the row maximum m = max x from every score for stability, but leaves the {term} "
           "unshifted. So it computes {name}(x − max x), not {name}(x). Shifting all scores by a constant leaves "
@@ -362,16 +389,16 @@ FAULTS: tuple[Fault, ...] = (
           "Shift the {term} too: use {shifted} in place of {term}{guard}.",
           lambda p: [{}, {"guarded": True}] if p.terms else [],  # NaN on a fully masked row, or m taken as 0
           lambda p, f: _shift_scores(p.node), closed="shift", fix_form=True),
-    Fault("softmax-for-softmax1", "{closed} where {name} was meant: the {term} {is} missing",
+    Fault("extra-terms-dropped", "{closed} where {name} was meant: the {term} {is} missing",
           "It computes {closed}: the {term} of the definition {is} missing, so {effect}.",
           "Add the {term} back: {definition}.",
           _when(lambda p: bool(p.terms)), _drop_terms),
-    Fault("softmax1-for-softmax", "{closed} where {name} was meant: an extra 1 in the denominator",
-          "It adds 1 (exp(0), an implicit zero logit) to the denominator, as softmax₁ does, so its weights sum to "
-          "less than they should.",
+    Fault("extra-one-added", "{closed} where {name} was meant: an extra 1 in the denominator",
+          "It adds 1 (exp(0), an implicit zero logit) to the denominator, so its weights sum to less than they "
+          "should.",
           "Drop the extra 1 (or the zero key/logit) from the denominator.",
           lambda p: [{}] if _bare_sums(p.node) else [], _add_one),
-    Fault("sink-scaled", "the extra logit is scaled inconsistently with the scores ({logit}{how} with d = {d})",
+    Fault("extra-logit-scaled", "the extra logit is scaled inconsistently with the scores ({logit}{how} with d = {d})",
           "The extra logit enters multiplied by {c}: it was scaled by 1/√d (or not) differently from the scores it "
           "competes with, so the extra token's weight is wrong whenever its logit is not 0.",
           "Scale the extra logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink logit on the "
@@ -397,51 +424,47 @@ FAULTS: tuple[Fault, ...] = (
           _when(lambda p: bool(exp_calls(p.node, True)) and any(
               isinstance(nd, Call) and nd.func == "exp" for nd in exp_calls(p.node, True))),
           lambda p, f: p.node, numeric="dtype", fix_form=True),
-    Fault("sigmoid-bias-sign", "the bias enters with the wrong sign: x − {param} for x + {param}",
-          "It subtracts the bias {param} where the definition adds it, so every weight is taken at a score shifted "
-          "by 2{param}; it is right only when {param} = 0.",
-          "Add the bias: x + {param}.",
-          _bias_forms, _bias_sign, closed="sign"),
-    Fault("softmax-for-sigmoid", "softmax across the row where an elementwise sigmoid was meant",
-          "It normalizes across the row (softmax), so the weights sum to 1 and depend on the other keys; "
-          "{name} weighs each key on its own.",
-          "Apply σ to each score separately, with no sum over the row.",
-          _when(lambda p: isinstance(p.node, Call) and p.node.func == "sigmoid"), _softmax_of_sigmoid),
-    Fault("sigmoid-exp-ratio", "σ computed as exp(z) / (1 + exp(z)): it overflows for large scores",
+    Fault("param-sign-flipped", "the sign of {param} is flipped: −{param} where the definition has {param}",
+          "It uses −{param} where the definition has {param} (e.g. a bias subtracted where it is added), so it "
+          "computes {name} at {param} → −{param}; the two agree only where {param} and −{param} give the same "
+          "weights (e.g. {param} = 0).",
+          "Use {param} with the sign of the definition: {definition}.",
+          _param_forms, _flip_sign, closed="sign"),
+    Fault("softmax-for-elementwise", "softmax across the row where an elementwise {func} was meant",
+          "It normalizes across the row (softmax of the argument of {func}), so the weights sum to 1 and depend "
+          "on the other keys; {name} weighs each key on its own.",
+          "Apply {func} to each score separately, with no sum over the row: {definition}.",
+          lambda p: [{"func": p.node.func}] if _elementwise(p.node) else [], _softmax_of_argument),
+    Fault("exp-ratio-overflow", "σ computed as exp(z) / (1 + exp(z)): it overflows for large scores",
           "exp(z)/(1 + exp(z)) equals σ(z) in exact arithmetic, but exp(z) overflows to inf once z exceeds the "
           "largest exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 in float16), and inf/inf "
           "gives NaN.",
           "Use 1 / (1 + exp(−z)) for z ≥ 0 and exp(z) / (1 + exp(z)) for z < 0 (e.g. torch.sigmoid).",
           _when(lambda p: any(isinstance(nd, Call) and nd.func == "sigmoid" for nd in walk(p.node))),
           _sigmoid_ratio, numeric="dtype"),
-    Fault("clipped-one-sided", "the clip is one-sided: {what}",
-          "It clips {what_long}, so {effect}.",
-          "Clip on both sides: min(1, max(0, ·)).",
-          lambda p: [] if not any(_clip(nd) is not None for nd in walk(p.node)) else [
-              {"side": "lower", "what": "no clip at 0", "what_long": "at 1 only",
-               "effect": "a small weight can go negative"},
-              {"side": "upper", "what": "no clip at 1", "what_long": "at 0 only",
-               "effect": "a large weight can exceed 1"}],
-          _one_sided),
-    Fault("softmax-for-clipped", "plain {closed}: the outer function of {name} is missing",
+    Fault("bound-dropped", "a bound is dropped: no {func}({bound}, ·)",
+          "It leaves out the bound {func}({bound}, ·) of the definition, so {effect}.",
+          "Apply the bound as the definition does: {definition}.",
+          _bound_forms, _drop_bound),
+    Fault("outer-function-dropped", "plain {closed}: the outer function of {name} is missing",
           "It returns {closed} itself, the inner normalizer of {name}, without the function applied to it; {name} "
           "is {definition}.",
           "Apply the outer function: {definition}.",
           _when(lambda p: p.entry.inner is not None), _inner),
-    Fault("softcap-missing", "plain {closed}: the soft cap c·tanh(x/c) is missing",
-          "It applies the normalizer to the raw scores, so large scores are not capped.",
+    Fault("tanh-cap-dropped", "plain {closed}: the tanh cap {cap}·tanh(x/{cap}) is missing",
+          "It applies the rest of the formula to the raw scores, so large scores are not capped.",
           "Cap first: {definition}.",
-          lambda p: [{}] if any(_cap(nd) is not None for nd in walk(p.node)) else [], _uncapped),
-    Fault("softcap-misscaled", "the soft cap is mis-scaled: {what}",
-          "It computes {what_long} instead of c·tanh(x/c): {effect}.",
-          "Use c·tanh(x/c): divide by c inside tanh and multiply by c outside.",
-          lambda p: [] if not any(_cap(nd) is not None for nd in walk(p.node)) else [
-              {"inside": True, "what": "tanh(x/c) without the factor c", "what_long": "tanh(x/c)",
-               "effect": "the capped scores lie in (−1, 1), not (−c, c)"},
-              {"inside": False, "what": "c·tanh(x) without dividing by c", "what_long": "c·tanh(x)",
-               "effect": "every score above about 2 is capped to c"}],
+          lambda p: [{"cap": show(_caps(p)[0][0])}] if _caps(p) else [], _uncapped),
+    Fault("tanh-cap-misscaled", "the tanh cap is mis-scaled: {what}",
+          "It computes {what_long} instead of {cap}·tanh(x/{cap}): {effect}.",
+          "Use {cap}·tanh(x/{cap}): divide by {cap} inside tanh and multiply by {cap} outside.",
+          lambda p: [] if not _caps(p) else [
+              {"inside": True, "cap": (c := show(_caps(p)[0][0])), "what": f"tanh(x/{c}) without the factor {c}",
+               "what_long": f"tanh(x/{c})", "effect": f"the capped scores lie in (−1, 1), not (−{c}, {c})"},
+              {"inside": False, "cap": c, "what": f"{c}·tanh(x) without dividing by {c}", "what_long": f"{c}·tanh(x)",
+               "effect": f"every score above about 2 is capped to {c}"}],
           _uncapped),
-    Fault("softcap-caps-the-mask", "the mask is applied before the formula: a masked key enters it with score −∞",
+    Fault("mask-inside-formula", "the mask is applied before the formula: a masked key enters it with score −∞",
           "A masked score −∞ goes through the formula as a key of its own ({written} with the masked keys "
           "included), so a masked key changes the other keys' weights.",
           "Leave masked keys out of the formula: apply the mask to its result (masked_fill with −∞ after the "
@@ -492,7 +515,7 @@ def faulty_row(name: str, fault: str, fields: tuple, row, params: dict, dtype: s
         form = faulty_formula(name, entry.formula, fault, fields)
         finite = [v for v in row if v != -math.inf]
         m = max(finite) if finite else (0.0 if fd.get("guarded") else None)
-        if m is None and fault == "unshifted-sink-term":
+        if m is None and fault == "unshifted-extra-term":
             return [math.nan] * len(row)  # x − m = −∞ − (−∞)
         out = form.reference(xs, allowed, **{**vals, M_: m or 0.0, C_: fd.get("factor", 1.0)})
         return [float(v) for v in out]

@@ -59,8 +59,9 @@ definition has no value (softmax, every key masked: 0/0) ``out`` may be 0 or NaN
 gradients 0 or NaN; an ``lse`` of log 0 may be −∞ or +∞ (FlashAttention's convention).
 
 On disagreement the function is run on a few probe inputs and compared with every known
-kernel fault of its form (:data:`derive.kernels.faults.FAULTS`, run by the numeric kernels
-of :mod:`derive.kernels.numeric` with the fault's switch): a fault *matches* when the
+kernel fault of its form that applies to the normalizer's formula
+(:func:`derive.kernels.faults.faults_for`, run by the numeric kernels of
+:mod:`derive.kernels.numeric` with the fault's switch): a fault *matches* when the
 function agrees with the faulty kernel on every probe row and the faulty kernel differs from
 the definition on at least one.
 """
@@ -71,7 +72,7 @@ import math
 
 from derive.errors import InputError
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure, KernelResult
-from derive.impl.kernel_diagnose import FORM_FAULTS, KERNEL_TOLERANCE_RULE, KernelDiagnosis, diagnose, faulty_outputs
+from derive.impl.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis, diagnose, faulty_outputs
 from derive.impl.kernel_exact import ExactRow, exact_row
 from derive.impl.kernel_inputs import (DV, EXTRA_LOGIT, FIXED_LISTS, FORMS, HEADS, LSE_CONVENTIONS, MAX_PARTS, ROWS,
                                        SEARCH_EXAMPLES, SETS_PER_PARTITION, SINK_VALUES, blocks, dout_row,
@@ -82,7 +83,7 @@ from derive.impl.target import ImplRaised
 from derive.normalizers.family import kernel_form
 from derive.render.markup import plain_math
 
-__all__ = ["DV", "EXTRA_LOGIT", "FIXED_LISTS", "FORMS", "FORM_FAULTS", "HEADS", "KERNEL_TOLERANCE_RULE",
+__all__ = ["DV", "EXTRA_LOGIT", "FIXED_LISTS", "FORMS", "HEADS", "KERNEL_TOLERANCE_RULE",
            "LSE_CONVENTIONS", "MAX_PARTS", "ROWS", "SEARCH_EXAMPLES", "SETS_PER_PARTITION", "SINK_VALUES", "Call",
            "ExactRow", "KernelChecker", "KernelDiagnosis", "KernelFailure", "KernelReport", "KernelResult",
            "blocks", "check_kernel", "diagnose", "dout_row", "exact_row", "faulty_outputs", "split_counts", "values"]

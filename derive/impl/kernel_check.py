@@ -20,7 +20,7 @@ from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXA
 from derive.impl.numbers import agree, agree_all, scaled, jnum, listed, round_to, shortest
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
-from derive.normalizers.family import kernel_sigma
+from derive.normalizers.family import kernel_sigma, logit_slope
 
 __all__ = ["Call", "KernelChecker", "KernelFailure", "KernelResult"]
 
@@ -137,6 +137,10 @@ class KernelChecker:
 
     def sigma(self, params: dict):
         return kernel_sigma(self.norm, params)
+
+    def slope(self, p: str, params: dict) -> float:
+        """∂σ/∂p at ``params``: what the gradient of the extra logit is multiplied by in p's."""
+        return logit_slope(self.norm, p, params)
 
     def param_sets(self) -> list[dict]:
         if not self.free_params:
@@ -347,7 +351,16 @@ class KernelChecker:
                                  output=[float(a) for a in y], exact=[float(a) for a in p], errors=errs, bounds=bounds)
 
         slots = call.heads or 1  # a parameter's gradient: one entry per head, or one for every row
-        ds_total, ds_scale, ds_defined = [0.0] * slots, [0.0] * slots, [True] * slots
+        # per parameter p: the sum over rows of ∂σ/∂p · ∂L/∂σ (the chain rule; ∂σ/∂p = 1 for a sink logit s)
+        ds_total = {p: [0.0] * slots for p in self.norm.params}
+        ds_scale = {p: [0.0] * slots for p in self.norm.params}
+        ds_defined = [True] * slots
+
+        def add_ds(r, ex, kap):
+            for p in self.norm.params:
+                k = self.slope(p, call.row_params(r))
+                ds_total[p][r % slots] += k * ex.ds
+                ds_scale[p][r % slots] += abs(k) * (1.0 + kap) * ex.ds_scale
         passed, ratios, kaps = self._passing(call, got, tol)
         for r in range(start, R):
             ex = self.exact(call, r)
@@ -362,8 +375,7 @@ class KernelChecker:
                             and float(got["lse"][r]) == INF:
                         result.plus_inf_lse += 1
                 if self.form == "backward":
-                    ds_total[r % slots] += ex.ds
-                    ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
+                    add_ds(r, ex, kap)
                 continue
             if not ex.defined:
                 ds_defined[r % slots] = False
@@ -389,8 +401,7 @@ class KernelChecker:
             else:
                 checks.append(("dx", got["dx"][r], ex.dx, ex.dx_scale))
                 checks.append(("dv", np.ravel(got["dv"][r]), np.ravel(ex.dv), np.ravel(ex.dv_scale)))
-                ds_total[r % slots] += ex.ds
-                ds_scale[r % slots] += (1.0 + kap) * ex.ds_scale
+                add_ds(r, ex, kap)
             for what, y, p, scales in checks:
                 bounds = tol.abs + scaled(tol.rel * (1.0 + kap), np.abs(np.asarray(scales, dtype=np.float64).ravel()))
                 ok, errs = agree_all(y, p, bounds)
@@ -406,7 +417,8 @@ class KernelChecker:
                 key = "d" + name
                 if key not in got:
                     if self.param_grad:
-                        return fail(key, -1, [], ds_total, [INF] * slots, [tol.abs + tol.rel * m for m in ds_scale])
+                        return fail(key, -1, [], ds_total[name], [INF] * slots,
+                                    [tol.abs + tol.rel * m for m in ds_scale[name]])
                     continue
                 arr = got[key]
                 if call.heads and arr.shape != (call.heads,):
@@ -419,15 +431,15 @@ class KernelChecker:
                                      f"{list(arr.shape)}; {name} was passed as a scalar shared by every row, so "
                                      f"its gradient is a scalar (the sum over rows)")
                 ys = [float(a) for a in np.ravel(arr)]
-                bounds = [tol.abs + tol.rel * m for m in ds_scale]
+                bounds = [tol.abs + tol.rel * m for m in ds_scale[name]]
                 # a head with a row of no value: its gradient is NaN (0/0 there) or the sum over the other rows
                 res = [agree(y, p, b) if ok or not math.isnan(y) else (True, 0.0)
-                       for y, p, b, ok in zip(ys, ds_total, bounds, ds_defined)]
+                       for y, p, b, ok in zip(ys, ds_total[name], bounds, ds_defined)]
                 for (_, err), bound in zip(res, bounds):
                     if result is not None and math.isfinite(err) and bound > 0:
                         result.max_ratio = max(result.max_ratio, err / bound)
                 if not all(ok for ok, _ in res):
-                    return fail(key, -1, ys, ds_total, [e for _, e in res], bounds)
+                    return fail(key, -1, ys, ds_total[name], [e for _, e in res], bounds)
         return None
 
     def search(self, tol: Tolerance, result: KernelResult, budget: int) -> None:

@@ -7,16 +7,16 @@ import math
 
 import numpy as np
 
-from derive.impl.diagnose import Diagnosis
+from derive.impl.diagnose import Diagnosis, Match
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
-from derive.impl.kernel_faults import BY_KEY, FORM_FAULTS, faulty_outputs, other_extras, variants
+from derive.impl.kernel_faults import BY_KEY, faults_for, faulty_outputs, other_extras, variants
 from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
 from derive.impl.numbers import agree_all, round_to, scaled
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
 from derive.normalizers.registry import get
 
-__all__ = ["FORM_FAULTS", "KERNEL_TOLERANCE_RULE", "KernelDiagnosis", "diagnose", "faulty_outputs"]
+__all__ = ["KERNEL_TOLERANCE_RULE", "KernelDiagnosis", "diagnose", "faulty_outputs"]
 
 INF = math.inf
 
@@ -126,6 +126,12 @@ def _probe_calls(checker: KernelChecker, failure: KernelFailure) -> list[Call]:
 KernelDiagnosis = Diagnosis  # one diagnosis type for the row and the kernel forms
 
 
+def _slope(checker: KernelChecker):
+    """∂σ/∂p of the first parameter p (whose gradient the diagnosis compares), or None."""
+    name = next(iter(checker.norm.params), None)
+    return None if name is None else (lambda params: checker.slope(name, params))
+
+
 def _failing_rows(checker: KernelChecker, seen, tol: Tolerance) -> int:
     """Probe rows (of a defined value) on which the kernel disagrees with the definition."""
     count = 0
@@ -154,7 +160,7 @@ def _matches(checker, failure, seen, tol, model, keys, lenient) -> bool:
     differs = False
     for call, got in seen:
         ref = model(call)
-        exact = faulty_outputs(checker.form, None, call, {}, checker.lse)
+        exact = faulty_outputs(checker.form, None, call, {}, checker.lse, slope=_slope(checker))
         if not _same(ref, exact, checker, call, tol, keys=keys):
             differs = True
         if not _same(got, ref, checker, call, tol, lenient=lenient, keys=keys):
@@ -178,31 +184,30 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
         model = (lambda call, s=sigma: faulty_outputs(checker.form, None, call, {}, checker.lse, sigma=s))
         if _matches(checker, failure, seen, tol, model, every, lenient=False):
             diag.matched.append(_other_entry(checker.norm, other))
-    for key in FORM_FAULTS[checker.form]:
+    for key in faults_for(checker.norm, checker.form):
         for variant in variants(checker.form, key):
             model = (lambda call, key=key, variant=variant: faulty_outputs(checker.form, key, call, variant,
-                                                                           checker.lse))
+                                                                           checker.lse, slope=_slope(checker)))
             lenient = key != "nan_empty_split"
             scopes = [every] + ([("lse",)] if failure.what == "lse" else [])  # an lse fault: on lse alone too
             scope = next((sc for sc in scopes if _matches(checker, failure, seen, tol, model, sc, lenient)), None)
             if scope is not None:
                 f = BY_KEY[key]
-                entry = {"name": key, "title": f.title, "does": f.does, "computes": f.computes, "fix": f.fix}
+                computes = f.computes
                 if "scale" in variant:
-                    d = round(1.0 / variant["scale"] ** 2)
-                    entry["computes"] += f" (here with the scale 1/√{d})"
+                    computes += f" (here with the scale 1/√{round(1.0 / variant['scale'] ** 2)})"
                 if variant.get("p_only"):
-                    entry["computes"] += " (in P only: the sink's gradient uses the right lse)"
+                    computes += " (in P only: the sink's gradient uses the right lse)"
                 if scope == ("lse",):
-                    entry["computes"] += " (in the lse returned; out is right)"
-                diag.matched.append(entry)
+                    computes += " (in the lse returned; out is right)"
+                diag.matched.append(Match("kernel", key, f.title, f.fix, does=f.does, computes=computes))
                 break
     if not diag.matched:
         diag.pattern = _pattern(checker, failure, seen, tol)
     return diag
 
 
-def _other_entry(norm, other: str) -> dict:
+def _other_entry(norm, other: str) -> Match:
     """The diagnosis "the output equals normalizer ``other``" (the registry's title and words)."""
     title = get(other).title
     if EXTRA_LOGIT[other] is None:
@@ -213,8 +218,8 @@ def _other_entry(norm, other: str) -> dict:
                 "without a sink and takes s = 0)")
         fix = (f"pass the normalizer's parameters ({', '.join(norm.params)})" if norm.params
                else "drop the extra 1 from the denominator (or check it as softmax1 if that is meant)")
-    return {"name": f"equals-{other}", "title": f"the output equals {title}, not {norm.title}", "does": does,
-            "computes": f"{title} on every probe row", "fix": fix}
+    return Match("kernel", f"equals-{other}", f"the output equals {title}, not {norm.title}", fix, does=does,
+                 computes=f"{title} on every probe row")
 
 
 def _lse_matches(checker, seen, conv: str, tol: Tolerance) -> bool:
@@ -250,8 +255,9 @@ def _pattern(checker, failure, seen, tol) -> list[str]:
     if bad and failure.what != "lse":
         lines.append("It returns NaN or ±inf where the definition is finite.")
     if not lines:
-        lines.append(f"No known kernel fault of the {checker.form} form matches (tried: "
-                     f"{', '.join(FORM_FAULTS[checker.form])}): it disagrees on {failure.what} "
+        tried = faults_for(checker.norm, checker.form)
+        lines.append(f"No known kernel fault of the {checker.form} form matches (tried those that apply to "
+                     f"{checker.norm.name}: {', '.join(tried) or 'none'}): it disagrees on {failure.what} "
                      f"({failure.call.describe()}).")
     return lines
 

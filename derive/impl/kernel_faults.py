@@ -1,9 +1,10 @@
-"""The fault models of the kernel forms, run on a call: which known faults apply to which form,
-the ways each is realized, and the outputs of the numeric kernel (:mod:`derive.kernels.numeric`)
-with the fault switched on, or with the extra logit of another normalizer of the family.
+"""The fault models of the kernel forms, run on a call: the ways each known fault is realized,
+and the outputs of the numeric kernel (:mod:`derive.kernels.numeric`) with the fault switched
+on, or with the extra logit of another normalizer of the family.
 
-A fault of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`) is one transformation
-of the logit and applies to the online and the split form alike; the others belong to one form.
+Which faults a diagnosis tries comes from :func:`derive.kernels.faults.faults_for`: those of the
+form whose part the normalizer's formula has and whose transformation changes it (a fault of the
+extra logit applies to the online and the split form alike).
 """
 
 from __future__ import annotations
@@ -15,21 +16,12 @@ import numpy as np
 from derive.impl.kernel_check import Call
 from derive.impl.kernel_inputs import EXTRA_LOGIT
 from derive.kernels import numeric
-from derive.kernels.faults import EXTRA_FAULTS
-from derive.kernels.faults import FAULTS as KERNEL_FAULTS
+from derive.kernels.faults import BY_KEY, faults_for
 
-__all__ = ["BY_KEY", "FORM_FAULTS", "OTHER_EXTRA", "faulty_outputs", "other_extras", "variants"]
+__all__ = ["BY_KEY", "OTHER_EXTRA", "faults_for", "faulty_outputs", "other_extras", "variants"]
 
 INF = math.inf
 LN2 = math.log(2.0)
-_EXTRA = tuple(EXTRA_FAULTS)
-FORM_FAULTS: dict[str, tuple[str, ...]] = {
-    "online": _EXTRA[:1] + _EXTRA[2:] + ("acc_not_rescaled", "sum_not_rescaled", "guard_stored_as_max"),
-    "split": _EXTRA + ("nan_empty_split",),
-    "backward": ("kv_only_lse_backward", "sink_grad_missing", "sink_grad_sign"),
-}
-BY_KEY = {f.key: f for f in KERNEL_FAULTS}
-assert all(k in BY_KEY for keys in FORM_FAULTS.values() for k in keys)
 _SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
 # the fixed extra logits of the family (none, or a number), each by the first registered normalizer that has
 # it, read off the formulas: a kernel's output may equal another one's (softmax: none; softmax₁: 0)
@@ -49,7 +41,7 @@ def variants(form: str, key: str) -> list[dict]:
         return [{}, {"masked_too": True}]
     if key == "kv_only_lse_backward":  # the sink's gradient from the KV-only lse too, or from the right one
         return [{}, {"p_only": True}]
-    if form != "online" or key in EXTRA_FAULTS and key != "extra_per_tile":
+    if form != "online" or BY_KEY[key].part == "logit" and key != "extra_per_tile":
         return [{}]
     if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
         return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
@@ -72,10 +64,11 @@ def _finalized(x, v, block, sigma, base2, fault):
 
 
 def faulty_outputs(form: str, key: str | None, call: Call, variant: dict, lse: str = "natural",
-                   sigma=...) -> dict:
+                   sigma=..., slope=None) -> dict:
     """The numeric kernel (with fault ``key``, or none) on every row of ``call``: out and lse (in
     the convention ``lse``; none for kv-only), or dx, dv and ds. ``sigma``: the extra logit to
-    use instead of the call's (another normalizer of the family)."""
+    use instead of the call's (another normalizer of the family); ``slope(params)``: ∂σ/∂p of the
+    parameter whose gradient ds is (default 1: the extra logit is the parameter)."""
     R, n = call.x.shape
     outs, lses, dxs, dvs, ds = [], [], [], [], np.zeros(call.heads or 1)
     for r in range(R):
@@ -96,7 +89,7 @@ def faulty_outputs(form: str, key: str | None, call: Call, variant: dict, lse: s
                 dx, dv, dsr = numeric.backward(x, v, call.third[r], s, fault=key, **variant)
                 dxs.append(dx)
                 dvs.append(dv)
-                ds[r % len(ds)] += 0.0 if dsr is None else dsr
+                ds[r % len(ds)] += 0.0 if dsr is None else dsr * (1.0 if slope is None else slope(call.row_params(r)))
                 continue
         outs.append(o)
         lses.append(float(ell))

@@ -134,11 +134,11 @@ class KernelReport:
             d = self.diagnosis
             if d is not None and d.matched:
                 for m in d.matched:
-                    lines.append(f"**Known kernel fault: {m['title']}** (`{m['name']}`, matched on {d.probes} "
+                    lines.append(f"**Known kernel fault: {m.title}** (`{m.name}`, matched on {d.probes} "
                                  f"probe rows).")
-                    lines.append(f"- What the faulty kernel does: {m['does']}.")
-                    lines.append(f"- What it computes instead: {m['computes']}.")
-                    lines.append(f"- Fix: {m['fix']}.")
+                    lines.append(f"- What the faulty kernel does: {m.does}.")
+                    lines.append(f"- What it computes instead: {m.computes}.")
+                    lines.append(f"- Fix: {m.fix}.")
                     lines.append("")
             elif d is not None:
                 lines.extend(d.pattern)

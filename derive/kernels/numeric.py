@@ -4,7 +4,10 @@ These run the forms of :mod:`derive.kernels.forms` the way a fused kernel does (
 keys, a running max, per-split partial results merged by their log-sum-exp, a backward
 pass from the saved lse) so that the document can show a fault on concrete numbers and a
 checker can compare an implementation with the same forms. ``fault`` is a key of
-:data:`derive.kernels.faults.FAULTS` or ``None``.
+:data:`derive.kernels.faults.FAULTS` or ``None``: the kernels apply that fault's one definition,
+the transformation of its part (the extra logit added, the rescaling factors of the tile update,
+the extra logit in the lse the backward uses, the extra logit's gradient returned), or for an
+IEEE fault the guard it leaves out.
 
 Scores ``x`` are raw (the kernel multiplies them by ``scale``); −inf marks a masked key. The
 −∞ guard (a finite stand-in for the shift while nothing is allowed) is used for the exponents
@@ -19,6 +22,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from derive.kernels.faults import BY_KEY
 
 __all__ = ["backward", "online", "split"]
 
@@ -44,12 +49,16 @@ def _merge(parts, dv, unguarded=False):
     return out, lse
 
 
-def _with_faulty_extra(o, lse, wv, fault, extra, shift, count, scale):
-    """The keys' (o, lse) merged with the extra logit that a kernel with ``fault`` adds
-    (:data:`derive.kernels.faults.EXTRA_FAULTS`, the one definition of each such fault)."""
-    from derive.kernels.faults import EXTRA_FAULTS
+def _part(fault, part: str):
+    """The transformation of ``part`` by ``fault`` (:data:`derive.kernels.faults.FAULTS`), or None."""
+    f = BY_KEY.get(fault) if fault is not None else None
+    return f.rewrite if f is not None and f.part == part else None
 
-    used = EXTRA_FAULTS[fault](float(extra), shift, count, scale, _log)
+
+def _with_faulty_extra(o, lse, wv, fault, extra, shift, count, scale):
+    """The keys' (o, lse) merged with the extra logit that a kernel with ``fault`` adds (the
+    fault's transformation of the logit, its one definition)."""
+    used = _part(fault, "logit")(float(extra), shift, count, scale, _log)
     return _merge([(o, lse), (wv, used)], len(wv))
 
 
@@ -65,7 +74,7 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
     n, dv = v.shape
     ex, c = (np.exp2, LOG2E) if base2 else (np.exp, 1.0)
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
-    if extra is not None and _is_extra_fault(fault):
+    if extra is not None and _part(fault, "logit") is not None:
         o, lse = online(x, v, block, None, None, scale, base2)
         tiles = -(-n // block)
         if fault == "extra_per_tile" and tiles == 0 and no_tile_nan:
@@ -84,8 +93,10 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
         shift = m_new if m_new > NEG else 0.0
         alpha = float(ex(m - shift)) if m > NEG else 0.0
         p = ex(u - shift)
-        ell = (1.0 if fault == "sum_not_rescaled" and m > NEG else alpha) * ell + p.sum()
-        acc = (1.0 if fault == "acc_not_rescaled" and m > NEG else alpha) * acc + p @ vals
+        # the fault's factors while there is a state to rescale (a seed of logit −∞ has none: α = 0 drops it)
+        r_ell, r_acc = ((_part(fault, "rescale") if m > NEG else None) or _kept)(alpha, alpha, 1.0)
+        ell = r_ell * ell + p.sum()
+        acc = r_acc * acc + p @ vals
         m = shift if fault == "guard_stored_as_max" else m_new
     if ell == 0:
         return np.zeros(dv), NEG  # a fully masked row without an extra logit (or an underflow): out = 0, lse = −∞
@@ -97,9 +108,9 @@ def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=Fals
     (o, lse) by an online pass without the extra logit, then merged with the extra logit once;
     returns (out, lse).
 
-    A fault of the extra logit (:data:`derive.kernels.faults.EXTRA_FAULTS`) changes the logit the
-    combine adds: K = the splits that add it (``extra_per_tile``: every split with a key, an empty
-    one too with ``empty_too``; ``seeded_twice_empty_split``: the combine and every empty split,
+    A fault of the extra logit (part ``logit`` of :data:`derive.kernels.faults.FAULTS`) changes
+    the logit the combine adds: K = the splits that add it (``extra_per_tile``: every split with a
+    key, an empty one too with ``empty_too``; ``seeded_twice_empty_split``: the combine and every empty split,
     a fully masked one too with ``masked_too``), m = the largest split lse."""
     x, v = np.asarray(x, float), np.asarray(v, float)
     dv = v.shape[1]
@@ -121,29 +132,30 @@ def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=Fals
     o, lse = _merge(parts, dv)
     if extra is None:
         return o, lse
-    if _is_extra_fault(fault):
+    if _part(fault, "logit") is not None:
         top = max((p[1] for p in parts), default=NEG)
         return _with_faulty_extra(o, lse, wv, fault, extra, top, count + (fault == "seeded_twice_empty_split"),
                                   scale)
     return _merge([(o, lse), (wv, float(extra))], dv)  # the extra logit enters once, in the combine
 
 
-def _is_extra_fault(fault) -> bool:
-    from derive.kernels.faults import EXTRA_FAULTS
-
-    return fault in EXTRA_FAULTS
+def _kept(r_ell, r_acc, one):
+    return r_ell, r_acc
 
 
 def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False):
-    """Recompute-form gradients of L = ⟨dout, out⟩ for one row: (dx, dv, dextra). ``p_only``
-    (with ``kv_only_lse_backward``): the KV-only lse rebuilds P only, the extra logit's gradient
-    uses the right one."""
+    """Recompute-form gradients of L = ⟨dout, out⟩ for one row: (dx, dv, dextra). A fault of the
+    lse (``kv_only_lse_backward``) recomputes P from an lse whose extra logit it transforms; with
+    ``p_only`` only P, the extra logit's gradient uses the right lse. A fault of the gradient
+    transforms the extra logit's gradient returned."""
     x, v, g = np.asarray(x, float), np.asarray(v, float), np.asarray(dout, float)
     wv = np.zeros(v.shape[1]) if extra_value is None else np.asarray(extra_value, float)
     out, lse = split(x, v, 1, extra, wv)
     true_lse = lse
-    if fault == "kv_only_lse_backward":
-        _, lse = split(x, v, 1, None)
+    in_lse = _part(fault, "lse")
+    if in_lse is not None and extra is not None:
+        used = in_lse(float(extra), NEG)
+        _, lse = split(x, v, 1, None if used == NEG else used)
     with np.errstate(invalid="ignore"):
         p = np.exp(x - lse)
     D = float(g @ out)
@@ -153,5 +165,5 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False)
         return dx, dv, None
     with np.errstate(over="ignore", invalid="ignore"):  # a KV-only lse of −∞ (fault 9, every key masked)
         ds = float(np.exp(extra - (true_lse if p_only else lse))) * (float(g @ wv) - D)
-    ds = {"sink_grad_missing": 0.0, "sink_grad_sign": -ds}.get(fault, ds)
-    return dx, dv, ds
+    returned = _part(fault, "grad")
+    return dx, dv, (ds if returned is None else returned(ds, 0.0))

@@ -22,7 +22,8 @@ from derive.model.attention import M, X, i, j, n, row_sum, t
 from derive.model.reductions import RowExtremum
 from derive.prove.sums import canon_sums
 
-__all__ = ["Family", "KernelFacts", "extra_weight", "kernel_form", "kernel_sigma", "logit_value", "recognise"]
+__all__ = ["Family", "KernelFacts", "extra_weight", "kernel_form", "kernel_sigma", "logit_slope", "logit_value",
+           "recognise"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +144,22 @@ def kernel_sigma(entry, params: dict):
     if isinstance(logit, sp.Basic):
         return logit_value(entry, params)
     return logit
+
+
+_SLOPES: dict = {}
+
+
+def logit_slope(entry, p: str, params: dict) -> float:
+    """∂σ/∂p, the derivative of the extra logit in parameter ``p``, at the parameter values
+    ``params`` (floats): the gradient of p is ∂σ/∂p times that of σ (1 for a sink logit s, 1/2
+    for s/2, 0 where σ does not depend on p)."""
+    key = (entry.name, entry.formula, p)
+    if key not in _SLOPES:
+        fam, why = recognise(entry)
+        if fam is None:
+            raise ValueError(why)
+        syms = [sp.Symbol(q, real=True) for q in entry.params]
+        slope = sp.S.Zero if fam.logit is None else sp.diff(fam.logit, sp.Symbol(p, real=True))
+        _SLOPES[key] = float(slope) if slope.is_number else sp.lambdify(syms, slope, "math")
+    slope = _SLOPES[key]
+    return slope if isinstance(slope, float) else float(slope(*(float(params[q]) for q in entry.params)))
