@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
+import derive.impl.kernel_inputs  # noqa: F401  (these tables are read off the built-in registry at import:
+import derive.kernels.forms  # noqa: F401  import them before the fixture adds its entries)
 from derive.cli import main
 from derive.normalizers.registry import REGISTRY, from_formula
 
