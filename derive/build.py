@@ -86,8 +86,8 @@ def _document(module, path: Path):
     return doc
 
 
-def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
-    """(name, files, steps, checks) of one module.
+def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered, int, int]:
+    """(name, files, steps, checks) of one module (``figure_pdfs``: see :func:`render_document`).
 
     A module defines ``document()`` (a checked derivation, rendered by the templates), or
     ``rendered()`` for a page that a command renders itself (a report, a comparison table);
@@ -98,7 +98,7 @@ def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
     module = _load_module(path)
     if hasattr(module, "document"):
         doc = _document(module, path)
-        page = render_document(doc)
+        page = render_document(doc, figure_pdfs)
         return doc.slug, page, page.steps, page.checks
     page = module.rendered()
     if not isinstance(page, Rendered):
@@ -167,15 +167,18 @@ def _inputs_digest() -> str:
     return _INPUTS_DIGEST
 
 
-def cache_key(path: Path) -> str:
+def cache_key(path: Path, figure_pdfs: bool = True) -> str:
     """A content hash of everything the document of ``path`` is built from.
 
     The module's path as the document shows it, every ``.py`` file next to it (the module and any helper it may
     import), every file of the ``derive`` package (sources, atlas specs), the templates,
     and the versions of Python and of the libraries in :data:`KEYED_DISTRIBUTIONS`. A
-    change to any of them gives another key.
+    change to any of them gives another key, and so does ``figure_pdfs`` (a result rendered
+    without the figures' PDFs cannot serve a build that compiles PDFs).
     """
     h = hashlib.sha256(_inputs_digest().encode())
+    if not figure_pdfs:
+        h.update(b"no figure PDFs\0")
     h.update(_display_path(path).encode() + b"\0")  # the document prints it
     for f in sorted(path.resolve().parent.glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
@@ -210,23 +213,23 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _build_one(path: Path, cache: Path | None):
+def _build_one(path: Path, cache: Path | None, figure_pdfs: bool):
     """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module."""
     t0, c0 = time.perf_counter(), _cpu()
-    key = cache_key(path) if cache is not None else ""
+    key = cache_key(path, figure_pdfs) if cache is not None else ""
     hit = _cache_get(cache, key) if cache is not None else None
     if hit is None:
-        result = _render_module(path)
+        result = _render_module(path, figure_pdfs)
         _cache_put(cache, key, result)
     else:
         result = hit
     return result, time.perf_counter() - t0, _cpu() - c0, hit is not None
 
 
-def _child(path: Path, cache: Path | None, conn) -> None:
+def _child(path: Path, cache: Path | None, figure_pdfs: bool, conn) -> None:
     """A worker process: build one document and send back its result or its exception."""
     try:
-        payload = ("ok", _build_one(path, cache))
+        payload = ("ok", _build_one(path, cache, figure_pdfs))
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
         try:
             pickle.dumps(exc)
@@ -237,7 +240,7 @@ def _child(path: Path, cache: Path | None, conn) -> None:
     conn.close()
 
 
-def _results(modules: list[Path], jobs: int, cache: Path | None):
+def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bool):
     """Each module's result in module order, built ``jobs`` at a time in their own processes.
 
     Each document is built in a fresh fork of this process, so it sees the same interpreter
@@ -247,7 +250,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
     """
     if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for path in modules:  # (no fork on Windows: one process)
-            yield _build_one(path, cache)
+            yield _build_one(path, cache, figure_pdfs)
         return
     ctx = multiprocessing.get_context("fork")
     _preload()
@@ -263,7 +266,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
                 while waiting and len(running) < jobs:
                     j = waiting.pop(0)
                     recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(modules[j], cache, send), name=f"derive-build-{j}")
+                    proc = ctx.Process(target=_child, args=(modules[j], cache, figure_pdfs, send), name=f"derive-build-{j}")
                     proc.start()
                     send.close()
                     running[j] = (proc, recv)
@@ -333,7 +336,7 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     parallel = jobs > 1 and len(modules) > 1 and "fork" in multiprocessing.get_all_start_methods()
     with tempfile.TemporaryDirectory(prefix="derive-shared-") as shared_dir, \
             _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
-        _build_all(modules, report, docs, out, check, pdf and have_pdflatex, log, jobs, cache)
+        _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache)
     if not check and pdf and not have_pdflatex:
         log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
     report.seconds, report.cpu = time.perf_counter() - start, _cpu() - cpu0
@@ -359,9 +362,12 @@ def _environ(values: dict):
                 os.environ[k] = v
 
 
-def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None:
+def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache) -> None:
+    # The figures' PDFs serve LaTeX only: drawn when PDFs are asked for (also without pdflatex,
+    # so the .tex files in build/ can be compiled later), never for --check or --no-pdf.
+    figure_pdfs = pdf and not check
     for path, ((slug, rendered, steps, checks), wall, cpu, cached) in zip(
-            modules, _results(modules, jobs, cache)):
+            modules, _results(modules, jobs, cache, figure_pdfs)):
         report.documents += 1
         report.cached += cached
         report.timings.append((slug, wall, cpu, cached))
@@ -378,7 +384,7 @@ def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None
             for name, content in rendered.build.items():
                 _write(out / name, content)
             tex = f"{slug}.tex"
-            if pdf and tex in rendered.build:
+            if pdf and have_pdflatex and tex in rendered.build:
                 compile_pdf(out / tex)
                 report.pdfs += 1
         how = "from the cache" if cached else f"{wall:.1f} s, CPU {cpu:.1f} s"

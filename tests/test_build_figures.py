@@ -1,0 +1,45 @@
+"""A figure's PDF serves LaTeX only: drawn when the build makes PDFs, never for --no-pdf or --check."""
+
+from pathlib import Path
+
+from derive.build import build, cache_key
+
+DATA = Path(__file__).parent / "data"
+MODULE = DATA / "figure_doc.py"
+
+
+def _build(tmp: Path, **kw):
+    return build([str(MODULE)], docs=tmp / "docs", out=tmp / "build", log=lambda m: None, **kw)
+
+
+def test_no_pdf_writes_the_svg_and_no_figure_pdf(tmp_path, monkeypatch):
+    _build(tmp_path, pdf=False)
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["figure-doc-line.svg", "figure-doc.json",
+                                                                     "figure-doc.md"]
+    assert sorted(p.name for p in (tmp_path / "build").iterdir()) == ["figure-doc.tex"]
+
+
+def test_a_pdf_build_writes_the_figure_pdf_even_without_pdflatex(tmp_path, monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)  # no pdflatex: the .tex can be compiled later
+    _build(tmp_path, pdf=True)
+    pdf = tmp_path / "build" / "figure-doc-line.pdf"
+    assert pdf.read_bytes().startswith(b"%PDF")
+    svg = (tmp_path / "docs" / "figure-doc-line.svg").read_bytes()
+    _build(tmp_path / "again", pdf=False)  # the SVG is the same whether or not the PDF is drawn beside it
+    assert (tmp_path / "again" / "docs" / "figure-doc-line.svg").read_bytes() == svg
+
+
+def test_check_compares_the_svg(tmp_path):
+    _build(tmp_path, pdf=False)
+    assert _build(tmp_path, pdf=False, check=True).stale == []
+    (tmp_path / "docs" / "figure-doc-line.svg").write_bytes(b"<svg/>")
+    assert _build(tmp_path, pdf=False, check=True).stale == [str(tmp_path / "docs" / "figure-doc-line.svg")]
+
+
+def test_a_cached_result_without_figure_pdfs_does_not_serve_a_pdf_build(tmp_path, monkeypatch):
+    assert cache_key(MODULE, figure_pdfs=False) != cache_key(MODULE)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    _build(tmp_path, pdf=False, cache=tmp_path / "cache")
+    report = _build(tmp_path, pdf=True, cache=tmp_path / "cache")
+    assert report.cached == 0
+    assert (tmp_path / "build" / "figure-doc-line.pdf").exists()
