@@ -13,11 +13,11 @@ is *undecided*. A numeric agreement never yields *proved*.
 from __future__ import annotations
 
 import sympy as sp
-from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.prove.sums import merge_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
 
@@ -30,7 +30,7 @@ def _expand(e: sp.Expr) -> sp.Expr:
 
 def _sums(e: sp.Expr) -> sp.Expr:
     e = e.replace(lambda x: isinstance(x, sp.Sum), lambda x: sp.Sum(_expand(x.function), *x.limits))
-    return sum_simplify(sp.expand(e, power_exp=True))
+    return merge_sums(sp.expand(e, power_exp=True))
 
 
 def _exponentials(e: sp.Expr) -> sp.Expr:
