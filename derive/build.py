@@ -167,18 +167,15 @@ def _inputs_digest() -> str:
     return _INPUTS_DIGEST
 
 
-def cache_key(path: Path, figure_pdfs: bool = True) -> str:
+def cache_key(path: Path) -> str:
     """A content hash of everything the document of ``path`` is built from.
 
     The module's path as the document shows it, every ``.py`` file next to it (the module and any helper it may
     import), every file of the ``derive`` package (sources, atlas specs), the templates,
     and the versions of Python and of the libraries in :data:`KEYED_DISTRIBUTIONS`. A
-    change to any of them gives another key, and so does ``figure_pdfs`` (a result rendered
-    without the figures' PDFs cannot serve a build that compiles PDFs).
+    change to any of them gives another key.
     """
     h = hashlib.sha256(_inputs_digest().encode())
-    if not figure_pdfs:
-        h.update(b"no figure PDFs\0")
     h.update(_display_path(path).encode() + b"\0")  # the document prints it
     for f in sorted(path.resolve().parent.glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
@@ -216,14 +213,21 @@ def _cpu() -> float:
 def _build_one(path: Path, cache: Path | None, figure_pdfs: bool):
     """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module."""
     t0, c0 = time.perf_counter(), _cpu()
-    key = cache_key(path, figure_pdfs) if cache is not None else ""
+    key = cache_key(path) if cache is not None else ""
     hit = _cache_get(cache, key) if cache is not None else None
+    if hit is not None and figure_pdfs and not _has_figure_pdfs(hit[1]):
+        hit = None  # stored by a build without PDFs: rebuilt, and stored again with them
     if hit is None:
         result = _render_module(path, figure_pdfs)
         _cache_put(cache, key, result)
     else:
         result = hit
     return result, time.perf_counter() - t0, _cpu() - c0, hit is not None
+
+
+def _has_figure_pdfs(rendered: Rendered) -> bool:
+    """Whether each figure (an SVG for docs/) has its PDF for build/."""
+    return all(f"{name[:-4]}.pdf" in rendered.build for name in rendered.docs if name.endswith(".svg"))
 
 
 def _child(path: Path, cache: Path | None, figure_pdfs: bool, conn) -> None:
@@ -245,8 +249,9 @@ def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bo
 
     Each document is built in a fresh fork of this process, so it sees the same interpreter
     state whichever other documents run beside it or before it: the output never depends
-    on scheduling. The costly documents start first; results are handed out in module
-    order, and the first failure (in module order) is raised.
+    on scheduling. Documents start in module order (no table of their costs to keep up to
+    date); results are handed out in module order, and the first failure (in module order)
+    is raised.
     """
     if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for path in modules:  # (no fork on Windows: one process)
@@ -257,7 +262,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bo
     # Frozen, the objects a child inherits are left out of its garbage collections, which
     # would otherwise visit (and so copy) every page of this process's heap.
     gc.freeze()
-    waiting = sorted(range(len(modules)), key=lambda k: (-_COST.get(modules[k].stem, 0), k))
+    waiting = list(range(len(modules)))
     running: dict = {}  # k → (process, receiving end)
     done: dict = {}
     try:
@@ -311,10 +316,6 @@ def _write(path: Path, content: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_bytes() != content:
         path.write_bytes(content)
-
-
-# Rough CPU seconds of the shipped documents: the order in which workers start them.
-_COST = {"normalizers": 9, "softmax_one": 6, "kernels": 4, "qk_bias": 3, "atlas": 3, "impl_check": 1}
 
 
 def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Path = Path("build"),

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from derive.build import build, cache_key
+from derive.build import build
 
 DATA = Path(__file__).parent / "data"
 MODULE = DATA / "figure_doc.py"
@@ -37,9 +37,10 @@ def test_check_compares_the_svg(tmp_path):
 
 
 def test_a_cached_result_without_figure_pdfs_does_not_serve_a_pdf_build(tmp_path, monkeypatch):
-    assert cache_key(MODULE, figure_pdfs=False) != cache_key(MODULE)
     monkeypatch.setattr("shutil.which", lambda name: None)
-    _build(tmp_path, pdf=False, cache=tmp_path / "cache")
-    report = _build(tmp_path, pdf=True, cache=tmp_path / "cache")
-    assert report.cached == 0
-    assert (tmp_path / "build" / "figure-doc-line.pdf").exists()
+    cache = tmp_path / "cache"
+    assert _build(tmp_path / "a", pdf=False, cache=cache).cached == 0
+    assert _build(tmp_path / "b", pdf=True, cache=cache).cached == 0  # no figure PDF stored: rebuilt
+    assert (tmp_path / "b" / "build" / "figure-doc-line.pdf").read_bytes().startswith(b"%PDF")
+    assert _build(tmp_path / "c", pdf=True, cache=cache).cached == 1  # stored again, with it
+    assert _build(tmp_path / "d", pdf=False, cache=cache).cached == 1  # serves a build without PDFs too
