@@ -390,6 +390,7 @@ def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs,
                 report.pdfs += 1
         how = "from the cache" if cached else f"{wall:.1f} s, CPU {cpu:.1f} s"
         what = (f"{steps} steps proved or refuted, {checks} checks passed" if steps or checks else
+                f"rendered {', '.join(rendered.docs)}: {rendered.summary}" if rendered.summary else
                 f"rendered {', '.join(rendered.docs)}, no derivation steps of its own")
         log(f"  {slug}: {what} ({how})")
 

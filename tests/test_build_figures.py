@@ -44,3 +44,18 @@ def test_a_cached_result_without_figure_pdfs_does_not_serve_a_pdf_build(tmp_path
     assert (tmp_path / "b" / "build" / "figure-doc-line.pdf").read_bytes().startswith(b"%PDF")
     assert _build(tmp_path / "c", pdf=True, cache=cache).cached == 1  # stored again, with it
     assert _build(tmp_path / "d", pdf=False, cache=cache).cached == 1  # serves a build without PDFs too
+
+
+def test_the_log_line_of_a_page_says_what_it_ran(tmp_path):
+    """A page without steps of its own (rendered()) says what it ran; a document its counts."""
+    page = tmp_path / "page.py"
+    page.write_text("from derive.render import Rendered\n\n\ndef rendered():\n"
+                    "    return Rendered(docs={'page.md': b'x\\n'}, summary='3 things run (1 failed, as shown)')\n")
+    bare = tmp_path / "bare.py"
+    bare.write_text("def rendered():\n    return {'bare.md': 'y\\n'}\n")
+    lines: list[str] = []
+    build([str(page), str(bare), str(MODULE)], docs=tmp_path / "docs", out=tmp_path / "build", pdf=False,
+          log=lines.append)
+    assert lines[0].startswith("  page: rendered page.md: 3 things run (1 failed, as shown) (")
+    assert lines[1].startswith("  bare: rendered bare.md, no derivation steps of its own (")
+    assert lines[2].startswith("  figure-doc: rendered figure-doc.md, figure-doc.json, figure-doc-line.svg, no derivation")

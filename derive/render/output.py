@@ -38,6 +38,7 @@ class Rendered:
     build: dict[str, bytes] = field(default_factory=dict)  # file name → content, for build/
     steps: int = 0  # checked steps (proved or refuted) behind the files, for the build's log
     checks: int = 0  # numeric cross-checks they passed
+    summary: str = ""  # for the build's log, what a page without steps of its own ran (else the counts)
 
 
 def render_document(doc, figure_pdfs: bool = True) -> Rendered:
