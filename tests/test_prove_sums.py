@@ -54,3 +54,32 @@ def test_summands_are_compared_only_for_adjacent_ranges(monkeypatch):
     assert sp.srepr(merge_sums(e)) == sp.srepr(sum_simplify(e))
     assert calls.count(1) == 2  # (Σ_1^n f, Σ_{n+1}^m g) and the reverse
     assert calls.count(0) == 12
+
+
+# -- the last pass of a proof: cancel first, simplify when cancelling does not give 0 ------------
+
+from derive.prove import equality  # noqa: E402
+
+x, y = sp.symbols("x y", positive=True)
+
+
+def test_the_last_pass_takes_a_cancelled_zero_without_simplify(monkeypatch):
+    def no_simplify(e):
+        raise AssertionError("simplify called although cancel gives 0")
+
+    monkeypatch.setattr(equality.sp, "simplify", no_simplify)
+    e = S(f(t), (t, 1, n)) / (x * S(f(t), (t, 1, n)) + S(f(t), (t, 1, n))) - 1 / (x + 1)
+    assert equality._simplify(e) == 0
+
+
+def test_the_last_pass_still_simplifies_what_cancel_leaves():
+    assert sp.cancel(sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1) != 0
+    assert equality._simplify(sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1) == 0
+    assert equality._simplify(sp.exp(x) - y) == sp.exp(x) - y  # not 0: simplify's form, unchanged
+
+
+def test_a_false_identity_is_not_zeroed():
+    """Softmax's weight against its complement: cancel leaves a difference, and so does simplify."""
+    e = sp.exp(x) / (sp.exp(x) + 1) - 1 / (1 + sp.exp(x))
+    assert sp.cancel(e) == (sp.exp(x) - 1) / (sp.exp(x) + 1)
+    assert equality._simplify(e) == sp.tanh(x / 2)  # simplify's form, as before

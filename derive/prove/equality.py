@@ -65,13 +65,28 @@ def _homogeneous(e: sp.Expr) -> sp.Expr:
     return e if pulled == e else _expand(pulled)
 
 
+def _simplify(e: sp.Expr) -> sp.Expr:
+    """``sympy.simplify(e)``, unless cancelling common factors (which simplify does too, among its
+    rewrites; the pass is named after it) already gives 0: then 0, without the other rewrites.
+    ``cancel`` treats every non-rational part (exp, Sum, ⟨·,·⟩) as an independent symbol, so its 0
+    is a proof."""
+    try:
+        if sp.cancel(e) == 0:
+            return sp.S.Zero
+    except TimeLimit:
+        raise
+    except Exception:  # noqa: BLE001 - cancel cannot take every expression: simplify decides
+        pass
+    return sp.simplify(e)
+
+
 _EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp(a + b) = \exp(a) \exp(b)$"
 _PASSES = (
     (_EXPANDING, _expand),
     ("positive factors taken out of max, min and abs", _homogeneous),
     ("merging sums over the same range", _sums),
     ("exponentials expanded (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
-    ("simplification (common factors cancelled)", sp.simplify),
+    ("simplification (common factors cancelled)", _simplify),
 )
 
 
@@ -135,7 +150,7 @@ def _normal_form(expr: sp.Expr, cfg: Settings) -> tuple[sp.Expr, str]:
     form = expr
     with time_limit(cfg.time_limit):
         for how, rewrite in _PASSES:
-            if rewrite is sp.simplify and sp.count_ops(form) > SIMPLIFY_OPS:
+            if rewrite is _simplify and sp.count_ops(form) > SIMPLIFY_OPS:
                 return form, f"beyond the simplification budget ({SIMPLIFY_OPS} operations)"
             try:
                 out = rewrite(expr if rewrite in _SIDE else form)
