@@ -2,8 +2,9 @@
 
 ``proofs/NAME.py`` defines ``document() -> Document``. Building a module proves and
 cross-checks every step (a failing step raises :class:`~derive.errors.StepFailed` and the
-build exits 1), renders Markdown + JSON + figures into ``docs/`` and LaTeX + figure PDFs
-into ``build/``, and compiles the PDF when ``pdflatex`` is installed.
+build exits 1), renders Markdown + JSON + SVG figures into ``docs/`` and LaTeX into ``build/``
+(with the figures as PDF unless ``--no-pdf`` or ``--check``), and compiles the PDF when
+``pdflatex`` is installed.
 """
 
 from __future__ import annotations
