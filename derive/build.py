@@ -2,8 +2,9 @@
 
 ``proofs/NAME.py`` defines ``document() -> Document``. Building a module proves and
 cross-checks every step (a failing step raises :class:`~derive.errors.StepFailed` and the
-build exits 1), renders Markdown + JSON + figures into ``docs/`` and LaTeX + figure PDFs
-into ``build/``, and compiles the PDF when ``pdflatex`` is installed.
+build exits 1), renders Markdown + JSON + SVG figures into ``docs/`` and LaTeX into ``build/``
+(with the figures as PDF unless ``--no-pdf`` or ``--check``), and compiles the PDF when
+``pdflatex`` is installed.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _document(module, path: Path):
     return doc
 
 
-def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
-    """(name, files, steps, checks) of one module.
+def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered, int, int]:
+    """(name, files, steps, checks) of one module (``figure_pdfs``: see :func:`render_document`).
 
     A module defines ``document()`` (a checked derivation, rendered by the templates), or
     ``rendered()`` for a page that a command renders itself (a report, a comparison table);
@@ -98,7 +99,7 @@ def _render_module(path: Path) -> tuple[str, Rendered, int, int]:
     module = _load_module(path)
     if hasattr(module, "document"):
         doc = _document(module, path)
-        page = render_document(doc)
+        page = render_document(doc, figure_pdfs)
         return doc.slug, page, page.steps, page.checks
     page = module.rendered()
     if not isinstance(page, Rendered):
@@ -210,23 +211,30 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _build_one(path: Path, cache: Path | None):
+def _build_one(path: Path, cache: Path | None, figure_pdfs: bool):
     """((slug, rendered, steps, checks), wall s, CPU s, cached) for one module."""
     t0, c0 = time.perf_counter(), _cpu()
     key = cache_key(path) if cache is not None else ""
     hit = _cache_get(cache, key) if cache is not None else None
+    if hit is not None and figure_pdfs and not _has_figure_pdfs(hit[1]):
+        hit = None  # stored by a build without PDFs: rebuilt, and stored again with them
     if hit is None:
-        result = _render_module(path)
+        result = _render_module(path, figure_pdfs)
         _cache_put(cache, key, result)
     else:
         result = hit
     return result, time.perf_counter() - t0, _cpu() - c0, hit is not None
 
 
-def _child(path: Path, cache: Path | None, conn) -> None:
+def _has_figure_pdfs(rendered: Rendered) -> bool:
+    """Whether each figure (an SVG for docs/) has its PDF for build/."""
+    return all(f"{name[:-4]}.pdf" in rendered.build for name in rendered.docs if name.endswith(".svg"))
+
+
+def _child(path: Path, cache: Path | None, figure_pdfs: bool, conn) -> None:
     """A worker process: build one document and send back its result or its exception."""
     try:
-        payload = ("ok", _build_one(path, cache))
+        payload = ("ok", _build_one(path, cache, figure_pdfs))
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
         try:
             pickle.dumps(exc)
@@ -237,24 +245,25 @@ def _child(path: Path, cache: Path | None, conn) -> None:
     conn.close()
 
 
-def _results(modules: list[Path], jobs: int, cache: Path | None):
+def _results(modules: list[Path], jobs: int, cache: Path | None, figure_pdfs: bool):
     """Each module's result in module order, built ``jobs`` at a time in their own processes.
 
     Each document is built in a fresh fork of this process, so it sees the same interpreter
     state whichever other documents run beside it or before it: the output never depends
-    on scheduling. The costly documents start first; results are handed out in module
-    order, and the first failure (in module order) is raised.
+    on scheduling. Documents start in module order (no table of their costs to keep up to
+    date); results are handed out in module order, and the first failure (in module order)
+    is raised.
     """
     if jobs <= 1 or len(modules) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for path in modules:  # (no fork on Windows: one process)
-            yield _build_one(path, cache)
+            yield _build_one(path, cache, figure_pdfs)
         return
     ctx = multiprocessing.get_context("fork")
     _preload()
     # Frozen, the objects a child inherits are left out of its garbage collections, which
     # would otherwise visit (and so copy) every page of this process's heap.
     gc.freeze()
-    waiting = sorted(range(len(modules)), key=lambda k: (-_COST.get(modules[k].stem, 0), k))
+    waiting = list(range(len(modules)))
     running: dict = {}  # k → (process, receiving end)
     done: dict = {}
     try:
@@ -263,7 +272,7 @@ def _results(modules: list[Path], jobs: int, cache: Path | None):
                 while waiting and len(running) < jobs:
                     j = waiting.pop(0)
                     recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(modules[j], cache, send), name=f"derive-build-{j}")
+                    proc = ctx.Process(target=_child, args=(modules[j], cache, figure_pdfs, send), name=f"derive-build-{j}")
                     proc.start()
                     send.close()
                     running[j] = (proc, recv)
@@ -310,10 +319,6 @@ def _write(path: Path, content: bytes) -> None:
         path.write_bytes(content)
 
 
-# Rough CPU seconds of the shipped documents: the order in which workers start them.
-_COST = {"normalizers": 9, "softmax_one": 6, "kernels": 4, "qk_bias": 3, "atlas": 3, "impl_check": 1}
-
-
 def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Path = Path("build"),
           check: bool = False, pdf: bool = True, log=print, jobs: int = 1, cache: Path | None = None,
           show_progress: bool = False) -> BuildReport:
@@ -333,7 +338,7 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     parallel = jobs > 1 and len(modules) > 1 and "fork" in multiprocessing.get_all_start_methods()
     with tempfile.TemporaryDirectory(prefix="derive-shared-") as shared_dir, \
             _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
-        _build_all(modules, report, docs, out, check, pdf and have_pdflatex, log, jobs, cache)
+        _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache)
     if not check and pdf and not have_pdflatex:
         log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
     report.seconds, report.cpu = time.perf_counter() - start, _cpu() - cpu0
@@ -359,9 +364,12 @@ def _environ(values: dict):
                 os.environ[k] = v
 
 
-def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None:
+def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache) -> None:
+    # The figures' PDFs serve LaTeX only: drawn when PDFs are asked for (also without pdflatex,
+    # so the .tex files in build/ can be compiled later), never for --check or --no-pdf.
+    figure_pdfs = pdf and not check
     for path, ((slug, rendered, steps, checks), wall, cpu, cached) in zip(
-            modules, _results(modules, jobs, cache)):
+            modules, _results(modules, jobs, cache, figure_pdfs)):
         report.documents += 1
         report.cached += cached
         report.timings.append((slug, wall, cpu, cached))
@@ -378,11 +386,12 @@ def _build_all(modules, report, docs, out, check, pdf, log, jobs, cache) -> None
             for name, content in rendered.build.items():
                 _write(out / name, content)
             tex = f"{slug}.tex"
-            if pdf and tex in rendered.build:
+            if pdf and have_pdflatex and tex in rendered.build:
                 compile_pdf(out / tex)
                 report.pdfs += 1
         how = "from the cache" if cached else f"{wall:.1f} s, CPU {cpu:.1f} s"
         what = (f"{steps} steps proved or refuted, {checks} checks passed" if steps or checks else
+                f"rendered {', '.join(rendered.docs)}: {rendered.summary}" if rendered.summary else
                 f"rendered {', '.join(rendered.docs)}, no derivation steps of its own")
         log(f"  {slug}: {what} ({how})")
 

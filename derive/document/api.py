@@ -182,15 +182,16 @@ class Figure:
     caption: str
     draw: Callable
     kind: str = "figure"
-    drawn: dict | None = field(default=None, repr=False)  # {"svg": bytes, "pdf": bytes} once drawn
+    drawn: dict | None = field(default=None, repr=False)  # {format: bytes} of the formats drawn so far
 
-    def render(self) -> dict[str, bytes]:
-        """The figure as SVG and PDF bytes, drawn once."""
-        if self.drawn is None:
+    def render(self, fmts: tuple[str, ...] = ("svg", "pdf")) -> dict[str, bytes]:
+        """The figure as bytes in each of ``fmts`` (SVG for Markdown, PDF for LaTeX), each drawn once."""
+        missing = tuple(f for f in fmts if f not in (self.drawn or {}))
+        if missing:
             from derive.render.figures import render_figures
 
-            self.drawn = render_figures(self.draw, ("svg", "pdf"))
-        return self.drawn
+            self.drawn = {**(self.drawn or {}), **render_figures(self.draw, missing)}
+        return {f: self.drawn[f] for f in fmts}
 
 
 @dataclass

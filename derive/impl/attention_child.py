@@ -20,6 +20,7 @@ conversion serve every form. Two requests:
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 
 import numpy as np
@@ -68,15 +69,17 @@ def _run(target, api, q, k, v, kw, dtype, cot):
 
 
 def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
-    tried = [api] if api else (["numpy", "torch"] if H["_torch"]() is not None else ["numpy"])
     first = None
-    for name in tried:
+    for name in [api] if api else ["numpy", "torch"]:
+        if name == "torch" and not api and H["_torch"]() is None:
+            continue  # torch is imported only when numpy did not serve, and only if installed
         try:
             y, args, kwargs, before = _run(target, name, q, k, v, kw, dtype, cot if name == "torch" else None)
         except H["Raised"] as exc:
             first = first or exc
             continue
-        torch = H["_torch"]() if name == "numpy" else None
+        # a function that returns torch tensors imported torch itself: no import needed to tell
+        torch = sys.modules.get("torch") if name == "numpy" else None
         head = y[0] if isinstance(y, (tuple, list)) and y else y
         if torch is not None and isinstance(head, torch.Tensor):  # a torch function given numpy arrays
             continue

@@ -119,12 +119,15 @@ def _instance(row=(2.0, 1.0)) -> str:
             f"key, where softmax₁ gives e^{row[0]:g}/(1 + Σ_j e^(x_j)) = {want:.4f}")
 
 
-def render() -> str:
+def render(ran: list | None = None) -> str:
+    """The page; the reports of the checks it runs are appended to ``ran`` (for the build's log)."""
+    ran = [] if ran is None else ran
     with tempfile.TemporaryDirectory() as directory:
         bad = _check(FAULTY, directory)
         good = _check(FIXED, directory)
         kernel = _kernel_check(directory)
-        attention = attention_section(directory, _demote)
+        ran += [bad, good, kernel]
+        attention = attention_section(directory, _demote, ran)
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
     rules = "\n".join(f"| `{name}` | {to_gfm(r.says, inline=True)} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
                        for name, r in masked_rules().items())

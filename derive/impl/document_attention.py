@@ -42,12 +42,15 @@ SETTINGS = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": True,
             "mask_value": "-inf", "backward": False, "kw_names": {}}
 
 
-def attention_section(directory: str, demote) -> str:
-    """The section, its example checked in ``directory``; ``demote`` moves the report's headings down."""
+def attention_section(directory: str, demote, ran: list | None = None) -> str:
+    """The section, its example checked in ``directory``; ``demote`` moves the report's headings down;
+    the check's report is appended to ``ran``."""
     path = Path(directory) / "review_attention.py"
     path.write_text(ATTENTION, encoding="utf-8")
     report = check_implementation(f"{path}:attend", "sink", dtypes=("float64",), form="attention",
                                   name="review_attention.py:attend", attention=SETTINGS)
+    if ran is not None:
+        ran.append(report)
     roles = "\n".join(f"| {role} | " + ", ".join(f"`{n}`" for n in names) + " |" for role, names in ROLE_NAMES.items())
     items = "\n".join(f"| `{item}` | {text} |" for item, text in ITEMS.items())
     attention_classes = "\n".join(f"- {title}" for title in CLASSES.values())

@@ -15,12 +15,12 @@ is *undecided*. A numeric agreement never yields *proved*.
 from __future__ import annotations
 
 import sympy as sp
-from sympy.simplify.simplify import sum_simplify
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
 from derive.prove.sums import canon_sums
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.prove.sum_merge import merge_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT, Settings
 
@@ -33,7 +33,7 @@ def _expand(e: sp.Expr) -> sp.Expr:
 
 def _sums(e: sp.Expr) -> sp.Expr:
     e = e.replace(lambda x: isinstance(x, sp.Sum), lambda x: sp.Sum(_expand(x.function), *x.limits))
-    return sum_simplify(sp.expand(e, power_exp=True))
+    return merge_sums(sp.expand(e, power_exp=True))
 
 
 def _exponentials(e: sp.Expr) -> sp.Expr:
@@ -75,6 +75,21 @@ def _homogeneous(e: sp.Expr) -> sp.Expr:
     return e if pulled == e else _expand(pulled)
 
 
+def _simplify(e: sp.Expr) -> sp.Expr:
+    """``sympy.simplify(e)``, unless cancelling common factors (which simplify does too, among its
+    rewrites; the pass is named after it) already gives 0: then 0, without the other rewrites.
+    ``cancel`` treats every non-rational part (exp, Sum, ⟨·,·⟩) as an independent symbol, so its 0
+    is a proof."""
+    try:
+        if sp.cancel(e) == 0:
+            return sp.S.Zero
+    except TimeLimit:
+        raise
+    except Exception:  # noqa: BLE001 - cancel cannot take every expression: simplify decides
+        pass
+    return sp.simplify(e)
+
+
 _EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp(a + b) = \exp(a) \exp(b)$"
 _PASSES = (
     (_EXPANDING, _expand),
@@ -82,7 +97,7 @@ _PASSES = (
     ("merging sums over the same range", _sums),
     ("exponentials expanded (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
     ("sums written over one index (a bound index renamed, factors free of it taken out)", _one_index),
-    ("simplification (common factors cancelled)", sp.simplify),
+    ("simplification (common factors cancelled)", _simplify),
 )
 
 
@@ -146,7 +161,7 @@ def _normal_form(expr: sp.Expr, cfg: Settings) -> tuple[sp.Expr, str]:
     form = expr
     with time_limit(cfg.time_limit):
         for how, rewrite in _PASSES:
-            if rewrite is sp.simplify and sp.count_ops(form) > SIMPLIFY_OPS:
+            if rewrite is _simplify and sp.count_ops(form) > SIMPLIFY_OPS:
                 return form, f"beyond the simplification budget ({SIMPLIFY_OPS} operations)"
             try:
                 out = rewrite(expr if rewrite in _SIDE else form)

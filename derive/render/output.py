@@ -38,10 +38,12 @@ class Rendered:
     build: dict[str, bytes] = field(default_factory=dict)  # file name → content, for build/
     steps: int = 0  # checked steps (proved or refuted) behind the files, for the build's log
     checks: int = 0  # numeric cross-checks they passed
+    summary: str = ""  # for the build's log, what a page without steps of its own ran (else the counts)
 
 
-def render_document(doc) -> Rendered:
-    """Markdown, JSON and SVG figures for ``docs/``; LaTeX and the figures as PDF for ``build/``."""
+def render_document(doc, figure_pdfs: bool = True) -> Rendered:
+    """Markdown, JSON and SVG figures for ``docs/``; LaTeX and (``figure_pdfs``: only a build that
+    makes PDFs needs them) the figures as PDF for ``build/``."""
     env = environment()
     out = Rendered(steps=len(doc.steps()), checks=len(doc.checks))
     md = env.get_template("document.md.j2").render(**view(doc, "md"))
@@ -50,8 +52,10 @@ def render_document(doc) -> Rendered:
     out.build[f"{doc.slug}.tex"] = _tidy(env.get_template("document.tex.j2").render(**view(doc, "tex"))).encode()
     for b in doc.blocks:
         if b.kind == "figure":
-            drawn = b.render()
-            out.docs[f"{b.slug}.svg"], out.build[f"{b.slug}.pdf"] = drawn["svg"], drawn["pdf"]
+            drawn = b.render(("svg", "pdf") if figure_pdfs else ("svg",))
+            out.docs[f"{b.slug}.svg"] = drawn["svg"]
+            if figure_pdfs:
+                out.build[f"{b.slug}.pdf"] = drawn["pdf"]
     return out
 
 
