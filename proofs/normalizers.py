@@ -124,8 +124,11 @@ def document() -> Document:
     for name in names():
         e = REGISTRY[name]
         source = "{cite:" + ",".join(e.sources) + "}" if e.sources else "—"
-        rows.append([f"`{name}`", e.title, e.domain_text or "—", e.note or "—", source])
-    doc.table(["entry", "normalizer", "parameters", "note", "source"], rows)
+        rows.append([f"`{name}`", e.title, e.domain_text or "—", source])
+    doc.table(["entry", "normalizer", "parameters", "source"], rows)
+    notes = [f"- `{name}`: {REGISTRY[name].note}." for name in names() if REGISTRY[name].note]
+    if notes:
+        doc.prose("\n".join(notes))
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(
@@ -300,8 +303,15 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
             own = []
     if len(headers) > 1:
         doc.table(headers, rows)
+    # groups whose listed formulas and counterexample are the same are listed once, under all their names
+    shown: dict[tuple, list[int]] = {}
     for n_, g in enumerate(groups):
-        lead = f"{g.label()}" + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
+        same = (tuple(maths[n_] for _why, maths in per_group), own[n_] if own else None, tuple(tails[n_]))
+        shown.setdefault(same if g.eq is None else ("eq", n_), []).append(n_)
+    for same, idx in shown.items():
+        n_, g = idx[0], groups[idx[0]]
+        label = ", ".join(groups[i].label() for i in idx)
+        lead = label + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
         displays = [_display(maths[n_], seen, k, prop, g.members[0]) for _why, maths in per_group if maths[n_]]
         if own:
             params, values = own[n_]
