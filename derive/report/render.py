@@ -100,7 +100,7 @@ def _ball(value) -> str:
     not as the JSON string it is stored as."""
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_ball(v) for v in value) + "]"
-    return gfm_escape(str(value))
+    return gfm_escape(re.sub(r"(?<![\w.])-(?=[\d.])", "−", str(value)))  # a minus, not a hyphen
 
 
 def anchor(*parts: str) -> str:
