@@ -17,6 +17,7 @@ import numpy as np
 import sympy as sp
 
 from derive.document.api import Document
+from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, stable_check
@@ -177,7 +178,9 @@ def _derivations(doc: Document, table: dict) -> None:
     doc.section("4. Derivations, by property")
     doc.prose("Each property is stated once. Normalizers decided by the same argument share one entry: the "
               "argument is written once, and what differs between them (a formula, a limit, a counterexample's "
-              "values) is listed by normalizer, with the names of the table's columns.")
+              "values) is listed by normalizer, with the names of the table's columns. In a displayed equation "
+              "$p_{ij}$ is the normalizer's definition of section 1 with the mask applied (0 for a masked key); "
+              "the proof and the numeric check use it written out.")
     seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
         doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
@@ -195,6 +198,8 @@ def _derivations(doc: Document, table: dict) -> None:
         doc.prose("[back to the table](#nrm-table)")
 
 
+# properties whose checked equation has the normalizer's own definition on its right: displayed as p_ij
+DEFINITION_ON_RIGHT = ("shift_invariant", "stable_form")
 SHORT = 60  # characters of LaTeX: a step's formula this short is set inline
 CELL = 80  # … and a right-hand side this short in a table cell, one row per normalizer
 
@@ -320,7 +325,10 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
         if displays:
             doc.prose("\n\n".join([lead] * bool(lead) + displays))
         if g.eq is not None:
-            doc.equation(*g.eq, name=f"{title}: {g.label()}",
+            lhs, rhs = g.eq
+            if prop in DEFINITION_ON_RIGHT:  # the definition of section 1, by name: shown once, not per claim
+                rhs = notation(f"p_def_{prop}_{g.members[0]}", lambda _r=rhs: _r, latex="p_{ij}", nargs=0)()
+            doc.equation(lhs, rhs, name=f"{title}: {g.label()}",
                          why=f"{g.said[:1].upper()}{g.said[1:]}.")
 
 

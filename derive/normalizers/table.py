@@ -37,7 +37,9 @@ _SAID_BY_ICON = ("yes", "no", "?")
 def cell_text(der, link: bool = True) -> str:
     value = der.value_text()
     # the icon already says yes, no or undecided: a value that only repeats it is left out
-    text = f"{SYMBOL[der.verdict.status]} {'' if value in _SAID_BY_ICON else value}".strip()
+    head, _, rest = value.partition(": ")
+    value = "" if value in _SAID_BY_ICON else rest if head in _SAID_BY_ICON and rest else value
+    text = f"{SYMBOL[der.verdict.status]} {value}".strip()
     return f"[{text}](#{anchor(der.normalizer, der.prop)})" if link else text
 
 
