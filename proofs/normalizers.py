@@ -265,7 +265,7 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
             for t, w in zip(tails, whys):
                 t.append(w[len(why):].strip())
             per_group.append((why, maths))
-            lines.append(f"{len(lines) + 1}. {why} …: below, by normalizer")
+            lines.append(f"{len(lines) + 1}. {why} what is named with each normalizer below")
             continue
         fits = [len(_cell(m, maths)) <= CELL and not _is_text(m) for m in maths]
         number = len(lines) + 1
