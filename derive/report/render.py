@@ -143,11 +143,15 @@ def _embedded_steps(steps: list, score: str | None, quiet: str | None, reason: s
 def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str | None = None) -> bool:
     """A step a document that embeds the report leaves out: the score it states once for the
     variant, the changed score (the score with primed symbols, which the document says once), a
-    formula the claim's reason already shows, or the cross-check it states once for all."""
+    formula the claim's reason already shows (the difference of the scores, also when the reason
+    writes it in another form), or the cross-check it states once for all."""
     text, latex = step.get("text"), step.get("latex")
+    # the difference of the scores, when the reason already states it as a formula (in another form)
+    restated = bool(reason and latex and str(text).startswith("difference of the scores")
+                    and re.search(r"score changes by [^$]*\$", str(reason)))
     return bool((score is not None and (text == "compared with" or (text == "score" and latex == score)))
                 or (quiet is not None and text == quiet)
-                or (reason is not None and latex and f"${latex}$" in str(reason)))
+                or (reason is not None and latex and f"${latex}$" in str(reason)) or restated)
 
 
 def to_json(results: list) -> str:
