@@ -198,8 +198,10 @@ def _derivations(doc: Document, table: dict) -> None:
         doc.prose("[back to the table](#nrm-table)")
 
 
-# properties whose checked equation has the normalizer's own definition on its right: displayed as p_ij
-DEFINITION_ON_RIGHT = ("shift_invariant", "stable_form")
+# properties whose checked equation has the normalizer's own definition on its right (of the row x, or
+# of the unbiased scores): displayed by name
+DEFINITION_ON_RIGHT = {"shift_invariant": "p_{ij}", "stable_form": "p_{ij}",
+                       "k_bias_cancels": "p_{ij}\\bigl(\\langle q_i, k_t \\rangle/\\sqrt{d}\\bigr)"}
 SHORT = 60  # characters of LaTeX: a step's formula this short is set inline
 CELL = 80  # … and a right-hand side this short in a table cell, one row per normalizer
 
@@ -327,7 +329,8 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
         if g.eq is not None:
             lhs, rhs = g.eq
             if prop in DEFINITION_ON_RIGHT:  # the definition of section 1, by name: shown once, not per claim
-                rhs = notation(f"p_def_{prop}_{g.members[0]}", lambda _r=rhs: _r, latex="p_{ij}", nargs=0)()
+                rhs = notation(f"p_def_{prop}_{g.members[0]}", lambda _r=rhs: _r,
+                               latex=DEFINITION_ON_RIGHT[prop], nargs=0)()
             doc.equation(lhs, rhs, name=f"{title}: {g.label()}",
                          why=f"{g.said[:1].upper()}{g.said[1:]}.")
 
