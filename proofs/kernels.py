@@ -231,11 +231,12 @@ def _split(doc: Document) -> None:
         "$1..a_r$ at the shift $m$. The base $r = 0$ is the seed term $e^{\\sigma - m}$ alone; the step adds one "
         "split, for any $a_r \\le a_{r+1}$ (equality: an empty split):"
     )
-    c0 = sp.Symbol("c", integer=True, positive=True)
+    c0 = sp.Symbol("t_0", integer=True, positive=True)  # the split's first key (c is a shift elsewhere)
     for label, run in (("ℓ", tile_den), ("acc", tile_num)):
         doc.equation(sp.exp(m - m2) * run(c0, a, m) + run(a + 1, a2, m2), run(c0, a2, m2),
                      where=sp.And(sp.Le(c0, a + 1), ORDER), name=f"a split's own state: {label}",
-                     why="The step of section 2 for a run of keys that starts at $c = a_{r-1} + 1$ instead of 1.")
+                     why="The step of section 2 for the keys of split $r$, which start at $t_0 = a_{r-1} + 1$ "
+                         "instead of 1; its tiles end at $a_b$ and $a_{b+1}$ inside the split.")
     Lr = notation("Lr", lambda: state(ar, mm)[0], latex="J_r", nargs=0)
     Ar = notation("Ar", lambda: state(ar, mm)[1], latex="J^{\\mathrm{acc}}_r", nargs=0)
     doc.definitions([[Lr(), Lr().unfolded()], [Ar(), Ar().unfolded()]])
@@ -481,7 +482,10 @@ def _kernels_run(doc: Document) -> None:
 def _others(doc: Document) -> None:
     doc.section("8. The other normalizers", anchor="others")
     doc.prose("The registry's other entries have no online form of their own:")
-    doc.table(["normalizer", "why"], [[get(name).title, why] for name, why in NO_FORM.items()])
+    by_why: dict[str, list[str]] = {}  # entries kept out for the same reason share one row
+    for name, why in NO_FORM.items():
+        by_why.setdefault(why, []).append(get(name).title)
+    doc.table(["normalizer", "why"], [[", ".join(titles), why] for why, titles in by_why.items()])
     checked = [get(name).title for name in EXTRA_LOGIT]
     for name, why in NOT_CHECKED.items():
         if name in EXTRA_LOGIT or name not in EXTRA or get(name).params != ("s_star",):
@@ -489,7 +493,7 @@ def _others(doc: Document) -> None:
         doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked[:-1])} and {checked[-1]} against "
                   f"these forms. It does not check `{name}`, although its forms are derived above: {why}.")
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "
-              "softmax denominator, with no value ($\\sigma = s$, $w = 0$). The sinks of Xiao et al. "
+              "softmax denominator, with no value ($\\sigma = s$, $w = 0$). The attention sinks "
               "{cite:xiao2024} — initial tokens kept in a streaming cache, or a sink token learned in "
               "pre-training — are real keys with values of their own: the learned key/value case "
               "($\\sigma = \\langle q_i, k^* \\rangle/\\sqrt{d}$, $w = v^*$).")

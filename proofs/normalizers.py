@@ -17,6 +17,7 @@ import numpy as np
 import sympy as sp
 
 from derive.document.api import Document
+from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, stable_check
@@ -124,8 +125,11 @@ def document() -> Document:
     for name in names():
         e = REGISTRY[name]
         source = "{cite:" + ",".join(e.sources) + "}" if e.sources else "—"
-        rows.append([f"`{name}`", e.title, e.domain_text or "—", e.note or "—", source])
-    doc.table(["entry", "normalizer", "parameters", "note", "source"], rows)
+        rows.append([f"`{name}`", e.title, e.domain_text or "—", source])
+    doc.table(["entry", "normalizer", "parameters", "source"], rows)
+    notes = [f"- `{name}`: {REGISTRY[name].note}." for name in names() if REGISTRY[name].note]
+    if notes:
+        doc.prose("\n".join(notes))
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(
@@ -174,7 +178,9 @@ def _derivations(doc: Document, table: dict) -> None:
     doc.section("4. Derivations, by property")
     doc.prose("Each property is stated once. Normalizers decided by the same argument share one entry: the "
               "argument is written once, and what differs between them (a formula, a limit, a counterexample's "
-              "values) is listed by normalizer, with the names of the table's columns.")
+              "values) is listed by normalizer, with the names of the table's columns. In a displayed equation "
+              "$p_{ij}$ is the normalizer's definition of section 1 with the mask applied (0 for a masked key); "
+              "the proof and the numeric check use it written out.")
     seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
         doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
@@ -192,6 +198,10 @@ def _derivations(doc: Document, table: dict) -> None:
         doc.prose("[back to the table](#nrm-table)")
 
 
+# properties whose checked equation has the normalizer's own definition on its right (of the row x, or
+# of the unbiased scores): displayed by name
+DEFINITION_ON_RIGHT = {"shift_invariant": "p_{ij}", "stable_form": "p_{ij}",
+                       "k_bias_cancels": "p_{ij}\\bigl(\\langle q_i, k_t \\rangle/\\sqrt{d}\\bigr)"}
 SHORT = 60  # characters of LaTeX: a step's formula this short is set inline
 CELL = 80  # … and a right-hand side this short in a table cell, one row per normalizer
 
@@ -257,7 +267,7 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
             for t, w in zip(tails, whys):
                 t.append(w[len(why):].strip())
             per_group.append((why, maths))
-            lines.append(f"{len(lines) + 1}. {why} …: below, by normalizer")
+            lines.append(f"{len(lines) + 1}. {why} what is named with each normalizer below")
             continue
         fits = [len(_cell(m, maths)) <= CELL and not _is_text(m) for m in maths]
         number = len(lines) + 1
@@ -300,8 +310,15 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
             own = []
     if len(headers) > 1:
         doc.table(headers, rows)
+    # groups whose listed formulas and counterexample are the same are listed once, under all their names
+    shown: dict[tuple, list[int]] = {}
     for n_, g in enumerate(groups):
-        lead = f"{g.label()}" + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
+        same = (tuple(maths[n_] for _why, maths in per_group), own[n_] if own else None, tuple(tails[n_]))
+        shown.setdefault(same if g.eq is None else ("eq", n_), []).append(n_)
+    for same, idx in shown.items():
+        n_, g = idx[0], groups[idx[0]]
+        label = ", ".join(groups[i].label() for i in idx)
+        lead = label + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
         displays = [_display(maths[n_], seen, k, prop, g.members[0]) for _why, maths in per_group if maths[n_]]
         if own:
             params, values = own[n_]
@@ -310,7 +327,11 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
         if displays:
             doc.prose("\n\n".join([lead] * bool(lead) + displays))
         if g.eq is not None:
-            doc.equation(*g.eq, name=f"{title}: {g.label()}",
+            lhs, rhs = g.eq
+            if prop in DEFINITION_ON_RIGHT:  # the definition of section 1, by name: shown once, not per claim
+                rhs = notation(f"p_def_{prop}_{g.members[0]}", lambda _r=rhs: _r,
+                               latex=DEFINITION_ON_RIGHT[prop], nargs=0)()
+            doc.equation(lhs, rhs, name=f"{title}: {g.label()}",
                          why=f"{g.said[:1].upper()}{g.said[1:]}.")
 
 

@@ -103,34 +103,42 @@ _WORD = {"proved": "holds", "refuted": "fails", "undecided": "is undecided"}
 
 
 def _differences(results) -> list[str]:
-    """What the table says, column by column, in words: where a property holds, and where it
-    fails with the engine's reason for the first variant that fails it."""
+    """What the table says, column by column, in words: the variants on the smaller side of each
+    column by name, with the engine's reason where a property fails (variants that fail for the
+    same reason together); the larger side, when it has one verdict for one reason, as "the
+    other N"."""
     from derive.render.markup import to_gfm
     from derive.report.render import anchor
 
     lines = ["## What differs between the variants", "",
-             "Read column by column, the table says (each verdict links to its derivation below):", ""]
+             "Column by column, the variants on the smaller side by name (each links to its derivation below) "
+             "and the reason a property fails:", ""]
     for title, claim in PROPERTIES.items():
-        groups: dict[str, list] = {}
+        sides: dict[tuple, list] = {}  # (verdict, reason's gist) → the variants
         for r in results:
             c = next((c for c in r.claims if c.name == claim), None)
             if c is not None:
-                groups.setdefault(c.verdict, []).append((r, c))
+                gist = "" if c.verdict == "proved" else _gist(c.reason, r.spec.normalizer)
+                sides.setdefault((c.verdict, gist), []).append((r, c))
+        order = {"proved": 0, "refuted": 1, "undecided": 2}
+        keys = sorted(sides, key=lambda k: order[k[0]])
+        biggest = max(keys, key=lambda k: len(sides[k]))
+        rest = biggest if len(sides[biggest]) * 2 > sum(map(len, sides.values())) else None
+        if rest is not None:  # the named variants first, the others last
+            keys.append(keys.pop(keys.index(rest)))
         parts = []
-        for verdict in ("proved", "refuted", "undecided"):
-            if verdict not in groups:
-                continue
-            if verdict == "proved":
-                parts.append(f"{_WORD[verdict]} for {_links(groups[verdict], anchor)}")
-                continue
-            why: dict[str, list] = {}  # variants that fail for the same reason (its words, formulas aside)
-            for r, c in groups[verdict]:
-                why.setdefault(_gist(c.reason, r.spec.normalizer), []).append((r, c))
-            parts.append(f"{_WORD[verdict]} for " + "; for ".join(
-                f"{_links(members, anchor)} ({to_gfm(gist, inline=True)})" for gist, members in why.items()))
+        for key in keys:
+            verdict, gist = key
+            why = f" ({to_gfm(gist, inline=True)})" if gist else ""
+            if key != rest:
+                who = _links(sides[key], anchor)
+            else:
+                who = f"the other {len(sides[key])} variants" if len(keys) > 1 else "every variant that states it"
+            same = parts and parts[-1][0] == verdict  # "fails for A (why); for B (why)"
+            parts.append((verdict, f"{'' if same else _WORD[verdict] + ' '}for {who}{why}"))
         missing = [r.name for r in results if all(c.name != claim for c in r.claims)]
         tail = f"; not stated for {', '.join(missing)}" if missing else ""
-        lines.append(f"- **{title}** {'; '.join(parts)}{tail}.")
+        lines.append(f"- **{title}** {'; '.join(text for _v, text in parts)}{tail}.")
     return lines + [""]
 
 

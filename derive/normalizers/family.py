@@ -59,7 +59,10 @@ def recognise(entry) -> tuple[Family | None, str]:
         logit = None if extra == 0 else sp.expand_log(sp.log(extra), force=False)
         out = (Family(extra, logit), "")
     else:
-        out = (None, _why_not(r))
+        # the reason shows the parameters as the documents write them (the soft cap as c_cap, not c)
+        shown = {sp.Symbol(p, real=True): d for p, d in (getattr(entry, "domain", None) or {}).items()
+                 if isinstance(d, sp.Symbol)}
+        out = (None, _why_not(r.xreplace(shown)))
     _SEEN[key] = out
     return out
 

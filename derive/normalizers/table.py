@@ -31,8 +31,15 @@ def build_table() -> dict:
     return out
 
 
+_SAID_BY_ICON = ("yes", "no", "?")
+
+
 def cell_text(der, link: bool = True) -> str:
-    text = f"{SYMBOL[der.verdict.status]} {der.value_text()}".strip()
+    value = der.value_text()
+    # the icon already says yes, no or undecided: a value that only repeats it is left out
+    head, _, rest = value.partition(": ")
+    value = "" if value in _SAID_BY_ICON else rest if head in _SAID_BY_ICON and rest else value
+    text = f"{SYMBOL[der.verdict.status]} {value}".strip()
     return f"[{text}](#{anchor(der.normalizer, der.prop)})" if link else text
 
 

@@ -45,6 +45,15 @@ class DeriveLatexPrinter(LatexPrinter):
             return super()._print_log(expr, exp)
         return rf"\ln^{{{exp}}} {self._print(arg)}" if exp is not None else rf"\ln {self._print(arg)}"
 
+    def _print_tuple(self, expr):
+        # a one-element tuple is its element in parentheses, (x_j), not Python's (x_j,)
+        if len(expr) == 1:
+            return rf"\left( {self._print(expr[0])} \right)"
+        return super()._print_tuple(expr)
+
+    def _print_Tuple(self, expr):
+        return self._print_tuple(expr)
+
     def _print_Dot(self, expr):
         # Display order only (the engine's canonical order serves cancellation): the query
         # side first, as in q·k.

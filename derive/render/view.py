@@ -233,8 +233,7 @@ def view(doc, target: str) -> dict:
         "n_checks": len(doc.checks),
         # equations shown without a numeric check (their two sides are one expression)
         "n_unchecked": sum(1 for b in doc.blocks if b.kind == "equation" and b.check is None),
-        "checks": [_check_row(k + 1, c, target, wheres.get(id(c))) for k, c in enumerate(doc.checks)],
-        "checks_note": _paragraphs(CHECKS_NOTE, target),
+        **_check_table(doc.checks, target, wheres),
         "references": references(doc.cited, target),
     }
 
@@ -246,10 +245,28 @@ def references(keys, target: str) -> list[dict]:
     return [{**e, "text": _text(e["text"], target)} for e in map(entry, ordered(keys))]
 
 
-def _check_row(number: int, c, target: str, where=None) -> list[str]:
-    j = c.as_json()
-    return [str(number), _cell(j["name"], target), j["kind"], _cell(_instances(c, where), target),
-            f"{j['tolerance']['abs']:g}", f"{j['tolerance']['rel']:g}", j["verdict"]]
+def _check_table(checks, target: str, wheres: dict) -> dict:
+    """The appendix: one row per check, numbered as the badges cite them. A column that says the
+    same in every row is said once in the note instead (every check passed; one tolerance for
+    abs and rel), so the rows list what differs between the checks."""
+    js = [c.as_json() for c in checks]
+    one_tol = all(j["tolerance"]["abs"] == j["tolerance"]["rel"] for j in js)
+    all_passed = all(j["verdict"] == "passed" for j in js)
+    md = target == "md"
+    headers = ["#", "check", "instances"] + (["tolerance"] if one_tol else
+                                               ["abs tolerance" if md else "abs tol.", "rel tolerance" if md else "rel tol."])
+    headers += [] if all_passed else ["verdict"]
+    rows = []
+    for k, (c, j) in enumerate(zip(checks, js)):
+        tol = j["tolerance"]
+        row = [str(k + 1), _cell(j["name"], target), _cell(_instances(c, wheres.get(id(c))), target)]
+        row += [f"{tol['abs']:g}"] if one_tol else [f"{tol['abs']:g}", f"{tol['rel']:g}"]
+        rows.append(row + ([] if all_passed else [j["verdict"]]))
+    note = CHECKS_NOTE.replace("with the tolerances of its row", "with abs = rel = the tolerance of its row"
+                               if one_tol else "with the tolerances of its row")
+    if all_passed and js:
+        note += " Every check passed."
+    return {"checks": rows, "check_headers": headers, "checks_note": _paragraphs(note, target)}
 
 
 def _steps_json(doc) -> list[dict]:

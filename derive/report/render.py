@@ -95,6 +95,14 @@ def _compact(data) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _ball(value) -> str:
+    """A certified enclosure as prose writes it, ``0.41944 ± 1e-12`` (a list of them in brackets),
+    not as the JSON string it is stored as."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_ball(v) for v in value) + "]"
+    return gfm_escape(re.sub(r"(?<![\w.])-(?=[\d.])", "−", str(value)))  # a minus, not a hyphen
+
+
 def anchor(*parts: str) -> str:
     raw = "-".join(parts).lower()
     return "".join(ch if ch.isalnum() else "-" for ch in raw).strip("-")
@@ -107,7 +115,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell)
-    env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, anchor=anchor)
+    env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, ball=_ball, anchor=anchor)
     from derive.render.instance import instance_md, instance_tex, is_instance  # imports SymPy: only when rendering
 
     env.filters.update(instance_md=instance_md, instance_tex=instance_tex, is_instance=is_instance)
@@ -135,11 +143,15 @@ def _embedded_steps(steps: list, score: str | None, quiet: str | None, reason: s
 def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str | None = None) -> bool:
     """A step a document that embeds the report leaves out: the score it states once for the
     variant, the changed score (the score with primed symbols, which the document says once), a
-    formula the claim's reason already shows, or the cross-check it states once for all."""
+    formula the claim's reason already shows (the difference of the scores, also when the reason
+    writes it in another form), or the cross-check it states once for all."""
     text, latex = step.get("text"), step.get("latex")
+    # the difference of the scores, when the reason already states it as a formula (in another form)
+    restated = bool(reason and latex and str(text).startswith("difference of the scores")
+                    and re.search(r"score changes by [^$]*\$", str(reason)))
     return bool((score is not None and (text == "compared with" or (text == "score" and latex == score)))
                 or (quiet is not None and text == quiet)
-                or (reason is not None and latex and f"${latex}$" in str(reason)))
+                or (reason is not None and latex and f"${latex}$" in str(reason)) or restated)
 
 
 def to_json(results: list) -> str:
