@@ -540,6 +540,8 @@ def _changes(entry, fault, key, sets, numeric) -> bool:
     for params in sets:
         for row in rows:
             ex = exact_row(entry, list(row), params, 30)
+            if ex.undecided:
+                continue
             for dt in dtypes:
                 got = faulty_row(entry.name, fault, key, list(row), params, dt, 30)
                 for a, b in zip(got, ex.floats()):
