@@ -317,8 +317,8 @@ def adaptive(evaluate):
                 continue
     finally:
         ctx.prec = saved
-    raise Undecided(f"the exact value could not be enclosed to {mpmath.mp.prec} bits at {CAP} bits of precision "
-                    "(a difference that cancels to every digit, or a kink's sign that no precision decides)")
+    raise Undecided(f"no ball up to {CAP} bits of precision encloses the exact value tightly (a difference "
+                    "that cancels to every digit, or a kink's sign that no precision decides)")
 
 
 def require(b: arb) -> arb:
