@@ -30,7 +30,7 @@ from flint import arb, ctx
 
 from derive.spec.parser import Binary, Call, ExprError, Name, Num, Unary, walk
 
-__all__ = ["CAP", "REDUCTIONS", "Ball", "Undecided", "Undefined", "adaptive", "condition", "keyless",
+__all__ = ["CAP", "REDUCTIONS", "Ball", "Undecided", "Undefined", "adaptive", "condition", "keyless", "require", "sign",
            "to_arb", "to_mpf"]
 
 REDUCTIONS = ("sum_t", "max_t", "min_t", "prod_t")
@@ -140,7 +140,7 @@ def shape(node) -> tuple:
     return _SHAPES[key][1]
 
 
-def _sign(b: arb) -> int:
+def sign(b: arb) -> int:
     if b.is_zero():
         return 0
     if b > 0:
@@ -179,12 +179,12 @@ class Ball:
         if isinstance(node, Binary):
             a, b = self.run(node.left), self.run(node.right)
             if node.op == "/":
-                if _sign(b) == 0:
+                if sign(b) == 0:
                     raise Undefined
                 return a / b
             if node.op == "**":
                 e = int(b.unique_fmpz())
-                if e < 0 and _sign(a) == 0:
+                if e < 0 and sign(a) == 0:
                     raise Undefined
                 return a**e
             if node.op == "-" and shape(node.left) == shape(node.right):
@@ -219,11 +219,11 @@ class Ball:
             return out
         (x,) = args
         if fn == "log":
-            if _sign(x) <= 0:
+            if sign(x) <= 0:
                 raise Undefined
             return x.log()
         if fn == "sqrt":
-            s = _sign(x)
+            s = sign(x)
             if s < 0:
                 raise Undefined
             return x.sqrt() if s else _ZERO

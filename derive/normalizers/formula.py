@@ -32,7 +32,8 @@ from flint import arb
 from derive.model.attention import M, ScalarBase, i, j, n, t
 from derive.model.reductions import RowMax, RowMin
 from derive.normalizers.exact import (REDUCTIONS, Ball, Undecided, Undefined, adaptive, condition, keyless, require,
-                                      to_arb, to_mpf)
+                                      sign, to_arb, to_mpf)
+from derive.normalizers.exact_softmax import softmax_extra, softmax_row
 from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse
 from derive.spec.translate import nearest
 
@@ -81,6 +82,10 @@ class Formula:
             ok = self._defined_at(xs or [arb(0)], ys or [arb(0)], [False] * max(size, 1), i_pos, vals)
             return [mpmath.mpf(0) if ok else mpmath.nan for _ in range(size)]
 
+        matched, extra = softmax_extra(self.node)
+        if matched:
+            return self._softmax(xs, ys, allowed, i_pos, vals, extra)
+
         def evaluate():
             out, shared = [], {}  # the reductions that do not depend on the key, computed once per row
             for k in range(size):
@@ -94,6 +99,27 @@ class Formula:
             return out
 
         return [mpmath.nan if b is None else to_mpf(b) for b in adaptive(evaluate)]
+
+    def _softmax(self, xs, ys, allowed, i_pos, vals, extra_node) -> list:
+        """The weights of exp(x_j) / (E + sum_t(exp(x_t))), from the softmax-family row
+        (:mod:`derive.normalizers.exact_softmax`): NaN on every allowed key where E has no value
+        or the denominator is 0."""
+        first = allowed.index(True) + 1
+
+        def evaluate():
+            try:
+                extra = _ZERO if extra_node is None else Ball(xs, ys, allowed, first, i_pos, vals, {}).run(extra_node)
+                row = softmax_row([x if ok else None for x, ok in zip(xs, allowed)], extra)
+                if sign(row.den) == 0:
+                    raise Undefined
+            except Undefined:
+                return None
+            return [require(w) if ok else _ZERO for w, ok in zip(row.weights(), allowed)]
+
+        out = adaptive(evaluate)
+        if out is None:
+            return [mpmath.nan if ok else mpmath.mpf(0) for ok in allowed]
+        return [to_mpf(b) for b in out]
 
     def _row(self, x, mask, y, row, params) -> tuple:
         """(scores, second scores, allowed, query position, parameters) of a concrete row, as exact balls."""
