@@ -127,3 +127,31 @@ def test_a_correct_softpick_agrees_and_one_that_cancels_is_refuted():
         d = [mpmath.expm1(mpmath.mpf(v)) for v in f.row]
         want = max(d[k], 0) / (sum(abs(v) for v in d) + mpmath.mpf(1e-3))
     assert abs(f.exact[k] - float(want)) <= 1e-15 * float(want)
+
+
+@pytest.mark.parametrize("sigma", [None, 0.0, 0.75])
+def test_the_three_references_give_one_softmax_row(sigma):
+    """The formula reference, the attention reference and the kernel reference take their weights
+    and lse from one softmax-family row (derive/normalizers/exact_softmax.py): the same floats."""
+    import numpy as np
+
+    from derive.impl.attention_exact import exact
+    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.normalizers.registry import get
+
+    row = [1e-300, -3.5, 40.0, 0.125, -690.5]
+    n = len(row)
+    if sigma is None:
+        norm, params = get("softmax"), {}
+    else:
+        norm, params = get("sink"), {"s": sigma}
+    with mpmath.workdps(30):
+        want = [float(v) for v in norm.reference(row, **params)]
+    att = exact(np.ones((1, 1, 1, 1)), np.array(row, dtype=float).reshape(1, 1, n, 1), np.eye(n).reshape(1, 1, n, n),
+                1.0, None, np.ones((1, n), dtype=bool), None if sigma is None else (sigma,), 30)
+    ker = kernel_row(row, np.eye(n), sigma, None, 30)
+    assert att.P[0, 0, 0].tolist() == want and ker.out == want
+    with mpmath.workdps(40):
+        lse = mpmath.log((0 if sigma is None else mpmath.exp(sigma)) + mpmath.fsum(mpmath.exp(x) for x in row))
+    assert att.lse[0, 0, 0] == ker.lse["natural"] == float(lse)
+    assert want[0] > 0 and want[-1] > 0  # e^(−690.5 − 40), a subnormal: rounded alike

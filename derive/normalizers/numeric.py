@@ -221,7 +221,7 @@ def check_many(checks: Sequence[Check]) -> list[CheckResult]:
 
 
 def stable_check(entry, params: dict, examples: int = 80, tol: float = 1e-12) -> Check:
-    """``entry.stable`` (float64) against ``entry.reference`` (mpmath, 50 digits)."""
+    """``entry.stable`` (float64) against ``entry.reference`` (correct to 50 digits)."""
     floats = {k: float(v) for k, v in params.items()}
 
     def pairs(x, mask):
