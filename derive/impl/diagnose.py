@@ -25,6 +25,7 @@ from derive.impl.numbers import shortest
 from derive.impl.inputs import PROBE_ROWS, param_sets
 from derive.impl.reference import exact_row
 from derive.impl.tolerance import Tolerance, kappa
+from derive.normalizers.exact import Undecided
 
 __all__ = ["Diagnosis", "diagnose"]
 
@@ -217,7 +218,11 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
             break
         differs, same = False, True
         for p in usable:
-            form = evaluate(p.row, p.params, tol.dtype)
+            try:
+                form = evaluate(p.row, p.params, tol.dtype)
+            except Undecided:  # the form has no value that can be enclosed here: it is not matched
+                same = False
+                break
             if not _same(form, p.exact, p.row, p.params, tol) and p.defined:
                 differs = True
             if not _same(p.output, form, p.row, p.params, tol):

@@ -26,6 +26,7 @@ import mpmath
 import sympy as sp
 
 from derive.impl.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
+from derive.normalizers.exact import Undecided
 from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["FAULTS", "Fault", "Parts", "parts", "pretty", "variants"]
@@ -543,7 +544,10 @@ def _changes(entry, fault, key, sets, numeric) -> bool:
             if ex.undecided:
                 continue
             for dt in dtypes:
-                got = faulty_row(entry.name, fault, key, list(row), params, dt, 30)
+                try:
+                    got = faulty_row(entry.name, fault, key, list(row), params, dt, 30)
+                except Undecided:  # no enclosure of the faulty row: this row shows no change
+                    continue
                 for a, b in zip(got, ex.floats()):
                     if (math.isnan(a) != math.isnan(b)) or (not math.isnan(a) and abs(a - b) > 1e-9 * (1 + abs(b))):
                         return True
