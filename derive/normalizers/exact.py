@@ -119,25 +119,19 @@ def to_mpf(b: arb):
     return mpmath.mpf((int(man), int(exp)))
 
 
-_SHAPES: dict = {}  # id of a node → its shape (nodes live as long as their formula)
-
-
-def shape(node) -> tuple:
-    """The node without its columns: two nodes of one shape have the same value at one point."""
-    key = id(node)
-    if key not in _SHAPES:
-        if isinstance(node, Num):
-            out = ("num", node.text)
-        elif isinstance(node, Name):
-            out = ("name", node.id)
-        elif isinstance(node, Unary):
-            out = ("unary", node.op, shape(node.operand))
-        elif isinstance(node, Binary):
-            out = ("binary", node.op, shape(node.left), shape(node.right))
-        else:
-            out = ("call", node.func, tuple(shape(a) for a in node.args))
-        _SHAPES[key] = (node, out)  # the node is kept so that its id is not reused
-    return _SHAPES[key][1]
+def same(a, b) -> bool:
+    """Are two nodes the same expression (their columns aside)? Then they have one value at one point."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Num):
+        return a.text == b.text
+    if isinstance(a, Name):
+        return a.id == b.id
+    if isinstance(a, Unary):
+        return a.op == b.op and same(a.operand, b.operand)
+    if isinstance(a, Binary):
+        return a.op == b.op and same(a.left, b.left) and same(a.right, b.right)
+    return a.func == b.func and len(a.args) == len(b.args) and all(same(x, y) for x, y in zip(a.args, b.args))
 
 
 def sign(b: arb) -> int:
@@ -187,7 +181,7 @@ class Ball:
                 if e < 0 and sign(a) == 0:
                     raise Undefined
                 return a**e
-            if node.op == "-" and shape(node.left) == shape(node.right):
+            if node.op == "-" and same(node.left, node.right):
                 return _ZERO  # the same expression at the same point: exactly 0, whatever the balls' radii
             return {"+": a.__add__, "-": a.__sub__, "*": a.__mul__}[node.op](b)
         return self.call(node)
