@@ -87,6 +87,18 @@ def test_a_division_and_a_log_decided_on_the_ball():
     with mpmath.workdps(40):
         assert abs(w - mpmath.log(mpmath.mpf(1e-300))) < 1e-25
     assert mpmath.isnan(_ref("log(exp(x_j) - 1)", [-1e-300])[0])  # certainly negative: no value
+    assert mpmath.isnan(_ref("1 / (exp(x_j) - 1)", [0.0])[0])  # an exact 0 divisor: no value
+    assert mpmath.isnan(_ref("sqrt(exp(x_j) - 1)", [-1e-300])[0])
+    assert _ref("sqrt(exp(x_j) - 1)", [0.0]) == [0]
+
+
+def test_the_precision_schedule_depends_on_the_caller_precision_alone():
+    from derive.normalizers.exact import _schedule
+
+    with mpmath.workdps(30):
+        assert list(_schedule()) == [206, 412, 824, 1648, 3296, 6592, 13184, 16384]
+    with mpmath.workdps(15):
+        assert list(_schedule())[:2] == [128, 256]
 
 
 @pytest.fixture
