@@ -12,7 +12,9 @@ up to :data:`CAP` bits, whenever
 * a decision the formula needs cannot be made on a ball: a division by a ball that contains 0
   but is not 0, a log or sqrt of a ball that touches 0 or the negatives, a reduction bound.
 
-The schedule depends on the input alone. At the cap the value is :class:`Undecided`: the
+The schedule depends on the caller's precision and the input alone, never on time. A
+difference of the same expression with itself (``S − S``, columns aside) is an exact 0, as
+arithmetic on two equal but wide balls could not say. At the cap the value is :class:`Undecided`: the
 caller reports the row as not evaluated, never as agreeing or disagreeing. A formula with no
 real value at the row (a division by an exact 0, the log of a certainly negative number, the
 max of nothing) raises :class:`Undefined`. e^x − 1 at x = 1e−300 is therefore 1e−300 to every
