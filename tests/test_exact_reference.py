@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import mpmath
 import pytest
-import sympy as sp
 
 from derive.impl import check_implementation
 from derive.impl.reference import exact_row
 from derive.normalizers.exact import CAP, Undecided
 from derive.normalizers.formula import compile_weight
 from derive.normalizers.registry import REGISTRY, from_formula
+from derive.spec.parser import ExprError
 
 Z = "tests/zoo/forms.py:"
 UNDECIDED = ("no ball up to 16384 bits of precision encloses the exact value tightly (a difference that cancels "
@@ -36,7 +36,7 @@ def test_exp_minus_one_keeps_its_digits(x):
 def test_an_exact_zero_is_zero():
     assert _ref("exp(x_j) - 1", [0.0]) == [0]
     assert _ref("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)", [0.0, 0.0], eps=1e-3) == [0, 0]
-    with pytest.raises(Exception):  # the same reduction subtracted from itself is an exact 0 denominator
+    with pytest.raises(ExprError, match="no real value"):  # S − S: an exact 0 denominator
         compile_weight("exp(x_j) / (sum_t(exp(x_t)) - sum_t(exp(x_t)))")
 
 
@@ -167,3 +167,20 @@ def test_the_three_references_give_one_softmax_row(sigma):
         lse = mpmath.log((0 if sigma is None else mpmath.exp(sigma)) + mpmath.fsum(mpmath.exp(x) for x in row))
     assert att.lse[0, 0, 0] == ker.lse["natural"] == float(lse)
     assert want[0] > 0 and want[-1] > 0  # e^(−690.5 − 40), a subnormal: rounded alike
+
+
+def test_the_kernel_and_attention_references_raise_their_precision_for_huge_scores():
+    """e^(1e300) needs a thousand bits to be a ball at all: at a fixed 4·dps bits the kernel
+    reference called such a row undefined (NaN out, lse −∞); raised until tight, it is not."""
+    import numpy as np
+
+    from derive.impl.attention_exact import exact
+    from derive.impl.kernel_exact import exact_row as kernel_row
+
+    ker = kernel_row([1e300, 0.0], np.eye(2), None, None, 30)
+    assert ker.out == [1.0, 0.0] and ker.lse["natural"] == 1e300 and ker.defined
+    sunk = kernel_row([1e300, 0.0], np.eye(2), 1e300, None, 30)
+    assert sunk.out == [0.5, 0.0]  # the sink weighs as much as the first key
+    att = exact(np.ones((1, 1, 1, 1)), np.array([1e300, 0.0]).reshape(1, 1, 2, 1), np.eye(2).reshape(1, 1, 2, 2),
+                1.0, None, np.ones((1, 2), dtype=bool), None, 30)
+    assert att.P[0, 0, 0].tolist() == [1.0, 0.0] and att.lse[0, 0, 0] == 1e300

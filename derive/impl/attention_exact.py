@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from flint import arb, ctx
 
-from derive.normalizers.exact_softmax import extra_of, softmax_row
+from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
 
 __all__ = ["Exact", "allowed", "exact", "exact_dots"]
 
@@ -107,6 +108,10 @@ def _score(dot: int, e: int, scale: float, mask) -> arb:
         ctx.prec = saved
 
 
+def _softmax(xs: list, sigma):
+    return softmax_row(xs, extra_of(sigma))
+
+
 def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> Exact:
     """The definition on q (B, H, M, D), k (B, H, N, D), v (B, H, N, Dv) (the values as passed,
     in float64), an additive mask (B, 1, M, N) or None, the visible keys (M, N) and the extra logit
@@ -128,7 +133,6 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
             for h in range(H):
                 dots, e = exact_dots(q[b, h], k[b, h])
                 sig = None if sigma is None else sigma[h]
-                extra = extra_of(sig)
                 for i in range(M):
                     xs = [None if not visible[i, j] or (add_mask is not None and add_mask[b, 0, i, j] == -INF)
                           else _score(int(dots[i, j]), e, scale, None if add_mask is None else add_mask[b, 0, i, j])
@@ -141,14 +145,14 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
                         finite = [abs(x) for x in live if x >= top - 800.0]
                     kap[b, h, i] = (2 * max(finite, default=0.0) + (abs(sig) if sig not in (None, -INF) else 0.0)
                                     + max(len(live) - 1, 0))
-                    row = softmax_row(xs, extra)
+                    row = enclosed(partial(_softmax, xs, sig))
                     lse_i = row.lse()
                     if lse_i is None:
                         continue
                     lse[b, h, i] = _f(lse_i)
                     defined[b, h, i] = True
                     P[b, h, i] = [_f(w) for w in row.weights()]
-                    Psig[b, h, i] = _f(row.share(extra))
+                    Psig[b, h, i] = _f(row.share(row.extra))
                 out[b, h] = np.where(defined[b, h][:, None], _fsum_dot(P[b, h], v[b, h]), np.nan)
                 out_scale[b, h] = _fsum_dot(P[b, h], np.abs(v[b, h]))
     finally:

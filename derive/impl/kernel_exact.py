@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from flint import arb, arb_mat, ctx
 
 from derive.impl.kernel_inputs import DV
-from derive.normalizers.exact_softmax import exps, extra_of, softmax_row
+from derive.normalizers.exact_softmax import enclosed, exps, extra_of, softmax_row
 
 __all__ = ["ExactRow", "digest", "exact_row"]
 
@@ -109,12 +110,18 @@ def _keys(row, v, vkey):
     return _KEYS[key]
 
 
+def _softmax(row, v, vkey, sigma):
+    """The softmax row and its shares by distinct value row (Σ_{t ∈ g} P_t), at ``ctx.prec``."""
+    e, kv, esums, _ = _keys(row, v, vkey)
+    sm = softmax_row(terms=e, keys=kv, extra=extra_of(sigma))
+    return sm, [sm.share(q) for q in esums]
+
+
 def _exact(row, v, sigma, g, dv, vkey) -> ExactRow:
     n = len(row)
     dv = v.shape[1] if v.ndim == 2 and n else (DV if dv is None else dv)
-    e, kv, esums, (rows, group, rows_m, abs_m) = _keys(row, v, vkey)
-    es = extra_of(sigma)
-    sm = softmax_row(terms=e, keys=kv, extra=es)
+    sm, sums = enclosed(partial(_softmax, row, v, vkey, sigma))
+    kv, es, (rows, group, rows_m, abs_m) = sm.keys, sm.extra, _keys(row, v, vkey)[3]
     natural = sm.lse()
     lse = {"natural": -INF if natural is None else _f(natural), "kv-only": _f(kv.log()) if kv > 0 else -INF}
     lse["base2"] = -INF if natural is None else _f(natural / arb(2).log())
@@ -125,7 +132,6 @@ def _exact(row, v, sigma, g, dv, vkey) -> ExactRow:
         if g is not None:
             res.ds, res.ds_scale = 0.0, 0.0
         return res
-    sums = [sm.share(q) for q in esums]
     S = arb_mat([sums])
     out_m = S * rows_m
     scale_m = S * abs_m

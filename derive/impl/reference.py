@@ -2,10 +2,11 @@
 
 Values come from ``Normalizer.reference`` (arb balls at an adaptive precision, given as
 mpmath numbers) on the *exact* inputs the implementation received (the inputs rounded to
-its dtype). A masked entry (score −∞) is passed as a mask entry False. On a fully masked row the rules of :mod:`.masked` say
-whether the definition has a value there; where it has none the reference is *undefined*
-(NaN) and the conventions of :mod:`.masked` are accepted. Where no precision up to the cap
-encloses a weight tightly, the row is *undecided* (``Exact.undecided``) and is not judged.
+its dtype). A masked entry (score −∞) is passed as a mask entry False. On a fully masked
+row the rules of :mod:`.masked` say whether the definition has a value there; where it has
+none the reference is *undefined* (NaN) and the conventions of :mod:`.masked` are accepted.
+Where no precision up to the cap encloses a weight tightly, the row is *undecided*
+(``Exact.undecided``) and is not judged.
 
 The Jacobian ∂p_j/∂x_k is derived symbolically: the registry's symbolic weight for a row
 of concrete length n is differentiated with SymPy and evaluated with mpmath. For the

@@ -11,8 +11,8 @@ exact (floats, or balls the caller formed exactly). Three references take their 
 here: a formula's exact reference when its weight reads ``exp(x_j) / (E + sum_t(exp(x_t)))``
 (:mod:`derive.normalizers.formula`, at an adaptive precision), and ``derive impl``'s
 attention and kernel references (:mod:`derive.impl.attention_exact`,
-:mod:`derive.impl.kernel_exact`, at ``4·dps`` bits; the kernel one caches the terms of a row
-and sums them by value row).
+:mod:`derive.impl.kernel_exact`, from ``4·dps`` bits, raised by :func:`enclosed` until the
+row is tight; the kernel one caches the terms of a row and sums them by value row).
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from flint import arb
+from flint import arb, ctx
 
+from derive.normalizers.exact import CAP, Undecided, tight
 from derive.spec.parser import Binary, Call, Name, walk
 
-__all__ = ["SoftmaxRow", "exps", "extra_of", "softmax_extra", "softmax_row"]
+__all__ = ["BITS", "SoftmaxRow", "enclosed", "exps", "extra_of", "softmax_extra", "softmax_row"]
 
 _ZERO = arb(0)
+BITS = 64  # the relative accuracy a weight needs to be rounded to a float64 (and far inside every tolerance)
 
 
 def _masked(x) -> bool:
@@ -65,6 +67,33 @@ class SoftmaxRow:
     def weights(self) -> list[arb]:
         den = self.den
         return [q / den for q in self.terms]
+
+    def tight(self, parts=None, bits: int = BITS) -> bool:
+        """Are lse (to 2^−bits of max(1, |lse|), the magnitude its tolerance is relative to) and
+        the weights (or the shares ``parts``) enclosed tightly enough to round to a float?"""
+        lse = self.lse()
+        if lse is not None and not (lse.is_finite() and lse.rad() <= arb(2) ** -bits * max(arb(1), abs(lse))):
+            return False
+        return all(tight(w, bits) for w in (self.weights() if parts is None else parts))
+
+
+def enclosed(make):
+    """``make()`` (a :class:`SoftmaxRow`, or a pair whose first item is one and whose second are
+    the shares to check) at the current precision, then at twice it up to
+    :data:`~derive.normalizers.exact.CAP` bits until it is tight; the precision is restored.
+    Raises :class:`~derive.normalizers.exact.Undecided` at the cap (finite scores never get there)."""
+    saved = ctx.prec
+    try:
+        while True:
+            out = make()
+            row, parts = out if isinstance(out, tuple) else (out, None)
+            if row.tight(parts):
+                return out
+            if ctx.prec >= CAP:
+                raise Undecided(f"no ball up to {CAP} bits of precision encloses the softmax row tightly")
+            ctx.prec = min(2 * ctx.prec, CAP)
+    finally:
+        ctx.prec = saved
 
 
 def softmax_row(scores=None, extra: arb = _ZERO, terms=None, keys=None) -> SoftmaxRow:
