@@ -184,3 +184,13 @@ def test_the_kernel_and_attention_references_raise_their_precision_for_huge_scor
     att = exact(np.ones((1, 1, 1, 1)), np.array([1e300, 0.0]).reshape(1, 1, 2, 1), np.eye(2).reshape(1, 1, 2, 2),
                 1.0, None, np.ones((1, 2), dtype=bool), None, 30)
     assert att.P[0, 0, 0].tolist() == [1.0, 0.0] and att.lse[0, 0, 0] == 1e300
+
+
+def test_a_row_with_every_key_masked_and_no_extra_logit_has_no_value():
+    import numpy as np
+
+    from derive.impl.kernel_exact import exact_row as kernel_row
+
+    ker = kernel_row([-np.inf, -np.inf], np.eye(2), None, None, 30)
+    assert not ker.defined and ker.lse["natural"] == -np.inf
+    assert kernel_row([-np.inf, -np.inf], np.eye(2), 0.0, None, 30).out == [0.0, 0.0]

@@ -72,7 +72,9 @@ class SoftmaxRow:
         """Are lse (to 2^−bits of max(1, |lse|), the magnitude its tolerance is relative to) and
         the weights (or the shares ``parts``) enclosed tightly enough to round to a float?"""
         lse = self.lse()
-        if lse is not None and not (lse.is_finite() and lse.rad() <= arb(2) ** -bits * max(arb(1), abs(lse))):
+        if lse is None:  # an exact 0 sum (every key masked, no extra logit): no value to enclose
+            return self.den.is_zero()
+        if not (lse.is_finite() and lse.rad() <= arb(2) ** -bits * max(arb(1), abs(lse))):
             return False
         return all(tight(w, bits) for w in (self.weights() if parts is None else parts))
 
