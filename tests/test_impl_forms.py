@@ -130,10 +130,7 @@ def test_each_faulty_zoo_implementation_is_named(fn, norm, params, form):
 @pytest.mark.parametrize("fn,norm,params", [
     ("sigmoid", "sigmoid", {"b": 0.5}), ("clipped", "clipped", CLIP), ("softcap", "softcap", {"c": 5.0}),
     ("zero_token", "zero_token", {}), ("bias_kv", "bias_kv", {"s_star": 0.75}),
-    pytest.param("softpick", "softpick", {"eps": 1e-3}, marks=pytest.mark.xfail(strict=True, reason=(
-        "a wrong verdict, not fixed yet: the row form's exact reference (formula.py's _Exact, mpmath at 30 "
-        "digits) evaluates e^x − 1 as 0 for x = 3e-153, so this implementation (expm1 near 0, correct to "
-        "the last bit) is judged to disagree; the reference must keep the digits a difference cancels"))),
+    ("softpick", "softpick", {"eps": 1e-3}),
 ])
 def test_the_right_ones_agree(fn, norm, params):
     report = check_implementation(Z + fn, norm, params=params, dtypes=("float64", "float32"), examples=30)

@@ -10,8 +10,9 @@ softmax₁, none for softmax):
 
     P_ij = e^{x_ij − lse_i},  lse_i = log(e^{σ_h} + Σ_j e^{x_ij}),  out_i = Σ_j P_ij v_j,
 
-evaluated with mpmath at ``dps`` digits: the exponentials and logarithms are the only
-roundings, each below 10^−dps relative; the sums of products with v (and the gradients) are
+the softmax-family row of :mod:`derive.normalizers.exact_softmax` in arb balls at ``4·dps``
+bits (at least 128): the exponentials and logarithms are the only roundings, each far below
+10^−dps relative; the sums of products with v (and the gradients) are
 ``math.fsum`` of products of those correctly rounded weights with the exact inputs, so the
 reference is within 2^−52 of the magnitude of its terms, far inside every tolerance. The
 gradients of ⟨out, g⟩ (g the cotangent):
@@ -24,9 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
-import mpmath
 import numpy as np
+from flint import arb, ctx
+
+from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
 
 __all__ = ["Exact", "allowed", "exact", "exact_dots"]
 
@@ -88,6 +92,26 @@ def _fsum_dot(w: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _f(a: arb) -> float:
+    return float(a.mid())
+
+
+def _score(dot: int, e: int, scale: float, mask) -> arb:
+    """scale · dot · 2^e (+ mask), exact (the precision raised to hold it) unless the mask's
+    addition needs more than 64 bits beyond the product's."""
+    saved = ctx.prec
+    ctx.prec = max(saved, max(dot.bit_length(), 1) + 64)
+    try:
+        x = arb(dot) * arb(2) ** e * arb(float(scale))
+        return x if mask is None else x + arb(float(mask))
+    finally:
+        ctx.prec = saved
+
+
+def _softmax(xs: list, sigma):
+    return softmax_row(xs, extra_of(sigma))
+
+
 def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> Exact:
     """The definition on q (B, H, M, D), k (B, H, N, D), v (B, H, N, Dv) (the values as passed,
     in float64), an additive mask (B, 1, M, N) or None, the visible keys (M, N) and the extra logit
@@ -102,43 +126,37 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
     rows = np.full((B, H, M, N), -INF)
     P = np.zeros((B, H, M, N))
     Psig = np.zeros((B, H, M))
-    scale_m = mpmath.mpf(scale)
-    with mpmath.workdps(dps):
+    saved = ctx.prec
+    ctx.prec = max(128, 4 * int(dps))
+    try:
         for b in range(B):
             for h in range(H):
                 dots, e = exact_dots(q[b, h], k[b, h])
                 sig = None if sigma is None else sigma[h]
                 for i in range(M):
-                    xs = []
-                    for j in range(N):
-                        if not visible[i, j] or (add_mask is not None and add_mask[b, 0, i, j] == -INF):
-                            xs.append(None)
-                            continue
-                        with mpmath.workprec(max(int(dots[i, j]).bit_length(), 1) + 64):
-                            x = mpmath.ldexp(mpmath.mpf(int(dots[i, j])), e) * scale_m
-                            if add_mask is not None:
-                                x = x + mpmath.mpf(float(add_mask[b, 0, i, j]))
-                        xs.append(+x)  # rounded to dps digits
-                    rows[b, h, i] = [-INF if x is None else float(x) for x in xs]
-                    live = [x for x in xs if x is not None]
-                    terms = [mpmath.exp(x) for x in live]
-                    es = mpmath.mpf(0) if sig is None or sig == -INF else mpmath.exp(mpmath.mpf(sig))
-                    den = mpmath.fsum(terms) + es
-                    finite = [abs(float(x)) for x in live]
+                    xs = [None if not visible[i, j] or (add_mask is not None and add_mask[b, 0, i, j] == -INF)
+                          else _score(int(dots[i, j]), e, scale, None if add_mask is None else add_mask[b, 0, i, j])
+                          for j in range(N)]
+                    rows[b, h, i] = [-INF if x is None else _f(x) for x in xs]
+                    live = [_f(x) for x in xs if x is not None]
+                    finite = [abs(x) for x in live]
                     if live:  # keys that carry weight set the condition; a key far below the top carries none
-                        top = max(float(x) for x in live)
-                        finite = [abs(float(x)) for x in live if float(x) >= top - 800.0]
+                        top = max(live)
+                        finite = [abs(x) for x in live if x >= top - 800.0]
                     kap[b, h, i] = (2 * max(finite, default=0.0) + (abs(sig) if sig not in (None, -INF) else 0.0)
                                     + max(len(live) - 1, 0))
-                    if den == 0:
+                    row = enclosed(partial(_softmax, xs, sig))
+                    lse_i = row.lse()
+                    if lse_i is None:
                         continue
-                    lse_m = mpmath.log(den)
-                    lse[b, h, i] = float(lse_m)
+                    lse[b, h, i] = _f(lse_i)
                     defined[b, h, i] = True
-                    P[b, h, i] = [0.0 if x is None else float(mpmath.exp(x - lse_m)) for x in xs]
-                    Psig[b, h, i] = float(es / den)
+                    P[b, h, i] = [_f(w) for w in row.weights()]
+                    Psig[b, h, i] = _f(row.share(row.extra))
                 out[b, h] = np.where(defined[b, h][:, None], _fsum_dot(P[b, h], v[b, h]), np.nan)
                 out_scale[b, h] = _fsum_dot(P[b, h], np.abs(v[b, h]))
+    finally:
+        ctx.prec = saved
     res = Exact(out, out_scale, lse, defined, kap, rows, P, Psig)
     if g is not None:
         res.grads = _grads(res, q, k, v, g, scale)

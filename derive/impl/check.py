@@ -108,6 +108,8 @@ class DtypeResult:
     gradient_skips: int = 0  # torch calls whose output did not require grad (not compared)
     gradient_calls: int = 0
     kink_skips: int = 0  # rows at a point where the definition is not differentiable (not compared)
+    undecided_rows: int = 0  # rows whose exact weights could not be enclosed (not judged either way)
+    undecided_reason: str = ""  # why, for the first of them
 
     def gradient_note(self) -> str:
         if not self.gradients:
@@ -185,6 +187,11 @@ class Checker:
             if not self.judged(row):
                 continue
             ex = exact_row(self.norm, row, allp, self.dps)
+            if ex.undecided:  # neither agrees nor disagrees: counted and reported
+                if result is not None:
+                    result.undecided_rows += 1
+                    result.undecided_reason = result.undecided_reason or ex.undecided
+                continue
             kap = kappa(row, allp)
             masked = is_fully_masked(row)
             if result is not None:

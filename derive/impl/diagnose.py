@@ -25,6 +25,7 @@ from derive.impl.numbers import shortest
 from derive.impl.inputs import PROBE_ROWS, param_sets
 from derive.impl.reference import exact_row
 from derive.impl.tolerance import Tolerance, kappa
+from derive.normalizers.exact import Undecided
 
 __all__ = ["Diagnosis", "Match", "diagnose"]
 
@@ -108,6 +109,8 @@ def _probes(checker: Checker, failure: Failure, tol: Tolerance) -> list[_Probe]:
         params = {**checker.fixed_params, **free}
         y = checker.outputs(row, free, tol.dtype)
         ex = exact_row(checker.norm, list(row), params, checker.dps)
+        if ex.undecided:  # no exact value to compare the probe with
+            continue
         exact = ex.floats()
         if y is None:
             agrees = False
@@ -241,7 +244,11 @@ def diagnose(checker: Checker, failure: Failure, tol: Tolerance) -> Diagnosis:
             break
         differs, same = False, True
         for p in usable:
-            form = evaluate(p.row, p.params, tol.dtype)
+            try:
+                form = evaluate(p.row, p.params, tol.dtype)
+            except Undecided:  # the form has no value that can be enclosed here: it is not matched
+                same = False
+                break
             if not _same(form, p.exact, p.row, p.params, tol) and p.defined:
                 differs = True
             if not _same(p.output, form, p.row, p.params, tol):

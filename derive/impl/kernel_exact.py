@@ -2,7 +2,8 @@
 the backward's gradients, with the magnitudes the tolerance scales by (see :mod:`derive.impl.kernel`).
 
 Every quantity is a python-flint ``arb`` ball at ``4·dps`` bits (at least 128), rounded to the
-nearest float64 at the end; only the magnitudes of the tolerance are formed in float64. Keys
+nearest float64 at the end; the exponentials, lse and weights are the softmax-family row of
+:mod:`derive.normalizers.exact_softmax`; only the magnitudes of the tolerance are formed in float64. Keys
 whose value rows are equal are summed first (``out = Σ_g (Σ_{t ∈ g} P_t) u_g`` over the distinct
 value rows u_g): the fixed inputs repeat their value rows with a short period, so a row of 1024
 keys and head dimension 128 costs n exponentials and a few hundred products, not n·dv.
@@ -13,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from flint import arb, arb_mat, ctx
 
 from derive.impl.kernel_inputs import DV
+from derive.normalizers.exact_softmax import enclosed, exps, extra_of, softmax_row
 
 __all__ = ["ExactRow", "digest", "exact_row"]
 
@@ -98,7 +101,7 @@ def _keys(row, v, vkey):
     if key not in _KEYS:
         if len(_KEYS) > 2048:
             _KEYS.clear()
-        e = [arb(float(x)).exp() if x != -INF else arb(0) for x in row]
+        e = exps([float(x) for x in row])
         groups = _groups(v, vkey) if len(row) else (np.zeros((0, v.shape[-1] if v.ndim == 2 else 0)), [], None, None)
         sums = [arb(0)] * len(groups[0])
         for t, q in enumerate(e):
@@ -107,22 +110,28 @@ def _keys(row, v, vkey):
     return _KEYS[key]
 
 
+def _softmax(row, v, vkey, sigma):
+    """The softmax row and its shares by distinct value row (Σ_{t ∈ g} P_t), at ``ctx.prec``."""
+    e, kv, esums, _ = _keys(row, v, vkey)
+    sm = softmax_row(terms=e, keys=kv, extra=extra_of(sigma))
+    return sm, [sm.share(q) for q in esums]
+
+
 def _exact(row, v, sigma, g, dv, vkey) -> ExactRow:
     n = len(row)
     dv = v.shape[1] if v.ndim == 2 and n else (DV if dv is None else dv)
-    e, kv, esums, (rows, group, rows_m, abs_m) = _keys(row, v, vkey)
-    es = arb(0) if sigma is None or sigma == -INF else arb(float(sigma)).exp()
-    den = kv + es
-    lse = {"natural": _f(den.log()) if den > 0 else -INF, "kv-only": _f(kv.log()) if kv > 0 else -INF}
-    lse["base2"] = _f(den.log() / arb(2).log()) if den > 0 else -INF
-    if not den > 0:
+    sm, sums = enclosed(partial(_softmax, row, v, vkey, sigma))
+    kv, es, (rows, group, rows_m, abs_m) = sm.keys, sm.extra, _keys(row, v, vkey)[3]
+    natural = sm.lse()
+    lse = {"natural": -INF if natural is None else _f(natural), "kv-only": _f(kv.log()) if kv > 0 else -INF}
+    lse["base2"] = -INF if natural is None else _f(natural / arb(2).log())
+    if natural is None:
         return ExactRow(False, [math.nan] * dv, [0.0] * dv, lse)
     if n == 0:
         res = ExactRow(True, [0.0] * dv, [0.0] * dv, lse)
         if g is not None:
             res.ds, res.ds_scale = 0.0, 0.0
         return res
-    sums = [q / den for q in esums]
     S = arb_mat([sums])
     out_m = S * rows_m
     scale_m = S * abs_m
@@ -138,14 +147,14 @@ def _exact(row, v, sigma, g, dv, vkey) -> ExactRow:
     gv = rows_m * arb_mat([[a] for a in gm])  # ⟨g, u_g⟩ per distinct value row
     gabs = np.abs(rows) @ np.abs(g)  # Σ_k |g_k u_gk| (a magnitude: float64 is enough)
     gs_f = _f(gs)
-    p = [q / den for q in e]
+    p = sm.weights()
     gvd = [gv[j, 0] - D for j in range(len(rows))]  # ⟨g, u_g⟩ − D per distinct value row
     res.dx = [_f(p[t] * gvd[j]) for t, j in enumerate(group.tolist())]
     pf = np.array([_f(q) for q in p])
     res.dx_scale = (pf * (gabs[group] + gs_f)).tolist()
     res.dv = np.outer(pf, g)  # P_t g_k: one rounding of the product of two rounded numbers
     res.dv_scale = np.abs(res.dv)
-    ps = es / den
+    ps = sm.share(es)
     res.ds = _f(-ps * D)
     # ds = −P_σ D, which a kernel may compute as −Σ_t dS_t (docs/kernels.md §5): the terms of both
     res.ds_scale = _f(ps) * gs_f + float(np.sum(res.dx_scale))

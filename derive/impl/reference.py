@@ -1,10 +1,12 @@
 """The exact reference: a normalizer's definition at high precision, and its Jacobian.
 
-Values come from ``Normalizer.reference`` (mpmath) on the *exact* inputs the
-implementation received (the inputs rounded to its dtype). A masked entry (score −∞) is
-passed as a mask entry False. On a fully masked row the rules of :mod:`.masked` say
-whether the definition has a value there; where it has none the reference is *undefined*
-(NaN) and the conventions of :mod:`.masked` are accepted.
+Values come from ``Normalizer.reference`` (arb balls at an adaptive precision, given as
+mpmath numbers) on the *exact* inputs the implementation received (the inputs rounded to
+its dtype). A masked entry (score −∞) is passed as a mask entry False. On a fully masked
+row the rules of :mod:`.masked` say whether the definition has a value there; where it has
+none the reference is *undefined* (NaN) and the conventions of :mod:`.masked` are accepted.
+Where no precision up to the cap encloses a weight tightly, the row is *undecided*
+(``Exact.undecided``) and is not judged.
 
 The Jacobian ∂p_j/∂x_k is derived symbolically: the registry's symbolic weight for a row
 of concrete length n is differentiated with SymPy and evaluated with mpmath. For the
@@ -20,6 +22,7 @@ import mpmath
 import sympy as sp
 
 from derive.model.attention import M, i, n
+from derive.normalizers.exact import Undecided
 
 __all__ = ["Exact", "exact_row", "jacobian", "kink_distance"]
 
@@ -27,10 +30,11 @@ _X = sp.IndexedBase("x")
 
 
 class Exact:
-    """One row's exact weights (mpf) and whether the definition gives them a value."""
+    """One row's exact weights (mpf) and whether the definition gives them a value;
+    ``undecided``: why they could not be evaluated (the row is then not judged), or ''."""
 
-    def __init__(self, values: list, defined: bool, scales: list | None = None):
-        self.values, self.defined = values, defined
+    def __init__(self, values: list, defined: bool, scales: list | None = None, undecided: str = ""):
+        self.values, self.defined, self.undecided = values, defined, undecided
         # per weight, the magnitude the tolerance is relative to (see exact_row)
         self.scales = [abs(float(v)) if defined else 0.0 for v in values] if scales is None else scales
 
@@ -51,7 +55,10 @@ def exact_row(norm, row: list[float], params: dict, dps: int) -> Exact:
         return Exact([mpmath.nan] * len(row), False)
     xs, allowed = _split(row)
     with mpmath.workdps(dps):
-        values = norm.reference(xs, mask=allowed, **params)
+        try:
+            values = norm.reference(xs, mask=allowed, **params)
+        except Undecided as e:
+            return Exact([mpmath.nan] * len(row), False, undecided=str(e))
         defined = all(not mpmath.isnan(v) for v in values)
         # The tolerance of a weight is relative to its magnitude |p_k| (the condition of the
         # softmax family and of sigmoid, with κ), except where the definition's last step

@@ -104,7 +104,7 @@ class Report:
             total = sum(r.examples + r.edge_cases for r in self.results)
             return (f"{self.target} agrees with {self.normalizer} on every tested input within the stated "
                     f"tolerance ({total} inputs over {dts}). This is differential testing: evidence, "
-                    f"not a proof.")
+                    f"not a proof.{self.undecided_note()}")
         f = self.failure
         if f.what == "complex":
             return (f"{self.target} disagrees with {self.normalizer}: it returns complex numbers, where the "
@@ -112,6 +112,15 @@ class Report:
         what = "its gradient" if f.what == "gradient" else "it"
         return (f"{self.target} disagrees with {self.normalizer}: {what} differs from the exact value "
                 f"beyond the {f.dtype} tolerance on the input below.")
+
+    def undecided_note(self) -> str:
+        """The rows that were not judged because their exact weights could not be evaluated, or ''."""
+        counts = [f"{r.undecided_rows} in {r.dtype}" for r in self.results if r.undecided_rows]
+        if not counts:
+            return ""
+        reason = next(r.undecided_reason for r in self.results if r.undecided_rows)
+        return (f" Rows not judged, neither agreeing nor disagreeing ({', '.join(counts)}): could not evaluate "
+                f"the exact weights: {reason}.")
 
     def exit_code(self) -> int:
         return 0 if self.agrees else 1
@@ -164,7 +173,8 @@ class Report:
                         for c in ROW_CLASSES},
             "class_failures": {c: self._failure_json(fl) for c, fl in r.classes.items()},
             "stopped": r.stopped or None,
-        }
+        } | ({"undecided_rows": r.undecided_rows, "undecided_reason": r.undecided_reason}
+             if r.undecided_rows else {})
 
     def _failure_json(self, f: Failure) -> dict:
         dg = _DIGITS[f.dtype]

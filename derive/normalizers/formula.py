@@ -15,8 +15,9 @@ parameter). With a second score row, ``y_j`` and ``y_t`` are its scores.
 
 :func:`compile_weight` checks a formula (errors carry the column) and gives a
 :class:`Formula`, from which the rest is derived: the symbolic weight (SymPy, over the mask M
-and symbolic n, for the provers and claims) and the exact weights of a concrete row (mpmath,
-for ``derive impl`` and cross-checks). Nothing is ever evaluated as Python: the parsed tree
+and symbolic n, for the provers and claims) and the exact weights of a concrete row (arb balls
+at an adaptive precision, :mod:`derive.normalizers.exact`, for ``derive impl`` and
+cross-checks). Nothing is ever evaluated as Python: the parsed tree
 is walked.
 """
 
@@ -26,25 +27,26 @@ from dataclasses import dataclass, field
 
 import mpmath
 import sympy as sp
+from flint import arb
 
 from derive.model.attention import M, ScalarBase, i, j, n, t
 from derive.model.reductions import RowMax, RowMin
+from derive.normalizers.exact import (REDUCTIONS, Ball, Undecided, Undefined, adaptive, condition, keyless, require,
+                                      sign, to_arb, to_mpf)
+from derive.normalizers.exact_softmax import softmax_extra, softmax_row
 from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse
 from derive.spec.translate import nearest
 
 __all__ = ["FUNCTIONS", "REDUCTIONS", "Formula", "compile_weight"]
 
+_Undefined, _condition, _keyless = Undefined, condition, keyless  # the names the rest of the package uses
+_ZERO = arb(0)
+
 # name → number of arguments (None: two or more)
 FUNCTIONS = {"exp": 1, "log": 1, "sqrt": 1, "abs": 1, "relu": 1, "sigmoid": 1, "tanh": 1, "softplus": 1,
              "max": None, "min": None}
-REDUCTIONS = ("sum_t", "max_t", "min_t", "prod_t")
 Y = ScalarBase("y")  # the second score row, when a property is stated for the normalizer alone
 _R = sp.Symbol("r", integer=True, positive=True)  # the index of n = Σ_r M[i, r]
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-
-
-class _Undefined(Exception):
-    """The formula has no real value here (0 in a denominator, log of a non-positive number …)."""
 
 
 @dataclass(frozen=True)
@@ -67,54 +69,111 @@ class Formula:
     # ---- the exact weights of one row -----------------------------------------------------
 
     def reference(self, x, mask=None, y=None, row=None, **params) -> list:
-        """The weights of a concrete row at mpmath's current precision: 0 on a masked key,
-        NaN where the formula has no real value. ``row`` is the query position i (default:
-        the row length, the last row of a causal layout). On a row with no allowed key every
-        weight is 0 if the formula has a value for a key with every reduction empty (an extra
-        term in the denominator), NaN if not (0/0)."""
+        """The weights of a concrete row, correct to mpmath's current precision (arb balls at
+        an adaptive precision, :mod:`derive.normalizers.exact`): 0 on a masked key, NaN where
+        the formula has no real value. ``row`` is the query position i (default: the row
+        length, the last row of a causal layout). On a row with no allowed key every weight is
+        0 if the formula has a value for a key with every reduction empty (an extra term in the
+        denominator), NaN if not (0/0). Raises :class:`~derive.normalizers.exact.Undecided`
+        when a weight cannot be enclosed tightly at the last precision."""
         size = len(x)
         xs, ys, allowed, i_pos, vals = self._row(x, mask, y, row, params)
         if not any(allowed):
-            ok = self._value(xs or [mpmath.mpf(0)], ys or [mpmath.mpf(0)], [False] * max(size, 1), 1, i_pos, vals)
-            return [mpmath.mpf(0) if ok is not None else mpmath.nan for _ in range(size)]
-        out, shared = [], {}  # the reductions that do not depend on the key, computed once per row
-        for k in range(size):
-            if not allowed[k]:
-                out.append(mpmath.mpf(0))
-                continue
-            v = self._value(xs, ys, allowed, k + 1, i_pos, vals, shared)
-            out.append(mpmath.nan if v is None else v)
-        return out
+            ok = self._defined_at(xs or [arb(0)], ys or [arb(0)], [False] * max(size, 1), i_pos, vals)
+            return [mpmath.mpf(0) if ok else mpmath.nan for _ in range(size)]
+
+        matched, extra = softmax_extra(self.node)
+        if matched:
+            return self._softmax(xs, ys, allowed, i_pos, vals, extra)
+
+        def evaluate():
+            out, shared = [], {}  # the reductions that do not depend on the key, computed once per row
+            for k in range(size):
+                if not allowed[k]:
+                    out.append(_ZERO)
+                    continue
+                try:
+                    out.append(require(Ball(xs, ys, allowed, k + 1, i_pos, vals, shared).run(self.node)))
+                except Undefined:
+                    out.append(None)
+            return out
+
+        return [mpmath.nan if b is None else to_mpf(b) for b in adaptive(evaluate)]
+
+    def _softmax(self, xs, ys, allowed, i_pos, vals, extra_node) -> list:
+        """The weights of exp(x_j) / (E + sum_t(exp(x_t))), from the softmax-family row
+        (:mod:`derive.normalizers.exact_softmax`): NaN on every allowed key where E has no value
+        or the denominator is 0."""
+        first = allowed.index(True) + 1
+
+        def evaluate():
+            try:
+                extra = _ZERO if extra_node is None else Ball(xs, ys, allowed, first, i_pos, vals, {}).run(extra_node)
+                row = softmax_row([x if ok else None for x, ok in zip(xs, allowed)], extra)
+                if sign(row.den) == 0:
+                    raise Undefined
+            except Undefined:
+                return None
+            return [require(w) if ok else _ZERO for w, ok in zip(row.weights(), allowed)]
+
+        out = adaptive(evaluate)
+        if out is None:
+            return [mpmath.nan if ok else mpmath.mpf(0) for ok in allowed]
+        return [to_mpf(b) for b in out]
 
     def _row(self, x, mask, y, row, params) -> tuple:
-        """(scores, second scores, allowed, query position, parameters) of a concrete row, exact."""
+        """(scores, second scores, allowed, query position, parameters) of a concrete row, as exact balls."""
         allowed = [mask is None or bool(mask[k]) for k in range(len(x))]
-        xs = [mpmath.mpf(0) if not ok or x[k] is None else mpmath.mpf(x[k]) for k, ok in enumerate(allowed)]
-        ys = xs if y is None else [mpmath.mpf(0) if not ok else mpmath.mpf(y[k]) for k, ok in enumerate(allowed)]
-        vals = {p: mpmath.mpf(params[p]) for p in self.params}
+        xs = [_ZERO if not ok or x[k] is None else to_arb(x[k]) for k, ok in enumerate(allowed)]
+        ys = xs if y is None else [_ZERO if not ok else to_arb(y[k]) for k, ok in enumerate(allowed)]
+        vals = {p: to_arb(params[p]) for p in self.params}
         return xs, ys, allowed, len(x) if row is None else row, vals
 
     def evaluators(self, x, mask=None, y=None, row=None, keys=None, **params) -> dict:
         """Allowed key (1-based; those of ``keys`` only, if given) → an evaluator of the
-        formula's nodes at that key of a concrete row (``.run(node)``, at mpmath's current
-        precision; it raises on a node with no real value), sharing the reductions that do not
-        depend on the key."""
+        formula's nodes at that key of a concrete row (``.run(node)``, an mpmath number correct
+        to the current precision; it raises ``Undefined`` on a node with no real value and
+        ``Undecided`` on one it cannot enclose), sharing the reductions that do not depend on
+        the key."""
         xs, ys, allowed, i_pos, vals = self._row(x, mask, y, row, params)
         shared: dict = {}
-        return {k: _Exact(xs, ys, allowed, k, i_pos, vals, shared) for k in range(1, len(xs) + 1)
+        return {k: _Exact(Ball(xs, ys, allowed, k, i_pos, vals, shared)) for k in range(1, len(xs) + 1)
                 if allowed[k - 1] and (keys is None or k in keys)}
 
-    def _value(self, xs, ys, allowed, key, row, vals, shared=None):
-        try:
-            return _Exact(xs, ys, allowed, key, row, vals, shared).run(self.node)
-        except (_Undefined, ZeroDivisionError, OverflowError, ValueError):
-            return None
+    def _defined_at(self, xs, ys, allowed, row, vals) -> bool:
+        """Has the formula a value at the first key of this row (its value is not needed)?"""
+        def evaluate():
+            try:
+                Ball(xs, ys, allowed, 1, row, vals, {}).run(self.node)
+                return True
+            except Undefined:
+                return False
+
+        return adaptive(evaluate)
 
     def defined_without_keys(self, **params) -> bool:
         """Does the formula have a value on a row with no allowed key (its reductions empty)?"""
         with mpmath.workdps(30):
-            vals = {p: params.get(p, mpmath.mpf(1) / 2) for p in self.params}
-            return self._value([mpmath.mpf(0)], [mpmath.mpf(0)], [False], 1, 1, vals) is not None
+            vals = {p: to_arb(params.get(p, mpmath.mpf(1) / 2)) for p in self.params}
+            return self._defined_at([_ZERO], [_ZERO], [False], 1, vals)
+
+
+class _Exact:
+    """The nodes of a formula at one key of a concrete row, each correct to mpmath's current
+    precision (``var``: the bound index t while inside a reduction)."""
+
+    def __init__(self, ball: Ball):
+        self.ball, self.var = ball, None
+
+    def run(self, node):
+        def evaluate():
+            self.ball.var = self.var
+            return require(self.ball.run(node))
+
+        return to_mpf(adaptive(evaluate))
+
+    def indices(self, args) -> list[int]:
+        return self.ball.indices(args)
 
 
 # ---- checking ---------------------------------------------------------------------------
@@ -214,39 +273,6 @@ def _check_exponent(node: Binary) -> None:
         raise ExprError(f"exponent {ex.text} too large (limit ±{LIMITS['exponent']})", node.right.col)
 
 
-def _condition(node) -> tuple[str, Node]:
-    """(op, other side) of a condition ``t OP e`` (or ``e OP t``, flipped); e free of t."""
-    if not isinstance(node, Binary) or node.op not in COMPARISONS:
-        raise ExprError("the condition of a reduction is a comparison of t, e.g. t > j or t != j",
-                        getattr(node, "col", 1))
-    left_t = isinstance(node.left, Name) and node.left.id == "t"
-    right_t = isinstance(node.right, Name) and node.right.id == "t"
-    if left_t == right_t:
-        raise ExprError("the condition compares t with an index expression (i, j, n, integers), e.g. t > j",
-                        node.col)
-    other = node.right if left_t else node.left
-    _index_expr(other)
-    return (node.op if left_t else _FLIP[node.op]), other
-
-
-def _index_expr(node) -> None:
-    if isinstance(node, Num):
-        if not node.text.isdigit():
-            raise ExprError("an index is an integer", node.col)
-        return
-    if isinstance(node, Name):
-        if node.id not in ("i", "j", "n"):
-            raise ExprError(f"{node.id!r} in a condition: compare t with i, j, n and integers only", node.col)
-        return
-    if isinstance(node, Unary):
-        return _index_expr(node.operand)
-    if isinstance(node, Binary) and node.op in "+-":
-        _index_expr(node.left)
-        _index_expr(node.right)
-        return
-    raise ExprError("a condition's index expression uses only i, j, n, integers, + and -", node.col)
-
-
 def _check_somewhere_defined(f: Formula, scalars: dict) -> None:
     """A weight with no real value on every sample row is an error (``1/(x_j - x_j)``, ``log(-exp(x_j))``)."""
     rows = ([0.0], [0.0, 1.0], [1.5, -1.0, 0.25], [-2.0, 0.5, 3.0, 1.0])
@@ -256,7 +282,10 @@ def _check_somewhere_defined(f: Formula, scalars: dict) -> None:
             vals = {p: mpmath.mpf(_sample(scalars.get(p, {}), sign)) for p in f.params}
             for row in rows:
                 tried += 1
-                w = f.reference(row, y=[v / 2 - 1 for v in row] if f.score2 else None, **vals)
+                try:
+                    w = f.reference(row, y=[v / 2 - 1 for v in row] if f.score2 else None, **vals)
+                except Undecided:  # not known to have no value
+                    return
                 if any(not mpmath.isnan(v) for v in w):
                     return
     raise ExprError(f"the weight has no real value on any of {tried} sample rows (a division by zero, or a log "
@@ -357,125 +386,3 @@ class _Symbolic:
                 return sp.Product(factor, (t, 1, skip - 1)) * sp.Product(factor, (t, skip + 1, n))
             return sp.Product(factor, (t, lo, hi))
         return (RowMax if fn == "max_t" else RowMin)(body, t, lo, hi, skip)
-
-
-# ---- the exact weights of one row ---------------------------------------------------------
-
-
-def _keyless(node) -> bool:
-    """Does a reduction's value not depend on the key j (so one row computes it once)?"""
-    from derive.spec.parser import walk
-
-    return not any(isinstance(nd, Name) and nd.id in ("j", "x_j", "y_j") for nd in walk(node))
-
-
-class _Exact:
-    def __init__(self, xs, ys, allowed, key, row, params, shared=None):
-        self.xs, self.ys, self.allowed, self.key, self.row, self.params = xs, ys, allowed, key, row, params
-        self.var = None
-        self.shared = {} if shared is None else shared  # id of a key-free reduction → its value
-
-    def real(self, v):
-        if isinstance(v, mpmath.mpc) or mpmath.isnan(v):
-            raise _Undefined
-        return v
-
-    def run(self, node):
-        if isinstance(node, Num):
-            return mpmath.mpf(sp.Rational(node.text).p) / sp.Rational(node.text).q
-        if isinstance(node, Name):
-            return self.name(node.id)
-        if isinstance(node, Unary):
-            return -self.run(node.operand)
-        if isinstance(node, Binary):
-            a, b = self.run(node.left), self.run(node.right)
-            if node.op == "/":
-                if b == 0:
-                    raise _Undefined
-                return a / b
-            if node.op == "**":
-                if a == 0 and b < 0:
-                    raise _Undefined
-                return self.real(a ** int(b))
-            return {"+": a + b, "-": a - b, "*": a * b}[node.op]
-        return self.call(node)
-
-    def name(self, name: str):
-        if name in ("x_j", "y_j"):
-            return (self.xs if name == "x_j" else self.ys)[self.key - 1]
-        if name in ("x_t", "y_t"):
-            return (self.xs if name == "x_t" else self.ys)[self.var - 1]
-        if name == "t":
-            return mpmath.mpf(self.var)
-        if name == "j":
-            return mpmath.mpf(self.key)
-        if name == "i":
-            return mpmath.mpf(self.row)
-        if name == "n":
-            return mpmath.mpf(sum(self.allowed))
-        return self.params[name]
-
-    def call(self, node: Call):
-        fn = node.func
-        if fn in REDUCTIONS:
-            return self.reduction(fn, node.args)
-        args = [self.run(a) for a in node.args]
-        if fn == "max":
-            return max(args)
-        if fn == "min":
-            return min(args)
-        (x,) = args
-        if fn == "log":
-            if x <= 0:
-                raise _Undefined
-            return mpmath.log(x)
-        if fn == "sqrt":
-            if x < 0:
-                raise _Undefined
-            return mpmath.sqrt(x)
-        return {"exp": mpmath.exp, "abs": abs, "tanh": mpmath.tanh, "relu": lambda z: max(mpmath.mpf(0), z),
-                "sigmoid": lambda z: 1 / (1 + mpmath.exp(-z)), "softplus": lambda z: mpmath.log1p(mpmath.exp(z))}[fn](x)
-
-    def reduction(self, fn: str, args):
-        node_id = id(args)
-        if node_id in self.shared:
-            value = self.shared[node_id]
-            if value is None:
-                raise _Undefined
-            return value
-        try:
-            value = self._reduction(fn, args)
-        except _Undefined:
-            value = None
-        if all(_keyless(a) for a in args):
-            self.shared[node_id] = value
-        if value is None:
-            raise _Undefined
-        return value
-
-    def indices(self, args) -> list[int]:
-        """The keys t (1-based) a reduction with arguments ``args`` runs over: allowed, and
-        meeting its condition."""
-        keep = None
-        if len(args) == 2:
-            op, e = _condition(args[1])
-            bound = int(self.run(e))
-            keep = {"<": lambda k: k < bound, "<=": lambda k: k <= bound, ">": lambda k: k > bound,
-                    ">=": lambda k: k >= bound, "==": lambda k: k == bound, "!=": lambda k: k != bound}[op]
-        return [k for k in range(1, len(self.xs) + 1) if self.allowed[k - 1] and (keep is None or keep(k))]
-
-    def _reduction(self, fn: str, args):
-        vals = []
-        for k in self.indices(args):
-            self.var = k
-            try:
-                vals.append(self.run(args[0]))
-            finally:
-                self.var = None
-        if fn == "sum_t":
-            return mpmath.fsum(vals)
-        if fn == "prod_t":
-            return mpmath.fprod(vals)
-        if not vals:
-            raise _Undefined
-        return max(vals) if fn == "max_t" else min(vals)

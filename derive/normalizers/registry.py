@@ -7,7 +7,8 @@ mask M):
 
 * ``weight(score, key, params)`` — the symbolic weight of ``key`` (a SymPy expression built
   from :mod:`derive.model.attention`: masked entries get weight 0);
-* ``reference(x, mask, params)`` — the definition evaluated with mpmath at the current
+* ``reference(x, mask, params)`` — the definition's exact weights (arb balls at an adaptive
+  precision, :mod:`derive.normalizers.exact`) as mpmath numbers correct to the current
   precision, for one row given as a list (``mask``: True = allowed);
 
 and an entry gives ``stable(x, mask, params)``, a numerically stable numpy implementation

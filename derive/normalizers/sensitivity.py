@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import mpmath
 
-from derive.normalizers.formula import REDUCTIONS, _keyless, _Undefined
+from derive.normalizers.exact import REDUCTIONS, Undecided, Undefined, keyless
 from derive.spec.parser import Binary, Call, Num, Unary, walk
 
 __all__ = ["kink_distances", "kink_rows", "kinked", "scales"]
 
 _THROUGH = ("relu", "abs", "max", "min")  # operations a weight's last sum may sit under
 _KINKED = ("relu", "abs", "max", "min", "max_t", "min_t")
-_NO_VALUE = (_Undefined, ZeroDivisionError, OverflowError, ValueError)  # a node with no real value
+_NO_VALUE = (Undefined, Undecided)  # a node with no real value, or none that can be enclosed
 
 
 def _last_step_sums(node) -> bool:
@@ -91,6 +91,14 @@ def kink_distances(formula, x, mask=None, **params) -> list:
     return out
 
 
+def _on_kink(ev, node):
+    """The argument of relu or abs, 0 where no precision up to the cap tells it from 0."""
+    try:
+        return ev.run(node)
+    except Undecided:
+        return mpmath.mpf(0)
+
+
 def _relative(gap, magnitude):
     if magnitude == 0:
         return mpmath.mpf(0) if gap == 0 else None
@@ -125,7 +133,7 @@ def _walk(ev, node, out, seen, signed: bool = False) -> None:
     if not isinstance(node, Call):
         return
     if node.func in REDUCTIONS:
-        if all(_keyless(a) for a in node.args):
+        if all(keyless(a) for a in node.args):
             if id(node) in seen:
                 return
             seen.add(id(node))
@@ -144,12 +152,12 @@ def _walk(ev, node, out, seen, signed: bool = False) -> None:
         _walk(ev, a, out, seen, signed)
     if signed:
         if node.func in ("relu", "abs"):
-            out.append(ev.run(node.args[0]))
+            out.append(_on_kink(ev, node.args[0]))
         elif node.func in ("max", "min") and len(node.args) == 2:
             out.append(ev.run(node.args[0]) - ev.run(node.args[1]))
         return
     if node.func in ("relu", "abs"):
-        d = _relative(ev.run(node.args[0]), _magnitude(ev, node.args[0]))
+        d = _relative(_on_kink(ev, node.args[0]), _magnitude(ev, node.args[0]))
         if d is not None:
             out.append(d)
     elif node.func in ("max", "min"):

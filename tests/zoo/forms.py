@@ -126,7 +126,7 @@ def softcap_exp2(x, c):
         return e / e.sum(axis=-1, keepdims=True)
 
 
-def _softpick(x, eps, shift_terms):
+def _softpick(x, eps, shift_terms, keep_digits=True):
     allowed = ~np.isneginf(x)
     m = np.max(np.where(allowed, x, -np.inf), axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
@@ -136,7 +136,7 @@ def _softpick(x, eps, shift_terms):
         one = np.exp(-m) if shift_terms else 1.0
         xs = np.where(allowed, x, 0.0)
         d = np.exp(xs - m) - one
-        if shift_terms:  # near x = 0, e^(x−m) − e^(−m) cancels: e^(−m)·expm1(x) keeps its digits
+        if shift_terms and keep_digits:  # near x = 0, e^(x−m) − e^(−m) cancels: e^(−m)·expm1(x) keeps its digits
             d = np.where(np.abs(xs) < 1, np.exp(-m) * np.expm1(xs), d)
         d = np.where(allowed, d, 0.0)
         return np.maximum(d, 0) / (np.abs(d).sum(axis=-1, keepdims=True) + eps * (np.exp(-m) if shift_terms else 1.0))
@@ -144,6 +144,11 @@ def _softpick(x, eps, shift_terms):
 
 def softpick(x, eps):
     return _softpick(x, eps, True)
+
+
+def softpick_cancels(x, eps):
+    """softpick with e^(x−m) − e^(−m) formed as it reads: near x = 0 it cancels to 0."""
+    return _softpick(x, eps, True, keep_digits=False)
 
 
 def softpick_unshifted(x, eps):
