@@ -194,3 +194,20 @@ def test_a_row_with_every_key_masked_and_no_extra_logit_has_no_value():
     ker = kernel_row([-np.inf, -np.inf], np.eye(2), None, None, 30)
     assert not ker.defined and ker.lse["natural"] == -np.inf
     assert kernel_row([-np.inf, -np.inf], np.eye(2), 0.0, None, 30).out == [0.0, 0.0]
+
+
+def test_rows_not_judged_make_the_verdict_undecided(null, tmp_path):
+    """A row whose exact value is out of reach is not evidence: with no failure the verdict is
+    'undecided' with exit code 1, never 'agrees'."""
+    code = tmp_path / "zeros.py"
+    code.write_text("import numpy as np\n\ndef zeros(x):\n    return np.zeros_like(x)\n")
+    report = check_implementation(f"{code}:zeros", "null", dtypes=("float64",), examples=5)
+    r = report.results[0]
+    assert r.undecided_rows > 0 and r.failure is None
+    assert r.verdict == "undecided" and report.verdict == "undecided" and report.exit_code() == 1
+    assert report.summary().startswith(f"Undecided: {code}:zeros agrees with null on the {r.rows} rows that "
+                                       "could be judged, but not every tested row's exact weights could be "
+                                       "evaluated. Rows not judged")
+    assert report.as_json()["verdict"] == "undecided"
+    assert report.as_json()["dtypes"][0]["verdict"] == "undecided"
+    assert "**Verdict: UNDECIDED.**" in report.to_markdown()

@@ -111,6 +111,14 @@ class DtypeResult:
     undecided_rows: int = 0  # rows whose exact weights could not be enclosed (not judged either way)
     undecided_reason: str = ""  # why, for the first of them
 
+    @property
+    def verdict(self) -> str:
+        """disagrees (a failure), undecided (none, but some row's exact value was out of reach: the
+        rows judged agree, the others are not evidence either way), or agrees."""
+        if self.failure is not None:
+            return "disagrees"
+        return "undecided" if self.undecided_rows else "agrees"
+
     def gradient_note(self) -> str:
         if not self.gradients:
             return "—"

@@ -95,11 +95,24 @@ class Report:
         return all(r.failure is None for r in self.results)
 
     @property
+    def undecided(self) -> bool:
+        """No failure, but some row's exact value was out of reach (not judged either way)."""
+        return self.agrees and any(r.verdict == "undecided" for r in self.results)
+
+    @property
+    def verdict(self) -> str:
+        return "undecided" if self.undecided else "agrees" if self.agrees else "disagrees"
+
+    @property
     def failure(self) -> Failure | None:
         return next((r.failure for r in self.results if r.failure is not None), None)
 
     def summary(self) -> str:
         dts = ", ".join(r.dtype for r in self.results)
+        if self.undecided:
+            judged = sum(r.rows for r in self.results)
+            return (f"Undecided: {self.target} agrees with {self.normalizer} on the {judged} rows that could be "
+                    f"judged, but not every tested row's exact weights could be evaluated.{self.undecided_note()}")
         if self.agrees:
             total = sum(r.examples + r.edge_cases for r in self.results)
             return (f"{self.target} agrees with {self.normalizer} on every tested input within the stated "
@@ -123,7 +136,7 @@ class Report:
                 f"the exact weights: {reason}.")
 
     def exit_code(self) -> int:
-        return 0 if self.agrees else 1
+        return 0 if self.verdict == "agrees" else 1
 
     # ---- JSON --------------------------------------------------------------------------------
 
@@ -139,7 +152,7 @@ class Report:
             "dim": self.dim,
             "keywords_passed": list(self.keywords or []),
             "examples": self.examples,
-            "verdict": "agrees" if self.agrees else "disagrees",
+            "verdict": self.verdict,
             "contract": None if self.contract is None or self.contract.empty else self.contract.as_json(),
             "notes": list(self.notes or []),
             "summary": self.summary(),
@@ -157,7 +170,7 @@ class Report:
     def _dtype_json(self, r: DtypeResult) -> dict:
         return {
             "dtype": r.dtype,
-            "verdict": "agrees" if r.failure is None else "disagrees",
+            "verdict": r.verdict,
             "hypothesis_inputs": r.examples,
             "edge_cases": r.edge_cases,
             "rows": r.rows,
