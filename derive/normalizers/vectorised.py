@@ -277,10 +277,9 @@ class Stable:
         out = np.broadcast_to(out, rows + (x.shape[-1], 1))[..., 0]
         out = np.where(allowed, out, 0.0)
         empty = ~allowed.any(axis=-1)
-        if empty.any():
-            for r in zip(*np.nonzero(empty)):
-                ok = _defined_without_keys(self.formula, tuple((p, float(per_row[p][r])) for p in self.params))
-                out[r] = 0.0 if ok else np.nan
+        for r in map(tuple, np.argwhere(empty)):  # a row of no allowed key: the reference's rule
+            ok = _defined_without_keys(self.formula, tuple((p, float(per_row[p][r])) for p in self.params))
+            out[r] = 0.0 if ok else np.nan
         return out
 
 
