@@ -48,16 +48,19 @@ class _Env:
         self.other = np.arange(1, size + 1).reshape(1, size)
 
 
-def compile_rows(e: sp.Basic, symbols: dict):
+def compile_rows(e: sp.Basic, symbols: dict, empty=np.nan):
     """``e`` as a closure ``f(env) -> array`` (see the module's axes). ``symbols``: SymPy
-    symbol → the name it is bound to in ``env.values`` (parameters and shifts). Raises
-    :class:`~derive.errors.Unsupported` on a node it has no vectorised form for."""
-    return _Compiler(symbols).run(e, ())
+    symbol → the name it is bound to in ``env.values`` (parameters and shifts); ``empty``: the
+    value of a maximum over no allowed key (NaN, no value; −∞ for a shift, which then takes
+    the other exponents). Raises :class:`~derive.errors.Unsupported` on a node it has no
+    vectorised form for."""
+    return _Compiler(symbols, empty).run(e, ())
 
 
 class _Compiler:
-    def __init__(self, symbols: dict):
+    def __init__(self, symbols: dict, empty=np.nan):
         self.symbols = symbols
+        self.empty = empty  # the value of a max_t or min_t over no allowed key
 
     def run(self, e, bound: tuple):  # noqa: C901 - one branch per node type
         """``bound``: the variables of the reductions ``e`` is inside, innermost last."""
@@ -69,7 +72,7 @@ class _Compiler:
         if isinstance(e, sp.Indexed):
             return self.indexed(e, bound)
         if isinstance(e, sp.Add):
-            fs = [self.run(a, bound) for a in e.args]
+            fs = self.add_terms(e, bound)
 
             def add(env):
                 total = fs[0](env)
@@ -121,6 +124,26 @@ class _Compiler:
         if isinstance(e, RowExtremum):
             return self.row_extremum(e, bound)
         raise Unsupported(f"no vectorised form of {type(e).__name__}: {sp.sstr(e)}")
+
+    def add_terms(self, e: sp.Add, bound) -> list:
+        """The terms of ``e``, compiled; a sum Σ_t M[i,t]·B(t) with a term −M[i,k]·B(k) beside
+        it (a reduction ``t != k`` of the formula) is compiled as one sum that skips t = k, so
+        the key's own term is never added and taken away again (that loses it, and everything
+        else, when it dominates)."""
+        terms, out = list(e.args), []
+        for s_ in [a for a in terms if isinstance(a, sp.Sum) and len(a.limits) == 1]:
+            var = s_.limits[0][0]
+            for other in terms:
+                if other is s_ or not isinstance(other, sp.Mul):
+                    continue
+                keys = [f.indices[1] for f in other.args if isinstance(f, sp.Indexed) and f.base.name == "M"
+                        and len(f.indices) == 2 and f.indices[0] == _ROW]
+                if len(keys) == 1 and var not in keys[0].free_symbols \
+                        and sp.expand(-other - s_.function.xreplace({var: keys[0]})) == 0:
+                    out.append(self.reduction(s_, bound, skip=keys[0]))
+                    terms = [a for a in terms if a is not s_ and a is not other]
+                    break
+        return out + [self.run(a, bound) for a in terms]
 
     def symbol(self, e, bound):
         if e in self.symbols:
@@ -191,7 +214,7 @@ class _Compiler:
         inner = bound + (var,)
         return self.run(lo, inner), self.run(hi, inner), inner
 
-    def reduction(self, e, bound):
+    def reduction(self, e, bound, skip=None):
         if len(e.limits) != 1:
             raise Unsupported("a reduction over more than one variable")
         (var, lo, hi), = e.limits
@@ -200,9 +223,12 @@ class _Compiler:
         lo_f, hi_f, inner = self.limits(var, lo, hi, bound)
         body = self.run(e.function, inner)
         is_sum = isinstance(e, sp.Sum)
+        skip_f = None if skip is None else self.run(skip, bound)
 
         def reduce(env):
             inside = (env.other >= lo_f(env)) & (env.other <= hi_f(env))
+            if skip_f is not None:
+                inside = inside & (env.other != skip_f(env))
             b = body(env)
             if is_sum:
                 return np.where(inside, b, 0.0).sum(axis=-1, keepdims=True)
@@ -216,7 +242,7 @@ class _Compiler:
         lo_f, hi_f, inner = self.limits(var, lo, hi, bound)
         skip_f = self.run(skip, bound)
         body = self.run(body_e, inner)
-        largest = e.largest
+        largest, empty = e.largest, self.empty
 
         def extremum(env):
             keep = (env.other >= lo_f(env)) & (env.other <= hi_f(env)) & (env.other != skip_f(env))
@@ -227,13 +253,14 @@ class _Compiler:
             fill = -np.inf if largest else np.inf
             out = np.where(keep, b, fill)
             out = out.max(axis=-1, keepdims=True) if largest else out.min(axis=-1, keepdims=True)
-            return np.where(keep.any(axis=-1, keepdims=True), out, np.nan)  # over no allowed key: no value
+            return np.where(keep.any(axis=-1, keepdims=True), out, empty)
         return extremum
 
 
 def _divide(a, b):
-    b = np.asarray(b)
-    return np.where(b == 0, np.nan, a / np.where(b == 0, 1.0, b))
+    """IEEE: 0/0 is NaN (no value, as in the reference); a/0 is ±inf, as the float value of a
+    weight too large for float64 (a denominator that underflowed to 0 below a larger numerator)."""
+    return np.true_divide(a, b)
 
 
 class Stable:
@@ -298,7 +325,7 @@ def _derive(formula, params: tuple):
         weight = formula.weight(lambda k: X[_ROW, k], _KEY, **symbols)
         return _compile_plain(weight, names), [], form.reason
     shifted = {**names, **{m: f"shift {m}" for m in form.shifts}}
-    shifts = [(f"shift {m}", compile_rows(value, names)) for m, value in form.shifts.items()]
+    shifts = [(f"shift {m}", compile_rows(value, names, -np.inf)) for m, value in form.shifts.items()]
     return compile_rows(form.form, shifted), shifts, ""
 
 
