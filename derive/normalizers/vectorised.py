@@ -131,7 +131,8 @@ class _Compiler:
         the key's own term is never added and taken away again (that loses it, and everything
         else, when it dominates)."""
         terms, out = list(e.args), []
-        for s_ in [a for a in terms if isinstance(a, sp.Sum) and len(a.limits) == 1]:
+        whole = [a for a in terms if isinstance(a, sp.Sum) and len(a.limits) == 1 and a.limits[0][1:] == (1, _LEN)]
+        for s_ in whole:  # over 1..n: taking away key k's term (0 past the row's end) skips k
             var = s_.limits[0][0]
             for other in terms:
                 if other is s_ or not isinstance(other, sp.Mul):
@@ -321,16 +322,15 @@ def _derive(formula, params: tuple):
     symbols = {p: sp.Dummy(p, real=True) for p in params}
     names = {s: p for p, s in symbols.items()}
     form = derive_overflow_free(_Entry(formula), symbols)
-    if form.form is None:
-        weight = formula.weight(lambda k: X[_ROW, k], _KEY, **symbols)
-        return _compile_plain(weight, names), [], form.reason
-    shifted = {**names, **{m: f"shift {m}" for m in form.shifts}}
-    shifts = [(f"shift {m}", compile_rows(value, names, -np.inf)) for m, value in form.shifts.items()]
-    return compile_rows(form.form, shifted), shifts, ""
-
-
-def _compile_plain(weight, names):
-    return compile_rows(weight, names)
+    weight = formula.weight(lambda k: X[_ROW, k], _KEY, **symbols)
+    if form.form is not None:
+        try:
+            shifted = {**names, **{m: f"shift {m}" for m in form.shifts}}
+            shifts = [(f"shift {m}", compile_rows(value, names, -np.inf)) for m, value in form.shifts.items()]
+            return compile_rows(form.form, shifted), shifts, ""
+        except Unsupported as exc:
+            form.reason = f"the overflow-free form has no vectorised evaluation here: {exc}"
+    return compile_rows(weight, names), [], form.reason
 
 
 class _Entry:
