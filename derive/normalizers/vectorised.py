@@ -14,8 +14,10 @@ a reduction over the row (length n, or 1). A reduction (``Sum``, ``Product``,
 allowed keys. A mask factor ``M[i, k]`` selects (``where``), so a masked key's score never
 reaches the arithmetic, as in the exact reference (a masked score there is 0 and skipped). A
 shift m, proved for every real value, is taken as 0 where its largest exponent is not finite
-(a row of no allowed key). A part with no real value (0 in a denominator, log of a number
-≤ 0, sqrt of a negative number) is NaN, as in the reference; on a row of no allowed key every
+(a row of no allowed key). A part with no real value (0/0, log of a number ≤ 0, sqrt of a
+negative number) is NaN, as in the reference; a nonzero number over 0 is ±inf, as in float
+arithmetic (in float64 a 0 below a larger numerator is a weight beyond float64's range, not a
+denominator that is exactly 0). On a row of no allowed key every
 weight is 0 if the formula has a value with its reductions empty, NaN if not
 (:meth:`~derive.normalizers.formula.Formula.defined_without_keys`, the reference's rule).
 Nothing from a user is evaluated as Python: the parsed formula's SymPy tree is walked.
