@@ -166,3 +166,19 @@ def test_no_hand_written_implementation_is_left():
 
     assert not [k for k in vars(registry) if k.endswith("_stable")]
     assert all(type(e.stable).__name__ == "Stable" for e in REGISTRY.values())
+
+
+def test_the_shift_of_a_conditional_sum_is_over_the_keys_it_takes():
+    import sympy as sp
+
+    def shift(text):
+        [value] = derive_overflow_free(from_formula("q", "q", text), {}).shifts.values()
+        return sp.sstr(value)
+
+    assert shift("exp(x_j) / (1 + sum_t(exp(x_t)))") == "Max(0, max_t(x[i, t], 1..n))"
+    assert shift("exp(x_j) / (1 + sum_t(exp(x_t), t > j))") == "Max(0, x[i, j], max_t(x[i, t], j + 1..n))"
+    assert shift("exp(x_j) / (1 + sum_t(exp(x_t), t != j))") == "Max(0, x[i, j], max_t(x[i, t], 1..n, t != j))"
+    # the row's largest score is in no term of key 1's denominator: a shift by it would give 0/0
+    e = from_formula("prefix", "prefix", "exp(x_j) / (exp(a) + sum_t(exp(x_t), t <= j))")
+    x = [-1377.5615215510272, 1452.2045194945497]
+    _assert_close(e.stable(np.array(x), a=-2.0), _reference(e, x, None, {"a": -2.0}), x)
