@@ -182,3 +182,19 @@ def test_the_shift_of_a_conditional_sum_is_over_the_keys_it_takes():
     e = from_formula("prefix", "prefix", "exp(x_j) / (exp(a) + sum_t(exp(x_t), t <= j))")
     x = [-1377.5615215510272, 1452.2045194945497]
     _assert_close(e.stable(np.array(x), a=-2.0), _reference(e, x, None, {"a": -2.0}), x)
+
+
+@pytest.mark.parametrize("text", ["sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)",
+                                  "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t >= j - 1)",
+                                  "exp(x_j) / (exp(a) + sum_t(exp(x_t), t <= j))",
+                                  "exp(x_j) / (exp(a) + sum_t(exp(x_t), t < j + 2))",
+                                  "exp(x_j) / (exp(a) + sum_t(exp(x_t), t > 1))"])
+def test_running_reductions_over_a_range_of_j(text):
+    e = from_formula("ranged", "ranged", text)
+    params = {"a": -2.0} if "a" in e.params else {}
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(size=(3, 6)) * 3, [[1000.0, -1000.0, 5.0, 0.0, 999.0, 1e-300]]])
+    mask = rng.random((4, 6)) < 0.7
+    got = e.stable(x, mask, **params)
+    for r in range(4):
+        _assert_close(got[r], _reference(e, list(x[r]), list(mask[r]), params), (text, r))

@@ -226,13 +226,16 @@ class _Compiler:
         lo_f, hi_f, inner = self.limits(var, lo, hi, bound)
         body = self.run(e.function, inner)
         is_sum = isinstance(e, sp.Sum)
+        run = _running(lo, hi, is_sum) if skip is None else None
         skip_f = None if skip is None else self.run(skip, bound)
 
         def reduce(env):
+            b = body(env)
+            if run is not None and (np.ndim(b) < 2 or np.shape(b)[-2] == 1):  # the body is the same for every j
+                return run(b, env)
             inside = (env.other >= lo_f(env)) & (env.other <= hi_f(env))
             if skip_f is not None:
                 inside = inside & (env.other != skip_f(env))
-            b = body(env)
             if is_sum:
                 return np.where(inside, b, 0.0).sum(axis=-1, keepdims=True)
             return np.where(inside, b, 1.0).prod(axis=-1, keepdims=True)
@@ -258,6 +261,33 @@ class _Compiler:
             out = out.max(axis=-1, keepdims=True) if largest else out.min(axis=-1, keepdims=True)
             return np.where(keep.any(axis=-1, keepdims=True), out, empty)
         return extremum
+
+
+def _running(lo, hi, is_sum):
+    """A reduction over the keys after j (lo = j + c, hi = n) or up to j (lo = 1, hi = j + c),
+    for a body that turns out the same for every j: one running sum or product over the row
+    (O(n), not an n × n table), read at j + c; None for any other range."""
+    c_lo, c_hi = sp.expand(lo - _KEY), sp.expand(hi - _KEY)
+    if hi == _LEN and c_lo.is_Integer:
+        offset, suffix = int(c_lo), True
+    elif lo == 1 and c_hi.is_Integer:
+        offset, suffix = int(c_hi), False
+    else:
+        return None
+    unit = 0.0 if is_sum else 1.0
+    acc = np.cumsum if is_sum else np.cumprod
+
+    def run(b, env):
+        b = np.broadcast_to(b, np.broadcast_shapes(np.shape(b), env.other.shape))[..., -1:, :]
+        pad = np.full(b.shape[:-1] + (1,), unit)
+        if suffix:  # R[k] = reduction over t ≥ k (k = 1..n + 1)
+            table = np.concatenate([np.flip(acc(np.flip(b, -1), axis=-1), -1), pad], axis=-1)
+            at = np.clip(env.key + offset, 1, env.size + 1) - 1
+        else:  # R[k] = reduction over t ≤ k (k = 0..n)
+            table = np.concatenate([pad, acc(b, axis=-1)], axis=-1)
+            at = np.clip(env.key + offset, 0, env.size)
+        return table[..., 0, :][..., at]
+    return run
 
 
 def _divide(a, b):
