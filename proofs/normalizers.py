@@ -101,9 +101,9 @@ def document() -> Document:
         "Row normalizers compared: softmax, softmax₁, sinks, extra tokens, sigmoid, clipping, soft caps",
         summary=(
             "Each row normalizer is one registry entry with a symbolic definition over a row of n scores "
-            "(symbolic n, any mask) and a numerically stable implementation. The same generic provers decide "
-            "every property for every entry: the table below is computed, not typed in, and every cell links to "
-            "its derivation."
+            "(symbolic n, any mask); its numerically stable numpy implementation is evaluated from the "
+            "overflow-free form derived from that definition. The same generic provers decide every property for "
+            "every entry: the table below is computed, not typed in, and every cell links to its derivation."
         ),
     )
     table = build_table()

@@ -354,13 +354,9 @@ class _Symbolic:
                 "relu": lambda z: sp.Max(0, z), "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
                 "softplus": lambda z: sp.log(1 + sp.exp(z))}[fn](x)
 
-    def reduction(self, fn: str, args, build=None) -> sp.Expr:
-        """The reduction ``fn`` over the row; ``build`` turns its body into SymPy (default: as is)."""
-        self.var = t
-        try:
-            body = (build or self.run)(args[0])
-        finally:
-            self.var = None
+    def limits(self, args) -> tuple:
+        """(op, lo, hi, skip) of a reduction with arguments ``args``: t runs over lo..hi but
+        skip (0: none), op the condition's comparison ("" without one)."""
         op, e = ("", None) if len(args) == 1 else _condition(args[1])
         e = None if e is None else self.run(e)
         lo, hi, skip = sp.S.One, n, sp.S.Zero
@@ -376,6 +372,16 @@ class _Symbolic:
             lo = hi = e
         elif op == "!=":
             skip = e
+        return op, lo, hi, skip
+
+    def reduction(self, fn: str, args, build=None) -> sp.Expr:
+        """The reduction ``fn`` over the row; ``build`` turns its body into SymPy (default: as is)."""
+        self.var = t
+        try:
+            body = (build or self.run)(args[0])
+        finally:
+            self.var = None
+        op, lo, hi, skip = self.limits(args)
         at = lambda k: body.xreplace({t: k})  # noqa: E731
         if fn == "sum_t":
             total = sp.Sum(M[i, t] * body, (t, lo, hi))

@@ -98,6 +98,7 @@ class _Form(_Symbolic):
     def __init__(self, score, score2, key, params):
         super().__init__(score, score2, key, params)
         self.out = Overflow(None)
+        self.range = None  # (lo, hi, skip) of the reduction being scaled: the keys its exponents are of
         self.problems: list[str] = []
 
     def plain(self, node) -> sp.Expr:
@@ -146,7 +147,7 @@ class _Form(_Symbolic):
     def scaled(self, node, m, exponents: list) -> sp.Expr:
         """``node``·e^{−m}, the factor taken into every exponential; each exponent goes to ``exponents``."""
         if not _has_exp(node):  # a term without exponential: its exponent is 0
-            exponents.append((sp.S.Zero, False))
+            exponents.append((sp.S.Zero, None))
             return self.run(node) * sp.exp(-m)
         if isinstance(node, Unary):
             return -self.scaled(node.operand, m, exponents)
@@ -157,7 +158,7 @@ class _Form(_Symbolic):
             if _has_exp(node.args[0]):
                 raise _NoForm("an exponential of an exponential")
             u = self.run(node.args[0])
-            exponents.append((u, self.var is not None))
+            exponents.append((u, self.range if self.var is not None else None))
             return sp.exp(u - m)
         if fn in _HOMOGENEOUS:
             args = [self.scaled(a, m, exponents) for a in node.args]
@@ -165,7 +166,12 @@ class _Form(_Symbolic):
                 return sp.Max(0, args[0])
             return sp.Abs(args[0]) if fn == "abs" else (sp.Max if fn == "max" else sp.Min)(*args)
         if fn in _SHIFTED_REDUCTIONS:
-            return self.reduction(fn, node.args, lambda body: self.scaled(body, m, exponents))
+            _, lo, hi, skip = self.limits(node.args)
+            self.range = (lo, hi, skip)
+            try:
+                return self.reduction(fn, node.args, lambda body: self.scaled(body, m, exponents))
+            finally:
+                self.range = None
         if fn == "prod_t":
             raise _NoForm("a product over the row of terms with exponentials (the factor e^{−m} would be taken "
                           "once per key)")
@@ -190,10 +196,12 @@ class _Form(_Symbolic):
 
 
 def _largest(exponents) -> sp.Expr:
-    """m: the largest exponent, over the row's allowed keys for one inside a reduction."""
+    """m: the largest exponent, over the allowed keys of its reduction for one inside a
+    reduction (the keys the reduction takes: an exponent of no key it takes cannot make the
+    ratio 0/0 by underflow)."""
     items = []
     for u, inside in _distinct(exponents):
-        v = RowMax(u, t, 1, n) if inside else u
+        v = RowMax(u, t, *inside) if inside else u
         if v not in items:
             items.append(v)
     return items[0] if len(items) == 1 else sp.Max(*items)
@@ -201,9 +209,9 @@ def _largest(exponents) -> sp.Expr:
 
 def _distinct(exponents) -> list:
     """The exponents, each once; one of key j is dropped when the same exponent of key t is in
-    a reduction over the row (j is one of the row's allowed keys, so that maximum covers it)."""
+    a reduction over the whole row (j is one of the row's allowed keys, so that maximum covers it)."""
     out = []
-    row = {u for u, inside in exponents if inside}
+    row = {u for u, inside in exponents if inside == (1, n, 0)}
     for u, inside in exponents:
         if (u, inside) in out or (not inside and j in u.free_symbols and u.xreplace({j: t}) in row):
             continue

@@ -11,9 +11,11 @@ mask M):
   precision, :mod:`derive.normalizers.exact`) as mpmath numbers correct to the current
   precision, for one row given as a list (``mask``: True = allowed);
 
-and an entry gives ``stable(x, mask, params)``, a numerically stable numpy implementation
-over the last axis (an implementation checked against the definition; by default the
-formula evaluated row by row).
+and ``stable(x, mask, params)``, a numpy implementation over the last axis in float64: the
+overflow-free form derived from the formula (:mod:`derive.normalizers.overflow`, proved equal
+to the definition by :mod:`derive.normalizers.stable`), vectorised over rows by
+:mod:`derive.normalizers.vectorised`; where no such form is derived, the formula as written
+(``entry.stable.reason`` says why).
 
 Optional fields (with defaults) feed the generic property provers of
 :mod:`derive.normalizers.properties`: ``domain`` (the parameter ranges, as symbols with
@@ -36,13 +38,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import mpmath
 import numpy as np
 import sympy as sp
 
 from derive.errors import InputError
 from derive.model.attention import M, X, i, j
 from derive.normalizers.parts import NEGATIVE, POSITIVE, REAL, Token, Trial
+from derive.normalizers.vectorised import Stable
 
 __all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "register",
            "unregister", "user_entry"]
@@ -100,121 +102,6 @@ class Normalizer:
         return {p: sp.nsimplify(self.sample.get(p, 0)) for p in self.params}
 
 
-# ---- softmax family: exp(x_j) / (exp(s) + Σ_t exp(x_t)), s = −∞ for softmax -------------
-
-
-def _masked(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    x = np.asarray(x, dtype=np.result_type(x, np.float32))
-    return x if mask is None else np.where(mask, x, -np.inf)
-
-
-def _sink_stable(x: np.ndarray, mask: np.ndarray | None, sink) -> np.ndarray:
-    """exp(x − m) / (exp(s − m) + Σ exp(x − m)), m = max(s, max x): never overflows."""
-    x = _masked(x, mask)
-    m = np.max(x, axis=-1, keepdims=True)
-    if sink is not None:
-        sink = np.asarray(sink, dtype=x.dtype)
-        if sink.ndim:
-            sink = sink[..., None]
-        m = np.maximum(m, sink)
-    m = np.where(np.isfinite(m), m, 0)
-    e = np.exp(x - m)
-    den = e.sum(axis=-1, keepdims=True)
-    if sink is not None:
-        den = den + np.exp(sink - m)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return e / den
-
-
-def _augmented_stable(x, mask, extra) -> np.ndarray:
-    """Prepend one more key with score ``extra`` (a number or one per row), run the plain
-    softmax over the longer row and drop the extra key's weight: an implementation of the
-    token view, independent of the sink formula."""
-    x = _masked(x, mask)
-    extra = np.broadcast_to(np.asarray(extra, dtype=x.dtype), x.shape[:-1])[..., None]
-    full = np.concatenate([extra, x], axis=-1)
-    return _sink_stable(full, None, None)[..., 1:]
-
-
-# ---- elementwise and clipped ----------------------------------------------------------
-
-
-def _sigmoid_stable(x, mask, b) -> np.ndarray:
-    x = np.asarray(x, dtype=np.result_type(x, np.float32))
-    z = x + np.asarray(b, dtype=x.dtype)
-    with np.errstate(over="ignore"):
-        e = np.exp(-np.abs(z))
-        out = np.where(z >= 0, 1 / (1 + e), e / (1 + e))
-    return out if mask is None else np.where(mask, out, 0)
-
-
-def _clipped_stable(x, mask, zeta, gamma) -> np.ndarray:
-    p = _sink_stable(x, mask, None)
-    out = np.clip((zeta - gamma) * p + gamma, 0, 1)
-    if mask is None:
-        return out
-    mask = np.broadcast_to(np.asarray(mask, bool), out.shape)
-    return np.where(mask | ~mask.any(axis=-1, keepdims=True), out, 0)  # a row of no key keeps the 0/0
-
-
-def _softcap_stable(x, mask, c) -> np.ndarray:
-    x = np.asarray(x, dtype=np.result_type(x, np.float32))
-    return _sink_stable(c * np.tanh(x / c), mask, None)
-
-
-def _allowed_count(x, mask) -> np.ndarray:
-    """N, the allowed keys of each row (keepdims)."""
-    if mask is None:
-        return np.full(x.shape[:-1] + (1,), x.shape[-1], dtype=x.dtype)
-    return np.broadcast_to(np.asarray(mask, bool), x.shape).sum(axis=-1, keepdims=True).astype(x.dtype)
-
-
-def _softpick_stable(x, mask, eps) -> np.ndarray:
-    """ReLU(e^{x−m} − e^{−m}) / (Σ|e^{x−m} − e^{−m}| + ε e^{−m}), m = max(0, max x): no overflow."""
-    x = _masked(x, mask)
-    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
-    m = np.where(np.isfinite(m), m, 0)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        d = np.exp(x - m) - np.exp(-m)
-        d = np.where(np.isneginf(x), 0, d)
-        return np.maximum(d, 0) / (np.abs(d).sum(axis=-1, keepdims=True) + eps * np.exp(-m))
-
-
-def _sigmoid_logn_stable(x, mask) -> np.ndarray:
-    """σ(x − log N); a row of no allowed key has none (log 0)."""
-    x = np.asarray(x, dtype=np.float64)
-    count = _allowed_count(x, mask)
-    with np.errstate(divide="ignore"):
-        out = _sigmoid_stable(x, mask, -np.log(np.maximum(count, 1)))
-    return np.where(count > 0, out, np.nan)
-
-
-def _relu_n_stable(x, mask) -> np.ndarray:
-    """ReLU(x)/N; a row of no allowed key has none (0/0)."""
-    x = np.asarray(x, dtype=np.float64)
-    count = _allowed_count(x, mask)
-    out = np.maximum(np.where(np.isneginf(x), 0, x), 0) / np.maximum(count, 1)
-    out = out if mask is None else np.where(mask, out, 0)
-    return np.where(count > 0, out, np.nan)
-
-
-def _ssmax_stable(x, mask, s) -> np.ndarray:
-    """softmax(s·log(N)·x), m = max of the scaled scores; a row of no allowed key has none."""
-    x = np.asarray(x, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return _sink_stable(s * np.log(_allowed_count(x, mask)) * x, mask, None)
-
-
-def _stick_breaking_stable(x, mask) -> np.ndarray:
-    """exp(log σ(x_j) − Σ_{t>j} softplus(x_t)), the sum over the allowed keys after j."""
-    x = np.asarray(x, dtype=np.result_type(x, np.float32))
-    allowed = np.ones(x.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), x.shape)
-    sp_ = np.where(allowed, np.logaddexp(0, x), 0)  # softplus(x) = −log(1 − σ(x))
-    with np.errstate(over="ignore", invalid="ignore"):
-        after = np.flip(np.cumsum(np.flip(sp_, -1), -1), -1) - sp_
-        return np.where(allowed, np.exp(-np.logaddexp(0, -x) - after), 0)
-
-
 REGISTRY: dict[str, Normalizer] = {}
 SINK = sp.Symbol("s", real=True)  # the sink logit, a shared real parameter
 
@@ -228,25 +115,8 @@ def unregister(name: str) -> None:
     REGISTRY.pop(name, None)
 
 
-def _formula_stable(f):
-    """The formula itself, row by row at double precision: the default implementation."""
-
-    def stable(x, mask=None, **params):
-        x = np.asarray(x, dtype=np.float64)
-        flat = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
-        masks = None if mask is None else np.broadcast_to(np.asarray(mask, bool), x.shape).reshape(flat.shape)
-        out = np.empty_like(flat)
-        with mpmath.workdps(17):
-            for r, row in enumerate(flat):
-                m = None if masks is None else list(masks[r])
-                out[r] = [float(v) for v in f.reference(list(row), m, **params)]
-        return out.reshape(x.shape)
-
-    return stable
-
-
 def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...] = (), domain: dict | None = None,
-                 scalars: dict | None = None, ref_defaults: dict | None = None, stable=None,
+                 scalars: dict | None = None, ref_defaults: dict | None = None,
                  score2: bool = False, latex: str | None = None, definition: str | None = None,
                  compiled=None, **fields) -> Normalizer:
     """The entry of ``formula`` (see :mod:`derive.normalizers.formula`): its symbolic weight and
@@ -283,7 +153,7 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
 
         fields["extra_weight"] = lambda score, **p: extra_weight(made[0], score, **p)
     made.append(Normalizer(name=name, title=title, params=params, weight=weight, reference=reference,
-                           stable=stable or _formula_stable(f), latex=latex or rf"\operatorname{{{name}}}",
+                           stable=Stable(f, params, ref_defaults), latex=latex or rf"\operatorname{{{name}}}",
                            definition=definition, domain=domain, formula=formula, definition_of=f,
                            label=fields.pop("label", "") or name, **fields))
     return made[0]
@@ -310,7 +180,6 @@ register(
     from_formula(
         "softmax", "softmax", _SOFTMAX,
         sources=("vaswani2017",),
-        stable=lambda x, mask=None, **p: _sink_stable(x, mask, None),
         latex=r"\operatorname{softmax}",
         definition=r"p_j = \frac{e^{x_j}}{\sum_t e^{x_t}}",
     )
@@ -319,7 +188,6 @@ register(
     from_formula(
         "softmax1", "softmax₁ (QuietAttention)", "exp(x_j) / (1 + sum_t(exp(x_t)))",
         sources=("miller2023",),
-        stable=lambda x, mask=None, **p: _sink_stable(x, mask, 0.0),
         latex=r"\operatorname{softmax}_1",
         label="softmax₁",
         definition=r"p_j = \frac{e^{x_j}}{1 + \sum_t e^{x_t}}",
@@ -331,7 +199,6 @@ register(
         "sink", "sink logit s (gpt-oss)", "exp(x_j) / (exp(s) + sum_t(exp(x_t)))",
         sources=("gpt-oss2025",),  # Xiao et al.'s sink tokens have values: bias_kv
         params=("s",),
-        stable=lambda x, mask=None, s=0.0, **p: _sink_stable(x, mask, s),
         label="sink_s", roles={"s": "the sink logit"}, args_required=True,
         ref_defaults={"s": 0.0},
         latex=r"\operatorname{sink}_s",
@@ -346,8 +213,6 @@ register(
     from_formula(
         "zero_token", "zero-token attention (add_zero_attn)", "exp(x_j) / (exp(0) + sum_t(exp(x_t)))",
         sources=("pytorch-mha",),
-        # The row with one more key, of score 0 (⟨q_i, 0⟩/√d) and value 0, prepended.
-        stable=lambda x, mask=None, **p: _augmented_stable(x, mask, 0.0),
         label="zero",
         latex=r"\operatorname{zero}",
         definition=r"p_j = \frac{e^{x_j}}{e^{0} + \sum_t e^{x_t}}\ \text{(extra key of score 0, value 0)}",
@@ -362,7 +227,6 @@ register(
         params=("s_star",),
         # The learned key k* scores s*_i = ⟨q_i, k*⟩/√d (query-dependent); its weight
         # e^{s*}/(e^{s*} + Σ e^{x_t}) multiplies its own value v*.
-        stable=lambda x, mask=None, s_star=0.0, **p: _augmented_stable(x, mask, s_star),
         label="kv*_s*",
         token=Token("s_star", "dot(q, k_star) / sqrt(d)", ("k_star", "the learned key k*"),
                     ("v_star", "the learned value v*")),
@@ -381,7 +245,6 @@ register(
         "sigmoid", "sigmoid attention", "sigmoid(x_j + b)",
         sources=("ramapuram2025",),
         params=("b",),
-        stable=lambda x, mask=None, b=0.0, **p: _sigmoid_stable(x, mask, b),
         label="σ", roles={"b": "the sigmoid bias"},
         ref_defaults={"b": 0.0},
         latex=r"\sigma",
@@ -398,7 +261,6 @@ register(
         "min(1, max(0, (zeta - gamma) * exp(x_j) / sum_t(exp(x_t)) + gamma))",
         sources=("bondarenko2023",),
         params=("zeta", "gamma"),
-        stable=lambda x, mask=None, zeta=1.0, gamma=-0.5, **p: _clipped_stable(x, mask, zeta, gamma),
         label="clip",
         trials={"zeta": Trial(1.0, 5.0, (1.0, 1.5, 3.0), (1.5, 1.0)),
                 "gamma": Trial(-5.0, 0.0, (0.0, -0.1, -2.0), (-0.75, -0.1))},
@@ -418,7 +280,6 @@ register(
         sources=("gemma2-2024",),
         params=("c",),
         scalars={"c": {"positive": True}},
-        stable=lambda x, mask=None, c=50.0, **p: _softcap_stable(x, mask, c),
         label="softcap_c",
         trials={"c": Trial(0.5, 100.0, (50.0, 1.0, 5.0), (1.5, 5.0))},
         ref_defaults={"c": 50.0},
@@ -439,7 +300,6 @@ register(
         "softpick", "softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)",
         sources=("zuhri2025",),
         params=("eps",),
-        stable=lambda x, mask=None, eps=1e-6, **p: _softpick_stable(x, mask, eps),
         ref_defaults={"eps": 1e-6},
         latex=r"\operatorname{softpick}",
         definition=r"p_j = \frac{\operatorname{ReLU}(e^{x_j} - 1)}{\sum_t \lvert e^{x_t} - 1 \rvert + \epsilon}",
@@ -454,7 +314,6 @@ register(
         "ssmax", "Scalable-Softmax (SSMax)", "exp(s * log(n) * x_j) / sum_t(exp(s * log(n) * x_t))",
         sources=("nakanishi2025",),
         params=("s",),
-        stable=lambda x, mask=None, s=1.0, **p: _ssmax_stable(x, mask, s),
         ref_defaults={"s": 1.0},
         latex=r"\operatorname{ssmax}_s",
         definition=r"p_j = \frac{e^{s \log(N) x_j}}{\sum_t e^{s \log(N) x_t}} = \frac{N^{s x_j}}{\sum_t N^{s x_t}},\ N = \text{allowed keys}",
@@ -467,7 +326,6 @@ register(
     from_formula(
         "sigmoid_logn", "sigmoid attention with bias −log n", "sigmoid(x_j - log(n))",
         sources=("ramapuram2025",),
-        stable=lambda x, mask=None, **p: _sigmoid_logn_stable(x, mask),
         latex=r"\sigma_{-\log N}",
         definition=r"p_j = \sigma(x_j - \log N),\ N = \text{allowed keys}",
         note="the bias $b = -\\log N$ recommended for sigmoid attention, with $N$ the row's allowed keys",
@@ -477,7 +335,6 @@ register(
     from_formula(
         "stick_breaking", "stick-breaking attention", "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)",
         sources=("tan2024",),
-        stable=lambda x, mask=None, **p: _stick_breaking_stable(x, mask),
         latex=r"\operatorname{sb}",
         definition=r"p_j = \sigma(x_j) \prod_{t > j} \bigl(1 - \sigma(x_t)\bigr)",
         note="the product runs over the allowed keys after $j$ (the nearer keys of a causal row break the stick first)",
@@ -487,7 +344,6 @@ register(
     from_formula(
         "relu_n", "ReLU attention divided by n", "relu(x_j) / n",
         sources=("wortsman2023",),
-        stable=lambda x, mask=None, **p: _relu_n_stable(x, mask),
         latex=r"\operatorname{ReLU}/N",
         definition=r"p_j = \operatorname{ReLU}(x_j) / N,\ N = \text{allowed keys}",
     )
