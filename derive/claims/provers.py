@@ -295,10 +295,47 @@ def _on_empty_rows(ctx: Context, out: Outcome, why: str, values: dict, lhs, rhs,
     return out
 
 
+def _row_of_the_mask(ctx: Context, witness: dict | None) -> bool:
+    """Whether the row of a normalizer property's counterexample (n keys, row i, the allowed
+    keys M[i]) is a row of the spec's mask: the same keys allowed at that n and i."""
+    from derive.claims.rows import _at
+
+    cond = getattr(ctx.spec.mask, "condition", None)
+    if cond is None:
+        return True  # no mask: every key allowed
+    try:
+        n, row, allowed = witness["n"], witness["indices"]["i"], witness["values"]["M"][witness["indices"]["i"] - 1]
+    except (KeyError, IndexError, TypeError):
+        return False
+    data = ctx.spec.flex.data if ctx.spec.flex is not None else None
+    return all(_at(cond, row, key, data) is bool(allowed[key - 1]) for key in range(1, n + 1))
+
+
+def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
+    """``weights_sum_to_one`` refuted on a row the spec's mask never makes (a normalizer whose
+    weights depend on the number of allowed keys, under a mask whose rows all have one key):
+    the claim is about the spec's rows, so a counterexample is searched on its mask instead."""
+    if out.status != REFUTED or _row_of_the_mask(ctx, out.witness):
+        return out
+    from derive.model.attention import n, u
+
+    va = ctx.base
+    mass = sp.Sum(va.weight(key=u), (u, 1, n))
+    found = settle(claim.name, mass, sp.S.One, ctx.spec.mask, ctx.cfg, None, guards=va.guards, rows=False,
+                   data=_tables(ctx), why_refuted=out.reason, compared=("Σ_j p_ij", "1"))
+    if found.status == REFUTED:
+        return Outcome(REFUTED, out.reason, out.steps, witness=found.witness)
+    return Outcome(UNDECIDED, f"the weights of a row of {out.witness.get('n') if out.witness else 'some'} keys "
+                              f"need not sum to 1, but that row is not a row of the mask {ctx.spec.mask}, and no "
+                              "row of the mask was found whose weights do not sum to 1", out.steps)
+
+
 def _normalizer_claim(prop: str):
     def prover(ctx: Context, claim) -> Outcome:
         out = _property(ctx, claim)
-        return _sum_to_one_on_masked_rows(ctx, out) if prop == "weights_sum_to_one" else out
+        if prop != "weights_sum_to_one":
+            return out
+        return _sum_to_one_on_masked_rows(ctx, _sum_to_one_on_the_mask(ctx, claim, out))
 
     def _property(ctx: Context, claim) -> Outcome:
         out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
