@@ -311,12 +311,55 @@ def _row_of_the_mask(ctx: Context, witness: dict | None) -> bool:
     return all(_at(cond, row, key, data) is bool(allowed[key - 1]) for key in range(1, n + 1))
 
 
+def _position_free(name: str) -> bool:
+    """The normalizer's weights depend on the allowed scores in key order and their number only:
+    its formula names no position (i, j, or t in a condition)."""
+    from derive.normalizers.registry import get
+    from derive.spec.parser import Name, parse, walk
+
+    formula = get(name).formula
+    return bool(formula) and not any(isinstance(nd, Name) and nd.id in ("i", "j", "t") for nd in walk(parse(formula)))
+
+
+def _moved_to_the_mask(ctx: Context, witness: dict | None) -> dict | None:
+    """A counterexample row of m allowed keys moved to a row of the spec's mask with m allowed
+    keys (its scores in the same order), for a position-free normalizer; None if there is none."""
+    from derive.claims.rows import MAX_N, _at
+
+    cond = getattr(ctx.spec.mask, "condition", None)
+    if cond is None or not witness or not _position_free(ctx.spec.normalizer):
+        return None
+    try:
+        row = witness["indices"]["i"]
+        allowed, scores = witness["values"]["M"][row - 1], witness["values"]["x"][row - 1]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if set(witness["values"]) != {"M", "x"}:
+        return None  # a second score row or other data: not moved
+    kept = [x for a, x in zip(allowed, scores) if a]
+    data = ctx.spec.flex.data if ctx.spec.flex is not None else None
+    for n in range(1, MAX_N + 1):
+        grid = [[_at(cond, r, k, data) for k in range(1, n + 1)] for r in range(1, n + 1)]
+        for r, keys in enumerate(grid, 1):
+            if None in keys or sum(keys) != len(kept):
+                continue
+            x = [[0] * n for _ in range(n)]
+            it = iter(kept)
+            x[r - 1] = [next(it) if a else 0 for a in keys]
+            m = [[int(a is True) for a in ks] for ks in grid]
+            return {**witness, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": r}, "values": {"M": m, "x": x}}
+    return None
+
+
 def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
     """``weights_sum_to_one`` refuted on a row the spec's mask never makes (a normalizer whose
     weights depend on the number of allowed keys, under a mask whose rows all have one key):
     the claim is about the spec's rows, so a counterexample is searched on its mask instead."""
     if out.status != REFUTED or _row_of_the_mask(ctx, out.witness):
         return out
+    moved = _moved_to_the_mask(ctx, out.witness)
+    if moved is not None:
+        return Outcome(REFUTED, out.reason, out.steps, witness=moved)
     from derive.model.attention import n, u
 
     va = ctx.base
