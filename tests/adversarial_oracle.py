@@ -87,6 +87,10 @@ N = {
     "near_denominator": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + E300) for v in x], {}),
     "near_factor": (lambda x, y, p: [w * (1 + E300) for w in _sm(x)], {}),
     "near_relu": (lambda x, y, p: [w + E300 * relu(v) for w, v in zip(_sm(x), x)], {}),
+    "sink_positive": (lambda x, y, p: [mp.exp(v) / (mp.exp(p["s"]) + sum(mp.exp(u) for u in x)) for v in x], {"s": POS}),
+    "sink_plus_one": (lambda x, y, p: [mp.exp(v) / (mp.exp(p["s"]) + 1 + sum(mp.exp(u) for u in x)) for v in x],
+                      {"s": POS}),
+    "softcap_nonzero": (lambda x, y, p: _sm([p["c"] * mp.tanh(v / p["c"]) for v in x]), {"c": NONZERO}),
     "extra_negative": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) - 1) for v in x], {}),
     "extra_param_any": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + p["a"]) for v in x], {"a": SCALAR}),
     "extra_param_neg": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + p["a"]) for v in x], {"a": NEG}),
@@ -118,7 +122,8 @@ SPEC_NORMALIZER = {
     "max_ratio": "max_ratio", "near_denominator": "near_denominator", "near_exact_shift": "softmax",
     "near_factor": "near_factor", "near_relu": "near_relu", "softmax_none": "softmax",
     "extra_negative": "extra_negative", "extra_param_any": "extra_param_any", "extra_param_neg": "extra_param_neg",
-    "extra_vanishing_n": "extra_vanishing_n",
+    "extra_vanishing_n": "extra_vanishing_n", "sink_any": "sink", "sink_positive_user": "sink_positive",
+    "sink_plus_one_user": "sink_plus_one", "softcap_nonzero_user": "softcap_nonzero",
 }
 # the written formulas of the equivalent_to claims whose two sides are different formulas
 WRITTEN = {

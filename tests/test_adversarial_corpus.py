@@ -65,7 +65,21 @@ REGRESSIONS = {
     "nm1_one_key": {"sum1": "undecided"},
     # … and still refuted, on a row of the mask, where the mask does make such a row
     "nm1_causal": {"sum1": "refuted", "kb": "refuted"},
+    # equivalent_to refuted: s declared scalar here and scalar positive there were two parameters,
+    # drawn apart (s = 0 on one side, 1 on the other); matched by name they are one
+    "sink_any": {"pos": "proved", "off": "refuted"},
+    "softcap_nonzero_user": {"cap": "proved"},
 }
+
+
+def test_one_parameter_per_name_over_the_narrower_domain():
+    from derive.claims.modifiers import one_symbol_per_name
+
+    real, pos, neg = (sp.Symbol("s", real=True), sp.Symbol("s", positive=True), sp.Symbol("s", negative=True))
+    assert one_symbol_per_name(real + 1, pos) == ({real: pos}, "")
+    assert one_symbol_per_name(pos, real * 2) == ({real: pos}, "")
+    assert one_symbol_per_name(pos, neg) == ({}, "s")
+    assert one_symbol_per_name(real, real + 1) == ({}, "")
 
 
 @pytest.mark.parametrize("stem", sorted(REGRESSIONS))
