@@ -108,7 +108,7 @@ def _generic_only(expr, var, point, direction, out) -> bool:
     when the limit itself divides by such a value."""
     if not (expr.free_symbols - {var}):
         return False
-    for p in expr.atoms(sp.Pow):
+    for p in _outer_powers(expr):
         base, ex = p.args
         if not base.has(var) or ex.is_negative is not True:
             continue
@@ -126,7 +126,14 @@ def _generic_only(expr, var, point, direction, out) -> bool:
         if b.is_zero is not False:
             return True
     return any(ex.is_negative and base.free_symbols and base.is_zero is not False
-               for base, ex in (q.args for q in out.atoms(sp.Pow)))
+               for base, ex in (q.args for q in _outer_powers(out)))
+
+
+def _outer_powers(expr) -> list:
+    """The powers of ``expr`` outside a sum or product over the row (those are the row's terms,
+    not a denominator whose value a parameter sets)."""
+    bound = {lim[0] for red in expr.atoms(sp.Sum, sp.Product) for lim in red.limits}
+    return [q for q in expr.atoms(sp.Pow) if not q.has(*bound)] if bound else list(expr.atoms(sp.Pow))
 
 
 @memoized
