@@ -299,13 +299,19 @@ def equivalent_to(ctx, claim) -> Outcome:
     else:
         data = data_a = data_b = {**db, **da}  # a table both name is one table (the real one, if traced)
     lhs, rhs = concrete_mask(va.weight(), ma, data_a), concrete_mask(vb.weight(), mb, data_b)
+    one, clash = one_symbol_per_name(lhs, rhs)
+    if clash:
+        return Outcome(UNDECIDED, f"the two specs declare {clash} with domains that do not overlap "
+                                  "(a sign in one excludes the other's)", steps)
+    lhs, rhs = lhs.xreplace(one), rhs.xreplace(one)
+    guards = [(kind, g.xreplace(one)) for kind, g in va.guards + vb.guards]
     if lemma[0]:
         return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
                       compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
     if data:
         lhs = concrete_data(lhs, data_a, 0) if data_a else lhs
         rhs = concrete_data(rhs, data_b, 0) if data_b else rhs
-    out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=va.guards + vb.guards,
+    out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=guards,
                  why_refuted="the two variants give different weights",
                  compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
     out.steps = steps + out.steps
@@ -317,6 +323,27 @@ def equivalent_to(ctx, claim) -> Outcome:
         if data:
             out.witness["values"]["head"] = 0
     return out
+
+
+def one_symbol_per_name(a: sp.Expr, b: sp.Expr) -> tuple[dict, str]:
+    """The two sides of a comparison of two specs are matched by name: a parameter ``s`` declared
+    ``scalar`` in one and ``scalar positive`` in the other is one parameter, over the narrower
+    domain (where both sides are defined). Returns (symbol → the name's one symbol, "") or
+    ({}, NAME) when the two declarations do not nest (positive in one, negative in the other)."""
+    by_name: dict = {}
+    for sym in sorted(a.free_symbols | b.free_symbols, key=sp.default_sort_key):
+        if isinstance(sym, sp.Symbol) and not isinstance(sym, sp.Dummy):
+            by_name.setdefault(sym.name, []).append(sym)
+    out = {}
+    for name, syms in by_name.items():
+        if len(syms) < 2:
+            continue
+        facts = {x: {(k, v) for k, v in x.assumptions0.items() if v is not None} for x in syms}
+        narrow = [x for x in syms if all(facts[y] <= facts[x] for y in syms)]
+        if not narrow:
+            return {}, name
+        out.update({x: narrow[0] for x in syms if x != narrow[0]})
+    return out, ""
 
 
 def _offsets(cond, side, dist, limit: int = 64) -> list | None:

@@ -295,10 +295,90 @@ def _on_empty_rows(ctx: Context, out: Outcome, why: str, values: dict, lhs, rhs,
     return out
 
 
+def _row_of_the_mask(ctx: Context, witness: dict | None) -> bool:
+    """Whether the row of a normalizer property's counterexample (n keys, row i, the allowed
+    keys M[i]) is a row of the spec's mask: the same keys allowed at that n and i."""
+    from derive.claims.rows import _at
+
+    cond = getattr(ctx.spec.mask, "condition", None)
+    if cond is None:
+        return True  # no mask: every key allowed
+    try:
+        n, row, allowed = witness["n"], witness["indices"]["i"], witness["values"]["M"][witness["indices"]["i"] - 1]
+    except (KeyError, IndexError, TypeError):
+        return False
+    data = ctx.spec.flex.data if ctx.spec.flex is not None else None
+    return all(_at(cond, row, key, data) is bool(allowed[key - 1]) for key in range(1, n + 1))
+
+
+def _position_free(name: str) -> bool:
+    """The normalizer's weights depend on the allowed scores in key order and their number only:
+    its formula names no position (i, j, or t in a condition)."""
+    from derive.normalizers.registry import get
+    from derive.spec.parser import Name, parse, walk
+
+    formula = get(name).formula
+    return bool(formula) and not any(isinstance(nd, Name) and nd.id in ("i", "j", "t") for nd in walk(parse(formula)))
+
+
+def _moved_to_the_mask(ctx: Context, witness: dict | None) -> dict | None:
+    """A counterexample row of m allowed keys moved to a row of the spec's mask with m allowed
+    keys (its scores in the same order), for a position-free normalizer; None if there is none."""
+    from derive.claims.rows import MAX_N, _at
+
+    cond = getattr(ctx.spec.mask, "condition", None)
+    if cond is None or not witness or not _position_free(ctx.spec.normalizer):
+        return None
+    try:
+        row = witness["indices"]["i"]
+        allowed, scores = witness["values"]["M"][row - 1], witness["values"]["x"][row - 1]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if set(witness["values"]) != {"M", "x"}:
+        return None  # a second score row or other data: not moved
+    kept = [x for a, x in zip(allowed, scores) if a]
+    data = ctx.spec.flex.data if ctx.spec.flex is not None else None
+    for n in range(1, MAX_N + 1):
+        grid = [[_at(cond, r, k, data) for k in range(1, n + 1)] for r in range(1, n + 1)]
+        for r, keys in enumerate(grid, 1):
+            if None in keys or sum(keys) != len(kept):
+                continue
+            x = [[0] * n for _ in range(n)]
+            it = iter(kept)
+            x[r - 1] = [next(it) if a else 0 for a in keys]
+            m = [[int(a is True) for a in ks] for ks in grid]
+            return {**witness, "n": n, "mask": str(ctx.spec.mask), "indices": {"i": r}, "values": {"M": m, "x": x}}
+    return None
+
+
+def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
+    """``weights_sum_to_one`` refuted on a row the spec's mask never makes (a normalizer whose
+    weights depend on the number of allowed keys, under a mask whose rows all have one key):
+    the claim is about the spec's rows, so a counterexample is searched on its mask instead."""
+    if out.status != REFUTED or _row_of_the_mask(ctx, out.witness):
+        return out
+    moved = _moved_to_the_mask(ctx, out.witness)
+    if moved is not None:
+        return Outcome(REFUTED, out.reason, out.steps, witness=moved)
+    from derive.model.attention import n, u
+
+    va = ctx.base
+    mass = sp.Sum(va.weight(key=u), (u, 1, n))
+    found = settle(claim.name, mass, sp.S.One, ctx.spec.mask, ctx.cfg, None, guards=va.guards, rows=False,
+                   data=_tables(ctx), why_refuted=out.reason, compared=("Σ_j p_ij", "1"))
+    if found.status == REFUTED:
+        return Outcome(REFUTED, out.reason, out.steps, witness=found.witness)
+    return Outcome(UNDECIDED, f"the weights of a row of {out.witness.get('n') if out.witness else 'some'} keys "
+                              f"need not sum to 1, but that row is not a row of the mask {ctx.spec.mask}, and no "
+                              "row of the mask was found whose weights do not sum to 1", out.steps)
+
+
 def _normalizer_claim(prop: str):
     def prover(ctx: Context, claim) -> Outcome:
         out = _property(ctx, claim)
-        return _sum_to_one_on_masked_rows(ctx, out) if prop == "weights_sum_to_one" else out
+        if prop != "weights_sum_to_one":
+            return out
+        return _sum_to_one_on_masked_rows(ctx, _sum_to_one_on_the_mask(ctx, claim, out))
 
     def _property(ctx: Context, claim) -> Outcome:
         out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,

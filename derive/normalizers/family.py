@@ -4,7 +4,8 @@ A normalizer is of the softmax family when its weight is
 
     p_j = M_j e^{x_j} / (E + Σ_t M_t e^{x_t})
 
-with E ≥ 0 free of the scores: E = 0 is softmax, E = e^σ an extra logit σ (softmax₁ and the
+with E free of the scores, E = 0 or E > 0 for every value of the parameters (their declared
+domain): E = 0 is softmax, E = e^σ an extra logit σ (softmax₁ and the
 zero token: σ = 0; a sink: σ = s; a learned key: σ = s*). Such a normalizer has the online,
 split and backward kernel forms of :mod:`derive.kernels.forms` with that σ; its extra token
 takes the weight E / (E + Σ_t M_t e^{x_t}); on a row with no allowed key it is defined (every
@@ -55,7 +56,9 @@ def recognise(entry) -> tuple[Family | None, str]:
     out: tuple[Family | None, str]
     den = sp.expand(canon_sums(sp.exp(X[i, j]) / r))
     extra = sp.expand(den - _row(lambda k: sp.exp(X[i, k])))
-    if not extra.has(X, M, j, t):
+    if not extra.has(X, M, j, t) and extra != 0 and not _positive(entry, extra):
+        out = (None, _not_a_logit(extra))
+    elif not extra.has(X, M, j, t):
         logit = None if extra == 0 else sp.expand_log(sp.log(extra), force=False)
         out = (Family(extra, logit), "")
     else:
@@ -68,6 +71,21 @@ def recognise(entry) -> tuple[Family | None, str]:
 
 
 _SEEN: dict = {}
+
+
+def _positive(entry, extra: sp.Expr) -> bool:
+    """E > 0 for every parameter value of the entry's domain (so σ = log E is a real logit)."""
+    dom = entry.symbols()
+    return sp.sympify(extra.xreplace({sp.Symbol(p, real=True): dom[p] for p in entry.params})).is_positive is True
+
+
+def _not_a_logit(extra: sp.Expr) -> str:
+    from derive.render.latex import tex
+
+    return (f"its weight is $e^{{x_j}}/(E + \\sum_t e^{{x_t}})$ with $E = {tex(extra)}$ free of the scores, but $E$ "
+            "is not positive for every value of the parameters, so it is no extra logit $\\sigma = \\log E$ (a row's "
+            "running state (m, ℓ, acc) would take the log of a number ≤ 0); no online, split or backward form is "
+            "derived")
 
 
 def _why_not(r: sp.Expr) -> str:

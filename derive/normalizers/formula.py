@@ -23,6 +23,7 @@ is walked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import mpmath
@@ -270,7 +271,17 @@ def _check_exponent(node: Binary) -> None:
     if not isinstance(ex, Num) or not ex.text.isdigit():
         raise ExprError("the exponent must be an integer literal (use sqrt for roots)", node.right.col)
     if int(ex.text) > LIMITS["exponent"]:
-        raise ExprError(f"exponent {ex.text} too large (limit ±{LIMITS['exponent']})", node.right.col)
+        if isinstance(node.left, Num) and sp.Rational(node.left.text) != 0:
+            # a number raised to an integer is an exact constant, as in the spec's expressions
+            # (10**-300): only the size of the exact result is bounded
+            base = sp.Rational(node.left.text)
+            digits = int(ex.text) * math.log10(max(abs(base.p), base.q))
+            if digits <= LIMITS["value_digits"]:
+                return
+            raise ExprError(f"the constant is too large: it would have about {math.ceil(digits)} digits "
+                            f"(limit {LIMITS['value_digits']})", node.col)
+        raise ExprError(f"exponent {ex.text} too large (limit ±{LIMITS['exponent']} for a base that is not a "
+                        "number)", node.right.col)
 
 
 def _check_somewhere_defined(f: Formula, scalars: dict) -> None:

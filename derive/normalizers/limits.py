@@ -33,7 +33,7 @@ from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
-__all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_uniform", "path_limit"]
+__all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_of", "limit_uniform", "path_limit"]
 
 TAU = sp.Symbol("tau", positive=True)
 K = sp.Symbol("k", integer=True, positive=True)
@@ -88,7 +88,52 @@ def _sympy_lim(expr, var, point, direction="+", tidy=True):
         return None
     if out is None or out.has(sp.Limit) or out.has(sp.AccumBounds) or out is sp.nan:
         return None
+    if _generic_only(expr, var, point, direction, out):
+        return None
     return _tidy(out, tidy)
+
+
+def limit_of(expr, var, point, direction="+"):
+    """The limit of ``expr`` as ``var`` → ``point``, valid for every value of the other symbols
+    (parameters such as a declared scalar or the row's number of keys), or None."""
+    return _lim(expr, var, point, direction)
+
+
+def _generic_only(expr, var, point, direction, out) -> bool:
+    """Whether SymPy's limit ``out`` of ``expr`` may hold only for generic values of the other
+    symbols. SymPy takes a parameter to be nonzero where that is unknown: Z/(Z + a²) → 0 as
+    Z → 0⁺ is its answer, but at a = 0 the expression is 1; e^{−τ}/(N e^{−τ} + 1 − min(N − 1, 1))
+    → 0 holds for N = 1 only. So with parameters present the limit is refused when a
+    denominator of ``expr`` tends to a finite value of the parameters not provably nonzero, or
+    when the limit itself divides by such a value."""
+    if not (expr.free_symbols - {var}):
+        return False
+    for p in _outer_powers(expr):
+        base, ex = p.args
+        if not base.has(var) or ex.is_negative is not True:
+            continue
+        b = limit_at_infinity(base, var, point) if point in (sp.oo, -sp.oo) else None
+        if b is None:
+            try:
+                with time_limit(CFG.time_limit):
+                    b = _sympy_limit(base, var, point, direction)
+            except TimeLimit:
+                return True
+        if b is None or b is sp.nan or b.has(sp.Limit, sp.AccumBounds):
+            return True
+        if b.is_infinite or not b.free_symbols:
+            continue
+        if b.is_zero is not False:
+            return True
+    return any(ex.is_negative and base.free_symbols and base.is_zero is not False
+               for base, ex in (q.args for q in _outer_powers(out)))
+
+
+def _outer_powers(expr) -> list:
+    """The powers of ``expr`` outside a sum or product over the row (those are the row's terms,
+    not a denominator whose value a parameter sets)."""
+    bound = {lim[0] for red in expr.atoms(sp.Sum, sp.Product) for lim in red.limits}
+    return [q for q in expr.atoms(sp.Pow) if not q.has(*bound)] if bound else list(expr.atoms(sp.Pow))
 
 
 @memoized
@@ -175,21 +220,20 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
             "row form: $p_j = F(x_j) R(Z)$; $R$ is continuous on $Z > 0$ (its denominator has a fixed sign)",
             sp.Eq(shown("R(Z)"), form.R, evaluate=False),
         )
-        if cont and a == 0:
-            ell = _lim(form.f, Z, 0, "+")
+        ell = _lim(form.f, Z, 0, "+") if cont and a == 0 else None  # None also when it holds for some parameters only
+        if ell is not None:
             der.step(
                 "$\\lim_{x_k \\to -\\infty}$: $F(x_k) \\to 0$ while $Z \\ge F(x_1) > 0$, so key $k$ gets 0 and the others "
                 "keep the weights of the row of $k - 1$ keys; by induction only key 1 (the outermost limit) "
                 "remains, and its weight $f(F(x_1)) \\to f(0^{+})$",
                 sp.Eq(shown("f(0^+)"), ell, evaluate=False),
             )
-            if ell is not None:
-                claimed = (ell, sp.S.Zero)
-                der.value = (
-                    "(1, 0, …, 0): all to the outermost key"
-                    if ell == 1
-                    else ("0 for every key" if ell == 0 else f"({sp.sstr(ell)}, 0, …, 0)")
-                )
+            claimed = (ell, sp.S.Zero)
+            der.value = (
+                "(1, 0, …, 0): all to the outermost key"
+                if ell == 1
+                else ("0 for every key" if ell == 0 else f"({sp.sstr(ell)}, 0, …, 0)")
+            )
         elif cont and a is not None and a.is_positive:
             val = simplify(a * form.R.subs(Z, K * a))
             der.step(

@@ -152,7 +152,8 @@ def mass_range(entry, params) -> Derivation:
         sgn = sign_of(df)
         der.step("derivative in $Z$ ($Z$ ranges over $(0, \\infty)$ as the scores vary)", sp.Eq(shown("f'(Z)"), df, evaluate=False))
         if sgn in ("+", "-"):
-            lo, hi = sp.limit(form.f, Z, 0, "+"), sp.limit(form.f, Z, sp.oo)
+            lo, hi = limits.limit_of(form.f, Z, 0, "+"), limits.limit_of(form.f, Z, sp.oo)
+        if sgn in ("+", "-") and lo is not None and hi is not None:
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
             der.step("strictly monotone; limits at $Z \\to 0^{+}$ and $Z \\to \\infty$", sp.Tuple(lo, hi))
             der.verdict = Verdict(
@@ -173,6 +174,7 @@ def mass_range(entry, params) -> Derivation:
         )
         if sgn in ("+", "-"):
             lo, hi = _limit(g.expr, y, -sp.oo), _limit(g.expr, y, sp.oo)
+        if sgn in ("+", "-") and lo is not None and hi is not None:
             lo, hi = (lo, hi) if sgn == "+" else (hi, lo)
             der.step("g is strictly monotone with these limits, each score free", sp.Tuple(lo, hi))
             der.verdict = Verdict(
@@ -195,8 +197,10 @@ def can_abstain(entry, params) -> Derivation:
     )
     W = weight(entry, params)
     form = row_form(W)
+    inf = None  # the mass's limit as Z → 0⁺, for every value of the parameters
     if form is not None and (form.identity_scores or Z not in form.f.free_symbols):
-        inf = sp.limit(form.f, Z, 0, "+") if Z in form.f.free_symbols else form.f
+        inf = limits.limit_of(form.f, Z, 0, "+") if Z in form.f.free_symbols else form.f
+    if inf is not None:
         der.step(
             "row form: each weight is at most the mass $f(Z) = Z R(Z)$; its limit as $Z \\to 0^{+}$",
             sp.Eq(shown("f(0^+)"), inf, evaluate=False),
@@ -223,6 +227,7 @@ def can_abstain(entry, params) -> Derivation:
     if g is not None:
         y = g.variables[0]
         lim = _limit(g.expr, y, -sp.oo)
+    if g is not None and lim is not None:
         der.step(
             "elementwise: each weight depends on its own score only; its limit at $-\\infty$",
             sp.Eq(shown("g(-\\infty)"), lim, evaluate=False),
@@ -266,7 +271,7 @@ def _limit(expr, var, point):
     """``sympy.limit`` at ±∞, found first by the limit laws when they give a rational number:
     the limit is that number, which has one form whichever way it is found."""
     direct = limit_at_infinity(expr, var, point)
-    return direct if direct is not None and direct.is_Rational else sp.limit(expr, var, point)
+    return direct if direct is not None and direct.is_Rational else limits.limit_of(expr, var, point)
 
 
 def single_key_weight(entry, params) -> sp.Expr:
