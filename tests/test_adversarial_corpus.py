@@ -178,10 +178,6 @@ def test_a_bad_weight_names_file_key_and_column(weight, col, message):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=__import__("subprocess").TimeoutExpired,
-                   reason="loading the weight e^(e^(e^(e^(e^(e^(e^(e^x))))))) does not finish: the formula's mpmath "
-                          "reference (the spec loader's check that the weight is defined somewhere) computes the "
-                          "tower to the last bit; the arb reference with adaptive precision ends it")
 def test_a_tower_of_exponentials_is_judged_within_the_budgets(tmp_path):
     import subprocess
     import sys
