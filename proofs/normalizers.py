@@ -189,8 +189,8 @@ def _derivations(doc: Document, table: dict) -> None:
         for name in names():
             exact.setdefault(_derivation_key(table[(name, prop)]), []).append(name)
         clusters: dict[tuple, list[_Group]] = {}
-        for members in exact.values():
-            g = _Group(members, table[(members[0], prop)])
+        for key, members in exact.items():
+            g = _Group(members, table[(members[0], prop)], key[4])  # key[4]: its latex steps
             clusters.setdefault(g.key, []).append(g)
         order = {"proved": 0, "refuted": 1, "undecided": 2}
         for groups in sorted(clusters.values(), key=lambda gs: order[gs[0].der.verdict.status]):
@@ -220,10 +220,11 @@ def _cell(m: str, maths: list[str]) -> str:
 class _Group:
     """Normalizers whose derivation of one property is the same, word for word."""
 
-    def __init__(self, members: list[str], der) -> None:
+    def __init__(self, members: list[str], der, latex_steps: tuple) -> None:
+        """``latex_steps``: ``der.latex_steps()``, already computed for the derivation's key."""
         self.members, self.der = members, der
         v = der.verdict
-        steps = [(why, m, n_ in der.setup) for n_, (why, m) in enumerate(der.latex_steps()) if not _same_sides(m)]
+        steps = [(why, m, n_ in der.setup) for n_, (why, m) in enumerate(latex_steps) if not _same_sides(m)]
         self.eq, self.said, self.note = None, "", ""
         if v.proved and der.equality is not None and "argument by argument" not in v.method:
             lhs, rhs = der.equality
