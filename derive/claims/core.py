@@ -179,6 +179,10 @@ def _proved(label, lhs, rhs, reason, steps, cfg, mask="none") -> Outcome:
     if check is None:
         steps.append(step("numeric cross-check: not run (a term of the claim has no numeric evaluation); "
                           "the verdict rests on the symbolic steps alone"))
+    elif check["verdict"] == "not run":
+        steps.append(step(f"numeric cross-check: not run ({check['reason']}); the verdict rests on the symbolic "
+                          "steps alone"))
+        check = None
     elif check["verdict"] != "passed":
         steps.append(step("numeric cross-check FAILED", data=check))
         return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed; "

@@ -146,8 +146,11 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
                 break
         else:
             return True  # no draw inside the statement's range: this instance tells nothing
-        a, b = _flat(evaluate(lhs, inst, "float", env)), _flat(evaluate(rhs, inst, "float", env))
-        ok = all(close(x, y, cfg) for x, y in zip(a, b)) and len(a) == len(b)
+        try:
+            a, b = _flat(evaluate(lhs, inst, "float", env)), _flat(evaluate(rhs, inst, "float", env))
+            ok = all(close(x, y, cfg) for x, y in zip(a, b)) and len(a) == len(b)
+        except (ArithmeticError, ValueError):  # e.g. 0.0 to a negative power: the balls below decide
+            a, b, ok = [], [], False
         used_arb = False
         if not ok or not all(math.isfinite(x) for x in a + b):
             used_arb = True
