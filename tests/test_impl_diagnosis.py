@@ -15,6 +15,7 @@ from tests.test_impl_zoo import need_torch
 F64 = {"dtypes": ("float64",), "examples": 30}
 
 
+@pytest.mark.slow  # heavy (8–15 s); CI runs it
 def test_a_batch_dependent_fault_says_the_row_agrees_alone():
     report = check_implementation("tests.zoo.odd:global_max", "softmax1", **F64)
     f = report.failure

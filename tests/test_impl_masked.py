@@ -94,6 +94,7 @@ def test_uniform_masking_is_wrong_for_softmax1():
     assert report.failure.row == [-math.inf]
 
 
+@pytest.mark.slow  # heavy (8–15 s); CI runs it
 def test_a_soft_cap_applied_to_the_mask_gives_masked_keys_weight():
     need_torch()
     report = check_implementation(Z + "softcap_caps_the_mask", "softcap", params={"c": 5.0}, **FAST)

@@ -153,6 +153,7 @@ def test_the_decision_is_cell_by_cell_and_says_when_it_cannot():
         decide_same_keys(i * j < 4, j <= i)  # not a function of i − j, i or j alone
 
 
+@pytest.mark.slow  # heavy (8–15 s); CI runs it
 def test_a_captured_bool_table_is_accepted(tmp_path):
     _torch()
     (tmp_path / "tab.py").write_text(

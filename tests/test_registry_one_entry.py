@@ -127,6 +127,7 @@ def test_a_spec_names_the_parameter_as_the_entry_says(entries, tmp_path, capsys)
 # ---- derive impl: the row form and fault diagnosis ----------------------------------------
 
 
+@pytest.mark.slow  # heavy (8–15 s); CI runs it
 def test_row_form_accepts_the_right_code_and_refutes_the_wrong(entries, tmp_path, capsys):
     code_py = _code(tmp_path)
     for fn, name in (("half", HALF), ("floor", FLOOR)):
@@ -170,6 +171,7 @@ def test_fault_diagnosis_of_the_scaled_sink(entries, tmp_path, capsys):
 # ---- derive impl: the kernel forms ---------------------------------------------------------
 
 
+@pytest.mark.slow  # heavy (8–15 s); CI runs it
 def test_kernel_forms_of_the_softmax_family_entry(entries, tmp_path, capsys):
     code_py = _code(tmp_path)
     for fn, form, want in (("half_online", "online", 0), ("half_online_extra_per_tile", "online", 1),
