@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import sympy as sp
@@ -179,26 +180,55 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
         if not compare(d, n, int(rng.integers(0, 2**32)), MASK_KINDS[k % len(MASK_KINDS)], record=True):
             return _result(name, False, stats, cfg)
 
-    @settings(max_examples=cfg.examples, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(
-        d=st.integers(1, cfg.max_d),
-        n=st.integers(1, cfg.max_n),
-        seed=st.integers(0, 2**32 - 1),
-        mask=st.sampled_from(MASK_KINDS),
-    )
     def search(d, n, seed, mask):
         stats["searched"] += 1
         if not compare(d, n, seed, mask, record=False):
             raise AssertionError(name)
 
+    # The instances Hypothesis draws do not depend on what the test does while it passes
+    # (derandomized, no database, no deadline), so they are drawn once per setting and each
+    # is compared here, without the engine's cost per example. A disagreement runs the real
+    # search, which draws the same instances up to it and then shrinks it.
+    # (Any other exception is raised by the real search too, after Hypothesis has shrunk it.)
     try:
-        with no_local_constants():
-            search()
-        passed = True
+        for draw in searched_draws(cfg.examples, cfg.max_d, cfg.max_n):
+            search(*draw)
+        return _result(name, True, stats, cfg)
+    except Exception:  # noqa: BLE001 - judged again by the real search below
+        stats["searched"] = 0
+    try:
+        _hypothesis_search(cfg.examples, cfg.max_d, cfg.max_n, search)
     except AssertionError:
-        passed = False
-    return _result(name, passed, stats, cfg)
+        pass
+    # A disagreement is a failure even if the real search did not meet it again.
+    return _result(name, False, stats, cfg)
+
+
+def _hypothesis_search(examples: int, max_d: int, max_n: int, body) -> None:
+    """Hypothesis's search over (d, n, seed, mask), derandomized: ``body`` raises
+    AssertionError on a disagreement, which Hypothesis then shrinks and raises again."""
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(
+        d=st.integers(1, max_d),
+        n=st.integers(1, max_n),
+        seed=st.integers(0, 2**32 - 1),
+        mask=st.sampled_from(MASK_KINDS),
+    )
+    def search(d, n, seed, mask):
+        body(d, n, seed, mask)
+
+    with no_local_constants():
+        search()
+
+
+@lru_cache(maxsize=None)
+def searched_draws(examples: int, max_d: int, max_n: int) -> tuple[tuple[int, int, int, str], ...]:
+    """The (d, n, seed, mask) that :func:`_hypothesis_search` draws when no example fails,
+    in its order (the same function, so the same derandomized seed)."""
+    draws: list = []
+    _hypothesis_search(examples, max_d, max_n, lambda *draw: draws.append(draw))
+    return tuple(draws)
 
 
 _FIXED_SEED = 20261130
@@ -206,8 +236,7 @@ WHERE_TRIES = 16  # draws (fixed seeds) per instance to land inside a ``where`` 
 
 
 def _result(name: str, passed: bool, stats: dict, cfg: Settings) -> CheckResult:
-    # Hypothesis's count includes shrinking calls after a failure; report the configured
-    # number when it passed, so the figure does not depend on what Hypothesis drew.
-    searched = cfg.examples if passed and stats["searched"] else stats["searched"]
+    # When it passed: the number of distinct instances searched (each compared once); after
+    # a failure, Hypothesis's count, which includes its shrinking calls.
     return CheckResult(name, passed, stats["n"], stats["abs"], stats["rel"], cfg.rtol,
-                       stats["arb"], stats["witness"], searched, atol=cfg.atol)
+                       stats["arb"], stats["witness"], stats["searched"], atol=cfg.atol)
