@@ -49,10 +49,15 @@ _TOKENS = itertools.count()  # a number for each cached node of a compiled expre
 
 
 def canon(s):
-    """One object per symbol: the symbols the compiled closures look up in ``env`` and the
-    keys they bind there are the same objects, so a lookup never falls back on SymPy's slow
-    structural ``==`` (an equal symbol rebuilt by a substitution is another object)."""
-    return _SYMBOLS.setdefault(s, s) if isinstance(s, sp.Symbol) else s
+    """The key of a symbol in ``env``: one small integer per symbol (SymPy-equal symbols, e.g.
+    one rebuilt by a substitution, share it), so the closures' lookups hash an int rather than
+    call SymPy's ``__hash__``. Anything else is its own key."""
+    if not isinstance(s, sp.Symbol):
+        return s
+    k = _SYMBOLS.get(s)
+    if k is None:
+        k = _SYMBOLS[s] = len(_SYMBOLS)
+    return k
 
 
 @lru_cache(maxsize=1024)
@@ -67,7 +72,7 @@ def _compile(e: sp.Basic):
     if isinstance(e, (sp.Sum, Dot)):
         # A sum or dot product is cached per evaluation, keyed by the loop variables it uses
         # (their values; _UNBOUND for one no loop binds) and by a number for the node.
-        bound = tuple(sorted((canon(s) for s in free_symbols(e)), key=lambda s: s.name))
+        bound = tuple(canon(s) for s in sorted(free_symbols(e), key=lambda s: s.name))
         token = next(_TOKENS)
 
         def cached(ev, env, _f=f, _token=token, _bound=bound):
@@ -83,10 +88,10 @@ def _compile(e: sp.Basic):
 
 def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
     if isinstance(e, sp.Symbol):
-        e = canon(e)
+        key = canon(e)
 
         def symbol(ev, env):
-            value = env.get(e, _UNBOUND)
+            value = env.get(key, _UNBOUND)
             return ev.symbol(e) if value is _UNBOUND else value
         return symbol
     if isinstance(e, sp.Integer):

@@ -130,5 +130,5 @@ def evaluate(expr: sp.Basic, inst: Instance, mode: str = "float", env: dict | No
 
 
 def _env(env: dict | None) -> dict:
-    """A copy of ``env`` keyed by the symbols' canonical objects (see :func:`~derive.crosscheck.compiled.canon`)."""
+    """A copy of ``env`` keyed by the symbols' keys (see :func:`~derive.crosscheck.compiled.canon`)."""
     return {canon(k): v for k, v in (env or {}).items()}

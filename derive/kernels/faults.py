@@ -39,6 +39,7 @@ from derive.kernels import backward as bw
 from derive.kernels.forms import a, exact_den, exact_num, m, m2, sigma, tile_den, tile_num, w, x
 from derive.model.attention import d, i, n
 from derive.normalizers.family import recognise
+from derive.prove.memo import memoized
 from derive.render.markup import plain_math
 
 __all__ = ["BY_KEY", "FAULTS", "PARTS", "K", "KernelFault", "applies", "faults_for"]
@@ -213,6 +214,7 @@ assert all(f.part in PARTS and (f.rewrite is None) == (f.part == "ieee") for f i
 # ---- where a fault applies: the normalizer's formula has the part, and the rewrite changes it --------
 
 
+@memoized  # every member asks about the same rescale factor, several the same extra logit
 def _changed(new, old) -> bool:
     """The rewrite changed the part: SymPy does not simplify the difference to 0 (a change it cannot
     rule out lists the fault, which is then only tried: a diagnosis names a fault only where its
