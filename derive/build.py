@@ -311,6 +311,12 @@ def _preload() -> None:
             importlib.import_module(name)
         except ImportError:  # an optional library that is missing: the document that needs it says so
             pass
+    # Hypothesis's first search in a process sets itself up (its PRNG registry, a garbage
+    # collection): done once here, and the default cross-check's searched instances drawn.
+    from derive.crosscheck.check import searched_draws
+    from derive.settings import DEFAULT
+
+    searched_draws(DEFAULT.examples, DEFAULT.max_d, DEFAULT.max_n)
 
 
 def _write(path: Path, content: bytes) -> None:

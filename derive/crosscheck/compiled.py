@@ -75,6 +75,18 @@ def _compile(e: sp.Basic):
         bound = tuple(canon(s) for s in sorted(free_symbols(e), key=lambda s: s.name))
         token = next(_TOKENS)
 
+        if len(bound) == 1:
+            (only,) = bound
+
+            def cached(ev, env, _f=f, _token=token):
+                key = (_token, env.get(only, _UNBOUND))
+                cache = ev.cache
+                val = cache.get(key, _UNBOUND)
+                if val is _UNBOUND:
+                    val = cache[key] = _f(ev, env)
+                return val
+            return cached
+
         def cached(ev, env, _f=f, _token=token, _bound=bound):
             key = (_token, *[env.get(s, _UNBOUND) for s in _bound])
             cache = ev.cache
@@ -92,7 +104,11 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
 
         def symbol(ev, env):
             value = env.get(key, _UNBOUND)
-            return ev.symbol(e) if value is _UNBOUND else value
+            if value is _UNBOUND:  # d, n, a scalar or vector of the instance: looked up once
+                value = ev.values.get(key, _UNBOUND)
+                if value is _UNBOUND:
+                    value = ev.values[key] = ev.symbol(e)
+            return value
         return symbol
     if isinstance(e, sp.Integer):
         k = int(e)

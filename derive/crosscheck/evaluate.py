@@ -34,7 +34,8 @@ _NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 class _Eval:
     def __init__(self, inst: Instance, mode: str):
         self.inst, self.mode = inst, mode
-        self.cache: dict = {}
+        self.cache: dict = {}  # sums and dot products, by node and loop values
+        self.values: dict = {}  # the instance's symbols (d, n, scalars, vectors), by key
 
     # ---- numbers of the backend -------------------------------------------------------
 
