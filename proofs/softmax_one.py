@@ -407,7 +407,7 @@ def _draw_mass(ax):
                                 ("sink s = −2", "sink", {"s": -2.0}), ("sink s = 2", "sink", {"s": 2.0}),
                                 ("sigmoid (b = 0)", "sigmoid", {"b": 0.0})]:
         e = get(name)
-        ax.plot(cs, [float(e.stable(row + c, **params).sum()) for c in cs], label=label)
+        ax.plot(cs, e.stable(row[None, :] + cs[:, None], **params).sum(axis=-1), label=label)  # one row per c
     ax.set_xlabel("common shift c")
     ax.set_ylabel("Σ weights")
     ax.set_yscale("log")
@@ -422,7 +422,7 @@ def _draw_uniform(ax):
                                 (r"soft cap $c_{\mathrm{cap}} = 1$", "softcap", {"c": 1.0})]:
         e = get(name)
         style = "--" if name == "softcap" else "-"
-        ax.plot(ts, [float(e.stable(np.full(4, -tt), **params)[0]) for tt in ts], style, label=label)
+        ax.plot(ts, e.stable(np.repeat(-ts[:, None], 4, axis=1), **params)[:, 0], style, label=label)  # one row per t
     ax.set_xlabel("t (scores x = −t·1)")
     ax.set_ylabel("weight of one key")
     ax.legend(frameon=False, fontsize=8)
