@@ -122,9 +122,9 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
     Two phases. First ``cfg.examples`` instances drawn from a numpy generator with a fixed
     seed, the same in every build: the instances whose count a document records.
     Then Hypothesis searches ``cfg.examples`` more instances for a disagreement and shrinks
-    any it finds. (Hypothesis also draws constants from whatever local modules are loaded,
-    so its examples can differ between a build and a test run: it may find failures, but it
-    does not supply the recorded counts.) ``assume`` binds symbols to fixed values for
+    any it finds: its draws (:func:`searched_draws`, the same whatever a passing test does)
+    are compared one by one, and its engine runs only when one of them disagrees, to find
+    the same disagreement and shrink it. ``assume`` binds symbols to fixed values for
     every instance (e.g. a mask entry to 1). ``where`` is a condition on the drawn symbols
     (e.g. ``a <= b`` for the ends of a range of keys): instances that violate it are
     skipped and not counted.
