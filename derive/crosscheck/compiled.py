@@ -75,18 +75,6 @@ def _compile(e: sp.Basic):
         bound = tuple(canon(s) for s in sorted(free_symbols(e), key=lambda s: s.name))
         token = next(_TOKENS)
 
-        if len(bound) == 1:
-            (only,) = bound
-
-            def cached(ev, env, _f=f, _token=token):
-                key = (_token, env.get(only, _UNBOUND))
-                cache = ev.cache
-                val = cache.get(key, _UNBOUND)
-                if val is _UNBOUND:
-                    val = cache[key] = _f(ev, env)
-                return val
-            return cached
-
         def cached(ev, env, _f=f, _token=token, _bound=bound):
             key = (_token, *[env.get(s, _UNBOUND) for s in _bound])
             cache = ev.cache
