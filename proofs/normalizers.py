@@ -398,8 +398,10 @@ def _shape(why: str) -> str:
 def _trivial(lhs, rhs) -> bool:
     """Are the two sides one expression once SymPy evaluates them (e^{a} e^{b} and e^{a + b})?"""
     a, b = sp.sympify(lhs), sp.sympify(rhs)
-    if a == b:
+    if a == b or sp.powsimp(a) == sp.powsimp(b):
         return True
+    if a.has(sp.Min, sp.Max, sp.Piecewise):  # expand compares their arguments at length, and never merges them
+        return False
     try:
         return sp.expand(sp.powsimp(a - b)) == 0
     except Exception:  # noqa: BLE001 - not evaluable as such: shown

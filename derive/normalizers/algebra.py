@@ -46,6 +46,7 @@ __all__ = [
     "settle",
     "sign_of",
     "tex",
+    "tidy",
     "weight",
 ]
 
@@ -263,6 +264,20 @@ def row_form(W: sp.Expr) -> RowForm | None:
     if R.has(X) or R.has(M) or j in R.free_symbols:
         return None
     return RowForm(F, R, simplify(Z * R), F(y) == sp.exp(y))
+
+
+@memoized
+def tidy(expr: sp.Expr) -> sp.Expr:
+    """An equal form of ``expr`` for display, at a fraction of ``simplify``'s cost: one fraction
+    (``cancel``) with numerator and denominator factored (``factor``), exponentials of a sum
+    merged (``powsimp``: e^{a} e^{b} is e^{a + b}). Min, max and piecewise parts are left as they
+    are (``cancel`` would compare their arguments under the assumptions at length)."""
+    if expr.has(sp.Min, sp.Max, sp.Piecewise, sp.Heaviside):
+        return expr
+    try:
+        return sp.powsimp(sp.factor(sp.cancel(expr)))
+    except sp.PolynomialError:  # a generator SymPy's polynomials refuse: shown as built
+        return expr
 
 
 def depends_on_score(R: sp.Expr, key=j) -> bool:

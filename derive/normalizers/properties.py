@@ -29,6 +29,7 @@ from derive.normalizers.algebra import (
     settle,
     shown,
     sign_of,
+    tidy,
     weight,
 )
 from derive.normalizers.continuity import limit_at_infinity
@@ -310,10 +311,7 @@ def ratio_identity(entry, params) -> Derivation:
     rhs = sp.exp(X[i, 1] - X[i, 2])
     der.verdict = settle(canon_sums(lhs), rhs, entry, params)
     der.equality = (lhs, rhs)
-    # simplify only tidies the shown ratio; on min and max (clipped softmax) it compares their
-    # arguments under the assumptions at length and gives the ratio back as it was built
-    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lhs if lhs.has(sp.Min, sp.Max) else simplify(lhs),
-             setup=True)
+    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lambda: tidy(canon_sums(lhs)), setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
