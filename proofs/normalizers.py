@@ -224,7 +224,9 @@ class _Group:
         """``latex_steps``: ``der.latex_steps()``, already computed for the derivation's key."""
         self.members, self.der = members, der
         v = der.verdict
-        steps = [(why, m, n_ in der.setup) for n_, (why, m) in enumerate(latex_steps) if not _same_sides(m)]
+        restated = {n_: (prop, sub) for n_, prop, sub in der.restates}
+        steps = [(why, _Restated(m, *restated[n_]) if n_ in restated else m, n_ in der.setup)
+                 for n_, (why, m) in enumerate(latex_steps) if not _same_sides(m)]
         self.eq, self.said, self.note = None, "", ""
         if v.proved and der.equality is not None and "argument by argument" not in v.method:
             lhs, rhs = der.equality
@@ -258,11 +260,21 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     if first.eq is None:  # a checked equation states its own verdict, method and reason
         doc.prose(f"**{v.status.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
                   + (f" {first.note}" if first.note else ""))
-    lines, columns, per_group = [], [], []
+    lines, columns, texts, per_group = [], [], [], []
     tails: list[list[str]] = [[] for _ in groups]  # what each group's steps say of it alone
     for s, (why, _m, setup) in enumerate(first.steps):
         maths = [g.steps[s][1] for g in groups]
         whys = [g.steps[s][0] for g in groups]
+        if all(isinstance(m, _Restated) for m in maths):  # an earlier equation under a substitution: referred to
+            ref = _restated_ref(maths[0])
+            if len(set(whys)) > 1:  # what each becomes: a column of the table
+                why = os.path.commonprefix(whys).rsplit(" ", 1)[0]
+                number = len(lines) + 1
+                texts.append((number, [w[len(why):].strip() for w in whys]))
+                lines.append(f"{number}. {why} the normalizer of column ({number}) below, by {ref}")
+            else:
+                lines.append(f"{len(lines) + 1}. {why}: {ref}")
+            continue
         if len(set(whys)) > 1:  # the same sentence but for a name or a formula: its tail per group
             why = os.path.commonprefix(whys).rsplit(" ", 1)[0]
             for t, w in zip(tails, whys):
@@ -290,6 +302,10 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
         doc.prose("\n".join(lines))
     rows = [[g.label()] for g in groups]
     headers = ["normalizer"]
+    for number, cells in texts:
+        headers.append(f"({number})")
+        for r, c in zip(rows, cells):
+            r.append(c)
     for number, maths in columns:
         lhs = _common_lhs(maths)
         headers.append(f"({number})" + (f" ${lhs}$" if lhs else ""))
@@ -334,6 +350,20 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
                                latex=DEFINITION_ON_RIGHT[prop], nargs=0)()
             doc.equation(lhs, rhs, name=f"{title}: {g.label()}",
                          why=f"{g.said[:1].upper()}{g.said[1:]}.")
+
+
+class _Restated(str):
+    """A step's LaTeX whose equation is another property's proved equation under a substitution."""
+
+    def __new__(cls, latex: str, prop: str, sub: str):
+        out = super().__new__(cls, latex)
+        out.prop, out.sub = prop, sub
+        return out
+
+
+def _restated_ref(m: _Restated) -> str:
+    k = list(PROPERTIES).index(m.prop) + 1
+    return f"the equation of [4.{k}](#nrm-prop-{m.prop.replace('_', '-')}) with ${m.sub}$"
 
 
 def _step_line(number: int, why: str, m: str, seen: dict, k: int, prop: str, name: str) -> str:
