@@ -360,21 +360,22 @@ class Derivation:
     note: str = ""
     equality: tuple | None = None  # (lhs, rhs) of the proved equation behind a "proved" verdict
     setup: tuple = ()  # indices of the steps that only restate the definition under a substitution
-    # (step index, property, LaTeX of a substitution): steps whose equation is that property's
-    # proved equation of the same normalizer under the substitution (a document refers to it)
+    # (step index, property, LaTeX of a substitution, reversed): steps whose equation is that
+    # property's proved equation of the same normalizer under the substitution (read from right
+    # to left if reversed); a document refers to it
     restates: tuple = ()
 
     def __post_init__(self):
         if self.steps is None:
             self.steps = []
 
-    def step(self, why: str, math, setup: bool = False, restates: tuple[str, str] | None = None) -> None:
+    def step(self, why: str, math, setup: bool = False, restates: tuple[str, str, bool] | None = None) -> None:
         """A step of the derivation. ``math``: an expression, an equation, LaTeX text, or a function
         of no arguments that returns one (a display computed only when the steps are shown:
         ``derive check`` never is). ``setup`` marks a step that only writes the definition out for
         the case at hand (two keys, one key, a shifted row), which a document may leave out.
-        ``restates``: (property, substitution) when the step's equation is that property's equation
-        under the substitution, which a document refers to instead of displaying it again."""
+        ``restates``: (property, substitution, reversed) when the step's equation is that property's
+        equation under the substitution, which a document refers to instead of displaying it again."""
         if restates:
             self.restates = (*self.restates, (len(self.steps), *restates))
         if setup:

@@ -340,7 +340,7 @@ def k_bias_cancels(entry, params) -> Derivation:
             der.step(
                 f"the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{{d}}$, so it becomes {pretty}",
                 sp.Eq(with_bias, rhs, evaluate=False),
-                restates=("shift_effect", f"x_{{i,t}} = \\langle q_i, k_t \\rangle / \\sqrt{{d}},\\ c = {tex(c)}"),
+                restates=("shift_effect", f"x_{{i,t}} = \\langle q_i, k_t \\rangle / \\sqrt{{d}},\\ c = {tex(c)}", False),
             )
             der.value = f"no: becomes {pretty}"
     return der
