@@ -96,9 +96,8 @@ def _shift_instance(entry, params, form: sp.Expr) -> tuple[str, str, bool] | Non
             sub = {C: c} | {v: v + dv for (_, v), dv in zip(free, move) if dv != 0}
 
             def put(e, _sub=sub, _shift=shift):
-                e = e.xreplace(_sub)
-                return e.replace(lambda a: isinstance(a, sp.Indexed) and a.base == X,
-                                 lambda a: a + _shift) if _shift != 0 else e
+                scores = {a: a + _shift for a in e.atoms(sp.Indexed) if a.base == X} if _shift != 0 else {}
+                return e.xreplace(_sub | scores)  # one simultaneous substitution
 
             lhs, rhs = (put(e) for e in der.equality)
             if (lhs, rhs) in ((form, plain), (plain, form)):
