@@ -247,3 +247,14 @@ def test_derivatives_are_shown_factored_and_their_signs_still_decided():
     assert soft.verdict.status == P
     assert soft.latex_steps()[1][1] == ("\\frac{\\partial p_j}{\\partial x_k} = - \\frac{e^{x_{j} + x_{k}}}"
                                         "{\\left(r + e^{x_{j}} + e^{x_{k}}\\right)^{2}}")
+
+
+@pytest.mark.parametrize("name, restated", [("softmax", True), ("ssmax", True), ("clipped", True),
+                                            ("relu_n", False), ("softcap", False)])
+def test_a_cancelled_k_bias_is_row_shift_invariance_under_a_substitution(name, restated):
+    """Where the K bias cancels, the derivation says it is row-shift invariance with
+    c = ⟨q_i, b_K⟩/√d; where it does not (or nothing is shift-invariant), it says nothing of it."""
+    der = derive_property(name, "k_bias_cancels")
+    props = [p for _i, p, _s, _r in der.restates]
+    assert props == (["shift_invariant"] if restated else [])
+    assert der.verdict.status == (P if restated else R)
