@@ -21,7 +21,7 @@ from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, stable_check
-from derive.normalizers.properties import PROPERTIES, C, params_for, single_key_weight
+from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
 from derive.normalizers.registry import REGISTRY, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
@@ -224,7 +224,9 @@ class _Group:
         """``latex_steps``: ``der.latex_steps()``, already computed for the derivation's key."""
         self.members, self.der = members, der
         v = der.verdict
-        steps = [(why, m, n_ in der.setup) for n_, (why, m) in enumerate(latex_steps) if not _same_sides(m)]
+        restated = {n_: r for n_, *r in der.restates}
+        steps = [(why, _Restated(m, *restated[n_]) if n_ in restated else m, n_ in der.setup)
+                 for n_, (why, m) in enumerate(latex_steps) if not _same_sides(m)]
         self.eq, self.said, self.note = None, "", ""
         if v.proved and der.equality is not None and "argument by argument" not in v.method:
             lhs, rhs = der.equality
@@ -232,7 +234,8 @@ class _Group:
                 if not steps:
                     self.note = ("Once the definitions are written out and summation indices renamed alike, both "
                                  f"sides are the same expression, ${tex(lhs)}$.")
-            else:
+            elif not any(isinstance(m, _Restated) and m == tex(lhs) and _checked_there(der.normalizer, m.prop)
+                         for _why, m, _s in steps):  # else the step refers to that equation: not shown again
                 shown = {tex(lhs), f"{tex(lhs)} = {tex(rhs)}"}
                 said = [why for why, m, _s in steps if m in shown]
                 steps = [s for s in steps if s[1] not in shown]
@@ -258,11 +261,27 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     if first.eq is None:  # a checked equation states its own verdict, method and reason
         doc.prose(f"**{v.status.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
                   + (f" {first.note}" if first.note else ""))
-    lines, columns, per_group = [], [], []
+    lines, columns, texts, per_group = [], [], [], []
     tails: list[list[str]] = [[] for _ in groups]  # what each group's steps say of it alone
     for s, (why, _m, setup) in enumerate(first.steps):
         maths = [g.steps[s][1] for g in groups]
         whys = [g.steps[s][0] for g in groups]
+        if all(isinstance(m, _Restated) for m in maths):  # an earlier equation under a substitution: referred to
+            ref = _restated_ref(maths[0])
+            if len({_restated_ref(m) for m in maths}) > 1:  # each its own: a column of the table
+                head = os.path.commonprefix(whys).split("$")[0].rstrip(" (")
+                number = len(lines) + 1
+                texts.append((number, [f"{w[len(head):].strip().removeprefix('(').removesuffix(')')}, by "
+                                       f"{_restated_ref(m)}" for w, m in zip(whys, maths)]))
+                lines.append(f"{number}. {head}, an equation proved above under a substitution: column ({number}) below")
+            elif len(set(whys)) > 1:  # what each becomes: a column of the table
+                why = os.path.commonprefix(whys).rsplit(" ", 1)[0]
+                number = len(lines) + 1
+                texts.append((number, [w[len(why):].strip() for w in whys]))
+                lines.append(f"{number}. {why} the normalizer of column ({number}) below, by {ref}")
+            else:
+                lines.append(f"{len(lines) + 1}. {why}: {ref}")
+            continue
         if len(set(whys)) > 1:  # the same sentence but for a name or a formula: its tail per group
             why = os.path.commonprefix(whys).rsplit(" ", 1)[0]
             for t, w in zip(tails, whys):
@@ -290,6 +309,10 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
         doc.prose("\n".join(lines))
     rows = [[g.label()] for g in groups]
     headers = ["normalizer"]
+    for number, cells in texts:
+        headers.append(f"({number})")
+        for r, c in zip(rows, cells):
+            r.append(c)
     for number, maths in columns:
         lhs = _common_lhs(maths)
         headers.append(f"({number})" + (f" ${lhs}$" if lhs else ""))
@@ -334,6 +357,28 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
                                latex=DEFINITION_ON_RIGHT[prop], nargs=0)()
             doc.equation(lhs, rhs, name=f"{title}: {g.label()}",
                          why=f"{g.said[:1].upper()}{g.said[1:]}.")
+
+
+class _Restated(str):
+    """A step's LaTeX whose equation is another property's proved equation under a substitution."""
+
+    def __new__(cls, latex: str, prop: str, sub: str, reverse: bool):
+        out = super().__new__(cls, latex)
+        out.prop, out.sub, out.reverse = prop, sub, reverse
+        return out
+
+
+def _restated_ref(m: _Restated) -> str:
+    k = list(PROPERTIES).index(m.prop) + 1
+    return (f"the equation of [4.{k}](#nrm-prop-{m.prop.replace('_', '-')}) with ${m.sub}$"
+            + (", read from right to left" if m.reverse else ""))
+
+
+def _checked_there(name: str, prop: str) -> bool:
+    """Is ``prop``'s equation of ``name`` displayed, proved and cross-checked in section 4?"""
+    der = derive_property(name, prop)
+    return (der.verdict.proved and der.equality is not None and "argument by argument" not in der.verdict.method
+            and not _trivial(*der.equality))
 
 
 def _step_line(number: int, why: str, m: str, seen: dict, k: int, prop: str, name: str) -> str:
@@ -398,8 +443,10 @@ def _shape(why: str) -> str:
 def _trivial(lhs, rhs) -> bool:
     """Are the two sides one expression once SymPy evaluates them (e^{a} e^{b} and e^{a + b})?"""
     a, b = sp.sympify(lhs), sp.sympify(rhs)
-    if a == b:
+    if a == b or sp.powsimp(a) == sp.powsimp(b):
         return True
+    if a.has(sp.Min, sp.Max, sp.Piecewise):  # expand compares their arguments at length, and never merges them
+        return False
     try:
         return sp.expand(sp.powsimp(a - b)) == 0
     except Exception:  # noqa: BLE001 - not evaluable as such: shown

@@ -188,3 +188,73 @@ def _within(value: float, ball: str) -> bool:
     """Does the printed enclosure "m ± r" (or an exact "m") contain ``value``?"""
     mid, _, rad = ball.partition(" ± ")
     return abs(value - float(mid)) <= (float(rad) if rad else 0.0) + 1e-15 * abs(value)
+
+
+def _instantiate(prop_der, sub_text):
+    """The referenced equation under the substitution its text states, rebuilt from that text."""
+    import sympy as sp
+
+    from derive.model.attention import X
+    from derive.normalizers.overflow import MSHIFT
+    from derive.normalizers.properties import C
+    from derive.render.latex import tex
+
+    lhs, rhs = prop_der.equality
+    shift = -MSHIFT if "x_{i,t} \\mapsto x_{i,t} - m" in sub_text else 0
+    c = -MSHIFT if "c = - m" in sub_text else MSHIFT
+    params = {v for e in (lhs, rhs) for v in e.free_symbols if f"{tex(v)} \\mapsto {tex(v)} - m" in sub_text}
+    sub = {C: c} | {v: v - MSHIFT for v in params}
+    out = []
+    for e in (lhs, rhs):
+        scores = {a: a + shift for a in e.atoms(sp.Indexed) if a.base == X}
+        out.append(e.xreplace(sub | scores))
+    return out
+
+
+@pytest.mark.parametrize("name, prop, reverse", [("softmax", "shift_invariant", False),
+                                                 ("bias_kv", "shift_effect", False),
+                                                 ("sink", "shift_effect", False),
+                                                 ("softmax1", "shift_effect", True)])
+def test_an_overflow_free_form_that_is_a_shift_equation_under_a_substitution_says_so(name, prop, reverse):
+    """The document refers to the shift equation instead of checking the form again: the
+    substitution it records must turn that equation into form = definition, side for side."""
+    der = derive_property(name, "stable_form")
+    ((index, got_prop, sub, got_reverse),) = der.restates
+    assert (got_prop, got_reverse) == (prop, reverse)
+    form = der.steps[index][1]
+    from derive.normalizers.algebra import weight
+    from derive.normalizers.properties import params_for
+    from derive.normalizers.registry import get
+
+    plain = weight(get(name), params_for(get(name)))
+    lhs, rhs = _instantiate(derive_property(name, prop), sub)
+    assert (rhs, lhs) == (form, plain) if reverse else (lhs, rhs) == (form, plain)
+
+
+@pytest.mark.parametrize("name", ["ssmax", "softcap", "sigmoid", "stick_breaking", "softpick"])
+def test_a_form_that_is_no_score_shift_refers_to_nothing(name):
+    """ssmax and softcap subtract m from an exponent that is not the score; sigmoid's branch form
+    and softpick's homogeneity rewrite are no shift of the row: each form is checked itself."""
+    assert derive_property(name, "stable_form").restates == ()
+
+
+def test_derivatives_are_shown_factored_and_their_signs_still_decided():
+    der = derive_property("softcap", "jacobian_diagonal")
+    assert der.verdict.status == P
+    shown = der.latex_steps()[1][1]
+    assert "\\cosh^{2}" in shown and "\\tanh^{2}" not in shown  # 1 − tanh² written 1/cosh²
+    soft = derive_property("softmax", "jacobian_offdiagonal")
+    assert soft.verdict.status == P
+    assert soft.latex_steps()[1][1] == ("\\frac{\\partial p_j}{\\partial x_k} = - \\frac{e^{x_{j} + x_{k}}}"
+                                        "{\\left(r + e^{x_{j}} + e^{x_{k}}\\right)^{2}}")
+
+
+@pytest.mark.parametrize("name, restated", [("softmax", True), ("ssmax", True), ("clipped", True),
+                                            ("relu_n", False), ("softcap", False)])
+def test_a_cancelled_k_bias_is_row_shift_invariance_under_a_substitution(name, restated):
+    """Where the K bias cancels, the derivation says it is row-shift invariance with
+    c = ⟨q_i, b_K⟩/√d; where it does not (or nothing is shift-invariant), it says nothing of it."""
+    der = derive_property(name, "k_bias_cancels")
+    props = [p for _i, p, _s, _r in der.restates]
+    assert props == (["shift_invariant"] if restated else [])
+    assert der.verdict.status == (P if restated else R)

@@ -46,6 +46,7 @@ __all__ = [
     "settle",
     "sign_of",
     "tex",
+    "tidy",
     "weight",
 ]
 
@@ -265,6 +266,20 @@ def row_form(W: sp.Expr) -> RowForm | None:
     return RowForm(F, R, simplify(Z * R), F(y) == sp.exp(y))
 
 
+@memoized
+def tidy(expr: sp.Expr) -> sp.Expr:
+    """An equal form of ``expr`` for display, at a fraction of ``simplify``'s cost: one fraction
+    (``cancel``) with numerator and denominator factored (``factor``), exponentials of a sum
+    merged (``powsimp``: e^{a} e^{b} is e^{a + b}). Min, max and piecewise parts are left as they
+    are (``cancel`` would compare their arguments under the assumptions at length)."""
+    if expr.has(sp.Min, sp.Max, sp.Piecewise, sp.Heaviside):
+        return expr
+    try:
+        return sp.powsimp(sp.factor(sp.cancel(expr)))
+    except sp.PolynomialError:  # a generator SymPy's polynomials refuse: shown as built
+        return expr
+
+
 def depends_on_score(R: sp.Expr, key=j) -> bool:
     """Does R certainly vary with x_key? Every other symbol is set to 1 (when its assumptions
     allow it) and ball arithmetic certifies that x_key = 0 and x_key = 1 give different values;
@@ -345,16 +360,24 @@ class Derivation:
     note: str = ""
     equality: tuple | None = None  # (lhs, rhs) of the proved equation behind a "proved" verdict
     setup: tuple = ()  # indices of the steps that only restate the definition under a substitution
+    # (step index, property, LaTeX of a substitution, reversed): steps whose equation is that
+    # property's proved equation of the same normalizer under the substitution (read from right
+    # to left if reversed); a document refers to it
+    restates: tuple = ()
 
     def __post_init__(self):
         if self.steps is None:
             self.steps = []
 
-    def step(self, why: str, math, setup: bool = False) -> None:
+    def step(self, why: str, math, setup: bool = False, restates: tuple[str, str, bool] | None = None) -> None:
         """A step of the derivation. ``math``: an expression, an equation, LaTeX text, or a function
         of no arguments that returns one (a display computed only when the steps are shown:
         ``derive check`` never is). ``setup`` marks a step that only writes the definition out for
-        the case at hand (two keys, one key, a shifted row), which a document may leave out."""
+        the case at hand (two keys, one key, a shifted row), which a document may leave out.
+        ``restates``: (property, substitution, reversed) when the step's equation is that property's
+        equation under the substitution, which a document refers to instead of displaying it again."""
+        if restates:
+            self.restates = (*self.restates, (len(self.steps), *restates))
         if setup:
             self.setup = (*self.setup, len(self.steps))
         self.steps.append((why, math))

@@ -24,6 +24,7 @@ from derive.normalizers.algebra import (
     row_form,
     sample_parameters,
     shown,
+    tidy,
     sign_of,
     weight,
 )
@@ -158,7 +159,7 @@ def limit_uniform(entry, params) -> Derivation:
     W = W.replace(lambda e: isinstance(e, sp.Indexed) and e.base == X, lambda e: -TAU)
     W = canon_sums(W).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
     der.step("on the path every score is $-\\tau$; $\\sum_t M_t = N_i$ allowed keys",
-             lambda: sp.Eq(shown("p_j"), simplify(W), evaluate=False), setup=True)
+             lambda: sp.Eq(shown("p_j"), tidy(W), evaluate=False), setup=True)
     # The limit laws on the weight as built decide most paths; simplifying it first can turn a
     # determinate form into ∞·0 (softpick: relu(e^{−τ} − 1) becomes e^{τ}·max(0, e^{−τ} − 1)).
     direct = limit_at_infinity(W, TAU, sp.oo)

@@ -15,7 +15,7 @@ import sympy as sp
 from derive.errors import InputError
 from derive.model.attention import M, d, i, n, u
 from derive.model.reductions import RowExtremum
-from derive.model.vectors import Dot, VectorBase, vector
+from derive.model.vectors import Dot, VectorBase, expand_dot, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
     Derivation,
@@ -29,6 +29,7 @@ from derive.normalizers.algebra import (
     settle,
     shown,
     sign_of,
+    tidy,
     weight,
 )
 from derive.normalizers.continuity import limit_at_infinity
@@ -310,10 +311,7 @@ def ratio_identity(entry, params) -> Derivation:
     rhs = sp.exp(X[i, 1] - X[i, 2])
     der.verdict = settle(canon_sums(lhs), rhs, entry, params)
     der.equality = (lhs, rhs)
-    # simplify only tidies the shown ratio; on min and max (clipped softmax) it compares their
-    # arguments under the assumptions at length and gives the ratio back as it was built
-    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lhs if lhs.has(sp.Min, sp.Max) else simplify(lhs),
-             setup=True)
+    der.step("ratio of the weights of keys 1 and 2 (both allowed)", lambda: tidy(canon_sums(lhs)), setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     return der
 
@@ -333,6 +331,8 @@ def k_bias_cancels(entry, params) -> Derivation:
     der.verdict = settle(with_bias, without, entry, params)
     der.equality = (with_bias, without)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
+    if der.verdict.proved and params == params_for(entry):
+        _by_shift_invariance(der, entry, with_bias, without)
     if der.verdict.status != PROVED and entry.shift_effect is not None:
         c = Dot(Q[i], B_K) / sp.sqrt(d)
         other, new = entry.shift_effect(c, params)
@@ -342,9 +342,31 @@ def k_bias_cancels(entry, params) -> Derivation:
             der.step(
                 f"the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{{d}}$, so it becomes {pretty}",
                 sp.Eq(with_bias, rhs, evaluate=False),
+                restates=("shift_effect", f"x_{{i,t}} = \\langle q_i, k_t \\rangle / \\sqrt{{d}},\\ c = {tex(c)}", False),
             )
             der.value = f"no: becomes {pretty}"
     return der
+
+
+def _by_shift_invariance(der, entry, with_bias, without) -> None:
+    """A step saying that the proved K-bias equation is row-shift invariance under x_t = ⟨q_i, k_t⟩/√d
+    and c = ⟨q_i, b_K⟩/√d, when it is: the invariance equation under that substitution is,
+    after ⟨·,·⟩ is expanded by bilinearity and both sides by ``expand``, the same expression."""
+    inv = derive_property(entry.name, "shift_invariant")
+    if not inv.verdict.proved or inv.equality is None:
+        return
+    c = Dot(Q[i], B_K) / sp.sqrt(d)
+
+    def put(e):
+        scores = {a: Dot(Q[i], K[a.indices[1]]) / sp.sqrt(d) for a in e.atoms(sp.Indexed) if a.base == X}
+        return e.xreplace({C: c} | scores)
+
+    lhs, rhs = (put(e) for e in inv.equality)
+    same = lambda a, b: sp.expand(expand_dot(a)) == sp.expand(expand_dot(b))  # noqa: E731
+    if rhs == without and same(lhs, with_bias):
+        der.step("the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{d}$ (bilinearity)", with_bias,
+                 restates=("shift_invariant",
+                           f"x_{{i,t}} = \\langle q_i, k_t \\rangle / \\sqrt{{d}},\\ c = {tex(c)}", False))
 
 
 def _param_tex(name: str, param: str) -> str:
