@@ -83,7 +83,7 @@ class Formula:
             ok = self._defined_at(xs or [arb(0)], ys or [arb(0)], [False] * max(size, 1), i_pos, vals)
             return [mpmath.mpf(0) if ok else mpmath.nan for _ in range(size)]
 
-        matched, extra = softmax_extra(self.node)
+        matched, extra = softmax_extra(self)
         if matched:
             return self._softmax(xs, ys, allowed, i_pos, vals, extra)
 
