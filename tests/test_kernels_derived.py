@@ -39,15 +39,36 @@ VALUES = np.arange(14, dtype=float).reshape(7, 2) / 4 - 1
 # ---- numeric.py names no fault -------------------------------------------------------------
 
 
-def test_the_numeric_kernels_name_no_fault():
-    src = Path(numeric.__file__).read_text(encoding="utf-8")
+def test_the_numeric_kernels_and_their_realizations_name_no_fault():
+    import derive.impl.kernel_diagnose as kernel_diagnose
+
     keys = [f.key for f in faults.FAULTS]
-    named = [k for k in keys if k in src]
-    assert named == [], f"derive/kernels/numeric.py names the faults {named}: read the record instead"
-    # nor does any string constant of its code compare with a key (the guards are the forms' own parts)
+    for module in (numeric, kernel_faults, kernel_diagnose):
+        src = Path(module.__file__).read_text(encoding="utf-8")
+        named = [k for k in keys if k in src]
+        assert named == [], f"{module.__name__} names the faults {named}: read the record instead"
+    # the numeric kernels read the guards of the forms (the records name the one they leave out)
+    src = Path(numeric.__file__).read_text(encoding="utf-8")
     consts = {n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    assert consts & set(keys) == set()
     assert {c for c in consts if c in faults.GUARDS} == set(faults.GUARDS)
+
+
+def test_the_realizations_of_each_fault_are_read_off_its_record():
+    got = {(form, f.key): kernel_faults.variants(form, f.key) for f in faults.FAULTS for form in f.checked}
+    scales = [{"scale": 1.0 / math.sqrt(d)} for d in (2, 4, 8, 16, 32, 64, 128, 256)]
+    seeded_or_finalized = [{"base2": b, "finalize": fin} for fin in (False, True) for b in (True, False)]
+    assert got == {
+        ("online", "extra_per_tile"): [{}, {"no_tile_nan": True}], ("split", "extra_per_tile"): [{}, {"also": ("empty",)}],
+        ("split", "seeded_twice_empty_split"): [{}, {"also": ("masked",)}],
+        ("online", "missing_log2e"): [{}], ("split", "missing_log2e"): [{}],
+        ("online", "scale_on_extra"): scales, ("split", "scale_on_extra"): scales,
+        ("online", "unshifted_extra"): [{}], ("split", "unshifted_extra"): [{}],
+        ("online", "acc_not_rescaled"): seeded_or_finalized, ("online", "sum_not_rescaled"): seeded_or_finalized,
+        ("split", "nan_empty_split"): [{}], ("backward", "kv_only_lse_backward"): [{}, {"p_only": True}],
+        ("backward", "extra_grad_missing"): [{}], ("backward", "extra_grad_sign"): [{}],
+        ("online", "guard_stored_as_max"): [{"base2": True}, {"base2": False}],
+    }
+    assert [f.key for f in faults.FAULTS if f.shows_nan] == ["nan_empty_split"]
 
 
 def _record(key: str, part: str, rewrite=None, **more) -> faults.KernelFault:

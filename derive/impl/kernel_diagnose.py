@@ -188,7 +188,7 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
         for variant in variants(checker.form, key):
             model = (lambda call, key=key, variant=variant: faulty_outputs(checker.form, key, call, variant,
                                                                            checker.lse, slope=_slope(checker)))
-            lenient = key != "nan_empty_split"
+            lenient = not by_key(key).shows_nan
             scopes = [every] + ([("lse",)] if failure.what == "lse" else [])  # an lse fault: on lse alone too
             scope = next((sc for sc in scopes if _matches(checker, failure, seen, tol, model, sc, lenient)), None)
             if scope is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy as sp
 
 from derive.impl.kernel_check import Call
 from derive.impl.kernel_inputs import extra_logits
@@ -26,22 +27,34 @@ _SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
 
 
 def variants(form: str, key: str) -> list[dict]:
-    """Keyword sets of the numeric kernel that realize fault ``key`` in ``form``."""
-    if key == "scale_on_extra":
+    """Keyword sets of the numeric kernel that realize fault ``key`` in ``form``, read off its record
+    (:func:`derive.kernels.faults.by_key`): the ways real kernels with that fault differ in what the
+    fault's definition leaves open."""
+    f = by_key(key)
+    if f.part == "logit" and _reads_scale(f):  # the score scale 1/√d of a real head dimension
         return [{"scale": 1.0 / math.sqrt(d)} for d in _SCALES]
-    if form == "split" and key == "extra_per_tile":  # seeded per split: the empty ones too, or not
-        return [{}, {"also": ("empty",)}]
-    if form == "split" and key == "seeded_twice_empty_split":  # a fully masked split, too
-        return [{}, {"also": ("masked",)}]
-    if key == "kv_only_lse_backward":  # the sink's gradient from the KV-only lse too, or from the right one
+    if f.part == "logit":
+        out = [{}]
+        if form == "split" and "tile" in f.adds and "empty" not in f.adds:  # seeded per split: an empty one too
+            out.append({"also": ("empty",)})
+        if form == "split" and "empty" in f.adds and "masked" not in f.adds:  # per empty split: a fully masked one
+            out.append({"also": ("masked",)})
+        if form == "online" and "combine" not in f.adds:  # a row of no tile: guarded, or 0/0 (never added)
+            out.append({"no_tile_nan": True})
+        return out
+    if f.part == "lse":  # the extra logit's gradient from the transformed lse too, or from the right one
         return [{}, {"p_only": True}]
-    if form != "online" or by_key(key).part == "logit" and key != "extra_per_tile":
+    if form != "online":
         return [{}]
-    if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
-        return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
-    if key == "extra_per_tile":  # a row of no key: 0 (guarded), or 0/0 as a real per-tile kernel has it
-        return [{"no_tile_nan": nan} for nan in (False, True)]
+    if f.part == "rescale":  # the extra logit seeded, or added at finalization
+        return [{"base2": b, "finalize": fin} for fin in (False, True) for b in (True, False)]
     return [{"base2": True}, {"base2": False}]
+
+
+def _reads_scale(f) -> bool:
+    """Does the fault's transformation of the extra logit read the score scale c?"""
+    c = sp.Symbol("c", positive=True)
+    return bool(sp.sympify(f.rewrite(sp.Symbol("s", real=True), sp.Symbol("m", real=True), 2, c, sp.log)).has(c))
 
 
 def _finalized(x, v, block, sigma, base2, fault):

@@ -58,9 +58,10 @@ PARTS = ("logit", "rescale", "lse", "grad", "ieee")
 # where a kernel may add the extra logit; K counts the places: once in the combine (or at finalization),
 # once per tile or split with a key, per split without a key, per tile or split whose keys are all masked
 ADDS = ("combine", "tile", "empty", "masked")
-# the IEEE guards of the numeric forms: the −∞ stand-in used for the exponents only, never stored as the
-# running max; a split with ℓ = 0 finalized to (0, −∞) and skipped by the merge instead of 0/0 = NaN
-GUARDS = ("running_max", "empty_split")
+# the IEEE guards of the numeric forms, each with what leaving it out shows: the −∞ stand-in used for the
+# exponents only, never stored as the running max (else an underflow); a split with ℓ = 0 finalized to (0, −∞)
+# and skipped by the merge (else 0/0 = NaN, and 0·NaN in the merge)
+GUARDS = {"running_max": "underflow", "empty_split": "nan"}
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,12 @@ class KernelFault:
     guard: str = ""  # an IEEE fault: the guard of GUARDS it leaves out
     adds: tuple[str, ...] = ("combine",)  # a fault of the extra logit: where it adds it (ADDS; K counts them)
     sizes: dict = field(default_factory=dict)  # max_d / max_n of the counterexample search
+
+    @property
+    def shows_nan(self) -> bool:
+        """Its effect is a NaN (a guard of 0/0 left out): a diagnosis compares it on the rows where
+        its model is NaN too."""
+        return GUARDS.get(self.guard) == "nan"
 
     @property
     def does(self) -> str:

@@ -99,7 +99,7 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
     and a fault that adds the extra logit per tile adds it K = 0 times: ℓ = 0, acc = 0):
     out = acc/ℓ = 0/0 = NaN, lse = −∞.
     """
-    x, v = np.asarray(x, float), np.asarray(v, float)
+    x, v, fault = np.asarray(x, float), np.asarray(v, float), _record(fault)
     n, dv = v.shape
     ex, c = (np.exp2, LOG2E) if base2 else (np.exp, 1.0)
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
@@ -141,7 +141,7 @@ def split(x, v, splits, extra=None, extra_value=None, fault=None, also=(), scale
     with K = the places that add it (the record's ``adds``; ``also``: more places a realization
     adds it, e.g. ``("empty",)``: a kernel that seeds every split seeds an empty one too), m = the
     largest split lse."""
-    x, v = np.asarray(x, float), np.asarray(v, float)
+    x, v, fault = np.asarray(x, float), np.asarray(v, float), _record(fault)
     dv = v.shape[1]
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
     guarded = _guarded(fault, "empty_split")
@@ -173,7 +173,7 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False)
     lse (part ``lse``) recomputes P from an lse whose extra logit it transforms; with
     ``p_only`` only P, the extra logit's gradient uses the right lse. A fault of the gradient
     transforms the extra logit's gradient returned."""
-    x, v, g = np.asarray(x, float), np.asarray(v, float), np.asarray(dout, float)
+    x, v, g, fault = np.asarray(x, float), np.asarray(v, float), np.asarray(dout, float), _record(fault)
     wv = np.zeros(v.shape[1]) if extra_value is None else np.asarray(extra_value, float)
     out, lse = split(x, v, 1, extra, wv)
     true_lse = lse

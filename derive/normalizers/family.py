@@ -39,22 +39,22 @@ def _row(body_of) -> sp.Expr:
 
 def recognise(entry) -> tuple[Family | None, str]:
     """(the family, "") or (None, why there is no online form) of a registry entry."""
-    return _recognise(entry.formula, entry.params, entry.symbols(), entry.weight)
+    return _recognise((entry.name, entry.formula), entry.params, entry.symbols(), entry.weight)
 
 
 def recognise_formula(f) -> tuple[Family | None, str]:
     """:func:`recognise` for a compiled formula (:class:`derive.normalizers.formula.Formula`), its
     parameters over their declared domain: the same recogniser, whatever holds the formula."""
     symbols = {p: f.defaults.get(p, sp.Symbol(p, real=True)) for p in f.params}
-    return _recognise(f.text, f.params, symbols, lambda score, key, **p: f.weight(score, key, None, **p))
+    return _recognise(("", f.text), f.params, symbols, lambda score, key, **p: f.weight(score, key, None, **p))
 
 
-def _recognise(text: str, params: tuple, symbols: dict, weight) -> tuple[Family | None, str]:
-    """``weight(score, key, **params)``: the symbolic weight M_key·w of the formula ``text`` with
-    ``params`` (each over its domain, ``symbols``). Its weight divided by M_j, r, is of the family
-    when e^{x_j}/r = E + Σ_t M_t e^{x_t} with E free of the row (X, M, j, t) and E = 0 or E > 0
-    for every value of the domain."""
-    key = (text, tuple(params), tuple(sorted(symbols.items(), key=lambda kv: kv[0])))
+def _recognise(name: tuple, params: tuple, symbols: dict, weight) -> tuple[Family | None, str]:
+    """``weight(score, key, **params)``: the symbolic weight M_key·w of the normalizer ``name`` (its
+    registry name, or "", and its formula) with ``params`` (each over its domain, ``symbols``). Its
+    weight divided by M_j, r, is of the family when e^{x_j}/r = E + Σ_t M_t e^{x_t} with E free of
+    the row (X, M, j, t) and E = 0 or E > 0 for every value of the domain."""
+    key = (name, tuple(params), tuple(sorted(symbols.items(), key=lambda kv: kv[0])))
     if key in _SEEN:
         return _SEEN[key]
     plain = {p: sp.Symbol(p, real=True) for p in params}
