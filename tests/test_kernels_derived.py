@@ -261,8 +261,14 @@ def _formula(text, scalars=None):
     ("exp(x_j) / (1 + sum_t(exp(x_j)))", {}, False, False),  # x_j where x_t belongs
     ("exp(x_j) / (1 + sum_t(exp(x_t), t != j))", {}, False, False),  # the key left out of its own sum
     ("exp(x_j - s) / (1 + sum_t(exp(x_t - s)))", {"s": {}}, True, False),  # a member, written otherwise: the tree
-    # SymPy reads 0·log(x_j) as 0 (softmax); the tree has no value where x_j ≤ 0: never the softmax row
-    ("exp(x_j) / (0 * log(x_j) + sum_t(exp(x_t)))", {}, True, False),
+    # SymPy reads 0·log(x_j) and 0/x_j as 0 (softmax), exp(2·log(s)) as s²; the formula has no value where
+    # x_j ≤ 0, x_j = 0, s < 0, nor does max_t over the keys after the last one: no member, no softmax row
+    ("exp(x_j) / (0 * log(x_j) + sum_t(exp(x_t)))", {}, False, False),
+    ("exp(x_j) / (0 / x_j + sum_t(exp(x_t)))", {}, False, False),
+    ("exp(x_j) / (exp(2 * log(s)) + sum_t(exp(x_t)))", {"s": {"nonzero": True}}, False, False),
+    ("exp(x_j) / (exp(2 * log(s)) + sum_t(exp(x_t)))", {"s": {"positive": True}}, True, True),
+    ("exp(x_j) / (sum_t(exp(x_t)) + 0 * max_t(x_t, t > j))", {}, False, False),
+    ("exp(x_j) / (1 / s**2 + sum_t(exp(x_t)))", {"s": {"nonzero": True}}, True, True),
 ])
 def test_one_recogniser_decides_the_exact_softmax_row(text, scalars, member, softmax_row):
     from derive.normalizers.exact_softmax import softmax_extra
@@ -295,3 +301,15 @@ def test_the_exact_row_is_the_formula_s_value_on_rows_that_fool_a_pattern():
         # x at which the denominator Σ e^x − 1 is 0: no value, NaN, never a finite weight
         got = _formula("exp(x_j) / (sum_t(exp(x_t)) - 1)").reference([0.0])
         assert mpmath.isnan(got[0])
+
+
+def test_no_kernel_form_where_the_simplified_weight_hides_a_missing_value(monkeypatch):
+    """0·log(x_j) is 0 to SymPy, so the symbolic weight is softmax's; the formula has no value where
+    x_j ≤ 0. A kernel form (and the kernel check's softmax reference) would give it one: none is derived."""
+    from derive.normalizers.family import kernel_form
+
+    e = from_formula("logzero", "softmax plus 0·log x_j", "exp(x_j) / (0 * log(x_j) + sum_t(exp(x_t)))")
+    monkeypatch.setitem(REGISTRY, e.name, e)
+    facts = kernel_form(e)
+    assert not facts.checked and "not certainly defined at every key" in facts.why
+    assert "logzero" in forms.registry_forms().no_form and "logzero" not in kernel_inputs.extra_logits()

@@ -39,21 +39,26 @@ def _row(body_of) -> sp.Expr:
 
 def recognise(entry) -> tuple[Family | None, str]:
     """(the family, "") or (None, why there is no online form) of a registry entry."""
-    return _recognise((entry.name, entry.formula), entry.params, entry.symbols(), entry.weight)
+    return _recognise((entry.name, entry.formula), entry.params, entry.symbols(), entry.weight,
+                      getattr(entry, "definition_of", None))
 
 
 def recognise_formula(f) -> tuple[Family | None, str]:
     """:func:`recognise` for a compiled formula (:class:`derive.normalizers.formula.Formula`), its
     parameters over their declared domain: the same recogniser, whatever holds the formula."""
     symbols = {p: f.defaults.get(p, sp.Symbol(p, real=True)) for p in f.params}
-    return _recognise(("", f.text), f.params, symbols, lambda score, key, **p: f.weight(score, key, None, **p))
+    return _recognise(("", f.text), f.params, symbols, lambda score, key, **p: f.weight(score, key, None, **p), f)
 
 
-def _recognise(name: tuple, params: tuple, symbols: dict, weight) -> tuple[Family | None, str]:
+def _recognise(name: tuple, params: tuple, symbols: dict, weight, formula=None) -> tuple[Family | None, str]:
     """``weight(score, key, **params)``: the symbolic weight M_key·w of the normalizer ``name`` (its
     registry name, or "", and its formula) with ``params`` (each over its domain, ``symbols``). Its
     weight divided by M_j, r, is of the family when e^{x_j}/r = E + Σ_t M_t e^{x_t} with E free of
-    the row (X, M, j, t) and E = 0 or E > 0 for every value of the domain."""
+    the row (X, M, j, t) and E = 0 or E > 0 for every value of the domain, and its compiled
+    ``formula`` (when there is one) is total (:meth:`~derive.normalizers.formula.Formula.total`):
+    the symbolic weight is SymPy's reading of the formula, which can drop a subterm that has no
+    value at some rows (0·log(x_j)), so without totality a member could be given a kernel form
+    where its weight has no value."""
     key = (name, tuple(params), tuple(sorted(symbols.items(), key=lambda kv: kv[0])))
     if key in _SEEN:
         return _SEEN[key]
@@ -65,6 +70,8 @@ def _recognise(name: tuple, params: tuple, symbols: dict, weight) -> tuple[Famil
     extra = sp.expand(den - _row(lambda k: sp.exp(X[i, k])))
     if not extra.has(X, M, j, t) and extra != 0 and not _positive(params, symbols, extra):
         out = (None, _not_a_logit(extra))
+    elif not extra.has(X, M, j, t) and formula is not None and not formula.total():
+        out = (None, _NOT_TOTAL)
     elif not extra.has(X, M, j, t):
         logit = None if extra == 0 else sp.expand_log(sp.log(extra), force=False)
         out = (Family(extra, logit), "")
@@ -77,6 +84,9 @@ def _recognise(name: tuple, params: tuple, symbols: dict, weight) -> tuple[Famil
 
 
 _SEEN: dict = {}
+_NOT_TOTAL = ("its weight simplifies to $e^{x_j}/(E + \\sum_t e^{x_t})$ with $E$ free of the scores, but its formula "
+              "has a log, sqrt, division or max_t/min_t not certainly defined at every key, which the simplification "
+              "may drop; no online, split or backward form is derived where the weight may have no value")
 
 
 def _positive(params: tuple, symbols: dict, extra: sp.Expr) -> bool:
