@@ -28,8 +28,10 @@ The parts (:data:`PARTS`):
 
 What the numeric kernels need beyond the rewrite is data on the record too: ``adds``, where a
 kernel with a fault of the extra logit adds it (the count K its rewrite reads, one of
-:data:`ADDS` each), and ``guard``. :mod:`derive.kernels.numeric` reads nothing else, so a fault
-added as one record gets the numeric behaviour of its definition.
+:data:`ADDS` each), and ``guard``. :mod:`derive.kernels.numeric` reads nothing else, and the ways
+a diagnosis realizes a fault (``derive.impl.kernel_faults.variants``) are read off the same fields,
+so a fault added as one record gets the numeric behaviour of its definition and is tried by
+``derive impl --form``.
 
 ``fixed`` pins index symbols for the counterexample search (e.g. two tiles); ``assume``
 specializes the instance (e.g. a sink, w = 0).
