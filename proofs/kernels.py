@@ -18,10 +18,7 @@ from derive.document.notation import notation
 from derive.kernels import backward as bw
 from derive.kernels.faults import FAULTS, K, applies
 from derive.kernels.forms import (
-    EXTRA,
     LOG2E,
-    NO_FORM,
-    NOT_CHECKED,
     a,
     a2,
     base2_state,
@@ -30,6 +27,7 @@ from derive.kernels.forms import (
     finalize_extra,
     m,
     m2,
+    registry_forms,
     sigma,
     state,
     tile_den,
@@ -39,7 +37,7 @@ from derive.kernels.forms import (
     w,
     x,
 )
-from derive.impl.kernel import EXTRA_LOGIT
+from derive.impl.kernel import extra_logits
 from derive.kernels.numeric import backward, online, split
 from derive.model.attention import M, i, n, t, u
 from derive.model.vectors import Dot
@@ -107,7 +105,7 @@ def _notation(doc: Document) -> None:
               caption="Plain softmax has no extra logit ($\\sigma = -\\infty$: drop the $e^{\\sigma}$ terms).")
     doc.prose("Each registered normalizer of the softmax family is this output for one choice of $(\\sigma, w)$:")
     rows = []
-    for name, ex in EXTRA.items():
+    for name, ex in registry_forms().extra.items():
         entry = get(name)
         score = lambda k: x[i, k]
         params = {p: ex.logit for p in entry.params}
@@ -385,7 +383,7 @@ def _faults(doc: Document) -> None:
 
 def _applicability(doc: Document) -> None:
     """Which fault applies to which registered normalizer of the family, decided from its formula."""
-    members = list(EXTRA)
+    members = list(registry_forms().extra)
     doc.prose(
         "**Where each fault applies.** A fault applies to a normalizer of the softmax family when the kernel form "
         "its formula gives (section 1) has the part the fault transforms and the transformation changes it: the "
@@ -483,13 +481,14 @@ def _others(doc: Document) -> None:
     doc.section("8. The other normalizers", anchor="others")
     doc.prose("The registry's other entries have no online form of their own:")
     by_why: dict[str, list[str]] = {}  # entries kept out for the same reason share one row
-    for name, why in NO_FORM.items():
+    forms, logits = registry_forms(), extra_logits()
+    for name, why in forms.no_form.items():
         by_why.setdefault(why, []).append(get(name).title)
     doc.table(["normalizer", "why"], [[", ".join(titles), why] for why, titles in by_why.items()])
-    checked = [get(name).title for name in EXTRA_LOGIT]
-    for name, why in NOT_CHECKED.items():
-        if name in EXTRA_LOGIT or name not in EXTRA or get(name).params != ("s_star",):
-            raise AssertionError(f"NOT_CHECKED[{name!r}] no longer describes the registry and the checker")
+    checked = [get(name).title for name in logits]
+    for name, why in forms.not_checked.items():
+        if name in logits or name not in forms.extra or get(name).params != ("s_star",):
+            raise AssertionError(f"not_checked[{name!r}] no longer describes the registry and the checker")
         doc.prose(f"`derive impl --form` checks kernel code of {', '.join(checked[:-1])} and {checked[-1]} against "
                   f"these forms. It does not check `{name}`, although its forms are derived above: {why}.")
     doc.prose("The sink used here is the gpt-oss one {cite:gpt-oss2025}: a learned logit per head added to the "

@@ -392,13 +392,13 @@ def test_cli_exit_codes_and_json():
 
 
 def test_bias_kv_has_no_checked_kernel_form_and_says_why():
-    from derive.kernels.forms import NOT_CHECKED
+    from derive.kernels.forms import registry_forms
     from derive.render.markup import plain_math
 
     with pytest.raises(InputError) as err:
         check_implementation(NP + "softmax1_online", "bias_kv", form="online", dtypes=("float64",))
     assert str(err.value) == ("--form online supports the normalizers of the softmax family (sink, softmax, softmax1, "
-                              "zero_token); bias_kv has no kernel form checked here: " + plain_math(NOT_CHECKED["bias_kv"]))
+                              "zero_token); bias_kv has no kernel form checked here: " + plain_math(registry_forms().not_checked["bias_kv"]))
     assert "no keyword to pass w and no output to compare" in str(err.value) and "$" not in str(err.value)
 
 

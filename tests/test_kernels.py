@@ -271,10 +271,10 @@ def test_split_fault_variants_count_the_extra_logit_as_real_kernels_do():
     one = ([0.0], [[1.0]])
     assert numeric.split(*one, 2, extra=0.0)[0][0] == pytest.approx(1 / 2)  # the definition
     assert numeric.split(*one, 2, extra=0.0, fault="extra_per_tile")[0][0] == pytest.approx(1 / 2)
-    assert numeric.split(*one, 2, extra=0.0, fault="extra_per_tile", empty_too=True)[0][0] == pytest.approx(1 / 3)
+    assert numeric.split(*one, 2, extra=0.0, fault="extra_per_tile", also=("empty",))[0][0] == pytest.approx(1 / 3)
     masked = ([-np.inf, 0.0], [[5.0], [1.0]])
     assert numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split")[0][0] == pytest.approx(1 / 2)
-    got = numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split", masked_too=True)[0][0]
+    got = numeric.split(*masked, 2, extra=0.0, fault="seeded_twice_empty_split", also=("masked",))[0][0]
     assert got == pytest.approx(1 / 3)
 
 

@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-import derive.impl.kernel_inputs  # noqa: F401  (these tables are read off the built-in registry at import:
-import derive.kernels.forms  # noqa: F401  import them before the fixture adds its entries)
 from derive.cli import main
 from derive.normalizers.registry import REGISTRY, from_formula
 
@@ -36,11 +34,7 @@ def entries(monkeypatch):
                          ref_defaults={"tau": 0.0})
     for e in (half, floor):
         monkeypatch.setitem(REGISTRY, e.name, e)
-    yield half, floor
-    from derive.normalizers import family
-
-    family._SEEN.pop((HALF, half.formula), None)
-    family._SEEN.pop((FLOOR, floor.formula), None)
+    return half, floor
 
 
 def _code(tmp_path) -> str:
@@ -200,21 +194,17 @@ def test_the_kernel_faults_that_apply_come_from_the_formula(entries, monkeypatch
     no rewrite leaves it unchanged); a fixed extra logit log 2 gets those of the logit but no
     gradient fault (there is no parameter to differentiate); the entry outside the family none."""
     from derive.kernels.faults import faults_for
-    from derive.normalizers import family
     from derive.normalizers.registry import get
 
     half, floor = entries
     two = from_formula("twosink", "softmax with a 2 in the denominator", "exp(x_j) / (2 + sum_t(exp(x_t)))")
     monkeypatch.setitem(REGISTRY, two.name, two)
-    try:
-        for form in ("online", "split", "backward"):
-            assert faults_for(half, form) == faults_for(get("sink"), form)
-            assert faults_for(floor, form) == ()
-        assert faults_for(two, "online") == faults_for(get("sink"), "online")
-        assert faults_for(two, "split") == faults_for(get("sink"), "split")
-        assert faults_for(two, "backward") == ("kv_only_lse_backward",)
-    finally:
-        family._SEEN.pop(("twosink", two.formula), None)
+    for form in ("online", "split", "backward"):
+        assert faults_for(half, form) == faults_for(get("sink"), form)
+        assert faults_for(floor, form) == ()
+    assert faults_for(two, "online") == faults_for(get("sink"), "online")
+    assert faults_for(two, "split") == faults_for(get("sink"), "split")
+    assert faults_for(two, "backward") == ("kv_only_lse_backward",)
 
 
 def test_no_online_form_for_the_other_entry_and_why(entries, tmp_path, capsys):

@@ -26,7 +26,7 @@ import mpmath
 import sympy as sp
 
 from derive.impl.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
-from derive.kernels.faults import BY_KEY as KERNEL_FAULTS
+from derive.kernels.faults import by_key as kernel_fault
 from derive.normalizers.exact import Undecided
 from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
@@ -192,8 +192,8 @@ def _logit_rewrite(key: str):
 
         def fn(nd):
             if nd in calls:
-                s = KERNEL_FAULTS[key].rewrite(_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
-                                               lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
+                s = kernel_fault(key).rewrite(_Logit(nd.args[0]), _Logit(Name(M_, 0)), 1, _Logit(Name(C_, 0)),
+                                             lambda a: _Logit(Call("log", (Num(repr(a), 0),), 0)))
                 return Call(nd.func, (s.node,), nd.col)
             return None
 

@@ -61,7 +61,7 @@ gradients 0 or NaN; an ``lse`` of log 0 may be −∞ or +∞ (FlashAttention's 
 On disagreement the function is run on a few probe inputs and compared with every known
 kernel fault of its form that applies to the normalizer's formula
 (:func:`derive.kernels.faults.faults_for`, run by the numeric kernels of
-:mod:`derive.kernels.numeric` with the fault's switch): a fault *matches* when the
+:mod:`derive.kernels.numeric` with the fault applied): a fault *matches* when the
 function agrees with the faulty kernel on every probe row and the faulty kernel differs from
 the definition on at least one.
 """
@@ -74,19 +74,20 @@ from derive.errors import InputError
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure, KernelResult
 from derive.impl.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis, diagnose, faulty_outputs
 from derive.impl.kernel_exact import ExactRow, exact_row
-from derive.impl.kernel_inputs import (DV, EXTRA_LOGIT, FIXED_LISTS, FORMS, HEADS, LSE_CONVENTIONS, MAX_PARTS, ROWS,
+from derive.impl.kernel_inputs import (DV, FIXED_LISTS, FORMS, HEADS, LSE_CONVENTIONS, MAX_PARTS, ROWS,
                                        SEARCH_EXAMPLES, SETS_PER_PARTITION, SINK_VALUES, blocks, dout_row,
-                                       split_counts, values)
+                                       extra_logits, split_counts, values)
 from derive.impl.kernel_report import KernelReport
 from derive.impl.masked import CONVENTIONS
 from derive.impl.target import ImplRaised
 from derive.normalizers.family import kernel_form
 from derive.render.markup import plain_math
 
-__all__ = ["DV", "EXTRA_LOGIT", "FIXED_LISTS", "FORMS", "HEADS", "KERNEL_TOLERANCE_RULE",
+__all__ = ["DV", "FIXED_LISTS", "FORMS", "HEADS", "KERNEL_TOLERANCE_RULE",
            "LSE_CONVENTIONS", "MAX_PARTS", "ROWS", "SEARCH_EXAMPLES", "SETS_PER_PARTITION", "SINK_VALUES", "Call",
            "ExactRow", "KernelChecker", "KernelDiagnosis", "KernelFailure", "KernelReport", "KernelResult",
-           "blocks", "check_kernel", "diagnose", "dout_row", "exact_row", "faulty_outputs", "split_counts", "values"]
+           "blocks", "check_kernel", "diagnose", "dout_row", "exact_row", "extra_logits", "faulty_outputs",
+           "split_counts", "values"]
 
 INF = math.inf
 MASKED_WORDS = {"nan": "NaN", "zeros": "zeros", "uniform": "uniform (the output of a row of equal scores)"}
@@ -102,7 +103,7 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     facts = kernel_form(norm)
     if not facts.checked:  # the texts are prose markup; this is a terminal line
         raise InputError(f"--form {form} supports the normalizers of the softmax family "
-                         f"({', '.join(EXTRA_LOGIT)}); {norm.name} has no kernel form checked here: "
+                         f"({', '.join(extra_logits())}); {norm.name} has no kernel form checked here: "
                          f"{plain_math(facts.why)}")
     fixed, free = {}, []
     for p in norm.params:

@@ -9,8 +9,8 @@ import numpy as np
 
 from derive.impl.diagnose import Diagnosis, Match
 from derive.impl.kernel_check import Call, KernelChecker, KernelFailure
-from derive.impl.kernel_faults import BY_KEY, faults_for, faulty_outputs, other_extras, variants
-from derive.impl.kernel_inputs import EXTRA_LOGIT, LSE_CONVENTIONS, values
+from derive.impl.kernel_faults import by_key, faults_for, faulty_outputs, other_extras, variants
+from derive.impl.kernel_inputs import LSE_CONVENTIONS, extra_logits, values
 from derive.impl.numbers import agree_all, round_to, scaled
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa
@@ -188,11 +188,11 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
         for variant in variants(checker.form, key):
             model = (lambda call, key=key, variant=variant: faulty_outputs(checker.form, key, call, variant,
                                                                            checker.lse, slope=_slope(checker)))
-            lenient = key != "nan_empty_split"
+            lenient = not by_key(key).shows_nan
             scopes = [every] + ([("lse",)] if failure.what == "lse" else [])  # an lse fault: on lse alone too
             scope = next((sc for sc in scopes if _matches(checker, failure, seen, tol, model, sc, lenient)), None)
             if scope is not None:
-                f = BY_KEY[key]
+                f = by_key(key)
                 computes = f.computes
                 if "scale" in variant:
                     computes += f" (here with the scale 1/√{round(1.0 / variant['scale'] ** 2)})"
@@ -209,10 +209,14 @@ def diagnose(checker: KernelChecker, failure: KernelFailure, tol: Tolerance) -> 
 
 def _other_entry(norm, other: str) -> Match:
     """The diagnosis "the output equals normalizer ``other``" (the registry's title and words)."""
-    title = get(other).title
-    if EXTRA_LOGIT[other] is None:
+    title, logit = get(other).title, extra_logits()[other]
+    if logit is None:
         does = "has no extra logit: the denominator is the sum over the keys alone"
         fix = f"add the extra logit of {norm.title} to the denominator"
+    elif logit != 0:
+        does = (f"adds the fixed extra logit {logit:.6g}, a term e^{logit:.6g} = {math.exp(logit):.6g} in the "
+                "denominator")
+        fix = f"use the extra logit of {norm.title}"
     else:
         does = ("adds the extra logit 0, a 1 in the denominator (what a sink kernel computes when it is called "
                 "without a sink and takes s = 0)")

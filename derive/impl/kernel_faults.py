@@ -12,42 +12,49 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy as sp
 
 from derive.impl.kernel_check import Call
-from derive.impl.kernel_inputs import EXTRA_LOGIT
+from derive.impl.kernel_inputs import extra_logits
 from derive.kernels import numeric
-from derive.kernels.faults import BY_KEY, faults_for
+from derive.kernels.faults import by_key, faults_for
 
-__all__ = ["BY_KEY", "OTHER_EXTRA", "faults_for", "faulty_outputs", "other_extras", "variants"]
+__all__ = ["by_key", "faults_for", "faulty_outputs", "other_extras", "variants"]
 
 INF = math.inf
 LN2 = math.log(2.0)
 _SCALES = (2, 4, 8, 16, 32, 64, 128, 256)  # head dimensions d of a scale 1/√d
-# the fixed extra logits of the family (none, or a number), each by the first registered normalizer that has
-# it, read off the formulas: a kernel's output may equal another one's (softmax: none; softmax₁: 0)
-OTHER_EXTRA = {}
-for _name, _logit in EXTRA_LOGIT.items():
-    if (_logit is None or isinstance(_logit, float)) and _logit not in OTHER_EXTRA.values():
-        OTHER_EXTRA[_name] = _logit
 
 
 def variants(form: str, key: str) -> list[dict]:
-    """Keyword sets of the numeric kernel that realize fault ``key`` in ``form``."""
-    if key == "scale_on_extra":
+    """Keyword sets of the numeric kernel that realize fault ``key`` in ``form``, read off its record
+    (:func:`derive.kernels.faults.by_key`): the ways real kernels with that fault differ in what the
+    fault's definition leaves open."""
+    f = by_key(key)
+    if f.part == "logit" and _reads_scale(f):  # the score scale 1/√d of a real head dimension
         return [{"scale": 1.0 / math.sqrt(d)} for d in _SCALES]
-    if form == "split" and key == "extra_per_tile":  # seeded per split: the empty ones too, or not
-        return [{}, {"empty_too": True}]
-    if form == "split" and key == "seeded_twice_empty_split":  # a fully masked split, too
-        return [{}, {"masked_too": True}]
-    if key == "kv_only_lse_backward":  # the sink's gradient from the KV-only lse too, or from the right one
+    if f.part == "logit":
+        out = [{}]
+        if form == "split" and "tile" in f.adds and "empty" not in f.adds:  # seeded per split: an empty one too
+            out.append({"also": ("empty",)})
+        if form == "split" and "empty" in f.adds and "masked" not in f.adds:  # per empty split: a fully masked one
+            out.append({"also": ("masked",)})
+        if form == "online" and "combine" not in f.adds:  # a row of no tile: guarded, or 0/0 (never added)
+            out.append({"no_tile_nan": True})
+        return out
+    if f.part == "lse":  # the extra logit's gradient from the transformed lse too, or from the right one
         return [{}, {"p_only": True}]
-    if form != "online" or BY_KEY[key].part == "logit" and key != "extra_per_tile":
+    if form != "online":
         return [{}]
-    if key in ("acc_not_rescaled", "sum_not_rescaled"):  # the extra logit seeded, or added at finalization
-        return [{"base2": b, "finalize": f} for f in (False, True) for b in (True, False)]
-    if key == "extra_per_tile":  # a row of no key: 0 (guarded), or 0/0 as a real per-tile kernel has it
-        return [{"no_tile_nan": nan} for nan in (False, True)]
+    if f.part == "rescale":  # the extra logit seeded, or added at finalization
+        return [{"base2": b, "finalize": fin} for fin in (False, True) for b in (True, False)]
     return [{"base2": True}, {"base2": False}]
+
+
+def _reads_scale(f) -> bool:
+    """Does the fault's transformation of the extra logit read the score scale c?"""
+    c = sp.Symbol("c", positive=True)
+    return bool(sp.sympify(f.rewrite(sp.Symbol("s", real=True), sp.Symbol("m", real=True), 2, c, sp.log)).has(c))
 
 
 def _finalized(x, v, block, sigma, base2, fault):
@@ -104,5 +111,16 @@ def faulty_outputs(form: str, key: str | None, call: Call, variant: dict, lse: s
 def other_extras(name: str) -> list[tuple[str, object]]:
     """(normalizer, its extra logit) for the others of the family whose extra logit is not
     ``name``'s: a sink kernel called without a sink computes softmax₁ (s = 0)."""
-    own = EXTRA_LOGIT.get(name)
-    return [(other, s) for other, s in OTHER_EXTRA.items() if s != own]
+    table = extra_logits()
+    own = table.get(name)
+    return [(other, s) for other, s in _fixed_extras(table).items() if s != own]
+
+
+def _fixed_extras(table: dict) -> dict:
+    """The fixed extra logits of the family (none, or a number), each by the first registered
+    normalizer that has it: a kernel's output may equal another one's (softmax: none; softmax₁: 0)."""
+    fixed: dict = {}
+    for name, logit in table.items():
+        if (logit is None or isinstance(logit, float)) and logit not in fixed.values():
+            fixed[name] = logit
+    return fixed

@@ -12,21 +12,27 @@ from hypothesis import strategies as st
 
 from derive.impl.inputs import _entry, _long_row
 from derive.normalizers.family import kernel_form
-from derive.normalizers.registry import get as get_normalizer, names
+from derive.normalizers.registry import get as get_normalizer, names, on_use
 
-__all__ = ["DV", "EXTRA_LOGIT", "FIXED_LISTS", "FORMS", "HEADS", "LONG_DV", "LONG_ROWS", "LSE_CONVENTIONS",
+__all__ = ["DV", "FIXED_LISTS", "FORMS", "HEADS", "LONG_DV", "LONG_ROWS", "LSE_CONVENTIONS",
            "MAX_PARTS", "MIN_ROWS", "ROWS", "SEARCH_EXAMPLES", "SETS_PER_PARTITION", "SINK_VALUES", "blocks",
-           "dout_row", "filler", "kernel_cases", "lengths", "rows_of", "split_counts", "values"]
+           "dout_row", "extra_logits", "filler", "kernel_cases", "lengths", "rows_of", "split_counts", "values"]
 
 INF = math.inf
 FORMS = ("online", "split", "backward")
 LSE_CONVENTIONS = ("natural", "base2", "kv-only")
 LOG2E = 1.0 / math.log(2.0)
 
-# registered normalizer with a checked kernel form → its extra logit: None (none), a number, or the
-# name of the parameter; read off each entry's formula (derive.normalizers.family)
-EXTRA_LOGIT: dict[str, object] = {name: facts.logit for name in names()
-                                  if (facts := kernel_form(get_normalizer(name))).checked}
+
+
+@on_use
+def extra_logits() -> dict[str, object]:
+    """Registered normalizer with a checked kernel form → its extra logit: None (none), a number, the
+    name of the parameter, or an expression in the parameters; read off each entry's formula
+    (:func:`derive.normalizers.family.kernel_form`) in the registry as it is when asked."""
+    return {name: facts.logit for name in names() if (facts := kernel_form(get_normalizer(name))).checked}
+
+
 SINK_VALUES = (0.0, 1.5, -2.0, 30.0, -30.0, -INF, 1e4)
 # the interpreter list only (a target run by Triton's CPU interpreter, which pays milliseconds per program
 # and per tile): sink values per tile size or split count, spread over the partitions rather than crossed

@@ -8,7 +8,8 @@ forms, and the same function is applied by
 
 * the symbolic refutation of ``docs/kernels.md`` (:meth:`KernelFault.faulty` against
   :meth:`KernelFault.correct`, SymPy expressions over symbolic tiles),
-* the numeric kernels of :mod:`derive.kernels.numeric` (floats, a switch per fault), and
+* the numeric kernels of :mod:`derive.kernels.numeric` (floats: the same function, with the
+  record's ``adds`` and ``guard``), and
 * the applicability test :func:`applies`: the fault is listed for a normalizer only where its
   formula has the part and the transformation changes it (:func:`faults_for`).
 
@@ -21,8 +22,16 @@ The parts (:data:`PARTS`):
 ``rescale`` the factors the tile update multiplies ℓ and acc by, ``rewrite(r_ell, r_acc, one)``;
 ``lse``     the extra logit inside the lse the backward recomputes P from, ``rewrite(s, minus_inf)``;
 ``grad``    the gradient of the extra logit the backward returns, ``rewrite(g, zero)``;
-``ieee``    no formula: an IEEE effect (NaN, underflow) of a guard left out; the numeric kernels
-            reproduce it, and it applies to every member of the family.
+``ieee``    no formula: an IEEE effect (NaN, underflow) of a guard left out, named by ``guard``
+            (one of :data:`GUARDS`); the numeric kernels leave that guard out, and the fault
+            applies to every member of the family.
+
+What the numeric kernels need beyond the rewrite is data on the record too: ``adds``, where a
+kernel with a fault of the extra logit adds it (the count K its rewrite reads, one of
+:data:`ADDS` each), and ``guard``. :mod:`derive.kernels.numeric` reads nothing else, and the ways
+a diagnosis realizes a fault (``derive.impl.kernel_faults.variants``) are read off the same fields,
+so a fault added as one record gets the numeric behaviour of its definition and is tried by
+``derive impl --form``.
 
 ``fixed`` pins index symbols for the counterexample search (e.g. two tiles); ``assume``
 specializes the instance (e.g. a sink, w = 0).
@@ -42,13 +51,20 @@ from derive.normalizers.family import recognise
 from derive.prove.memo import memoized
 from derive.render.markup import plain_math
 
-__all__ = ["BY_KEY", "FAULTS", "PARTS", "K", "KernelFault", "applies", "faults_for"]
+__all__ = ["ADDS", "FAULTS", "GUARDS", "PARTS", "K", "KernelFault", "applies", "by_key", "faults_for"]
 
 K = sp.Symbol("K", integer=True, positive=True)  # how many times a fault repeats the extra logit
 SINK_ONLY = {w: 0}  # a sink, softmax₁ or zero token: the extra key has value 0
 # two keys in two tiles of one key, each shift the running max
 TWO_TILES = {a: 1, n: 2, m: x[i, 1], m2: sp.Max(x[i, 1], x[i, 2])}
 PARTS = ("logit", "rescale", "lse", "grad", "ieee")
+# where a kernel may add the extra logit; K counts the places: once in the combine (or at finalization),
+# once per tile or split with a key, per split without a key, per tile or split whose keys are all masked
+ADDS = ("combine", "tile", "empty", "masked")
+# the IEEE guards of the numeric forms, each with what leaving it out shows: the −∞ stand-in used for the
+# exponents only, never stored as the running max (else an underflow); a split with ℓ = 0 finalized to (0, −∞)
+# and skipped by the merge (else 0/0 = NaN, and 0·NaN in the merge)
+GUARDS = {"running_max": "underflow", "empty_split": "nan"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +86,15 @@ class KernelFault:
     fixed: dict = field(default_factory=dict)
     assume: dict = field(default_factory=dict)
     ieee: str = ""  # an IEEE fault: what shows it, e.g. "IEEE NaN, section 7"
+    guard: str = ""  # an IEEE fault: the guard of GUARDS it leaves out
+    adds: tuple[str, ...] = ("combine",)  # a fault of the extra logit: where it adds it (ADDS; K counts them)
     sizes: dict = field(default_factory=dict)  # max_d / max_n of the counterexample search
+
+    @property
+    def shows_nan(self) -> bool:
+        """Its effect is a NaN (a guard of 0/0 left out): a diagnosis compares it on the rows where
+        its model is NaN too."""
+        return GUARDS.get(self.guard) == "nan"
 
     @property
     def does(self) -> str:
@@ -132,7 +156,7 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"seed it once ($m_0 = \sigma$, $\ell_0 = 1$, $\mathrm{acc}_0 = w$) or add it once at finalization / "
                 "in the combine",
                 "logit", lambda s, m, K, c, log: s + log(K),  # K e^s: once per tile or split
-                fixed={K: 2}, assume=SINK_ONLY),
+                fixed={K: 2}, assume=SINK_ONLY, adds=("tile",)),
     KernelFault("seeded_twice_empty_split", "split", ("split",), "extra logit seeded twice when a split is empty",
                 r"an empty split returns the seeded state $(\sigma, 1, w)$ instead of the empty state "
                 r"$(-\infty, 0, 0)$, "
@@ -141,7 +165,7 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"an empty split returns $(m, \ell, \mathrm{acc}) = (-\infty, 0, 0)$ (or $\mathrm{lse} = -\infty$); "
                 "only the combine adds the extra logit",
                 "logit", lambda s, m, K, c, log: s + log(K),  # K = 1 + the empty splits
-                assume={**SINK_ONLY, K: 2}),
+                assume={**SINK_ONLY, K: 2}, adds=("combine", "empty")),
     KernelFault("missing_log2e", "base2", ("online", "split"), "log₂e missing on the extra logit",
                 r"computes $2^{x \log_2 e - m_2}$ for the keys but $2^{\sigma - m_2}$ for the extra logit",
                 r"the extra logit $\sigma \ln 2$ instead of $\sigma$",
@@ -179,7 +203,7 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"$0 \cdot \mathrm{NaN} = \mathrm{NaN}$",
                 "NaN for the whole row",
                 r"give a split with $\ell = 0$ the output 0 (or skip it); use a finite shift when $m = -\infty$",
-                "ieee", ieee="IEEE NaN, section 7"),
+                "ieee", ieee="IEEE NaN, section 7", guard="empty_split"),
     KernelFault("kv_only_lse_backward", "backward", ("backward",), "KV-only LSE used in the backward",
                 r"recomputes $P_j = e^{x_j - \mathrm{lse}_{KV}}$ with $\mathrm{lse}_{KV} = \log \sum_t e^{x_t}$, "
                 "without the extra logit",
@@ -205,10 +229,21 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"gives out 0 and lse $-\infty$",
                 r"use the stand-in for the exponents only and store $m_{b+1} = \max(m_b, \max_{\mathrm{tile}} x)$, "
                 r"$-\infty$ while nothing is allowed",
-                "ieee", ieee="IEEE underflow, section 7"),
+                "ieee", ieee="IEEE underflow, section 7", guard="running_max"),
 )
-BY_KEY = {f.key: f for f in FAULTS}
-assert all(f.part in PARTS and (f.rewrite is None) == (f.part == "ieee") for f in FAULTS)
+assert all(f.part in PARTS and (f.rewrite is None) == (f.part == "ieee") == (f.guard in GUARDS)
+           and set(f.adds) <= set(ADDS) for f in FAULTS)
+
+
+_INDEX: list = []  # [the FAULTS tuple indexed, its key → record]
+
+
+def by_key(key: str) -> KernelFault:
+    """The record of ``key`` in :data:`FAULTS` as it is now (a record added later, e.g. to a
+    temporary table, is found)."""
+    if not _INDEX or _INDEX[0] is not FAULTS:
+        _INDEX[:] = [FAULTS, {f.key: f for f in FAULTS}]
+    return _INDEX[1][key]
 
 
 # ---- where a fault applies: the normalizer's formula has the part, and the rewrite changes it --------
@@ -253,7 +288,13 @@ _APPLIES: dict = {}
 def faults_for(entry, form: str) -> tuple[str, ...]:
     """The keys of the faults the diagnosis of ``derive impl --form FORM`` tries for ``entry``: those
     of the form that apply to it (:func:`applies`), in the order of :data:`FAULTS`."""
-    key = (entry.name, entry.formula, entry.params, form)
+    return tuple(f.key for f in FAULTS if form in f.checked and _applies(f, entry))
+
+
+def _applies(fault: KernelFault, entry) -> bool:
+    """:func:`applies`, remembered per entry and fault record (the record is kept with the answer, so
+    the id of a record added later, e.g. to a temporary table, is never one it had)."""
+    key = (entry.name, entry.formula, entry.params, id(fault))
     if key not in _APPLIES:
-        _APPLIES[key] = tuple(f.key for f in FAULTS if form in f.checked and applies(f, entry))
-    return _APPLIES[key]
+        _APPLIES[key] = (fault, applies(fault, entry))
+    return _APPLIES[key][1]

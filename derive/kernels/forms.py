@@ -27,19 +27,19 @@ import sympy as sp
 
 from derive.model.attention import M, ScalarBase, i, n, t
 from derive.model.vectors import VectorBase, VectorSymbol
+from derive.normalizers.registry import get, names, on_use
 
 __all__ = [
-    "EXTRA",
     "LOG2E",
-    "NOT_CHECKED",
-    "NO_FORM",
     "Extra",
+    "RegistryForms",
     "base2_state",
     "exact_den",
     "exact_num",
     "exact_out",
     "finalize_extra",
     "merge_pair",
+    "registry_forms",
     "state",
     "tile_den",
     "tile_num",
@@ -123,12 +123,20 @@ class Extra:
 _bv = VectorSymbol("v^*")  # the learned value (k*, v*: not the projection biases b_K, b_V)
 
 
-def _from_registry() -> tuple[dict, dict, dict]:
-    """(EXTRA, NO_FORM, NOT_CHECKED), read off the registry's formulas: every entry of the
-    softmax family with its extra logit (in the entry's own symbols) and value, every other entry
-    with the reason no online form is derived, and the members the kernel check does not check."""
+@dataclass(frozen=True)
+class RegistryForms:
+    """The kernel forms of the registered normalizers, read off their formulas."""
+
+    extra: dict  # name → Extra: each entry of the softmax family, with its extra logit and value
+    no_form: dict  # name → why no online form is derived (every other entry)
+    not_checked: dict  # name → why ``derive impl --form`` does not check the form derived here
+
+
+def _from_registry() -> RegistryForms:
+    """Every entry of the softmax family with its extra logit (in the entry's own symbols) and
+    value, every other entry with the reason no online form is derived, and the members the kernel
+    check does not check: read off the registry's formulas as they are now."""
     from derive.normalizers.family import kernel_form, recognise
-    from derive.normalizers.registry import get, names
     from derive.render.latex import tex
 
     extra, no_form, not_checked = {}, {}, {}
@@ -149,10 +157,8 @@ def _from_registry() -> tuple[dict, dict, dict]:
         facts = kernel_form(entry)
         if not facts.checked:
             not_checked[name] = facts.why
-    return extra, no_form, not_checked
+    return RegistryForms(extra, no_form, not_checked)
 
 
-# EXTRA: how each registered normalizer of the softmax family instantiates (σ, w); NO_FORM: the
-# registered normalizers without an online form of their own, and why; NOT_CHECKED: those with a
-# kernel form derived here that ``derive impl --form`` does not check, and why.
-EXTRA, NO_FORM, NOT_CHECKED = _from_registry()
+# the kernel forms of the registry as it is when asked, remembered while it is unchanged
+registry_forms = on_use(_from_registry)

@@ -1,18 +1,22 @@
-"""Reference kernels in numpy, one row at a time, with a switch for each known fault.
+"""Reference kernels in numpy, one row at a time, that apply a known fault from its one definition.
 
 These run the forms of :mod:`derive.kernels.forms` the way a fused kernel does (tiles of
 keys, a running max, per-split partial results merged by their log-sum-exp, a backward
 pass from the saved lse) so that the document can show a fault on concrete numbers and a
-checker can compare an implementation with the same forms. ``fault`` is a key of
-:data:`derive.kernels.faults.FAULTS` or ``None``: the kernels apply that fault's one definition,
-the transformation of its part (the extra logit added, the rescaling factors of the tile update,
-the extra logit in the lse the backward uses, the extra logit's gradient returned), or for an
-IEEE fault the guard it leaves out.
+checker can compare an implementation with the same forms. ``fault`` is a
+:class:`~derive.kernels.faults.KernelFault`, the key of one in
+:data:`derive.kernels.faults.FAULTS`, or ``None``: the kernels apply that fault's one definition
+and nothing else of it, the transformation of its part (the extra logit added, K times where
+the record's ``adds`` says; the rescaling factors of the tile update; the extra logit in the lse
+the backward uses; the extra logit's gradient returned), or for an IEEE fault the guard of
+:data:`~derive.kernels.faults.GUARDS` its record names, left out. No fault is named here.
 
 Scores ``x`` are raw (the kernel multiplies them by ``scale``); −inf marks a masked key. The
 −∞ guard (a finite stand-in for the shift while nothing is allowed) is used for the exponents
-only and never stored as the running max: storing it (fault ``guard_stored_as_max``) makes the
-row [−∞, −1000] in tiles of one key underflow to out 0, lse −∞.
+only and never stored as the running max (guard ``running_max``): storing it makes the
+row [−∞, −1000] in tiles of one key underflow to out 0, lse −∞. A split with ℓ = 0 (no key, or
+every key masked) is finalized to out 0, lse −∞ and skipped by the merge (guard ``empty_split``):
+without it, o = 0/0 = NaN and the merge's 0·NaN makes the row NaN.
 ``extra`` is the extra logit in score units (a sink s; 0 for softmax₁), ``extra_value``
 its value (default 0). Results: ``out`` and the natural, sink-inclusive ``lse``.
 """
@@ -23,7 +27,7 @@ import math
 
 import numpy as np
 
-from derive.kernels.faults import BY_KEY
+from derive.kernels.faults import by_key
 
 __all__ = ["backward", "online", "split"]
 
@@ -49,15 +53,39 @@ def _merge(parts, dv, unguarded=False):
     return out, lse
 
 
+def _record(fault):
+    """The fault's record: ``fault`` itself, or the one of that key (:func:`derive.kernels.faults.by_key`)."""
+    return by_key(fault) if isinstance(fault, str) else fault
+
+
 def _part(fault, part: str):
-    """The transformation of ``part`` by ``fault`` (:data:`derive.kernels.faults.FAULTS`), or None."""
-    f = BY_KEY.get(fault) if fault is not None else None
+    """The transformation of ``part`` by ``fault``, or None."""
+    f = _record(fault)
     return f.rewrite if f is not None and f.part == part else None
 
 
+def _guarded(fault, guard: str) -> bool:
+    """Does a kernel with ``fault`` keep ``guard`` (:data:`derive.kernels.faults.GUARDS`)?"""
+    f = _record(fault)
+    return f is None or f.part != "ieee" or f.guard != guard
+
+
+def _times(fault, x, chunks, also=()) -> int:
+    """K, how many times a kernel with ``fault`` adds the extra logit: once for ``combine`` in the
+    record's ``adds`` (or the realization's ``also``), and once per chunk (tile or split) of a kind
+    named there: ``tile`` (a chunk with a key), ``empty`` (one without), ``masked`` (one whose keys
+    are all masked)."""
+    units = set(_record(fault).adds) | set(also)
+    count = int("combine" in units)
+    for idx in chunks:
+        kinds = {"tile", "masked"} if len(idx) and np.all(x[idx] == NEG) else {"tile"} if len(idx) else {"empty"}
+        count += bool(kinds & units)
+    return count
+
+
 def _with_faulty_extra(o, lse, wv, fault, extra, shift, count, scale):
-    """The keys' (o, lse) merged with the extra logit that a kernel with ``fault`` adds (the
-    fault's transformation of the logit, its one definition)."""
+    """The keys' (o, lse) merged with the extra logit that a kernel with ``fault`` adds ``count``
+    times (the fault's transformation of the logit, its one definition)."""
     used = _part(fault, "logit")(float(extra), shift, count, scale, _log)
     return _merge([(o, lse), (wv, used)], len(wv))
 
@@ -67,20 +95,21 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
 
     With ``base2`` the kernel works in base-2 units like FlashAttention: exponents
     u = x·scale·log₂e and exp2; lse is returned in natural units either way.
-    ``no_tile_nan`` is how a real kernel with the extra logit added per tile finalizes a row
-    of no key (n = 0, no tile, so ℓ = 0 and acc = 0): out = acc/ℓ = 0/0 = NaN, lse = −∞.
+    ``no_tile_nan`` is how a real kernel finalizes a row into whose state nothing entered (no key,
+    and a fault that adds the extra logit per tile adds it K = 0 times: ℓ = 0, acc = 0):
+    out = acc/ℓ = 0/0 = NaN, lse = −∞.
     """
-    x, v = np.asarray(x, float), np.asarray(v, float)
+    x, v, fault = np.asarray(x, float), np.asarray(v, float), _record(fault)
     n, dv = v.shape
     ex, c = (np.exp2, LOG2E) if base2 else (np.exp, 1.0)
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
     if extra is not None and _part(fault, "logit") is not None:
         o, lse = online(x, v, block, None, None, scale, base2)
-        tiles = -(-n // block)
-        if fault == "extra_per_tile" and tiles == 0 and no_tile_nan:
-            return np.full(dv, np.nan), NEG  # no tile: the extra logit never entered, 0/0
+        count = _times(fault, x, [np.arange(lo, min(lo + block, n)) for lo in range(0, n, block)])
+        if count == 0 and lse == NEG and no_tile_nan:
+            return np.full(dv, np.nan), NEG  # nothing entered: no key, and the extra logit added no time, 0/0
         top = float(np.max(scale * x)) if n else NEG  # the running max of a kernel not seeded with the extra logit
-        return _with_faulty_extra(o, lse, wv, fault, extra, top, tiles, scale)
+        return _with_faulty_extra(o, lse, wv, fault, extra, top, count, scale)
     m, ell, acc = NEG, 0.0, np.zeros(dv)
     e = None if extra is None else float(extra) * c
     if e is not None:
@@ -97,45 +126,41 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
         r_ell, r_acc = ((_part(fault, "rescale") if m > NEG else None) or _kept)(alpha, alpha, 1.0)
         ell = r_ell * ell + p.sum()
         acc = r_acc * acc + p @ vals
-        m = shift if fault == "guard_stored_as_max" else m_new
+        m = m_new if _guarded(fault, "running_max") else shift
     if ell == 0:
         return np.zeros(dv), NEG  # a fully masked row without an extra logit (or an underflow): out = 0, lse = −∞
     return acc / ell, m / c + math.log(ell)
 
 
-def split(x, v, splits, extra=None, extra_value=None, fault=None, empty_too=False, masked_too=False, scale=1.0):
+def split(x, v, splits, extra=None, extra_value=None, fault=None, also=(), scale=1.0):
     """The keys cut into ``splits`` contiguous chunks (numpy.array_split order), each reduced to
     (o, lse) by an online pass without the extra logit, then merged with the extra logit once;
     returns (out, lse).
 
-    A fault of the extra logit (part ``logit`` of :data:`derive.kernels.faults.FAULTS`) changes
-    the logit the combine adds: K = the splits that add it (``extra_per_tile``: every split with a
-    key, an empty one too with ``empty_too``; ``seeded_twice_empty_split``: the combine and every empty split,
-    a fully masked one too with ``masked_too``), m = the largest split lse."""
-    x, v = np.asarray(x, float), np.asarray(v, float)
+    A fault of the extra logit (part ``logit``) changes the logit the combine adds: its rewrite
+    with K = the places that add it (the record's ``adds``; ``also``: more places a realization
+    adds it, e.g. ``("empty",)``: a kernel that seeds every split seeds an empty one too), m = the
+    largest split lse."""
+    x, v, fault = np.asarray(x, float), np.asarray(v, float), _record(fault)
     dv = v.shape[1]
     wv = np.zeros(dv) if extra_value is None else np.asarray(extra_value, float)
-    parts, count = [], 0
-    for idx in np.array_split(np.arange(len(x)), splits):
-        dead = len(idx) == 0 or bool(np.all(x[idx] == NEG))
-        if fault == "extra_per_tile":
-            count += len(idx) > 0 or empty_too
-        elif fault == "seeded_twice_empty_split":
-            count += len(idx) == 0 or (masked_too and dead)
-        if fault == "nan_empty_split" and dead:
+    guarded = _guarded(fault, "empty_split")
+    chunks = np.array_split(np.arange(len(x)), splits)
+    parts = []
+    for idx in chunks:
+        if not guarded and (len(idx) == 0 or bool(np.all(x[idx] == NEG))):
             with np.errstate(invalid="ignore"):
                 parts.append((np.zeros(dv) / 0.0, NEG))  # 0/0 without the guard
             continue
         parts.append(online(x[idx], v[idx], max(1, len(idx)), None, wv) if len(idx) else (np.zeros(dv), NEG))
-    if fault == "nan_empty_split":
+    if not guarded:
         return _merge(parts + ([(wv, float(extra))] if extra is not None else []), dv, unguarded=True)
     o, lse = _merge(parts, dv)
     if extra is None:
         return o, lse
     if _part(fault, "logit") is not None:
         top = max((p[1] for p in parts), default=NEG)
-        return _with_faulty_extra(o, lse, wv, fault, extra, top, count + (fault == "seeded_twice_empty_split"),
-                                  scale)
+        return _with_faulty_extra(o, lse, wv, fault, extra, top, _times(fault, x, chunks, also), scale)
     return _merge([(o, lse), (wv, float(extra))], dv)  # the extra logit enters once, in the combine
 
 
@@ -145,10 +170,10 @@ def _kept(r_ell, r_acc, one):
 
 def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False):
     """Recompute-form gradients of L = ⟨dout, out⟩ for one row: (dx, dv, dextra). A fault of the
-    lse (``kv_only_lse_backward``) recomputes P from an lse whose extra logit it transforms; with
+    lse (part ``lse``) recomputes P from an lse whose extra logit it transforms; with
     ``p_only`` only P, the extra logit's gradient uses the right lse. A fault of the gradient
     transforms the extra logit's gradient returned."""
-    x, v, g = np.asarray(x, float), np.asarray(v, float), np.asarray(dout, float)
+    x, v, g, fault = np.asarray(x, float), np.asarray(v, float), np.asarray(dout, float), _record(fault)
     wv = np.zeros(v.shape[1]) if extra_value is None else np.asarray(extra_value, float)
     out, lse = split(x, v, 1, extra, wv)
     true_lse = lse
@@ -163,7 +188,7 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False)
     dv = p[:, None] * g[None, :]
     if extra is None:
         return dx, dv, None
-    with np.errstate(over="ignore", invalid="ignore"):  # a KV-only lse of −∞ (fault 9, every key masked)
+    with np.errstate(over="ignore", invalid="ignore"):  # an lse of −∞ without the extra logit (every key masked)
         ds = float(np.exp(extra - (true_lse if p_only else lse))) * (float(g @ wv) - D)
     returned = _part(fault, "grad")
     return dx, dv, (ds if returned is None else returned(ds, 0.0))

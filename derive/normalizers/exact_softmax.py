@@ -8,8 +8,9 @@ plain softmax):
 
 every quantity a ball at python-flint's current precision (``ctx.prec``). The inputs are
 exact (floats, or balls the caller formed exactly). Three references take their weights from
-here: a formula's exact reference when its weight reads ``exp(x_j) / (E + sum_t(exp(x_t)))``
-(:mod:`derive.normalizers.formula`, at an adaptive precision), and ``derive impl``'s
+here: a formula's exact reference when it is of the family and its weight reads
+``exp(x_j) / (E + sum_t(exp(x_t)))`` (:func:`softmax_extra`; :mod:`derive.normalizers.formula`, at
+an adaptive precision), and ``derive impl``'s
 attention and kernel references (:mod:`derive.impl.attention_exact`,
 :mod:`derive.impl.kernel_exact`, from ``4·dps`` bits, raised by :func:`enclosed` until the
 row is tight; the kernel one caches the terms of a row and sums them by value row).
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from flint import arb, ctx
 
 from derive.normalizers.exact import CAP, Undecided, tight
+from derive.normalizers.family import recognise_formula
 from derive.spec.parser import Binary, Call, Name, walk
 
 __all__ = ["BITS", "SoftmaxRow", "enclosed", "exps", "extra_of", "softmax_extra", "softmax_row"]
@@ -116,20 +118,31 @@ def _free_of_scores(node) -> bool:
                    isinstance(nd, Call) and nd.func.endswith("_t") for nd in walk(node))
 
 
-def softmax_extra(node):
-    """For a weight that reads ``exp(x_j) / sum_t(exp(x_t))`` or ``exp(x_j) / (E + sum_t(exp(x_t)))``
-    (either order, E free of the scores and keys): (True, the node of E or None); else (False, None)."""
+def softmax_extra(formula):
+    """(True, the node of E or None) when the exact softmax row computes ``formula``'s weights;
+    else (False, None).
+
+    That needs two things. The formula is of the softmax family, as
+    :func:`derive.normalizers.family.recognise_formula` decides it (the one recogniser: the weight
+    equals e^{x_j}/(E + Σ_t e^{x_t}) symbolically, E free of the row and E = 0 or E > 0 over the
+    parameters' domain). And its tree reads literally ``exp(x_j) / sum_t(exp(x_t))`` or
+    ``exp(x_j) / (E + sum_t(exp(x_t)))`` (either order) with the node E free of the scores, keys
+    and reductions, so the row computes the tree's own expression (E's node evaluated once per row,
+    as every key would evaluate it) and never a simplification of it. A member written otherwise
+    is evaluated by the tree, node by node."""
+    node = formula.node
     if not (isinstance(node, Binary) and node.op == "/" and _is_call(node.left, "exp", "x_j")):
         return False, None
-    den = node.right
+    den, extra = node.right, None
+    if not _keysum(den):
+        if not (isinstance(den, Binary) and den.op == "+"):
+            return False, None
+        found = [a for a, b in ((den.left, den.right), (den.right, den.left)) if _keysum(b) and _free_of_scores(a)]
+        if not found:
+            return False, None
+        extra = found[0]
+    return (True, extra) if recognise_formula(formula)[0] is not None else (False, None)
 
-    def keysum(nd) -> bool:
-        return _is_call(nd, "sum_t") and _is_call(nd.args[0], "exp", "x_t")
 
-    if keysum(den):
-        return True, None
-    if isinstance(den, Binary) and den.op == "+":
-        for a, b in ((den.left, den.right), (den.right, den.left)):
-            if keysum(b) and _free_of_scores(a):
-                return True, a
-    return False, None
+def _keysum(node) -> bool:
+    return _is_call(node, "sum_t") and _is_call(node.args[0], "exp", "x_t")

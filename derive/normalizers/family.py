@@ -24,7 +24,7 @@ from derive.model.reductions import RowExtremum
 from derive.prove.sums import canon_sums
 
 __all__ = ["Family", "KernelFacts", "extra_weight", "kernel_form", "kernel_sigma", "logit_slope", "logit_value",
-           "recognise"]
+           "recognise", "recognise_formula"]
 
 
 @dataclass(frozen=True)
@@ -33,50 +33,65 @@ class Family:
     logit: sp.Expr | None  # σ = log E, None when E = 0 (no extra logit)
 
 
-def _plain(entry) -> dict:
-    return {p: sp.Symbol(p, real=True) for p in entry.params}
-
-
 def _row(body_of) -> sp.Expr:
     return sp.Sum(M[i, t] * body_of(t), (t, 1, n))
 
 
-def _ratio(entry) -> sp.Expr:
-    """The weight of an allowed key divided by M_j: a function of the row."""
-    w = entry.weight(lambda k: X[i, k], j, **_plain(entry))
-    return sp.expand(w / M[i, j], mul=False, multinomial=False, power_exp=False, log=False, deep=False)
-
-
 def recognise(entry) -> tuple[Family | None, str]:
-    """(the family, "") or (None, why there is no online form)."""
-    key = (entry.name, entry.formula)
+    """(the family, "") or (None, why there is no online form) of a registry entry."""
+    return _recognise((entry.name, entry.formula), entry.params, entry.symbols(), entry.weight,
+                      getattr(entry, "definition_of", None))
+
+
+def recognise_formula(f) -> tuple[Family | None, str]:
+    """:func:`recognise` for a compiled formula (:class:`derive.normalizers.formula.Formula`), its
+    parameters over their declared domain: the same recogniser, whatever holds the formula."""
+    symbols = {p: f.defaults.get(p, sp.Symbol(p, real=True)) for p in f.params}
+    return _recognise(("", f.text), f.params, symbols, lambda score, key, **p: f.weight(score, key, None, **p), f)
+
+
+def _recognise(name: tuple, params: tuple, symbols: dict, weight, formula=None) -> tuple[Family | None, str]:
+    """``weight(score, key, **params)``: the symbolic weight M_key·w of the normalizer ``name`` (its
+    registry name, or "", and its formula) with ``params`` (each over its domain, ``symbols``). Its
+    weight divided by M_j, r, is of the family when e^{x_j}/r = E + Σ_t M_t e^{x_t} with E free of
+    the row (X, M, j, t) and E = 0 or E > 0 for every value of the domain, and its compiled
+    ``formula`` (when there is one) is total (:meth:`~derive.normalizers.formula.Formula.total`):
+    the symbolic weight is SymPy's reading of the formula, which can drop a subterm that has no
+    value at some rows (0·log(x_j)), so without totality a member could be given a kernel form
+    where its weight has no value."""
+    key = (name, tuple(params), tuple(sorted(symbols.items(), key=lambda kv: kv[0])))
     if key in _SEEN:
         return _SEEN[key]
-    r = _ratio(entry)
+    plain = {p: sp.Symbol(p, real=True) for p in params}
+    w = weight(lambda k: X[i, k], j, **plain)
+    r = sp.expand(w / M[i, j], mul=False, multinomial=False, power_exp=False, log=False, deep=False)
     out: tuple[Family | None, str]
     den = sp.expand(canon_sums(sp.exp(X[i, j]) / r))
     extra = sp.expand(den - _row(lambda k: sp.exp(X[i, k])))
-    if not extra.has(X, M, j, t) and extra != 0 and not _positive(entry, extra):
+    if not extra.has(X, M, j, t) and extra != 0 and not _positive(params, symbols, extra):
         out = (None, _not_a_logit(extra))
+    elif not extra.has(X, M, j, t) and formula is not None and not formula.total():
+        out = (None, _NOT_TOTAL)
     elif not extra.has(X, M, j, t):
         logit = None if extra == 0 else sp.expand_log(sp.log(extra), force=False)
         out = (Family(extra, logit), "")
     else:
         # the reason shows the parameters as the documents write them (the soft cap as c_cap, not c)
-        shown = {sp.Symbol(p, real=True): d for p, d in (getattr(entry, "domain", None) or {}).items()
-                 if isinstance(d, sp.Symbol)}
+        shown = {sp.Symbol(p, real=True): d for p, d in symbols.items() if isinstance(d, sp.Symbol)}
         out = (None, _why_not(r.xreplace(shown)))
     _SEEN[key] = out
     return out
 
 
 _SEEN: dict = {}
+_NOT_TOTAL = ("its weight simplifies to $e^{x_j}/(E + \\sum_t e^{x_t})$ with $E$ free of the scores, but its formula "
+              "has a log, sqrt, division or max_t/min_t not certainly defined at every key, which the simplification "
+              "may drop; no online, split or backward form is derived where the weight may have no value")
 
 
-def _positive(entry, extra: sp.Expr) -> bool:
-    """E > 0 for every parameter value of the entry's domain (so σ = log E is a real logit)."""
-    dom = entry.symbols()
-    return sp.sympify(extra.xreplace({sp.Symbol(p, real=True): dom[p] for p in entry.params})).is_positive is True
+def _positive(params: tuple, symbols: dict, extra: sp.Expr) -> bool:
+    """E > 0 for every parameter value of the domain (so σ = log E is a real logit)."""
+    return sp.sympify(extra.xreplace({sp.Symbol(p, real=True): symbols[p] for p in params})).is_positive is True
 
 
 def _not_a_logit(extra: sp.Expr) -> str:

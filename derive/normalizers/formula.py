@@ -35,7 +35,7 @@ from derive.model.reductions import RowMax, RowMin
 from derive.normalizers.exact import (REDUCTIONS, Ball, Undecided, Undefined, adaptive, condition, keyless, require,
                                       sign, to_arb, to_mpf)
 from derive.normalizers.exact_softmax import softmax_extra, softmax_row
-from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse
+from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse, walk
 from derive.spec.translate import nearest
 
 __all__ = ["FUNCTIONS", "REDUCTIONS", "Formula", "compile_weight"]
@@ -83,7 +83,7 @@ class Formula:
             ok = self._defined_at(xs or [arb(0)], ys or [arb(0)], [False] * max(size, 1), i_pos, vals)
             return [mpmath.mpf(0) if ok else mpmath.nan for _ in range(size)]
 
-        matched, extra = softmax_extra(self.node)
+        matched, extra = softmax_extra(self)
         if matched:
             return self._softmax(xs, ys, allowed, i_pos, vals, extra)
 
@@ -151,6 +151,18 @@ class Formula:
                 return False
 
         return adaptive(evaluate)
+
+    def total(self) -> bool:
+        """Is the tree certainly defined at every allowed key of every row, for every parameter value
+        of the declared domain (a sufficient rule, read off the tree)? The symbolic weight is SymPy's
+        reading of the tree, which drops what it simplifies away (0·log(x_j) is 0, exp(2·log(s)) is
+        s², 0/x_j is 0); where the tree is total, the two have a value at the same rows.
+
+        Every log, sqrt, division and negative power has an operand positive (nonnegative under a
+        sqrt) by construction — exp, sigmoid and softplus are positive, a sum over the row's keys
+        of positive terms is positive, since it has key j — or, free of the row, proved so by SymPy
+        over the domain; a max_t or min_t (empty for some key) makes it not total."""
+        return all(_safe(nd, self) for nd in walk(self.node))
 
     def defined_without_keys(self, **params) -> bool:
         """Does the formula have a value on a row with no allowed key (its reductions empty)?"""
@@ -311,6 +323,63 @@ def _sample(assumptions: dict, sign: int) -> float:
     return 0.5 * sign
 
 
+# ---- where the tree is certainly defined ---------------------------------------------------
+
+_POS, _NONNEG = 2, 1  # the sign classes of _sign (0: not known)
+_ROW = ("x_j", "x_t", "y_j", "y_t", "j", "t")
+
+
+def _safe(node, f: Formula) -> bool:
+    """Is the partial operation at ``node`` (if it is one) certainly defined? (see :meth:`Formula.total`)"""
+    if isinstance(node, Call) and node.func in ("max_t", "min_t"):
+        return False
+    if isinstance(node, Call) and node.func in ("log", "sqrt"):
+        return _sign(node.args[0], f) >= (_POS if node.func == "log" else _NONNEG)
+    if isinstance(node, Binary) and node.op == "/":
+        return _sign(node.right, f) == _POS or _row_free(node.right) and _free(node.right, f).is_nonzero is True
+    if isinstance(node, Binary) and node.op == "**" and isinstance(node.right, Unary):  # a negative power
+        return _sign(node.left, f) == _POS or _row_free(node.left) and _free(node.left, f).is_nonzero is True
+    return True
+
+
+def _sign(node, f: Formula) -> int:
+    """_POS, _NONNEG or 0 (not known) for the value of ``node`` at an allowed key, where it is defined."""
+    if _row_free(node):
+        v = _free(node, f)
+        return _POS if v.is_positive else _NONNEG if v.is_nonnegative else 0
+    if isinstance(node, Call):
+        args = [_sign(a, f) for a in node.args]
+        if node.func in ("exp", "sigmoid", "softplus"):
+            return _POS
+        if node.func in ("abs", "relu"):
+            return _NONNEG
+        if node.func == "sum_t":  # over the row's allowed keys, key j among them unless a condition drops it
+            return min(args[0], _NONNEG if len(node.args) > 1 else _POS)
+        if node.func == "prod_t":  # the empty product is 1
+            return args[0]
+        if node.func in ("max", "min"):
+            return max(args) if node.func == "max" and min(args) >= _NONNEG else min(args)
+        return 0
+    if isinstance(node, Binary) and node.op == "+":
+        a, b = _sign(node.left, f), _sign(node.right, f)
+        return max(a, b) if min(a, b) >= _NONNEG else 0
+    if isinstance(node, Binary) and node.op in ("*", "/"):
+        return min(_sign(node.left, f), _sign(node.right, f))
+    if isinstance(node, Binary) and node.op == "**":
+        return _sign(node.left, f)
+    return 0
+
+
+def _row_free(node) -> bool:
+    return not any(isinstance(nd, Name) and nd.id in _ROW or isinstance(nd, Call) and nd.func in REDUCTIONS
+                   for nd in walk(node))
+
+
+def _free(node, f: Formula) -> sp.Expr:
+    """A node free of the row as SymPy reads it: the parameters over their domain, n and i positive integers."""
+    return _Free(None, None, None, dict(f.defaults)).run(node)
+
+
 # ---- the symbolic weight ------------------------------------------------------------------
 
 
@@ -403,3 +472,12 @@ class _Symbolic:
                 return sp.Product(factor, (t, 1, skip - 1)) * sp.Product(factor, (t, skip + 1, n))
             return sp.Product(factor, (t, lo, hi))
         return (RowMax if fn == "max_t" else RowMin)(body, t, lo, hi, skip)
+
+
+class _Free(_Symbolic):
+    """:class:`_Symbolic` for a node free of the row: n and i are positive integers."""
+
+    def name(self, name: str) -> sp.Expr:
+        if name in ("n", "i"):
+            return sp.Symbol(name, integer=True, positive=True)
+        return super().name(name)

@@ -46,8 +46,8 @@ from derive.model.attention import M, X, i, j
 from derive.normalizers.parts import NEGATIVE, POSITIVE, REAL, Token, Trial
 from derive.normalizers.vectorised import Stable
 
-__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "register",
-           "unregister", "user_entry"]
+__all__ = ["REGISTRY", "SINK", "USER", "Normalizer", "Token", "Trial", "from_formula", "get", "names", "on_use",
+           "register", "unregister", "user_entry"]
 
 
 @dataclass(frozen=True)
@@ -391,6 +391,24 @@ def _sample_value(sym) -> int:
 def _kind(sym) -> str:
     return "positive" if sym.is_positive else "negative" if sym.is_negative else "nonzero" if sym.is_nonzero \
         else "real"
+
+
+def on_use(read: Callable[[], object]) -> Callable[[], object]:
+    """A table read off the registry (``read()``), computed when it is asked for and remembered
+    while the registry holds the same entries: an entry registered later (a user's, or a test's
+    temporary one) or removed is seen by the next call, whenever the reader's module was imported."""
+    memo: dict = {}
+
+    def view():
+        state = tuple((name, id(entry)) for name, entry in REGISTRY.items())
+        if memo.get("state") != state:
+            # the entries are kept with the table, so none of these ids can be reused while it is remembered
+            memo.update(state=state, entries=tuple(REGISTRY.values()), table=read())
+        return memo["table"]
+
+    view.__doc__ = read.__doc__
+    view.__name__ = read.__name__
+    return view
 
 
 def names() -> list[str]:
