@@ -126,9 +126,11 @@ def test_a_kink_a_score_moves_is_not_judged_and_one_it_does_not_move_is_no_obsta
 
 
 def test_an_entry_that_no_precision_encloses_is_undecided():
-    """d/dx (log(exp(x)) − x) is e^x/e^x − 1: a ball around 0 at every precision, never judged."""
-    f = from_formula("cancel_test", "cancel (test)", "2 + x_j * (log(exp(x_j)) - x_j)")
-    with pytest.raises(NoJacobian, match=r"^the Jacobian: no ball up to 16384 bits") as e:
+    """tanh(x) − (e^{2x} − 1)/(e^{2x} + 1) is 0 but SymPy does not prove it: the derivative of
+    x·(that) is a ball around 0 at every precision, never judged."""
+    f = from_formula("cancel_test", "cancel (test)", "2 + x_j * (tanh(x_j) - (exp(2*x_j) - 1)/(exp(2*x_j) + 1))")
+    with pytest.raises(NoJacobian, match=r"^the Jacobian: no ball up to 16384 bits.*; SymPy does not prove "
+                                         r"\(tanh\(x_j\)-\(\(exp\(\(2\*x_j\)\)-1\)/") as e:
         jacobian(f, [0.5, 1.0], {}, 30)
     assert not e.value.kink
     checker = Checker(f, None, -1, 30)
@@ -138,6 +140,12 @@ def test_an_entry_that_no_precision_encloses_is_undecided():
     assert checker._gradient([0.5, 1.0], ex, [123.0, -7.0], {}, tol, 0.0, result, (2,)) is None
     assert result.undecided_rows == 1 and result.undecided_reason.startswith("the Jacobian: no ball")
     assert result.verdict == "undecided"
+
+
+def test_an_identity_sympy_proves_has_the_derivative_zero():
+    """log(e^x) − x is proved 0, so the derivative of 2 + x·(log(e^x) − x) is exactly 0."""
+    f = from_formula("proved_test", "proved (test)", "2 + x_j * (log(exp(x_j)) - x_j)")
+    assert jacobian(f, [0.5, 1.0], {}, 30) == [[0, 0], [0, 0]]
 
 
 def test_the_derivative_of_a_max_and_of_a_tie():

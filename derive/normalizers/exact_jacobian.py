@@ -85,7 +85,10 @@ class Forward(Ball):
 
     def binary(self, op: str, a: Dual, b: Dual, node) -> Dual:
         if op in "+-":
-            return Dual(a.v + b.v if op == "+" else a.v - b.v, _add(a.d, b.d, op == "-"))
+            v = a.v + b.v if op == "+" else a.v - b.v
+            if self.cancels(v, node):  # identically 0 (SymPy's proof): so is its derivative
+                return self.const(_ZERO)
+            return Dual(v, _add(a.d, b.d, op == "-"))
         if op == "*":
             return Dual(a.v * b.v, _add(a.scale(b.v), b.scale(a.v)))
         if op == "/":
