@@ -158,3 +158,27 @@ def test_the_derivative_of_a_max_and_of_a_tie():
     with pytest.raises(NoJacobian, match=r"max at a tie its scores move apart"):
         jacobian(f, [1.0, 1.0], {}, 40)
     np.testing.assert_equal(jacobian(f, [1.0], {}, 40), [[0]])
+
+
+@pytest.mark.parametrize("name", ["softmax", "sink", "clipped", "softcap", "sigmoid", "sigmoid_logn", "ssmax",
+                                  "stick_breaking", "softpick", "relu_n"])
+def test_every_registry_jacobian_matches_a_difference_quotient_of_the_reference(name):
+    """An independent evaluator: mpmath's numerical derivative of the exact weights (evidence)."""
+    norm = get(name)
+    params = {p: float(norm.sample.get(p, 0.5)) for p in norm.params}
+    row = [0.5, -math.inf, -1.25, 2.0]
+    jac = jacobian(norm, row, params, 40)
+    allowed = [v != -math.inf for v in row]
+    xs = [v if ok else 0.0 for v, ok in zip(row, allowed)]
+    with mpmath.workdps(60):
+        for k in range(4):
+            for j in range(4):
+                if not (allowed[j] and allowed[k]):
+                    assert jac[j][k] == 0
+                    continue
+
+                def w(h, j=j, k=k):
+                    x = [mpmath.mpf(v) + (h if q == k else 0) for q, v in enumerate(xs)]
+                    return norm.reference(x, mask=allowed, **params)[j]
+
+                assert abs(jac[j][k] - mpmath.diff(w, 0)) < mpmath.mpf(10) ** -30 * (1 + abs(jac[j][k]))

@@ -152,6 +152,12 @@ class Forward(Ball):
         # tanh
         return Dual(x.tanh(), a.scale(x.sech() ** 2))
 
+    def indices(self, args) -> list[int]:
+        """The keys a reduction runs over: its condition's bound is an index expression, a plain ball."""
+        plain = Ball(self.xs, self.ys, self.allowed, self.key, self.row, self.params, {})
+        plain.var = self.var
+        return plain.indices(args)
+
     def _reduction(self, fn: str, args) -> Dual:
         vals = []
         outer = self.var
