@@ -272,7 +272,8 @@ class Ball:
                     ">=": lambda k: k >= bound, "==": lambda k: k == bound, "!=": lambda k: k != bound}[op]
         return [k for k in range(1, len(self.xs) + 1) if self.allowed[k - 1] and (keep is None or keep(k))]
 
-    def _reduction(self, fn: str, args) -> arb:
+    def terms(self, args) -> list:
+        """The body of a reduction with arguments ``args`` at each key t it runs over."""
         vals = []
         outer = self.var
         for k in self.indices(args):
@@ -281,6 +282,10 @@ class Ball:
                 vals.append(self.run(args[0]))
             finally:
                 self.var = outer
+        return vals
+
+    def _reduction(self, fn: str, args) -> arb:
+        vals = self.terms(args)
         if fn == "sum_t":
             return sum(vals, _ZERO)
         if fn == "prod_t":

@@ -159,14 +159,7 @@ class Forward(Ball):
         return plain.indices(args)
 
     def _reduction(self, fn: str, args) -> Dual:
-        vals = []
-        outer = self.var
-        for k in self.indices(args):
-            self.var = k
-            try:
-                vals.append(self.run(args[0]))
-            finally:
-                self.var = outer
+        vals = self.terms(args)
         if fn == "sum_t":
             out = self.const(_ZERO)
             for v in vals:

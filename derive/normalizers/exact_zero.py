@@ -25,21 +25,17 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
+from derive.spec.parser import Binary, Name, Num, Unary, walk
 
 __all__ = ["MAX_NODES", "proved_zero", "unproved"]
 
 MAX_NODES = 48  # the largest node (in tree nodes) handed to SymPy: a deterministic budget
-_REDUCTIONS = ("sum_t", "max_t", "min_t", "prod_t")
 _CACHE: dict = {}
 _UNPROVED: list = []  # the nodes asked about and not proved 0 since the last reset (for the undecided reason)
 
 _INDEX = {"i": sp.Symbol("i", integer=True, positive=True), "j": sp.Symbol("j", integer=True, positive=True),
           "t": sp.Symbol("t", integer=True, positive=True), "n": sp.Symbol("n", integer=True, nonnegative=True)}
 _SCORES = {name: sp.Symbol(name, real=True) for name in ("x_j", "x_t", "y_j", "y_t")}
-_FUNCS = {"exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "tanh": sp.tanh,
-          "relu": lambda z: sp.Max(0, z), "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
-          "softplus": lambda z: sp.log(1 + sp.exp(z))}
 
 
 def _key(node) -> str:
@@ -55,36 +51,31 @@ def _key(node) -> str:
     return f"{node.func}({','.join(_key(a) for a in node.args)})"
 
 
-class _Convert:
-    def __init__(self, params: dict):
-        self.params, self.opaque = params, {}
+def _converter(params: dict):
+    """The formula's own SymPy translation (:class:`derive.normalizers.formula._Symbolic`) with the
+    scores and indices as free symbols and every reduction an arbitrary real number (the same
+    one for the same reduction)."""
+    from derive.normalizers.formula import _Symbolic
 
-    def run(self, node) -> sp.Expr:
-        if isinstance(node, Num):
-            return sp.Rational(node.text)
-        if isinstance(node, Name):
-            if node.id in _SCORES:
-                return _SCORES[node.id]
-            if node.id in _INDEX:
-                return _INDEX[node.id]
-            return self.params[node.id]
-        if isinstance(node, Unary):
-            return -self.run(node.operand)
-        if isinstance(node, Binary):
-            a, b = self.run(node.left), self.run(node.right)
-            return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
-                    "**": lambda: a**b}[node.op]()
-        if node.func in _REDUCTIONS:  # an arbitrary real number, the same one for the same reduction
-            k = _key(node)
+    class Convert(_Symbolic):
+        def __init__(self):
+            super().__init__(None, None, _INDEX["j"], params)
+            self.opaque = {}
+
+        def name(self, name: str) -> sp.Expr:
+            if name in _SCORES:
+                return _SCORES[name]
+            if name in _INDEX:
+                return _INDEX[name]
+            return self.params[name]
+
+        def reduction(self, fn: str, args, build=None) -> sp.Expr:
+            k = f"{fn}({','.join(_key(a) for a in args)})"
             if k not in self.opaque:
                 self.opaque[k] = sp.Symbol(f"r{len(self.opaque)}", real=True)
             return self.opaque[k]
-        args = [self.run(a) for a in node.args]
-        if node.func == "max":
-            return sp.Max(*args)
-        if node.func == "min":
-            return sp.Min(*args)
-        return _FUNCS[node.func](*args)
+
+    return Convert()
 
 
 def _symbols(signs: tuple) -> dict:
@@ -112,7 +103,7 @@ def _decide(node, signs: tuple) -> bool:
     params = _symbols(tuple((n, s) for n, s in signs if s is not None))
     params.update({n: sp.Symbol(n, real=True) for n, s in signs if s is None})
     try:
-        expr = _Convert(params).run(node)
+        expr = _converter(params).run(node)
         return expr == 0 or sp.simplify(expr) == 0
     except (TypeError, ValueError, ArithmeticError, RecursionError, KeyError):
         return False
