@@ -67,3 +67,20 @@ def test_a_difference_that_is_not_identically_zero_keeps_its_value():
     (v,) = _ref("exp(x_j) - 1", [1e-300])
     assert v != 0 and abs(v - mpmath.mpf(1e-300)) < mpmath.mpf(1e-315)
     assert not proved_zero(parse("exp(x_j) - 1"), ())
+
+
+def test_derive_impl_judges_a_normalizer_written_as_a_proved_identity(monkeypatch, tmp_path):
+    """Weights log(e^x_j) − x_j: exactly 0 on every row, so zeros agree (no row left undecided)
+    and a weight of 1e−300 on key 1 disagrees, certified."""
+    from derive.impl import check_implementation
+    from derive.normalizers.registry import REGISTRY, from_formula
+
+    e = from_formula("null_proved", "zero, as log(exp(x)) - x", "log(exp(x_j)) - x_j")
+    monkeypatch.setitem(REGISTRY, e.name, e)
+    code = tmp_path / "forms.py"
+    code.write_text("import numpy as np\n\ndef zeros(x):\n    return np.zeros_like(x)\n\n"
+                    "def tiny(x):\n    y = np.zeros_like(x)\n    y[..., 0] = 1e-300\n    return y\n")
+    good = check_implementation(f"{code}:zeros", "null_proved", dtypes=("float64",), examples=5)
+    assert good.verdict == "agrees" and good.results[0].undecided_rows == 0
+    bad = check_implementation(f"{code}:tiny", "null_proved", dtypes=("float64",), examples=5)
+    assert bad.verdict == "disagrees" and bad.failure.exact[0] == 0 and bad.failure.output[0] == 1e-300

@@ -105,7 +105,7 @@ def jacobian(norm, row: list[float], params: dict, dps: int) -> list[list]:
         except Undefined:
             raise NoJacobian("a weight has no value at this row") from None
         except Undecided as e:
-            raise NoJacobian(f"the Jacobian: {e}") from None
+            raise NoJacobian(f"their derivatives (the Jacobian the gradient is compared with): {e}") from None
 
 
 def kink_distance(norm, row: list[float], params: dict, dps: int):
