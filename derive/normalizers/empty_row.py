@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.spec.parser import Binary, Call, Name, Num, Unary
+from derive.normalizers.symbolic_walk import SYMPY_FUNCTIONS
+from derive.spec.parser import Binary, Name, Num, Unary
 
 __all__ = ["ALWAYS", "NEVER", "UNKNOWN", "Condition", "empty_row"]
 
@@ -90,9 +91,7 @@ def _walk(node, params: dict, conds: list) -> sp.Expr:
         conds.append(Condition("positive", args[0]))
     elif fn == "sqrt":
         conds.append(Condition("nonnegative", args[0]))
-    return {"exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "tanh": sp.tanh, "max": sp.Max,
-            "min": sp.Min, "relu": lambda z: sp.Max(0, z), "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
-            "softplus": lambda z: sp.log(1 + sp.exp(z))}[fn](*args)
+    return SYMPY_FUNCTIONS[fn](*args)
 
 
 def empty_row(formula, params: dict | None = None) -> tuple[str, list[Condition]]:

@@ -7,15 +7,17 @@ rules are the chain rule of each operation; the second score row of the row form
 (y = x, as in :meth:`~derive.normalizers.formula.Formula.reference`). A masked key has no score:
 its column and its row are exact zeros.
 
-The precision is the value's: from twice the caller's, doubled up to
-:data:`~derive.normalizers.exact.CAP` bits while a value or a derivative is not tight (relative
-radius above 2^−``mp.prec``, an exact 0 being exact) or a branch cannot be decided; at the cap
+The precision schedule is the value's: from twice the caller's, doubled up to
+:data:`~derive.normalizers.exact.CAP` bits while a derivative is not tight (relative radius
+above 2^−``mp.prec``, an exact 0 being exact) or a branch cannot be decided; at the cap
 the Jacobian is :class:`~derive.normalizers.exact.Undecided`. A point where the weights are not
 differentiable (relu, abs, max or min at its kink, moved by a score; sqrt at 0) raises
-:class:`NotDifferentiable`: its derivative is one-sided and nothing is judged there. A kink a
-score does not move (relu(x_j) differentiated by x_k, k ≠ j) is no obstacle: the derivative is 0.
-e^{x} − 1 at x = 1e−300 has the derivative e^{x} exactly enclosed, where a fixed-precision
-symbolic derivative of relu evaluates Heaviside(0).
+:class:`NotDifferentiable`: its derivative is one-sided and nothing is judged there. A kink no
+score moves (relu of a parameter at 0) is no obstacle: its derivative is 0. A sum or difference
+that SymPy proves identically 0 (:mod:`derive.normalizers.exact_zero`) has the derivative 0.
+Softpick at scores ~1e−300 has e^x − 1 to every digit and ∂p_j/∂x_k ~ 1e300 exactly enclosed,
+where a fixed 40-digit evaluation of a symbolic derivative makes e^x − 1 zero and the
+derivative of relu there Heaviside(0).
 """
 
 from __future__ import annotations

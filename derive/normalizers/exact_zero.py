@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from derive.normalizers.symbolic_walk import SymbolicWalk
 from derive.spec.parser import Binary, Name, Num, Unary, walk
 
 __all__ = ["MAX_NODES", "proved_zero", "unproved"]
@@ -51,31 +52,25 @@ def _key(node) -> str:
     return f"{node.func}({','.join(_key(a) for a in node.args)})"
 
 
-def _converter(params: dict):
-    """The formula's own SymPy translation (:class:`derive.normalizers.formula._Symbolic`) with the
-    scores and indices as free symbols and every reduction an arbitrary real number (the same
-    one for the same reduction)."""
-    from derive.normalizers.formula import _Symbolic
+class _Convert(SymbolicWalk):
+    """A node in SymPy with the scores and indices as free symbols and every reduction an
+    arbitrary real number (the same one for the same reduction)."""
 
-    class Convert(_Symbolic):
-        def __init__(self):
-            super().__init__(None, None, _INDEX["j"], params)
-            self.opaque = {}
+    def __init__(self, params: dict):
+        self.params, self.opaque = params, {}
 
-        def name(self, name: str) -> sp.Expr:
-            if name in _SCORES:
-                return _SCORES[name]
-            if name in _INDEX:
-                return _INDEX[name]
-            return self.params[name]
+    def name(self, name: str) -> sp.Expr:
+        if name in _SCORES:
+            return _SCORES[name]
+        if name in _INDEX:
+            return _INDEX[name]
+        return self.params[name]
 
-        def reduction(self, fn: str, args, build=None) -> sp.Expr:
-            k = f"{fn}({','.join(_key(a) for a in args)})"
-            if k not in self.opaque:
-                self.opaque[k] = sp.Symbol(f"r{len(self.opaque)}", real=True)
-            return self.opaque[k]
-
-    return Convert()
+    def reduction(self, fn: str, args) -> sp.Expr:
+        k = f"{fn}({','.join(_key(a) for a in args)})"
+        if k not in self.opaque:
+            self.opaque[k] = sp.Symbol(f"reduction {len(self.opaque)}", real=True)  # no formula name has a space
+        return self.opaque[k]
 
 
 def _symbols(signs: tuple) -> dict:
@@ -103,7 +98,7 @@ def _decide(node, signs: tuple) -> bool:
     params = _symbols(tuple((n, s) for n, s in signs if s is not None))
     params.update({n: sp.Symbol(n, real=True) for n, s in signs if s is None})
     try:
-        expr = _converter(params).run(node)
+        expr = _Convert(params).run(node)
         return expr == 0 or sp.simplify(expr) == 0
     except (TypeError, ValueError, ArithmeticError, RecursionError, KeyError):
         return False
