@@ -265,16 +265,18 @@ class Checker:
             return None
         c = grad_weights(len(row))
         cmax = float(np.max(np.abs(c)))
-        with mpmath.workdps(self.dps):  # cᵀJ to dps digits: its rounding is far inside every bound
-            ref = [float(mpmath.fsum(c[j] * jac[j][k] for j in range(len(row)))) for k in range(len(row))]
-            scale = [float(mpmath.fsum(abs(c[j] * jac[j][k]) for j in range(len(row))))
+        with mpmath.workdps(self.dps):  # cᵀJ and the errors to dps digits: far inside every bound
+            exact = [mpmath.fsum(float(c[j]) * jac[j][k] for j in range(len(row))) for k in range(len(row))]
+            scale = [float(mpmath.fsum(abs(float(c[j]) * jac[j][k]) for j in range(len(row))))
                      + abs(float(ex.values[k])) * cmax for k in range(len(row))]
-        bounds = [tol.abs + tol.rel * (1 + kappa) * s for s in scale]
+            bounds = [tol.abs + tol.rel * (1 + kappa) * s for s in scale]
+            beyond = [not math.isfinite(gv) or abs(gv - rv) > b for gv, rv, b in zip(grad, exact, bounds)]
+            ref = [float(rv) for rv in exact]
         errs = [abs(gv - rv) if math.isfinite(gv) else math.inf for gv, rv in zip(grad, ref)]
         if result is not None:
             for e, b in zip(errs, bounds):
                 result.max_ratio = max(result.max_ratio, e / b)
-        if any(e > b for e, b in zip(errs, bounds)):
+        if any(beyond):
             return Failure(dtype=tol.dtype, what="gradient", row=row, params=allp, shape=tuple(shape), output=grad,
                            exact=ref, errors=errs, bounds=bounds)
         return None
