@@ -72,3 +72,29 @@ def test_derive_normalizer_states_where_the_empty_row_has_no_value(tmp_path):
     assert md.stdout.rstrip().endswith(
         "row with no allowed key: exactly 0 on every key, except where a = 0: there no value (the formula has none "
         "with no allowed key: every sum over the keys is 0 and n = 0)")
+
+
+def test_derive_impl_accepts_a_convention_only_where_the_empty_row_has_no_value(monkeypatch, tmp_path):
+    from derive.impl import check_implementation
+    from derive.normalizers.registry import REGISTRY
+
+    norm = from_formula("a2_impl_test", "test", "exp(x_j) / (a**2 + sum_t(exp(x_t)))", scalars={"a": {}})
+    monkeypatch.setitem(REGISTRY, norm.name, norm)
+    code = tmp_path / "a2.py"
+    code.write_text("import numpy as np\n\n"
+                    "def a2(x, a):\n"
+                    "    m = np.max(x, axis=-1, keepdims=True)\n"
+                    "    with np.errstate(invalid='ignore', over='ignore'):\n"
+                    "        e = np.exp(x - m)\n"
+                    "        extra = a * a * np.exp(-m) if a else 0.0\n"
+                    "        return e / (extra + e.sum(axis=-1, keepdims=True))\n")
+    report = check_implementation(f"{code}:a2", norm.name, params={"a": 0.0}, dtypes=("float64",), examples=5)
+    assert report.verdict == "agrees", report.to_markdown()
+    assert report.results[0].conventions == {"nan": report.results[0].undefined_rows}
+    assert report.masked_note().startswith(
+        "Fully masked rows (every score −∞): a2_impl_test gives exactly 0 on every key, except where a = 0: there "
+        "no value (the formula has none with no allowed key: every sum over the keys is 0 and n = 0). Where it has "
+        "a value, that value is required, as on any other row (")
+    assert "Any one of these conventions is accepted where it has none: NaN" in report.masked_note()
+    quiet = check_implementation(f"{code}:a2", norm.name, params={"a": 0.5}, dtypes=("float64",), examples=5)
+    assert quiet.verdict == "disagrees" and quiet.failure.row == [-math.inf]  # NaN where the value is 0
