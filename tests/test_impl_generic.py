@@ -7,29 +7,13 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
-import sympy as sp
 
 from derive.impl import check_implementation
 from derive.impl.reference import jacobian
-from derive.model.attention import M, i, j
-from derive.normalizers.registry import REGISTRY, Normalizer
+from derive.normalizers.registry import REGISTRY, from_formula
 
 
-def _reference(x, mask=None, **p):
-    return [mpmath.mpf(1) / (1 + mpmath.exp(-mpmath.mpf(v))) if mask is None or mask[k] else mpmath.mpf(0)
-            for k, v in enumerate(x)]
-
-
-def _stable(x, mask=None, **p):
-    y = 1 / (1 + np.exp(-x))
-    return y if mask is None else np.where(mask, y, 0)
-
-
-SIGMOID = Normalizer(
-    name="sigmoid_test", title="sigmoid (test only)", params=(),
-    weight=lambda score, key=j, **p: M[i, key] / (1 + sp.exp(-score(key))),
-    stable=_stable, reference=_reference, latex=r"\sigma",
-)
+SIGMOID = from_formula("sigmoid_test", "sigmoid (test only)", "sigmoid(x_j)", latex=r"\sigma")
 
 
 def good(x):
@@ -61,3 +45,13 @@ def test_the_jacobian_of_a_new_normalizer_is_derived(monkeypatch):
         assert abs(jac[0][0] - mpmath.mpf(1) / 4) < mpmath.mpf(10) ** -45
         assert abs(jac[1][1] - s * (1 - s)) < mpmath.mpf(10) ** -45
         assert jac[0][1] == 0 and jac[1][0] == 0
+
+
+def test_a_normalizer_without_a_formula_has_no_jacobian_to_judge():
+    from derive.impl.reference import NoJacobian
+    from derive.normalizers.registry import Normalizer
+
+    bare = Normalizer(name="bare", title="bare", params=(), weight=SIGMOID.weight, stable=SIGMOID.stable,
+                      reference=SIGMOID.reference, latex="b")
+    with pytest.raises(NoJacobian, match=r"^the normalizer bare has no formula to differentiate$"):
+        jacobian(bare, [0.0], {}, 30)

@@ -70,7 +70,8 @@ def table(entry, params: dict, limit: float) -> dict:
     masked = rule(entry)
     return {"normalizer": entry.name, "title": entry.title, "formula": entry.formula,
             "parameters": list(entry.params), "properties": rows, "softmax_family": family,
-            "fully_masked_row": {"defined": masked.defined, "gives": plain_math(masked.says)}}
+            "fully_masked_row": {"defined": masked.defined, "gives": plain_math(masked.says),
+                                 "undefined_where": plain_math(masked.unless)}}
 
 
 _MARK = {"proved": "✅", "refuted": "❌", "undecided": "❓"}

@@ -27,25 +27,41 @@ __all__ = ["CONVENTIONS", "MaskedRule", "convention", "derived_rule", "is_fully_
 
 @dataclass(frozen=True)
 class MaskedRule:
-    defined: bool  # whether the definition has a value on a fully masked row
+    defined: bool  # whether the definition has a value on a fully masked row (for some parameter values)
     says: str  # what the definition gives there, in words (prose markup: formulas as $…$)
+    unless: str = ""  # where it has none after all, for some parameter values: a condition ($…$), else ''
+
+
+_NONE = "every sum over the keys is 0 and $n = 0$"
 
 
 def derived_rule(norm) -> MaskedRule:
-    """What the definition gives on a row with no allowed key, read off its formula: a value
-    (every weight 0) when the weight has one with every reduction over no key, as an extra
-    term of the denominator gives; none (0/0) otherwise."""
+    """What the definition gives on a row with no allowed key, read off its formula
+    (:func:`derive.normalizers.empty_row.empty_row`, decided over the parameters' domain): a
+    value (every weight 0) where the weight has one with every reduction over no key, as an
+    extra term of the denominator gives; none (0/0) where it has not — for every parameter
+    value, for none, or (``unless``) for the values where a condition fails, e.g.
+    ``exp(x_j) / (a**2 + sum_t(exp(x_t)))``, whose row is 0/0 at a = 0."""
     import sympy as sp
 
+    from derive.normalizers.empty_row import NEVER, UNKNOWN, empty_row
     from derive.normalizers.family import recognise
     from derive.render.latex import tex
 
     f = norm.definition_of
     if f is None:  # an entry without a formula: its reference decides
         return _from_reference(norm)
-    if not f.defined_without_keys():
-        return MaskedRule(False, "no value (the formula has none with no allowed key: every sum over the keys is 0 "
-                                 "and $n = 0$)")
+    verdict, conds = empty_row(f)  # the parameters over their domain, as the formula declares them
+    if verdict == NEVER:
+        return MaskedRule(False, f"no value (the formula has none with no allowed key: {_NONE})")
+    if verdict == UNKNOWN:
+        return MaskedRule(True, "exactly 0 on every key where the formula has a value with no allowed key "
+                                f"({_NONE}), and none where it has not: which parameter values these are was not "
+                                "decided", unless="not decided")
+    if conds:
+        fails = " or ".join(f"${tex(_solved(c.fails_where()))}$" for c in conds)
+        return MaskedRule(True, f"exactly 0 on every key, except where {fails}: there no value (the formula has none "
+                                f"with no allowed key: {_NONE})", unless=fails)
     fam, _ = recognise(norm)
     if fam is not None and fam.extra != 0:
         shown = fam.extra.xreplace({sp.Symbol(p, real=True): v for p, v in norm.symbols().items()})
@@ -53,6 +69,25 @@ def derived_rule(norm) -> MaskedRule:
                                 "all the weight")
     return MaskedRule(True, "exactly 0 on every key: a masked key has weight 0, and the formula has a value with no "
                             "allowed key")
+
+
+def _solved(rel):
+    """``rel`` (E = 0, E ≤ 0 or E < 0 over the parameters) solved for its one parameter where
+    SymPy gives a plain answer (a² = 0 → a = 0), else as it is."""
+    import sympy as sp
+
+    free = sorted(rel.free_symbols, key=str)
+    if len(free) != 1:
+        return rel
+    try:
+        out = sp.solve(rel, free[0])
+    except (NotImplementedError, ValueError, TypeError):
+        return rel
+    if isinstance(rel, sp.Eq) and isinstance(out, list) and len(out) == 1:
+        return sp.Eq(free[0], out[0])
+    if isinstance(out, list) or out in (sp.true, sp.false):
+        return rel
+    return out
 
 
 def _from_reference(norm) -> MaskedRule:

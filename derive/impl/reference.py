@@ -8,25 +8,21 @@ none the reference is *undefined* (NaN) and the conventions of :mod:`.masked` ar
 Where no precision up to the cap encloses a weight tightly, the row is *undecided*
 (``Exact.undecided``) and is not judged.
 
-The Jacobian ∂p_j/∂x_k is derived symbolically: the registry's symbolic weight for a row
-of concrete length n is differentiated with SymPy and evaluated with mpmath. For the
-softmax family this is diag(p) − p pᵀ restricted to the allowed keys.
+The Jacobian ∂p_j/∂x_k comes from the same formula and the same arb evaluator, differentiated
+in forward mode (:mod:`derive.normalizers.exact_jacobian`) at the same adaptive precision with
+the same rule: an entry not enclosed tightly at the cap leaves the gradient of that row
+undecided, never judged. For the softmax family it is diag(p) − p pᵀ on the allowed keys.
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import mpmath
-import sympy as sp
 
-from derive.model.attention import M, i, n
 from derive.normalizers.exact import Undecided
 
-__all__ = ["Exact", "exact_row", "jacobian", "kink_distance"]
-
-_X = sp.IndexedBase("x")
+__all__ = ["Exact", "NoJacobian", "exact_row", "jacobian", "kink_distance"]
 
 
 class Exact:
@@ -76,55 +72,40 @@ def _params(norm, params: dict) -> dict | None:
     return {p: params[p] for p in f.params}
 
 
-@lru_cache(maxsize=64)
-def _jacobian_fn(name: str, size: int):
-    from derive.normalizers.registry import get
+class NoJacobian(Exception):
+    """The Jacobian at this row is not judged: why; ``kink``: because the weights are not
+    differentiable there (else it could not be evaluated: undecided)."""
 
-    norm = get(name)
-    # plain real symbols for the parameters: a domain expression such as 1 + zeta' (clipped
-    # softmax's ζ ≥ 1) is not a valid argument name for lambdify
-    order = list(norm.params)
-    syms = {p: sp.Symbol(f"param_{k}", real=True) for k, p in enumerate(order)}
-    xs = sp.symbols(f"x1:{size + 1}", real=True)
-    ms = sp.symbols(f"m1:{size + 1}")
-    rows = []
-    for k in range(1, size + 1):
-        w = norm.weight(lambda key: _X[key], sp.Integer(k), **syms)
-        w = w.subs(n, size).doit()
-        w = w.subs({M[i, q]: ms[q - 1] for q in range(1, size + 1)})
-        w = w.subs({_X[q]: xs[q - 1] for q in range(1, size + 1)})
-        rows.append([sp.diff(w, xv) for xv in xs])
-    fn = sp.lambdify([xs, ms, [syms[p] for p in order]], rows, modules="mpmath")
-    return fn, order
-
-
-def _numeric_jacobian(norm, xs, allowed, params):
-    cols = []
-    for k in range(len(xs)):
-        if not allowed[k]:
-            cols.append([mpmath.mpf(0)] * len(xs))
-            continue
-
-        def f(h, k=k, j=None):
-            shifted = list(xs)
-            shifted[k] = xs[k] + h
-            return norm.reference(shifted, mask=allowed, **params)
-
-        cols.append([mpmath.diff(lambda h, j=j: f(h)[j], 0) for j in range(len(xs))])
-    return [[cols[k][j] for k in range(len(xs))] for j in range(len(xs))]
+    def __init__(self, reason: str, kink: bool = False):
+        super().__init__(reason)
+        self.kink = kink
 
 
 def jacobian(norm, row: list[float], params: dict, dps: int) -> list[list]:
-    """J[j][k] = ∂p_j/∂x_k at ``row`` (masked entries: derivative 0)."""
+    """J[j][k] = ∂p_j/∂x_k at ``row`` (masked entries: derivative 0), each entry correct to
+    ``dps`` digits: forward-mode differentiation of the normalizer's formula in arb balls at
+    an adaptive precision (:mod:`derive.normalizers.exact_jacobian`). Raises
+    :class:`NoJacobian` (with the reason) where the weights are not differentiable or no
+    precision up to the cap encloses an entry tightly: the gradient is then not judged."""
+    from derive.normalizers.exact import Undefined
+    from derive.normalizers.exact_jacobian import NotDifferentiable, jacobian as forward
+
+    if norm.definition_of is None:
+        raise NoJacobian(f"the normalizer {norm.name} has no formula to differentiate")
+    own = _params(norm, params)
+    if own is None:
+        missing = [p for p in norm.definition_of.params if p not in params]
+        raise NoJacobian(f"no value for the parameter(s) {', '.join(missing)}")
     xs, allowed = _split(row)
     with mpmath.workdps(dps):
         try:
-            fn, order = _jacobian_fn(norm.name, len(row))
-            vals = fn([mpmath.mpf(v) for v in xs], [1 if a else 0 for a in allowed],
-                      [mpmath.mpf(params[p]) for p in order])
-            return [[mpmath.mpf(v) for v in r] for r in vals]
-        except (TypeError, ValueError, NotImplementedError, AttributeError, KeyError):
-            return _numeric_jacobian(norm, [mpmath.mpf(v) for v in xs], allowed, params)
+            return forward(norm.definition_of, xs, allowed, **own)
+        except NotDifferentiable as e:
+            raise NoJacobian(f"the weights are not differentiable at this row ({e})", kink=True) from None
+        except Undefined:
+            raise NoJacobian("a weight has no value at this row") from None
+        except Undecided as e:
+            raise NoJacobian(f"their derivatives (the Jacobian the gradient is compared with): {e}") from None
 
 
 def kink_distance(norm, row: list[float], params: dict, dps: int):

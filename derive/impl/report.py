@@ -77,17 +77,22 @@ class Report:
         if rule is None or not tested:
             return ""
         head = f"Fully masked rows (every score −∞): {self.normalizer} gives {plain_math(rule.says)}"
-        if rule.defined:
+        if rule.defined and not rule.unless:
             return f"{head}; that value is required, as on any other row ({tested} such rows tested)."
+        there = "there"
+        if rule.defined:  # a value for some parameter values only
+            head = (f"{head}. Where it has a value, that value is required, as on any other row ({tested} such rows "
+                    "tested)")
+            there = "where it has none"
         seen = {}
         for r in self.results:
             for conv, count in r.conventions.items():
                 seen.setdefault(conv, []).append(f"{count} in {r.dtype}")
         accepted = "; ".join(CONVENTIONS.values())
         if not seen:
-            return f"{head}. Accepted there: {accepted}."
+            return f"{head}. Accepted {there}: {accepted}."
         used = "; ".join(f"{CONVENTIONS[c]} ({', '.join(seen[c])})" for c in CONVENTIONS if c in seen)
-        return (f"{head}. Any one of these conventions is accepted there: {accepted}. This implementation "
+        return (f"{head}. Any one of these conventions is accepted {there}: {accepted}. This implementation "
                 f"returns {used}: accepted, by convention, not by the definition.")
 
     @property
@@ -159,7 +164,7 @@ class Report:
             "warnings": list(self.warnings or []),
             "fully_masked_rows": None if self.masked_rule is None else {
                 "definition": plain_math(self.masked_rule.says), "defined": self.masked_rule.defined,
-                "accepted": [] if self.masked_rule.defined else list(CONVENTIONS),
+                "accepted": list(CONVENTIONS) if not self.masked_rule.defined or self.masked_rule.unless else [],
                 "note": self.masked_note()},
             "tolerance_rule": plain_math(TOLERANCE_RULE),
             "dtypes": [self._dtype_json(r) for r in self.results],

@@ -14,7 +14,9 @@ up to :data:`CAP` bits, whenever
 
 The schedule depends on the caller's precision and the input alone, never on time. A
 difference of the same expression with itself (``S − S``, columns aside) is an exact 0, as
-arithmetic on two equal but wide balls could not say. At the cap the value is :class:`Undecided`: the
+arithmetic on two equal but wide balls could not say; so is a sum or difference whose ball
+contains 0 and which SymPy proves identically 0 (``log(exp(x_j)) - x_j``,
+:mod:`derive.normalizers.exact_zero`). At the cap the value is :class:`Undecided`: the
 caller reports the row as not evaluated, never as agreeing or disagreeing. A formula with no
 real value at the row (a division by an exact 0, the log of a certainly negative number, the
 max of nothing) raises :class:`Undefined`. e^x − 1 at x = 1e−300 is therefore 1e−300 to every
@@ -30,6 +32,7 @@ import mpmath
 import sympy as sp
 from flint import arb, ctx
 
+from derive.normalizers.exact_zero import proved_zero, unproved
 from derive.spec.parser import Binary, Call, ExprError, Name, Num, Unary, walk
 
 __all__ = ["CAP", "REDUCTIONS", "Ball", "Undecided", "Undefined", "adaptive", "condition", "keyless", "require", "sign",
@@ -185,8 +188,18 @@ class Ball:
                 return a**e
             if node.op == "-" and same(node.left, node.right):
                 return _ZERO  # the same expression at the same point: exactly 0, whatever the balls' radii
-            return {"+": a.__add__, "-": a.__sub__, "*": a.__mul__}[node.op](b)
+            out = {"+": a.__add__, "-": a.__sub__, "*": a.__mul__}[node.op](b)
+            return _ZERO if node.op != "*" and self.cancels(out, node) else out
         return self.call(node)
+
+    def cancels(self, value: arb, node) -> bool:
+        """Is ``value``, a ball around 0 of the sum or difference ``node``, an exact 0 that
+        SymPy proves (:func:`derive.normalizers.exact_zero.proved_zero`)?"""
+        if value.is_exact() or not value.contains(0):
+            return False
+        signs = tuple(sorted((p, 0 if v.is_zero() else 1 if v > 0 else -1 if v < 0 else None)
+                             for p, v in self.params.items()))
+        return proved_zero(node, signs)
 
     def name(self, name: str) -> arb:
         if name in ("x_j", "y_j"):
@@ -259,7 +272,8 @@ class Ball:
                     ">=": lambda k: k >= bound, "==": lambda k: k == bound, "!=": lambda k: k != bound}[op]
         return [k for k in range(1, len(self.xs) + 1) if self.allowed[k - 1] and (keep is None or keep(k))]
 
-    def _reduction(self, fn: str, args) -> arb:
+    def terms(self, args) -> list:
+        """The body of a reduction with arguments ``args`` at each key t it runs over."""
         vals = []
         outer = self.var
         for k in self.indices(args):
@@ -268,6 +282,10 @@ class Ball:
                 vals.append(self.run(args[0]))
             finally:
                 self.var = outer
+        return vals
+
+    def _reduction(self, fn: str, args) -> arb:
+        vals = self.terms(args)
         if fn == "sum_t":
             return sum(vals, _ZERO)
         if fn == "prod_t":
@@ -304,6 +322,7 @@ def adaptive(evaluate):
     until it raises no ``_Imprecise``; it checks its own results with :func:`tight` against
     ``mp.prec``. Raises :class:`Undecided` at the cap."""
     saved = ctx.prec
+    unproved(reset=True)
     try:
         for prec in _schedule():
             ctx.prec = prec
@@ -313,8 +332,9 @@ def adaptive(evaluate):
                 continue
     finally:
         ctx.prec = saved
+    why = "".join(f"; SymPy does not prove {text} identically 0" for text in unproved(reset=True)[:2])
     raise Undecided(f"no ball up to {CAP} bits of precision encloses the exact value tightly (a difference "
-                    "that cancels to every digit, or a kink's sign that no precision decides)")
+                    f"that cancels to every digit, or a kink's sign that no precision decides){why}")
 
 
 def require(b: arb) -> arb:

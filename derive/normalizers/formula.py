@@ -35,6 +35,7 @@ from derive.model.reductions import RowMax, RowMin
 from derive.normalizers.exact import (REDUCTIONS, Ball, Undecided, Undefined, adaptive, condition, keyless, require,
                                       sign, to_arb, to_mpf)
 from derive.normalizers.exact_softmax import softmax_extra, softmax_row
+from derive.normalizers.symbolic_walk import SymbolicWalk
 from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse, walk
 from derive.spec.translate import nearest
 
@@ -383,23 +384,10 @@ def _free(node, f: Formula) -> sp.Expr:
 # ---- the symbolic weight ------------------------------------------------------------------
 
 
-class _Symbolic:
+class _Symbolic(SymbolicWalk):
     def __init__(self, score, score2, key, params):
         self.score, self.score2, self.key, self.params = score, score2, key, params
         self.var = None  # the bound index inside a reduction
-
-    def run(self, node) -> sp.Expr:
-        if isinstance(node, Num):
-            return sp.Rational(node.text)
-        if isinstance(node, Name):
-            return self.name(node.id)
-        if isinstance(node, Unary):
-            return -self.run(node.operand)
-        if isinstance(node, Binary):
-            a, b = self.run(node.left), self.run(node.right)
-            return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
-                    "**": lambda: a**b}[node.op]()
-        return self.call(node)
 
     def name(self, name: str) -> sp.Expr:
         if name == "x_j":
@@ -419,20 +407,6 @@ class _Symbolic:
         if name == "n":
             return sp.Sum(M[i, _R], (_R, 1, n))
         return self.params[name]
-
-    def call(self, node: Call) -> sp.Expr:
-        fn = node.func
-        if fn in REDUCTIONS:
-            return self.reduction(fn, node.args)
-        args = [self.run(a) for a in node.args]
-        if fn == "max":
-            return sp.Max(*args)
-        if fn == "min":
-            return sp.Min(*args)
-        (x,) = args
-        return {"exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "tanh": sp.tanh,
-                "relu": lambda z: sp.Max(0, z), "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
-                "softplus": lambda z: sp.log(1 + sp.exp(z))}[fn](x)
 
     def limits(self, args) -> tuple:
         """(op, lo, hi, skip) of a reduction with arguments ``args``: t runs over lo..hi but
