@@ -331,7 +331,8 @@ def _largest_exponents() -> str:
     """ln of the largest finite number of each float dtype: where exp overflows, read off numpy."""
     import numpy as np
 
-    return ", ".join(f"about {math.log(float(np.finfo(dt).max)):.1f} in {dt}" for dt in ("float64", "float32", "float16"))
+    dtypes = ("float64", "float32", "float16")
+    return ", ".join(f"about {math.log(float(np.finfo(dt).max)):.1f} in {dt}" for dt in dtypes)
 
 
 _LARGEST_EXPONENT = _largest_exponents()
