@@ -30,9 +30,11 @@ specializes the instance (e.g. a sink, w = 0).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import sympy as sp
 
 from derive.kernels import backward as bw
@@ -48,6 +50,8 @@ SINK_ONLY = {w: 0}  # a sink, softmax₁ or zero token: the extra key has value 
 # two keys in two tiles of one key, each shift the running max
 TWO_TILES = {a: 1, n: 2, m: x[i, 1], m2: sp.Max(x[i, 1], x[i, 2])}
 PARTS = ("logit", "rescale", "lse", "grad", "ieee")
+# where e^x underflows to 0 in float64: below ln of half the smallest subnormal (rounding to nearest)
+_UNDERFLOW = math.log(float(np.finfo(np.float64).smallest_subnormal)) - math.log(2.0)
 
 
 @dataclass(frozen=True)
@@ -200,8 +204,8 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"exponentiates a fully masked tile against the stand-in 0 (the guard for $m = -\infty$) and "
                 r"then keeps 0 as the running max $m$",
                 r"exact in exact arithmetic (the invariant holds for any shift), but a later tile whose scores are "
-                r"all below about $-745$ underflows: $e^{x - 0} = 0$, so the row [−∞, −1000] in tiles of one key "
-                r"gives out 0 and lse $-\infty$",
+                rf"all below about ${_UNDERFLOW:.0f}$ underflows: $e^{{x - 0}} = 0$, so the row [−∞, −1000] in tiles "
+                r"of one key gives out 0 and lse $-\infty$",
                 r"use the stand-in for the exponents only and store $m_{b+1} = \max(m_b, \max_{\mathrm{tile}} x)$, "
                 r"$-\infty$ while nothing is allowed",
                 "ieee", ieee="IEEE underflow, section 7"),
