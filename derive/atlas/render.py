@@ -82,7 +82,10 @@ def atlas_markdown(results: list | None = None) -> str:
                      "the score with the score after the change, written with primes ($b_k' = b_k + \\Delta b_k$). "
                      f"{checked} of the {len(claims)} claims were cross-checked numerically in one way "
                      f"({quiet.split(':', 1)[1].strip()}); the steps say so where a cross-check ran differently "
-                     "or not at all. A counterexample's enclosures are intervals, computed in ball arithmetic, that "
+                     "or not at all. A claim that a change can move a weight (`depends`) is shown by a certified "
+                     "instance, which needs no cross-check; the normalizer's own properties are derived, with their "
+                     "checks, in normalizers.md. "
+                     "A counterexample's enclosures are intervals, computed in ball arithmetic, that "
                      "contain the exact values and do not overlap; their difference is enclosed on its own."), ""]
     body = render(results, "md", summary=False, see=_normalizer_links(results), quiet=quiet, shared=links)
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
