@@ -46,7 +46,22 @@ def test_one_statement_for_the_variants_that_share_the_steps():
     assert "weights sum to one: proved for [A](#a), [B](#b); refuted for [C](#c), [D](#d)" in text
     assert "✅ **proved** for [A](#a), [B](#b): The output is shifted." in text
     assert "❌ **refuted** (as expected) for [C](#c), [D](#d): The weights need not sum to 1." in text
-    assert "enclosures [0, 0.5] (output) vs [0, 1]" in text and text.count("- C: ") == 1
+    assert "enclosures [0, 0.5] (output) vs [0, 1]" in text
+    assert "- C, D: $`d = 2`$, $`n = 1`$, mask causal, $`i = 1`$, $`b_{v} = [0, 1]`$" in text
+
+
+def test_one_counterexample_with_each_variants_own_parameter():
+    sink = _vbias("refuted")
+    sink.counterexample = {**sink.counterexample, "values": {"s": 0, "b_v": [0, 1]}}
+    results = [_variant("A", _vbias("refuted")), _variant("B", sink), _variant("C", _vbias("refuted"))]
+    text = "\n".join(shared_markdown(shared_claims(results, QUIET, {})))
+    assert "- A, C: $`d = 2`$" in text and "- B: the same with $`s = 0`$" in text
+    # another value of a shared input: each instance in full
+    other = _vbias("refuted")
+    other.counterexample = {**other.counterexample, "values": {"b_v": [1, 0]}}
+    results = [_variant("A", _vbias("refuted")), _variant("B", other), _variant("C", _vbias("refuted"))]
+    text = "\n".join(shared_markdown(shared_claims(results, QUIET, {})))
+    assert "- B: $`d = 2`$, $`n = 1`$, mask causal, $`i = 1`$, $`b_{v} = [1, 0]`$" in text
 
 
 def test_a_variant_whose_step_gives_another_formula_is_not_shared():

@@ -148,7 +148,33 @@ def _counterexamples(ces, instance_md) -> list[str]:
         how = f"certified by ball arithmetic at {bits.pop()} bits"
     same = texts.pop() if len(texts) == 1 else None
     out = [f"Counterexamples ({how}){': enclosures ' + same + ', on' if same else ''}:", ""]
+    common = _common_instance([ce for _r, ce in ces]) if same is not None else None
+    if common is not None:  # one instance, each variant's own parameters added
+        base, extra = common
+        groups: dict[str, list] = {}
+        for (r, _ce), own in zip(ces, extra):
+            groups.setdefault(instance_md({"values": own}) if own else "", []).append(r.name)
+        out.append(f"- {', '.join(groups.pop(''))}: {instance_md(base, True)}")
+        out += [f"- {', '.join(names)}: the same with {text}" for text, names in groups.items()]
+        return out
     for r, ce in ces:
         tail = "" if same is not None else f"; enclosures {encl(ce)}"
         out.append(f"- {r.name}: {instance_md(ce, True)}{tail}")
     return out
+
+
+def _common_instance(ces: list[dict]):
+    """(the instance every counterexample shares, each one's own further values), or None where
+    they differ in more than values some of them add (a normalizer's parameter, e.g. s = 0)."""
+    head = ("d", "n", "mask", "indices", "functions")
+    if any(any(ce.get(k) != ces[0].get(k) for k in head) for ce in ces) or ces[0].get("functions"):
+        return None
+    keys = [set(ce["values"]) for ce in ces]
+    shared = set.intersection(*keys)
+    if any(ce["values"][k] != ces[0]["values"][k] for ce in ces for k in shared):
+        return None
+    base = {**{k: ces[0].get(k) for k in head}, "values": {k: v for k, v in ces[0]["values"].items() if k in shared}}
+    extra = [{k: v for k, v in ce["values"].items() if k not in shared} for ce in ces]
+    if not any(not e for e in extra):  # no variant has the shared instance alone: list each in full
+        return None
+    return base, extra
