@@ -43,7 +43,7 @@ def test_one_statement_for_the_variants_that_share_the_steps():
     # the method differs (RoPE or not): the step is named by what it computes, its formula shown once
     assert "1. difference of the scores: $`0`$ in every variant" in text
     assert "2. the scores are identical, so are the weights\n" in text
-    assert "weights sum to one: proved for [A](#a), [B](#b); refuted for [C](#c), [D](#d)" in text
+    assert "4. weights sum to one: proved for the ✅ variants below, refuted for the ❌ variants below" in text
     assert "✅ **proved** for [A](#a), [B](#b): The output is shifted." in text
     assert "❌ **refuted** (as expected) for [C](#c), [D](#d): The weights need not sum to 1." in text
     assert "enclosures [0, 0.5] (output) vs [0, 1]" in text
@@ -75,3 +75,13 @@ def test_too_few_variants_or_an_unusual_cross_check_are_not_shared():
     # the cross-check ran differently in one variant: its details must say so, so nothing is shared
     results = [_variant(n, _vbias("proved")) for n in "ABC"]
     assert shared_claims(results, "another cross-check", {}) == []
+
+
+def test_a_step_outcome_other_than_the_verdict_names_the_variants():
+    odd = _vbias("proved")
+    odd.verdict, odd.reason, odd.expected = "undecided", "the cross-check disagreed", "undecided"
+    odd.steps = [s for s in odd.steps if s["text"] != QUIET]
+    results = [_variant("A", _vbias("proved")), _variant("B", _vbias("proved")), _variant("C", odd)]
+    text = "\n".join(shared_markdown(shared_claims(results, QUIET, {})))
+    assert "4. weights sum to one: proved for [A](#a), [B](#b), [C](#c)" in text
+    assert "❓ **undecided** (as expected) for [C](#c): The cross-check disagreed." in text

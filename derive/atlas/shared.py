@@ -91,6 +91,7 @@ def shared_markdown(shared: list[Shared]) -> list[str]:
     """The section that states each shared derivation once: its steps, what each variant's steps
     gave where they differ, each verdict with its reason and the variants that have it, and the
     certified counterexamples."""
+    from derive.claims.result import ICONS
     from derive.render.instance import instance_md
     from derive.render.markup import gfm_escape, to_gfm
     from derive.report.render import anchor, expect_note_text
@@ -109,8 +110,12 @@ def shared_markdown(shared: list[Shared]) -> list[str]:
             if outcomes:
                 groups: dict[str, list] = {}
                 for r, c in sh.members:
-                    groups.setdefault(outcomes[r.name], []).append(link(r, c))
-                text += ": " + "; ".join(f"{o} for {', '.join(who)}" for o, who in groups.items())
+                    groups.setdefault(outcomes[r.name], []).append((r, c))
+                if all(o == c.verdict for o, who in groups.items() for _r, c in who):  # the verdicts below
+                    text += ": " + ", ".join(f"{o} for the {ICONS[o]} variants below" for o in groups)
+                else:
+                    text += ": " + "; ".join(f"{o} for {', '.join(link(r, c) for r, c in who)}"
+                                             for o, who in groups.items())
             lines.append(f"{k}. {text}")
         lines.append("")
         verdicts: dict[str, list] = {}
