@@ -104,7 +104,7 @@ def _notation(doc: Document) -> None:
     doc.definitions([[Zn(), exact_den()], [OUT(), exact_out()]],
               caption="Plain softmax has no extra logit ($\\sigma = -\\infty$: drop the $e^{\\sigma}$ terms).")
     doc.prose("Each registered normalizer of the softmax family is this output for one choice of $(\\sigma, w)$:")
-    rows = []
+    stated: dict = {}  # (both sides) → the entries whose output they are: one display for all of them
     for name, ex in registry_forms().extra.items():
         entry = get(name)
         score = lambda k: x[i, k]
@@ -116,16 +116,19 @@ def _notation(doc: Document) -> None:
         if ex.value != 0:
             # the learned token's own weight, e^{s*}/(e^{s*} + Σ e^{x_t}), times its value
             mix = mix + sp.exp(ex.logit) / (sp.exp(ex.logit) + exact_den(False)) * ex.value
+        stated.setdefault((lhs, mix), []).append((name, entry, ex))
+    for (lhs, mix), same in stated.items():  # entries with one formula (softmax₁, zero_token) share the proof
+        name, entry, ex = same[0]
         shown = "\\sum_{u} p_u v_u" + (" + p_{\\mathrm{tok}} v^*" if ex.value != 0 else "")
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
         pair = (f"$\\sigma = {tex(ex.logit)}$, $w = {tex(ex.value)}$" if ex.logit is not None
-                else "no extra logit")
-        doc.equation(lhs, rhs, name=f"{name}: {pair}",
-                     why=f"$p_u$ are the registry's weights of {entry.title}"
-                         + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's" if ex.value != 0 else "")
-                         + f"; {ex.text}.")
-        rows.append([entry.title, ex.text])
-    doc.table(["normalizer", "extra logit and value"], rows)
+                else "no extra logit: $m_0 = -\\infty$, $\\ell_0 = 0$, $\\mathrm{acc}_0 = 0$")
+        titles = " and of ".join(e.title for _n, e, _x in same)
+        one = ", which have one formula" if len(same) > 1 else ""
+        doc.equation(lhs, rhs, name=f"{', '.join(n for n, _e, _x in same)}: {pair}",
+                     why=f"$p_u$ are the registry's weights of {titles}{one}"
+                         + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's"
+                            if ex.value != 0 else "") + ".")
     doc.prose(
         "**What is proved below.** (i) The online form keeps an invariant that, after any number $b$ of tiles of "
         "any sizes, makes its state represent exactly the keys seen so far; the extra logit enters once, as the "

@@ -59,3 +59,15 @@ def test_other_faulty_forms_are_proved_and_refuted(fault, name, want, closed):
 
 def test_no_derivation_for_a_pattern_only_fault():
     assert _derive("all-masked-nan", "softmax1") is None
+
+
+def test_the_half_floor_of_the_unshifted_one_is_stated_only_as_proved(monkeypatch):
+    """impl-check says the faulty softmax₁'s weights sum to at least 1/2 only with the step proved."""
+    import derive.prove.equality as equality
+    from derive.impl.document import _mass_floor
+    from derive.prove.verdict import UNDECIDED, Verdict
+
+    text = _mass_floor()
+    assert "S/(1 + S) − 1/2 = ρ/(4 + 2ρ) (**proved**:" in text and "at least 1/2" in text
+    monkeypatch.setattr(equality, "prove_equal", lambda a, b: Verdict(UNDECIDED, "no proof"))
+    assert _mass_floor() == ""

@@ -28,7 +28,7 @@ from derive.model.vectors import Rot, expand_dot
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 from derive.settings import Settings
 
-__all__ = ["ON_ALLOWED", "expand", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle", "two_keys"]
+__all__ = ["ON_ALLOWED", "expand", "expanded_by", "key_free", "key_terms", "respects_signs", "scores_lemma", "settle", "two_keys"]
 
 
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
@@ -38,6 +38,12 @@ def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
             return sp.expand(expand_dot(sp.expand(expr)))
     except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
         return None
+
+
+def expanded_by(*exprs) -> str:
+    """How :func:`expand` rewrote ``exprs``: by bilinearity, and by the rotation rule where one has RoPE."""
+    rope = any(sp.sympify(e).has(Rot) for e in exprs)
+    return "expanded by bilinearity" + (" and R(a)ᵀR(b) = R(b − a)" if rope else "")
 
 
 def key_free(expr: sp.Expr) -> bool:
@@ -57,8 +63,7 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
     if diff is None:
         steps.append(step("expanding the difference hit the time limit"))
         return False, "", steps, None
-    rule = " and R(a)ᵀR(b) = R(b − a)" if sp.sympify(a).has(Rot) or sp.sympify(b).has(Rot) else ""  # RoPE only
-    steps.append(step(f"difference of the scores, expanded by bilinearity{rule}", show.latex(diff)))
+    steps.append(step(f"difference of the scores, {expanded_by(a, b)}", show.latex(diff)))
     if {str(k): str(v) for k, v in va.params.items()} != {str(k): str(v) for k, v in vb.params.items()}:
         return False, "", steps, diff
     if not va.same_mask(vb):  # the lemmas below hold for one mask

@@ -24,7 +24,7 @@ from pathlib import Path
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import expand, settle, two_keys
+from derive.claims.core import expand, expanded_by, settle, two_keys
 from derive.claims.numeric import concrete_mask, interpretations
 from derive.claims.result import Outcome, step
 from derive.crosscheck.witness import find_witness, witness_at
@@ -377,7 +377,7 @@ def row_constant(ctx, claim) -> Outcome:
     ex = expand(e_expr, ctx.cfg)
     lemma = (False, "", steps, None)
     if ex is not None:
-        steps.append(step("expanded by bilinearity and R(a)ᵀR(b) = R(b − a)", show.latex(ex)))
+        steps.append(step(expanded_by(e_expr), show.latex(ex)))
         side = mask_side(mask)
         if j not in ex.free_symbols:
             lemma = (True, "the expanded expression does not involve the key j", steps, None)

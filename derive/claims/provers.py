@@ -6,7 +6,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.claims import show
-from derive.claims.core import ON_ALLOWED, expand, key_free, key_terms, scores_lemma, settle, two_keys
+from derive.claims.core import ON_ALLOWED, expand, expanded_by, key_free, key_terms, scores_lemma, settle, two_keys
 from derive.claims.modifiers import row_constant as masked_row_constant
 from derive.claims.normalizer import decide_property, property_outcome
 from derive.claims.result import Outcome, step
@@ -240,7 +240,7 @@ def row_constant(ctx: Context, claim) -> Outcome:
     ex = expand(e, ctx.cfg)
     lemma = None
     if ex is not None:
-        steps.append(step("expanded by bilinearity and R(a)ᵀR(b) = R(b − a)", show.latex(ex)))
+        steps.append(step(expanded_by(e), show.latex(ex)))
         lemma = (key_free(ex), "the expanded expression does not involve the key j", steps, None)
     why = f"the key-dependent part {show.math(key_terms(ex))} remains" if ex is not None else \
         "the expression takes different values for two keys"

@@ -119,6 +119,24 @@ def _instance(row=(2.0, 1.0)) -> str:
             f"key, where softmax₁ gives e^{row[0]:g}/(1 + Σ_j e^(x_j)) = {want:.4f}")
 
 
+def _mass_floor() -> str:
+    """Why the faulty code's weights sum to at least 1/2, with the step proved here (the same step
+    as section 9 of softmax-one.md); empty unless the proof goes through."""
+    import sympy as sp
+
+    from derive.prove.equality import prove_equal
+
+    rho = sp.Symbol("rho", nonnegative=True)
+    s = 1 + rho
+    v = prove_equal(s / (1 + s) - sp.Rational(1, 2), rho / (4 + 2 * rho))
+    if not v.proved:
+        return ""
+    return ("\n\nIts weights sum to S/(1 + S) with S = Σ_t exp(x_t − m) = 1 + ρ, ρ ≥ 0, because the key that "
+            "attains the maximum contributes exp(0) = 1; and S/(1 + S) − 1/2 = ρ/(4 + 2ρ) "
+            f"(**{v.status}**: {v.method}), which is ≥ 0. So on every row with an allowed key its weights sum to "
+            "at least 1/2: it can never abstain, which was the point of softmax₁.")
+
+
 def render(ran: list | None = None) -> str:
     """The page; the reports of the checks it runs are appended to ``ran`` (for the build's log)."""
     ran = [] if ran is None else ran
@@ -174,7 +192,7 @@ exits with status {bad.exit_code()} and prints:
 
 The symbolic derivations treat m as a free shift, so their counterexample to
 softmax₁(x − m) = softmax₁(x) need not have m = max x: it shows that some shift changes the
-result. The code itself always subtracts m = max x; an instance of exactly that: {_instance()}.
+result. The code itself always subtracts m = max x; an instance of exactly that: {_instance()}.{_mass_floor()}
 
 ## After the fix
 

@@ -49,8 +49,6 @@ def texts(name: str, fault: str, fields: tuple) -> dict[str, str]:
     w.update({
         "closed": closed, "definition": pretty(show(p.node)), "written": pretty(show(p.node)),
         "effect": f"its weights are those of {closed}",
-        "sum": (f"; and since the largest score contributes exp(0) = 1, its weights always sum to at least "
-                f"{w['floor']}") if family else "",
         "guard": f" (and take m = {w['mmax']} so that an all-masked row stays finite)" if family else "",
         "takes": f": the {w['term']} takes all the weight" if family else "",
         "guard_fix": (f"Take m = {w['mmax']}, which is finite even when every score is −∞." if family else

@@ -67,9 +67,8 @@ class Parts:
         bare = all(isinstance(nd.args[0], Name) for nd in exp_calls(self.node, True))
         mmax = (f"max({self.logit}, max x)" if self.logit is not None else "max x") if bare else \
             "the largest exponent of the row"
-        floor = "" if self.logit is None else ("1/2" if texts == ["1"] else f"1/(1 + {texts[0]})")
         return {"name": self.label, "term": term or "0", "plus": (("+" + term) if len(texts) == 1 else term),
-                "shifted": shifted, "mmax": mmax, "floor": floor, "is": "are" if len(texts) > 1 else "is",
+                "shifted": shifted, "mmax": mmax, "is": "are" if len(texts) > 1 else "is",
                 "only": " only" if self.terms else "", "logit": self.logit or "s"}
 
 
@@ -328,6 +327,17 @@ class Fault:
     fix_form: bool = False  # the fix is the overflow-free form (every term shifted by m), proved
 
 
+def _largest_exponents() -> str:
+    """ln of the largest finite number of each float dtype: where exp overflows, read off numpy."""
+    import numpy as np
+
+    dtypes = ("float64", "float32", "float16")
+    return ", ".join(f"about {math.log(float(np.finfo(dt).max)):.1f} in {dt}" for dt in dtypes)
+
+
+_LARGEST_EXPONENT = _largest_exponents()
+
+
 def _when(cond) -> Callable:
     return lambda p: [{}] if cond(p) else []
 
@@ -386,7 +396,7 @@ FAULTS: tuple[Fault, ...] = (
           "unshifted {plus}: the row maximum is subtracted from the scores but not from the {term}",
           "It subtracts the row maximum m = max x from every score for stability, but leaves the {term} "
           "unshifted. So it computes {name}(x − max x), not {name}(x). Shifting all scores by a constant leaves "
-          "x − max x, and so this result, unchanged, while {name}(x) changes ({name} is not shift-invariant){sum}.",
+          "x − max x, and so this result, unchanged, while {name}(x) changes ({name} is not shift-invariant).",
           "Shift the {term} too: use {shifted} in place of {term}{guard}.",
           lambda p: [{}, {"guarded": True}] if p.terms else [],  # NaN on a fully masked row, or m taken as 0
           lambda p, f: _shift_scores(p.node), closed="shift", fix_form=True),
@@ -395,13 +405,12 @@ FAULTS: tuple[Fault, ...] = (
           "Add the {term} back: {definition}.",
           _when(lambda p: bool(p.terms)), _drop_terms),
     Fault("extra-one-added", "{closed} where {name} was meant: an extra 1 in the denominator",
-          "It adds 1 (exp(0), an implicit zero logit) to the denominator, so its weights sum to less than they "
-          "should.",
+          "It adds 1 (exp(0), an implicit zero logit) to the denominator, so {effect}.",
           "Drop the extra 1 (or the zero key/logit) from the denominator.",
           lambda p: [{}] if _bare_sums(p.node) else [], _add_one),
     Fault("extra-logit-scaled", "the extra logit is scaled inconsistently with the scores ({logit}{how} with d = {d})",
           "The extra logit enters multiplied by {c}: it was scaled by 1/√d (or not) differently from the scores it "
-          "competes with, so the extra token's weight is wrong whenever its logit is not 0.",
+          "competes with, so its weights are those of {name} with the extra logit multiplied by {c}.",
           "Scale the extra logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink logit on the "
           "same side of that scaling everywhere (training and inference).",
           _scale_forms, _logit_rewrite("scale_on_extra"), closed="logit"),
@@ -418,9 +427,8 @@ FAULTS: tuple[Fault, ...] = (
           lambda p: [{}] if _masked_defined(p) else [], numeric="masked-nan"),
     Fault("no-max-subtraction", "no max subtraction: exp overflows for large scores",
           "It evaluates the definition directly, without subtracting the row maximum: it is exact in exact "
-          "arithmetic, but exp(x) overflows to inf once a score exceeds the largest exponent of the dtype (about "
-          "709.8 in float64, 88.7 in float32, 11.1 in float16), and inf/inf gives NaN (a row of very negative "
-          "scores may also underflow to 0/0).",
+          "arithmetic, but exp(x) overflows to inf once a score exceeds the largest exponent of the dtype ("
+          + _LARGEST_EXPONENT + "), and inf/inf gives NaN (a row of very negative scores may also underflow to 0/0).",
           "Subtract m = {mmax} from every exponent{including}: {stable}.",
           _when(lambda p: bool(exp_calls(p.node, True)) and any(
               isinstance(nd, Call) and nd.func == "exp" for nd in exp_calls(p.node, True))),
@@ -438,8 +446,7 @@ FAULTS: tuple[Fault, ...] = (
           lambda p: [{"func": p.node.func}] if _elementwise(p.node) else [], _softmax_of_argument),
     Fault("exp-ratio-overflow", "σ computed as exp(z) / (1 + exp(z)): it overflows for large scores",
           "exp(z)/(1 + exp(z)) equals σ(z) in exact arithmetic, but exp(z) overflows to inf once z exceeds the "
-          "largest exponent of the dtype (about 709.8 in float64, 88.7 in float32, 11.1 in float16), and inf/inf "
-          "gives NaN.",
+          "largest exponent of the dtype (" + _LARGEST_EXPONENT + "), and inf/inf gives NaN.",
           "Use 1 / (1 + exp(−z)) for z ≥ 0 and exp(z) / (1 + exp(z)) for z < 0 (e.g. torch.sigmoid).",
           _when(lambda p: any(isinstance(nd, Call) and nd.func == "sigmoid" for nd in walk(p.node))),
           _sigmoid_ratio, numeric="dtype"),
@@ -463,7 +470,8 @@ FAULTS: tuple[Fault, ...] = (
               {"inside": True, "cap": (c := show(_caps(p)[0][0])), "what": f"tanh(x/{c}) without the factor {c}",
                "what_long": f"tanh(x/{c})", "effect": f"the capped scores lie in (−1, 1), not (−{c}, {c})"},
               {"inside": False, "cap": c, "what": f"{c}·tanh(x) without dividing by {c}", "what_long": f"{c}·tanh(x)",
-               "effect": f"every score above about 2 is capped to {c}"}],
+               "effect": f"x is not divided by {c} before tanh, so the scores saturate at ±{c} on the scale 1 of x, "
+                         f"not on the scale {c}"}],
           _uncapped),
     Fault("mask-inside-formula", "the mask is applied before the formula: a masked key enters it with score −∞",
           "A masked score −∞ goes through the formula as a key of its own ({written} with the masked keys "

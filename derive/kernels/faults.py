@@ -39,9 +39,11 @@ specializes the instance (e.g. a sink, w = 0).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import sympy as sp
 
 from derive.kernels import backward as bw
@@ -65,6 +67,8 @@ ADDS = ("combine", "tile", "empty", "masked")
 # exponents only, never stored as the running max (else an underflow); a split with ℓ = 0 finalized to (0, −∞)
 # and skipped by the merge (else 0/0 = NaN, and 0·NaN in the merge)
 GUARDS = {"running_max": "underflow", "empty_split": "nan"}
+# where e^x underflows to 0 in float64: below ln of half the smallest subnormal (rounding to nearest)
+_UNDERFLOW = math.log(float(np.finfo(np.float64).smallest_subnormal)) - math.log(2.0)
 
 
 @dataclass(frozen=True)
@@ -225,8 +229,8 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"exponentiates a fully masked tile against the stand-in 0 (the guard for $m = -\infty$) and "
                 r"then keeps 0 as the running max $m$",
                 r"exact in exact arithmetic (the invariant holds for any shift), but a later tile whose scores are "
-                r"all below about $-745$ underflows: $e^{x - 0} = 0$, so the row [−∞, −1000] in tiles of one key "
-                r"gives out 0 and lse $-\infty$",
+                rf"all below about ${_UNDERFLOW:.0f}$ underflows: $e^{{x - 0}} = 0$, so the row [−∞, −1000] in tiles "
+                r"of one key gives out 0 and lse $-\infty$",
                 r"use the stand-in for the exponents only and store $m_{b+1} = \max(m_b, \max_{\mathrm{tile}} x)$, "
                 r"$-\infty$ while nothing is allowed",
                 "ieee", ieee="IEEE underflow, section 7", guard="running_max"),

@@ -110,6 +110,8 @@ SIMPLIFY_OPS = 600  # a deterministic bound: larger expressions are not handed t
 def _label(how: str, expr: sp.Expr) -> str:
     """The pass's label as it applies to ``expr``: a rule is named only when ``expr`` has what it
     rewrites (tanh, ⟨·,·⟩, exp)."""
+    if how.startswith("exponentials expanded") and not expr.has(sp.exp, sp.tanh, sp.sinh, sp.cosh):
+        return "cancelled over a common denominator"
     if how.startswith("exponentials expanded") and not expr.has(sp.tanh, sp.sinh, sp.cosh):
         return "exponentials expanded and cancelled"
     if how == _EXPANDING:

@@ -32,7 +32,7 @@ class DeriveLatexPrinter(LatexPrinter):
         # unreadable script-size fraction.
         arg = expr.args[0]
         num, den = sp.fraction(arg) if arg.is_Mul else (arg, sp.S.One)
-        if den == 1 or not den.free_symbols:
+        if den == 1:
             return super()._print_ExpBase(expr, exp)
         top = rf"\left({self._print(num)}\right)" if num.is_Add else self._print(num)
         bottom = rf"\left({self._print(den)}\right)" if den.is_Add or den.is_Mul else self._print(den)

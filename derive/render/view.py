@@ -218,6 +218,19 @@ def _instance_text(w: dict, assume: dict | None = None) -> str:
             f"(certified at {enc['bits']} bits)")
 
 
+def _merge_repeats(blocks: list[dict]) -> list[dict]:
+    """A refutation whose display is the one just shown (two faults that compute the same formula)
+    is not displayed again: its block says ``repeat`` and the document refers to the display above."""
+    last = None
+    for b in blocks:
+        if b["kind"] in ("equation", "refutation", "chain"):
+            b["repeat"] = b["kind"] == "refutation" and b["math"] == last
+            last = b["math"]
+        elif b["kind"] != "prose":
+            last = None
+    return blocks
+
+
 def view(doc, target: str) -> dict:
     """Template context for ``target`` in {"md", "tex"}."""
     numbers = {id(c): k + 1 for k, c in enumerate(doc.checks)}
@@ -227,7 +240,7 @@ def view(doc, target: str) -> dict:
         "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
         "title": _text(doc.title, target),
         "summary": _paragraphs(doc.summary, target),
-        "blocks": [_block(b, target, numbers) for b in doc.blocks],
+        "blocks": _merge_repeats([_block(b, target, numbers) for b in doc.blocks]),
         "version": __version__,
         "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
         "n_checks": len(doc.checks),

@@ -165,14 +165,16 @@ def to_json(results: list) -> str:
 
 
 def render(results: list, fmt: str, summary: bool = True, see: dict | None = None,
-           quiet: str | None = None) -> str:
+           quiet: str | None = None, shared: dict | None = None) -> str:
     """The report of ``results`` in ``fmt``; ``summary=False`` leaves out the Markdown summary line
     (for documents that embed the report, such as the atlas). ``see`` maps (spec name, claim name)
     to a Markdown link that replaces the claim's steps (the atlas links normalizer properties to
     normalizers.md instead of repeating their derivation for every variant). With ``see`` the
     report is embedded in a document: each variant's score is stated once, its normalizer's
     properties are one list of links, each claim is stated once (no table above its details),
-    and the cross-check step whose text is ``quiet`` (stated once by the document) is left out."""
+    and the cross-check step whose text is ``quiet`` (stated once by the document) is left out.
+    ``shared`` maps (spec name, claim name) to a Markdown link to a derivation the document states
+    once for several variants: the claim is one verdict line with that link."""
     if fmt == "json":
         return to_json(results)
     if fmt == "github":
@@ -188,4 +190,4 @@ def render(results: list, fmt: str, summary: bool = True, see: dict | None = Non
     template = environment().get_template(f"check.{fmt}.j2")
     line = results_summary(results) if summary else ""
     return template.render(results=results, version=__version__, summary=line, see=see or {},
-                           embedded=bool(see), quiet=quiet)
+                           embedded=bool(see), quiet=quiet, shared=shared or {})
