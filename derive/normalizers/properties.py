@@ -10,6 +10,8 @@ definitions. The public entry point is :func:`decide`.
 
 from __future__ import annotations
 
+import itertools
+
 import sympy as sp
 
 from derive.errors import InputError
@@ -33,6 +35,7 @@ from derive.normalizers.algebra import (
     weight,
 )
 from derive.normalizers.continuity import limit_at_infinity
+from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
 from derive.prove.memo import simplify
 from derive.prove.sums import canon_sums
@@ -382,6 +385,48 @@ def _assign(other: str, new: dict, own: str) -> str:
     return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in new.items())
 
 
+def stable_form(entry, params) -> Derivation:
+    """:func:`stable.stable_property`, its form step referred to the shift equation it restates
+    (:func:`_shift_instance`) where it is one."""
+    der = stable.stable_property(entry, params)
+    if der.verdict.proved and der.value != "the definition":
+        found = _shift_instance(entry, params, der.steps[-1][1])
+        if found:
+            der.restates = (*der.restates, (len(der.steps) - 1, *found))
+    return der
+
+
+def _shift_instance(entry, params, form: sp.Expr) -> tuple[str, str, bool] | None:
+    """(property, substitution, read from right to left) when ``form = definition`` is, expression for expression, the
+    proved equation of row-shift invariance or of the effect of a shift of the same normalizer
+    under a substitution: c = ±m, every score shifted by −m or not, each real parameter free of
+    bounds shifted by ±m or not (all in the domain those equations are proved for); None
+    otherwise. Only for the entry's symbolic parameters (those of the table's derivations)."""
+    if params != params_for(entry):
+        return None
+    plain = weight(entry, params)
+    free = [(k, v) for k, v in sorted(params.items()) if isinstance(v, sp.Symbol) and v.is_real
+            and v.is_positive is None and v.is_nonnegative is None and v.is_negative is None]
+    moves = list(itertools.product((sp.S.Zero, -MSHIFT, MSHIFT), repeat=len(free)))
+    for prop in ("shift_invariant", "shift_effect"):
+        der = derive_property(entry.name, prop)
+        if not der.verdict.proved or der.equality is None:
+            continue
+        for c, shift, move in itertools.product((-MSHIFT, MSHIFT), (sp.S.Zero, -MSHIFT), moves):
+            sub = {C: c} | {v: v + dv for (_, v), dv in zip(free, move) if dv != 0}
+
+            def put(e, _sub=sub, _shift=shift):
+                scores = {a: a + _shift for a in e.atoms(sp.Indexed) if a.base == X} if _shift != 0 else {}
+                return e.xreplace(_sub | scores)  # one simultaneous substitution
+
+            lhs, rhs = (put(e) for e in der.equality)
+            if (lhs, rhs) in ((form, plain), (plain, form)):
+                parts = ([f"x_{{i,t}} \\mapsto x_{{i,t}} {tex(shift)}"] if shift != 0 else []) + [f"c = {tex(c)}"]
+                parts += [f"{tex(v)} \\mapsto {tex(v + dv)}" for (_, v), dv in zip(free, move) if dv != 0]
+                return prop, ",\\ ".join(parts), lhs != form
+    return None
+
+
 PROPERTIES: dict[str, tuple[str, callable]] = {
     "shift_invariant": ("row-shift invariance", shift_invariant),
     "shift_effect": ("effect of a shift c", shift_effect),
@@ -396,7 +441,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "jacobian_offdiagonal": ("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),
     "gradient_nonvanishing": ("no zero-gradient region", calculus.gradient_nonvanishing),
     "k_bias_cancels": ("K bias cancels", k_bias_cancels),
-    "stable_form": ("overflow-free form = definition", lambda e, p: stable.stable_property(e, p)),
+    "stable_form": ("overflow-free form = definition", stable_form),
 }
 
 

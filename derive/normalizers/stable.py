@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import itertools
 
 import mpmath
 import numpy as np
@@ -22,7 +21,6 @@ from derive.normalizers.algebra import _BY_ARGS, Derivation, X, display_subs, pr
 from derive.normalizers.overflow import MSHIFT, Overflow, derive_overflow_free
 from derive.prove.verdict import PROVED, UNDECIDED, Verdict
 from derive.normalizers.registry import get
-from derive.render.latex import tex
 
 __all__ = [
     "CASES",
@@ -66,45 +64,11 @@ def stable_property(entry, params) -> Derivation:
         der.value = "the definition"
         return der
     der.verdict = prove_form(form, entry, params)
-    der.step(f"overflow-free form ({form.text()})", form.form,
-             restates=_shift_instance(entry, params, form.form) if der.verdict.proved else None)
+    der.step(f"overflow-free form ({form.text()})", form.form)
     back = display_subs(entry)  # shown with the entry's own parameters (ζ, not 1 + ζ'): still an identity
     der.equality = tuple(e.xreplace(back) for e in (form.form, weight(entry, params)))
     der.value = form.text() if der.verdict.proved else {"refuted": "differs"}.get(der.verdict.status, "?")
     return der
-
-
-def _shift_instance(entry, params, form: sp.Expr) -> tuple[str, str, bool] | None:
-    """(property, substitution, read from right to left) when ``form = definition`` is, expression for expression, the
-    proved equation of row-shift invariance or of the effect of a shift of the same normalizer
-    under a substitution: c = ±m, every score shifted by −m or not, each real parameter free of
-    bounds shifted by ±m or not (all in the domain those equations are proved for); None
-    otherwise. Only for the entry's symbolic parameters (those of the table's derivations)."""
-    from derive.normalizers.properties import C, derive_property, params_for  # properties imports this module
-
-    if params != params_for(entry):
-        return None
-    plain = weight(entry, params)
-    free = [(k, v) for k, v in sorted(params.items()) if isinstance(v, sp.Symbol) and v.is_real
-            and v.is_positive is None and v.is_nonnegative is None and v.is_negative is None]
-    moves = list(itertools.product((sp.S.Zero, -MSHIFT, MSHIFT), repeat=len(free)))
-    for prop in ("shift_invariant", "shift_effect"):
-        der = derive_property(entry.name, prop)
-        if not der.verdict.proved or der.equality is None:
-            continue
-        for c, shift, move in itertools.product((-MSHIFT, MSHIFT), (sp.S.Zero, -MSHIFT), moves):
-            sub = {C: c} | {v: v + dv for (_, v), dv in zip(free, move) if dv != 0}
-
-            def put(e, _sub=sub, _shift=shift):
-                scores = {a: a + _shift for a in e.atoms(sp.Indexed) if a.base == X} if _shift != 0 else {}
-                return e.xreplace(_sub | scores)  # one simultaneous substitution
-
-            lhs, rhs = (put(e) for e in der.equality)
-            if (lhs, rhs) in ((form, plain), (plain, form)):
-                parts = ([f"x_{{i,t}} \\mapsto x_{{i,t}} {tex(shift)}"] if shift != 0 else []) + [f"c = {tex(c)}"]
-                parts += [f"{tex(v)} \\mapsto {tex(v + dv)}" for (_, v), dv in zip(free, move) if dv != 0]
-                return prop, ",\\ ".join(parts), lhs != form
-    return None
 
 
 def prove_form(form: Overflow, entry, params) -> Verdict:
