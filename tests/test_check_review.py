@@ -5,6 +5,8 @@ in the format asked for. SARIF is validated against the official 2.1.0 schema.""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import os
@@ -59,9 +61,18 @@ def repo(tmp_path_factory):
 
 
 def _check(repo, *args, cwd=None):
-    proc = subprocess.run([sys.executable, "-m", "derive", "check", *args], cwd=cwd or repo, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": ""})
-    return proc.returncode, proc.stdout, proc.stderr
+    """``derive check ARGS`` run from ``cwd`` (default: the repository): exit code, stdout, stderr.
+
+    It runs in this process (``derive.cli.main``, what ``python -m derive`` calls), which spares
+    each call a Python start and derive's imports; the command as a process is run by
+    test_check_cli's golden tests and by test_github_format_only_in_github_actions below."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(cwd or repo)
+        mp.delenv("GITHUB_ACTIONS", raising=False)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["check", *args])
+    return code, out.getvalue(), err.getvalue()
 
 
 SPECS = ["specs/a.derive.toml", "specs/b.derive.toml", "specs/new_name.derive.toml"]
