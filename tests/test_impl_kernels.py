@@ -87,11 +87,23 @@ FAULTY = [
 ]
 
 
+_REPORTS: dict = {}
+
+
+def float64_report(fn, norm, form):
+    """The float64 report on the numpy kernel ``fn`` (a check is deterministic: tests that read the
+    same one share it)."""
+    key = (fn, norm, form)
+    if key not in _REPORTS:
+        _REPORTS[key] = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
+    return _REPORTS[key]
+
+
 @pytest.mark.parametrize("fn,norm,form,fault", FAULTY)
 def test_faulty_numpy_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
     from derive.kernels.faults import FAULTS
 
-    report = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
+    report = float64_report(fn, norm, form)
     assert not report.agrees and report.exit_code() == 1
     assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
     entry = next(f for f in FAULTS if f.key == fault)
@@ -135,7 +147,7 @@ def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
 
 def test_first_counterexample_is_the_smallest_input_and_exact():
     """An empty split seeded with the sink doubles it: on n = 0 keys with s = 0 the lse is ln 2, not 0."""
-    report = check_implementation(NP + "sink_split_seeded_twice", "sink", form="split", dtypes=("float64",))
+    report = float64_report("sink_split_seeded_twice", "sink", "split")
     f = report.failure
     assert (f.what, f.call.third, f.call.params, f.call.x.shape) == ("lse", 1, {"s": 0.0}, (16, 0))
     assert f.output == [math.log(2.0)] and f.exact == [0.0]
@@ -182,6 +194,9 @@ def test_fixed_sink_and_a_sink_of_minus_infinity():
         assert report.agrees and report.params == {"s": s} and report.free_params == ()
 
 
+# by default in test_impl_cases.py::test_a_missing_parameter_gradient_fails_unless_not_asked_for (the same
+# kernel, both checks, the same assertions and the message naming the missing gradient)
+@pytest.mark.slow
 def test_a_missing_parameter_gradient_fails_and_is_a_note_only_when_not_asked_for():
     report = check_implementation(NP + "sink_backward_no_dparams", "sink", form="backward", dtypes=("float64",))
     assert not report.agrees and report.failure.what == "ds"
