@@ -5,8 +5,6 @@ in the format asked for. SARIF is validated against the official 2.1.0 schema.""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import os
@@ -18,6 +16,7 @@ import pytest
 
 import derive
 from derive.cli import main
+from tests.conftest import run_derive
 from tests.test_check_formats import _validate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,18 +60,9 @@ def repo(tmp_path_factory):
 
 
 def _check(repo, *args, cwd=None):
-    """``derive check ARGS`` run from ``cwd`` (default: the repository): exit code, stdout, stderr.
-
-    It runs in this process (``derive.cli.main``, what ``python -m derive`` calls), which spares
-    each call a Python start and derive's imports; the command as a process is run by
-    test_check_cli's golden tests and by test_github_format_only_in_github_actions below."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(cwd or repo)
-        mp.delenv("GITHUB_ACTIONS", raising=False)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["check", *args])
-    return code, out.getvalue(), err.getvalue()
+    """``derive check ARGS`` from ``cwd`` (default: the repository), in this process (the command as
+    a process is run by test_check_cli's golden tests and test_github_format_only_in_github_actions)."""
+    return run_derive("check", *args, cwd=cwd or repo)
 
 
 SPECS = ["specs/a.derive.toml", "specs/b.derive.toml", "specs/new_name.derive.toml"]

@@ -15,6 +15,7 @@ from derive.errors import InputError
 from derive.normalizers.formula import compile_weight
 from derive.spec.load import parse_spec
 from normalizer_oracle import NORMALIZERS, same_weights, truth
+from tests.conftest import run_derive
 
 SPECS = Path(__file__).parent / "normalizer_specs"
 # claim name in the specs → the oracle's claim
@@ -194,18 +195,16 @@ def test_every_claim_kind_on_a_user_defined_normalizer(name, weight, param):
 def test_derive_normalizer_prints_the_property_table():
     import json
 
-    run = lambda *a: subprocess.run([sys.executable, "-m", "derive", "normalizer", *a], capture_output=True,  # noqa: E731
-                                    text=True, timeout=600)
-    out = run(str(SPECS / "stick_breaking.toml"), "--format", "json")
-    assert out.returncode == 0, out.stderr
-    t = json.loads(out.stdout)
+    code, out, err = run_derive("normalizer", str(SPECS / "stick_breaking.toml"), "--format", "json")
+    assert code == 0, err
+    t = json.loads(out)
     assert t["formula"] == "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)"
     verdicts = {r["property"]: r["verdict"] for r in t["properties"]}
     assert verdicts["shift_invariant"] == "refuted" and verdicts["weights_sum_to_one"] == "refuted"
     assert not t["softmax_family"]["member"] and "not of the form" in t["softmax_family"]["why_not"]
     assert t["fully_masked_row"]["defined"]
-    md = run("sink")
-    assert md.returncode == 0 and "| row-shift invariance | ❌ refuted | no |" in md.stdout
-    assert "softmax family: extra logit σ = s; kernel forms online, split and backward" in md.stdout
-    bad = run("sinc")
-    assert bad.returncode == 2 and "no such spec file (or built-in normalizer" in bad.stderr
+    code, md, _ = run_derive("normalizer", "sink")
+    assert code == 0 and "| row-shift invariance | ❌ refuted | no |" in md
+    assert "softmax family: extra logit σ = s; kernel forms online, split and backward" in md
+    code, _, err = run_derive("normalizer", "sinc")
+    assert code == 2 and "no such spec file (or built-in normalizer" in err
