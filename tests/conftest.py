@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import io
@@ -65,7 +66,30 @@ def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", help="also run tests marked slow (always on when CI=true)")
 
 
+# The files that cost the most CPU (benchmarks/bench_tests.py lists them), costliest first. Each file
+# runs in one worker (--dist loadfile), so a long file handed out last keeps one worker busy while the
+# others are idle: these start first, the others follow by their number of tests (pytest-xdist's own
+# order, switched off in pyproject.toml so that this one holds).
+FIRST = ("test_impl_kernels.py", "test_docs_current.py", "test_impl_cases.py", "test_impl_zoo.py",
+         "test_impl_contract.py", "test_soundness.py", "test_adversarial_corpus.py")
+
+
+def schedule(items) -> None:
+    """Order ``items`` file by file: the files of FIRST in its order, then the others by their number
+    of tests, most first; within a file, the order of collection."""
+    files = [item.nodeid.split("::")[0] for item in items]
+    count = collections.Counter(files)
+
+    def rank(path: str) -> tuple:
+        name = path.rsplit("/", 1)[-1]
+        return (FIRST.index(name) if name in FIRST else len(FIRST), -count[path], path)
+
+    order = {path: rank(path) for path in count}
+    items[:] = [item for _, item in sorted(zip(files, items), key=lambda pair: order[pair[0]])]
+
+
 def pytest_collection_modifyitems(config, items):
+    schedule(items)
     if IN_CI or config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --slow (CI runs it)")
