@@ -13,7 +13,12 @@ with the project's own options (``pyproject.toml``: pytest-xdist, one worker per
   measured inside each worker by this file acting as a pytest plugin; CPU time hardly depends
   on what else the machine runs, unlike ``--durations``: these are the candidates for
   ``@pytest.mark.slow`` or for a cheaper test;
-- the CPU time per test file.
+- the CPU time per test file, and whether the costliest files are those that
+  ``tests/conftest.py`` starts first (``FIRST``: a long file handed out last keeps one worker
+  busy alone at the end of the run).
+
+A test's CPU time includes the child processes reaped while it ran, which are mostly its own;
+a child that an earlier test left behind is counted where it is reaped.
 
     python benchmarks/bench_tests.py               # the default suite
     python benchmarks/bench_tests.py --slow        # every test, as CI runs them
@@ -116,6 +121,14 @@ def main() -> int:
     print(f"\n{'CPU s':>7}  test file")
     for name, c in sorted(by_file.items(), key=lambda kv: -kv[1])[:25]:
         print(f"{c:7.1f}  {name}")
+    if not args.pytest_args:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from conftest import FIRST
+
+        costliest = tuple(name.rsplit("/", 1)[-1] for name, _ in sorted(by_file.items(), key=lambda kv: -kv[1]))
+        print(f"started first (tests/conftest.py FIRST): {', '.join(FIRST)}"
+              + ("" if set(costliest[:len(FIRST)]) == set(FIRST) else
+                 f"\nthe {len(FIRST)} costliest files here: {', '.join(costliest[:len(FIRST)])}"))
     print("\n" + ([line for line in proc.stdout.splitlines() if line.strip()] or ["(no output)"])[-1])
     if proc.returncode not in (0, 5):
         print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")

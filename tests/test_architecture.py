@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "derive"
@@ -57,6 +58,7 @@ def _imports(nodes, mods: dict, exports: dict, here: str = "derive") -> set[str]
     return out
 
 
+@functools.cache  # the tests only read it: derive's sources are scanned once per graph
 def _graph(top_level_only: bool, root: Path = ROOT) -> dict[str, set[str]]:
     """module → the derive modules it imports (at module level only, or anywhere in it: an import
     inside a function is a dependency too). Importing ``derive.p.q`` also runs the module-level

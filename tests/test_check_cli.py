@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from derive.cli import main
+from tests.conftest import run_derive
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -24,9 +25,19 @@ def _run(*argv) -> tuple[int, str]:
     return proc.returncode, proc.stdout
 
 
+def _run_here(*argv) -> tuple[int, str]:
+    """``_run`` in this process (``derive.cli.main``): no Python start, no imports again."""
+    code, out, _ = run_derive(*argv, cwd=ROOT)
+    return code, out
+
+
 @pytest.fixture(scope="module")
 def outputs():
-    return {fmt: _run("check", SPEC, "--format", fmt) for fmt in ("md", "json", "tex", "github", "sarif")}
+    """The report in each format: the Markdown one from ``python -m derive`` as a process, the others
+    from the same command run in this process (test_deterministic runs the JSON one again as a
+    process, under another hash seed, and compares)."""
+    return {"md": _run("check", SPEC, "--format", "md"),
+            **{fmt: _run_here("check", SPEC, "--format", fmt) for fmt in ("json", "tex", "github", "sarif")}}
 
 
 @pytest.mark.parametrize("fmt", ["md", "json", "github", "sarif"])

@@ -16,6 +16,7 @@ import pytest
 
 import derive
 from derive.cli import main
+from tests.conftest import run_derive
 from tests.test_check_formats import _validate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,9 +60,9 @@ def repo(tmp_path_factory):
 
 
 def _check(repo, *args, cwd=None):
-    proc = subprocess.run([sys.executable, "-m", "derive", "check", *args], cwd=cwd or repo, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": ""})
-    return proc.returncode, proc.stdout, proc.stderr
+    """``derive check ARGS`` from ``cwd`` (default: the repository), in this process (the command as
+    a process is run by test_check_cli's golden tests and test_github_format_only_in_github_actions)."""
+    return run_derive("check", *args, cwd=cwd or repo)
 
 
 SPECS = ["specs/a.derive.toml", "specs/b.derive.toml", "specs/new_name.derive.toml"]

@@ -65,7 +65,8 @@ def test_correct_numpy_kernels_agree(fn, norm, form, lse, returned):
 SLOW = pytest.mark.slow  # CI runs these; the comment names the default test that covers the same
 
 FAULTY = [
-    ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
+    # by default in test_float16_numpy_kernels (the same kernel, the same fault named, in float16)
+    pytest.param("sink_online_extra_per_tile", "sink", "online", "extra_per_tile", marks=SLOW),
     # NaN at n = 0; by default in test_extra_per_tile_named_where_a_row_of_no_key_is_nan (same kernel, diagnosis)
     pytest.param("sink_online_extra_per_tile_unguarded", "sink", "online", "extra_per_tile", marks=SLOW),
     ("sink_online_missing_log2e", "sink", "online", "missing_log2e"),
@@ -87,11 +88,23 @@ FAULTY = [
 ]
 
 
+_REPORTS: dict = {}
+
+
+def float64_report(fn, norm, form):
+    """The float64 report on the numpy kernel ``fn`` (a check is deterministic: tests that read the
+    same one share it)."""
+    key = (fn, norm, form)
+    if key not in _REPORTS:
+        _REPORTS[key] = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
+    return _REPORTS[key]
+
+
 @pytest.mark.parametrize("fn,norm,form,fault", FAULTY)
 def test_faulty_numpy_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
     from derive.kernels.faults import FAULTS
 
-    report = check_implementation(NP + fn, norm, form=form, dtypes=("float64",))
+    report = float64_report(fn, norm, form)
     assert not report.agrees and report.exit_code() == 1
     assert [m.name for m in report.diagnosis.matched] == [fault], report.to_markdown()
     entry = next(f for f in FAULTS if f.key == fault)
@@ -117,7 +130,8 @@ def test_correct_torch_kernels_agree(fn, norm, form):
 
 
 TORCH_FAULTY = [
-    ("sink_online_extra_per_tile", "sink", "online", "extra_per_tile"),
+    # by default in test_float16_numpy_kernels (the same kernel, the same fault named, in float16)
+    pytest.param("sink_online_extra_per_tile", "sink", "online", "extra_per_tile", marks=SLOW),
     ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
     ("sink_split_nan_empty", "sink", "split", "nan_empty_split"),
     ("sink_backward_grad_sign", "sink", "backward", "extra_grad_sign"),
@@ -135,7 +149,7 @@ def test_faulty_torch_kernels_are_caught_and_diagnosed(fn, norm, form, fault):
 
 def test_first_counterexample_is_the_smallest_input_and_exact():
     """An empty split seeded with the sink doubles it: on n = 0 keys with s = 0 the lse is ln 2, not 0."""
-    report = check_implementation(NP + "sink_split_seeded_twice", "sink", form="split", dtypes=("float64",))
+    report = float64_report("sink_split_seeded_twice", "sink", "split")
     f = report.failure
     assert (f.what, f.call.third, f.call.params, f.call.x.shape) == ("lse", 1, {"s": 0.0}, (16, 0))
     assert f.output == [math.log(2.0)] and f.exact == [0.0]
@@ -146,8 +160,7 @@ def test_first_counterexample_is_the_smallest_input_and_exact():
 
 def test_unshifted_one_is_caught_without_keys():
     """softmax₁ finalized with ℓ + 1 at m = −∞ (no keys yet): lse = −∞ + ln 1, where the definition is ln 1 = 0."""
-    report = check_implementation(NP + "softmax1_online_unshifted_one", "softmax1", form="online",
-                                  dtypes=("float64",))
+    report = float64_report("softmax1_online_unshifted_one", "softmax1", "online")
     f = report.failure
     assert (f.what, f.call.x.shape, f.output, f.exact) == ("lse", (16, 0), [-math.inf], [0.0])
     assert [m.name for m in report.diagnosis.matched] == ["unshifted_extra"]
@@ -182,6 +195,9 @@ def test_fixed_sink_and_a_sink_of_minus_infinity():
         assert report.agrees and report.params == {"s": s} and report.free_params == ()
 
 
+# by default in test_impl_cases.py::test_a_missing_parameter_gradient_fails_unless_not_asked_for (the same
+# kernel, both checks, the same assertions and the message naming the missing gradient)
+@pytest.mark.slow
 def test_a_missing_parameter_gradient_fails_and_is_a_note_only_when_not_asked_for():
     report = check_implementation(NP + "sink_backward_no_dparams", "sink", form="backward", dtypes=("float64",))
     assert not report.agrees and report.failure.what == "ds"
@@ -402,8 +418,12 @@ def test_bias_kv_has_no_checked_kernel_form_and_says_why():
     assert "no keyword to pass w and no output to compare" in str(err.value) and "$" not in str(err.value)
 
 
-def test_help_documents_the_new_flags():
-    out = _cli("--help").stdout
+def test_help_documents_the_new_flags(capsys):
+    from derive.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["impl", "--help"])
+    out = capsys.readouterr().out
     for words in ("--form", "--lse", "fn(x, v, block)", "fn(x, v, splits)", "fn(x, v, dout)", "kv-only"):
         assert words in out
 

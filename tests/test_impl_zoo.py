@@ -190,9 +190,12 @@ TILED = [
     ("softmax1_tiled_128", True, None),
     ("softmax1_softplus", True, None),
     ("softmax1_tiled_16_no_rescale", False, 17),  # the shortest row spanning two tiles of 16
-    ("softmax1_tiled_32_no_rescale", False, 33),
+    # the same fault at tiles of 32: by default at tiles of 16 and 128 (the shortest row spanning two tiles)
+    pytest.param("softmax1_tiled_32_no_rescale", False, 33, marks=pytest.mark.slow),
     ("softmax1_tiled_128_no_rescale", False, 129),
-    ("softmax1_softplus_threshold", False, None),  # softplus(z) = z above 20: off by e^-z
+    # softplus(z) = z above 20: off by e^-z. By default in test_the_softplus_threshold_bug_is_caught_on_a_score_
+    # between_20_and_40 (the same kernel: its float64 failure is a disagreement in every dtype list)
+    pytest.param("softmax1_softplus_threshold", False, None, marks=pytest.mark.slow),
 ]
 
 

@@ -4,8 +4,6 @@ verdicts of every claim on it, confirmed by an independent evaluator (tests/norm
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import mpmath
@@ -15,6 +13,7 @@ from derive.errors import InputError
 from derive.normalizers.formula import compile_weight
 from derive.spec.load import parse_spec
 from normalizer_oracle import NORMALIZERS, same_weights, truth
+from tests.conftest import run_derive
 
 SPECS = Path(__file__).parent / "normalizer_specs"
 # claim name in the specs → the oracle's claim
@@ -117,10 +116,10 @@ def test_a_bad_normalizer_table_is_an_error():
 def test_a_bad_weight_exits_2_without_traceback(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(HEAD + 'weight = "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + epps)"\n[symbols]\neps = "scalar positive"\n')
-    out = subprocess.run([sys.executable, "-m", "derive", "check", str(f)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    code, _, err = run_derive("check", str(f))  # an exception it let through would fail the test here
+    assert code == 2 and "Traceback" not in err
     assert re.search(r"s\.toml: key 'normalizer\.weight', column 50: unknown name 'epps'; did you mean 'eps'\?",
-                     out.stderr), out.stderr
+                     err), err
 
 
 def test_the_formula_reference_matches_the_oracle_on_rows():
@@ -194,18 +193,16 @@ def test_every_claim_kind_on_a_user_defined_normalizer(name, weight, param):
 def test_derive_normalizer_prints_the_property_table():
     import json
 
-    run = lambda *a: subprocess.run([sys.executable, "-m", "derive", "normalizer", *a], capture_output=True,  # noqa: E731
-                                    text=True, timeout=600)
-    out = run(str(SPECS / "stick_breaking.toml"), "--format", "json")
-    assert out.returncode == 0, out.stderr
-    t = json.loads(out.stdout)
+    code, out, err = run_derive("normalizer", str(SPECS / "stick_breaking.toml"), "--format", "json")
+    assert code == 0, err
+    t = json.loads(out)
     assert t["formula"] == "sigmoid(x_j) * prod_t(1 - sigmoid(x_t), t > j)"
     verdicts = {r["property"]: r["verdict"] for r in t["properties"]}
     assert verdicts["shift_invariant"] == "refuted" and verdicts["weights_sum_to_one"] == "refuted"
     assert not t["softmax_family"]["member"] and "not of the form" in t["softmax_family"]["why_not"]
     assert t["fully_masked_row"]["defined"]
-    md = run("sink")
-    assert md.returncode == 0 and "| row-shift invariance | ❌ refuted | no |" in md.stdout
-    assert "softmax family: extra logit σ = s; kernel forms online, split and backward" in md.stdout
-    bad = run("sinc")
-    assert bad.returncode == 2 and "no such spec file (or built-in normalizer" in bad.stderr
+    code, md, _ = run_derive("normalizer", "sink")
+    assert code == 0 and "| row-shift invariance | ❌ refuted | no |" in md
+    assert "softmax family: extra logit σ = s; kernel forms online, split and backward" in md
+    code, _, err = run_derive("normalizer", "sinc")
+    assert code == 2 and "no such spec file (or built-in normalizer" in err

@@ -5,8 +5,6 @@ never replaced, a document(IDS) mask that kept IDS)."""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 import sympy as sp
@@ -18,7 +16,7 @@ from derive.errors import InputError
 from derive.model.attention import LabelBase, i, j, n
 from derive.model.vectors import Dot
 from derive.spec import load_spec, parse_spec
-from tests.conftest import IN_CI
+from tests.conftest import IN_CI, run_derive
 
 MODS = """import torch
 
@@ -182,9 +180,9 @@ def test_weights_undefined_for_every_instance_are_a_domain_error(tmp_path, where
     with pytest.raises(InputError) as err:
         load_spec(path)
     assert str(err.value) == f"{path}: {message}"
-    out = subprocess.run([sys.executable, "-m", "derive", "check", str(path)], capture_output=True, text=True)
-    assert out.returncode == 2 and out.stdout == "" and "Traceback" not in out.stderr
-    assert message.split("\n")[0] in out.stderr
+    code, out, err = run_derive("check", str(path))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert message.split("\n")[0] in err
 
 
 def test_an_expression_defined_off_the_diagonal_is_accepted():
