@@ -4,7 +4,10 @@ list's long causal rows and the search's long causal calls must run queries that
 
 from __future__ import annotations
 
+import pytest
+
 from derive.impl import check_implementation
+from tests.conftest import require_module
 
 Z = "tests/zoo/attention_review.py:"
 
@@ -57,3 +60,16 @@ def test_long_causal_and_window_draws_run_queries_up_to_the_last_key():
 
         reach()
     assert seen
+
+
+@pytest.mark.xfail(strict=True, reason="the tolerance ulps·eps·(1 + κ)·m, κ = 2 max|x| + (n − 1), is at least the "
+                   "magnitude itself once κ ≥ 1/(ulps·eps) − 1 (bfloat16: κ ≥ 15, float16: κ ≥ 127), so a comparison "
+                   "there cannot fail: a bfloat16 kernel that never reads keys past 256 agrees")
+def test_bfloat16_alone_does_not_agree_with_a_kernel_that_drops_keys_past_256():
+    require_module("torch", "bfloat16 arrays need torch")
+    report = check_implementation("tests/zoo/attention_review_torch.py:flash_two_tiles", "softmax", form="attention", dtypes=("bfloat16",),
+                                  assume=(), examples=0,
+                                  attention={"layout": "bhnd", "out_layout": None, "scale": None, "causal": True,
+                                             "start_q": None, "window": 0, "mask_value": "-inf", "backward": False,
+                                             "kw_names": {}})
+    assert not report.agrees

@@ -81,3 +81,4 @@ def flash_window_local(q, k, v, causal=False, softmax_scale=None, sliding_window
     dt = q.dtype
     out, lse = _flash(q, k, v, causal, softmax_scale, "local", window=sliding_window)
     return out.astype(dt), lse.astype(dt)
+
