@@ -37,6 +37,13 @@ def test_window_kernel_faulty_past_its_first_tile_disagrees_on_the_fixed_list():
     assert bad.results[0].failures["window"].case.N > 128
 
 
+def test_kernel_faulty_past_its_first_query_tile_disagrees_on_the_fixed_list():
+    assert attention(Z + "flash_query_tiles").agrees
+    bad = attention(Z + "flash_query_tiles_scaled")
+    assert bad.exit_code() == 1 and set(bad.results[0].failures) == {"late"}
+    assert bad.results[0].failures["late"].case.M > 128 and bad.results[0].failures["late"].where[2] >= 128
+
+
 def test_long_causal_and_window_draws_run_queries_up_to_the_last_key():
     from hypothesis import HealthCheck, given, settings
 

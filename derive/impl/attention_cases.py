@@ -233,6 +233,7 @@ def cases(setup: Setup) -> list[Case]:
     else:
         setup.skipped["tiles"] = "the kernel takes no tile size (its own tiles are exercised by the long rows)"
     add("late", M=24, N=24)
+    add("late", M=300, N=8)  # past two query tiles of 128: a kernel's later query tiles
     if "start_q" in setup.takes and setup.start_q is None:
         for M, N in ((1, 5), (1, 17), (3, 17)):
             add("decode", M=M, N=N, start_q=N - M)

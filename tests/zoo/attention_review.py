@@ -1,7 +1,7 @@
 """Flash-style attention kernels with a fixed internal tile of 128 keys, FlashAttention's signature
 ``fn(q, k, v, causal=False, softmax_scale=None)`` returning ``(out, lse)``, for the soundness review
-of ``derive impl --form attention``: faults that live only past the second tile, which a causal
-row reaches only for a query at position 256 or later.
+of ``derive impl --form attention``: faults that live only past the second tile of keys (a causal row
+reaches them only for a query at position 256 or later) or past the first tile of queries.
 
 * ``flash``: correct (online rescaling, a fully masked tile skipped).
 * ``flash_two_tiles``: faulty, never reads keys past the second tile (256 and later).
@@ -9,6 +9,8 @@ row reaches only for a query at position 256 or later.
   (right with one or two tiles).
 * ``flash_window`` (``sliding_window=0`` keyword): correct; ``flash_window_local``: faulty, the window
   compares the query's position with the key's index inside its tile (right in the first tile only).
+* ``flash_query_tiles`` (no causal flag): correct, the queries in tiles of 128;
+  ``flash_query_tiles_scaled``: faulty, the scores of queries 128 and later are scaled by 1.001 too much.
 """
 
 import math
@@ -82,3 +84,24 @@ def flash_window_local(q, k, v, causal=False, softmax_scale=None, sliding_window
     out, lse = _flash(q, k, v, causal, softmax_scale, "local", window=sliding_window)
     return out.astype(dt), lse.astype(dt)
 
+
+
+def _query_tiles(q, k, v, softmax_scale, fault):
+    scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else softmax_scale
+    outs, lses = [], []
+    for t, lo in enumerate(range(0, q.shape[2], BLOCK_N)):
+        s = scale * (1.0 + 1e-3) if fault and t >= 1 else scale
+        out, lse = _flash(q[:, :, lo:lo + BLOCK_N], k, v, False, s)
+        outs.append(out)
+        lses.append(lse)
+    return np.concatenate(outs, axis=2).astype(q.dtype), np.concatenate(lses, axis=2).astype(q.dtype)
+
+
+def flash_query_tiles(q, k, v, softmax_scale=None):
+    """Correct: the queries in tiles of 128, each streamed over the keys."""
+    return _query_tiles(q, k, v, softmax_scale, False)
+
+
+def flash_query_tiles_scaled(q, k, v, softmax_scale=None):
+    """Faulty: every query tile after the first scales its scores by 1.001 too much (queries 128 and later)."""
+    return _query_tiles(q, k, v, softmax_scale, True)
