@@ -96,7 +96,13 @@ N = {
     "extra_param_neg": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + p["a"]) for v in x], {"a": NEG}),
     "extra_vanishing_n": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + (len(x) - 1) * (len(x) - 2))
                                            for v in x], {}),
+    "n_threshold_low": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + relu(3 - len(x))) for v in x], {}),
+    "n_threshold_high": (lambda x, y, p: [mp.exp(v) / (sum(mp.exp(u) for u in x) + relu(len(x) - 6)) for v in x], {}),
+    "far_shift": (lambda x, y, p: _sm([v + mp.exp(-2000) for v in x]), {}),
+    "far_scale": (lambda x, y, p: _sm([v * (1 + mp.exp(-1500)) for v in x]), {}),
 }
+# rows of up to 9 keys (5 for the others) for the specs whose claims turn only at 7 keys
+NMAX = {"n_threshold_high": 9, "n_threshold_window6": 9, "n_threshold_window7": 9}
 # the spec files of the corpus whose normalizer is one of the above (the others are the same
 # formulas written differently: the equivalences are judged on the formulas as written there)
 SPEC_NORMALIZER = {
@@ -122,7 +128,10 @@ SPEC_NORMALIZER = {
     "max_ratio": "max_ratio", "near_denominator": "near_denominator", "near_exact_shift": "softmax",
     "near_factor": "near_factor", "near_relu": "near_relu", "softmax_none": "softmax",
     "extra_negative": "extra_negative", "extra_param_any": "extra_param_any", "extra_param_neg": "extra_param_neg",
-    "extra_vanishing_n": "extra_vanishing_n", "sink_any": "sink", "sink_positive_user": "sink_positive",
+    "extra_vanishing_n": "extra_vanishing_n", "sink_any": "sink",
+    "n_threshold_low": "n_threshold_low", "n_threshold_high": "n_threshold_high",
+    "n_threshold_window6": "n_threshold_high", "n_threshold_window7": "n_threshold_high",
+    "far_shift": "far_shift", "far_scale": "far_scale", "sink_positive_user": "sink_positive",
     "sink_plus_one_user": "sink_plus_one", "softcap_nonzero_user": "softcap_nonzero",
 }
 # the written formulas of the equivalent_to claims whose two sides are different formulas
@@ -153,8 +162,7 @@ VALUES = {SCALAR: [-1.5, 0, 0.7, 2], POS: [0.001, 0.5, 3], NEG: [-0.5, -2], NONZ
 MASKS = {
     None: lambda n, i, ids: list(range(1, n + 1)),
     "causal": lambda n, i, ids: list(range(1, i + 1)),
-    "causal_window(1)": lambda n, i, ids: [i],
-    "causal_window(2)": lambda n, i, ids: [k for k in range(1, i + 1) if i - k < 2],
+    **{f"causal_window({w})": (lambda n, i, ids, w=w: [k for k in range(1, i + 1) if i - k < w]) for w in range(1, 8)},
     "document(ids)": lambda n, i, ids: [k for k in range(1, n + 1) if ids[i - 1] == ids[k - 1]],
     "strictly_later": lambda n, i, ids: list(range(i + 1, n + 1)),
     "later_or_same": lambda n, i, ids: list(range(i, n + 1)),
@@ -167,10 +175,10 @@ def _params(doms: dict):
         yield {k: mp.mpf(v) for k, v in zip(names, combo)}
 
 
-def _rows(mask, seed: int, count: int = 40):
+def _rows(mask, seed: int, count: int = 40, nmax: int = 5):
     rng = random.Random(seed)
     for _ in range(count):
-        n = rng.randint(1, 5)
+        n = rng.randint(1, nmax)
         ids = [rng.randint(0, 1) for _ in range(n)]
         i = rng.randint(1, n)
         keys = MASKS[mask](n, i, ids)
@@ -195,10 +203,10 @@ def _same(a, b, tol=mp.mpf(10) ** -320):
     return all(abs(u - v) <= tol for u, v in zip(a, b))
 
 
-def shift_invariant(f, doms):  # any row (the normalizer's own property)
+def shift_invariant(f, doms, nmax=5):  # any row (the normalizer's own property)
     rng = random.Random(3)
     for p in _params(doms):
-        for _, x, y in _rows(None, 11):
+        for _, x, y in _rows(None, 11, nmax=nmax):
             c = mp.mpf(rng.uniform(-3, 3))
             a, b = _defined(f, x, y, p), _defined(f, [v + c for v in x], [v + c for v in y], p)
             if a is not None and b is not None and not _same(a, b):
@@ -206,10 +214,10 @@ def shift_invariant(f, doms):  # any row (the normalizer's own property)
     return True
 
 
-def invariant_key_bias(f, doms, mask):  # a key bias shifts the x row of every row the mask makes
+def invariant_key_bias(f, doms, mask, nmax=5):  # a key bias shifts the x row of every row the mask makes
     rng = random.Random(4)
     for p in _params(doms):
-        for keys, x, y in _rows(mask, 12):
+        for keys, x, y in _rows(mask, 12, nmax=nmax):
             if not keys:
                 continue
             c = mp.mpf(rng.uniform(-3, 3))
@@ -219,9 +227,9 @@ def invariant_key_bias(f, doms, mask):  # a key bias shifts the x row of every r
     return True
 
 
-def sum_to_one(f, doms, mask):
+def sum_to_one(f, doms, mask, nmax=5):
     for p in _params(doms):
-        for keys, x, y in _rows(mask, 13):
+        for keys, x, y in _rows(mask, 13, nmax=nmax):
             w = _defined(f, x, y, p) if keys else []
             if w is not None and abs(sum(w) - 1) > mp.mpf(10) ** -320:
                 return False
@@ -245,9 +253,9 @@ def can_abstain(f, doms):
     return True
 
 
-def equivalent(f, g, doms, mask):
+def equivalent(f, g, doms, mask, nmax=5):
     for p in _params(doms):
-        for keys, x, y in _rows(mask, 14):
+        for keys, x, y in _rows(mask, 14, nmax=nmax):
             if not keys:
                 continue
             a, b = _defined(f, x, y, p), _defined(g, x, y, p)
@@ -278,19 +286,20 @@ def _judge(folder, spec: str, claim: str):
     mask = _spec_mask((folder / f"{spec}.toml").read_text())
     f, doms = N[SPEC_NORMALIZER[spec]]
     f = WRITTEN.get(spec, f)
+    nmax = NMAX.get(spec, 5)
     if claim == "shift_invariant":
-        return shift_invariant(f, doms)
+        return shift_invariant(f, doms, nmax)
     if claim == "weights_sum_to_one":
-        return sum_to_one(f, doms, mask)
+        return sum_to_one(f, doms, mask, nmax)
     if claim == "can_abstain":
         return can_abstain(f, doms)
     if claim == "invariant(b_k)":
-        return invariant_key_bias(f, doms, mask)
+        return invariant_key_bias(f, doms, mask, nmax)
     m = re.fullmatch(r'equivalent_to\("(\w+)\.toml"\)', claim)
     if m and m.group(1) in SPEC_NORMALIZER:
         other = m.group(1)
         if _spec_mask((folder / f"{other}.toml").read_text()) != mask:
             return None
         g, gd = N[SPEC_NORMALIZER[other]]
-        return equivalent(f, WRITTEN.get(other, g), {**gd, **doms}, mask)
+        return equivalent(f, WRITTEN.get(other, g), {**gd, **doms}, mask, nmax)
     return None

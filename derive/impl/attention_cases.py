@@ -223,7 +223,7 @@ def cases(setup: Setup) -> list[Case]:
             add("sinks", M=5, N=5, sinks=(s,))
     else:
         setup.skipped["sinks"] = "the normalizer has no sink"
-    for n in (64, 160):  # causal rows are long for late queries: every query, from position 0
+    for n in (64, 160, 300):  # causal rows are long for late queries: every query, from position 0 (300: a third tile of 128)
         add("long", M=4 if not (setup.causal or setup.window) else n, N=n, pattern="ramp")
     if "block" in setup.takes:
         for b in (1, 2, 4, 16, 32):
@@ -233,6 +233,7 @@ def cases(setup: Setup) -> list[Case]:
     else:
         setup.skipped["tiles"] = "the kernel takes no tile size (its own tiles are exercised by the long rows)"
     add("late", M=24, N=24)
+    add("late", M=300, N=8)  # past two query tiles of 128: a kernel's later query tiles
     if "start_q" in setup.takes and setup.start_q is None:
         for M, N in ((1, 5), (1, 17), (3, 17)):
             add("decode", M=M, N=N, start_q=N - M)
@@ -245,6 +246,8 @@ def cases(setup: Setup) -> list[Case]:
     if "window" in setup.takes and not setup.window:
         for w in (1, 3):
             add("window", M=8, N=8, window=w, causal=True)
+        # a window across tile boundaries: late queries have fully masked tiles, then a partly masked one
+        add("window", M=160, N=160, window=100, causal=True)
     elif not setup.window:
         setup.skipped["window"] = "the kernel takes no sliding window and --window was not given"
     else:

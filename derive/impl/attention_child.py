@@ -53,6 +53,14 @@ def _convert(api, a, dtype, grad=False):
     return t.requires_grad_(True) if grad else t
 
 
+def _numpy_has(dtype) -> bool:
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
+
+
 def _run(target, api, q, k, v, kw, dtype, cot):
     grad = cot is not None
     args = [_convert(api, a, dtype, grad) for a in (q, k, v)]
@@ -73,6 +81,8 @@ def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
     for name in [api] if api else ["numpy", "torch"]:
         if name == "torch" and not api and H["_torch"]() is None:
             continue  # torch is imported only when numpy did not serve, and only if installed
+        if name == "numpy" and not api and not _numpy_has(dtype):
+            continue  # bfloat16: numpy has no such dtype, only torch can be called with it
         try:
             y, args, kwargs, before = _run(target, name, q, k, v, kw, dtype, cot if name == "torch" else None)
         except H["Raised"] as exc:

@@ -108,7 +108,7 @@ the one search of `derive impl` (Hypothesis, derandomized, no database, a count 
 then its shrinker), so a failing call is shrunk to the simplest one it finds and is reported
 as "found by the search", under its classes. The zoo's `eager_chunked_half` streams its keys
 in chunks of 128 and forgets the second half of a final partial chunk: right at every fixed
-length (up to 64, and 160), it is caught by the search alone (`tests/test_impl_attention.py`).
+length (up to 64, 160 and 300), it is caught by the search alone (`tests/test_impl_attention.py`).
 
 A decode kernel with a learned sink, `review_attention.py`:
 
