@@ -71,3 +71,27 @@ def test_the_half_floor_of_the_unshifted_one_is_stated_only_as_proved(monkeypatc
     assert "S/(1 + S) − 1/2 = ρ/(4 + 2ρ) (**proved**:" in text and "at least 1/2" in text
     monkeypatch.setattr(equality, "prove_equal", lambda a, b: Verdict(UNDECIDED, "no proof"))
     assert _mass_floor() == ""
+
+
+def test_an_expected_refutation_searches_first_and_finds_prove_equals_witness(monkeypatch):
+    """The closed form of an exact fault against the definition: the same certified witness as
+    prove_equal's, found without a proof attempt; a true identity is still proved."""
+    import sympy as sp
+
+    from derive.impl import derivations as dv
+    from derive.prove.equality import prove_equal
+
+    x = sp.Symbol("x", real=True)
+    lhs, rhs = sp.exp(x) / (1 + sp.exp(x)), sp.exp(x) / (2 + sp.exp(x))
+    full = prove_equal(lhs, rhs)
+    keys = ("instance", "indices", "lhs", "rhs")
+
+    def no_proof(*a, **k):
+        raise AssertionError("a proof attempt although a certified counterexample exists")
+
+    with monkeypatch.context() as m:
+        m.setattr(dv, "prove_equal", no_proof)
+        fast = dv._refute(lhs, rhs)
+    assert fast.status == full.status == "refuted" and fast.method == "counterexample"
+    assert {k: fast.witness[k] for k in keys} == {k: full.witness[k] for k in keys}
+    assert dv._refute(lhs, 1 / (1 + sp.exp(-x))).status == "proved"

@@ -139,3 +139,46 @@ def test_an_engine_failure_is_never_a_verdict(monkeypatch, capsys):
 def test_the_worker_process_imports_neither_derive_nor_sympy():
     report = check_implementation(H + "lean_worker", "softmax1", dtypes=("float64",), examples=5)
     assert report.agrees, report.to_markdown()
+
+
+# -- derive's own documents: one worker for their examples, never one that misbehaved ---------------
+
+from derive.impl.target import load, one_worker  # noqa: E402
+
+
+def _pid(spec):
+    target = load(spec, spec, (), -1, "float64")
+    pid = target.worker.proc.pid
+    target.close()
+    return pid
+
+
+def test_one_worker_serves_checks_in_turn_and_stops_at_the_end():
+    with one_worker():
+        a, b = _pid("numpy:exp"), _pid("numpy:tanh")
+        target = load("numpy:exp", "numpy:exp", (), -1, "float64")
+        worker, c = target.worker, target.worker.proc.pid
+        target.close()
+        assert worker.proc is not None and worker.proc.poll() is None  # idle, still running
+    assert a == b == c
+    assert worker.proc is None  # stopped at the block's end
+    assert _pid("numpy:exp") != _pid("numpy:exp")  # outside the block: a process per check
+
+
+@pytest.mark.parametrize("fn", ["exits_0", "os_exit", "forges_a_reply", "writes_fd1"])
+def test_a_worker_that_misbehaved_is_never_handed_on(fn):
+    with one_worker():
+        before = _pid("numpy:exp")
+        with pytest.raises(InputError):
+            check_implementation(H + fn, "softmax", dtypes=("float64",), examples=5)
+        after = _pid("numpy:exp")
+    assert before != after
+
+
+def test_a_wrong_shape_stops_the_shared_worker():
+    with one_worker():
+        before = _pid("numpy:exp")
+        with pytest.raises(InputError, match="returned an array of shape"):
+            check_implementation(H + "returns_transposed", "softmax", dtypes=("float64",), examples=5)
+        after = _pid("numpy:exp")
+    assert before != after

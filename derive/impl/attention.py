@@ -220,13 +220,13 @@ class AttentionChecker:
         if reply[0] == "raised":
             raise ImplRaised(reply[1], q)
         if reply[0] == "bad":
-            self.target.close()
+            self.target.stop()
             raise InputError(f"{self.target.name} {reply[1]} (in attention form, {dtype}, {case.describe()}); "
                              f"no verdict")
         names = reply[1] if len(reply) >= 2 else None
         if (reply[0] != "ok" or not isinstance(names, list) or len(reply) != 2 + len(names)
                 or not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in reply[2:])):
-            self.target.close()
+            self.target.stop()
             raise InputError(f"the process running {self.target.name} sent a malformed reply (something wrote to "
                              f"derive's private pipe); no verdict")
         got = dict(zip(names, reply[2:]))

@@ -21,8 +21,9 @@ import sympy as sp
 
 from derive.model.attention import X, i, j
 from derive.normalizers.registry import get
+from derive.crosscheck.witness import find_witness
 from derive.prove.equality import prove_equal
-from derive.prove.verdict import Verdict
+from derive.prove.verdict import REFUTED, Verdict
 
 __all__ = ["Derivation", "derive_fault"]
 
@@ -62,6 +63,21 @@ def _base_e(expr):
 def _prove(lhs, rhs) -> Verdict:
     # prove_equal skips a SymPy pass that fails internally and still searches a counterexample
     return prove_equal(_base_e(lhs), _base_e(rhs))
+
+
+def _refute(lhs, rhs) -> Verdict:
+    """Verdict on ``lhs = rhs`` where it is expected false (the closed form of an exact fault
+    against the definition): the certified counterexample :func:`prove_equal` would search after
+    its proof attempt is searched first, with the same arguments, so it is the same witness;
+    a proof attempt of a false identity (``simplify`` of a difference that is not 0) costs more
+    than the search. A certified instance refutes whatever a proof attempt says; without one,
+    :func:`prove_equal` decides."""
+    a, b = _base_e(lhs), _base_e(rhs)
+    witness = find_witness(a, b)
+    if witness is not None:
+        return Verdict(REFUTED, "the difference does not vanish on a certified instance", method="counterexample",
+                       witness=witness)
+    return prove_equal(a, b)
 
 
 def _stand_ins(fields: dict) -> dict:
@@ -139,11 +155,11 @@ def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
     syms = norm.symbols()
     written, closed, closed_label, definition = build(syms)
     identity = _prove(written, closed)
-    versus = _prove(closed, definition)
+    versus = (_refute if f.numeric == "exact" else _prove)(closed, definition)
     if f.numeric == "exact" and versus.status == "undecided" and norm.params:
         at = {q: sp.nsimplify(norm.sample.get(q, 1)) for q in norm.params}
         _, closed_at, _, definition_at = build(at)
-        retry = _prove(closed_at, definition_at)
+        retry = _refute(closed_at, definition_at)
         if retry.status == "refuted":
             versus, definition_label = retry, f"{definition_label} at {_at_text(at)}"
     fixed = None

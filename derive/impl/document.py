@@ -18,7 +18,7 @@ from derive.impl.api import check_implementation
 from derive.impl.kernel import FIXED_LISTS, KERNEL_TOLERANCE_RULE
 from derive.impl.masked import CONVENTIONS, rules as masked_rules
 from derive.impl.report import TOLERANCE_RULE
-from derive.impl.target import DEFAULT_TIMEOUT
+from derive.impl.target import DEFAULT_TIMEOUT, one_worker
 from derive.impl.tolerance import TOLERANCES
 from derive.render.markup import to_gfm
 
@@ -140,7 +140,7 @@ def _mass_floor() -> str:
 def render(ran: list | None = None) -> str:
     """The page; the reports of the checks it runs are appended to ``ran`` (for the build's log)."""
     ran = [] if ran is None else ran
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as directory, one_worker():  # derive's own examples: one child for all
         bad = _check(FAULTY, directory)
         good = _check(FIXED, directory)
         kernel = _kernel_check(directory)

@@ -15,6 +15,11 @@ user's code does can print into the report or decide the verdict:
   type or shape received;
 * it raises on a valid input → :class:`ImplRaised`.
 
+Each check starts its own worker, except inside :func:`one_worker` (derive's own documents,
+whose examples are derive's constant sources): there the checks run one after another in one
+worker, each importing its target afresh after the previous one is done with it (a worker
+stopped for a timeout, an exit or a bad reply is never reused), so numpy is imported once.
+
 The callable takes a row array (numpy or torch: detected by calling it once on [0, 1])
 and returns the weights; it may also take ``dim`` (or ``axis``), ``mask`` (boolean, True
 = allowed) and the normalizer's parameters as keywords, which are then passed.
@@ -25,6 +30,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,11 +40,40 @@ from derive.errors import InputError
 from derive.sandbox.child import brief  # one wording for exceptions, parent and child
 from derive.sandbox.process import Worker, decode  # noqa: F401  (decode: re-exported)
 
-__all__ = ["DEFAULT_TIMEOUT", "ImplRaised", "Target", "brief", "load", "shown"]
+__all__ = ["DEFAULT_TIMEOUT", "ImplRaised", "Target", "brief", "load", "one_worker", "shown"]
 
 DEFAULT_TIMEOUT = 60.0
 HELD = 4  # value arrays the worker keeps for kernel-form calls (worker.HELD)
 WORKER = Path(__file__).with_name("worker.py")  # the sandbox service of derive impl
+_SHARED: list = []  # inside one_worker(): [the idle worker, or None while a check holds it or none is open]
+
+
+@contextmanager
+def one_worker():
+    """Within the block, the checks without an ``env`` run one at a time in one worker process
+    (started by the first, handed on by each check's end while it still runs; stopped at the
+    block's end). For derive's own examples, not for a user's code: one check's target can
+    change what the next sees in that process."""
+    _SHARED.append(None)
+    try:
+        yield
+    finally:
+        idle = _SHARED.pop()
+        if idle is not None:
+            idle.close()
+
+
+def _worker(name: str, timeout: float, env: dict | None) -> tuple[Worker, bool]:
+    """(a worker for a new target, whether it goes back to :func:`one_worker`'s block at the end)."""
+    if not _SHARED or env:
+        return Worker(name, timeout, env, WORKER), False
+    idle, _SHARED[-1] = _SHARED[-1], None
+    if idle is None or idle.proc is None or idle.proc.poll() is not None:
+        if idle is not None:
+            idle.close()
+        return Worker(name, timeout, env, WORKER), True
+    idle.name, idle.timeout = name, timeout
+    return idle, True
 
 
 def shown(x: np.ndarray) -> str:
@@ -69,6 +104,7 @@ class Target:
     complex_output: bool = False
     extra: dict = field(default_factory=dict)
     held: list = field(default_factory=list)  # keys of the value arrays the worker keeps (oldest first)
+    shared: bool = False  # the worker goes back to one_worker()'s block when the check ends
 
     def call(self, x: np.ndarray, dtype: str, dim: int, mask=None, params=None, grad=None):
         """Output as float64 numpy (and, with ``grad`` weights c, d⟨c, y⟩/dx).
@@ -82,10 +118,10 @@ class Target:
         if reply[0] == "raised":
             raise ImplRaised(reply[1], x)
         if reply[0] == "bad":
-            self.close()
+            self.stop()
             raise InputError(f"{self.name} {reply[1]} (on a {dtype} input of shape {list(x.shape)}); no verdict")
         if not _well_formed(reply, x.shape):
-            self.close()
+            self.stop()
             raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
                              f"wrote to derive's private pipe); no verdict")
         _, y, g, notes = reply
@@ -111,22 +147,32 @@ class Target:
         if reply[0] == "raised":
             raise ImplRaised(reply[1], x)
         if reply[0] == "bad":
-            self.close()
+            self.stop()
             raise InputError(f"{self.name} {reply[1]} (in {form} form, on {dtype} scores of shape "
                              f"{list(x.shape)}); no verdict")
         names = reply[1] if len(reply) >= 2 else None
         if (reply[0] != "ok" or not isinstance(names, list) or len(reply) != 2 + len(names)
                 or not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in reply[2:])):
-            self.close()
+            self.stop()
             raise InputError(f"the process running {self.name} sent a malformed reply while {doing} (something "
                              f"wrote to derive's private pipe); no verdict")
         got = dict(zip(names, reply[2:]))
         self.mutates |= got.pop("mutated", None) is not None
         return got
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Stop the worker (its reply was not one derive sends): it is never handed on."""
         if self.worker is not None:
             self.worker.close()
+
+    def close(self) -> None:
+        worker, self.worker = self.worker, None
+        if worker is None:
+            return
+        if self.shared and worker.proc is not None and _SHARED and _SHARED[-1] is None:
+            _SHARED[-1] = worker  # still running and answering: the next check's worker
+        else:
+            worker.close()
 
 
 def _well_formed(reply: tuple, shape: tuple) -> bool:
@@ -163,7 +209,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
     path = list(sys.path)
     if "" not in path and os.getcwd() not in path:
         path.insert(0, os.getcwd())
-    worker = Worker(name, timeout, env, WORKER)
+    worker, shared = _worker(name, timeout, env)
     try:
         reply = worker.request(("load", payload, path, tuple(params), dim), "being imported")
         if reply[0] == "ok" and form == "row":
@@ -180,7 +226,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
         message = reply[1]
         raise InputError(message if message.startswith("cannot") else f"{name} {message}")
     info = reply[1]
-    return Target(name=name, worker=worker, api=info["api"],
+    return Target(name=name, worker=worker, shared=shared, api=info["api"],
                   keywords=None if info["keywords"] is None else set(info["keywords"]),
                   dim_kw=info["dim_kw"], takes_mask=info["takes_mask"], param_kws=tuple(info["param_kws"]),
                   extra={"signature": info.get("signature")} if form == "attention" else {})

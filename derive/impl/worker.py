@@ -403,7 +403,8 @@ def handle(msg: tuple):
     """One request → its reply; None (an unknown request) ends the child."""
     kind, args, target = msg[0], msg[1:], _STATE["target"]
     try:
-        if kind == "load":
+        if kind == "load":  # a new target: nothing of the last one's is kept
+            _HELD.clear()
             reply, _STATE["target"] = load(*args)
             return reply
         if kind == "probe":

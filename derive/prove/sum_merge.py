@@ -8,11 +8,15 @@ then combines them pair by pair with ``sum_add``: first sums over the same limit
 looks at the ranges; in a proof with ten sums that is ninety ``simplify`` calls, and the
 ranges of the documents' sums are almost never adjacent.
 
-:func:`merge_sums` gives the same expression as ``sum_simplify`` (the same pairs, in the
-same order, handed to the same ``sum_add``) but asks ``sum_add`` for the adjacent-range
-merge only where the two ranges are adjacent; elsewhere ``sum_add`` would return
-``a + b`` whatever ``simplify`` said, and that sum is formed directly. Each sum is
-simplified once per process (:func:`~derive.prove.memo.memoized`).
+:func:`merge_sums` hands the same pairs, in the same order, to the same ``sum_add``, but
+asks it for the adjacent-range merge only where the two ranges are adjacent; elsewhere
+``sum_add`` would return ``a + b`` whatever ``simplify`` said, and that sum is formed
+directly. Each sum is prepared as ``Sum._eval_simplify`` does (summand expanded, inner sums
+merged, factors free of the index taken out) except that its summand is not handed to
+``simplify`` (most of the pass's cost): the pass merges sums, and the proof's last pass
+simplifies the whole. Every step is an equality, so the result equals the input; where
+the summands are already in SymPy's simplest form it is ``sum_simplify``'s, byte for byte.
+Each sum is prepared once per process (:func:`~derive.prove.memo.memoized`).
 
     >>> import sympy as sp
     >>> from sympy.simplify.simplify import sum_simplify
@@ -26,7 +30,7 @@ simplified once per process (:func:`~derive.prove.memo.memoized`).
 from __future__ import annotations
 
 import sympy as sp
-from sympy.simplify.simplify import sum_add
+from sympy.simplify.simplify import factor_sum, sum_add
 
 from derive.prove.memo import memoized
 
@@ -35,11 +39,24 @@ __all__ = ["merge_sums"]
 
 @memoized
 def _simplified(s: sp.Sum) -> sp.Expr:
-    return s._eval_simplify()
+    """``s`` with its summand expanded, the sums inside it treated alike and merged, and the
+    factors free of its indices taken out (``factor_sum``): ``Sum._eval_simplify`` without its
+    ``simplify`` of the summand. A summand left unsimplified is still equal to itself, so the
+    merged form equals ``s``; the later passes (up to ``simplify`` of the whole) see the rest."""
+    terms = sp.Add.make_args(sp.expand(s.function))
+    inner, others = [], []
+    for term in terms:
+        if term.has(sp.Sum):
+            inner.append(sp.Mul(*[_simplified(f) if isinstance(f, sp.Sum) else f
+                                  for f in sp.Mul.make_args(sp.expand(term))]))
+        else:
+            others.append(term)
+    return factor_sum(sp.Add(_combine(inner), *others), limits=s.limits)
 
 
 def merge_sums(e: sp.Expr) -> sp.Expr:
-    """``sympy.simplify.simplify.sum_simplify(e)``, the same result with less work (see above)."""
+    """``e`` with its sums over the same limits merged, as ``sympy.simplify.simplify.sum_simplify(e)``
+    merges them, with less work (see above)."""
     if not isinstance(e, sp.Add):
         e = e.xreplace({a: merge_sums(a) for a in e.atoms(sp.Add) if a.has(sp.Sum)})
     e = sp.expand(e)
