@@ -152,11 +152,13 @@ def text(node, outer: int = 0) -> str:
     if isinstance(node, Name):
         return node.id
     if isinstance(node, Unary):
-        out = f"-{text(node.operand, 30)}"  # noqa: E501
+        out = f"-{text(node.operand, 30)}"
         return f"({out})" if outer > 30 else out
     if isinstance(node, Call):
         return f"{node.func}({', '.join(text(a) for a in node.args)})"
     p = _PREC.get(node.op, 5)
     sep = f" {node.op} " if p <= 10 else node.op
-    out = f"{text(node.left, p + 1 if node.op == '**' else p)}{sep}{text(node.right, p if node.op == '**' else p + 1)}"
+    # a power is right-associative, and its exponent may be negative as written (x_j**-2)
+    right = 0 if node.op == "**" and isinstance(node.right, Unary) else p if node.op == "**" else p + 1
+    out = f"{text(node.left, p + 1 if node.op == '**' else p)}{sep}{text(node.right, right)}"
     return f"({out})" if p < outer else out
