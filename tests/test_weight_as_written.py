@@ -20,7 +20,8 @@ from derive.normalizers.formula import compile_weight
 from derive.normalizers.partial import domain, dropped, why_no_proof
 
 SPECS = Path(__file__).parent / "specs" / "as_written"
-TAIL = "which its symbolic reading drops; derive proves claims only for a weight defined on every row"
+TAIL = ("but the symbolic reading the proofs use drops that subterm and has a value there; derive proves claims only "
+        "about the weight as written")
 
 
 def _why(where: str, text: str) -> str:

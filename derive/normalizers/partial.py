@@ -121,8 +121,9 @@ def why_no_proof(f: Formula | None) -> str | None:
     if not lost:
         return None
     more = f" (and {len(lost) - 1} more such subterm{'s' if len(lost) > 2 else ''})" if len(lost) > 1 else ""
-    return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, which its symbolic "
-            "reading drops; derive proves claims only for a weight defined on every row")
+    return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, but the symbolic "
+            "reading the proofs use drops that subterm and has a value there; derive proves claims only about the "
+            "weight as written")
 
 
 def domain(f: Formula | None, score, key=j, score2=None, params=None) -> list:
