@@ -91,6 +91,8 @@ DROPPED = [
     ("exp(x_j) / sum_t(exp(x_t)) + 0*max_t(x_t, t > j)", {},
      [("max_t(x_t, t > j)", "the reduction max_t(x_t, t > j) has no term")]),
     ("x_j**-2 * x_j**3", {}, [("x_j**-2", "x_j = 0")]),
+    # the reading keeps 1/x_t only in a sum over t > j: at the last key it has a value where x_1 = 0
+    ("exp(x_j) / sum_t(exp(x_t)/x_t, t > j) + sum_t(0/x_t)", {}, [("0/x_t", "x_t = 0")]),
     # kept by the reading: it has no value there either
     ("exp(2*log(p)) * exp(x_j) / sum_t(exp(x_t))", {"p": {"positive": True}}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) - 1)", {}, []),
@@ -100,6 +102,7 @@ DROPPED = [
     ("relu(exp(x_j) - 1) / sum_t(abs(exp(x_t) - 1))", {}, []),
     ("exp(x_j) / sum_t(exp(x_t), t <= i)", {}, []),
     ("1/(2*x_j)", {}, []),
+    ("exp(x_j) + sum_t(x_t/x_j, t > j)", {}, []),  # both have a value at the last key, whatever x_j
     ("log(x_j) + sqrt(x_j)", {}, []),
 ]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.model.attention import X, i, j
+from derive.model.attention import X, i, j, t
 from derive.model.reductions import RowMax, RowMin
 from derive.normalizers.formula import Y, Formula, _safe, _Symbolic
 from derive.spec.parser import Binary, Call, Name, Num, Unary
@@ -56,30 +56,61 @@ def _dropped(f: Formula):
     if f.total():
         return
     whole = f.weight(lambda k: X[i, k])
-    for node, inside in _nodes(f.node, False):
+    for node, reduction in _nodes(f.node, None):
         if _safe(node, f):
             continue
+        inside = reduction is not None
         if isinstance(node, Call) and node.func in ("max_t", "min_t"):
             if len(node.args) > 1 and not whole.has(RowMax, RowMin):  # without a condition it has key j
                 yield Dropped(node, None, None, inside)
             continue
         op = node.args[0] if isinstance(node, Call) else node.right if node.op == "/" else node.left
         kind = _KIND[node.func if isinstance(node, Call) else node.op]
-        if not _kept(_reading(f, op, inside, lambda k: X[i, k]), kind, whole):
+        if inside:  # kept only in the reduction's own terms, the reduction itself kept in the weight
+            operand = _reading_in(f, op)
+            total = _reading(f, reduction, False, lambda k: X[i, k])
+            kept = whole.has(total) and any(_kept(operand, kind, r.function)
+                                            for r in _outside(total, (sp.Sum, sp.Product), inner=True))
+        else:
+            kept = _kept(_reading(f, op, False, lambda k: X[i, k]), kind, whole)
+        if not kept:
             yield Dropped(node, op, kind, inside)
 
 
-def _nodes(node, inside):
-    """(node, inside a reduction) for every node of the tree, parents first."""
-    yield node, inside
+def _reading_in(f: Formula, node) -> sp.Expr:
+    """SymPy's reading of a subterm inside a reduction, with its bound index t."""
+    run = _Symbolic(lambda k: X[i, k], lambda k: Y[i, k], j, dict(f.defaults))
+    run.var = t
+    return run.run(node)
+
+
+def _nodes(node, reduction):
+    """(node, the reduction it is inside or None) for every node of the tree, parents first."""
+    yield node, reduction
     if isinstance(node, Unary):
-        yield from _nodes(node.operand, inside)
+        yield from _nodes(node.operand, reduction)
     elif isinstance(node, Binary):
-        yield from _nodes(node.left, inside)
-        yield from _nodes(node.right, inside)
+        yield from _nodes(node.left, reduction)
+        yield from _nodes(node.right, reduction)
     elif isinstance(node, Call):
         for a in node.args:
-            yield from _nodes(a, inside or node.func.endswith("_t"))
+            yield from _nodes(a, reduction or (node if node.func.endswith("_t") else None))
+
+
+def _outside(e: sp.Expr, kinds, inner: bool = False) -> list:
+    """The subexpressions of ``e`` of the given kinds that are not inside a sum or product over the
+    row (with ``inner``: the outermost sums and products themselves)."""
+    out, stack = [], [e]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, (sp.Sum, sp.Product)):
+            if inner:
+                out.append(a)
+            continue
+        if not inner and isinstance(a, kinds):
+            out.append(a)
+        stack.extend(a.args)
+    return out
 
 
 def _reading(f: Formula, node, inside: bool, score, key=j, score2=None, params=None) -> sp.Expr:
@@ -95,8 +126,8 @@ def _reading(f: Formula, node, inside: bool, score, key=j, score2=None, params=N
 def _kept(operand: sp.Expr, kind: str, whole: sp.Expr) -> bool:
     """Does the reading ``whole`` still have no value where ``operand`` makes the subterm undefined?"""
     if kind == "positive":
-        return operand.is_positive is True or whole.has(sp.log(operand))
-    powers = [p for p in sp.preorder_traversal(whole) if isinstance(p, sp.Pow)]
+        return operand.is_positive is True or sp.log(operand) in _outside(whole, sp.log)
+    powers = _outside(whole, sp.Pow)  # a power inside a sum over the row is there only for some keys
     for factor in sp.Mul.make_args(sp.factor_terms(operand)):
         if factor.is_Pow and factor.exp.is_Integer and factor.exp > 0:
             factor = factor.base
