@@ -104,6 +104,8 @@ DROPPED = [
     ("1/(2*x_j)", {}, []),
     ("exp(x_j) + sum_t(x_t/x_j, t > j)", {}, []),  # both have a value at the last key, whatever x_j
     ("log(x_j) + sqrt(x_j)", {}, []),
+    ("sqrt(x_j**2) - abs(x_j)", {}, []),
+    ("sqrt(x_j + 2)**2 - (x_j + 2)", {}, [("sqrt(x_j + 2)", "x_j + 2 < 0")]),
 ]
 
 

@@ -129,6 +129,9 @@ def _kept(operand: sp.Expr, kind: str, whole: sp.Expr) -> bool:
         return operand.is_positive is True or sp.log(operand) in _outside(whole, sp.log)
     powers = _outside(whole, sp.Pow)  # a power inside a sum over the row is there only for some keys
     for factor in sp.Mul.make_args(sp.factor_terms(operand)):
+        even = factor.is_Pow and factor.exp.is_Integer and factor.exp % 2 == 0  # of a real value (scores are)
+        if kind == "nonnegative" and (factor.is_nonnegative or even):
+            continue
         if factor.is_Pow and factor.exp.is_Integer and factor.exp > 0:
             factor = factor.base
         if kind == "nonzero" and (factor.is_nonzero or factor.is_number and factor != 0):
