@@ -40,7 +40,7 @@ PINNED = {
     "zero_log": {name: ("undecided", _why("x_j ≤ 0", "log(x_j)")) for name in ("shift", "sum1", "eq")},
     "ratio_in_sum": {name: ("undecided", _why("x_t = 0", "x_t/x_t")) for name in ("shift", "sum1")},
     "power_of_log": {"shift": ("undecided", _why("p ≤ 0", "log(p)")),
-                     "abst": ("undecided", "no rule for the infimum of the mass applies")},
+                     "abst": ("undecided", _why("p ≤ 0", "log(p)"))},
     "power_of_log_positive": {"shift": ("proved", "adding one constant to every score of a row leaves its weights "
                                                   "unchanged: the difference reduces to 0")},
     "softpick_total": {"kb": ("refuted", None), "sum1": ("refuted", None),
@@ -136,5 +136,6 @@ def test_a_weight_that_drops_a_subterm_is_not_the_builtin_it_reads_as():
     assert name != "softmax"
     from derive.normalizers.properties import decide
 
-    v = decide(name, "shift_invariant")
-    assert (v.status, v.reason) == ("undecided", _why("x_j = 0", "0/x_j"))
+    for prop in ("shift_invariant", "shift_effect", "weights_sum_to_one"):
+        v = decide(name, prop)
+        assert (v.status, v.reason) == ("undecided", _why("x_j = 0", "0/x_j")), prop

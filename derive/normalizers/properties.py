@@ -432,12 +432,14 @@ def _as_written(entry, params: dict, sc=None) -> list:
 def _defined_rows(entry, prop: str, der: Derivation) -> Derivation:
     """A verdict about the weight as written: where its symbolic reading dropped a subterm that
     may have no value, no proof (the reading has a value where the formula has none), and a
-    refutation only by a counterexample certified inside the formula's domain."""
+    refutation only by a counterexample certified inside the formula's domain; any other
+    verdict is undecided for that reason (a reason read off the reading, such as "not
+    shift-invariant" for the effect of a shift, would not be about the weight as written)."""
     from derive.normalizers.partial import why_no_proof
 
     why = why_no_proof(entry.definition_of)
     v = der.verdict
-    if why is None or v is None or v.status == UNDECIDED:
+    if why is None or v is None:
         return der
     if v.status == REFUTED and prop in _GUARDED and v.method == "counterexample":
         return der
