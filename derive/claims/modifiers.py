@@ -318,11 +318,20 @@ def equivalent_to(ctx, claim) -> Outcome:
     if out.status == PROVED and data:
         return Outcome(UNDECIDED, "the weights agree for the first head's data only; no proof for every head",
                        out.steps)
+    if out.status == PROVED and _no_proof(other):  # the other side's weight as written (this one's: see run)
+        return Outcome(UNDECIDED, f"{claim.arg}: {_no_proof(other)}", out.steps)
     if out.status == REFUTED:
         out.witness["mask"] = f"{ma} / {mb}"
         if data:
             out.witness["values"]["head"] = 0
     return out
+
+
+def _no_proof(spec) -> str | None:
+    from derive.normalizers.partial import why_no_proof
+    from derive.normalizers.registry import get
+
+    return why_no_proof(get(spec.normalizer).definition_of)
 
 
 def one_symbol_per_name(a: sp.Expr, b: sp.Expr) -> tuple[dict, str]:

@@ -254,6 +254,7 @@ def equivalent(ctx: Context, claim) -> Outcome:
     va = ctx.base
     guards = list(va.guards)
     other = va.expr(claim.node, guards)
+    guards += [g for g in va.weight_domain(score_j=other) if g not in guards]
     lemma = scores_lemma(va, va, ctx.cfg, sb=other)
     why = _why_scores(lemma[3], "the score", ctx.spec.normalizer, lemma[2], ctx.spec.mask)
     return settle(claim.name, va.weight(), va.weight(score_j=other), ctx.spec.mask, ctx.cfg, lemma,

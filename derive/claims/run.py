@@ -65,12 +65,30 @@ def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = Non
         return _check(spec, cfg, file)
 
 
+def _as_written(spec: Spec, kind: str, out):
+    """No proof of a claim on the weights of a normalizer whose symbolic reading has a value where
+    the formula as written has none (:mod:`derive.normalizers.partial`): the verdict that rests on
+    such a proof becomes undecided, with the subterm named; a certified counterexample (searched
+    inside the formula's domain) stands."""
+    from derive.claims.modifiers import _no_proof
+    from derive.claims.result import Outcome
+    from derive.spec.claim_kinds import by_name
+
+    verdict = by_name(kind).by_proof
+    if not verdict or out.status != verdict:
+        return out
+    why = _no_proof(spec)
+    return out if why is None else Outcome(UNDECIDED, why, out.steps)
+
+
+
+
 def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
     ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
     for claim in spec.claims:
         try:
-            out = PROVERS[claim.kind](ctx, claim)
+            out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
         except RecursionError:
             result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
                                              "the expression is too deep for the engine", expected=claim.expect))

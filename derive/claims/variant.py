@@ -48,6 +48,7 @@ class Variant:
         # the second score row y_j of a user-defined normalizer (score2 = "…")
         self.score2_j = None if spec.score2 is None else translate(spec.score2, self.binds, guards=self.guards)[0]
         self.params, self.extra = self._normalizer_parts()
+        self.guards += [g for g in self.weight_domain() if g not in self.guards]
         for name, label in (rename or {}).items():
             self._substitute(name, label)
 
@@ -136,6 +137,16 @@ class Variant:
     def weight(self, key: sp.Expr = j, score_j: sp.Expr | None = None) -> sp.Expr:
         second = None if self.score2_j is None else self.score2
         return normalizer_weight(self.spec.normalizer, lambda x: self.score(x, score_j), key, self.params, second)
+
+    def weight_domain(self, score_j: sp.Expr | None = None) -> list:
+        """Guards that keep a counterexample where the normalizer's weight as written has a value,
+        where its symbolic reading has a wider domain (:mod:`derive.normalizers.partial`)."""
+        from derive.normalizers.partial import domain
+        from derive.normalizers.registry import get
+
+        second = None if self.score2_j is None else self.score2
+        return domain(get(self.spec.normalizer).definition_of, lambda x: self.score(x, score_j), score2=second,
+                      params=self.params)
 
     def extra_weight(self) -> sp.Expr:
         """The weight of the normalizer's own token in row i."""

@@ -118,18 +118,23 @@ def plain_witness(w: dict | None) -> dict | None:
 
 
 def settle(
-    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None, sample: dict | None = None
+    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None, sample: dict | None = None,
+    guards: list = (),
 ) -> Verdict:
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
-    the entry's in-domain sample parameters, else undecided."""
+    the entry's in-domain sample parameters (inside ``guards``, the domain of the weight as
+    written where its reading has a wider one: see :mod:`derive.normalizers.partial`), else
+    undecided."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
     a, b = put_in(lhs, values), put_in(rhs, values)  # only evaluated numerically, in the witness search
-    w = quick_witness(a, b, fixed)  # a certified counterexample settles it: no proof can exist
+    guards = [(kind, put_in(g, values)) for kind, g in guards]
+    # a certified counterexample settles it: no proof can exist (the quick instances know no domain)
+    w = None if guards else quick_witness(a, b, fixed)
     if w is None:
         ok, how = prove_congruent(lhs, rhs)
         if ok:
             return Verdict(PROVED, "the difference reduces to 0", method=how)
-        w = find_witness(a, b, fixed=fixed, cfg=CFG)
+        w = find_witness(a, b, fixed=fixed, cfg=CFG, guards=guards)
     else:
         how = "refuted before a proof was attempted"
     if w is not None:

@@ -85,7 +85,8 @@ def shift_invariant(entry, params) -> Derivation:
     )
     shifted = weight(entry, params, lambda k: X[i, k] + C)
     plain = weight(entry, params)
-    der.verdict = settle(shifted, plain, entry, params)
+    der.verdict = settle(shifted, plain, entry, params,
+                         guards=_as_written(entry, params) + _as_written(entry, params, lambda k: X[i, k] + C))
     der.equality = (shifted, plain)
     der.step("weight after a common shift $c$", shifted, setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
@@ -124,7 +125,7 @@ def weights_sum_to_one(entry, params) -> Derivation:
         entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None
     )
     T = mass(entry, params)
-    der.verdict = settle(T, sp.S.One, entry, params)
+    der.verdict = settle(T, sp.S.One, entry, params, guards=_as_written(entry, params))
     der.equality = (T, sp.S.One)
     # Shown with its own outer index u: the weights' inner sums run over t (canon_sums
     # renames every dummy to t, which reads as if the outer index were captured).
@@ -455,8 +456,40 @@ def derive_property(name: str, prop: str, **params) -> Derivation:
         raise InputError(f"unknown property {prop!r}: expected one of {', '.join(PROPERTIES)}")
     key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())))
     if key not in _CACHE:  # and once per build across the documents' processes
-        _CACHE[key] = once(f"derive_property {key!r}", lambda: PROPERTIES[prop][1](entry, params_for(entry, params)))
+        _CACHE[key] = once(f"derive_property {key!r}",
+                           lambda: _defined_rows(entry, prop, PROPERTIES[prop][1](entry, params_for(entry, params))))
     return _CACHE[key]
+
+
+# the properties whose counterexample search keeps to the domain of the weight as written
+_GUARDED = ("shift_invariant", "weights_sum_to_one")
+
+
+def _as_written(entry, params: dict, sc=None) -> list:
+    """The guards that keep a counterexample where the weight as written has a value (scores
+    ``sc``, default x[i, k]), when its symbolic reading has a wider domain (see
+    :mod:`derive.normalizers.partial`)."""
+    from derive.normalizers.partial import domain
+
+    return domain(entry.definition_of, sc or (lambda k: X[i, k]), params=params)
+
+
+def _defined_rows(entry, prop: str, der: Derivation) -> Derivation:
+    """A verdict about the weight as written: where its symbolic reading dropped a subterm that
+    may have no value, no proof (the reading has a value where the formula has none), and a
+    refutation only by a counterexample certified inside the formula's domain; any other
+    verdict is undecided for that reason (a reason read off the reading, such as "not
+    shift-invariant" for the effect of a shift, would not be about the weight as written)."""
+    from derive.normalizers.partial import why_no_proof
+
+    why = why_no_proof(entry.definition_of)
+    v = der.verdict
+    if why is None or v is None:
+        return der
+    if v.status == REFUTED and prop in _GUARDED and v.method == "counterexample":
+        return der
+    der.verdict, der.value = Verdict(UNDECIDED, why), "?"
+    return der
 
 
 def decide(name: str, prop: str, **params) -> Verdict:

@@ -356,11 +356,15 @@ USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] table
 def user_entry(label: str, f) -> str:
     """The registry name of a spec's normalizer, the compiled formula ``f`` labelled ``label``:
     an entry with the same weight and parameters (built-in or loaded before) if there is one,
-    else a new entry named ``label`` (``label#<digest of the definition>`` when taken)."""
+    else a new entry named ``label`` (``label#<digest of the definition>`` when taken). A formula
+    whose symbolic reading drops a subterm that may have no value (``0/x_j``) is never another
+    entry: the two readings agree, the weights as written do not."""
     import hashlib
 
+    from derive.normalizers.partial import dropped
+
     mine = f.weight(lambda k: X[i, k])
-    for entry in list(REGISTRY.values()) + list(USER.values()):
+    for entry in list(REGISTRY.values()) + list(USER.values()) if not dropped(f) else ():
         if set(entry.params) != set(f.params):
             continue
         # the same parameters over the same domain (each a symbol with the declared sign)

@@ -27,6 +27,10 @@ class ClaimKind:
     meaning: str  # what a proof of the claim means, as in docs/spec.md (Markdown)
     prover: str  # "module:function": the function (ctx, claim) -> Outcome that decides it
     help: str = ""  # more for the SARIF rule's help text (what to do about a refutation)
+    # The verdict that rests on a symbolic proof about the normalizer's weights ("" if the kind does
+    # not read them): a weight whose symbolic reading has a value where the formula has none
+    # (derive.normalizers.partial) never gets it.
+    by_proof: str = "proved"
 
     @property
     def usage(self) -> str:
@@ -65,7 +69,7 @@ KINDS: tuple[ClaimKind, ...] = (
               "weights. Remove the claim, or keep it as a known negative fact with expect = \"refuted\"."),
     ClaimKind("depends", "name", "some value of NAME changes some weight (the negation of `invariant`)",
               f"{_P}:depends",
-              "A refutation is a proof that NAME never changes the weights: the parameter is redundant."),
+              "A refutation is a proof that NAME never changes the weights: the parameter is redundant.", "refuted"),
     ClaimKind("output_invariant", "name", "the outputs Σ_j p_ij·value_j are the same for all values of NAME",
               f"{_P}:output_invariant",
               "A refutation comes with inputs whose outputs differ for two values of NAME."),
@@ -78,7 +82,7 @@ KINDS: tuple[ClaimKind, ...] = (
               "EXPR has the same value for every allowed key j of a row: under a mask, a term constant on the "
               "allowed keys but not on all keys is row-constant (the proof step says so)",
               f"{_P}:row_constant",
-              "A refutation comes with a row and two allowed keys where EXPR differs."),
+              "A refutation comes with a row and two allowed keys where EXPR differs.", ""),
     ClaimKind("equivalent", "expr", "replacing the score by EXPR gives the same weights for all inputs",
               f"{_P}:equivalent",
               "A refutation comes with inputs whose weights differ under the two scores."),
@@ -104,7 +108,7 @@ KINDS: tuple[ClaimKind, ...] = (
               "for a fixed query i and a fixed s = ⟨q_i, k_j⟩/√d, the score is non-increasing in \\|i − j\\| "
               "over the allowed keys",
               f"{_F}:decreasing_in_distance",
-              "A refutation comes with a query and two keys where the farther key scores higher."),
+              "A refutation comes with a query and two keys where the farther key scores higher.", ""),
     ClaimKind("equivalent_to", "file",
               "this variant and the spec OTHER.toml (path relative to this file) give the same weights: e.g. a "
               "`score_mod` against its hand-written spec",
@@ -116,7 +120,7 @@ KINDS: tuple[ClaimKind, ...] = (
               "`mask_equivalent(\"mods.py:FACTORY(ARGS)\")` (path relative to this file), traced like the "
               "`mask_mod` key (in the child process; untraceable code is bad input, exit 2, under the claim's key)",
               f"{_F}:mask_equivalent",
-              "A refutation comes with n, a query and a key that one mask allows and the other does not."),
+              "A refutation comes with n, a query and a key that one mask allows and the other does not.", ""),
 )
 
 CLAIM_ARGS: dict[str, str | None] = {k.name: k.arg for k in KINDS}

@@ -1,0 +1,199 @@
+"""Where a formula has no value, and which of those places SymPy's reading of it drops.
+
+The symbolic weight (:meth:`~derive.normalizers.formula.Formula.weight`) is SymPy's reading
+of the tree, and SymPy evaluates as it builds: ``0/x_j`` and ``0*log(x_j)`` are 0, ``x_j/x_j``
+is 1, ``exp(2*log(p))`` is p². Where both have a value they agree, but the reading has a
+value at rows where the formula as written has none, so a proof about the reading is no proof
+about the formula there. :func:`dropped` lists the subterms of a formula that may have no value
+(a log, sqrt, division or negative power that :meth:`Formula.total` cannot show defined, a
+max_t or min_t over a condition) whose operand no longer appears, as such, in SymPy's reading
+of the whole weight. A formula with such a subterm gets no proof of a claim on its weights
+(:func:`why_no_proof`); a counterexample is certified only inside its domain
+(:func:`domain`: the guards of the counterexample search).
+
+A subterm whose operand survives (``exp(x_j) / (sum_t(exp(x_t)) - 1)``) keeps its place in the
+reading, which then has no value there either; such formulas are decided as before.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.model.attention import X, i, j, t
+from derive.model.reductions import RowMax, RowMin
+from derive.normalizers.formula import Y, Formula, _safe, _Symbolic
+from derive.spec.parser import Binary, Call, Name, Num, Unary
+
+__all__ = ["Dropped", "domain", "dropped", "text", "why_no_proof"]
+
+_CACHE: dict = {}
+# the guard kind (derive.crosscheck.witness.in_domain) that keeps an instance where the subterm has a value
+_KIND = {"/": "nonzero", "**": "nonzero", "log": "positive", "sqrt": "nonnegative"}
+_WHERE = {"nonzero": "{} = 0", "positive": "{} ≤ 0", "nonnegative": "{} < 0"}
+
+
+class Dropped:
+    """A subterm that may have no value, dropped by SymPy's reading: ``text`` as written,
+    ``where`` it has no value, the guard ``kind`` and ``operand`` node (None for a
+    reduction that may have no term), ``inside`` a reduction (t bound)."""
+
+    def __init__(self, node, operand, kind, inside):
+        self.text, self.operand, self.kind, self.inside = text(node), operand, kind, inside
+        if isinstance(node, Binary) and len(self.text) > 40:  # the division or power, shortened
+            self.text = f"…{node.op}{text(node.right, 21)}"
+        self.where = _WHERE[kind].format(text(operand)) if kind else f"the reduction {self.text} has no term"
+
+
+def dropped(f: Formula) -> tuple[Dropped, ...]:
+    """The subterms of ``f`` that may have no value and that SymPy's reading of the weight dropped."""
+    key = (f.text, f.score2, tuple((p, str(v), str(sorted(v.assumptions0.items()))) for p, v in f.defaults.items()))
+    if key not in _CACHE:
+        _CACHE[key] = tuple({(d.text, d.where): d for d in _dropped(f)}.values())
+    return _CACHE[key]
+
+
+def _dropped(f: Formula):
+    if f.total():
+        return
+    whole = f.weight(lambda k: X[i, k])
+    for node, reduction in _nodes(f.node, None):
+        if _safe(node, f):
+            continue
+        inside = reduction is not None
+        if isinstance(node, Call) and node.func in ("max_t", "min_t"):
+            if len(node.args) > 1 and not whole.has(RowMax, RowMin):  # without a condition it has key j
+                yield Dropped(node, None, None, inside)
+            continue
+        op = node.args[0] if isinstance(node, Call) else node.right if node.op == "/" else node.left
+        kind = _KIND[node.func if isinstance(node, Call) else node.op]
+        if inside:  # kept only in the reduction's own terms, the reduction itself kept in the weight
+            operand = _reading_in(f, op)
+            total = _reading(f, reduction, False, lambda k: X[i, k])
+            kept = whole.has(total) and any(_kept(operand, kind, r.function)
+                                            for r in _outside(total, (sp.Sum, sp.Product), inner=True))
+        else:
+            kept = _kept(_reading(f, op, False, lambda k: X[i, k]), kind, whole)
+        if not kept:
+            yield Dropped(node, op, kind, inside)
+
+
+def _reading_in(f: Formula, node) -> sp.Expr:
+    """SymPy's reading of a subterm inside a reduction, with its bound index t."""
+    run = _Symbolic(lambda k: X[i, k], lambda k: Y[i, k], j, dict(f.defaults))
+    run.var = t
+    return run.run(node)
+
+
+def _nodes(node, reduction):
+    """(node, the reduction it is inside or None) for every node of the tree, parents first."""
+    yield node, reduction
+    if isinstance(node, Unary):
+        yield from _nodes(node.operand, reduction)
+    elif isinstance(node, Binary):
+        yield from _nodes(node.left, reduction)
+        yield from _nodes(node.right, reduction)
+    elif isinstance(node, Call):
+        for a in node.args:
+            yield from _nodes(a, reduction or (node if node.func.endswith("_t") else None))
+
+
+def _outside(e: sp.Expr, kinds, inner: bool = False) -> list:
+    """The subexpressions of ``e`` of the given kinds that are not inside a sum or product over the
+    row (with ``inner``: the outermost sums and products themselves)."""
+    out, stack = [], [e]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, (sp.Sum, sp.Product)):
+            if inner:
+                out.append(a)
+            continue
+        if not inner and isinstance(a, kinds):
+            out.append(a)
+        stack.extend(a.args)
+    return out
+
+
+def _reading(f: Formula, node, inside: bool, score, key=j, score2=None, params=None) -> sp.Expr:
+    """SymPy's reading of a subterm at ``key``; inside a reduction, with t = key (every allowed
+    key of the row is some key, so a condition demanded at every key covers every t)."""
+    params = params or {}
+    values = {p: params[p] if p in params else f.defaults[p] for p in f.params}
+    run = _Symbolic(score, score2 if score2 is not None else (lambda k: Y[i, k]), key, values)
+    run.var = key if inside else None
+    return run.run(node)
+
+
+def _kept(operand: sp.Expr, kind: str, whole: sp.Expr) -> bool:
+    """Does the reading ``whole`` still have no value where ``operand`` makes the subterm undefined?"""
+    if kind == "positive":
+        return operand.is_positive is True or sp.log(operand) in _outside(whole, sp.log)
+    powers = _outside(whole, sp.Pow)  # a power inside a sum over the row is there only for some keys
+    for factor in sp.Mul.make_args(sp.factor_terms(operand)):
+        even = factor.is_Pow and factor.exp.is_Integer and factor.exp % 2 == 0  # of a real value (scores are)
+        if kind == "nonnegative" and (factor.is_nonnegative or even):
+            continue
+        if factor.is_Pow and factor.exp.is_Integer and factor.exp > 0:
+            factor = factor.base
+        if kind == "nonzero" and (factor.is_nonzero or factor.is_number and factor != 0):
+            continue
+        if kind == "nonnegative" and factor.is_nonnegative:
+            continue
+        if factor.is_number:
+            return False
+        if kind == "nonzero" and any(p.exp.is_negative and p.base in (factor, -factor) for p in powers):
+            continue
+        if kind == "nonnegative" and any(p.exp.is_Rational and p.exp.q % 2 == 0 and p.base == factor
+                                         for p in powers):
+            continue
+        return False
+    return True
+
+
+def why_no_proof(f: Formula | None) -> str | None:
+    """The reason no claim on the weights of ``f`` is proved, or None when its reading drops nothing."""
+    lost = dropped(f) if f is not None else ()
+    if not lost:
+        return None
+    more = f" (and {len(lost) - 1} more such subterm{'s' if len(lost) > 2 else ''})" if len(lost) > 1 else ""
+    return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, but the symbolic "
+            "reading the proofs use drops that subterm and has a value there; derive proves claims only about the "
+            "weight as written")
+
+
+def domain(f: Formula | None, score, key=j, score2=None, params=None) -> list:
+    """The guards (kind, expression) that keep a counterexample where ``f`` has a value at every
+    allowed key, with scores ``score(k)``; a subterm whose domain cannot be stated gets a guard no
+    instance satisfies (no counterexample is then certified)."""
+    out = []
+    for d in dropped(f) if f is not None else ():
+        if d.kind is None:
+            out.append(("positive", sp.S.NegativeOne))  # no instance is inside
+            continue
+        g = (d.kind, _reading(f, d.operand, d.inside, score, key, score2, params))
+        if g not in out:
+            out.append(g)
+    return out
+
+
+# ---- the formula as written -------------------------------------------------------------
+
+_PREC = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40}
+
+
+def text(node, outer: int = 0) -> str:
+    """A node as the formula language writes it (parentheses only where needed)."""
+    if isinstance(node, Num):
+        return node.text
+    if isinstance(node, Name):
+        return node.id
+    if isinstance(node, Unary):
+        out = f"-{text(node.operand, 30)}"
+        return f"({out})" if outer > 30 else out
+    if isinstance(node, Call):
+        return f"{node.func}({', '.join(text(a) for a in node.args)})"
+    p = _PREC.get(node.op, 5)
+    sep = f" {node.op} " if p <= 10 else node.op
+    # a power is right-associative, and its exponent may be negative as written (x_j**-2)
+    right = 0 if node.op == "**" and isinstance(node.right, Unary) else p if node.op == "**" else p + 1
+    out = f"{text(node.left, p + 1 if node.op == '**' else p)}{sep}{text(node.right, right)}"
+    return f"({out})" if p < outer else out
