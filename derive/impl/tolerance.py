@@ -16,6 +16,12 @@ of the weight, |p|, except where the definition's last step cancels (clipped sof
 |ζ − γ|·softmax(x)_k + |γ|: the magnitude of the terms of the last step, read off any
 formula by :mod:`derive.normalizers.sensitivity`). A NaN or an
 infinity where the exact value is finite never agrees.
+
+Where ulps · eps · (1 + κ) ≥ 1 the bound is at least m_p ≥ |p| for every entry of the row: an
+output of 0 (or anything between 0 and 2p) passes, so the comparison cannot fail and is no
+evidence. Such a row is *not judged* (:meth:`Tolerance.vacuous`): it counts towards an
+``undecided`` verdict, never towards ``agrees`` (in bfloat16 from κ ≥ 15 on, in float16 from
+κ ≥ 127). An output beyond even that bound still disagrees.
 """
 
 from __future__ import annotations
@@ -48,6 +54,16 @@ class Tolerance:
 
     def bound(self, exact: float, kappa: float) -> float:
         return self.abs + self.rel * (1.0 + kappa) * abs(exact)
+
+    def vacuous(self, kappa: float) -> bool:
+        """The bound of a row of condition ``kappa`` is at least the magnitude of every value it
+        compares (ulps·eps·(1 + κ) ≥ 1): even an output of 0 passes, the comparison cannot fail."""
+        return self.rel * (1.0 + kappa) >= 1.0
+
+    def vacuous_reason(self, kappa: float) -> str:
+        """Why a row of condition ``kappa`` (:meth:`vacuous`) is not judged."""
+        return (f"at {self.dtype} the rounding bound for this row, κ = {kappa:g}, is at least the value "
+                f"compared (ulps·eps·(1 + κ) = {self.rel * (1.0 + kappa):g} ≥ 1): the comparison cannot fail")
 
     def as_json(self) -> dict:
         return {"dtype": self.dtype, "ulps": self.ulps, "rel": float(f"{self.rel:.3e}"),
