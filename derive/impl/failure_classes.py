@@ -145,7 +145,8 @@ def prepare(checker, call, dtype: str):
     if not all(c.sink_ok(float(v)) for v in np.ravel(list(call.params.values()))):
         return None
     if c.finite_scores:
-        call.x = np.where(call.x == -INF, c.masked_as(dtype), call.x)
+        call.masked = call.x == -INF
+        call.x = np.where(call.masked, c.masked_as(dtype), call.x)
     return call
 
 

@@ -43,6 +43,13 @@ class Call:
     exacts: dict = field(default_factory=dict, repr=False, compare=False)  # row → its ExactRow (KernelChecker.exact)
     passing: tuple = field(default=(), repr=False, compare=False)  # (outputs, tolerance, KernelChecker.passing_rows's)
     vtoken: int | None = None  # names v (read-only) for the worker, which keeps it: the calls on it send it once
+    masked: np.ndarray | None = None  # (R, n): keys passed as the contract's finite mask value (−∞ to the definition)
+
+    def scores(self, r: int) -> list:
+        """Row r as the definition sees it: −∞ where the contract passed a masked key as a finite
+        value (``finite-scores``, as in the row form), else as passed."""
+        x = self.x[r] if self.masked is None else np.where(self.masked[r], -math.inf, self.x[r])
+        return x.tolist()
 
     def vkey(self, r: int) -> bytes:
         """The digest of row r's values (:func:`derive.impl.kernel_exact.digest`), computed once."""
@@ -239,9 +246,9 @@ class KernelChecker:
 
     def _exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = (tuple(call.x[r].tolist()), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
+        key = (tuple(call.scores(r)), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
-            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r], call.row_sigma(r),
+            self._cache[key] = exact_row(call.scores(r), call.v[r], call.row_sigma(r),
                                          None if g is None else g.tolist(), self.dps, call.dv, call.vkey(r))
         return self._cache[key]
 
@@ -308,7 +315,7 @@ class KernelChecker:
         R = call.x.shape[0]
         kaps = []
         for r in range(R):
-            kaps.append(kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items()
+            kaps.append(kappa(call.scores(r), {k: val for k, val in call.row_params(r).items()
                                                    if math.isfinite(val)}))
         exs = [self.exact(call, r) for r in range(R)]
         fine = [r for r in range(R) if exs[r].defined]

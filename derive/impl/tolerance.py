@@ -33,11 +33,19 @@ from derive.errors import InputError
 __all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "tolerance"]
 
 
+FAR_BELOW = 800.0  # a score this far below the row's top has weight below e^-800: it sets no condition
+
+
 def kappa(row, params: dict) -> float:
-    """The condition of a weight of ``row`` (see the module docstring)."""
-    finite = [abs(v) for v in row if v != float("-inf") and v == v]
-    return (2 * max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
-            + max(len(finite) - 1, 0))
+    """The condition of a weight of ``row`` (see the module docstring). The max runs over the keys
+    that carry weight: a score more than FAR_BELOW under the row's top (a finite mask value such as
+    finfo.min beside an unmasked key) moves the weights by at most e^-800 · its magnitude under a
+    relative rounding, which the top's own term already covers; the n − 1 counts every finite key."""
+    live = [v for v in row if v != float("-inf") and v == v]
+    top = max(live, default=0.0)
+    carrying = [abs(v) for v in live if v >= top - FAR_BELOW]
+    return (2 * max(carrying, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
+            + max(len(live) - 1, 0))
 
 
 @dataclass(frozen=True)
