@@ -435,7 +435,12 @@ def test_a_hanging_kernel_is_stopped_at_the_timeout():
 
 
 def test_float16_numpy_kernels():
-    assert check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",)).agrees
+    # nothing fails, but rows of κ ≥ 127 (large scores or sinks) have a float16 bound no output could exceed
+    split = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",))
+    assert split.failure is None and split.verdict == "undecided" and split.exit_code() == 1
+    r = split.results[0]
+    assert (r.rows, r.vacuous_rows) == (4909, 1235) and r.vacuous_reason.startswith("at float16 the rounding bound")
+    assert "**Verdict: undecided**" in split.to_markdown() and split.as_json()["verdict"] == "undecided"
     bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
     assert [m.name for m in bad.diagnosis.matched] == ["extra_per_tile"]
 
