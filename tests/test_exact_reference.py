@@ -210,9 +210,8 @@ def test_rows_not_judged_make_the_verdict_undecided(null, tmp_path):
     r = report.results[0]
     assert r.undecided_rows > 0 and r.failure is None
     assert r.verdict == "undecided" and report.verdict == "undecided" and report.exit_code() == 1
-    assert report.summary().startswith(f"Undecided: {code}:zeros agrees with null on the {r.rows} rows that "
-                                       "could be judged, but not every tested row's exact weights could be "
-                                       "evaluated. Rows not judged")
+    assert report.summary().startswith(f"Undecided: {code}:zeros agrees with null on the {r.rows} rows judged, "
+                                       "but not every tested row could be judged. Rows not judged")
     assert report.as_json()["verdict"] == "undecided"
     assert report.as_json()["dtypes"][0]["verdict"] == "undecided"
     assert "**Verdict: UNDECIDED.**" in report.to_markdown()

@@ -103,7 +103,9 @@ file imports triton and torch reports no CUDA device.
 of the check has ended, instead of to standard output: a report no process of the user's
 code can write into (see the threat model in docs/impl-check.md).
 
-Exit status: 0 the implementation agrees on every tested input, 1 it disagrees,
+Exit status: 0 the implementation agrees on every tested input, 1 it disagrees or is
+undecided (a row could not be judged: its exact value out of reach, or its tolerance so
+wide that no output could fail it),
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
 raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape;
 an internal error of derive, which asks to be reported)."""

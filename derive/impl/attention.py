@@ -146,11 +146,22 @@ class DtypeResult:
     returned: str = ""
     stopped: str = ""  # the function raised on a later case after a failure
     searched: int = 0  # calls the search made after the fixed list (with shrinking)
+    vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
+    vacuous_reason: str = ""  # why, for the first of them
 
-    def record(self, case: Case, members: list, fail, rows: int, returned: str, source: str = "fixed list"):
-        """Count a case run in each class it belongs to; file its failure by RULE."""
+    @property
+    def verdict(self) -> str:
+        """disagrees (a failure), undecided (none, but some row's comparison could not fail), or agrees."""
+        return "disagrees" if self.failures else "undecided" if self.vacuous_rows else "agrees"
+
+    def record(self, case: Case, members: list, fail, rows: int, returned: str, source: str = "fixed list",
+               vacuous: tuple = (0, "")):
+        """Count a case run in each class it belongs to; file its failure by RULE; count its rows
+        not judged (``vacuous``: how many, why)."""
         self.cases += 1
-        self.rows += rows
+        self.rows += rows - vacuous[0]
+        self.vacuous_rows += vacuous[0]
+        self.vacuous_reason = self.vacuous_reason or vacuous[1]
         self.returned = self.returned or returned
         for cls in members:
             self.per_class[cls] = self.per_class.get(cls, 0) + 1
@@ -201,7 +212,7 @@ class AttentionChecker:
             kw[r["block"]] = int(case.block)
         return kw
 
-    def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str]:
+    def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
         dtype = tol.dtype
         if self.api == "numpy" and not tol.numpy:
             raise InputError(f"dtype {dtype} needs a torch implementation; {self.target.name} takes numpy arrays")
@@ -241,7 +252,11 @@ class AttentionChecker:
         ex = exact(q, k, v, scale, mask, case.visible(), sinks, self.dps, g)
         returned = ", ".join(n for n in ("out", "lse", "dq", "dk", "dv", "dsinks") if n in got)
         fail = self.compare(case, got, ex, v, tol)
-        return fail, case.B * case.H * case.M, returned
+        vac = ex.defined & (tol.rel * (1.0 + ex.kappa) >= 1.0)  # Tolerance.vacuous, row by row
+        first = next(iter(np.argwhere(vac)), None)
+        vacuous = (0, "") if fail is not None or first is None else (
+            int(vac.sum()), tol.vacuous_reason(float(ex.kappa[tuple(first)])))
+        return fail, case.B * case.H * case.M, returned, vacuous
 
     def compare(self, case: Case, got: dict, ex, v, tol) -> Failure | None:
         OL = self.out_layout
@@ -322,14 +337,14 @@ class AttentionChecker:
             if all(cls in res.failed_in for cls in members):
                 continue  # every class of it already fails, with a smaller counterexample
             try:
-                fail, rows, returned = self.run_case(case, tol, rounder)
+                fail, rows, returned, vacuous = self.run_case(case, tol, rounder)
             except ImplRaised as exc:
                 if res.failures:  # after a failure the verdict stands: say where the list stopped
                     res.stopped = f"it raised {exc} on {case.describe()}"
                     break
                 raise InputError(f"{self.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
                                  f"({case.describe()})") from None
-            res.record(case, members, fail, rows, returned)
+            res.record(case, members, fail, rows, returned, vacuous=vacuous)
         if budget > 0 and not res.failures and not res.stopped:
             search_attention(self, tol, rounder, res, budget)
         return res
@@ -354,7 +369,13 @@ class AttentionReport:
 
     @property
     def agrees(self) -> bool:
-        return not any(r.failures for r in self.results)
+        """No failure and every tested row judged (a row whose comparison cannot fail is not)."""
+        return self.verdict == "agrees"
+
+    @property
+    def verdict(self) -> str:
+        verdicts = [r.verdict for r in self.results]
+        return next((v for v in ("disagrees", "undecided") if v in verdicts), "agrees")
 
     def exit_code(self) -> int:
         return 0 if self.agrees else 1
@@ -365,9 +386,11 @@ class AttentionReport:
             "out_layout": self.out_layout, "api": self.api, "keywords": dict(sorted(self.roles.items())),
             "stated": list(self.stated), "contract": self.contract.as_json(), "backward": self.backward,
             "examples": self.examples,
-            "agrees": self.agrees,
+            "agrees": self.agrees, "verdict": self.verdict,
             "results": [{"dtype": r.dtype, "cases": r.cases, "rows": r.rows, "returned": r.returned,
-                         "searched": r.searched,
+                         "searched": r.searched, "verdict": r.verdict}
+                        | ({"vacuous_rows": r.vacuous_rows, "vacuous_reason": r.vacuous_reason}
+                           if r.vacuous_rows else {}) | {
                          "classes": {cls: status(cls, r.failures, r.failed_in, r.per_class).replace(
                                              "fails-with", "fails") for cls in CLASSES},
                          "fail_with": {c: f for c, f in r.failed_in.items() if c not in r.failures},
@@ -398,7 +421,7 @@ class AttentionReport:
         lines.append("|---|---:|---:|---:|---|---|")
         for r in self.results:
             lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.searched} | {r.returned} | "
-                         f"{'**disagrees**' if r.failures else 'agrees'} |")
+                         f"{'**disagrees**' if r.failures else '**undecided**' if r.vacuous_rows else 'agrees'} |")
         lines.append("")
         lines.extend(class_table(self.results, self.skipped))
         for r in self.results:
@@ -406,7 +429,13 @@ class AttentionReport:
                 lines.extend(_failure_lines(r.dtype, f))
         own = sorted({c for r in self.results for c in r.failures}, key=list(CLASSES).index)
         also = sorted({c for r in self.results for c in r.failed_in} - set(own), key=list(CLASSES).index)
+        undecided = next((r for r in self.results if r.verdict == "undecided"), None)
         lines.append("**Verdict: " + ("agrees** on every tested class (evidence, not a proof)." if self.agrees else
+                                      "undecided**: no tested class fails, but not every row could be judged ("
+                                      + ", ".join(f"{r.vacuous_rows} rows in {r.dtype}" for r in self.results
+                                                  if r.vacuous_rows)
+                                      + f"): {undecided.vacuous_reason}." if undecided is not None
+                                      and self.verdict == "undecided" else
                                       "disagrees**: it fails on " + "; ".join(CLASSES[c] for c in own)
                                       + (" (its failing inputs also belong to " + "; ".join(CLASSES[c] for c in also)
                                          + ")" if also else "") + "."))

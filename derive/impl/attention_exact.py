@@ -31,6 +31,7 @@ import numpy as np
 from flint import arb, ctx
 
 from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
+from derive.impl.tolerance import kappa
 
 __all__ = ["Exact", "allowed", "exact", "exact_dots"]
 
@@ -138,13 +139,7 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
                           else _score(int(dots[i, j]), e, scale, None if add_mask is None else add_mask[b, 0, i, j])
                           for j in range(N)]
                     rows[b, h, i] = [-INF if x is None else _f(x) for x in xs]
-                    live = [_f(x) for x in xs if x is not None]
-                    finite = [abs(x) for x in live]
-                    if live:  # keys that carry weight set the condition; a key far below the top carries none
-                        top = max(live)
-                        finite = [abs(x) for x in live if x >= top - 800.0]
-                    kap[b, h, i] = (2 * max(finite, default=0.0) + (abs(sig) if sig not in (None, -INF) else 0.0)
-                                    + max(len(live) - 1, 0))
+                    kap[b, h, i] = kappa(rows[b, h, i].tolist(), {} if sig in (None, -INF) else {"sigma": sig})
                     row = enclosed(partial(_softmax, xs, sig))
                     lse_i = row.lse()
                     if lse_i is None:

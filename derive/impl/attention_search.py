@@ -110,7 +110,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
             return False
         res.searched += 1
         try:
-            fail, _, _ = checker.run_case(case, tol, rounder)
+            fail = checker.run_case(case, tol, rounder)[0]
         except ImplRaised:
             return True  # shrunk like a failure; the call below raises it on the simplest case
         except InputError as exc:  # the worker is gone, or bad output: no more calls
@@ -124,7 +124,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
     if found is None:
         return
     try:
-        fail, rows, returned = checker.run_case(found, tol, rounder)
+        fail, rows, returned, _ = checker.run_case(found, tol, rounder)
     except ImplRaised as exc:
         raise InputError(f"{checker.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
                          f"({found.describe()}), found by the search") from None

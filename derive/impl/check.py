@@ -111,6 +111,8 @@ class DtypeResult:
     kink_skips: int = 0  # rows at a point where the definition is not differentiable (not compared)
     undecided_rows: int = 0  # rows whose exact weights could not be enclosed (not judged either way)
     undecided_reason: str = ""  # why, for the first of them
+    vacuous_rows: int = 0  # rows whose bound could not fail (Tolerance.vacuous): not judged either way
+    vacuous_reason: str = ""  # why, for the first of them
 
     @property
     def verdict(self) -> str:
@@ -118,7 +120,7 @@ class DtypeResult:
         rows judged agree, the others are not evidence either way), or agrees."""
         if self.failure is not None:
             return "disagrees"
-        return "undecided" if self.undecided_rows else "agrees"
+        return "undecided" if self.undecided_rows or self.vacuous_rows else "agrees"
 
     def gradient_note(self) -> str:
         if not self.gradients:
@@ -227,6 +229,12 @@ class Checker:
                 return Failure(dtype=tol.dtype, what="value", row=row, params=allp, shape=tuple(x.shape), output=out,
                                exact=ex.floats(), errors=errs, bounds=bounds, defined=ex.defined,
                                index=_index(r, x.shape))
+            if tol.vacuous(kap):  # passing a bound that cannot fail is no evidence: not judged
+                if result is not None:
+                    result.rows -= 1
+                    result.vacuous_rows += 1
+                    result.vacuous_reason = result.vacuous_reason or tol.vacuous_reason(kap)
+                continue
             if grads is not None and ex.defined:
                 fail = self._gradient(row, ex, grads[r].tolist(), allp, tol, kap, result, x.shape)
                 if fail:

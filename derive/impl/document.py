@@ -19,7 +19,7 @@ from derive.impl.kernel import FIXED_LISTS, KERNEL_TOLERANCE_RULE
 from derive.impl.masked import CONVENTIONS, rules as masked_rules
 from derive.impl.report import TOLERANCE_RULE
 from derive.impl.target import DEFAULT_TIMEOUT, one_worker
-from derive.impl.tolerance import TOLERANCES
+from derive.impl.tolerance import FAR_BELOW, TOLERANCES
 from derive.render.markup import to_gfm
 
 __all__ = ["FAULTY", "FIXED", "render"]
@@ -137,6 +137,23 @@ def _mass_floor() -> str:
             "at least 1/2: it can never abstain, which was the point of softmax₁.")
 
 
+def _vacuous_at(t) -> float:
+    """The least κ at which the dtype's bound cannot fail (Tolerance.vacuous)."""
+    k = 1.0 / t.rel - 1.0
+    assert t.vacuous(k) and not t.vacuous(k - 1.0)
+    return k
+
+
+def _vacuous_from(t) -> str:
+    return f"κ ≥ {_vacuous_at(t):.4g}"
+
+
+def _bf16_reach() -> str:
+    """The smallest bfloat16 rows out of reach: n keys (κ ≥ n − 1) or one score x (κ ≥ 2|x|)."""
+    k = _vacuous_at(TOLERANCES["bfloat16"])
+    return f"a row of {math.ceil(k) + 1} keys, or with a score of {math.ceil(k / 2)}"
+
+
 def render(ran: list | None = None) -> str:
     """The page; the reports of the checks it runs are appended to ``ran`` (for the build's log)."""
     ran = [] if ran is None else ran
@@ -149,7 +166,8 @@ def render(ran: list | None = None) -> str:
     conventions = "\n".join(f"- **{key}**: {text}" for key, text in CONVENTIONS.items())
     rules = "\n".join(f"| `{name}` | {to_gfm(r.says, inline=True)} | {'the value itself' if r.defined else 'NaN, zeros or uniform'} |"
                        for name, r in masked_rules().items())
-    tolerances = "\n".join(f"| {t.dtype} | {t.ulps} | {t.eps:.3e} | {t.abs:.3e} |" for t in TOLERANCES.values())
+    tolerances = "\n".join(f"| {t.dtype} | {t.ulps} | {t.eps:.3e} | {t.abs:.3e} | {_vacuous_from(t)} |"
+                           for t in TOLERANCES.values())
     return f"""\
 # Checking an implementation with `derive impl`
 
@@ -325,7 +343,7 @@ function that exited early. An exception inside derive's own engine is also exit
 What derive guarantees against code that is hostile, not only wrong:
 
 - **The exit status is the verdict**, decided in derive's own process: 0 agrees, 1
-  disagrees, 2 no verdict. Nothing the child sends is taken as a verdict or a report: it
+  disagrees or undecided, 2 no verdict. Nothing the child sends is taken as a verdict or a report: it
   answers with arrays over a private pipe, which derive decodes without pickle and checks
   against the shapes it asked for; anything else ends the check with exit 2.
 - **The child cannot set its own coverage.** Which inputs run — the full list or the
@@ -383,12 +401,22 @@ function does not take (the value could not be passed to it).
 
 {to_gfm(TOLERANCE_RULE, inline=True)}
 
-| dtype | ulps | eps | abs |
-|---|---:|---:|---:|
+| dtype | ulps | eps | abs | not judged from |
+|---|---:|---:|---:|---:|
 {tolerances}
 
 κ is the condition number of the definition at that row, so large scores and long rows
-get the slack a backward-stable implementation needs, and no more.
+get the slack a backward-stable implementation needs, and no more. Its max runs over the keys
+that carry weight: a score more than {FAR_BELOW:g} below the row's top (a finite mask value
+beside an unmasked key) sets none.
+
+Where ulps · eps · (1 + κ) ≥ 1 (the last column: from that κ on) the bound is at least the
+magnitude of every value it compares, so even an output of 0 passes: such a comparison cannot
+fail and is no evidence. A row like that is not judged. When nothing disagrees and some tested
+row was not judged, the verdict is **undecided** (exit 1), never agrees; the report counts those
+rows and says why. An output beyond even that bound still disagrees. Low-precision checks meet
+this often: in bfloat16 {_bf16_reach()}, is already out of reach, so check
+a kernel in float32 (or wider) as well.
 
 ## Fully masked rows
 

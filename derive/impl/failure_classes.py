@@ -145,7 +145,8 @@ def prepare(checker, call, dtype: str):
     if not all(c.sink_ok(float(v)) for v in np.ravel(list(call.params.values()))):
         return None
     if c.finite_scores:
-        call.x = np.where(call.x == -INF, c.masked_as(dtype), call.x)
+        call.masked = call.x == -INF
+        call.x = np.where(call.masked, c.masked_as(dtype), call.x)
     return call
 
 
@@ -188,7 +189,13 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
     for conv, count in tally.conventions.items():
         result.conventions[conv] = result.conventions.get(conv, 0) + count
     result.plus_inf_lse += tally.plus_inf_lse
-    judged = [r for r in range(R) if not _outside(checker, call, r)]
+    kaps = checker.passing_rows(call, got, tol)[2]
+    vacuous = [r for r in range(R) if not _outside(checker, call, r) and r not in failed
+               and checker.exact(call, r).defined and tol.vacuous(kaps[r])]  # passed a bound that cannot fail
+    if vacuous:
+        result.vacuous_rows += len(vacuous)
+        result.vacuous_reason = result.vacuous_reason or tol.vacuous_reason(kaps[vacuous[0]])
+    judged = [r for r in range(R) if not _outside(checker, call, r) and r not in vacuous]
     result.rows += len(judged)
     result.undefined_rows += sum(not checker.exact(call, r).defined for r in judged)
     for r in judged:

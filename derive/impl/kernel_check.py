@@ -41,8 +41,15 @@ class Call:
     heads: int = 0  # 0: parameters passed as scalars; H: as arrays (H,) along the last leading axis
     vkeys: dict = field(default_factory=dict, repr=False, compare=False)  # row → digest of its values
     exacts: dict = field(default_factory=dict, repr=False, compare=False)  # row → its ExactRow (KernelChecker.exact)
-    passing: tuple = field(default=(), repr=False, compare=False)  # (outputs, tolerance, KernelChecker._passing's)
+    passing: tuple = field(default=(), repr=False, compare=False)  # (outputs, tolerance, KernelChecker.passing_rows's)
     vtoken: int | None = None  # names v (read-only) for the worker, which keeps it: the calls on it send it once
+    masked: np.ndarray | None = None  # (R, n): keys passed as the contract's finite mask value (−∞ to the definition)
+
+    def scores(self, r: int) -> list:
+        """Row r as the definition sees it: −∞ where the contract passed a masked key as a finite
+        value (``finite-scores``, as in the row form), else as passed."""
+        x = self.x[r] if self.masked is None else np.where(self.masked[r], -math.inf, self.x[r])
+        return x.tolist()
 
     def vkey(self, r: int) -> bytes:
         """The digest of row r's values (:func:`derive.impl.kernel_exact.digest`), computed once."""
@@ -117,6 +124,13 @@ class KernelResult:
     class_rows: dict = field(default_factory=dict)  # class → rows judged (a row counts in each class)
     failed_in: dict = field(default_factory=dict)  # failure class → the class its first failing row is filed under
     stopped: str = ""  # the function raised on a later input after a failure: the list stopped there
+    vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
+    vacuous_reason: str = ""  # why, for the first of them
+
+    @property
+    def verdict(self) -> str:
+        """disagrees (a failure), undecided (none, but some row's comparison could not fail), or agrees."""
+        return "disagrees" if self.failure else "undecided" if self.vacuous_rows else "agrees"
 
 
 
@@ -232,9 +246,9 @@ class KernelChecker:
 
     def _exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
-        key = (tuple(call.x[r].tolist()), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
+        key = (tuple(call.scores(r)), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
-            self._cache[key] = exact_row(call.x[r].tolist(), call.v[r], call.row_sigma(r),
+            self._cache[key] = exact_row(call.scores(r), call.v[r], call.row_sigma(r),
                                          None if g is None else g.tolist(), self.dps, call.dv, call.vkey(r))
         return self._cache[key]
 
@@ -292,7 +306,7 @@ class KernelChecker:
                 return None, "lse"
         return conv, ""
 
-    def _passing(self, call: Call, got: dict, tol: Tolerance):
+    def passing_rows(self, call: Call, got: dict, tol: Tolerance):
         """For every row of ``call``: whether each of its checks in :meth:`compare` passes, the
         largest error/bound ratio they have, and the row's κ; computed once for ``got``, on all the
         rows at once, entry by entry with the same operations as the loop of :meth:`compare`."""
@@ -301,7 +315,7 @@ class KernelChecker:
         R = call.x.shape[0]
         kaps = []
         for r in range(R):
-            kaps.append(kappa(call.x[r].tolist(), {k: val for k, val in call.row_params(r).items()
+            kaps.append(kappa(call.scores(r), {k: val for k, val in call.row_params(r).items()
                                                    if math.isfinite(val)}))
         exs = [self.exact(call, r) for r in range(R)]
         fine = [r for r in range(R) if exs[r].defined]
@@ -361,7 +375,7 @@ class KernelChecker:
                 k = self.slope(p, call.row_params(r))
                 ds_total[p][r % slots] += k * ex.ds
                 ds_scale[p][r % slots] += abs(k) * (1.0 + kap) * ex.ds_scale
-        passed, ratios, kaps = self._passing(call, got, tol)
+        passed, ratios, kaps = self.passing_rows(call, got, tol)
         for r in range(start, R):
             ex = self.exact(call, r)
             kap = kaps[r]

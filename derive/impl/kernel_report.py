@@ -41,7 +41,13 @@ class KernelReport:
 
     @property
     def agrees(self) -> bool:
-        return self.failure is None
+        """No failure and every tested row judged (a row whose comparison cannot fail is not)."""
+        return self.verdict == "agrees"
+
+    @property
+    def verdict(self) -> str:
+        verdicts = [r.verdict for r in self.results]
+        return next((v for v in ("disagrees", "undecided") if v in verdicts), "agrees")
 
     def exit_code(self) -> int:
         return 0 if self.agrees else 1
@@ -50,11 +56,12 @@ class KernelReport:
         return {
             "target": self.target, "normalizer": self.normalizer, "form": self.form, "lse": self.lse,
             "api": self.api, "params": {k: jnum(v) for k, v in sorted(self.params.items())},
-            "free_params": list(self.free_params), "agrees": self.agrees, "per_head": self.per_head,
+            "free_params": list(self.free_params), "agrees": self.agrees, "verdict": self.verdict, "per_head": self.per_head,
             "fixed_list": self.fixed_list,
             "results": [{"dtype": r.dtype, "tolerance": r.tolerance.as_json(), "calls": r.calls, "rows": r.rows,
                          "searched": r.searched, "source": r.source or None,
-                         "undefined_rows": r.undefined_rows, "returned": r.returned,
+                         "undefined_rows": r.undefined_rows, "returned": r.returned, "verdict": r.verdict,
+                         "vacuous_rows": r.vacuous_rows, "vacuous_reason": r.vacuous_reason or None,
                          "max_ratio": float(f"{r.max_ratio:.3e}") if r.failure is None else None,
                          "failure": None if r.failure is None else r.failure.as_json()} for r in self.results],
             "diagnosis": None if self.diagnosis is None else self.diagnosis.as_json(),
@@ -90,12 +97,17 @@ class KernelReport:
         lines.append("| dtype | calls | rows | searched | returned | result |")
         lines.append("|---|---|---|---|---|---|")
         for r in self.results:
-            verdict = "**disagrees**" if r.failure else "agrees"
+            verdict = "**disagrees**" if r.failure else "**undecided**" if r.vacuous_rows else "agrees"
             lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.searched} | {r.returned} | {verdict} |")
         lines.append("")
         lines.extend(class_lines(self.results, self.contract))  # every failure class, not the first
         f = self.failure
-        if f is None:
+        if f is None and self.verdict == "undecided":
+            reason = next(r.vacuous_reason for r in self.results if r.vacuous_rows)
+            lines.append("**Verdict: undecided**: no tested input disagrees, but not every row could be judged ("
+                         + ", ".join(f"{r.vacuous_rows} rows in {r.dtype}" for r in self.results if r.vacuous_rows)
+                         + f"): {reason}. Tolerance: " + prose(KERNEL_TOLERANCE_RULE))
+        elif f is None:
             lines.append("**Verdict: agrees** with the exact definition on every tested input, the fixed list "
                          "and the searched cases (evidence, not a proof). Tolerance: " + prose(KERNEL_TOLERANCE_RULE)
                          + " Here "

@@ -116,8 +116,8 @@ class Report:
         dts = ", ".join(r.dtype for r in self.results)
         if self.undecided:
             judged = sum(r.rows for r in self.results)
-            return (f"Undecided: {self.target} agrees with {self.normalizer} on the {judged} rows that could be "
-                    f"judged, but not every tested row's exact weights could be evaluated.{self.undecided_note()}")
+            return (f"Undecided: {self.target} agrees with {self.normalizer} on the {judged} rows judged, "
+                    f"but not every tested row could be judged.{self.undecided_note()}")
         if self.agrees:
             total = sum(r.examples + r.edge_cases for r in self.results)
             return (f"{self.target} agrees with {self.normalizer} on every tested input within the stated "
@@ -133,12 +133,17 @@ class Report:
 
     def undecided_note(self) -> str:
         """The rows that were not judged because their exact weights could not be evaluated, or ''."""
+        note = ""
         counts = [f"{r.undecided_rows} in {r.dtype}" for r in self.results if r.undecided_rows]
-        if not counts:
-            return ""
-        reason = next(r.undecided_reason for r in self.results if r.undecided_rows)
-        return (f" Rows not judged, neither agreeing nor disagreeing ({', '.join(counts)}): could not evaluate "
-                f"the exact weights: {reason}.")
+        if counts:
+            reason = next(r.undecided_reason for r in self.results if r.undecided_rows)
+            note += (f" Rows not judged, neither agreeing nor disagreeing ({', '.join(counts)}): could not evaluate "
+                     f"the exact weights: {reason}.")
+        counts = [f"{r.vacuous_rows} in {r.dtype}" for r in self.results if r.vacuous_rows]
+        if counts:
+            reason = next(r.vacuous_reason for r in self.results if r.vacuous_rows)
+            note += (f" Rows not judged, neither agreeing nor disagreeing ({', '.join(counts)}): {reason}.")
+        return note
 
     def exit_code(self) -> int:
         return 0 if self.verdict == "agrees" else 1
@@ -192,7 +197,8 @@ class Report:
             "class_failures": {c: self._failure_json(fl) for c, fl in r.classes.items()},
             "stopped": r.stopped or None,
         } | ({"undecided_rows": r.undecided_rows, "undecided_reason": r.undecided_reason}
-             if r.undecided_rows else {})
+             if r.undecided_rows else {}) | ({"vacuous_rows": r.vacuous_rows, "vacuous_reason": r.vacuous_reason}
+                                             if r.vacuous_rows else {})
 
     def _failure_json(self, f: Failure) -> dict:
         dg = _DIGITS[f.dtype]

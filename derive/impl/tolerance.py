@@ -16,6 +16,12 @@ of the weight, |p|, except where the definition's last step cancels (clipped sof
 |ζ − γ|·softmax(x)_k + |γ|: the magnitude of the terms of the last step, read off any
 formula by :mod:`derive.normalizers.sensitivity`). A NaN or an
 infinity where the exact value is finite never agrees.
+
+Where ulps · eps · (1 + κ) ≥ 1 the bound is at least m_p ≥ |p| for every entry of the row: an
+output of 0 (or anything between 0 and 2p) passes, so the comparison cannot fail and is no
+evidence. Such a row is *not judged* (:meth:`Tolerance.vacuous`): it counts towards an
+``undecided`` verdict, never towards ``agrees`` (in bfloat16 from κ ≥ 15 on, in float16 from
+κ ≥ 127). An output beyond even that bound still disagrees.
 """
 
 from __future__ import annotations
@@ -27,11 +33,19 @@ from derive.errors import InputError
 __all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "tolerance"]
 
 
+FAR_BELOW = 800.0  # a score this far below the row's top has weight below e^-800: it sets no condition
+
+
 def kappa(row, params: dict) -> float:
-    """The condition of a weight of ``row`` (see the module docstring)."""
-    finite = [abs(v) for v in row if v != float("-inf") and v == v]
-    return (2 * max(finite, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
-            + max(len(finite) - 1, 0))
+    """The condition of a weight of ``row`` (see the module docstring). The max runs over the keys
+    that carry weight: a score more than FAR_BELOW under the row's top (a finite mask value such as
+    finfo.min beside an unmasked key) moves the weights by at most e^-800 · its magnitude under a
+    relative rounding, which the top's own term already covers; the n − 1 counts every finite key."""
+    live = [v for v in row if v != float("-inf") and v == v]
+    top = max(live, default=0.0)
+    carrying = [abs(v) for v in live if v >= top - FAR_BELOW]
+    return (2 * max(carrying, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
+            + max(len(live) - 1, 0))
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,16 @@ class Tolerance:
 
     def bound(self, exact: float, kappa: float) -> float:
         return self.abs + self.rel * (1.0 + kappa) * abs(exact)
+
+    def vacuous(self, kappa: float) -> bool:
+        """The bound of a row of condition ``kappa`` is at least the magnitude of every value it
+        compares (ulps·eps·(1 + κ) ≥ 1): even an output of 0 passes, the comparison cannot fail."""
+        return self.rel * (1.0 + kappa) >= 1.0
+
+    def vacuous_reason(self, kappa: float) -> str:
+        """Why a row of condition ``kappa`` (:meth:`vacuous`) is not judged."""
+        return (f"at {self.dtype} the rounding bound for this row, κ = {kappa:g}, is at least the value "
+                f"compared (ulps·eps·(1 + κ) = {self.rel * (1.0 + kappa):g} ≥ 1): the comparison cannot fail")
 
     def as_json(self) -> dict:
         return {"dtype": self.dtype, "ulps": self.ulps, "rel": float(f"{self.rel:.3e}"),
