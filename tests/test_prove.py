@@ -117,3 +117,39 @@ def test_a_positive_factor_comes_out_of_max_min_and_abs():
     # a factor of unknown sign stays in: max(0, −a) is not −max(0, a)
     assert prove_equal(sp.Max(0, -c * x), -c * sp.Max(0, x)).status == REFUTED
     assert prove_equal(sp.Max(0, y * x), y * sp.Max(0, x)).status == REFUTED
+
+
+# Adversarial identities: a prover that remembers or skips work must still refuse each false one.
+
+def test_an_identity_false_only_by_a_sign_is_refuted():
+    x = sp.Symbol("x", real=True)
+    assert prove_equal(1 / (1 + sp.exp(-x)), sp.exp(x) / (1 + sp.exp(x))).status == PROVED
+    assert prove_equal(1 / (1 + sp.exp(x)), sp.exp(x) / (1 + sp.exp(x))).status == REFUTED
+    tanh = (sp.exp(x) - sp.exp(-x)) / (sp.exp(x) + sp.exp(-x))
+    assert prove_equal(sp.tanh(x), tanh).status == PROVED
+    assert prove_equal(sp.tanh(x), 1 / tanh).status == REFUTED
+
+
+def test_an_identity_false_only_at_n_1_is_refuted_at_n_1():
+    v = prove_equal(sp.Max(n - 1, 1), n - 1)
+    assert v.status == REFUTED
+    assert v.witness["instance"]["n"] == 1
+
+
+def test_exact_identities_need_exact_arithmetic():
+    r2 = sp.sqrt(2)
+    exact = (1 + r2) ** 200 * (r2 - 1) ** 200  # 1, through integers of about 150 digits
+    assert prove_equal(exact, sp.S.One).status == PROVED
+    assert prove_equal(exact + sp.Rational(1, 10**300), sp.S.One).status != PROVED
+    # e^{π√163} is within 10⁻¹² of an integer: no agreement in double precision makes it one
+    assert prove_equal(sp.exp(sp.pi * sp.sqrt(163)), sp.Integer(640320**3 + 744)).status == REFUTED
+
+
+def test_a_remembered_proof_is_the_same_proof():
+    from derive.prove.equality import _FORMS, normal_form
+
+    lhs = weights(lambda x: bK) - weights(lambda x: 0)
+    first = normal_form(lhs)
+    _FORMS.clear()
+    assert normal_form(lhs) == first
+    assert normal_form(lhs) is normal_form(lhs)

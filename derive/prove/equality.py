@@ -18,6 +18,7 @@ import sympy as sp
 
 from derive.crosscheck.witness import find_witness
 from derive.model.vectors import Dot, expand_dot
+from derive.prove.memo import memoized
 from derive.prove.sums import canon_sums
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.sum_merge import merge_sums
@@ -27,7 +28,10 @@ from derive.settings import DEFAULT, Settings
 __all__ = ["normal_form", "prove_equal", "prove_zero"]
 
 
+@memoized
 def _expand(e: sp.Expr) -> sp.Expr:
+    """⟨·,·⟩ expanded by bilinearity, then products, powers and exp(a + b). Remembered (by the exact
+    tree): the same summands recur in the sums of a document's proofs."""
     return sp.expand(expand_dot(e), power_exp=True)
 
 
@@ -41,9 +45,14 @@ def _exponentials(e: sp.Expr) -> sp.Expr:
     rational function (of exponentials, sums and ⟨·,·⟩ as opaque generators)."""
     e = e.rewrite(sp.tanh, sp.exp).rewrite(sp.sinh, sp.exp).rewrite(sp.cosh, sp.exp)
     e = sp.powsimp(e, combine="exp")
-    e = e.replace(lambda a: isinstance(a, sp.exp),
-                  lambda a: sp.exp(sp.cancel(sp.expand(a.args[0], power_exp=True))))
+    e = e.replace(lambda a: isinstance(a, sp.exp), lambda a: sp.exp(_exponent(a.args[0])))
     return sp.cancel(sp.expand(e, power_exp=True))
+
+
+@memoized
+def _exponent(a: sp.Expr) -> sp.Expr:
+    """An exponent expanded and cancelled; the same exponents recur across a document's proofs."""
+    return sp.cancel(sp.expand(a, power_exp=True))
 
 
 def _one_index(e: sp.Expr) -> sp.Expr:
@@ -125,8 +134,10 @@ def _label(how: str, expr: sp.Expr) -> str:
     return how
 
 
+@memoized
 def _evaluated(expr: sp.Basic) -> sp.Basic:
-    """``expr`` rebuilt with SymPy's automatic evaluation (x·x⁻¹ = 1, like terms collected), no rewriting."""
+    """``expr`` rebuilt with SymPy's automatic evaluation (x·x⁻¹ = 1, like terms collected), no rewriting
+    (remembered per subtree: the two sides of a chain's links share theirs)."""
     if not expr.args or isinstance(expr, (sp.Indexed, sp.Symbol)):
         return expr
     return expr.func(*[_evaluated(a) for a in expr.args])

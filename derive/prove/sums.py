@@ -19,6 +19,7 @@ import sympy as sp
 
 from derive.model.attention import t
 from derive.model.reductions import RowExtremum
+from derive.prove.memo import memoized
 
 __all__ = ["canon_sums"]
 
@@ -38,6 +39,7 @@ def renames_safely(body: sp.Expr, var: sp.Symbol, new: sp.Symbol, limits: tuple 
     return not any(new in _binds(node) and var in node.free_symbols for node in sp.preorder_traversal(body))
 
 
+@memoized
 def _fix(s: sp.Sum) -> sp.Expr:
     if len(s.limits) != 1:
         return s  # a sum over several indices is left as it is
