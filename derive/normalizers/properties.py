@@ -355,7 +355,8 @@ def k_bias_cancels(entry, params) -> Derivation:
 def _by_shift_invariance(der, entry, with_bias, without) -> None:
     """A step saying that the proved K-bias equation is row-shift invariance under x_t = ⟨q_i, k_t⟩/√d
     and c = ⟨q_i, b_K⟩/√d, when it is: the invariance equation under that substitution is,
-    after ⟨·,·⟩ is expanded by bilinearity and both sides by ``expand``, the same expression."""
+    after ⟨·,·⟩ is expanded by bilinearity and the sides by ``expand`` (:func:`_same_expanded`),
+    the same expression."""
     inv = derive_property(entry.name, "shift_invariant")
     if not inv.verdict.proved or inv.equality is None:
         return
@@ -366,11 +367,22 @@ def _by_shift_invariance(der, entry, with_bias, without) -> None:
         return e.xreplace({C: c} | scores)
 
     lhs, rhs = (put(e) for e in inv.equality)
-    same = lambda a, b: sp.expand(expand_dot(a)) == sp.expand(expand_dot(b))  # noqa: E731
-    if rhs == without and same(lhs, with_bias):
+    if rhs == without and _same_expanded(lhs, with_bias):
         der.step("the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{d}$ (bilinearity)", with_bias,
                  restates=("shift_invariant",
                            f"x_{{i,t}} = \\langle q_i, k_t \\rangle / \\sqrt{{d}},\\ c = {tex(c)}", False))
+
+
+def _same_expanded(a, b) -> bool:
+    """Are ``a`` and ``b`` one expression once ⟨·,·⟩ is expanded by bilinearity and then each
+    exponential's argument by ``expand`` (the scores ⟨q, k + b⟩/√d and ⟨q, k⟩/√d + ⟨q, b⟩/√d
+    differ only there), or else once both are expanded whole? Either is a rewriting that keeps
+    the value; the first is tried first since expanding a whole min or max compares its
+    arguments under the assumptions at length."""
+    def args_expanded(e):
+        return expand_dot(e).replace(lambda x: isinstance(x, sp.exp), lambda x: sp.exp(sp.expand(x.args[0])))
+
+    return args_expanded(a) == args_expanded(b) or sp.expand(expand_dot(a)) == sp.expand(expand_dot(b))
 
 
 def _param_tex(name: str, param: str) -> str:
