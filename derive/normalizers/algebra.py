@@ -308,8 +308,10 @@ def depends_on_score(R: sp.Expr, key=j) -> bool:
         return False
 
 
+@memoized
 def elementwise(W: sp.Expr) -> sp.Lambda | None:
-    """g with p_j = M_j·g(x_j), when the weight of a key depends on its own score only."""
+    """g with p_j = M_j·g(x_j), when the weight of a key depends on its own score only (once per
+    weight: the range, abstention and limit provers all ask)."""
     if W.atoms(sp.Sum):
         return None
     y = sp.Symbol("y", real=True)

@@ -21,6 +21,7 @@ from derive.model.vectors import Dot, VectorBase, expand_dot, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
     Derivation,
+    _plain_weight,
     X,
     Z,
     depends_on_score,
@@ -37,7 +38,7 @@ from derive.normalizers.algebra import (
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
-from derive.prove.memo import simplify
+from derive.prove.memo import memoized, simplify
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
@@ -284,8 +285,14 @@ def single_key_weight(entry, params) -> sp.Expr:
 
 
 def _single_key_raw(entry, params) -> sp.Expr:
-    """The weight of a row with one allowed key (n = 1, M = 1), as built."""
-    W = weight(entry, params, key=1).subs(M[i, 1], 1)
+    """The weight of a row with one allowed key (n = 1, M = 1), as built (once per entry and
+    parameters: abstention reads it, and its display shows it simplified)."""
+    return _one_key(entry.name, entry.weight, tuple(sorted(params.items())))
+
+
+@memoized
+def _one_key(name: str, make, params: tuple) -> sp.Expr:
+    W = _plain_weight(name, make, 1, params).subs(M[i, 1], 1)  # weight(entry, params, key=1)
     return W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.subs(s.limits[0][2], 1).doit()).subs(M[i, 1], 1)
 
 
