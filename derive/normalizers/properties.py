@@ -15,7 +15,7 @@ import itertools
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, d, i, n, u
+from derive.model.attention import M, d, i, j, n, u
 from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, VectorBase, expand_dot, vector
 from derive.normalizers import calculus, limits, stable
@@ -80,14 +80,30 @@ def _check_domain(entry, name: str, expr: sp.Expr, value: sp.Expr) -> None:
 # ---- 1. shift invariance and the effect of a shift -------------------------------------
 
 
+def _shifted(k):
+    """The score of key k after a common shift c."""
+    return X[i, k] + C
+
+
+def _shifted_weight(entry, params) -> sp.Expr:
+    """The weight with every score shifted by c: built once per entry and parameters (both
+    shift properties state it)."""
+    return _shifted_built(entry.name, entry.weight, tuple(sorted(params.items())))
+
+
+@memoized
+def _shifted_built(name: str, make, params: tuple) -> sp.Expr:
+    return make(_shifted, key=j, **dict(params))  # weight(entry, params, _shifted)
+
+
 def shift_invariant(entry, params) -> Derivation:
     der = Derivation(
         entry.name, "shift_invariant", "$p(x + c\\,\\mathbf{1}) = p(x)$ for every row x and every real c", None
     )
-    shifted = weight(entry, params, lambda k: X[i, k] + C)
+    shifted = _shifted_weight(entry, params)
     plain = weight(entry, params)
     der.verdict = settle(shifted, plain, entry, params,
-                         guards=_as_written(entry, params) + _as_written(entry, params, lambda k: X[i, k] + C))
+                         guards=_as_written(entry, params) + _as_written(entry, params, _shifted))
     der.equality = (shifted, plain)
     der.step("weight after a common shift $c$", shifted, setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
@@ -96,7 +112,7 @@ def shift_invariant(entry, params) -> Derivation:
 
 def shift_effect(entry, params) -> Derivation:
     der = Derivation(entry.name, "shift_effect", "the exact effect of a common shift c of the scores", None)
-    shifted = weight(entry, params, lambda k: X[i, k] + C)
+    shifted = _shifted_weight(entry, params)
     if entry.shift_effect is None:
         inv = derive_property(entry.name, "shift_invariant")
         if inv.verdict.proved:
