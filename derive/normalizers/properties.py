@@ -10,6 +10,7 @@ definitions. The public entry point is :func:`decide`.
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import sympy as sp
@@ -275,7 +276,7 @@ def can_abstain(entry, params) -> Derivation:
         )
         der.value = "no"
         return der
-    uni = limits.limit_uniform(entry, params)
+    uni = _limit_uniform(entry, params)
     if uni.verdict.status == PROVED and uni.value == 0 and not weight(entry, params).has(sp.Product, RowExtremum):
         der.step("along the path $x = -\\tau\\mathbf{1}$ (every allowed score $-\\tau$, any allowed set of $N_i$ "
                  "keys), every allowed weight tends to 0 as $\\tau \\to \\infty$",
@@ -287,6 +288,20 @@ def can_abstain(entry, params) -> Derivation:
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
     return der
+
+
+_UNIFORM: dict = {}
+
+
+def _limit_uniform(entry, params) -> Derivation:
+    """:func:`limits.limit_uniform`, computed once per entry and parameters (abstention reads it,
+    and it is a property of its own); each caller gets its own copy, which it may change."""
+    key = (entry.name, entry.weight, tuple(sorted(params.items())))
+    if key not in _UNIFORM:
+        _UNIFORM[key] = limits.limit_uniform(entry, params)
+    out = copy.copy(_UNIFORM[key])
+    out.steps = list(out.steps)
+    return out
 
 
 def _limit(expr, var, point):
@@ -469,7 +484,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "weights_sum_to_one": ("weights sum to 1", weights_sum_to_one),
     "mass_range": ("range of $\\sum_j p_j$", mass_range),
     "can_abstain": ("abstention", can_abstain),
-    "limit_uniform": ("limit, uniform path", limits.limit_uniform),
+    "limit_uniform": ("limit, uniform path", _limit_uniform),
     "limit_iterated": ("iterated limit", limits.limit_iterated),
     "limit_any_path": ("limit, any path", limits.limit_any_path),
     "ratio_identity": ("ratio identity", ratio_identity),
