@@ -20,7 +20,7 @@ from derive.document.api import Document
 from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
-from derive.normalizers.numeric import check_many, identity_check, stable_check
+from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
 from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
 from derive.normalizers.registry import REGISTRY, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
@@ -57,8 +57,8 @@ def _numeric_checks(doc: Document, table: dict) -> None:
     for name in names():
         entry = get(name)
         sample = {k: float(v) for k, v in entry.sample_values().items()}
-        checks.append(stable_check(entry, sample))
-        ref = entry.reference
+        ref = remembered(entry.reference)  # each check below evaluates it on the same rows
+        checks.append(stable_check(entry, sample, reference=ref))
         if table[(name, "weights_sum_to_one")].verdict.proved:
             checks.append(identity_check(f"{name}: weights sum to 1",
                                          lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))],

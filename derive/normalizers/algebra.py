@@ -10,6 +10,7 @@ p_j = M_j·g(x_j) — and decide signs of expressions with SymPy's assumptions.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -307,8 +308,10 @@ def depends_on_score(R: sp.Expr, key=j) -> bool:
         return False
 
 
+@memoized
 def elementwise(W: sp.Expr) -> sp.Lambda | None:
-    """g with p_j = M_j·g(x_j), when the weight of a key depends on its own score only."""
+    """g with p_j = M_j·g(x_j), when the weight of a key depends on its own score only (once per
+    weight: the range, abstention and limit provers all ask)."""
     if W.atoms(sp.Sum):
         return None
     y = sp.Symbol("y", real=True)
@@ -340,12 +343,42 @@ def sign_of(expr: sp.Expr) -> str | None:
         got = decided(make())
         if got:
             return got
+    if _both_signs(expr):  # no form of it has one sign: simplifying would only confirm that
+        return None
     e = simplify(expr)
     for form in (e, sp.factor(e), simplify(e.rewrite(sp.exp))):
         got = decided(form)
         if got:
             return got
     return None
+
+
+_SIGN_VALUES = (1, -1, 0, 2)  # the values tried for a symbol, the first two its assumptions allow
+
+
+def _both_signs(expr: sp.Expr, symbols: int = 6) -> bool:
+    """Does ``expr`` take a positive and a negative value, certified by ball arithmetic, at
+    points where each symbol has a value its assumptions allow? Then neither "+", "-" nor
+    "0" holds for all values of the symbols, and :func:`sign_of` can only be undecided.
+    False means only "not shown" (a symbol that is not a plain scalar, more than ``symbols``
+    of them, or no point of each sign among the 2^k tried)."""
+    from derive.crosscheck.evaluate import Instance, evaluate
+    from derive.crosscheck.witness import satisfies
+
+    free = sorted(expr.free_symbols, key=sp.default_sort_key)
+    if len(free) > symbols or not all(type(s) is sp.Symbol for s in free):
+        return False
+    values = [[sp.Integer(v) for v in _SIGN_VALUES if satisfies(s, v)][:2] for s in free]
+    seen = set()
+    for point in itertools.product(*values):
+        try:
+            v = evaluate(expr.xreplace(dict(zip(free, point))), Instance(d=1, n=1), "arb", {}, prec=64)
+        except Exception:  # noqa: BLE001 - a point where it has no value (or none enclosed) shows nothing
+            continue
+        seen |= {"+"} if v > 0 else {"-"} if v < 0 else set()  # arb: True only when certain
+        if len(seen) == 2:
+            return True
+    return False
 
 
 @dataclass

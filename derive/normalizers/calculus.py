@@ -97,19 +97,37 @@ def _point_value(D, entry, params, point):
     return (sp.S.Zero if v.is_zero else v), subs
 
 
+def _grid_sign(D, entry, params, point):
+    """(sign, exact value) of ``D`` at a grid point, or None where the sign is not certified;
+    remembered, since the diagonal claim and the zero-gradient claim search the same derivative."""
+    key = (D, entry.name, tuple(sorted((k, sp.srepr(v)) for k, v in params.items())), point)
+    if key not in _SIGNS:
+        _SIGNS[key] = _compute_grid_sign(D, entry, params, point)
+    return _SIGNS[key]
+
+
+_SIGNS: dict = {}
+
+
+def _compute_grid_sign(D, entry, params, point):
+    v, _ = _point_value(D, entry, params, point)
+    if v.has(sp.Heaviside):
+        return None  # on a kink: not certified
+    if v == 0:
+        return "0", v
+    f = sp.N(v, 50)
+    if not f.is_real or abs(f) < 1e-40:
+        return None
+    return ("+" if f > 0 else "-"), v
+
+
 def _search(D, entry, params, bad):
     """A grid point where ``bad(value)`` holds, certified exactly; or None."""
     for point in _GRID:
-        v, _ = _point_value(D, entry, params, point)
-        if v.has(sp.Heaviside):
-            continue  # on a kink: not certified
-        if v == 0:
-            s = "0"
-        else:
-            f = sp.N(v, 50)
-            if not f.is_real or abs(f) < 1e-40:
-                continue
-            s = "+" if f > 0 else "-"
+        found = _grid_sign(D, entry, params, point)
+        if found is None:
+            continue
+        s, v = found
         if bad(s):
             xj, xk, r = point
             inst = {"n": 2 if r == 0 else 3, "x": [xj, xk] + ([f"log({r})"] if r else [])}

@@ -34,7 +34,8 @@ from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 
-__all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_of", "limit_uniform", "path_limit"]
+__all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_of", "limit_uniform", "path_limit",
+           "rational_in_exponentials"]
 
 TAU = sp.Symbol("tau", positive=True)
 K = sp.Symbol("k", integer=True, positive=True)
@@ -80,6 +81,8 @@ def _tidy(expr, tidy):
 
 def _sympy_lim(expr, var, point, direction="+", tidy=True):
     direct = limit_at_infinity(expr, var, point)  # the limit laws, where they decide it
+    if direct is None:
+        direct = rational_in_exponentials(expr, var, point)
     if direct is not None:
         return _tidy(direct, tidy)
     try:
@@ -92,6 +95,55 @@ def _sympy_lim(expr, var, point, direction="+", tidy=True):
     if _generic_only(expr, var, point, direction, out):
         return None
     return _tidy(out, tidy)
+
+
+def rational_in_exponentials(expr, var, point):
+    """The limit as ``var`` → ±∞ of an expression in ``var`` alone that is a rational function,
+    with rational coefficients, of exponentials e^{a_k var} whose rates a_k are rational
+    multiples of one another (e^{−τ}/(e^{−τ} + e^{−2τ}), e^{−τ log 2} …): a rational number or
+    ±∞; else None (SymPy's ``limit`` decides). With z = e^{g var/L} (g the first rate, L the
+    common denominator of the ratios a_k/g) every e^{a_k var} is an integer power of z, so the
+    expression is P(z)/Q(z) with P, Q in ℚ[z], and z → 0⁺ or ∞: the limit is the ratio of the
+    lowest-degree (or highest-degree) coefficients when their degrees agree, 0 when the
+    numerator's is higher (lower), ±∞ by the sign of that ratio otherwise. It is the limit of a
+    rational function, exact: SymPy's answer without the Gruntz algorithm's expansions."""
+    if point not in (sp.oo, -sp.oo) or expr.free_symbols != {var} or not var.is_extended_real:
+        return None
+    sign = 1 if point == sp.oo else -1
+    rates = []
+    for e in expr.atoms(sp.exp):
+        a = sp.diff(e.args[0], var)
+        if a.has(var) or a == 0 or sp.expand(e.args[0] - a * var) != 0:
+            return None  # not e^{a var} for a number a ≠ 0
+        rates.append((e, sign * a))
+    if not rates:
+        return None
+    g = rates[0][1]
+    ratios = [a / g for _, a in rates]
+    if not all(r.is_Rational for r in ratios) or g.is_negative is None or g.is_zero is not False:
+        return None
+    common = sp.ilcm(1, *(r.q for r in ratios))
+    z = sp.Dummy("z", positive=True)
+    W = expr.xreplace({e: z ** int(r * common) for (e, _), r in zip(rates, ratios)})
+    if W.has(var):
+        return None
+    try:
+        num, den = sp.fraction(sp.cancel(sp.together(W)))
+        P, Q = sp.Poly(num, z), sp.Poly(den, z)
+    except (sp.PolynomialError, sp.GeneratorsNeeded):
+        return None
+    if P.domain not in (sp.ZZ, sp.QQ) or Q.domain not in (sp.ZZ, sp.QQ) or Q.is_zero:
+        return None
+    if P.is_zero:
+        return sp.S.Zero
+    at_zero = bool(g.is_negative)  # z = e^{g var/L} → 0⁺ as var → ±∞ when g < 0 (sign included), else → ∞
+    (p_deg,), p_c = P.terms()[-1] if at_zero else P.terms()[0]
+    (q_deg,), q_c = Q.terms()[-1] if at_zero else Q.terms()[0]
+    if p_deg == q_deg:
+        return sp.Rational(p_c, 1) / q_c
+    if (p_deg > q_deg) == at_zero:
+        return sp.S.Zero
+    return sp.oo if p_c / q_c > 0 else -sp.oo  # |P/Q| grows like a power of z (or of 1/z), z > 0
 
 
 def limit_of(expr, var, point, direction="+"):

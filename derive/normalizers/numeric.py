@@ -31,7 +31,7 @@ from derive.crosscheck.check import CheckResult
 from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.normalizers.exact import Undecided
 
-__all__ = ["FIXED_ROWS", "Check", "adversarial_rows", "check_many", "identity_check", "stable_check"]
+__all__ = ["FIXED_ROWS", "Check", "adversarial_rows", "check_many", "identity_check", "remembered", "stable_check"]
 
 _SPECIAL = [0.0, 1.0, -1.0, 1e4, -1e4, 700.0, -700.0, 1e-12, 30.0, -30.0]
 _KINDS = st.sampled_from(("uniform", "ties", "special", "huge", "mixed"))
@@ -230,14 +230,38 @@ def check_many(checks: Sequence[Check]) -> list[CheckResult]:
     return results
 
 
-def stable_check(entry, params: dict, examples: int = 80, tol: float = 1e-12) -> Check:
-    """``entry.stable`` (float64) against ``entry.reference`` (correct to 50 digits)."""
+def remembered(reference: Callable) -> Callable:
+    """``reference(x, mask, **params)`` computed once per row, mask and parameters: the checks of
+    one entry (its stable implementation, the identities it satisfies) evaluate its exact
+    reference on the same rows, and a value is the same whichever check asks (at the same mpmath
+    precision, part of the key; the checks all use 50 digits). A row that raises (:class:`~derive.normalizers.exact.Undecided`) is not
+    remembered. Every caller must leave the returned list as it is."""
+    values: dict = {}
+
+    def ref(x, mask=None, **params):
+        key = (tuple(x), None if mask is None else tuple(mask), tuple(sorted(params.items())), mpmath.mp.prec)
+        try:
+            return values[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable row: computed each time
+            return reference(x, mask, **params)
+        out = values[key] = reference(x, mask, **params)
+        return out
+
+    return ref
+
+
+def stable_check(entry, params: dict, examples: int = 80, tol: float = 1e-12, reference: Callable | None = None) -> Check:
+    """``entry.stable`` (float64) against ``entry.reference`` (correct to 50 digits; ``reference``:
+    the same function, remembered, see :func:`remembered`)."""
     floats = {k: float(v) for k, v in params.items()}
+    reference = reference or entry.reference
 
     def pairs(x, mask):
         got = entry.stable(np.asarray(x, dtype=np.float64), None if mask is None else np.asarray(mask), **floats)
         with mpmath.workdps(50):
-            ref = [float(v) for v in entry.reference(x, mask, **floats)]
+            ref = [float(v) for v in reference(x, mask, **floats)]
         return list(zip(got, ref))
 
     return Check(f"{entry.name}: stable implementation vs definition (adversarial rows)", pairs, examples, tol, True)

@@ -10,17 +10,19 @@ definitions. The public entry point is :func:`decide`.
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import sympy as sp
 
 from derive.errors import InputError
-from derive.model.attention import M, d, i, n, u
+from derive.model.attention import M, d, i, j, n, u
 from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, VectorBase, expand_dot, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
     Derivation,
+    _plain_weight,
     X,
     Z,
     depends_on_score,
@@ -37,7 +39,7 @@ from derive.normalizers.algebra import (
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
-from derive.prove.memo import simplify
+from derive.prove.memo import memoized, simplify
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
@@ -79,14 +81,30 @@ def _check_domain(entry, name: str, expr: sp.Expr, value: sp.Expr) -> None:
 # ---- 1. shift invariance and the effect of a shift -------------------------------------
 
 
+def _shifted(k):
+    """The score of key k after a common shift c."""
+    return X[i, k] + C
+
+
+def _shifted_weight(entry, params) -> sp.Expr:
+    """The weight with every score shifted by c: built once per entry and parameters (both
+    shift properties state it)."""
+    return _shifted_built(entry.name, entry.weight, tuple(sorted(params.items())))
+
+
+@memoized
+def _shifted_built(name: str, make, params: tuple) -> sp.Expr:
+    return make(_shifted, key=j, **dict(params))  # weight(entry, params, _shifted)
+
+
 def shift_invariant(entry, params) -> Derivation:
     der = Derivation(
         entry.name, "shift_invariant", "$p(x + c\\,\\mathbf{1}) = p(x)$ for every row x and every real c", None
     )
-    shifted = weight(entry, params, lambda k: X[i, k] + C)
+    shifted = _shifted_weight(entry, params)
     plain = weight(entry, params)
     der.verdict = settle(shifted, plain, entry, params,
-                         guards=_as_written(entry, params) + _as_written(entry, params, lambda k: X[i, k] + C))
+                         guards=_as_written(entry, params) + _as_written(entry, params, _shifted))
     der.equality = (shifted, plain)
     der.step("weight after a common shift $c$", shifted, setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
@@ -95,7 +113,7 @@ def shift_invariant(entry, params) -> Derivation:
 
 def shift_effect(entry, params) -> Derivation:
     der = Derivation(entry.name, "shift_effect", "the exact effect of a common shift c of the scores", None)
-    shifted = weight(entry, params, lambda k: X[i, k] + C)
+    shifted = _shifted_weight(entry, params)
     if entry.shift_effect is None:
         inv = derive_property(entry.name, "shift_invariant")
         if inv.verdict.proved:
@@ -258,7 +276,7 @@ def can_abstain(entry, params) -> Derivation:
         )
         der.value = "no"
         return der
-    uni = limits.limit_uniform(entry, params)
+    uni = _limit_uniform(entry, params)
     if uni.verdict.status == PROVED and uni.value == 0 and not weight(entry, params).has(sp.Product, RowExtremum):
         der.step("along the path $x = -\\tau\\mathbf{1}$ (every allowed score $-\\tau$, any allowed set of $N_i$ "
                  "keys), every allowed weight tends to 0 as $\\tau \\to \\infty$",
@@ -270,6 +288,20 @@ def can_abstain(entry, params) -> Derivation:
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
     return der
+
+
+_UNIFORM: dict = {}
+
+
+def _limit_uniform(entry, params) -> Derivation:
+    """:func:`limits.limit_uniform`, computed once per entry and parameters (abstention reads it,
+    and it is a property of its own); each caller gets its own copy, which it may change."""
+    key = (entry.name, entry.weight, tuple(sorted(params.items())))
+    if key not in _UNIFORM:
+        _UNIFORM[key] = limits.limit_uniform(entry, params)
+    out = copy.copy(_UNIFORM[key])
+    out.steps = list(out.steps)
+    return out
 
 
 def _limit(expr, var, point):
@@ -284,8 +316,14 @@ def single_key_weight(entry, params) -> sp.Expr:
 
 
 def _single_key_raw(entry, params) -> sp.Expr:
-    """The weight of a row with one allowed key (n = 1, M = 1), as built."""
-    W = weight(entry, params, key=1).subs(M[i, 1], 1)
+    """The weight of a row with one allowed key (n = 1, M = 1), as built (once per entry and
+    parameters: abstention reads it, and its display shows it simplified)."""
+    return _one_key(entry.name, entry.weight, tuple(sorted(params.items())))
+
+
+@memoized
+def _one_key(name: str, make, params: tuple) -> sp.Expr:
+    W = _plain_weight(name, make, 1, params).subs(M[i, 1], 1)  # weight(entry, params, key=1)
     return W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.subs(s.limits[0][2], 1).doit()).subs(M[i, 1], 1)
 
 
@@ -355,7 +393,8 @@ def k_bias_cancels(entry, params) -> Derivation:
 def _by_shift_invariance(der, entry, with_bias, without) -> None:
     """A step saying that the proved K-bias equation is row-shift invariance under x_t = ⟨q_i, k_t⟩/√d
     and c = ⟨q_i, b_K⟩/√d, when it is: the invariance equation under that substitution is,
-    after ⟨·,·⟩ is expanded by bilinearity and both sides by ``expand``, the same expression."""
+    after ⟨·,·⟩ is expanded by bilinearity and the sides by ``expand`` (:func:`_same_expanded`),
+    the same expression."""
     inv = derive_property(entry.name, "shift_invariant")
     if not inv.verdict.proved or inv.equality is None:
         return
@@ -366,11 +405,22 @@ def _by_shift_invariance(der, entry, with_bias, without) -> None:
         return e.xreplace({C: c} | scores)
 
     lhs, rhs = (put(e) for e in inv.equality)
-    same = lambda a, b: sp.expand(expand_dot(a)) == sp.expand(expand_dot(b))  # noqa: E731
-    if rhs == without and same(lhs, with_bias):
+    if rhs == without and _same_expanded(lhs, with_bias):
         der.step("the K bias shifts row $i$ by $\\langle q_i, b_K \\rangle / \\sqrt{d}$ (bilinearity)", with_bias,
                  restates=("shift_invariant",
                            f"x_{{i,t}} = \\langle q_i, k_t \\rangle / \\sqrt{{d}},\\ c = {tex(c)}", False))
+
+
+def _same_expanded(a, b) -> bool:
+    """Are ``a`` and ``b`` one expression once ⟨·,·⟩ is expanded by bilinearity and then each
+    exponential's argument by ``expand`` (the scores ⟨q, k + b⟩/√d and ⟨q, k⟩/√d + ⟨q, b⟩/√d
+    differ only there), or else once both are expanded whole? Either is a rewriting that keeps
+    the value; the first is tried first since expanding a whole min or max compares its
+    arguments under the assumptions at length."""
+    def args_expanded(e):
+        return expand_dot(e).replace(lambda x: isinstance(x, sp.exp), lambda x: sp.exp(sp.expand(x.args[0])))
+
+    return args_expanded(a) == args_expanded(b) or sp.expand(expand_dot(a)) == sp.expand(expand_dot(b))
 
 
 def _param_tex(name: str, param: str) -> str:
@@ -434,7 +484,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "weights_sum_to_one": ("weights sum to 1", weights_sum_to_one),
     "mass_range": ("range of $\\sum_j p_j$", mass_range),
     "can_abstain": ("abstention", can_abstain),
-    "limit_uniform": ("limit, uniform path", limits.limit_uniform),
+    "limit_uniform": ("limit, uniform path", _limit_uniform),
     "limit_iterated": ("iterated limit", limits.limit_iterated),
     "limit_any_path": ("limit, any path", limits.limit_any_path),
     "ratio_identity": ("ratio identity", ratio_identity),
