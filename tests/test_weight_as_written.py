@@ -112,6 +112,10 @@ DROPPED = [
     ("(n**2 - 1) / ((n - 1) * (n + 1)) * exp(x_j) / sum_t(exp(x_t))", {},
      [("(n**2 - 1)/((n - 1)*(n + 1))", "n - 1 = 0")]),
     ("exp(x_j) * (n - 1)**-2 / sum_t(exp(x_t))", {}, [("(n - 1)**-2", "n - 1 = 0")]),
+    # key 1 of every row has no weight: 0/0 whatever the scores
+    ("(j**2 - 1) / ((j - 1) * (j + 1)) * exp(x_j) / sum_t(exp(x_t))", {},
+     [("(j**2 - 1)/((j - 1)*(j + 1))", "j - 1 = 0")]),
+    ("exp(x_j) / (log(j) * sum_t(exp(x_t)))", {}, [("exp(x_j)/(log(j)*sum_t(exp(x_t)))", "log(j) = 0")]),
     ("exp(x_j / a) / sum_t(exp(x_t / a))", {"a": {}}, [("x_j/a", "a = 0"), ("x_t/a", "a = 0")]),
     ("exp(x_j) * sqrt(n - 2) / sum_t(exp(x_t))", {}, [("sqrt(n - 2)", "n - 2 < 0")]),
     # … and not when the factor is certainly in its domain, or the operand as a whole has a value
@@ -119,6 +123,7 @@ DROPPED = [
     ("exp(x_j) * sqrt(n - 1) / (n + 1) / sum_t(exp(x_t))", {}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) + (n - 1) * (n - 2))", {}, []),
     ("exp(x_j) / (exp(x_j) + n - 1)", {}, []),
+    ("exp(x_j) * log(j) / (i + j) / sum_t(exp(x_t))", {}, []),
 ]
 
 

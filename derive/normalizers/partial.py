@@ -13,9 +13,9 @@ of the whole weight. A formula with such a subterm gets no proof of a claim on i
 
 A subterm whose operand survives (``exp(x_j) / (sum_t(exp(x_t)) - 1)``) keeps its place in the
 reading, which then has no value there either; such formulas are decided as before, unless the
-operand has a factor free of the row (of the scores, j and t) that may be 0: n − 1 in
+operand has a factor free of the scores (a function of n, i, j and the parameters) that may be 0: n − 1 in
 ``(1 - exp(x_j)/sum_t(exp(x_t))) / (n - 1)``, a parameter ``a`` declared without a sign in
-``exp(x_j / a)``. Then whole rows (every row of one key) or a parameter value have no weights
+``exp(x_j / a)``, j − 1. Then whole rows (every row of one key, every row with key 1) or a parameter value have no weights
 whatever the scores, and the proofs, which cancel a common factor as rational functions do
 (Σ_j (1 − p_j)/(n − 1) = (n − 1)/(n − 1) = 1), would state a claim about rows that have no
 weights: such a subterm is listed too (:attr:`Dropped.whole`).
@@ -27,8 +27,8 @@ import sympy as sp
 
 from derive.model.attention import X, i, j, t
 from derive.model.reductions import RowMax, RowMin
-from derive.normalizers.formula import Y, Formula, _free, _row_free, _safe, _Symbolic
-from derive.spec.parser import Binary, Call, Name, Num, Unary
+from derive.normalizers.formula import REDUCTIONS, Y, Formula, _free, _safe, _Symbolic
+from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["Dropped", "domain", "dropped", "text", "why_no_proof"]
 
@@ -105,12 +105,18 @@ def _factors(node):
         yield node
 
 
+def _score_free(node) -> bool:
+    """Is ``node`` free of the scores and of the bound index t (a function of n, i, j and the parameters)?"""
+    return not any(isinstance(nd, Name) and nd.id in ("x_j", "x_t", "y_j", "y_t", "t")
+                   or isinstance(nd, Call) and nd.func in REDUCTIONS for nd in walk(node))
+
+
 def _row_free_zero(op, kind: str, f: Formula):
-    """A factor of the operand ``op`` free of the row (n, i and the parameters only) that may put the
+    """A factor of the operand ``op`` free of the scores (n, i, j and the parameters only) that may put the
     operand out of its domain (``kind``), or None: where it does, the formula has no value whatever the scores."""
     parts = [op] if kind == "nonnegative" else list(_factors(op)) + ([op] if kind == "positive" else [])
     for part in parts:
-        if not _row_free(part):
+        if not _score_free(part):
             continue
         v = _free(part, f)
         ok = v.is_nonnegative if kind == "nonnegative" else v.is_positive if part is op and kind == "positive" \
