@@ -101,3 +101,16 @@ def test_a_soft_cap_applied_to_the_mask_gives_masked_keys_weight():
     f = report.failure
     assert (f.row, f.exact) == ([0.0, -math.inf], [1.0, 0.0])
     assert f.output == [pytest.approx(1 / (1 + math.exp(-5))), pytest.approx(math.exp(-5) / (1 + math.exp(-5)))]
+
+
+def test_a_row_with_no_value_that_is_not_masked_is_not_called_masked():
+    # (1 − p_j)/(n − 1) has no value on a row of one key, masked or not: the report said "every
+    # score is masked" of the row [0]
+    report = check_implementation("tests.zoo.odd:leave_one_out_42", "tests/specs/adversarial/leave_one_out.toml",
+                                  **FAST)
+    f = report.failure
+    assert not f.defined and f.output == [42.0] and all(v != -math.inf for v in f.row)
+    md = report.to_markdown()
+    assert ("The definition has no value on this row (the formula has none there, though not every score is "
+            "masked); NaN (the 0/0 of the formula)") in md
+    assert "(every score is masked)" not in md

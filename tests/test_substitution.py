@@ -185,9 +185,21 @@ def test_weights_undefined_for_every_instance_are_a_domain_error(tmp_path, where
     assert message.split("\n")[0] in err
 
 
+@pytest.mark.parametrize("mask", ["none", "causal", "prefix_lm(2)"])
+def test_a_score_undefined_at_the_first_key_is_a_domain_error(mask):
+    # (j² − 1)/((j − 1)(j + 1)) is 0/0 at j = 1, a key these masks allow in every row, so no row has
+    # weights; SymPy keeps the quotient and a proof cancelled it: equivalent("dot(q, k)") was proved
+    with pytest.raises(InputError) as err:
+        parse_spec(f'name = "a"\nscore = "dot(q, k) + (j**2 - 1)/((j - 1)*(j + 1))"\nmask = "{mask}"\n'
+                   '[claims]\ne = \'equivalent("dot(q, k)")\'\n', "a.toml")
+    assert str(err.value) == ("a.toml: key 'score': undefined in every row: a divisor, (j - 1)*(j + 1), is 0 at the "
+                              f"key j = 1, which the mask {mask} allows in every row")
+
+
 def test_an_expression_defined_off_the_diagonal_is_accepted():
     for score, mask in (("dot(q, k) * (i - j + 1)/(i - j + 1)", "causal"), ("log(1 + i - j)", "causal"),
-                        ("1 / (i - j)", "document(IDS)")):
+                        ("1 / (i - j)", "document(IDS)"), ("log(j - 1 + i) + 1/(j - 1)", "causal_window(2)"),
+                        ("1/(j - 1)", "sliding_window(2)")):
         symbols = '\n[symbols]\nIDS = "function"' if "IDS" in mask else ""
         if mask == "document(IDS)":  # document allows j = i in every row too
             with pytest.raises(InputError, match="undefined in every row"):

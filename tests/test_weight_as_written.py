@@ -96,7 +96,6 @@ DROPPED = [
     # kept by the reading: it has no value there either
     ("exp(2*log(p)) * exp(x_j) / sum_t(exp(x_t))", {"p": {"positive": True}}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) - 1)", {}, []),
-    ("sum_t(exp(x_t), t != j) / ((n - 1) * sum_t(exp(x_t)))", {}, []),
     ("exp(x_j - max_t(x_t)) / (sum_t(exp(x_t)) * exp(-max_t(x_t)))", {}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) + a - abs(a))", {"a": {}}, []),
     ("relu(exp(x_j) - 1) / sum_t(abs(exp(x_t) - 1))", {}, []),
@@ -106,6 +105,25 @@ DROPPED = [
     ("log(x_j) + sqrt(x_j)", {}, []),
     ("sqrt(x_j**2) - abs(x_j)", {}, []),
     ("sqrt(x_j + 2)**2 - (x_j + 2)", {}, [("sqrt(x_j + 2)", "x_j + 2 < 0")]),
+    # kept by the reading, but a factor free of the row may be 0: no value on whole rows (every row
+    # of one key) or at a parameter value, whatever the scores, and a proof cancels such a factor
+    ("sum_t(exp(x_t), t != j) / ((n - 1) * sum_t(exp(x_t)))", {}, [("…/((n - 1)*sum_t(exp(x_t)))", "n - 1 = 0")]),
+    ("(1 - exp(x_j)/sum_t(exp(x_t))) / (n - 1)", {}, [("(1 - exp(x_j)/sum_t(exp(x_t)))/(n - 1)", "n - 1 = 0")]),
+    ("(n**2 - 1) / ((n - 1) * (n + 1)) * exp(x_j) / sum_t(exp(x_t))", {},
+     [("(n**2 - 1)/((n - 1)*(n + 1))", "n - 1 = 0")]),
+    ("exp(x_j) * (n - 1)**-2 / sum_t(exp(x_t))", {}, [("(n - 1)**-2", "n - 1 = 0")]),
+    # key 1 of every row has no weight: 0/0 whatever the scores
+    ("(j**2 - 1) / ((j - 1) * (j + 1)) * exp(x_j) / sum_t(exp(x_t))", {},
+     [("(j**2 - 1)/((j - 1)*(j + 1))", "j - 1 = 0")]),
+    ("exp(x_j) / (log(j) * sum_t(exp(x_t)))", {}, [("exp(x_j)/(log(j)*sum_t(exp(x_t)))", "log(j) = 0")]),
+    ("exp(x_j / a) / sum_t(exp(x_t / a))", {"a": {}}, [("x_j/a", "a = 0"), ("x_t/a", "a = 0")]),
+    ("exp(x_j) * sqrt(n - 2) / sum_t(exp(x_t))", {}, [("sqrt(n - 2)", "n - 2 < 0")]),
+    # … and not when the factor is certainly in its domain, or the operand as a whole has a value
+    ("exp(x_j / a) / sum_t(exp(x_t / a))", {"a": {"nonzero": True}}, []),
+    ("exp(x_j) * sqrt(n - 1) / (n + 1) / sum_t(exp(x_t))", {}, []),
+    ("exp(x_j) / (sum_t(exp(x_t)) + (n - 1) * (n - 2))", {}, []),
+    ("exp(x_j) / (exp(x_j) + n - 1)", {}, []),
+    ("exp(x_j) * log(j) / (i + j) / sum_t(exp(x_t))", {}, []),
 ]
 
 
@@ -114,6 +132,27 @@ def test_the_subterms_the_reading_drops(weight, scalars, expected):
     f = compile_weight(weight, scalars)
     assert [(d.text, d.where) for d in dropped(f)] == expected
     assert (why_no_proof(f) is None) == (not expected)
+
+
+def test_no_claim_is_proved_on_a_weight_with_no_value_on_rows_of_one_key(tmp_path):
+    # Σ_j (1 − p_j)/(n − 1) = (n − 1)/(n − 1) = 1 was proved, and the weight equal to softmax, but
+    # every row of one key (row 1 under causal, whatever the scores) has no weights: 0/0
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    (tmp_path / "soft.toml").write_text('name = "softmax"\nscore = "dot(q, k) / sqrt(d)"\nmask = "causal"\n')
+    (tmp_path / "s.toml").write_text(
+        'name = "s"\nscore = "dot(q, k) / sqrt(d)"\nmask = "causal"\n[normalizer]\n'
+        'weight = "(n**2 - 1) / ((n - 1) * (n + 1)) * exp(x_j) / sum_t(exp(x_t))"\n'
+        '[claims]\nsum1 = "weights_sum_to_one"\nshift = "shift_invariant"\nsame = \'equivalent_to("soft.toml")\'\n'
+        'q = "invariant(q)"\n')
+    got = {c.name: c for c in check_spec(load_spec(tmp_path / "s.toml")).claims}
+    why = ("the weight as written has no value where n - 1 = 0 ((n**2 - 1)/((n - 1)*(n + 1))), whatever the scores, "
+           "but a proof that cancels that factor has one there; derive proves claims only about the weight as written")
+    assert {k: (c.verdict, c.reason) for k, c in got.items() if k != "q"} == {
+        k: ("undecided", why) for k in ("sum1", "shift", "same")}
+    # a counterexample certified on a row with two keys still refutes
+    assert got["q"].verdict == "refuted" and got["q"].counterexample["n"] >= 2
 
 
 def test_the_domain_of_a_dropped_subterm_guards_the_counterexample_search():

@@ -14,7 +14,7 @@ from derive.render.output import template_dir
 from derive.impl.check import ROW_CLASSES, DtypeResult, Failure
 from derive.impl.diagnose import Diagnosis
 from derive.impl.failure_classes import RULE, cell
-from derive.impl.masked import CONVENTIONS, MaskedRule
+from derive.impl.masked import CONVENTIONS, MaskedRule, is_fully_masked
 from derive.impl.numbers import err, jnum as _jnum, num
 
 __all__ = ["TOLERANCE_RULE", "Report"]
@@ -244,6 +244,7 @@ class Report:
                                 derivation_lines=derivation_lines,
                                 accepted="; ".join(CONVENTIONS.values()),
                                 frow=", ".join(num(v) for v in f.row) if f else "",
+                                fmasked=f is not None and is_fully_masked(f.row),
                                 where=_where(f) if f else "",
                                 params=", ".join(f"{k} = {num(v)}" for k, v in sorted(self.params.items())),
                                 fparams=(", ".join(f"{k} = {num(v)}" for k, v in sorted(f.params.items()))

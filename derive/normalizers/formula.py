@@ -449,9 +449,10 @@ class _Symbolic(SymbolicWalk):
 
 
 class _Free(_Symbolic):
-    """:class:`_Symbolic` for a node free of the row: n and i are positive integers."""
+    """:class:`_Symbolic` for a node free of the row: n and i (and the key j, for a node free of the
+    scores and of t) are positive integers."""
 
     def name(self, name: str) -> sp.Expr:
-        if name in ("n", "i"):
+        if name in ("n", "i", "j"):
             return sp.Symbol(name, integer=True, positive=True)
         return super().name(name)

@@ -12,7 +12,13 @@ of the whole weight. A formula with such a subterm gets no proof of a claim on i
 (:func:`domain`: the guards of the counterexample search).
 
 A subterm whose operand survives (``exp(x_j) / (sum_t(exp(x_t)) - 1)``) keeps its place in the
-reading, which then has no value there either; such formulas are decided as before.
+reading, which then has no value there either; such formulas are decided as before, unless the
+operand has a factor free of the scores (a function of n, i, j and the parameters) that may be 0: n − 1 in
+``(1 - exp(x_j)/sum_t(exp(x_t))) / (n - 1)``, a parameter ``a`` declared without a sign in
+``exp(x_j / a)``, j − 1. Then whole rows (every row of one key, every row with key 1) or a parameter value have no weights
+whatever the scores, and the proofs, which cancel a common factor as rational functions do
+(Σ_j (1 − p_j)/(n − 1) = (n − 1)/(n − 1) = 1), would state a claim about rows that have no
+weights: such a subterm is listed too (:attr:`Dropped.whole`).
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ import sympy as sp
 
 from derive.model.attention import X, i, j, t
 from derive.model.reductions import RowMax, RowMin
-from derive.normalizers.formula import Y, Formula, _safe, _Symbolic
-from derive.spec.parser import Binary, Call, Name, Num, Unary
+from derive.normalizers.formula import REDUCTIONS, Y, Formula, _free, _safe, _Symbolic
+from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["Dropped", "domain", "dropped", "text", "why_no_proof"]
 
@@ -35,13 +41,16 @@ _WHERE = {"nonzero": "{} = 0", "positive": "{} ≤ 0", "nonnegative": "{} < 0"}
 class Dropped:
     """A subterm that may have no value, dropped by SymPy's reading: ``text`` as written,
     ``where`` it has no value, the guard ``kind`` and ``operand`` node (None for a
-    reduction that may have no term), ``inside`` a reduction (t bound)."""
+    reduction that may have no term), ``inside`` a reduction (t bound). ``whole``: a factor of
+    the operand free of the row that may make it undefined whatever the scores (the subterm is
+    then kept by the reading, but not by a proof that cancels the factor), else None."""
 
-    def __init__(self, node, operand, kind, inside):
-        self.text, self.operand, self.kind, self.inside = text(node), operand, kind, inside
+    def __init__(self, node, operand, kind, inside, whole=None):
+        self.text, self.operand, self.kind, self.inside, self.whole = text(node), operand, kind, inside, whole
         if isinstance(node, Binary) and len(self.text) > 40:  # the division or power, shortened
             self.text = f"…{node.op}{text(node.right, 21)}"
-        self.where = _WHERE[kind].format(text(operand)) if kind else f"the reduction {self.text} has no term"
+        self.where = (_WHERE[kind].format(text(whole if whole is not None else operand)) if kind
+                      else f"the reduction {self.text} has no term")
 
 
 def dropped(f: Formula) -> tuple[Dropped, ...]:
@@ -75,6 +84,46 @@ def _dropped(f: Formula):
             kept = _kept(_reading(f, op, False, lambda k: X[i, k]), kind, whole)
         if not kept:
             yield Dropped(node, op, kind, inside)
+        else:
+            factor = _row_free_zero(op, kind, f)
+            if factor is not None:
+                yield Dropped(node, op, kind, inside, factor)
+
+
+def _factors(node):
+    """The factors of a node as written: a product's, a negation's, a positive power's base, a quotient's numerator."""
+    if isinstance(node, Unary) and node.op == "-":
+        yield from _factors(node.operand)
+    elif isinstance(node, Binary) and node.op == "*":
+        yield from _factors(node.left)
+        yield from _factors(node.right)
+    elif isinstance(node, Binary) and node.op == "/":
+        yield from _factors(node.left)
+    elif isinstance(node, Binary) and node.op == "**" and isinstance(node.right, Num):
+        yield from _factors(node.left)
+    else:
+        yield node
+
+
+def _score_free(node) -> bool:
+    """Is ``node`` free of the scores and of the bound index t (a function of n, i, j and the parameters)?"""
+    return not any(isinstance(nd, Name) and nd.id in ("x_j", "x_t", "y_j", "y_t", "t")
+                   or isinstance(nd, Call) and nd.func in REDUCTIONS for nd in walk(node))
+
+
+def _row_free_zero(op, kind: str, f: Formula):
+    """A factor of the operand ``op`` free of the scores (n, i, j and the parameters only) that may put the
+    operand out of its domain (``kind``), or None: where it does, the formula has no value whatever the scores."""
+    parts = [op] if kind == "nonnegative" else list(_factors(op)) + ([op] if kind == "positive" else [])
+    for part in parts:
+        if not _score_free(part):
+            continue
+        v = _free(part, f)
+        ok = v.is_nonnegative if kind == "nonnegative" else v.is_positive if part is op and kind == "positive" \
+            else v.is_nonzero
+        if ok is not True:
+            return part
+    return None
 
 
 def _reading_in(f: Formula, node) -> sp.Expr:
@@ -155,6 +204,10 @@ def why_no_proof(f: Formula | None) -> str | None:
     if not lost:
         return None
     more = f" (and {len(lost) - 1} more such subterm{'s' if len(lost) > 2 else ''})" if len(lost) > 1 else ""
+    if lost[0].whole is not None:
+        return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, whatever the "
+                "scores, but a proof that cancels that factor has one there; derive proves claims only about the "
+                "weight as written")
     return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, but the symbolic "
             "reading the proofs use drops that subterm and has a value there; derive proves claims only about the "
             "weight as written")

@@ -41,21 +41,24 @@ _NEEDS = {"nonzero": "a divisor", "positive": "the argument of log", "nonnegativ
 
 def undefined_on_diagonal(guards: list, mask) -> str | None:
     """Why an expression is undefined in *every* row, or ``None``: a guard of its domain (see
-    :func:`derive.spec.translate.translate`) fails for every value at the key j = i, and the
-    mask allows that key in every row (none, causal, the windows, prefix_lm, document(IDS), a
-    mask_mod whose condition holds at j = i). Then no row's weights are defined: ``(i - j)/(i - j)``
-    under a causal mask. One-sided and sound: decided only when SymPy proves the value at j = i."""
+    :func:`derive.spec.translate.translate`) fails for every value at a key the mask allows in
+    every row — the key j = i (none, causal, the windows, prefix_lm, document(IDS), a mask_mod
+    whose condition holds at j = i) or the first key j = 1 (none, causal, prefix_lm: every row
+    sees it). Then no row's weights are defined: ``(i - j)/(i - j)`` under a causal mask, or
+    ``(j**2 - 1)/((j - 1)*(j + 1))``, 0/0 at j = 1, which SymPy leaves as it is and a proof cancels.
+    One-sided and sound: decided only when SymPy proves the mask allows the key and the value there."""
     from derive.model.attention import i, j
 
     cond = getattr(mask, "condition", None)
-    if cond is not None and cond.xreplace({j: i}) != sp.true:
-        return None
-    for kind, g in guards:
-        if j not in g.free_symbols:
+    for key, name in ((i, "j = i"), (sp.S.One, "j = 1")):
+        if cond is not None and cond.xreplace({j: key}) != sp.true:
             continue
-        what, broken = _BROKEN_AT[kind]
-        at = _signed(sp.simplify(g.xreplace({j: i})))
-        if broken(at):
-            return (f"undefined in every row: {_NEEDS[kind]}, {g}, {what} at the key j = i, which the mask "
-                    f"{mask} allows in every row")
+        for kind, g in guards:
+            if j not in g.free_symbols:
+                continue
+            what, broken = _BROKEN_AT[kind]
+            at = _signed(sp.simplify(g.xreplace({j: key})))
+            if broken(at):
+                return (f"undefined in every row: {_NEEDS[kind]}, {g}, {what} at the key {name}, which the mask "
+                        f"{mask} allows in every row")
     return None

@@ -60,3 +60,16 @@ def global_max(x):
 def slightly_off(x):
     """The right weights times (1 + 1e-9): a relative error far below float32's ulp."""
     return softmax1(x) * (1 + 1e-9)
+
+
+def leave_one_out_42(x):
+    """sum_{t != j} e^{x_t} / ((n - 1) sum_t e^{x_t}), summed without cancellation; 42 on a row of one
+    key, where the formula has no value (0/0) and no masked-row convention gives 42."""
+    x = np.asarray(x, dtype=float)
+    live = np.isfinite(x)
+    m = np.max(np.where(live, x, -np.inf), axis=-1, keepdims=True)
+    e = np.where(live, np.exp(x - np.where(np.isfinite(m), m, 0)), 0.0)
+    n = live.sum(axis=-1, keepdims=True)
+    others = np.stack([np.delete(e, k, axis=-1).sum(axis=-1) for k in range(x.shape[-1])], axis=-1)
+    out = np.where(live, others / (e.sum(axis=-1, keepdims=True) * np.maximum(n - 1, 1)), 0.0)
+    return np.where(n == 1, np.where(live, 42.0, 0.0), out)
