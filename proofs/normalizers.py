@@ -231,9 +231,11 @@ class _Group:
         if v.proved and der.equality is not None and "argument by argument" not in v.method:
             lhs, rhs = der.equality
             if _trivial(lhs, rhs):  # no equation to show: "x = x" carries nothing
-                if not steps:
-                    self.note = ("Once the definitions are written out and summation indices renamed alike, both "
-                                 f"sides are the same expression, ${tex(lhs)}$.")
+                if not steps:  # what the equation states, then why it needs no display
+                    said = [why for why, m in latex_steps if _same_sides(m)]
+                    lead = f"{said[0][:1].upper()}{said[0][1:]}: o" if said else "O"
+                    self.note = (f"{lead}nce the definitions are written out and summation indices renamed alike, "
+                                 f"both sides are the same expression, ${tex(lhs)}$.")
             elif not any(isinstance(m, _Restated) and m == tex(lhs) and _checked_there(der.normalizer, m.prop)
                          for _why, m, _s in steps):  # else the step refers to that equation: not shown again
                 shown = {tex(lhs), f"{tex(lhs)} = {tex(rhs)}"}
