@@ -226,7 +226,8 @@ def _online(doc: Document) -> None:
               "backward that recomputes the weights needs (b) or a guard, so an lse must not be handed "
               "from one to the other unconverted. Section 7 runs (a), with and without an extra logit.")
     l_, a_ = state(0, mB)
-    doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to $w$.")
+    doc.equation(a_ / l_, w, name="fully masked row", why="Every key has $M_t = 0$, so the sums are those over no key "
+                 "(keys $1, \\dots, 0$ here): only the extra key's terms remain, and they cancel to $w$.")
     lse0 = notation("lse0", lambda: mB + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
     doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is $\\sigma$", why="$e^{m_B} e^{\\sigma - m_B} = e^{\\sigma}$.")
 

@@ -54,11 +54,20 @@ class DeriveLatexPrinter(LatexPrinter):
     def _print_Tuple(self, expr):
         return self._print_tuple(expr)
 
-    def _print_Dot(self, expr):
+    # ⟨a, b⟩ is bracketed already: never wrapped in parentheses. (SymPy's table gives a class named
+    # Dot, its vector dot product a·b, a precedence below Mul, which would print (⟨g, v⟩) e^{x}.)
+    def _needs_mul_brackets(self, expr, first=False, last=False) -> bool:
+        return False if _is_dot(expr) else super()._needs_mul_brackets(expr, first=first, last=last)
+
+    def parenthesize(self, item, level, is_neg=False, strict=False):
+        return self._print(item) if _is_dot(item) else super().parenthesize(item, level, is_neg, strict)
+
+    def _print_Dot(self, expr, exp=None):
         # Display order only (the engine's canonical order serves cancellation): the query
         # side first, as in q·k.
         a, b = sorted(expr.args, key=_display_rank)
-        return rf"\langle {self._print(a)}, {self._print(b)} \rangle"
+        out = rf"\langle {self._print(a)}, {self._print(b)} \rangle"
+        return out if exp is None else f"{out}^{{{exp}}}"
 
     def _print_Indexed(self, expr):
         base = self._print(expr.base.label)
@@ -74,6 +83,10 @@ class DeriveLatexPrinter(LatexPrinter):
         for var, lo, hi in limits:
             out += rf"\sum_{{{self._print(var)}={self._print(lo)}}}^{{{self._print(hi)}}} "
         return out + self.parenthesize(body, 45)
+
+
+def _is_dot(expr) -> bool:
+    return type(expr).__name__ == "Dot" and type(expr).__module__.startswith("derive.")
 
 
 def _display_rank(arg) -> tuple:

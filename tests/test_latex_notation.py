@@ -1,0 +1,35 @@
+"""How formulas are printed: ⟨a, b⟩ is never wrapped in parentheses, and the one-line form of a
+table cell keeps a sum of brackets in one numerator."""
+
+import pytest
+import sympy as sp
+
+from derive.model.vectors import Dot, VectorSymbol
+from derive.render.breaking import linear
+from derive.render.latex import tex
+
+g, v = VectorSymbol("g"), VectorSymbol("v")
+x = sp.Symbol("x")
+
+
+@pytest.mark.parametrize(("expr", "expected"), [
+    (Dot(g, v) * sp.exp(x), r"\langle g, v \rangle e^{x}"),
+    (x * Dot(g, v), r"x \langle g, v \rangle"),
+    (Dot(g, v) ** 2, r"\langle g, v \rangle^{2}"),
+    (-Dot(g, v), r"- \langle g, v \rangle"),
+    (x - Dot(g, v), r"x - \langle g, v \rangle"),
+    (Dot(g, v) / sp.sqrt(x), r"\frac{\langle g, v \rangle}{\sqrt{x}}"),
+])
+def test_bracket_is_not_parenthesized(expr, expected):
+    assert tex(expr) == expected
+
+
+@pytest.mark.parametrize(("latex", "expected"), [
+    (r"s - \frac{\langle q_{i}, b_{K} \rangle}{\sqrt{d}}", r"s - \langle q_{i},\allowbreak b_{K} \rangle/\sqrt{d}"),
+    # two brackets added are one numerator: never ⟨a, b⟩ + ⟨c, d⟩/√d
+    (r"\frac{\langle a, b \rangle + \langle c, d \rangle}{\sqrt{d}}",
+     r"(\langle a,\allowbreak b \rangle + \langle c,\allowbreak d \rangle)/\sqrt{d}"),
+    (r"\frac{\langle a, b \rangle}{\langle c, d \rangle}", r"\langle a,\allowbreak b \rangle/\langle c,\allowbreak d \rangle"),
+])
+def test_linear_fraction_keeps_its_numerator(latex, expected):
+    assert linear(latex) == expected
