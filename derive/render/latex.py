@@ -30,12 +30,14 @@ class DeriveLatexPrinter(LatexPrinter):
     def _print_ExpBase(self, expr, exp=None):
         # A fraction in an exponent is set on one line, ⟨q, k⟩/√d: a \frac there nests into an
         # unreadable script-size fraction.
+        # So is one deeper in it, tanh(x/c_cap) (the folding printer writes short fractions a/b).
         arg = expr.args[0]
         num, den = sp.fraction(arg) if arg.is_Mul else (arg, sp.S.One)
+        inner = _FOLDING if self is not _FOLDING else self
         if den == 1:
-            return super()._print_ExpBase(expr, exp)
-        top = rf"\left({self._print(num)}\right)" if num.is_Add else self._print(num)
-        bottom = rf"\left({self._print(den)}\right)" if den.is_Add or den.is_Mul else self._print(den)
+            return self._do_exponent(f"e^{{{inner._print(arg)}}}", exp)
+        top = rf"\left({inner._print(num)}\right)" if num.is_Add else inner._print(num)
+        bottom = rf"\left({inner._print(den)}\right)" if den.is_Add or den.is_Mul else inner._print(den)
         return self._do_exponent(f"e^{{{top}/{bottom}}}", exp)
 
     def _print_log(self, expr, exp=None):
@@ -96,6 +98,7 @@ def _display_rank(arg) -> tuple:
 
 
 _PRINTER = DeriveLatexPrinter({"mul_symbol": None, "order": "none"})
+_FOLDING = DeriveLatexPrinter({"mul_symbol": None, "order": "none", "fold_short_frac": True})  # exponents
 
 
 def tex(expr) -> str:
