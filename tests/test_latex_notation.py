@@ -40,3 +40,13 @@ def test_fraction_inside_an_exponent_is_set_on_one_line():
     x, c = sp.symbols("x c_cap")
     assert tex(sp.exp(c * sp.tanh(x / c))) == r"e^{c_{\mathrm{cap}} \tanh{\left(x / c_{\mathrm{cap}} \right)}}"
     assert tex(sp.exp(x / 2)) == r"e^{x/2}"
+
+
+def test_zero_gradient_region_is_an_inequality():
+    # θ(x_j) vanishes where x_j < 0; θ(1 − max(0, y)) where y > 1 (the clip from above)
+    from derive.normalizers.calculus import _zero_where
+
+    y = sp.Symbol("y", real=True)
+    assert tex(_zero_where([x])) == "x < 0"
+    assert tex(_zero_where([1 - sp.Max(0, y), y])) == r"y > 1 \vee y < 0"
+    assert tex(_zero_where([y - sp.Max(0, x)])) == r"y - \max\left(0, x\right) < 0"  # no number: as it is

@@ -129,9 +129,21 @@ def _heaviside_regions(D) -> list:
 
 
 def _zero_where(regions: list) -> sp.Basic:
-    """Where a product of step functions θ(a) vanishes: some argument a < 0."""
-    below = [sp.StrictLessThan(a, 0, evaluate=False) for a in regions]
+    """Where a product of step functions θ(a) vanishes: some argument a < 0 (c − max(0, y) < 0
+    written as y > c, the clip from above, for a number c > 0)."""
+    below = [_negative(a) for a in regions]
     return below[0] if len(below) == 1 else sp.Or(*below, evaluate=False)
+
+
+def _negative(a: sp.Expr) -> sp.Basic:
+    terms = sp.Add.make_args(a)
+    clip = [t for t in terms if t.is_Mul and t.args[0] == -1 and len(t.args) == 2 and isinstance(t.args[1], sp.Max)
+            and sp.S.Zero in t.args[1].args and len(t.args[1].args) == 2]
+    rest = sp.Add(*[t for t in terms if t not in clip])
+    if len(clip) == 1 and rest.is_number and rest.is_positive:
+        y = next(u for u in clip[0].args[1].args if u != 0)
+        return sp.StrictGreaterThan(y, rest, evaluate=False)
+    return sp.StrictLessThan(a, 0, evaluate=False)
 
 
 def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
