@@ -75,9 +75,9 @@ def document() -> Document:
             "learned key/value — must enter each of these forms exactly once and in the right units, and that is "
             "where kernel bugs ship. This document proves each form equal to the definition for any number and "
             "size of tiles and splits and any mask (including empty splits, fully masked tiles and fully masked "
-            "rows), derives the backward pass in recompute form, and refutes twelve known faults — ten by certified "
-            "counterexamples, the NaN of an empty split and the underflow of a stored −∞ guard by running them — "
-            "each with its fix."
+            f"rows), derives the backward pass in recompute form, and refutes {_count(len(FAULTS))} known faults — "
+            f"{_count(len(FAULTS) - len(_IEEE))} by certified counterexamples, "
+            f"{' and '.join(_IEEE.values())} by running them — each with its fix."
         ),
         cfg=DEFAULT.merge(examples=20),  # 20 fixed + 20 searched instances per check: the build stays within 15 s
     )
@@ -90,6 +90,18 @@ def document() -> Document:
     _kernels_run(doc)
     _others(doc)
     return doc
+
+
+# the faults shown by running the numeric kernels (no formula to refute), as the summary names them;
+# the build fails if the fault table's IEEE faults are others
+_IEEE = {"nan_empty_split": "the NaN of an empty split", "guard_stored_as_max": "the underflow of a stored −∞ guard"}
+assert {f.key for f in FAULTS if f.part == "ieee"} == set(_IEEE), "name the IEEE faults in the kernels summary"
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+
+
+def _count(k: int) -> str:
+    return _WORDS[k] if k < len(_WORDS) else str(k)
 
 
 # 1 ------------------------------------------------------------------------------------
@@ -123,20 +135,23 @@ def _notation(doc: Document) -> None:
         rhs = notation(f"mix_{name}", lambda _m=mix: _m, latex=shown, nargs=0)()
         pair = (f"$\\sigma = {tex(ex.logit)}$, $w = {tex(ex.value)}$" if ex.logit is not None
                 else "no extra logit: $m_0 = -\\infty$, $\\ell_0 = 0$, $\\mathrm{acc}_0 = 0$")
-        titles = " and of ".join(e.title for _n, e, _x in same)
+        titles = ", and ".join(f"`{n_}`" + (f", {e.title}" if e.title != n_ else "") for n_, e, _x in same)
         one = ", which have one formula" if len(same) > 1 else ""
-        doc.equation(lhs, rhs, name=f"{', '.join(n for n, _e, _x in same)}: {pair}",
-                     why=f"$p_u$ are the registry's weights of {titles}{one}"
-                         + (", $p_{\\mathrm{tok}} = e^{s^*}/(e^{s^*} + \\sum_t e^{x_t})$ the learned token's"
-                            if ex.value != 0 else "") + ".")
+        tok = tex(ex.logit) if ex.logit is not None else ""
+        doc.equation(lhs, rhs, name=f"{', '.join(f'`{n_}`' for n_, _e, _x in same)}: {pair}",
+                     why=f"$p_u$ are the weights of the registry entr{'ies' if len(same) > 1 else 'y'} {titles}{one}"
+                         + (f", $p_{{\\mathrm{{tok}}}} = e^{{{tok}}}/(e^{{{tok}}} + \\sum_t e^{{x_t}})$ the learned "
+                            "token's" if ex.value != 0 else "") + ".")
     doc.prose(
         "**What is proved below.** (i) The online form keeps an invariant that, after any number $b$ of tiles of "
         "any sizes, makes its state represent exactly the keys seen so far; the extra logit enters once, as the "
         "seed or at finalization. (ii) Partial results of any number $S$ of splits, empty ones included, merge "
         "to the definition, the extra logit added once in the combine. (iii) The log-sum-exp the forward saves "
         "must include the extra logit, and in a base-2 pipeline the extra logit is multiplied by $\\log_2 e$ "
-        "like the scores. (iv) The backward pass in recompute form equals the derivative. (v) Twelve faults "
-        "compute something else, each shown by a certified counterexample."
+        "like the scores. (iv) The backward pass in recompute form equals the derivative. "
+        f"(v) {_count(len(FAULTS)).capitalize()} faults compute something else: "
+        f"{_count(len(FAULTS) - len(_IEEE))} shown by a certified counterexample, {' and '.join(_IEEE.values())} "
+        "by running them (section 7)."
     )
 
 
@@ -211,7 +226,8 @@ def _online(doc: Document) -> None:
               "backward that recomputes the weights needs (b) or a guard, so an lse must not be handed "
               "from one to the other unconverted. Section 7 runs (a), with and without an extra logit.")
     l_, a_ = state(0, mB)
-    doc.equation(a_ / l_, w, name="fully masked row", why="Only the extra key's terms remain; they cancel to $w$.")
+    doc.equation(a_ / l_, w, name="fully masked row", why="Every key has $M_t = 0$, so the sums are those over no key "
+                 "(keys $1, \\dots, 0$ here): only the extra key's terms remain, and they cancel to $w$.")
     lse0 = notation("lse0", lambda: mB + sp.log(l_), latex="\\mathrm{lse}", nargs=0)
     doc.equation(sp.exp(lse0()), sp.exp(sigma), name="… and its lse is $\\sigma$", why="$e^{m_B} e^{\\sigma - m_B} = e^{\\sigma}$.")
 
@@ -405,6 +421,16 @@ def _applicability(doc: Document) -> None:
 
 
 # 7 ------------------------------------------------------------------------------------
+def _unfilled(xs, k: int, form: str) -> str:
+    """The splits of ``k`` (numpy.array_split, as the numeric split form cuts) that hold no allowed
+    key, in words inside ``form``; '' when there are none."""
+    chunks = np.array_split(np.arange(len(xs)), k)
+    empty = sum(len(c) == 0 for c in chunks)
+    masked = sum(len(c) > 0 and not np.isfinite(xs[c]).any() for c in chunks)
+    said = [f"{_count(empty)} empty"] * bool(empty) + [f"{_count(masked)} fully masked"] * bool(masked)
+    return form.format(" and ".join(said)) if said else ""
+
+
 def _kernels_run(doc: Document) -> None:
     doc.section("7. The kernels run on an adversarial row", anchor="runs")
     rng = np.random.default_rng(10)
@@ -413,10 +439,11 @@ def _kernels_run(doc: Document) -> None:
     vs = np.round(rng.normal(size=(7, 3)), 3)
     s = 0.7
     shown = ", ".join("-\\infty" if not np.isfinite(v) else f"{v:g}" for v in xs)
+    allowed = int(np.isfinite(xs).sum())
     doc.prose(
         "`derive/kernels/numeric.py` runs the forms in float64 the way a fused kernel does (base-2 exponents, "
-        "the $-\\infty$ guard, per-split $(o, \\mathrm{lse})$ merged). The row has 7 keys, one of them masked, "
-        f"scores $x = ({shown})$, values $v_t \\in \\mathbb{{R}}^3$ and a sink $s = {s}$ (`docs/kernels.json`, "
+        "the $-\\infty$ guard, per-split $(o, \\mathrm{lse})$ merged). The row has "
+        f"{len(xs)} keys, {_count(len(xs) - allowed)} of them masked, scores $x = ({shown})$, values $v_t \\in \\mathbb{{R}}^3$ and a sink $s = {s}$ (`docs/kernels.json`, "
         "key `row`). Each run's output and lse are compared with the definition evaluated directly, "
         "$\\mathrm{out} = \\sum_t e^{x_t} v_t / (e^{s} + \\sum_t e^{x_t})$ and $\\mathrm{lse} = \\log(e^{s} + \\sum_t e^{x_t})$, "
         f"within a relative tolerance of {doc.cfg.rtol:g}:"
@@ -425,7 +452,7 @@ def _kernels_run(doc: Document) -> None:
     exact = (z @ vs) / (z.sum() + math.exp(s))
     exact_lse = math.log(z.sum() + math.exp(s))
     runs = ([("online", f"tiles of {blk} key{'s' if blk > 1 else ''}", online(xs, vs, blk, s)) for blk in (1, 2, 3, 7)]
-            + [("split-KV", f"{k} split{'s' if k > 1 else ''}" + (" (two empty)" if k > 7 else ""), split(xs, vs, k, s))
+            + [("split-KV", f"{k} split{'s' if k > 1 else ''}" + _unfilled(xs, k, " ({})"), split(xs, vs, k, s))
                for k in (1, 3, 9)])
     rows = []
     for form, shape, (out, lse) in runs:
@@ -445,7 +472,8 @@ def _kernels_run(doc: Document) -> None:
     bad, _ = split(xs, vs, 9, s, fault="nan_empty_split")
     if not np.all(np.isnan(bad)):
         raise AssertionError("the unguarded empty split must produce NaN")
-    doc.prose(f"**Fault 8 on this row.** With 9 splits of 7 keys, two splits are empty; without the guard each "
+    doc.prose(f"**Fault 8 on this row.** With 9 splits of {len(xs)} keys{_unfilled(xs, 9, ', {}')}; without "
+              "the guard each of those "
               f"finalizes $0/0$, and the merge returns {', '.join(str(v) for v in bad)} for the whole row "
               "(IEEE arithmetic: $0 \\cdot \\mathrm{NaN} = \\mathrm{NaN}$). With the guard it returns the "
               "definition (checked above).")
@@ -470,9 +498,9 @@ def _kernels_run(doc: Document) -> None:
     fd_x = [(loss(xs[keep] + h * e, s) - loss(xs[keep] - h * e, s)) / (2 * h) for e in np.eye(int(keep.sum()))]
     fd_s = (loss(xs[keep], s + h) - loss(xs[keep], s - h)) / (2 * h)
     doc.example_check("recompute backward vs central differences", [*dx, ds], [*fd_x, fd_s], tol=1e-6,
-                      detail="six allowed keys, sink s = 0.7, step 1e-6")
+                      detail=f"{_count(allowed)} allowed keys, sink s = {s}, step 1e-6")
     doc.prose(f"**The backward on this row.** With an upstream gradient $g \\in \\mathbb{{R}}^3$, the recompute "
-              f"form's $\\partial L/\\partial x_t$ for the six allowed keys and $\\partial L/\\partial s$ (section 5) "
+              f"form's $\\partial L/\\partial x_t$ for the {_count(allowed)} allowed keys and $\\partial L/\\partial s$ (section 5) "
               f"agree with central differences of $L = \\langle g, \\mathrm{{out}} \\rangle$ (step $10^{{-6}}$) within "
               f"$10^{{-6}}$: check {len(doc.checks)}.")
     doc.record("row", {"x": [None if not np.isfinite(v) else float(v) for v in xs], "v": vs.tolist(), "sink": s,

@@ -231,9 +231,11 @@ class _Group:
         if v.proved and der.equality is not None and "argument by argument" not in v.method:
             lhs, rhs = der.equality
             if _trivial(lhs, rhs):  # no equation to show: "x = x" carries nothing
-                if not steps:
-                    self.note = ("Once the definitions are written out and summation indices renamed alike, both "
-                                 f"sides are the same expression, ${tex(lhs)}$.")
+                if not steps:  # what the equation states, then why it needs no display
+                    said = [why for why, m in latex_steps if _same_sides(m)]
+                    lead = f"{said[0][:1].upper()}{said[0][1:]}: o" if said else "O"
+                    self.note = (f"{lead}nce the definitions are written out and summation indices renamed alike, "
+                                 f"both sides are the same expression, ${tex(lhs)}$.")
             elif not any(isinstance(m, _Restated) and m == tex(lhs) and _checked_there(der.normalizer, m.prop)
                          for _why, m, _s in steps):  # else the step refers to that equation: not shown again
                 shown = {tex(lhs), f"{tex(lhs)} = {tex(rhs)}"}
@@ -339,9 +341,17 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     for n_, g in enumerate(groups):
         same = (tuple(maths[n_] for _why, maths in per_group), own[n_] if own else None, tuple(tails[n_]))
         shown.setdefault(same if g.eq is None else ("eq", n_), []).append(n_)
+    renamed = _renamed_alike(groups, shown) if per_group and not own else {}
     for same, idx in shown.items():
+        if idx[0] in renamed:  # listed with the group whose formulas it repeats under a renamed parameter
+            continue
         n_, g = idx[0], groups[idx[0]]
         label = ", ".join(groups[i].label() for i in idx)
+        alike = [(m, r) for m, r in renamed.items() if r[0] == n_]
+        label += "".join(f"; {groups[m].label()}, the same with ${a}$ in place of ${b}$" for m, (_n, a, b) in alike)
+        for m, _r in alike:  # a later reference to its formulas points here
+            for _why, maths in per_group:
+                seen.setdefault(maths[m], (k, anchor(groups[m].members[0], prop)))
         lead = label + (f" ({'; '.join(tails[n_])})" if tails[n_] else "") + ":" if len(groups) > 1 else ""
         displays = [_display(maths[n_], seen, k, prop, g.members[0]) for _why, maths in per_group if maths[n_]]
         if own:
@@ -357,6 +367,33 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
                                latex=DEFINITION_ON_RIGHT[prop], nargs=0)()
             doc.equation(lhs, rhs, name=f"{title}: {g.label()}",
                          why=f"{g.said[:1].upper()}{g.said[1:]}.")
+
+
+def _param_latex(name: str) -> str | None:
+    """The LaTeX of an entry's one parameter (None: no parameter, or several)."""
+    params = get(name).params
+    return tex(sp.Symbol(params[0], real=True)) if len(params) == 1 else None
+
+
+def _renamed_alike(groups: list, shown: dict) -> dict[int, tuple[int, str, str]]:
+    """Groups whose listed formulas are another group's with its one parameter renamed (`bias_kv`'s
+    s*_i is `sink`'s s): group → (the group shown, this group's parameter, the shown one's). Only a
+    parameter written with more than one character is renamed (replacing s would touch \\sum)."""
+    firsts = [idx[0] for key, idx in shown.items() if key[0] != "eq"]
+    out: dict[int, tuple[int, str, str]] = {}
+    for a in firsts:
+        pa = _param_latex(groups[a].members[0])
+        if not pa or len(pa) < 2:
+            continue
+        key_a = next(key for key, idx in shown.items() if idx[0] == a)
+        for b in firsts:
+            pb = _param_latex(groups[b].members[0])
+            key_b = next(key for key, idx in shown.items() if idx[0] == b)
+            if (b != a and b not in out and pb and pb != pa and key_a[1:] == key_b[1:]
+                    and all(pa in m for m in key_a[0]) and tuple(m.replace(pa, pb) for m in key_a[0]) == key_b[0]):
+                out[a] = (b, pa, pb)
+                break
+    return out
 
 
 class _Restated(str):

@@ -308,7 +308,14 @@ def document() -> Document:
         caption="Scores before softmax and weights: the engine's exact values rounded to 6 decimals, next to "
                 "the article's table {cite:qkbias-article}.",
     )
-    rows = " \\\\\n".join(f"p^{{0}}_{{i{k + 1}}} &= {tex(w)}" for k, w in enumerate(ex["no bias"][1]))
+    # each over the row's sum e^{s_1} + e^{s_2} + e^{s_3}, as the definition writes it (SymPy's own
+    # form of the third, 1/((…) e^{√2/2}), hides that); each fraction is the engine's weight exactly
+    scores, weights = ex["no bias"][0], ex["no bias"][1]
+    den = sp.Add(*[sp.exp(v) for v in scores])
+    if any(sp.simplify(sp.exp(v) / den - w) != 0 for v, w in zip(scores, weights)):
+        raise AssertionError("an exact weight is not e^{s_j} over the row's sum")
+    rows = " \\\\\n".join(f"p^{{0}}_{{i{k + 1}}} &= \\frac{{{tex(sp.exp(v))}}}{{{tex(den)}}}"
+                         for k, v in enumerate(scores))
     doc.prose("The exact weights without bias, for instance, are\n\n$$\n\\begin{aligned}" + rows
               + "\\end{aligned}\n$$")
     _seed_checks(doc, ex)

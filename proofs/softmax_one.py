@@ -91,8 +91,11 @@ def document() -> Document:
     doc.definitions([
         [p1(j), p1(j).unfolded()], [p0(j), p0(j).unfolded()], [Zn(), Zsum],
     ], caption="Notation. $p^{(1)}$ is softmax₁, $p$ is softmax, $Z > 0$ when at least one key is allowed.")
-    doc.equation(SINK.weight(sc, key=j, s=sp.S.Zero), p1(j), name="softmax₁ is a sink logit of 0",
-                 check=False,  # e^0 is 1 as SymPy builds the sink's weight: both sides are one expression
+    # the sink's weight at s = 0 with e^0 left unevaluated: built directly, SymPy makes it 1 and both
+    # sides would be one expression, which no display or comparison could test
+    s_ = sp.Symbol("s", real=True)
+    sink0 = SINK.weight(sc, key=j, s=s_).xreplace({sp.exp(s_): sp.Pow(sp.E, sp.S.Zero, evaluate=False)})
+    doc.equation(sink0, p1(j), name="softmax₁ is a sink logit of 0",
                  why="A sink logit $s$ adds $e^{s}$ to the denominator; $e^{0} = 1$.")
     doc.prose("The extra 1 is the weight $e^0$ of an implicit key of score 0 whose value is the zero vector "
               "(the “ghostmax” of the article; flaxformer's extra zero logit {cite:flaxformer}). Section 8 derives exactly when "

@@ -63,7 +63,8 @@ def scores_lemma(va, vb, cfg: Settings, sa=None, sb=None) -> tuple[bool, str, li
     if diff is None:
         steps.append(step("expanding the difference hit the time limit"))
         return False, "", steps, None
-    steps.append(step(f"difference of the scores, {expanded_by(a, b)}", show.latex(diff)))
+    how = f", {expanded_by(a, b)}" if a != b else " (the change does not reach the score)"
+    steps.append(step(f"difference of the scores{how}", show.latex(diff)))
     if {str(k): str(v) for k, v in va.params.items()} != {str(k): str(v) for k, v in vb.params.items()}:
         return False, "", steps, diff
     if not va.same_mask(vb):  # the lemmas below hold for one mask

@@ -64,7 +64,7 @@ def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
     if diff is None:
         return f"changing {name} changes the weights"
     if diff == 0:
-        return f"the scores do not change, but {norm} itself depends on {name}"
+        return f"the scores do not change, but the normalizer {norm} depends on {name}"
     where = f" on the keys the mask {mask} allows" if any(
         s.get("text") == ON_ALLOWED.format(mask=mask) for s in steps) else ""
     moving = key_terms(diff)

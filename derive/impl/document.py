@@ -192,7 +192,7 @@ tolerance — differential testing, not a proof.
 
 ## The code under review
 
-A softmax₁ (QuietAttention) {citation(["miller2023"])} with the usual max-subtraction trick, `review.py`:
+A QuietAttention softmax₁ {citation(["miller2023"])} with the usual max-subtraction trick, `review.py`:
 
 ```python
 {FAULTY}```

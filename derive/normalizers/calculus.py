@@ -33,6 +33,9 @@ __all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal",
 KEY = sp.Symbol("k", integer=True, positive=True)
 XJ, XK = sp.symbols("x_j x_k", real=True)
 R = sp.Symbol("r", nonnegative=True)
+# what r stands for in every formula of the three claims (the two-key model of the module docstring)
+_TWO_KEYS = ("; in the formulas below, $r \\ge 0$ stands for the terms of the row's sums that come from its "
+             "other allowed keys")
 _GRID = list(itertools.product((0, -1, 2, 1), (0, 2, -1), (0, 1)))
 
 
@@ -143,6 +146,24 @@ def _heaviside_regions(D) -> list:
     return sorted({h.args[0] for h in D.atoms(sp.Heaviside)}, key=sp.default_sort_key)
 
 
+def _zero_where(regions: list) -> sp.Basic:
+    """Where a product of step functions θ(a) vanishes: some argument a < 0 (c − max(0, y) < 0
+    written as y > c, the clip from above, for a number c > 0)."""
+    below = [_negative(a) for a in regions]
+    return below[0] if len(below) == 1 else sp.Or(*below, evaluate=False)
+
+
+def _negative(a: sp.Expr) -> sp.Basic:
+    terms = sp.Add.make_args(a)
+    clip = [t for t in terms if t.is_Mul and t.args[0] == -1 and len(t.args) == 2 and isinstance(t.args[1], sp.Max)
+            and sp.S.Zero in t.args[1].args and len(t.args[1].args) == 2]
+    rest = sp.Add(*[t for t in terms if t not in clip])
+    if len(clip) == 1 and rest.is_number and rest.is_positive:
+        y = next(u for u in clip[0].args[1].args if u != 0)
+        return sp.StrictGreaterThan(y, rest, evaluate=False)
+    return sp.StrictLessThan(a, 0, evaluate=False)
+
+
 def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
     der = Derivation(entry.name, prop, claim, None)
     W, Djj, Djk, sjj, sjk = _derivatives(entry, params)
@@ -155,11 +176,13 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
              setup=True)
     der.step("derivative", sp.Eq(shown(label), D, evaluate=False))
     names = {"+": "> 0", "-": "< 0", "0": "= 0"}
+    words = {"+": "positive", "-": "negative", "0": "0"}
     if sgn is not None:
         der.value = names[sgn]
         if sgn == want:
             der.verdict = Verdict(
-                PROVED, f"the derivative is {names[sgn]} for all x_j, x_k, r ≥ 0", method="sign from assumptions"
+                PROVED, f"the derivative is {words[sgn]} for all real $x_j$, $x_k$ and every $r \\ge 0$",
+                method="sign from assumptions"
             )
             return der
         w = _search(D, entry, params, lambda s: s != want) or {
@@ -168,12 +191,12 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
             "sign": sgn,
         }
         der.verdict = Verdict(
-            REFUTED, f"the derivative is {names[sgn]} everywhere (proved)", method="sign from assumptions", witness=w
+            REFUTED, f"the derivative is {words[sgn]} everywhere (proved)", method="sign from assumptions", witness=w
         )
         return der
     regions = _heaviside_regions(D)
     if regions:
-        der.step("the derivative carries step functions: it is 0 where any of these is negative", sp.Tuple(*regions))
+        der.step("the derivative carries step functions θ, so it is 0 on the region", _zero_where(regions))
     w = _search(D, entry, params, lambda s: s != want)
     if w is not None:
         der.verdict = Verdict(
@@ -192,7 +215,7 @@ def jacobian_diagonal(entry, params) -> Derivation:
         "jacobian_diagonal",
         "jj",
         "+",
-        "$\\partial p_j/\\partial x_j > 0$ for every allowed key of a row with at least two allowed keys",
+        "$\\partial p_j/\\partial x_j > 0$ for every allowed key of a row with at least two allowed keys" + _TWO_KEYS,
     )
 
 
@@ -203,7 +226,7 @@ def jacobian_offdiagonal(entry, params) -> Derivation:
         "jacobian_offdiagonal",
         "jk",
         "-",
-        "$\\partial p_j/\\partial x_k < 0$ for allowed keys $j \\ne k$",
+        "$\\partial p_j/\\partial x_k < 0$ for allowed keys $j \\ne k$" + _TWO_KEYS,
     )
 
 
@@ -211,7 +234,8 @@ def gradient_nonvanishing(entry, params) -> Derivation:
     der = Derivation(
         entry.name,
         "gradient_nonvanishing",
-        "no region of zero gradient: $\\partial p_j/\\partial x_j \\ne 0$ everywhere (rows with ≥ 2 allowed keys)",
+        "no region of zero gradient: $\\partial p_j/\\partial x_j \\ne 0$ everywhere (rows with ≥ 2 allowed keys)"
+        + _TWO_KEYS,
         None,
     )
     W, D, _, sgn, _ = _derivatives(entry, params)
@@ -238,7 +262,7 @@ def gradient_nonvanishing(entry, params) -> Derivation:
         )
         der.value = "0 on the clipped regions" if regions else "vanishes somewhere"
         if regions:
-            der.step("zero-gradient region: where a step function's argument is negative", sp.Tuple(*regions))
+            der.step("the derivative carries step functions θ, so it is 0 on the region", _zero_where(regions))
         return der
     der.verdict, der.value = Verdict(UNDECIDED, "sign undecided and no zero found on the grid"), "?"
     return der

@@ -158,7 +158,7 @@ def kernel_form(entry) -> KernelFacts:
     if entry.extra_value:
         return KernelFacts(False, why=(
             "its extra token has a value of its own, $w$, which enters the output as "
-            "$E\\,w / (E + \\sum_t e^{x_t})$; the kernel check passes only the normalizer's parameters "
+            "$e^{\\sigma} w / (e^{\\sigma} + \\sum_t e^{x_t})$ ($\\sigma$ its extra logit); the kernel check passes only the normalizer's parameters "
             f"({', '.join(f'`{p}`' for p in entry.params)}), so there is no keyword to pass $w$ and no output to "
             "compare it with"))
     logit = fam.logit

@@ -312,9 +312,14 @@ def limit_iterated(entry, params, ks=(2,)) -> Derivation:
         if vec is not None:
             der.step(f"example, k = {k} (explicit limits, not a proof)", sp.Tuple(*vec))
     if claimed is None:
-        listed = "; ".join(f"k = {k}: {sp.sstr(tuple(v)) if v else '—'}" for k, v in examples.items())
-        der.verdict = Verdict(UNDECIDED, f"no rule for symbolic k; explicit small-k values only ({listed})")
-        der.value = "explicit only: " + listed
+        listed = "; ".join(f"k = {k}: {sp.sstr(tuple(v))}" for k, v in examples.items() if v is not None)
+        if listed:
+            der.verdict = Verdict(UNDECIDED, f"no rule for symbolic k; explicit small-k values only ({listed})")
+            der.value = "explicit only: " + listed
+        else:
+            tried = ", ".join(f"k = {k}" for k in examples)
+            der.verdict = Verdict(UNDECIDED, f"no rule for symbolic k, and SymPy took no explicit limit ({tried})")
+            der.value = "no rule, no explicit limit"
         return der
     for k, vec in examples.items():
         if vec is None:

@@ -121,7 +121,7 @@ def linear(latex: str) -> str:
     """``latex`` on one line that TeX may break: ``\\frac{a}{b}`` as ``a/b`` (compound parts in
     brackets), ``\\left``/``\\right`` dropped, a break allowed after each comma."""
     def frac(m: re.Match) -> str:
-        part = lambda x: x if re.fullmatch(r"[\w\\{}^]*|\\sqrt\{\w*\}|\\langle [^{}]*\\rangle", x) else f"({x})"  # noqa: E731
+        part = lambda x: x if re.fullmatch(r"[\w\\{}^]*|\\sqrt\{\w*\}|\\langle (?:(?!\\[lr]angle)(?:[^{}]|\{[^{}]*\}))* \\rangle", x) else f"({x})"  # noqa: E731
         return f"{part(m.group(1))}/{part(m.group(2))}"
 
     while _FRAC.search(latex):

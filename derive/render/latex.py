@@ -30,12 +30,14 @@ class DeriveLatexPrinter(LatexPrinter):
     def _print_ExpBase(self, expr, exp=None):
         # A fraction in an exponent is set on one line, ⟨q, k⟩/√d: a \frac there nests into an
         # unreadable script-size fraction.
+        # So is one deeper in it, tanh(x/c_cap) (the folding printer writes short fractions a/b).
         arg = expr.args[0]
         num, den = sp.fraction(arg) if arg.is_Mul else (arg, sp.S.One)
+        inner = _FOLDING if self is not _FOLDING else self
         if den == 1:
-            return super()._print_ExpBase(expr, exp)
-        top = rf"\left({self._print(num)}\right)" if num.is_Add else self._print(num)
-        bottom = rf"\left({self._print(den)}\right)" if den.is_Add or den.is_Mul else self._print(den)
+            return self._do_exponent(f"e^{{{inner._print(arg)}}}", exp)
+        top = rf"\left({inner._print(num)}\right)" if num.is_Add else inner._print(num)
+        bottom = rf"\left({inner._print(den)}\right)" if den.is_Add or den.is_Mul else inner._print(den)
         return self._do_exponent(f"e^{{{top}/{bottom}}}", exp)
 
     def _print_log(self, expr, exp=None):
@@ -54,11 +56,20 @@ class DeriveLatexPrinter(LatexPrinter):
     def _print_Tuple(self, expr):
         return self._print_tuple(expr)
 
-    def _print_Dot(self, expr):
+    # ⟨a, b⟩ is bracketed already: never wrapped in parentheses. (SymPy's table gives a class named
+    # Dot, its vector dot product a·b, a precedence below Mul, which would print (⟨g, v⟩) e^{x}.)
+    def _needs_mul_brackets(self, expr, first=False, last=False) -> bool:
+        return False if _is_dot(expr) else super()._needs_mul_brackets(expr, first=first, last=last)
+
+    def parenthesize(self, item, level, is_neg=False, strict=False):
+        return self._print(item) if _is_dot(item) else super().parenthesize(item, level, is_neg, strict)
+
+    def _print_Dot(self, expr, exp=None):
         # Display order only (the engine's canonical order serves cancellation): the query
         # side first, as in q·k.
         a, b = sorted(expr.args, key=_display_rank)
-        return rf"\langle {self._print(a)}, {self._print(b)} \rangle"
+        out = rf"\langle {self._print(a)}, {self._print(b)} \rangle"
+        return out if exp is None else f"{out}^{{{exp}}}"
 
     def _print_Indexed(self, expr):
         base = self._print(expr.base.label)
@@ -76,6 +87,10 @@ class DeriveLatexPrinter(LatexPrinter):
         return out + self.parenthesize(body, 45)
 
 
+def _is_dot(expr) -> bool:
+    return type(expr).__name__ == "Dot" and type(expr).__module__.startswith("derive.")
+
+
 def _display_rank(arg) -> tuple:
     names = sorted(str(getattr(x, "base", x)) for x in arg.atoms(sp.Symbol, sp.Indexed))
     query_side = any(nm.startswith(("q", "b_Q")) for nm in names)
@@ -83,6 +98,7 @@ def _display_rank(arg) -> tuple:
 
 
 _PRINTER = DeriveLatexPrinter({"mul_symbol": None, "order": "none"})
+_FOLDING = DeriveLatexPrinter({"mul_symbol": None, "order": "none", "fold_short_frac": True})  # exponents
 
 
 def tex(expr) -> str:
