@@ -143,6 +143,7 @@ def document() -> Document:
               [[f"[{title}](#nrm-prop-{prop.replace('_', '-')})"] + [cell_text(table[(c, prop)]) for c in cols]
                for prop, (title, _) in PROPERTIES.items()])
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
+    doc.tally(d.verdict.status for d in table.values())
     doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
               f"{counts['undecided']} undecided.")
     _clipped_long_rows(doc, table)
@@ -155,6 +156,7 @@ def document() -> Document:
         if v.status != e.expect:
             raise AssertionError(f"{e.name}: {v.status}, expected {e.expect}")
         eq_rows.append([e.name, e.condition, f"{SYMBOL[v.status]} {v.status}"])
+        doc.tally([v.status])
     doc.table(["claim", "condition", "verdict"], eq_rows)
 
     _derivations(doc, table)

@@ -217,3 +217,19 @@ def test_without_a_build_a_shared_step_is_just_computed(monkeypatch):
     assert shared.once("k", lambda: calls.append(1) or 7) == 7
     assert shared.once("k", lambda: calls.append(1) or 7) == 7
     assert calls == [1, 1]
+
+
+def test_the_log_counts_table_claims_a_page_decides_outside_its_steps(demo, tmp_path, capfd):
+    """A page whose verdicts sit in a table (the normalizers' comparison) says how many it decided,
+    by status; a page without such a table says nothing of them."""
+    text = demo.read_text()
+    demo.write_text(text.replace('    doc.record("answer", 42)',
+                                 '    doc.tally(["proved", "refuted", "proved", "undecided"])\n    doc.record("answer", 42)'))
+    assert main(["build", str(demo), "--docs", str(tmp_path / "d"), "--out", str(tmp_path / "b"),
+                 "--no-pdf", "--no-cache", "--no-progress"]) == 0
+    err = capfd.readouterr().err
+    assert "4 table claims decided (2 proved, 1 refuted, 1 undecided)" in err
+    assert "1 documents, 3 steps proved or refuted, 4 table claims decided, 3 checks run" in err
+    assert main(["build", str(DATA / "demo.py"), "--docs", str(tmp_path / "e"), "--out", str(tmp_path / "c"),
+                 "--no-pdf", "--no-cache", "--no-progress"]) == 0
+    assert "table claims" not in capfd.readouterr().err

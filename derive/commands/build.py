@@ -64,6 +64,7 @@ def run(args) -> int:
             log(f"stale: {name} differs from what the build writes; run `python build_docs.py`")
         return 1
     cached = f", {report.cached} from the cache" if report.cached else ""
-    log(f"{report.documents} documents{cached}, {report.steps} steps proved or refuted, "
+    decided = f"{report.decided} table claims decided, " if report.decided else ""
+    log(f"{report.documents} documents{cached}, {report.steps} steps proved or refuted, {decided}"
         f"{report.checks} checks run, {report.pdfs} PDFs, {report.seconds:.1f} s (CPU {report.cpu:.1f} s)")
     return 0

@@ -228,6 +228,7 @@ class Document:
     timings: list = field(default_factory=list)  # (step, proof seconds, check seconds); never rendered
     facts: dict = field(default_factory=dict)  # name → Fact: what prose may refer to; never rendered
     cited: list = field(default_factory=list)  # keys of the works cited, in order of first citation
+    decided: dict = field(default_factory=dict)  # status → count of claims decided outside steps (table cells)
 
     def __post_init__(self) -> None:
         self.summary = _CITE.sub(self._cite, self.summary)  # a summary may cite; it has no facts yet
@@ -338,6 +339,12 @@ class Document:
     def figure(self, slug: str, draw: Callable, caption: str) -> None:
         """``draw(ax)`` draws on a matplotlib axes; saved as SVG (docs/) and PDF (build/)."""
         self.blocks.append(Figure(f"{self.slug}-{slug}", caption, draw))
+
+    def tally(self, statuses) -> None:
+        """Count verdicts the page shows that are not steps of its own (a table of decided
+        claims), for the build's log: ``statuses`` are verdict status words."""
+        for status in statuses:
+            self.decided[status] = self.decided.get(status, 0) + 1
 
     def record(self, key: str, value) -> None:
         """Data for the JSON output (inputs, scores, weights …)."""

@@ -38,6 +38,7 @@ class Rendered:
     build: dict[str, bytes] = field(default_factory=dict)  # file name → content, for build/
     steps: int = 0  # checked steps (proved or refuted) behind the files, for the build's log
     checks: int = 0  # numeric cross-checks they passed
+    decided: dict = field(default_factory=dict)  # status → count of claims decided outside steps (table cells)
     summary: str = ""  # for the build's log, what a page without steps of its own ran (else the counts)
 
 
@@ -45,7 +46,7 @@ def render_document(doc, figure_pdfs: bool = True) -> Rendered:
     """Markdown, JSON and SVG figures for ``docs/``; LaTeX and (``figure_pdfs``: only a build that
     makes PDFs needs them) the figures as PDF for ``build/``."""
     env = environment()
-    out = Rendered(steps=len(doc.steps()), checks=len(doc.checks))
+    out = Rendered(steps=len(doc.steps()), checks=len(doc.checks), decided=dict(doc.decided))
     md = env.get_template("document.md.j2").render(**view(doc, "md"))
     out.docs[f"{doc.slug}.md"] = _tidy(md).encode()
     out.docs[f"{doc.slug}.json"] = to_json(doc).encode()
