@@ -182,12 +182,45 @@ def satisfies(s: sp.Symbol, v) -> bool:
 
 def _allowed(s: sp.Symbol) -> list[sp.Expr]:
     """The table entries a scalar may take, respecting its assumptions."""
-    return [v for v in VALUES if satisfies(s, v)]
+    if s not in _ALLOWED:
+        _ALLOWED[s] = tuple(v for v in VALUES if satisfies(s, v))
+    return list(_ALLOWED[s])
+
+
+_ALLOWED: dict = {}  # symbol (its name and assumptions) → the entries of VALUES it may take
 
 
 @st.composite
 def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int = MAX_N):
-    """An exact instance and index environment for the symbols of ``sig``."""
+    """An exact instance and index environment for the symbols of ``sig``, with the values
+    drawn for them, in order (:func:`_build` makes the same instance from them again)."""
+    drawn: list = []
+
+    def keep(strategy):
+        v = draw(strategy)
+        drawn.append(v)
+        return v
+
+    inst, env = _build(keep, sig, fixed, max_d, max_n)
+    return Drawn(inst, env, tuple(drawn))
+
+
+class Drawn:
+    """A drawn instance, its index environment and the values drawn for them. Hypothesis
+    prints the instance it reports; this prints in constant time (the instance is read from
+    the search's result, never from that text)."""
+
+    __slots__ = ("inst", "env", "values")
+
+    def __init__(self, inst: Instance, env: dict, values: tuple):
+        self.inst, self.env, self.values = inst, env, values
+
+    def __repr__(self) -> str:
+        return f"Drawn(d={self.inst.d}, n={self.inst.n})"
+
+
+def _build(draw, sig: Signature, fixed: dict, max_d: int, max_n: int) -> tuple[Instance, dict]:
+    """The instance of :func:`instances`; ``draw(strategy)`` gives each value in turn."""
     d = draw(st.integers(1, max_d))
     low = max(1, sig.min_n, max(fixed.values(), default=1))
     n = draw(st.integers(low, max(max_n, low)))
@@ -225,6 +258,15 @@ def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int 
     env = {s: draw(st.integers(first_index(s), n)) for s in sig.indices if s not in fixed}
     env.update(fixed)
     return inst, env
+
+
+def _shape(sig: Signature, fixed: dict, max_d: int, max_n: int, examples: int) -> tuple:
+    """What :func:`_build` asks Hypothesis for, and in which order, with the search's budget:
+    two signatures of one shape (names apart) get the same draws from a derandomized search."""
+    return (len(sig.vectors), len(sig.families), len(sig.tables), len(sig.labels), len(sig.masks),
+            tuple(tuple(_allowed(s)) for s in sig.scalars),
+            tuple(first_index(s) for s in sig.indices if s not in fixed),
+            max(1, sig.min_n, max(fixed.values(), default=1)), max_d, max_n, examples)
 
 
 def in_domain(guards, inst: Instance, env: dict, allowed=None) -> bool:
@@ -267,35 +309,88 @@ def _allows(allowed, inst: Instance, env: dict) -> bool:
     return not (v.is_exact() and v.mid().is_zero())
 
 
-def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=(), low: int = 1, fixed=(),
-            masks=frozenset(), allowed=None):
-    """(instance, env, certificate) of the simplest certified instance ``strategy`` finds.
+def _search(lhs, rhs, sig: Signature, fixed: dict, size: tuple[int, int], examples: int, cfg: Settings,
+            guards=(), allowed=None):
+    """(instance, env, certificate) of the simplest certified instance a search finds.
 
-    Hypothesis generates instances until the first certified one; :func:`shrink` then
-    simplifies it greedily over the value table (at most ``SHRINK_CALLS`` judged instances).
+    Hypothesis generates instances (d and n up to ``size``) until the first certified one;
+    :func:`shrink` then simplifies it greedily over the value table (at most ``SHRINK_CALLS``
+    judged instances).
     """
     bits = [BITS_BUDGET]
     seen: dict = {}
 
     def differs(inst: Instance, env: dict) -> bool:
-        # An instance already judged keeps its answer (Hypothesis replays the one it found).
+        # An instance already judged keeps its answer, and its certificate (with a budget,
+        # certify gives the certificate it gives without one, or None)
         key = _key((inst, env))
         if key not in seen:
-            seen[key] = in_domain(guards, inst, env, allowed) and certify(lhs, rhs, inst, env, budget=bits) is not None
-        return seen[key]
+            seen[key] = in_domain(guards, inst, env, allowed) and certify(lhs, rhs, inst, env, budget=bits)
+        return bool(seen[key])
 
     try:
         with time_limit(cfg.time_limit), no_local_constants():  # the clock: a last guard behind the counts
-            inst, env = find(strategy, lambda ie: differs(*ie), settings=settings(
-                max_examples=examples, derandomize=True, database=None, deadline=None,
-                phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
-            inst, env = shrink(inst, env, differs, low=low, fixed=fixed, masks=masks)
-            cert = certify(lhs, rhs, inst, env)
-    except (NoSuchExample, TimeLimit):
+            found = _generate(sig, fixed, size, examples, differs)
+            if found is None:
+                return None
+            low = max(1, sig.min_n, max(fixed.values(), default=1))
+            inst, env = shrink(*found, differs, low=low, fixed=fixed, masks=frozenset(sig.masks))
+            cert = seen[_key((inst, env))]
+    except TimeLimit:
         return None
     except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
         return None
-    return None if cert is None else (inst, env, cert)
+    return (inst, env, cert) if cert else None
+
+
+# shape (see _shape) → (the values drawn for each instance a search judged, in order, up to
+# its first certified one; whether Hypothesis then had nothing more to draw).
+_DRAWN: dict = {}
+
+
+def _generate(sig: Signature, fixed: dict, size: tuple[int, int], examples: int, judge):
+    """The first instance ``judge`` accepts among those a derandomized Hypothesis search draws
+    (at most ``examples``), or None.
+
+    Hypothesis, derandomized, draws each instance from what it drew before and from the
+    verdicts on those, and before the first accepted instance every verdict was "no". So a
+    search of a shape already searched in this process replays the recorded draws first (the
+    same instances, judged in the same order, without the engine's bookkeeping) and runs
+    Hypothesis only when it needs instances beyond them; the instances judged are the same
+    either way.
+    """
+    shape = _shape(sig, fixed, *size, examples)
+    known, spent = _DRAWN.get(shape, ((), False))
+    for drawn in known:
+        values = iter(drawn)
+        inst, env = _build(lambda _strategy: next(values), sig, fixed, *size)
+        if judge(inst, env):
+            return inst, env
+    if spent:
+        return None
+    calls: list = []
+    stop = [False]  # recorded up to the first instance accepted (or failing)
+
+    def test(drawn: Drawn) -> bool:
+        if stop[0]:
+            return judge(drawn.inst, drawn.env)
+        calls.append(drawn.values)
+        stop[0] = True  # until the verdict is "no"
+        stop[0] = hit = judge(drawn.inst, drawn.env)
+        return hit
+
+    ran_out = False
+    try:
+        drawn = find(instances(sig, fixed, *size), test, settings=settings(
+            max_examples=examples, derandomize=True, database=None, deadline=None,
+            phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+        return drawn.inst, drawn.env
+    except NoSuchExample:
+        ran_out = True
+        return None
+    finally:
+        if len(calls) > len(known) or ran_out:
+            _DRAWN[shape] = (tuple(calls), ran_out)
 
 
 def _simpler(v, table) -> list:
@@ -424,9 +519,18 @@ def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[I
     return inst, env
 
 
-def _key(ie) -> str:
+def _key(ie) -> tuple:
+    """An instance and its index values as one hashable value, equal exactly for the same
+    entries (every entry is an exact SymPy number of the value tables, or a mask's 0 and 1)."""
     inst, env = ie
-    return repr((inst.describe(), sorted((s.name, v) for s, v in env.items())))
+    return (inst.d, inst.n, _named(inst.scalars), _named(inst.vectors), _named(inst.families), _named(inst.tables),
+            _named(env))
+
+
+def _named(values: dict) -> tuple:
+    out = [(getattr(k, "name", k), (v.shape, tuple(v.ravel().tolist())) if isinstance(v, np.ndarray) else v)
+           for k, v in values.items()]
+    return tuple(sorted(out, key=lambda kv: kv[0]))
 
 
 def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT,
@@ -447,10 +551,9 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     # whole range, a third of the budget each.
     sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
     fixed = dict(fixed or {})
-    low = max(1, sig.min_n, max(fixed.values(), default=1))
     for size_d, size_n in dict.fromkeys(sizes):
-        found = _search(lhs, rhs, instances(sig, fixed, size_d, size_n), max(1, cfg.witness_examples // 3),
-                        cfg, guards, low=low, fixed=fixed, masks=frozenset(sig.masks), allowed=allowed)
+        found = _search(lhs, rhs, sig, fixed, (size_d, size_n), max(1, cfg.witness_examples // 3), cfg, guards,
+                        allowed)
         if found is not None:
             break
     if found is None:
