@@ -543,21 +543,23 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     ``positive``, ``nonnegative`` or ``nonzero`` — is the domain the instance must lie in,
     for every query row i and key j (certified like the difference); with ``allowed``, the
     mask's indicator in i and j, only for the keys it allows.
+
+    A counterexample found is kept for the same arguments (the atlas's variants share
+    claims): the search is deterministic, so it would find the same one again.
     """
     guards = list(guards)
-    sig = signature(lhs, rhs, *(g for _, g in guards))
-    found = None
-    # Sizes up to 2 first (their witnesses read best and shrink fast), then up to 3, then the
-    # whole range, a third of the budget each.
-    sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
     fixed = dict(fixed or {})
-    for size_d, size_n in dict.fromkeys(sizes):
-        found = _search(lhs, rhs, sig, fixed, (size_d, size_n), max(1, cfg.witness_examples // 3), cfg, guards,
-                        allowed)
-        if found is not None:
-            break
+    try:
+        key = (lhs, rhs, tuple(sorted(fixed.items(), key=str)), cfg, max_d, max_n, tuple(guards), allowed)
+        found = _FOUND.get(key)
+    except TypeError:  # an argument that is not hashable: not kept
+        key, found = None, None
     if found is None:
-        return None
+        found = _find(lhs, rhs, fixed, cfg, max_d, max_n, guards, allowed)
+        if found is None:
+            return None
+        if key is not None:
+            _FOUND[key] = found
     inst, env, cert = found
     return {
         "instance": inst.describe(),
@@ -565,10 +567,25 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
         "lhs": rounded(cert.lhs),
         "rhs": rounded(cert.rhs),
         "enclosures": cert.as_json(),
-        "_instance": inst,
-        "_env": env,
+        "_instance": _copy(inst),
+        "_env": dict(env),
         "_certificate": cert,
     }
+
+
+_FOUND: dict = {}  # find_witness's arguments → (instance, env, certificate) it found
+
+
+def _find(lhs, rhs, fixed: dict, cfg: Settings, max_d: int, max_n: int, guards: list, allowed):
+    sig = signature(lhs, rhs, *(g for _, g in guards))
+    # Sizes up to 2 first (their witnesses read best and shrink fast), then up to 3, then the
+    # whole range, a third of the budget each.
+    sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
+    for size in dict.fromkeys(sizes):
+        found = _search(lhs, rhs, sig, fixed, size, max(1, cfg.witness_examples // 3), cfg, guards, allowed)
+        if found is not None:
+            return found
+    return None
 
 
 def witness_at(lhs, rhs, n: int, env: dict, d: int = 1) -> dict | None:
