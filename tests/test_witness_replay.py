@@ -4,6 +4,7 @@ judges, and their order, are those a fresh derandomized Hypothesis search judges
 from __future__ import annotations
 
 from ast import literal_eval
+from copy import deepcopy
 
 import pytest
 import sympy as sp
@@ -24,11 +25,13 @@ SIZE, EXAMPLES = (3, 3), 30
 
 @pytest.fixture(autouse=True)
 def _fresh():
-    saved = dict(W._DRAWN)
+    saved = dict(W._DRAWN), dict(W._FOUND)
     W._DRAWN.clear()
+    W._FOUND.clear()
     yield
-    W._DRAWN.clear()
-    W._DRAWN.update(saved)
+    for kept, was in zip((W._DRAWN, W._FOUND), saved):
+        kept.clear()
+        kept.update(was)
 
 
 def _judged(sig, accept_at: int | None, examples: int = EXAMPLES):
@@ -91,8 +94,26 @@ def test_find_witness_is_the_same_with_and_without_recorded_draws():
     lhs, rhs = Dot(q, k) * s, Dot(k, q) * s + sp.Rational(1, 10**30) * Dot(q, q) * s
     cfg = DEFAULT.merge(witness_examples=90)
     first = W.find_witness(lhs, rhs, cfg=cfg)
-    again = W.find_witness(lhs, rhs, cfg=cfg)
+    W._FOUND.clear()
+    again = W.find_witness(lhs, rhs, cfg=cfg)  # from the recorded draws
     W._DRAWN.clear()
+    W._FOUND.clear()
     fresh = W.find_witness(lhs, rhs, cfg=cfg)
     public = lambda w: {key: v for key, v in w.items() if not key.startswith("_")}
     assert first is not None and public(first) == public(again) == public(fresh)
+
+
+def test_a_kept_counterexample_is_handed_out_as_a_copy():
+    lhs, rhs = Dot(q, k) * s + i, Dot(k, q) * s + j + sp.Rational(1, 10**30) * Dot(q, q) * s
+    cfg = DEFAULT.merge(witness_examples=60)
+    first = W.find_witness(lhs, rhs, cfg=cfg)
+    shown = deepcopy({key: v for key, v in first.items() if not key.startswith("_")})
+    first["instance"]["q"][0] = 99
+    first["indices"].clear()
+    first["_instance"].vectors[q][0] = sp.Integer(99)
+    first["_env"].clear()
+    again = W.find_witness(lhs, rhs, cfg=cfg)  # kept: no search
+    assert {key: v for key, v in again.items() if not key.startswith("_")} == shown
+    assert again["_instance"].describe() == shown["instance"]
+    assert {x.name: v for x, v in again["_env"].items()} == shown["indices"]
+    assert W.certify(lhs, rhs, again["_instance"], again["_env"]) is not None
