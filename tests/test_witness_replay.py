@@ -9,6 +9,7 @@ from copy import deepcopy
 import pytest
 import sympy as sp
 
+import derive.crosscheck.draws as D
 import derive.crosscheck.witness as W
 from derive.crosscheck.instances import signature
 from derive.model.attention import i, j
@@ -25,11 +26,11 @@ SIZE, EXAMPLES = (3, 3), 30
 
 @pytest.fixture(autouse=True)
 def _fresh():
-    saved = dict(W._DRAWN), dict(W._FOUND)
-    W._DRAWN.clear()
+    saved = dict(D._DRAWN), dict(W._FOUND)
+    D._DRAWN.clear()
     W._FOUND.clear()
     yield
-    for kept, was in zip((W._DRAWN, W._FOUND), saved):
+    for kept, was in zip((D._DRAWN, W._FOUND), saved):
         kept.clear()
         kept.update(was)
 
@@ -45,7 +46,7 @@ def _judged(sig, accept_at: int | None, examples: int = EXAMPLES):
             order.append(key)
         return accept_at is not None and order.index(key) + 1 == accept_at
 
-    found = W._generate(sig, {}, SIZE, examples, judge)
+    found = D.generate(sig, {}, SIZE, examples, judge)
     return order, found and found[0].describe()
 
 
@@ -53,7 +54,7 @@ def test_a_longer_search_after_a_shorter_one_judges_what_a_fresh_one_judges():
     short, found = _judged(SIG, 4)
     assert len(short) == 4 and found is not None
     longer, _ = _judged(SIG, 9)  # four replayed, the rest from Hypothesis
-    W._DRAWN.clear()
+    D._DRAWN.clear()
     fresh, fresh_found = _judged(SIG, 9)
     assert longer == fresh and short == fresh[:4] and len(fresh) == 9
     again, again_found = _judged(SIG, 9)  # all nine replayed
@@ -67,7 +68,7 @@ def test_a_search_that_finds_nothing_is_replayed_without_hypothesis(monkeypatch)
     def no_engine(*args, **kwargs):
         raise AssertionError("Hypothesis ran again")
 
-    monkeypatch.setattr(W, "find", no_engine)
+    monkeypatch.setattr(D, "find", no_engine)
     again, found = _judged(SIG, None, examples=12)
     assert again == first and found is None
 
@@ -75,7 +76,7 @@ def test_a_search_that_finds_nothing_is_replayed_without_hypothesis(monkeypatch)
 def test_a_signature_of_the_same_shape_gets_the_same_draws_under_its_names():
     named, _ = _judged(SIG, 7)
     renamed, _ = _judged(RENAMED, 7)  # replayed from SIG's draws
-    W._DRAWN.clear()
+    D._DRAWN.clear()
     fresh, _ = _judged(RENAMED, 7)
     assert renamed == fresh
     names = {"a": "k", "b": "q", "r": "s"}  # a and b drawn where k and q were (their names sorted)
@@ -84,9 +85,9 @@ def test_a_signature_of_the_same_shape_gets_the_same_draws_under_its_names():
 
 
 def test_shapes_apart_by_budget_sizes_or_fixed_indices():
-    shapes = {W._shape(SIG, {}, 3, 3, 30), W._shape(SIG, {}, 3, 3, 31), W._shape(SIG, {}, 2, 3, 30),
-              W._shape(SIG, {j: 2}, 3, 3, 30), W._shape(SIG, {i: 1}, 3, 3, 30),
-              W._shape(signature(Dot(q, k) * sp.Symbol("s", real=True) + i - j), {}, 3, 3, 30)}
+    shapes = {D.shape(SIG, {}, 3, 3, 30), D.shape(SIG, {}, 3, 3, 31), D.shape(SIG, {}, 2, 3, 30),
+              D.shape(SIG, {j: 2}, 3, 3, 30), D.shape(SIG, {i: 1}, 3, 3, 30),
+              D.shape(signature(Dot(q, k) * sp.Symbol("s", real=True) + i - j), {}, 3, 3, 30)}
     assert len(shapes) == 6
 
 
@@ -96,7 +97,7 @@ def test_find_witness_is_the_same_with_and_without_recorded_draws():
     first = W.find_witness(lhs, rhs, cfg=cfg)
     W._FOUND.clear()
     again = W.find_witness(lhs, rhs, cfg=cfg)  # from the recorded draws
-    W._DRAWN.clear()
+    D._DRAWN.clear()
     W._FOUND.clear()
     fresh = W.find_witness(lhs, rhs, cfg=cfg)
     public = lambda w: {key: v for key, v in w.items() if not key.startswith("_")}
