@@ -32,7 +32,22 @@ __all__ = ["ON_ALLOWED", "expand", "expanded_by", "key_free", "key_terms", "resp
 
 
 def expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
-    """⟨·,·⟩ expanded by bilinearity (and the rotation rule), then sp.expand; None on time-out."""
+    """⟨·,·⟩ expanded by bilinearity (and the rotation rule), then sp.expand; None on time-out.
+    Kept per expression (and time limit): the atlas's variants share score differences."""
+    key = (expr, cfg.time_limit)
+    try:
+        return _EXPANDED[key]
+    except KeyError:
+        out = _EXPANDED[key] = _expand(expr, cfg)
+        return out
+    except TypeError:  # not hashable: not kept
+        return _expand(expr, cfg)
+
+
+_EXPANDED: dict = {}
+
+
+def _expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
     try:
         with time_limit(cfg.time_limit):
             return sp.expand(expand_dot(sp.expand(expr)))

@@ -69,9 +69,23 @@ def interpretations(expr: sp.Expr) -> dict[str, str]:
 
 def concrete_mask(expr: sp.Expr, mask: str, data: dict | None = None, head: int = 0) -> sp.Expr:
     """``expr`` with M[i, t] as the mask's indicator; captured tables on their entries (``data``,
-    else the mask's own), an opaque document id table as a label vector for the searcher."""
-    cond = getattr(mask, "condition", False)  # a mask as data (derive.model.masks.Mask)
+    else the mask's own), an opaque document id table as a label vector for the searcher.
 
+    Kept per expression and mask (without captured tables): the atlas's variants share
+    their weights' parts, and the rewrite is the same whichever variant asks."""
+    cond = getattr(mask, "condition", False)  # a mask as data (derive.model.masks.Mask)
+    if data or getattr(mask, "data", None):
+        return _concrete_mask(expr, mask, cond, data, head)
+    key = (expr, str(mask), cond, head)
+    if key not in _CONCRETE:
+        _CONCRETE[key] = _concrete_mask(expr, mask, cond, data, head)
+    return _CONCRETE[key]
+
+
+_CONCRETE: dict = {}  # (expression, mask's name and condition, head) → concrete_mask's result
+
+
+def _concrete_mask(expr: sp.Expr, mask: str, cond, data: dict | None, head: int) -> sp.Expr:
     def repl(e):
         row, col = e.indices
         if cond is not False:

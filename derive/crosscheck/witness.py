@@ -3,7 +3,7 @@
 The one counterexample searcher of derive. Hypothesis draws d and n (1 to 6), the index
 values and every entry from a table of exact values (small integers, halves, a few
 irrational-looking numbers such as √2 and π/4; a label vector, a document mask's ids, from
-0, 1, 2) until an instance is certified; a greedy
+0, 1, 2; :mod:`derive.crosscheck.draws`) until an instance is certified; a greedy
 shrink (:func:`shrink`) then makes it as simple as it can: smaller d and n, smaller index
 values, each entry replaced by the first value of the table that keeps the difference.
 Hypothesis's own shrinker found the same kind of witness at several times the cost (it
@@ -29,28 +29,18 @@ from decimal import Decimal
 import numpy as np
 import sympy as sp
 from flint import arb
-from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis import strategies as st
-from hypothesis.errors import NoSuchExample
 
+from derive.crosscheck.draws import LABEL_VALUES, MAX_D, MAX_N, VALUES, generate, satisfies
+from derive.crosscheck.draws import allowed as _allowed
 from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.crosscheck.instances import Signature, first_index, mask_table, signature
-from derive.errors import Unsupported
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.settings import DEFAULT, Settings
 
 __all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball",
            "witness_at"]
 
-# Entries are drawn from this table, simplest first (shrinking moves towards the start).
-# Every value is exact: a counterexample can be replayed by hand or by any CAS.
-VALUES: tuple[sp.Expr, ...] = tuple(
-    sp.sympify(v) for v in (0, 1, -1, 2, -2, sp.Rational(1, 2), sp.Rational(-1, 2), 3, -3,
-                            sp.Rational(3, 2), sp.Rational(-3, 2), sp.sqrt(2), -sp.sqrt(3), sp.pi / 4, 5, -7)
-)
-LABEL_VALUES: tuple[sp.Expr, ...] = tuple(sp.Integer(k) for k in range(3))  # a label vector's entries (document ids)
-MAX_D = MAX_N = 6
 START_BITS = 64
 SURE_BITS = 256  # below this, a tight ball around 0 is not yet taken as "equal here"
 MAX_BITS = 1 << 14  # 16384 bits ≈ 4900 digits: beyond, an instance gives no certificate
@@ -171,62 +161,6 @@ def _plain_decimal(d: Decimal) -> str:
     return s
 
 
-def satisfies(s: sp.Symbol, v) -> bool:
-    """Does the value ``v`` satisfy every assumption on ``s`` (sign, integrality, parity, …)?
-
-    Each assumption SymPy holds for ``s`` (the declared ones and what follows from them) must
-    hold for ``v`` as well, decided: a value whose property SymPy leaves open is not taken."""
-    v = sp.sympify(v)
-    return all(getattr(v, f"is_{k}") == want for k, want in s.assumptions0.items())
-
-
-def _allowed(s: sp.Symbol) -> list[sp.Expr]:
-    """The table entries a scalar may take, respecting its assumptions."""
-    return [v for v in VALUES if satisfies(s, v)]
-
-
-@st.composite
-def instances(draw, sig: Signature, fixed: dict, max_d: int = MAX_D, max_n: int = MAX_N):
-    """An exact instance and index environment for the symbols of ``sig``."""
-    d = draw(st.integers(1, max_d))
-    low = max(1, sig.min_n, max(fixed.values(), default=1))
-    n = draw(st.integers(low, max(max_n, low)))
-    entry = st.sampled_from(VALUES)
-
-    # Every block is drawn at full size and cut to (n, d): shrinking d or n then keeps the
-    # other entries where they were, so a witness shrinks to its smallest size.
-    def block(rows: int, cols: int) -> np.ndarray:
-        full = [[draw(entry) for _ in range(max_d)] for _ in range(rows)]
-        return np.array([r[:cols] for r in full], dtype=object).reshape(rows, cols)
-
-    inst = Instance(d=d, n=n)
-    for v in sig.vectors:
-        inst.vectors[v] = block(1, d)[0]
-    for f in sig.families:
-        fam = np.zeros((n + 1, d), dtype=object)
-        fam[1:] = block(max(max_n, n), d)[:n]
-        inst.families[f] = fam
-    for name in sig.tables:
-        tab = np.zeros((n + 1, n + 1), dtype=object)
-        tab[1:, 1:] = np.array([[draw(entry) for _ in range(max(max_n, n))][:n] for _ in range(max(max_n, n))],
-                               dtype=object)[:n]
-        inst.tables[name] = tab
-    for name in sig.labels:  # drawn at full length and cut to n, like the blocks
-        full = [draw(st.sampled_from(LABEL_VALUES)) for _ in range(max(max_n, n))]
-        inst.tables[name] = np.array([sp.S.Zero] + full[:n], dtype=object)
-    for name in sig.masks:
-        kind = draw(st.sampled_from(("full", "causal", "random")))
-        inst.tables[name] = mask_table(kind, n, np.random.default_rng(draw(st.integers(0, 7))))
-    for s in sig.scalars:
-        choices = _allowed(s)
-        if not choices:
-            raise Unsupported(f"no value satisfies the assumptions on {s}")
-        inst.scalars[s] = draw(st.sampled_from(choices))
-    env = {s: draw(st.integers(first_index(s), n)) for s in sig.indices if s not in fixed}
-    env.update(fixed)
-    return inst, env
-
-
 def in_domain(guards, inst: Instance, env: dict, allowed=None) -> bool:
     """Is every guard certainly satisfied, for every query row i and key j of the instance?
 
@@ -267,35 +201,38 @@ def _allows(allowed, inst: Instance, env: dict) -> bool:
     return not (v.is_exact() and v.mid().is_zero())
 
 
-def _search(lhs, rhs, strategy, examples: int, cfg: Settings, guards=(), low: int = 1, fixed=(),
-            masks=frozenset(), allowed=None):
-    """(instance, env, certificate) of the simplest certified instance ``strategy`` finds.
+def _search(lhs, rhs, sig: Signature, fixed: dict, size: tuple[int, int], examples: int, cfg: Settings,
+            guards=(), allowed=None):
+    """(instance, env, certificate) of the simplest certified instance a search finds.
 
-    Hypothesis generates instances until the first certified one; :func:`shrink` then
-    simplifies it greedily over the value table (at most ``SHRINK_CALLS`` judged instances).
+    Hypothesis generates instances (d and n up to ``size``) until the first certified one;
+    :func:`shrink` then simplifies it greedily over the value table (at most ``SHRINK_CALLS``
+    judged instances).
     """
     bits = [BITS_BUDGET]
     seen: dict = {}
 
     def differs(inst: Instance, env: dict) -> bool:
-        # An instance already judged keeps its answer (Hypothesis replays the one it found).
+        # An instance already judged keeps its answer, and its certificate (with a budget,
+        # certify gives the certificate it gives without one, or None)
         key = _key((inst, env))
         if key not in seen:
-            seen[key] = in_domain(guards, inst, env, allowed) and certify(lhs, rhs, inst, env, budget=bits) is not None
-        return seen[key]
+            seen[key] = in_domain(guards, inst, env, allowed) and certify(lhs, rhs, inst, env, budget=bits)
+        return bool(seen[key])
 
     try:
         with time_limit(cfg.time_limit), no_local_constants():  # the clock: a last guard behind the counts
-            inst, env = find(strategy, lambda ie: differs(*ie), settings=settings(
-                max_examples=examples, derandomize=True, database=None, deadline=None,
-                phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
-            inst, env = shrink(inst, env, differs, low=low, fixed=fixed, masks=masks)
-            cert = certify(lhs, rhs, inst, env)
-    except (NoSuchExample, TimeLimit):
+            found = generate(sig, fixed, size, examples, differs)
+            if found is None:
+                return None
+            low = max(1, sig.min_n, max(fixed.values(), default=1))
+            inst, env = shrink(*found, differs, low=low, fixed=fixed, masks=frozenset(sig.masks))
+            cert = seen[_key((inst, env))]
+    except TimeLimit:
         return None
     except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
         return None
-    return None if cert is None else (inst, env, cert)
+    return (inst, env, cert) if cert else None
 
 
 def _simpler(v, table) -> list:
@@ -424,9 +361,18 @@ def _passes(inst: Instance, env: dict, keeps, low: int, fixed, masks) -> tuple[I
     return inst, env
 
 
-def _key(ie) -> str:
+def _key(ie) -> tuple:
+    """An instance and its index values as one hashable value, equal exactly for the same
+    entries (every entry is an exact SymPy number of the value tables, or a mask's 0 and 1)."""
     inst, env = ie
-    return repr((inst.describe(), sorted((s.name, v) for s, v in env.items())))
+    return (inst.d, inst.n, _named(inst.scalars), _named(inst.vectors), _named(inst.families), _named(inst.tables),
+            _named(env))
+
+
+def _named(values: dict) -> tuple:
+    out = [(getattr(k, "name", k), (v.shape, tuple(v.ravel().tolist())) if isinstance(v, np.ndarray) else v)
+           for k, v in values.items()]
+    return tuple(sorted(out, key=lambda kv: kv[0]))
 
 
 def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT,
@@ -439,22 +385,23 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
     ``positive``, ``nonnegative`` or ``nonzero`` — is the domain the instance must lie in,
     for every query row i and key j (certified like the difference); with ``allowed``, the
     mask's indicator in i and j, only for the keys it allows.
+
+    A counterexample found is kept for the same arguments (the atlas's variants share
+    claims): the search is deterministic, so it would find the same one again.
     """
     guards = list(guards)
-    sig = signature(lhs, rhs, *(g for _, g in guards))
-    found = None
-    # Sizes up to 2 first (their witnesses read best and shrink fast), then up to 3, then the
-    # whole range, a third of the budget each.
-    sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
     fixed = dict(fixed or {})
-    low = max(1, sig.min_n, max(fixed.values(), default=1))
-    for size_d, size_n in dict.fromkeys(sizes):
-        found = _search(lhs, rhs, instances(sig, fixed, size_d, size_n), max(1, cfg.witness_examples // 3),
-                        cfg, guards, low=low, fixed=fixed, masks=frozenset(sig.masks), allowed=allowed)
-        if found is not None:
-            break
+    try:
+        key = (lhs, rhs, tuple(sorted(fixed.items(), key=str)), cfg, max_d, max_n, tuple(guards), allowed)
+        found = _FOUND.get(key)
+    except TypeError:  # an argument that is not hashable: not kept
+        key, found = None, None
     if found is None:
-        return None
+        found = _find(lhs, rhs, fixed, cfg, max_d, max_n, guards, allowed)
+        if found is None:
+            return None
+        if key is not None:
+            _FOUND[key] = found
     inst, env, cert = found
     return {
         "instance": inst.describe(),
@@ -462,10 +409,25 @@ def find_witness(lhs, rhs, *, fixed: dict | None = None, cfg: Settings = DEFAULT
         "lhs": rounded(cert.lhs),
         "rhs": rounded(cert.rhs),
         "enclosures": cert.as_json(),
-        "_instance": inst,
-        "_env": env,
+        "_instance": _copy(inst),
+        "_env": dict(env),
         "_certificate": cert,
     }
+
+
+_FOUND: dict = {}  # find_witness's arguments → (instance, env, certificate) it found
+
+
+def _find(lhs, rhs, fixed: dict, cfg: Settings, max_d: int, max_n: int, guards: list, allowed):
+    sig = signature(lhs, rhs, *(g for _, g in guards))
+    # Sizes up to 2 first (their witnesses read best and shrink fast), then up to 3, then the
+    # whole range, a third of the budget each.
+    sizes = [(min(k, max_d), min(k, max_n)) for k in (2, 3)] + [(max_d, max_n)]
+    for size in dict.fromkeys(sizes):
+        found = _search(lhs, rhs, sig, fixed, size, max(1, cfg.witness_examples // 3), cfg, guards, allowed)
+        if found is not None:
+            return found
+    return None
 
 
 def witness_at(lhs, rhs, n: int, env: dict, d: int = 1) -> dict | None:
