@@ -63,8 +63,11 @@ def canon(s):
 @lru_cache(maxsize=1024)
 def compiled(e: sp.Basic):
     """:func:`_compile` once per expression: a cross-check evaluates the same two sides on
-    every instance."""
-    return _compile(e)
+    every instance. The closure keeps the tree it was compiled from (``tree``), from which
+    :mod:`derive.crosscheck.generated` writes the float backend's function."""
+    f = _compile(e)
+    f.tree, f.runs, f.generated = e, 0, None
+    return f
 
 
 def _compile(e: sp.Basic):
