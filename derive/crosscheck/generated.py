@@ -132,25 +132,33 @@ class _Writer:
         atom = self.atom(e, scope)
         if atom is not None:
             return atom
-        depth = self.home(e, scope)
+        return self.place(e, self.home(e, scope), scope, out, lambda block: self.compute(e, scope, block))
+
+    def place(self, key, depth: int, scope: tuple, out: list, compute) -> str:
+        """The local holding the value ``compute(block)`` writes, computed at loop depth
+        ``depth`` (0: once per call): in ``out`` if that is the innermost loop (or the value
+        was computed earlier in ``out``), else at its first use in an iteration of that loop."""
         if depth == len(scope):  # uses the innermost loop's variable (or there is no loop)
-            key = (e, id(out))
-            name = self.done.get(key)
+            name = self.done.get((key, id(out)))
             if name is None:
-                name = self.done[key] = self.compute(e, scope, out)
+                name = self.done[key, id(out)] = compute(out)
             return name
         loop = scope[depth - 1][0] if depth else 0
-        key = (e, loop)
-        name = self.lazy.get(key)
+        name = self.lazy.get((key, loop))
         if name is None:
-            name = self.lazy[key] = self.fresh("m")
+            name = self.lazy[key, loop] = self.fresh("m")
             self.resets[loop].append(f"{name} = _U")
         block: list[str] = []
         self.blocks.append(block)
-        value = self.compute(e, scope, block)
+        value = compute(block)
         out.append(f"if {name} is _U:")
         out.extend("    " + line for line in block + [f"{name} = {value}"])
         return name
+
+    def line(self, out: list, text: str) -> str:
+        t = self.fresh("t")
+        out.append(f"{t} = {text}")
+        return t
 
     # ---- atoms: no statement ----------------------------------------------------------------
 
@@ -229,29 +237,42 @@ class _Writer:
         raise _Unwritten(type(e).__name__)
 
     def indexed(self, e: sp.Indexed, scope: tuple, out: list, t: str) -> str:
-        rank = len(e.indices)
-        if rank not in (1, 2):
-            raise _Unwritten("a table with more than two indices")
-        idx = []
-        for a in e.indices:
-            v = self.emit(a, scope, out)
-            loop_var = isinstance(a, sp.Symbol) and any(local == v for _, _, local in scope)
-            idx.append(v if loop_var else f"_int({v})")  # a loop variable is an int already
-        vector = isinstance(e.base, VectorBase)
-        if vector and rank != 1:
-            raise _Unwritten("a vector family with two indices")
-        key = ("family" if vector else "table", e.base.name, 1 if vector else rank)
+        """A vector of a family (one index) or an entry of a table (one or two indices), read
+        as the closures read it: the index through ``int``, the entry through ``float``. A row
+        of a two-index table read inside a loop that does not change it is read once per
+        iteration of the loop that does, as a list of floats (``tolist``: the same doubles as
+        ``float`` of each entry)."""
+        rank, vector = len(e.indices), isinstance(e.base, VectorBase)
+        if rank not in (1, 2) or vector and rank != 1:
+            raise _Unwritten("a table with more than two indices, or a vector family with two")
+        key = ("family" if vector else "table", e.base.name, rank)
         read = self.reads.get(key)
         if read is None:
             read = self.reads[key] = self.fresh("r")
-            reader = "_family" if vector else "_table"
-            extra = "" if vector else f", {rank}"
-            self.prologue.append(f"{read} = {reader}(inst, {self.const(e.base.name)}{extra})")
+            call = f"_family(inst, {self.const(e.base.name)})" if vector else \
+                f"_table(inst, {self.const(e.base.name)}, {rank})"
+            self.prologue.append(f"{read} = {call}")
+        idx = [self.index(a, scope, out) for a in e.indices]
         if vector:
             out.append(f"{t} = {read}[{idx[0]}]")
+        elif rank == 1:
+            out.append(f"{t} = _float({read}[{idx[0]}])")
+        elif self.home(e.indices[0], scope) == len(scope):  # the row changes with the innermost loop
+            out.append(f"{t} = _float({read}[{idx[0]}, {idx[1]}])")
         else:
-            out.append(f"{t} = _float({read}[{', '.join(idx)}])")
+            first = e.indices[0]
+            row = self.place(("row", read, first), self.home(first, scope), scope, out,
+                             lambda block: self.line(block, f"{read}[{idx[0]}].tolist()"))
+            out.append(f"{t} = {row}[{idx[1]}]")
         return t
+
+    def index(self, a: sp.Basic, scope: tuple, out: list) -> str:
+        """An index as an int: a loop variable is one; anything else through ``int``, once
+        where its value is fixed."""
+        v = self.emit(a, scope, out)
+        if isinstance(a, sp.Symbol) and any(local == v for _, _, local in scope):
+            return v
+        return self.place(("int", a), self.home(a, scope), scope, out, lambda block: self.line(block, f"_int({v})"))
 
     def sum(self, body: sp.Basic, limits: tuple, scope: tuple, out: list) -> str:
         """Σ over ``limits`` (outermost first), as the closures add: the first term, then each
