@@ -6,7 +6,10 @@ one off in the 12th digit, one only where a range of keys is empty, one only und
 
 from __future__ import annotations
 
+import io
 import math
+import re
+import tokenize
 
 import numpy as np
 import pytest
@@ -143,3 +146,36 @@ def test_a_false_identity_only_under_a_mask_fails():
     masked = sp.Sum(M[i, t] * x[i, t], (t, 1, n))
     assert cross_check("0/1 mask", masked, sp.Sum(M[i, t] ** 2 * x[i, t], (t, 1, n)), CFG).passed
     assert _fails("mask dropped", masked, sp.Sum(x[i, t], (t, 1, n)))
+
+
+def test_no_text_of_the_expression_is_written_into_the_source(monkeypatch):
+    import derive.crosscheck.generated as gen
+
+    sources: list[str] = []
+
+    def spy(source, *args):
+        sources.append(source)
+        return compile(source, *args)
+
+    monkeypatch.setattr(gen, "compile", spy, raising=False)
+    odd = sp.Symbol("__import__('os').system('exit 3')", real=True)
+    table = ScalarBase("x]; raise SystemExit #")
+    expr = sp.exp(odd) * table[i, j] + sp.Sum(table[i, t] * sp.Float("1.5"), (t, 1, n)) + sp.Rational(7, 3)
+    f = gen.generated(expr)
+    (source,) = sources
+    # the source's tokens: the templates' names and keywords, generated locals, four literals
+    names = {"def", "return", "if", "is", "else", "None", "for", "in", "range", "ev", "env", "inst", "get", "symbol",
+             "tolist", "tanh", "sin", "cos"}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME:
+            assert tok.string in names or re.fullmatch(r"_[a-z]+|_U|[csmrtj][0-9]+", tok.string), tok
+        elif tok.type == tokenize.NUMBER:
+            assert tok.string in ("709.0", "0.0", "1", "2"), tok
+        else:
+            assert tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
+                                tokenize.ENDMARKER), tok
+    tab = np.zeros((3, 3))
+    tab[1, 1], tab[1, 2] = 0.25, -1.0
+    inst = Instance(d=1, n=2, scalars={odd: 0.5}, tables={table.name: tab})
+    env = _env({i: 1, j: 2})
+    assert f(_Eval(inst, "float"), env) == math.exp(0.5) * -1.0 + (0.25 * 1.5 + -1.0 * 1.5) + 7 / 3
