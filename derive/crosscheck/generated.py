@@ -38,7 +38,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from derive.crosscheck.compiled import canon, free_symbols
+from derive.crosscheck.compiled import canon
 from derive.model.vectors import Dot, VectorBase
 
 __all__ = ["generated"]
@@ -75,7 +75,7 @@ def generated(e: sp.Basic):
     node type it does not write."""
     try:
         return _Writer(e).function()
-    except _Unwritten:
+    except Exception:  # noqa: BLE001 - _Unwritten, or a tree the closures judge (e.g. a malformed range)
         return None
 
 
@@ -91,6 +91,7 @@ class _Writer:
         self.symbols: dict = {}  # canon key -> local of a symbol no loop binds
         self.reads: dict = {}  # (kind, name, rank) -> local of a table or family
         self.lazy: dict = {}  # (expr, home loop) -> local computed at first use
+        self.used: dict = {}  # expr -> keys of the symbols it uses (see uses)
         self.done: dict = {}  # (expr, id of block) -> local computed earlier in that block
         self.blocks: list = []  # every block, kept alive so that their ids stay unique
         self.resets: dict = {0: self.prologue}  # loop id -> lines where its lazy locals are reset
@@ -118,15 +119,29 @@ class _Writer:
 
     def home(self, e: sp.Basic, scope: tuple) -> int:
         """The depth of the innermost enclosing loop whose variable ``e`` uses (0: none)."""
-        depth = 0
-        for s in free_symbols(e):
-            if isinstance(s, sp.Symbol):
-                key = canon(s)
-                for pos in range(len(scope) - 1, -1, -1):
-                    if scope[pos][1] == key:
-                        depth = max(depth, pos + 1)
-                        break
+        keys, depth = self.uses(e), 0
+        for pos in range(len(scope) - 1, -1, -1):
+            if scope[pos][1] in keys:
+                depth = pos + 1
+                break
         return depth
+
+    def uses(self, e: sp.Basic) -> frozenset:
+        """The keys of the symbols ``e``'s value depends on, at most: its free symbols, a
+        table's through its indices (a base's name is no value), a sum's less its variables."""
+        found = self.used.get(e)
+        if found is None:
+            if isinstance(e, sp.Symbol):
+                found = frozenset((canon(e),))
+            elif isinstance(e, sp.Indexed):
+                found = frozenset().union(*(self.uses(a) for a in e.indices))
+            elif isinstance(e, sp.Sum):
+                bound = {canon(var) for var, *_ in e.limits}
+                found = (self.uses(e.function) - bound).union(*(self.uses(a) for _, *ends in e.limits for a in ends))
+            else:
+                found = frozenset().union(*(self.uses(a) for a in e.args))
+            self.used[e] = found
+        return found
 
     def emit(self, e: sp.Basic, scope: tuple, out: list) -> str:
         atom = self.atom(e, scope)
