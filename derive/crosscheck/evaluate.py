@@ -6,7 +6,9 @@ certain to contain the exact one, which is what certifies a counterexample). Ins
 entries may be exact numbers (integers, ``sympy.Rational``, ``sqrt(2)``); the ``arb``
 backend encloses them exactly, ``float`` rounds them. An expression is evaluated through its
 compiled closures (:mod:`derive.crosscheck.compiled`), over a whitelist of node types;
-anything else raises :class:`~derive.errors.Unsupported`.
+anything else raises :class:`~derive.errors.Unsupported`. From its second float evaluation on,
+an expression is evaluated by one generated function (:mod:`derive.crosscheck.generated`: the
+same operations, without a call per node), the closures taking over where that raises.
 """
 
 from __future__ import annotations
