@@ -40,7 +40,7 @@ CASES = [
     sp.exp(score(j)) * M[i, j] / sp.Sum(M[i, t] * sp.exp(score(t)), (t, 1, n)),
     sp.Sum(M[i, t] * sp.exp(score(t)) * v[t], (t, 1, n)) / (1 + sp.Sum(M[i, t] * sp.exp(score(t)), (t, 1, n))),
     # double sums (SymPy flattens a nested one into one Sum of two ranges), an empty range (j + 1..j)
-    sp.Sum(sp.Sum(x[t, u] * M[t, u], (u, 1, n)), (t, 1, j)) + sp.Sum(x[i, t], (t, j + 1, j)),
+    sp.Sum(sp.Sum(x[t, u] * M[t, u], (u, 1, t)), (t, 1, n)) + sp.Sum(x[i, t], (t, j + 1, j)),
     sp.Sum(x[t, u] ** 2, (t, 1, n), (u, 1, j)) - sp.Sum(x[i, t], (t, j, n)) * c,
     # the loop variable shadows a bound index; the same subexpression inside and outside a loop
     sp.Sum(x[i, j] * sp.exp(x[i, j] - x[i, 1]), (j, 1, n)) + sp.exp(x[i, j] - x[i, 1]),
@@ -75,6 +75,20 @@ def test_the_generated_function_computes_the_same_doubles_as_the_closures(expr):
                 want = closures(_Eval(inst, "float"), _env(env))
                 got = fast(_Eval(inst, "float"), _env(env))
             assert _bits(got) == _bits(want), (expr, size, mask)
+
+
+def test_a_nested_sum_whose_inner_range_uses_the_outer_variable():
+    # SymPy flattens it into one Sum whose LAST range is the outermost
+    expr = sp.Sum(sp.Sum(x[t, u], (u, 1, t)), (t, 1, n))
+    assert expr.limits == ((u, 1, t), (t, 1, n))
+    tab = np.arange(16.0).reshape(4, 4)
+    inst = Instance(d=1, n=3, tables={"x": tab})
+    want = 5 + 9 + 10 + 13 + 14 + 15  # x[1,1] + x[2,1..2] + x[3,1..3]
+    for env in ({}, {t: 1}, {t: 3, u: 2}):  # values of t and u outside the sum change nothing
+        for _ in range(3):  # the closures, then the generated function
+            assert evaluate(expr, inst, "float", env) == want
+        assert evaluate(expr, inst, "arb", env).mid() == want
+    assert compiled(expr).generated is not None
 
 
 def test_evaluate_uses_it_from_the_second_evaluation_on():

@@ -245,8 +245,9 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
             return rope_matrix(pos, ev.inst.d, ev.mode).dot(vec)
         return rot
     if isinstance(e, sp.Sum):
+        # SymPy's first range is the innermost (it flattens Σ_t Σ_{u ≤ t} into Sum(f, (u, 1, t), (t, 1, n)))
         body, *limits = e.args
-        return _compile_sum(_compile(body), [(v, _compile(lo), _compile(hi)) for v, lo, hi in limits])
+        return _compile_sum(_compile(body), [(v, _compile(lo), _compile(hi)) for v, lo, hi in reversed(limits)])
     if isinstance(e, sp.Product):
         return _compile_product(_compile(e.function), e.limits)
     if isinstance(e, RowExtremum):

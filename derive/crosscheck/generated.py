@@ -243,8 +243,8 @@ class _Writer:
             a, b = (self.emit(x, scope, out) for x in e.args)
             out.append(f"{t} = _float(_dot({a}, {b}))")
             return t
-        if isinstance(e, sp.Sum):
-            return self.sum(e.args[0], e.args[1:], scope, out)
+        if isinstance(e, sp.Sum):  # SymPy's first range is the innermost
+            return self.sum(e.function, tuple(reversed(e.limits)), scope, out)
         if isinstance(e, sp.core.relational.Relational) and e.rel_op in _COMPARE:
             a, b = self.emit(e.lhs, scope, out), self.emit(e.rhs, scope, out)
             out.append(f"{t} = _bool({a} {_COMPARE[e.rel_op]} {b})")
