@@ -20,6 +20,7 @@ from derive.crosscheck.compiled import compiled
 from derive.crosscheck.evaluate import Instance, _env, _Eval, evaluate
 from derive.crosscheck.generated import generated
 from derive.crosscheck.instances import MASK_KINDS, make_instance, signature
+from derive.errors import Unsupported
 from derive.model.attention import M, ScalarBase, d, i, j, n
 from derive.model.vectors import Dot, VectorBase, VectorSymbol
 from derive.settings import DEFAULT
@@ -50,6 +51,10 @@ CASES = [
     Dot(b, q[i]) + Dot(q[i] + b, k[j]) * sp.Rational(1, 3) + sp.pi * sp.E + sp.Float("0.1"),
     sp.exp(1000 * c) + sp.log(x[i, j]) * 0 + sp.Sum(sp.exp(800 + x[i, t]), (t, 1, j)),  # overflow guards
     x[i, j] < c,
+    # branches: conditions tested in order, only the chosen value computed (a read past the end in one never taken)
+    sp.Sum(sp.Piecewise((x[i, t], sp.And(t <= j, x[i, t] > 0)), (x[i, t + 1000], t > n),
+                        (-x[i, t], sp.Or(sp.Eq(t, j), sp.Not(x[i, t] < c))), (c, True)), (t, 1, n)),
+    sp.Piecewise((sp.Sum(x[i, t], (t, 1, j)), sp.Ne(j, 1) & (c > 0)), (x[i, j], sp.Eq(i, j) | (c < -1)), (c, True)) + 1,
 ]
 
 
@@ -102,7 +107,6 @@ def test_evaluate_uses_it_from_the_second_evaluation_on():
 
 
 def test_node_types_it_does_not_write_stay_with_the_closures():
-    assert generated(sp.Piecewise((x[i, j], x[i, j] > 0), (0, True))) is None
     assert generated(sp.Product(1 + x[i, t], (t, 1, n))) is None
     assert generated(x[i, j] + sp.oo) is None
 
@@ -117,6 +121,9 @@ def test_the_closures_take_over_where_the_generated_function_raises():
     for _ in range(3):  # 0.0 to a negative power: the closures' own exception
         with pytest.raises(ZeroDivisionError):
             evaluate(x[i, j] ** -1 + 1, zero, "float", {i: 1, j: 1})
+    for _ in range(3):  # no branch holds: the closures' error
+        with pytest.raises(Unsupported, match="Piecewise without a true branch"):
+            evaluate(sp.Piecewise((x[i, j], x[i, j] > 1)) + 1, zero, "float", {i: 1, j: 1})
     with pytest.raises(Exception, match="no value for symbol"):
         for _ in range(3):
             evaluate(x[i, j] + sp.Symbol("unbound"), zero, "float", {i: 1, j: 1})
@@ -179,7 +186,7 @@ def test_no_text_of_the_expression_is_written_into_the_source(monkeypatch):
     (source,) = sources
     # the source's tokens: the templates' names and keywords, generated locals, four literals
     names = {"def", "return", "if", "is", "else", "None", "for", "in", "range", "ev", "env", "inst", "get", "symbol",
-             "tolist", "tanh", "sin", "cos"}
+             "tolist", "tanh", "sin", "cos", "True", "False", "not", "pass", "raise", "_NoBranch"}
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.NAME:
             assert tok.string in names or re.fullmatch(r"_[a-z]+|_U|[csmrtj][0-9]+", tok.string), tok

@@ -17,8 +17,9 @@ function, a flat sequence of statements (one loop per sum), and compiled by Pyth
   equality, which respects the order of the arguments) are computed once.
 
 Only the node types the cross-checks use are written (numbers, symbols, tables, vectors,
-``+ × ^``, ``exp log tanh sin cos abs max min``, dot products, sums, comparisons); for any
-other, :func:`generated` gives None and the closures evaluate it. When the generated function
+``+ × ^``, ``exp log tanh sin cos abs max min``, dot products, sums, comparisons, Piecewise
+and its conditions: ``and or not``, each tested in order and only as far as the closures test
+it); for any other, :func:`generated` gives None and the closures evaluate it. When the generated function
 raises (a symbol with no value, a table that is not a float64 array of the expected shape,
 0.0 to a negative power, …), the caller evaluates the expression again through the closures,
 which give their own value or exception: the generated function only ever returns a value
@@ -50,6 +51,10 @@ _UNARY = {sp.tanh: "tanh", sp.sin: "sin", sp.cos: "cos"}
 
 class _Unwritten(Exception):
     """A node type this module does not write: the closures evaluate the expression."""
+
+
+class _NoBranch(Exception):
+    """A Piecewise with no branch whose condition holds: the closures raise their error."""
 
 
 class _Shape(Exception):
@@ -85,7 +90,7 @@ class _Writer:
         self.ns: dict = {"_U": _U, "_int": int, "_float": float, "_exp": math.exp, "_log": math.log,
                          "_sqrt": math.sqrt, "_inf": math.inf, "_math": math, "_dot": np.dot,
                          "_max": max, "_min": min, "_abs": abs, "_bool": bool,
-                         "_family": _family, "_table": _table}
+                         "_family": _family, "_table": _table, "_NoBranch": _NoBranch}
         self.count = 0
         self.prologue: list[str] = ["inst = ev.inst"]
         self.symbols: dict = {}  # canon key -> local of a symbol no loop binds
@@ -245,11 +250,66 @@ class _Writer:
             return t
         if isinstance(e, sp.Sum):  # SymPy's first range is the innermost
             return self.sum(e.function, tuple(reversed(e.limits)), scope, out)
+        if isinstance(e, sp.Piecewise):
+            self.branches(list(e.args), scope, out, t)
+            return t
         if isinstance(e, sp.core.relational.Relational) and e.rel_op in _COMPARE:
             a, b = self.emit(e.lhs, scope, out), self.emit(e.rhs, scope, out)
             out.append(f"{t} = _bool({a} {_COMPARE[e.rel_op]} {b})")
             return t
+        if isinstance(e, (sp.And, sp.Or)):  # all(...) or any(...): stops at the first that decides
+            out.append(f"{t} = {isinstance(e, sp.And)}")
+            self.connective(list(e.args), isinstance(e, sp.And), scope, out, t)
+            return t
+        if isinstance(e, sp.Not):
+            out.append(f"{t} = not {self.emit(e.args[0], scope, out)}")
+            return t
+        if e in (sp.true, sp.false):
+            out.append(f"{t} = {bool(e)}")
+            return t
         raise _Unwritten(type(e).__name__)
+
+    def block(self) -> list:
+        block: list[str] = []
+        self.blocks.append(block)
+        return block
+
+    def branches(self, pairs: list, scope: tuple, out: list, t: str) -> None:
+        """Piecewise: the value of the first branch whose condition holds (conditions tested in
+        order, only the chosen value computed); none: the closures raise their error."""
+        if not pairs:
+            out.append("raise _NoBranch")
+            return
+        (value, cond), rest = pairs[0], pairs[1:]
+        if cond == sp.true:
+            out.append(f"{t} = {self.emit(value, scope, out)}")
+            return
+        test = self.emit(cond, scope, out)
+        then, other = self.block(), self.block()
+        then.append(f"{t} = {self.emit(value, scope, then)}")
+        self.branches(rest, scope, other, t)
+        out.append(f"if {test}:")
+        out.extend("    " + line for line in then)
+        out.append("else:")
+        out.extend("    " + line for line in other)
+
+    def connective(self, args: list, conjunction: bool, scope: tuple, out: list, t: str) -> None:
+        """``t`` is already the answer if every argument is tested without deciding; an argument
+        that decides (false for And, true for Or) sets the other answer and stops."""
+        if not args:
+            return
+        test = self.emit(args[0], scope, out)
+        rest = self.block()
+        self.connective(args[1:], conjunction, scope, rest, t)
+        if conjunction:  # and: go on while true; all true: True
+            out.append(f"if {test}:")
+            out.extend("    " + line for line in rest or ["pass"])
+            out += ["else:", f"    {t} = False"]
+        else:  # or: go on while false; one true: True
+            out.append(f"if {test}:")
+            out.append(f"    {t} = True")
+            out.append("else:")
+            out.extend("    " + line for line in rest or ["pass"])
 
     def indexed(self, e: sp.Indexed, scope: tuple, out: list, t: str) -> str:
         """A vector of a family (one index) or an entry of a table (one or two indices), read
