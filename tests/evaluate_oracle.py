@@ -122,9 +122,9 @@ class Oracle(_Eval):
             if mode == "arb":
                 pos = self.exact(pos)
             return rope_matrix(pos, self.inst.d, mode).dot(vec)
-        if isinstance(e, sp.Sum):
+        if isinstance(e, sp.Sum):  # the last range is the outermost: Σ_t Σ_{u ≤ t} is Sum(f, (u, 1, t), (t, 1, n))
             (body, *limits) = e.args
-            return self._sum(body, list(limits), env)
+            return self._sum(body, limits[::-1], env)
         if isinstance(e, sp.Product):
             (body, (var, lo, hi)) = e.args
             total = self.num(1)

@@ -34,6 +34,15 @@ CASES = [
 ]
 
 
+def test_a_nested_sum_is_summed_outer_range_last():
+    # Sum(x·t + i, (i, 1, t), (t, 1, 3)): Σ_{t=1}^{3} Σ_{i=1}^{t} (x·t + i) = 17 at x = 1/2, whatever i, t are bound to
+    double = next(a for a in CASES[-1].args if isinstance(a, sp.Sum))
+    assert double.limits == ((i, 1, t), (t, 1, 3))
+    inst = Instance(d=1, n=3, scalars={x: 0.5, y: -1.25})
+    for env in ({i: 2, t: 1}, {i: 1, t: 2}, {}):
+        assert evaluate(double, inst, "float", env) == oracle(double, inst, "float", dict(env)) == 17.0
+
+
 @pytest.mark.parametrize("expr", CASES, ids=[sp.sstr(c)[:40] for c in CASES])
 @pytest.mark.parametrize("env", [{i: 2, t: 1}, {i: 1, t: 2}, {i: 3, t: 3}])
 def test_compiled_equals_the_oracle(expr, env):

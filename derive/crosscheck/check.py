@@ -95,6 +95,10 @@ def _precise(expr, inst, env, max_bits: int = 1 << 12) -> list[float] | None:
 
 
 def _flat(x) -> list[float]:
+    if type(x) is float:
+        return [x]
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        return x.ravel().tolist()  # the same floats as float() of each entry
     return [float(v) for v in np.ravel(np.asarray(x, dtype=object))]
 
 
@@ -135,6 +139,7 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
     if same_computation(lhs, rhs, assume):
         raise StepFailed(tautology_message(name))
     sig = signature(lhs, rhs, *([where] if where is not None else []))
+    atol, rtol = cfg.atol, cfg.rtol  # close(x, y, cfg), inline
     stats = {"n": 0, "abs": 0.0, "rel": 0.0, "arb": 0, "witness": None, "searched": 0}
 
     def compare(d, n, seed, mask, record: bool) -> bool:
@@ -149,7 +154,7 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
             return True  # no draw inside the statement's range: this instance tells nothing
         try:
             a, b = _flat(evaluate(lhs, inst, "float", env)), _flat(evaluate(rhs, inst, "float", env))
-            ok = all(close(x, y, cfg) for x, y in zip(a, b)) and len(a) == len(b)
+            ok = all(abs(x - y) <= atol + rtol * max(abs(x), abs(y)) for x, y in zip(a, b)) and len(a) == len(b)
         except (ArithmeticError, ValueError):  # e.g. 0.0 to a negative power: the balls below decide
             a, b, ok = [], [], False
         used_arb = False
@@ -163,10 +168,15 @@ def cross_check(name: str, lhs: sp.Expr, rhs: sp.Expr, cfg: Settings = DEFAULT,
         if record:
             stats["n"] += 1
             stats["arb"] += used_arb
+            most_abs, most_rel = stats["abs"], stats["rel"]
             for x, y in zip(a, b):
                 err = abs(x - y)
-                stats["abs"] = max(stats["abs"], err)
-                stats["rel"] = max(stats["rel"], err / max(abs(x), abs(y)) if err else 0.0)
+                if err > most_abs:  # max(most_abs, err)
+                    most_abs = err
+                rel = err / max(abs(x), abs(y)) if err else 0.0
+                if rel > most_rel:
+                    most_rel = rel
+            stats["abs"], stats["rel"] = most_abs, most_rel
         if not ok:
             stats["witness"] = {"instance": inst.describe(), "mask": mask,
                                 "indices": {s.name: v for s, v in sorted(env.items(), key=lambda kv: kv[0].name)},

@@ -7,7 +7,9 @@ loop variables to integers. Evaluating on many instances (a cross-check evaluate
 120 of them, a sum's body once per index) then skips any dispatch on node types. Sums and dot
 products are cached per evaluation by the values of the loop variables they use, so a double
 sum (an output mixing weights whose denominator is itself a sum) costs O(n), not O(n²). An
-independent node-by-node interpreter, kept in the tests, checks this one.
+independent node-by-node interpreter, kept in the tests, checks this one. The float backend
+evaluates a repeated expression through :mod:`derive.crosscheck.generated` instead, which the
+tests hold to these closures' values bit for bit.
 """
 
 from __future__ import annotations
@@ -63,8 +65,11 @@ def canon(s):
 @lru_cache(maxsize=1024)
 def compiled(e: sp.Basic):
     """:func:`_compile` once per expression: a cross-check evaluates the same two sides on
-    every instance."""
-    return _compile(e)
+    every instance. The closure keeps the tree it was compiled from (``tree``), from which
+    :mod:`derive.crosscheck.generated` writes the float backend's function."""
+    f = _compile(e)
+    f.tree, f.runs, f.generated = e, 0, None
+    return f
 
 
 def _compile(e: sp.Basic):
@@ -240,8 +245,9 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
             return rope_matrix(pos, ev.inst.d, ev.mode).dot(vec)
         return rot
     if isinstance(e, sp.Sum):
+        # SymPy's first range is the innermost (it flattens Σ_t Σ_{u ≤ t} into Sum(f, (u, 1, t), (t, 1, n)))
         body, *limits = e.args
-        return _compile_sum(_compile(body), [(v, _compile(lo), _compile(hi)) for v, lo, hi in limits])
+        return _compile_sum(_compile(body), [(v, _compile(lo), _compile(hi)) for v, lo, hi in reversed(limits)])
     if isinstance(e, sp.Product):
         return _compile_product(_compile(e.function), e.limits)
     if isinstance(e, RowExtremum):

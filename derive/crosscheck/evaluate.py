@@ -6,7 +6,9 @@ certain to contain the exact one, which is what certifies a counterexample). Ins
 entries may be exact numbers (integers, ``sympy.Rational``, ``sqrt(2)``); the ``arb``
 backend encloses them exactly, ``float`` rounds them. An expression is evaluated through its
 compiled closures (:mod:`derive.crosscheck.compiled`), over a whitelist of node types;
-anything else raises :class:`~derive.errors.Unsupported`.
+anything else raises :class:`~derive.errors.Unsupported`. From its second float evaluation on,
+an expression is evaluated by one generated function (:mod:`derive.crosscheck.generated`: the
+same operations, without a call per node), the closures taking over where that raises.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sympy as sp
 from flint import arb
 
 from derive.crosscheck.compiled import canon, compiled
+from derive.crosscheck.generated import generated
 from derive.crosscheck.instance import Instance, Uncertain, rope_matrix
 from derive.errors import Unsupported
 from derive.model.vectors import VectorSymbol
@@ -97,7 +100,17 @@ class _Eval:
     # ---- evaluation -----------------------------------------------------------------------
 
     def run(self, e: sp.Basic, env: dict):
-        return compiled(e)(self, env)
+        f = compiled(e)
+        if self.mode == "float":
+            f.runs += 1
+            if f.runs == 2:  # evaluated again: worth one generated function (derive.crosscheck.generated)
+                f.generated = generated(f.tree)
+            if f.generated is not None:
+                try:
+                    return f.generated(self, env)
+                except Exception:  # noqa: BLE001 - the closures give their own value or exception
+                    pass
+        return f(self, env)
 
     def symbol(self, e: sp.Symbol):
         """The value of a symbol that no loop binds: d, n, a scalar or a vector of the instance."""
