@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb, arf, ctx
 
 from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
 from derive.impl.tolerance import kappa
@@ -97,16 +97,30 @@ def _f(a: arb) -> float:
     return float(a.mid())
 
 
-def _score(dot: int, e: int, scale: float, mask) -> arb:
-    """scale · dot · 2^e (+ mask), exact (the precision raised to hold it) unless the mask's
+def _score(dot: int, e: int, scale, mask) -> arb:
+    """scale · dot · 2^e (+ mask), exact (an arb of the exact binary product when ``scale`` is
+    given as (m, e), :func:`_binary`; else at a precision raised to hold it) unless the mask's
     addition needs more than 64 bits beyond the product's."""
+    if mask is None and isinstance(scale, tuple):
+        return arb(arf((dot * scale[0], e + scale[1])))  # exact at any precision
     saved = ctx.prec
     ctx.prec = max(saved, max(dot.bit_length(), 1) + 64)
     try:
-        x = arb(dot) * arb(2) ** e * arb(float(scale))
+        if isinstance(scale, tuple):
+            x = arb(arf((dot * scale[0], e + scale[1])))
+        else:
+            x = arb(dot) * arb(2) ** e * arb(float(scale))
         return x if mask is None else x + arb(float(mask))
     finally:
         ctx.prec = saved
+
+
+def _binary(value: float):
+    """A finite float as (m, e) with value == m · 2^e exactly; anything else as it is."""
+    if not math.isfinite(float(value)):
+        return value
+    num, den = float(value).as_integer_ratio()  # den is a power of two
+    return num, -(den.bit_length() - 1)
 
 
 def _softmax(xs: list, sigma):
@@ -130,16 +144,22 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
     saved = ctx.prec
     ctx.prec = max(128, 4 * int(dps))
     try:
+        sc = _binary(scale)
+        vis = visible.tolist()
         for b in range(B):
+            masks = None if add_mask is None else add_mask[b, 0].tolist()
             for h in range(H):
                 dots, e = exact_dots(q[b, h], k[b, h])
                 sig = None if sigma is None else sigma[h]
-                for i in range(M):
-                    xs = [None if not visible[i, j] or (add_mask is not None and add_mask[b, 0, i, j] == -INF)
-                          else _score(int(dots[i, j]), e, scale, None if add_mask is None else add_mask[b, 0, i, j])
+                params = {} if sig in (None, -INF) else {"sigma": sig}
+                for i, (drow, vrow) in enumerate(zip(dots.tolist(), vis)):
+                    mrow = None if masks is None else masks[i]
+                    xs = [None if not vrow[j] or (mrow is not None and mrow[j] == -INF)
+                          else _score(drow[j], e, sc, None if mrow is None else mrow[j])
                           for j in range(N)]
-                    rows[b, h, i] = [-INF if x is None else _f(x) for x in xs]
-                    kap[b, h, i] = kappa(rows[b, h, i].tolist(), {} if sig in (None, -INF) else {"sigma": sig})
+                    frow = [-INF if x is None else _f(x) for x in xs]
+                    rows[b, h, i] = frow
+                    kap[b, h, i] = kappa(frow, params)
                     row = enclosed(partial(_softmax, xs, sig))
                     lse_i = row.lse()
                     if lse_i is None:

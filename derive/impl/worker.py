@@ -3,7 +3,7 @@
 It runs in the child of :mod:`derive.sandbox` (``derive/sandbox/child.py worker.py RFD WFD``,
 loaded by its path): it imports neither derive nor SymPy, only numpy (and torch when the
 implementation needs it). It speaks a private pipe (requests pickled by the parent, replies
-as JSON and .npy bytes, :func:`derive.sandbox.child.encode`, which the parent decodes without
+as JSON and the arrays' bytes, :func:`derive.sandbox.child.encode`, which the parent decodes without
 pickle, so no reply can run code there), never its standard output: file descriptor 1 is a
 file the parent inspects, and ``print`` goes to standard error. Every request gets one reply
 from :func:`handle`:
