@@ -31,7 +31,7 @@ import numpy as np
 from flint import arb, arf, ctx, fmpz_mat
 
 from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
-from derive.impl.tolerance import kappa
+from derive.impl.tolerance import kappas
 
 __all__ = ["Exact", "allowed", "exact", "exact_dots"]
 
@@ -164,9 +164,7 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
                         xs = [None if not vrow[j] or (mrow is not None and mrow[j] == -INF)
                               else _score(drow[j], e, sc, None if mrow is None else mrow[j])
                               for j in range(N)]
-                    frow = [-INF if x is None else _f(x) for x in xs]
-                    rows[b, h, i] = frow
-                    kap[b, h, i] = kappa(frow, params)
+                    rows[b, h, i] = [-INF if x is None else _f(x) for x in xs]
                     row, weights = enclosed(partial(_softmax, xs, sig))
                     lse_i = row.lse()
                     if lse_i is None:
@@ -175,6 +173,7 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
                     defined[b, h, i] = True
                     P[b, h, i] = [_f(w) for w in weights]
                     Psig[b, h, i] = _f(row.share(row.extra))
+                kap[b, h] = kappas(rows[b, h], [params] * M)
                 out[b, h] = np.where(defined[b, h][:, None], _fsum_dot(P[b, h], v[b, h]), np.nan)
                 out_scale[b, h] = _fsum_dot(P[b, h], np.abs(v[b, h]))
     finally:
