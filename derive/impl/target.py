@@ -77,9 +77,9 @@ def _worker(name: str, timeout: float, env: dict | None) -> tuple[Worker, bool]:
 
 
 def shown(x: np.ndarray) -> str:
-    flat = [float(v) for v in np.ravel(x)]
-    text = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in flat[:8])
-    return "[" + text + (", ..." if len(flat) > 8 else "") + "]"
+    flat = np.ravel(x)
+    text = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in map(float, flat[:8]))
+    return "[" + text + (", ..." if flat.size > 8 else "") + "]"
 
 
 class ImplRaised(Exception):
