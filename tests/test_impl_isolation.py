@@ -182,3 +182,28 @@ def test_a_wrong_shape_stops_the_shared_worker():
             check_implementation(H + "returns_transposed", "softmax", dtypes=("float64",), examples=5)
         after = _pid("numpy:exp")
     assert before != after
+
+
+def test_a_reply_is_rebuilt_from_dtype_shape_and_bytes_and_nothing_else():
+    """The child's reply format: arrays of numbers round-trip bit for bit (any layout, 0-d, empty,
+    big-endian); an object dtype, a record, a string, a bad shape, missing or extra bytes are refused."""
+    import numpy as np
+
+    from derive.sandbox.child import encode
+    from derive.sandbox.process import decode
+
+    arrays = [np.zeros(0), np.array(3.5), np.arange(6.0).reshape(2, 3).T, np.array([1 + 2j]), np.array([True, False]),
+              np.zeros((0, 3)), np.arange(12.0).reshape(3, 4)[:, ::2], np.arange(3, dtype=">f8"),
+              np.array([np.nan, -np.inf, -0.0])]
+    reply = decode(encode(("ok", ["a"], *arrays, {"mutated": False}, None)))
+    assert reply[:2] == ("ok", ["a"]) and reply[-2:] == ({"mutated": False}, None)
+    for a, b in zip(arrays, reply[2:-2]):
+        assert b.dtype == a.dtype and b.shape == a.shape and b.tobytes() == a.tobytes()
+        assert b.flags.writeable and b.flags.c_contiguous
+    with pytest.raises(ValueError):
+        encode(("ok", np.array([object()])))
+    for head, tail in [(["|O", [1]], 8), (["<f8", [2]], 8), (["<f8", [1]], 9), (["<f8", [True]], 8), (["V8", [1]], 8),
+                       (["i4,i4", [1]], 8), (["<f8", [-1]], 0), (["(2,)f8", [1]], 16), (["U3", [1]], 12),
+                       (["<f8", [10**12, 10**12]], 8), (["<f8", 1], 8)]:
+        with pytest.raises((ValueError, TypeError)):
+            decode(json.dumps(["ok", {"array": head}]).encode() + b"\n" + bytes(tail))

@@ -127,3 +127,23 @@ def test_one_counterexample_type_for_every_form():
     masked = Failure(dtype="float64", what="value", row=[-math.inf], params={}, shape=(1,), output=[0.3],
                      exact=[math.nan], errors=[math.inf], bounds=[math.nan], defined=False)
     assert masked.failing() == [0] and masked.worst() == math.inf  # a NaN bound allows nothing
+
+
+def test_kappas_is_kappa_row_by_row():
+    """The rows-at-once condition number gives the very floats of :func:`kappa` on every row, with
+    −∞, NaN, +∞, −0.0, scores far below the top, no keys and every parameter kind."""
+    import random
+
+    import numpy as np
+
+    from derive.impl.tolerance import kappa, kappas
+
+    rng = random.Random(1)
+    vals = [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e300, -1e300, 5e-324, 800.0, -800.0, 1e4, -1e4,
+            801.5, 3.0]
+    params = [{}, {"s": 1.5}, {"s": -30.0, "t": 2.0}, {"s": math.inf}, {"s": -0.0}]
+    for n in range(7):
+        rows = [[rng.choice(vals) for _ in range(n)] for _ in range(200)]
+        ps = [rng.choice(params) for _ in rows]
+        got = kappas(np.array(rows, dtype=np.float64).reshape(len(rows), n), ps)
+        assert [v.hex() for v in got] == [float(kappa(r, p)).hex() for r, p in zip(rows, ps)]

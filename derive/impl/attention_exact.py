@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb, arf, ctx, fmpz_mat
 
 from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
-from derive.impl.tolerance import kappa
+from derive.impl.tolerance import kappas
 
 __all__ = ["Exact", "allowed", "exact", "exact_dots"]
 
@@ -52,11 +52,13 @@ def _as_ints(a: np.ndarray) -> tuple[np.ndarray, int]:
     return ints, base
 
 
-def exact_dots(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, int]:
-    """⟨q_i, k_j⟩ for q (M, d), k (N, d) exactly: (object array (M, N) of ints, e), value ints · 2^e."""
+def exact_dots(q: np.ndarray, k: np.ndarray) -> tuple[list, int]:
+    """⟨q_i, k_j⟩ for q (M, d), k (N, d) exactly: (M rows of N integers (flint fmpz), e), value ints · 2^e
+    (one integer matrix product in FLINT)."""
     qi, eq = _as_ints(q)
     ki, ek = _as_ints(k)
-    return qi.dot(ki.T), eq + ek
+    (M, d), N = qi.shape, ki.shape[0]
+    return (fmpz_mat(M, d, qi.ravel().tolist()) * fmpz_mat(d, N, ki.T.ravel().tolist())).tolist(), eq + ek
 
 
 def allowed(M: int, N: int, start_q: int, causal: bool, window: int) -> np.ndarray:
@@ -97,20 +99,36 @@ def _f(a: arb) -> float:
     return float(a.mid())
 
 
-def _score(dot: int, e: int, scale: float, mask) -> arb:
-    """scale · dot · 2^e (+ mask), exact (the precision raised to hold it) unless the mask's
+def _score(dot: int, e: int, scale, mask) -> arb:
+    """scale · dot · 2^e (+ mask), exact (an arb of the exact binary product when ``scale`` is
+    given as (m, e), :func:`_binary`; else at a precision raised to hold it) unless the mask's
     addition needs more than 64 bits beyond the product's."""
+    if mask is None and isinstance(scale, tuple):
+        return arb(arf((dot * scale[0], e + scale[1])))  # exact at any precision
     saved = ctx.prec
-    ctx.prec = max(saved, max(dot.bit_length(), 1) + 64)
+    ctx.prec = max(saved, max(int(dot).bit_length(), 1) + 64)
     try:
-        x = arb(dot) * arb(2) ** e * arb(float(scale))
+        if isinstance(scale, tuple):
+            x = arb(arf((dot * scale[0], e + scale[1])))
+        else:
+            x = arb(int(dot)) * arb(2) ** e * arb(float(scale))
         return x if mask is None else x + arb(float(mask))
     finally:
         ctx.prec = saved
 
 
+def _binary(value: float):
+    """A finite float as (m, e) with value == m · 2^e exactly; anything else as it is."""
+    if not math.isfinite(float(value)):
+        return value
+    num, den = float(value).as_integer_ratio()  # den is a power of two
+    return num, -(den.bit_length() - 1)
+
+
 def _softmax(xs: list, sigma):
-    return softmax_row(xs, extra_of(sigma))
+    """The row and its weights (the shares :func:`enclosed` checks are tight, kept for the result)."""
+    row = softmax_row(xs, extra_of(sigma))
+    return row, row.weights()
 
 
 def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> Exact:
@@ -130,24 +148,32 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
     saved = ctx.prec
     ctx.prec = max(128, 4 * int(dps))
     try:
+        sc = _binary(scale)
+        vis = visible.tolist()
         for b in range(B):
+            masks = None if add_mask is None else add_mask[b, 0].tolist()
             for h in range(H):
                 dots, e = exact_dots(q[b, h], k[b, h])
                 sig = None if sigma is None else sigma[h]
-                for i in range(M):
-                    xs = [None if not visible[i, j] or (add_mask is not None and add_mask[b, 0, i, j] == -INF)
-                          else _score(int(dots[i, j]), e, scale, None if add_mask is None else add_mask[b, 0, i, j])
-                          for j in range(N)]
+                params = {} if sig in (None, -INF) else {"sigma": sig}
+                for i, (drow, vrow) in enumerate(zip(dots, vis)):
+                    mrow = None if masks is None else masks[i]
+                    if mrow is None and isinstance(sc, tuple):  # _score's exact product, inline
+                        xs = [arb(arf((d * sc[0], e + sc[1]))) if ok else None for d, ok in zip(drow, vrow)]
+                    else:
+                        xs = [None if not vrow[j] or (mrow is not None and mrow[j] == -INF)
+                              else _score(drow[j], e, sc, None if mrow is None else mrow[j])
+                              for j in range(N)]
                     rows[b, h, i] = [-INF if x is None else _f(x) for x in xs]
-                    kap[b, h, i] = kappa(rows[b, h, i].tolist(), {} if sig in (None, -INF) else {"sigma": sig})
-                    row = enclosed(partial(_softmax, xs, sig))
+                    row, weights = enclosed(partial(_softmax, xs, sig))
                     lse_i = row.lse()
                     if lse_i is None:
                         continue
                     lse[b, h, i] = _f(lse_i)
                     defined[b, h, i] = True
-                    P[b, h, i] = [_f(w) for w in row.weights()]
+                    P[b, h, i] = [_f(w) for w in weights]
                     Psig[b, h, i] = _f(row.share(row.extra))
+                kap[b, h] = kappas(rows[b, h], [params] * M)
                 out[b, h] = np.where(defined[b, h][:, None], _fsum_dot(P[b, h], v[b, h]), np.nan)
                 out_scale[b, h] = _fsum_dot(P[b, h], np.abs(v[b, h]))
     finally:

@@ -26,7 +26,7 @@ import numpy as np
 from derive.impl.numbers import listed, num
 
 __all__ = ["KERNEL_CLASSES", "RULE", "admitted", "cell", "class_lines", "file_failure", "prepare", "record_call",
-           "row_class", "row_classes", "status"]
+           "calls_classes", "row_class", "row_classes", "status"]
 
 INF = math.inf
 EXTREME = 30.0  # a sink logit this large in magnitude (or −∞) is an extreme one
@@ -97,33 +97,48 @@ def _extreme(checker, value: float) -> bool:
 def row_classes(checker, call, r: int) -> list[str]:
     """Every class a row (r ≥ 0) or a whole call (r = −1: a parameter's gradient) belongs to, in the
     order of :data:`KERNEL_CLASSES` (the first is the one it is filed under)."""
-    params = [float(v) for v in np.ravel(list(call.params.values()))] if r < 0 else list(call.row_params(r).values())
-    extreme = any(_extreme(checker, v) for v in params)
     if r < 0:
-        return ["sinks", "param-grad"] if extreme else ["param-grad"]
-    x = call.x[r]
-    n = x.shape[-1]
-    masked = _masked(checker, x)
-    if n == 0:
-        return ["empty"] + (["sinks"] if extreme else [])
-    out = []
-    if masked.all():
-        out.append("fully-masked")
-    if extreme:
-        out.append("sinks")
-    if masked.any() and not masked.all():
-        out.append("masked")
-    if call.form == "online" and -(-n // int(call.third)) >= 4:
-        out.append("tiles")
+        params = [float(v) for v in np.ravel(list(call.params.values()))]
+        return ["sinks", "param-grad"] if any(_extreme(checker, v) for v in params) else ["param-grad"]
+    return calls_classes(checker, call, (r,))[0]
+
+
+def calls_classes(checker, call, rows) -> list[list[str]]:
+    """:func:`row_classes` of each row in ``rows`` (r ≥ 0), the masks of the call's rows found at once."""
+    n = call.x.shape[-1]
+    masked = _masked(checker, call.x)
+    every, some = masked.all(axis=-1).tolist(), masked.any(axis=-1).tolist()
+    extremes: dict = {}  # the parameters of row r are those of its head (r mod H), or the call's
+    shared = []  # the classes every row of the call has or lacks alike, after masked
+    if call.form == "online" and n and -(-n // int(call.third)) >= 4:
+        shared.append("tiles")
     if call.form == "split" and n >= 2 and int(call.third) >= 2:
-        out.append("splits")
+        shared.append("splits")
     if n >= 17:
-        out.append("long")
-    if r >= 8:
-        out.append("late")
-    if len(call.lead) > 1:
-        out.append("layout")
-    return out or ["finite"]
+        shared.append("long")
+    out = []
+    for r in rows:
+        slot = r % call.heads if call.heads else 0
+        if slot not in extremes:
+            extremes[slot] = any(_extreme(checker, v) for v in call.row_params(r).values())
+        extreme = extremes[slot]
+        if n == 0:
+            out.append(["empty"] + (["sinks"] if extreme else []))
+            continue
+        cls = []
+        if every[r]:
+            cls.append("fully-masked")
+        if extreme:
+            cls.append("sinks")
+        if some[r] and not every[r]:
+            cls.append("masked")
+        cls += shared
+        if r >= 8:
+            cls.append("late")
+        if len(call.lead) > 1:
+            cls.append("layout")
+        out.append(cls or ["finite"])
+    return out
 
 
 def row_class(checker, call, r: int) -> str:
@@ -166,6 +181,7 @@ def _outside(checker, call, r: int) -> bool:
 def record_call(checker, call, got: dict, tol, result, source: str = "fixed list") -> None:
     """Compare every row of ``call``; file each failure by :data:`RULE` (:func:`file_failure`)."""
     R = call.x.shape[0]
+    classes = calls_classes(checker, call, range(R))
     start = 0
     # rows are counted once below; each compare covers rows start..(its failing row), so the masked-row
     # conventions and +∞ lse it notes are of disjoint rows
@@ -179,7 +195,7 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
         r = fail.row
         if not _outside(checker, call, r):
             failed.add(r)
-            file_failure(result.classes, result.failed_in, row_classes(checker, call, r), fail)
+            file_failure(result.classes, result.failed_in, classes[r] if r >= 0 else row_classes(checker, call, r), fail)
             if result.failure is None:
                 result.failure, result.source = fail, source
         if r < 0:
@@ -199,7 +215,7 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
     result.rows += len(judged)
     result.undefined_rows += sum(not checker.exact(call, r).defined for r in judged)
     for r in judged:
-        for cls in row_classes(checker, call, r):
+        for cls in classes[r]:
             result.class_rows[cls] = result.class_rows.get(cls, 0) + 1
 
 

@@ -19,6 +19,7 @@ branch (clipped softmax at (ζ − γ)p + γ = 0 and = 1), read off the formula.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
@@ -83,7 +84,9 @@ def _decade():
                      st.integers(-3, 3), st.sampled_from((1.0, -1.0)))
 
 
+@lru_cache(maxsize=None)
 def _entry(masked: bool):
+    """One score (made once: a strategy draws the same whether it is built anew or reused)."""
     if masked:  # a score is masked (−∞) about every other time
         return st.one_of(_entry(False), st.just(-INF))
     return st.one_of(
@@ -133,6 +136,15 @@ def _long_row(draw, n: int, masked: bool) -> list[float]:
     return row.tolist()
 
 
+@lru_cache(maxsize=None)
+def score_rows(n: int, masked: bool):
+    """A row of ``n`` scores (:func:`_entry`); with ``masked``, or the whole row masked. Made once
+    per (n, masked): Hypothesis draws the same from a strategy built anew or reused, and building
+    one (its checks and properties) costs more than drawing from it."""
+    free = st.lists(_entry(masked), min_size=n, max_size=n)
+    return st.one_of(free, st.just([-INF] * n)) if masked else free
+
+
 @st.composite
 def cases(draw, min_lead: int, free_params: dict, masked: bool, long: bool = False):
     """(scores of shape (*lead, n), parameters) with the normalized axis last; ``free_params``:
@@ -150,8 +162,7 @@ def cases(draw, min_lead: int, free_params: dict, masked: bool, long: bool = Fal
             if rows[-1] is None:
                 rows[-1] = _long_row(draw, n, masked)
             continue
-        free = st.lists(_entry(masked), min_size=n, max_size=n)
-        rows.append(draw(st.one_of(free, st.just([-INF] * n)) if masked else free))
+        rows.append(draw(score_rows(n, masked)))
     params = {p: draw(free_params[p]) for p in free_params}
     return np.array(rows, dtype=np.float64).reshape(*lead, n), params
 

@@ -19,7 +19,7 @@ from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXA
                                        values)
 from derive.impl.numbers import agree, agree_all, scaled, jnum, listed, round_to, shortest
 from derive.impl.target import ImplRaised
-from derive.impl.tolerance import Tolerance, kappa
+from derive.impl.tolerance import Tolerance, kappa, kappas
 from derive.normalizers.family import kernel_sigma, logit_slope
 
 __all__ = ["Call", "KernelChecker", "KernelFailure", "KernelResult"]
@@ -313,10 +313,8 @@ class KernelChecker:
         if call.passing and call.passing[0] is got and call.passing[1] == tol:
             return call.passing[2]
         R = call.x.shape[0]
-        kaps = []
-        for r in range(R):
-            kaps.append(kappa(call.scores(r), {k: val for k, val in call.row_params(r).items()
-                                                   if math.isfinite(val)}))
+        x = call.x if call.masked is None else np.where(call.masked, -math.inf, call.x)  # call.scores, every row
+        kaps = kappas(x, [{k: val for k, val in call.row_params(r).items() if math.isfinite(val)} for r in range(R)])
         exs = [self.exact(call, r) for r in range(R)]
         fine = [r for r in range(R) if exs[r].defined]
         passed, ratios = np.zeros(R, dtype=bool), np.zeros(R)

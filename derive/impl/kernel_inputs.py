@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from derive.impl.inputs import _entry, _long_row
+from derive.impl.inputs import _long_row, score_rows
 from derive.normalizers.family import kernel_form
 from derive.normalizers.registry import get as get_normalizer, names, on_use
 
@@ -189,7 +189,7 @@ def kernel_cases(draw, form: str, free: dict, sets: int, long: bool = False):
         n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(1, 8))
     else:
         n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(0, 1))
-    rows = [draw(st.one_of(st.lists(_entry(True), min_size=n, max_size=n), st.just([-INF] * n)))
+    rows = [draw(score_rows(n, True))
             for _ in range(draw(st.integers(1, 3)))]
     value = {p: st.one_of(st.sampled_from(SINK_VALUES), free[p]) for p in free}
     return rows, third, [{p: draw(value[p]) for p in free} for _ in range(sets)]

@@ -77,9 +77,9 @@ def _worker(name: str, timeout: float, env: dict | None) -> tuple[Worker, bool]:
 
 
 def shown(x: np.ndarray) -> str:
-    flat = [float(v) for v in np.ravel(x)]
-    text = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in flat[:8])
-    return "[" + text + (", ..." if len(flat) > 8 else "") + "]"
+    flat = np.ravel(x)
+    text = ", ".join(repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in map(float, flat[:8]))
+    return "[" + text + (", ..." if flat.size > 8 else "") + "]"
 
 
 class ImplRaised(Exception):
@@ -133,14 +133,14 @@ class Target:
               vkey=None) -> dict:
         """A kernel-form call fn(x, v, block | splits | dout, **params): {name: float64 array}.
 
-        ``vkey``: a key that names the values ``v`` (the same key, the same values): the worker
-        keeps the last few it received, so calls on the same values send them once."""
+        ``vkey``: (a name of the values, ``v.shape``): the same name, the same values in C order, in
+        any layout; the worker keeps the last few it received, so calls on the same values send them once."""
         doing = (f"being called in {form} form on {dtype} scores of shape {list(x.shape)}: {shown(x)}"
                  + (f", {'block' if form == 'online' else 'splits'} = {third}" if form != "backward" else ""))
         third = np.ascontiguousarray(third, dtype=np.float64) if isinstance(third, np.ndarray) else int(third)
-        held = vkey is not None and vkey in self.held
+        held = vkey is not None and vkey[0] in self.held
         if vkey is not None and not held:
-            self.held = (self.held + [vkey])[-HELD:]  # the worker keeps as many, dropping the oldest
+            self.held = (self.held + [vkey[0]])[-HELD:]  # the worker keeps as many, dropping the oldest
         reply = self.worker.request(("kcall", form, np.ascontiguousarray(x, dtype=np.float64),
                                      None if held else np.ascontiguousarray(v, dtype=np.float64), third,
                                      dict(params or {}), dtype, vkey), doing)

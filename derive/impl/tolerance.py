@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from derive.errors import InputError
 
-__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "tolerance"]
+__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "kappas", "tolerance"]
 
 
 FAR_BELOW = 800.0  # a score this far below the row's top has weight below e^-800: it sets no condition
@@ -46,6 +48,19 @@ def kappa(row, params: dict) -> float:
     carrying = [abs(v) for v in live if v >= top - FAR_BELOW]
     return (2 * max(carrying, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
             + max(len(live) - 1, 0))
+
+
+def kappas(rows, params: list) -> list[float]:
+    """:func:`kappa` of every row of the 2-D array ``rows`` (row r with the parameters ``params[r]``),
+    the rows at once: the same operations on the same floats, so the same values."""
+    x = np.asarray(rows, dtype=np.float64)
+    live = (x != -np.inf) & (x == x)
+    count = live.sum(axis=-1)
+    top = np.where(count > 0, np.max(np.where(live, x, -np.inf), axis=-1, initial=-np.inf), 0.0)
+    carrying = live & (x >= (top - FAR_BELOW)[:, None])
+    big = np.max(np.where(carrying, np.abs(x), 0.0), axis=-1, initial=0.0)
+    own = np.array([max((abs(v) for v in p.values()), default=0.0) for p in params], dtype=np.float64)
+    return (2 * big + own + np.maximum(count - 1, 0)).tolist()
 
 
 @dataclass(frozen=True)

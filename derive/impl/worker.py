@@ -3,7 +3,7 @@
 It runs in the child of :mod:`derive.sandbox` (``derive/sandbox/child.py worker.py RFD WFD``,
 loaded by its path): it imports neither derive nor SymPy, only numpy (and torch when the
 implementation needs it). It speaks a private pipe (requests pickled by the parent, replies
-as JSON and .npy bytes, :func:`derive.sandbox.child.encode`, which the parent decodes without
+as JSON and the arrays' bytes, :func:`derive.sandbox.child.encode`, which the parent decodes without
 pickle, so no reply can run code there), never its standard output: file descriptor 1 is a
 file the parent inspects, and ``print`` goes to standard error. Every request gets one reply
 from :func:`handle`:
@@ -17,8 +17,8 @@ from :func:`handle`:
   or ``("error", message)`` (which fixed list applies is never the child's word: the parent
   decides it from what it launched, :func:`derive.impl.triton_env.interpreted`);
 * ``("kcall", form, x, v, third, params, dtype, vkey)`` (``third`` the tile size, the number of splits
-  or ``dout``; ``vkey`` None or a key naming ``v``, kept for the next calls: ``v`` None then means the
-  values last sent with that key) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
+  or ``dout``; ``vkey`` None or (name, shape): ``v`` is kept under the name for the next calls, and ``v``
+  None then means the values last sent under that name, in that shape (the same values in another layout)) → ``("ok", names, *arrays)`` (``out`` and ``lse``, or ``dx``, ``dv`` and one array per
   parameter gradient ``d<name>``; the name ``mutated``, with an empty array, when the function
   changed one of its input arrays), ``("raised", text)`` or ``("bad", message)``;
 * ``("aprobe",)`` and ``("acall", ...)``: the attention form, answered by
@@ -312,11 +312,12 @@ _HELD: dict = {}
 
 
 def kcall(target: Target, form, x, v, third, params, dtype, vkey=None):
-    if vkey is not None:
+    if vkey is not None:  # (name, shape): the values kept under the name, passed in this shape
+        name, shape = vkey
         if v is None:
-            v = _HELD[vkey]
+            v = _HELD[name].reshape(shape)
         else:
-            _HELD[vkey] = v
+            _HELD[name] = v
             while len(_HELD) > HELD:
                 del _HELD[next(iter(_HELD))]
     y, mutated = kraw(target, form, x, v, third, params, dtype)

@@ -6,8 +6,8 @@ kills the child's whole session when it is done; :mod:`derive.sandbox.child` (th
 side, standard library only) is the script the child runs: it loads a *service* — a file
 with a ``handle(message) -> reply`` function, :mod:`derive.impl.worker` for ``derive impl``,
 :mod:`derive.flex.child` for FlexAttention tracing — and answers each request with one
-reply, a JSON header line and numpy arrays in ``.npy`` format (no pickle), which the parent
-decodes. A ``sys.exit`` in the user's code becomes the reply ``("exit", code)`` and ends the
+reply, a JSON header line (each numpy array there as its dtype and shape) and the arrays' bytes
+(no pickle), which the parent decodes. A ``sys.exit`` in the user's code becomes the reply ``("exit", code)`` and ends the
 child; any other exception it lets through becomes ``("raised", text)``.
 
 Nothing here imports the rest of derive, so a child starts without SymPy.

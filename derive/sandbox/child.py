@@ -13,14 +13,13 @@ or, imported in derive's own process, as :mod:`derive.sandbox.child`.
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import os
 import sys
 import types
 from multiprocessing.connection import Connection
 
-__all__ = ["brief", "encode", "serve"]
+__all__ = ["KINDS", "brief", "encode", "serve"]
 
 NAME = "derive_sandbox_child"  # the name a service imports these helpers by, in the child
 
@@ -34,22 +33,24 @@ def brief(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+KINDS = "biufc"  # the dtype kinds a reply's array may have: booleans and numbers, never objects
+
+
 def encode(reply: tuple) -> bytes:
-    """A reply as bytes the parent decodes without pickle: a JSON header line, then the numpy
-    arrays of the reply in .npy format (the parent loads them with allow_pickle=False)."""
+    """A reply as bytes the parent decodes without pickle: a JSON header line, in which each numpy
+    array of the reply is ``{"array": [dtype, shape]}``, then the arrays' bytes in C order, one
+    after another (the parent rebuilds them from dtype, shape and bytes: no code, no object)."""
     np = sys.modules.get("numpy")  # an array can only be in the reply if numpy is loaded
     header, arrays = [], []
     for v in reply:
         if np is not None and isinstance(v, np.ndarray):
-            header.append({"array": len(arrays)})
-            arrays.append(v)
+            if v.dtype.kind not in KINDS or v.dtype.hasobject:
+                raise ValueError(f"cannot send an array of dtype {v.dtype}")
+            header.append({"array": [v.dtype.str, list(v.shape)]})
+            arrays.append(v.tobytes())  # in C order, whatever the array's layout
         else:
             header.append(v)
-    out = io.BytesIO()
-    out.write(json.dumps(header).encode() + b"\n")
-    for a in arrays:
-        np.save(out, np.array(a, order="C"), allow_pickle=False)  # keeps a 0-d array 0-d
-    return out.getvalue()
+    return b"".join([json.dumps(header).encode(), b"\n", *arrays])
 
 
 def serve(rfd: int, wfd: int, handle) -> None:

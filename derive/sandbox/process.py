@@ -9,8 +9,8 @@ owns it), standard error is relayed to ours after each request. Every request wa
 
 from __future__ import annotations
 
-import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from derive.errors import InputError
+from derive.sandbox.child import KINDS
 
 __all__ = ["RUNNER", "Worker", "decode"]
 
@@ -36,16 +37,37 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+def _array(spec, data: bytes, pos: int) -> tuple[np.ndarray, int]:
+    """The array ``spec`` = [dtype, shape] whose bytes start at ``pos`` in ``data``, and where they end."""
+    dt, shape = spec
+    if not (isinstance(dt, str) and isinstance(shape, list)
+            and all(type(s) is int and s >= 0 for s in shape)):  # noqa: E721 - not a bool
+        raise ValueError("not an array")
+    dtype = np.dtype(dt)
+    if dtype.kind not in KINDS or dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError("not an array of numbers")
+    count = math.prod(shape)
+    end = pos + count * dtype.itemsize
+    if end > len(data):
+        raise ValueError("truncated")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=pos).reshape(tuple(shape)).copy(), end
+
+
 def decode(data: bytes) -> tuple:
-    """A reply of the child (see :func:`derive.sandbox.child.encode`), without pickle."""
+    """A reply of the child (see :func:`derive.sandbox.child.encode`), without pickle: every array
+    rebuilt from its dtype (booleans and numbers only), shape and bytes, which must fill the reply."""
     head, _, rest = data.partition(b"\n")
     header = json.loads(head.decode("utf-8"))
     if not isinstance(header, list) or not header or not isinstance(header[0], str):
         raise ValueError("not a reply")
-    buf = io.BytesIO(rest)
-    count = sum(isinstance(v, dict) and list(v) == ["array"] for v in header)
-    arrays = [np.load(buf, allow_pickle=False) for _ in range(count)]
-    return tuple(arrays[v["array"]] if isinstance(v, dict) and list(v) == ["array"] else v for v in header)
+    out, pos = [], 0
+    for v in header:
+        if isinstance(v, dict) and list(v) == ["array"]:
+            v, pos = _array(v["array"], rest, pos)
+        out.append(v)
+    if pos != len(rest):
+        raise ValueError("bytes after the arrays")
+    return tuple(out)
 
 
 class Worker:
