@@ -90,8 +90,7 @@ def _fsum_dot(w: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Σ_j w_ij a_jc for each i, c with math.fsum (one rounding per entry)."""
     out = np.empty((w.shape[0], a.shape[1]))
     for i in range(w.shape[0]):
-        for c in range(a.shape[1]):
-            out[i, c] = math.fsum((w[i] * a[:, c]).tolist())
+        out[i] = [math.fsum(terms) for terms in (w[i][:, None] * a).T.tolist()]  # row c: w_ij a_jc over j
     return out
 
 
