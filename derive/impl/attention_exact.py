@@ -90,8 +90,7 @@ def _fsum_dot(w: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Σ_j w_ij a_jc for each i, c with math.fsum (one rounding per entry)."""
     out = np.empty((w.shape[0], a.shape[1]))
     for i in range(w.shape[0]):
-        for c in range(a.shape[1]):
-            out[i, c] = math.fsum((w[i] * a[:, c]).tolist())
+        out[i] = [math.fsum(terms) for terms in (w[i][:, None] * a).T.tolist()]  # row c: w_ij a_jc over j
     return out
 
 
@@ -131,6 +130,32 @@ def _softmax(xs: list, sigma):
     return row, row.weights()
 
 
+_ROWS: dict = {}  # a row's exact inputs (and the precision) → its floats: cases and dtypes meet the same rows
+
+
+def _row(drow, e: int, sc, mrow, vrow, sig, N: int):
+    """(the scores as floats, −∞ masked; None where the row has no value, else (lse, the weights,
+    the extra logit's weight) correctly rounded) of one row: its exact dot products drow · 2^e, the
+    scale, its additive mask and visible keys, the extra logit; computed once per distinct row."""
+    key = (tuple(drow), e, sc, None if mrow is None else tuple(mrow), tuple(vrow), sig, ctx.prec)
+    if key in _ROWS:
+        return _ROWS[key]
+    if mrow is None and isinstance(sc, tuple):  # _score's exact product, inline
+        xs = [arb(arf((d * sc[0], e + sc[1]))) if ok else None for d, ok in zip(drow, vrow)]
+    else:
+        xs = [None if not vrow[j] or (mrow is not None and mrow[j] == -INF)
+              else _score(drow[j], e, sc, None if mrow is None else mrow[j])
+              for j in range(N)]
+    floats = [-INF if x is None else _f(x) for x in xs]
+    row, weights = enclosed(partial(_softmax, xs, sig))
+    lse_i = row.lse()
+    done = None if lse_i is None else (_f(lse_i), [_f(w) for w in weights], _f(row.share(row.extra)))
+    if len(_ROWS) > 4096:
+        _ROWS.clear()
+    _ROWS[key] = floats, done
+    return _ROWS[key]
+
+
 def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> Exact:
     """The definition on q (B, H, M, D), k (B, H, N, D), v (B, H, N, Dv) (the values as passed,
     in float64), an additive mask (B, 1, M, N) or None, the visible keys (M, N) and the extra logit
@@ -158,21 +183,11 @@ def exact(q, k, v, scale: float, add_mask, visible, sigma, dps: int, g=None) -> 
                 params = {} if sig in (None, -INF) else {"sigma": sig}
                 for i, (drow, vrow) in enumerate(zip(dots, vis)):
                     mrow = None if masks is None else masks[i]
-                    if mrow is None and isinstance(sc, tuple):  # _score's exact product, inline
-                        xs = [arb(arf((d * sc[0], e + sc[1]))) if ok else None for d, ok in zip(drow, vrow)]
-                    else:
-                        xs = [None if not vrow[j] or (mrow is not None and mrow[j] == -INF)
-                              else _score(drow[j], e, sc, None if mrow is None else mrow[j])
-                              for j in range(N)]
-                    rows[b, h, i] = [-INF if x is None else _f(x) for x in xs]
-                    row, weights = enclosed(partial(_softmax, xs, sig))
-                    lse_i = row.lse()
-                    if lse_i is None:
+                    rows[b, h, i], done = _row(drow, e, sc, mrow, vrow, sig, N)
+                    if done is None:
                         continue
-                    lse[b, h, i] = _f(lse_i)
+                    lse[b, h, i], P[b, h, i], Psig[b, h, i] = done
                     defined[b, h, i] = True
-                    P[b, h, i] = [_f(w) for w in weights]
-                    Psig[b, h, i] = _f(row.share(row.extra))
                 kap[b, h] = kappas(rows[b, h], [params] * M)
                 out[b, h] = np.where(defined[b, h][:, None], _fsum_dot(P[b, h], v[b, h]), np.nan)
                 out_scale[b, h] = _fsum_dot(P[b, h], np.abs(v[b, h]))

@@ -50,7 +50,7 @@ from derive.kernels import backward as bw
 from derive.kernels.forms import a, exact_den, exact_num, m, m2, sigma, tile_den, tile_num, w, x
 from derive.model.attention import d, i, n
 from derive.normalizers.family import recognise
-from derive.prove.memo import memoized
+from derive.prove.memo import memoized, simplifies_to_zero
 from derive.render.markup import plain_math
 
 __all__ = ["ADDS", "FAULTS", "GUARDS", "PARTS", "K", "KernelFault", "applies", "by_key", "faults_for"]
@@ -258,7 +258,7 @@ def _changed(new, old) -> bool:
     """The rewrite changed the part: SymPy does not simplify the difference to 0 (a change it cannot
     rule out lists the fault, which is then only tried: a diagnosis names a fault only where its
     model differs from the definition on a probe)."""
-    return sp.simplify(new - old) != 0
+    return not simplifies_to_zero(new - old)
 
 
 def applies(fault: KernelFault, entry) -> bool:

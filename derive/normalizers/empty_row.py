@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.normalizers.symbolic_walk import SYMPY_FUNCTIONS
+from derive.prove.memo import simplifies_to_zero
 from derive.spec.parser import Binary, Name, Num, Unary
 
 __all__ = ["ALWAYS", "NEVER", "UNKNOWN", "Condition", "empty_row"]
@@ -42,7 +43,7 @@ class Condition:
         """True for every parameter value, False for none, None when SymPy cannot tell."""
         e = self.expr
         if self.kind == "nonzero":
-            if e.is_zero or sp.simplify(e) == 0:
+            if e.is_zero or simplifies_to_zero(e):
                 return False
             return True if e.is_nonzero else None
         if self.kind == "positive":

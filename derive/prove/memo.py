@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import sympy as sp
 
-__all__ = ["memoized", "simplify"]
+__all__ = ["memoized", "simplifies_to_zero", "simplify"]
 
 F = TypeVar("F", bound=Callable)
 
@@ -70,3 +70,38 @@ def _simplest(expr) -> bool:
 @memoized
 def _simplify(expr):
     return sp.simplify(expr)
+
+
+def simplifies_to_zero(expr) -> bool:
+    """``sympy.simplify(expr) == 0``, without the call when ``expr`` is 0 as it stands or has a
+    nonzero value at a point of its symbols' domain (simplify keeps an expression's value, so it
+    cannot make one that is nonzero somewhere 0; its first call also imports SymPy's units)."""
+    if expr == 0:
+        return True
+    return not _nonzero_at_a_point(expr) and sp.simplify(expr) == 0
+
+
+_POINT = (sp.Rational(3, 7), sp.Rational(5, 11), sp.Rational(7, 13), sp.Rational(11, 17), sp.Rational(13, 19))
+_INTEGER_POINT = (sp.Integer(2), sp.Integer(3), sp.Integer(5), sp.Integer(7), sp.Integer(11))
+
+
+def _nonzero_at_a_point(expr) -> bool:
+    """Is ``expr`` certainly nonzero at one point of its free symbols' domain (each symbol given a
+    distinct positive value, negated for a negative one, that has every assumption the symbol has),
+    its value there evaluated by SymPy to 30 digits in strict mode? False when it cannot tell."""
+    free = sorted(expr.free_symbols, key=str)
+    if len(free) > len(_POINT) or not all(isinstance(s, sp.Symbol) for s in free):
+        return False
+    values = {}
+    for k, sym in enumerate(free):
+        val = (_INTEGER_POINT if sym.is_integer else _POINT)[k]
+        if sym.is_extended_negative or sym.is_extended_nonpositive:
+            val = -val
+        if not all(getattr(val, f"is_{fact}") is True for fact, holds in sym.assumptions0.items() if holds):
+            return False
+        values[sym] = val
+    try:
+        num = sp.N(expr.xreplace(values), 30, strict=True)
+    except Exception:  # noqa: BLE001 - no value there (or not to the digits asked): undecided here
+        return False
+    return bool(num.is_Float and num.is_finite and num != 0)
