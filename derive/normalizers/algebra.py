@@ -103,13 +103,10 @@ def prove_congruent(a: sp.Expr, b: sp.Expr, depth: int = 6) -> tuple[bool, str]:
 
 
 def _differ(x: sp.Expr, y: sp.Expr) -> bool:
-    """Do ``x`` and ``y`` certainly differ (ball arithmetic, at one small integer instance)?
-    False means only "not shown"."""
+    """Do ``x`` and ``y`` certainly differ (ball arithmetic, at the first instance
+    :func:`quick_witness` tries)? False means only "not shown"."""
     try:
-        sig = signature(x, y)
-        inst, env = make_instance(sig, 2, max(2, sig.min_n), np.random.default_rng(0), bound=2, integers=True,
-                                  mask="full")
-        return certify(x, y, inst, env) is not None
+        return _quick_instance(x, y, signature(x, y), 0)[0] is not None
     except Exception:  # noqa: BLE001 - an instance that cannot be drawn or evaluated shows nothing
         return False
 
@@ -195,10 +192,7 @@ def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | N
     """A few small integer instances tried before Hypothesis's search (the same certificate)."""
     sig = signature(a, b)
     for seed in range(6):
-        rng = np.random.default_rng(seed)
-        nn = max(2, sig.min_n) + seed % 2
-        inst, env = make_instance(sig, 2, nn, rng, bound=2, integers=True, mask="full", fixed=fixed)
-        cert = certify(a, b, inst, env)
+        cert, inst, env = _quick_instance(a, b, sig, seed, fixed)
         if cert is not None:
             return {
                 "instance": inst.describe(),
@@ -208,6 +202,14 @@ def quick_witness(a: sp.Expr, b: sp.Expr, fixed: dict | None = None) -> dict | N
                 "enclosures": cert.as_json(),
             }
     return None
+
+
+def _quick_instance(a: sp.Expr, b: sp.Expr, sig, seed: int, fixed: dict | None = None) -> tuple:
+    """(certificate that a ≠ b or None, instance, index values) at the small integer instance ``seed``."""
+    nn = max(2, sig.min_n) + seed % 2
+    inst, env = make_instance(sig, 2, nn, np.random.default_rng(seed), bound=2, integers=True, mask="full",
+                              fixed=fixed)
+    return certify(a, b, inst, env), inst, env
 
 
 class Shown(sp.Symbol):
