@@ -2,7 +2,8 @@
 
 Limits of rational functions of exponentials against SymPy's ``limit``; a sign certified to
 change, which makes :func:`sign_of` undecided without ``simplify``; a remembered exact
-reference computed once per row.
+reference computed once per row; a route argument by argument left at once when a pair of
+arguments is certified to differ.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 import sympy as sp
 
 from derive.model.attention import X, i
-from derive.normalizers.algebra import _both_signs, sign_of
+from derive.normalizers.algebra import _both_signs, _differ, prove_congruent, sign_of
 from derive.normalizers.limits import rational_in_exponentials
 from derive.normalizers.numeric import remembered
 
@@ -92,3 +93,22 @@ def test_remembered_reference_runs_once_per_row_mask_and_parameters():
     with mpmath.workdps(30):
         ref([1.0, 2.0], None, s=1.0)  # another precision: computed again
     assert len(calls) == 4
+
+
+def test_arguments_certified_to_differ_and_equal_ones_not():
+    m, eps = sp.Symbol("m", real=True), sp.Symbol("epsilon", positive=True)
+    assert _differ(eps * e(-m) + e(X[i, 1] - m), eps + e(X[i, 1]))  # equal only at m = 0
+    assert not _differ(e(X[i, 1] - m) * e(m), e(X[i, 1]))  # the same function
+    assert not _differ(sp.Max(0, x) / 2, sp.Max(0, x) / 2)
+
+
+def test_a_min_max_product_with_arguments_that_differ_is_proved_as_a_whole():
+    """Each factor differs (e^{-m} is in one side's numerator and denominator only), the product
+    does not: the argument-by-argument route is certified hopeless and left, the difference
+    reduces to 0, and a product that is not equal is still not proved."""
+    m, eps = sp.Symbol("m", real=True), sp.Symbol("epsilon", positive=True)
+    a = sp.Max(0, e(X[i, 1] - m) - e(-m)) / (eps * e(-m) + e(X[i, 1] - m))
+    b = sp.Max(0, e(X[i, 1]) - 1) / (eps + e(X[i, 1]))
+    ok, how = prove_congruent(a, b)
+    assert ok and not how.startswith("argument by argument")
+    assert not prove_congruent(a, sp.Max(0, e(X[i, 1]) - 1) / (2 * eps + e(X[i, 1])))[0]

@@ -133,3 +133,41 @@ def test_a_fully_masked_fixed_row_fails_an_allow_empty_check():
 
 def test_no_checks_no_search():
     assert check_many([]) == []
+
+
+@pytest.mark.parametrize("name", ["softmax", "clipped", "softpick", "stick_breaking", "ssmax"])
+def test_stacked_stable_weights_are_the_row_by_row_ones(name):
+    """``prepare`` computes a stack of rows at once; the pairs then compared are the row-by-row
+    implementation's values (bit for bit below 8 keys, where numpy adds in order either way; to
+    float64 rounding above) next to the same reference."""
+    e = get(name)
+    params = {k: float(v) for k, v in e.sample_values().items()}
+    rows = list(FIXED_ROWS) + [([float(v) for v in np.linspace(-3, 3, k)], None) for k in (1, 4, 9, 12)]
+    check = stable_check(e, params)
+    check.prepare(rows)
+    for x, mask in rows:
+        got, ref = zip(*check.pairs(x, mask)) if x else ((), ())
+        alone = e.stable(np.asarray(x, dtype=np.float64), None if mask is None else np.asarray(mask), **params)
+        if len(x) < 8:
+            assert np.asarray(got, dtype=np.float64).tobytes() == np.asarray(alone, dtype=np.float64).tobytes()
+        else:
+            np.testing.assert_allclose(got, alone, rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_a_stable_implementation_wrong_on_one_stacked_row_fails_with_that_row():
+    """A stacked evaluation must not hide a wrong weight: an implementation that is wrong on the
+    fixed row [3, 3, 3] only (computed in a stack with the other rows of 3 keys) fails there."""
+    e = get("softmax")
+
+    class Wrong:
+        name, reference = "wrong", e.reference
+
+        @staticmethod
+        def stable(x, mask=None, **p):
+            out = np.array(e.stable(x, mask, **p), dtype=np.float64)
+            out[np.all(np.asarray(x) == 3.0, axis=-1)] *= 1.5
+            return out
+
+    [result] = check_many([stable_check(Wrong, {})])
+    assert not result.passed and result.witness == {"x": [3.0, 3.0, 3.0], "mask": None}

@@ -166,6 +166,8 @@ def _generic_only(expr, var, point, direction, out) -> bool:
         if not base.has(var) or ex.is_negative is not True:
             continue
         b = limit_at_infinity(base, var, point) if point in (sp.oo, -sp.oo) else None
+        if b is None:  # exact where it applies (e^{τ} + 1 → ∞): SymPy's answer without its expansions
+            b = rational_in_exponentials(base, var, point)
         if b is None:
             try:
                 with time_limit(CFG.time_limit):
@@ -230,8 +232,9 @@ def explicit_iterated(entry, params, k: int) -> list | None:
     xs = sp.symbols(f"x1:{k + 1}", real=True)
     out = []
     for key in range(1, k + 1):
-        W = weight(entry, params, key=key).subs(n, k)
-        W = W.replace(lambda e: isinstance(e, sp.Sum), lambda s: s.doit())
+        W = weight(entry, params, key=key).xreplace({n: sp.Integer(k)})
+        sums = W.atoms(sp.Sum)  # a sum over the k keys written out (one walk, no pattern matching)
+        W = W.xreplace({s: s.doit() for s in sums}) if sums else W
         W = W.xreplace({M[i, a]: sp.S.One for a in range(1, k + 1)} | {X[i, a]: xs[a - 1] for a in range(1, k + 1)})
         W = _iterated(W, list(reversed(xs)))  # the innermost limit is x_k
         if W is None:

@@ -7,7 +7,9 @@ row comes with a twin for checks that need an allowed key);
 numbers its function gives on a row: :func:`stable_check` an entry's numpy ``stable``
 implementation with its mpmath ``reference``, :func:`identity_check` the two sides of a proved
 identity. :func:`check_many` runs any number of checks with one Hypothesis search: each
-example draws one row and every check is evaluated on it.
+example draws one row, and every check is evaluated on every row drawn (a check with a
+``prepare`` step, such as the stable implementation's, first computes its part for all the
+rows at once).
 
 The rows a document counts are :data:`FIXED_ROWS`, the same in every build; Hypothesis
 then searches further rows for a failure (its examples depend on which modules are loaded,
@@ -161,6 +163,9 @@ class Check:
     examples: int = 80
     tol: float = 1e-12
     allow_empty: bool = True
+    # ``prepare(rows)``: work for ``pairs`` done for many rows at once, before they are compared;
+    # None: nothing to prepare
+    prepare: Callable | None = None
 
 
 class _Search:
@@ -196,12 +201,15 @@ def check_many(checks: Sequence[Check]) -> list[CheckResult]:
     its configured ``examples`` as searched, as :func:`derive.crosscheck.check.cross_check` does, so the
     figure does not depend on how many rows a Hypothesis version drew; a failed one the rows it saw. A check that fails keeps its first failing row as its
     witness (not shrunk: the search itself never fails), and every check, that one included,
-    goes on being compared on the rows that follow.
+    goes on being compared on the rows that follow. Because the search never fails, the rows it
+    draws do not depend on the comparisons: it records them, and they are compared after it.
     """
     results: list[CheckResult | None] = [None] * len(checks)
     searches: dict[int, _Search] = {}
     for i, c in enumerate(checks):
         rows = [r for r in FIXED_ROWS if c.allow_empty or r[1] is None or any(r[1])]
+        if c.prepare is not None:
+            c.prepare(rows)
         stats = {"abs": 0.0, "rel": 0.0}
         for x, mask in rows:
             if not _compare(_pairs(c, x, mask), c.tol, stats):
@@ -215,16 +223,23 @@ def check_many(checks: Sequence[Check]) -> list[CheckResult]:
         loose = [s for s in searches.values() if s.check.allow_empty]
         strict = [s for s in searches.values() if not s.check.allow_empty]
 
+        drawn: list = []  # the searched rows, in the order drawn
+
         @_settings(examples)
         @given(adversarial_rows())
         def search(pair):
+            drawn.append(pair)
+
+        with no_local_constants():
+            search()
+        for s in loose + strict:
+            if s.check.prepare is not None:
+                s.check.prepare([pair[0 if s in loose else 1] for pair in drawn[:s.check.examples]])
+        for pair in drawn:
             for s in loose:
                 s.see(pair[0])
             for s in strict:
                 s.see(pair[1])
-
-        with no_local_constants():
-            search()
     for i, s in searches.items():
         results[i] = s.result()
     return results
@@ -257,14 +272,37 @@ def stable_check(entry, params: dict, examples: int = 80, tol: float = 1e-12, re
     the same function, remembered, see :func:`remembered`)."""
     floats = {k: float(v) for k, v in params.items()}
     reference = reference or entry.reference
+    ready: dict = {}  # row → its float64 weights, computed by ``prepare``
+
+    def prepare(rows) -> None:
+        """The stable weights of ``rows``, one call per row length: a stack of rows, as the
+        implementation is meant to be called (vectorised over leading axes, each row computed
+        alone). The values are the row-by-row ones up to float64 rounding: numpy may add the
+        terms of a row of 8 or more keys in another order in a stack (pairwise alone), a
+        difference of an ulp or so, far below the tolerance."""
+        by_size: dict = {}
+        for x, mask in rows:
+            by_size.setdefault(len(x), {})[_row_key(x, mask)] = (x, mask)
+        for size, group in by_size.items():
+            xs = np.asarray([x for x, _m in group.values()], dtype=np.float64).reshape(len(group), size)
+            masks = np.asarray([[True] * size if m is None else m for _x, m in group.values()], dtype=bool)
+            ready.update(zip(group, entry.stable(xs, masks.reshape(len(group), size), **floats)))
 
     def pairs(x, mask):
-        got = entry.stable(np.asarray(x, dtype=np.float64), None if mask is None else np.asarray(mask), **floats)
+        got = ready.pop(_row_key(x, mask), None)
+        if got is None:
+            got = entry.stable(np.asarray(x, dtype=np.float64), None if mask is None else np.asarray(mask), **floats)
         with mpmath.workdps(50):
             ref = [float(v) for v in reference(x, mask, **floats)]
         return list(zip(got, ref))
 
-    return Check(f"{entry.name}: stable implementation vs definition (adversarial rows)", pairs, examples, tol, True)
+    return Check(f"{entry.name}: stable implementation vs definition (adversarial rows)", pairs, examples, tol, True,
+                 prepare)
+
+
+def _row_key(x, mask) -> tuple:
+    """A row as a key: its scores (float64 bit patterns: −0.0 apart from 0.0) and its allowed keys."""
+    return (np.asarray(x, dtype=np.float64).tobytes(), None if mask is None else tuple(bool(m) for m in mask))
 
 
 def identity_check(name: str, lhs, rhs, examples: int = 80, tol: float = 1e-12, allow_empty: bool = False) -> Check:

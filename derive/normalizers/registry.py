@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import sympy as sp
@@ -99,7 +100,19 @@ class Normalizer:
         return {p: self.domain.get(p, sp.Symbol(p, real=True)) for p in self.params}
 
     def sample_values(self) -> dict[str, sp.Expr]:
-        return {p: sp.nsimplify(self.sample.get(p, 0)) for p in self.params}
+        return {p: _exact(self.sample.get(p, 0)) for p in self.params}
+
+
+def _exact(value) -> sp.Expr:
+    """A sample value as an exact number (``nsimplify``: 0.1 is 1/10), once per value and type: the
+    provers ask for an entry's sample values again and again."""
+    try:
+        return _exact_once(value)
+    except TypeError:  # an unhashable value: converted each time
+        return sp.nsimplify(value)
+
+
+_exact_once = lru_cache(maxsize=None, typed=True)(sp.nsimplify)
 
 
 REGISTRY: dict[str, Normalizer] = {}
