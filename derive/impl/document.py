@@ -54,32 +54,34 @@ import numpy as np
 
 
 def partial(x, v):
-    """(out, lse) of one chunk of keys, without the sink."""
-    m = np.max(x) if len(x) else -math.inf
-    if m == -math.inf:
-        return np.zeros(v.shape[-1]), -math.inf
-    e = np.exp(x - m)
-    return e @ v / e.sum(), m + math.log(e.sum())
+    """(out, lse) of one chunk of keys, every row at once, without the sink."""
+    m = np.max(x, axis=-1, initial=-math.inf)
+    m = np.where(m == -math.inf, 0.0, m)  # a chunk with no allowed key: nothing to shift
+    e = np.exp(x - m[..., None])
+    total = e.sum(axis=-1)
+    out = np.einsum("...k,...kd->...d", e, v) / np.where(total == 0, 1.0, total)[..., None]
+    with np.errstate(divide="ignore"):
+        return out, m + np.log(total)  # lse = -inf where the chunk has no allowed key
 
 
 def attend(x, v, splits, *, s):
-    """Split-KV attention with a learned sink logit s, one row at a time."""
-    out, lse = np.zeros(x.shape[:-1] + v.shape[-1:]), np.zeros(x.shape[:-1])
-    for r in np.ndindex(x.shape[:-1]):
-        parts = []
-        for idx in np.array_split(np.arange(x.shape[-1]), splits):
-            if len(idx) == 0:
-                parts.append((np.zeros(v.shape[-1]), s))  # an empty split: the seeded state
-            else:
-                parts.append(partial(x[r][idx], v[r][idx]))
-        parts.append((np.zeros(v.shape[-1]), s))  # the sink enters in the combine
-        lses = np.array([p[1] for p in parts])
-        top = np.max(lses)
-        if top == -math.inf:
-            continue
-        lse[r] = top + math.log(np.exp(lses - top).sum())
-        out[r] = sum(math.exp(l - lse[r]) * o for o, l in parts if l > -math.inf)
-    return out, lse
+    """Split-KV attention with a learned sink logit s, every row at once."""
+    seeded = (np.zeros(x.shape[:-1] + v.shape[-1:]), np.full(x.shape[:-1], float(s)))
+    parts = []
+    for idx in np.array_split(np.arange(x.shape[-1]), splits):
+        if len(idx) == 0:
+            parts.append(seeded)  # an empty split: the seeded state
+        else:
+            parts.append(partial(x[..., idx], v[..., idx, :]))
+    parts.append(seeded)  # the sink enters in the combine
+    lses = np.stack([p[1] for p in parts])
+    top = np.max(lses, axis=0)
+    live = top > -math.inf  # rows where some part has an allowed key or the sink is finite
+    top = np.where(live, top, 0.0)
+    with np.errstate(divide="ignore"):  # a row with nothing at all: log(0), then set to 0
+        lse = np.where(live, top + np.log(np.exp(lses - top).sum(axis=0)), 0.0)
+    out = sum(np.exp(l - lse)[..., None] * o for o, l in parts)
+    return np.where(live[..., None], out, 0.0), lse
 '''
 
 
