@@ -312,6 +312,18 @@ def _preload() -> None:
             importlib.import_module(name)
         except ImportError:  # an optional library that is missing: the document that needs it says so
             pass
+    # The templates every document renders through, compiled once here (each environment is
+    # one per process), and the Markdown parser built, instead of once in every document.
+    from derive.impl.report import _template
+    from derive.render.markup import _parser
+    from derive.render.output import environment
+    from derive.report.render import environment as report_environment
+
+    for name in ("document.md.j2", "document.tex.j2"):
+        environment().get_template(name)
+    report_environment().get_template("check.md.j2")
+    _template()
+    _parser()
     # Hypothesis's first search in a process sets itself up (its PRNG registry, a garbage
     # collection): done once here, and the default cross-check's searched instances drawn.
     from derive.crosscheck.check import searched_draws

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import json
 import math
 from dataclasses import dataclass
@@ -308,6 +310,7 @@ def derivation_lines(d: dict) -> list[str]:
     return lines
 
 
+@functools.cache
 def _template() -> jinja2.Template:
     """``templates/impl-report.md.j2`` (shipped in the package as ``derive/templates``)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), trim_blocks=True,

@@ -3,6 +3,8 @@ figure PDFs for ``build/``), as bytes in memory; writing them is the build's job
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +23,10 @@ def template_dir() -> Path:
     raise FileNotFoundError("derive's templates are missing: reinstall derive")
 
 
+@functools.cache
 def environment() -> jinja2.Environment:
+    """One environment per process: a template is compiled once (the build compiles the
+    documents' templates before it forks, see :data:`derive.build.PRELOAD`)."""
     import jinja2  # imported when a document is rendered, not by every command that loads derive
 
     return jinja2.Environment(

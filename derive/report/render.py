@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import json
 import re
 from pathlib import Path
@@ -108,7 +110,9 @@ def anchor(*parts: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in raw).strip("-")
 
 
+@functools.cache
 def environment() -> jinja2.Environment:
+    """One environment per process, so a report template is compiled once (the atlas renders 12)."""
     import jinja2  # only the text formats need it: a JSON report does not pay for the import
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
