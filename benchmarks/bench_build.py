@@ -9,7 +9,7 @@ machine; a ratio to ``import sympy``, measured the same way, travels between mac
 than seconds. Wall time is printed too, as a ratio as well: on a loaded machine it says little.
 
 The whole build runs three times (``--runs``), each right after its own ``import sympy``
-measurement (median of 5): the verdict is the median of the three ratios, since a 2-core
+measurement (median of 9): the verdict is the median of the three ratios, since a 2-core
 machine shared with others drifts in speed by ±20% over minutes.
 
 Each document is then built alone in a fresh interpreter, so nothing another document
@@ -80,7 +80,7 @@ def run(argv: list[str]) -> tuple[float, float, str]:
 
 
 def import_sympy(runs: int = 5) -> tuple[float, float]:
-    """Median (wall s, CPU s) of ``python -c "import sympy"``."""
+    """Median (wall s, CPU s) of ``runs`` runs of ``python -c "import sympy"`` (one run varies by ±20%)."""
     got = [run([sys.executable, "-c", "import sympy"])[:2] for _ in range(runs)]
     return statistics.median(w for w, _ in got), statistics.median(c for _, c in got)
 
@@ -115,14 +115,14 @@ def report_build(jobs: int, runs: int) -> bool:
     ratios, walls = [], []
     same = True
     for r in range(runs):
-        base_wall, base_cpu = import_sympy()
+        base_wall, base_cpu = import_sympy(9)
         with tempfile.TemporaryDirectory() as tmp:
             wall, cpu, _ = whole_build(Path(tmp), jobs)
             same &= all((Path(tmp) / "d" / p.name).read_bytes() == p.read_bytes()
                         for p in (ROOT / "docs").iterdir() if (Path(tmp) / "d" / p.name).exists())
         ratios.append(cpu / base_cpu)
         walls.append(wall / base_wall)
-        print(f"run {r + 1}: import sympy CPU {base_cpu:.2f} s (median of 5); whole build, cold, no PDF, {jobs} "
+        print(f"run {r + 1}: import sympy CPU {base_cpu:.2f} s (median of 9); whole build, cold, no PDF, {jobs} "
               f"processes: CPU {cpu:.2f} s = {cpu / base_cpu:.1f}× import sympy; wall {wall:.2f} s = "
               f"{wall / base_wall:.1f}×")
     ratio = statistics.median(ratios)
