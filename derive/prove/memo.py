@@ -87,8 +87,10 @@ _INTEGER_POINT = (sp.Integer(2), sp.Integer(3), sp.Integer(5), sp.Integer(7), sp
 
 def _nonzero_at_a_point(expr) -> bool:
     """Is ``expr`` certainly nonzero at one point of its free symbols' domain (each symbol given a
-    distinct positive value, negated for a negative one, that has every assumption the symbol has),
+    distinct positive value, negated for a negative one, that satisfies every assumption on the symbol),
     its value there evaluated by SymPy to 30 digits in strict mode? False when it cannot tell."""
+    from derive.crosscheck.draws import satisfies  # the searcher's own domain test (imports Hypothesis)
+
     free = sorted(expr.free_symbols, key=str)
     if len(free) > len(_POINT) or not all(isinstance(s, sp.Symbol) for s in free):
         return False
@@ -97,7 +99,7 @@ def _nonzero_at_a_point(expr) -> bool:
         val = (_INTEGER_POINT if sym.is_integer else _POINT)[k]
         if sym.is_extended_negative or sym.is_extended_nonpositive:
             val = -val
-        if not all(getattr(val, f"is_{fact}") is True for fact, holds in sym.assumptions0.items() if holds):
+        if not satisfies(sym, val):
             return False
         values[sym] = val
     try:
