@@ -42,17 +42,15 @@ def kappa(row, params: dict) -> float:
     """The condition of a weight of ``row`` (see the module docstring). The max runs over the keys
     that carry weight: a score more than FAR_BELOW under the row's top (a finite mask value such as
     finfo.min beside an unmasked key) moves the weights by at most e^-800 · its magnitude under a
-    relative rounding, which the top's own term already covers; the n − 1 counts every finite key."""
-    live = [v for v in row if v != float("-inf") and v == v]
-    top = max(live, default=0.0)
-    carrying = [abs(v) for v in live if v >= top - FAR_BELOW]
-    return (2 * max(carrying, default=0.0) + max((abs(v) for v in params.values()), default=0.0)
-            + max(len(live) - 1, 0))
+    relative rounding, which the top's own term already covers; the n − 1 counts every finite key.
+    The rule is written once, in :func:`kappas`."""
+    return kappas([list(row)], [params])[0]
 
 
 def kappas(rows, params: list) -> list[float]:
     """:func:`kappa` of every row of the 2-D array ``rows`` (row r with the parameters ``params[r]``),
-    the rows at once: the same operations on the same floats, so the same values."""
+    the rows at once (scores as float64): 2·max|x| over the keys within FAR_BELOW of the row's top,
+    plus the largest |parameter|, plus the number of finite keys less one."""
     x = np.asarray(rows, dtype=np.float64)
     live = (x != -np.inf) & (x == x)
     count = live.sum(axis=-1)
