@@ -90,7 +90,7 @@ def test_rename_is_followed(baseline):
     assert keep["file"] == "specs/new_name.derive.toml"
     assert keep["renamed_from"] == "specs/old_name.derive.toml" and keep["at_ref"] == "present"
     assert keep["changes"] == []
-    assert keep["unchanged"] == {"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}
+    assert keep["unchanged"] == {"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "error": 0}
 
 
 def test_spec_referring_to_another_file_loads_at_ref(baseline):

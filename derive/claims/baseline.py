@@ -15,10 +15,13 @@ Each claim's change gets a status:
 * ``proved`` — proved now, undecided or absent before;
 * ``changed`` — refuted before, undecided now, or the verdict is the same but the claim no longer
   meets its expectation (``expect``);
+* ``regressed`` — proved now, but the claim no longer meets its expectation (a claim with
+  ``expect = "refuted"`` that flips to proved): never ``fixed`` or ``proved``;
+* ``error`` — the engine failed on the claim now (no verdict: listed on every run, exit 3);
 * ``removed`` — the claim is gone (also every claim of a spec deleted since REF).
 
 A change fails the check when the claim's verdict now is not the one it expects (see
-:meth:`Baseline.failing`).
+:meth:`Baseline.failing`). An engine error at REF only counts as no verdict there.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ from derive.paths import repo_path, repo_root
 
 __all__ = ["Baseline", "SpecChanges", "check_against", "classify", "compare", "dependencies"]
 
-PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
-ORDER = (REFUTED, UNDECIDED, "changed", "fixed", PROVED, "removed")
+PROVED, REFUTED, UNDECIDED, ERROR = "proved", "refuted", "undecided", "error"
+ORDER = (ERROR, REFUTED, "regressed", UNDECIDED, "changed", "fixed", PROVED, "removed")
 _REF_CLAIM = re.compile(r"\s*([A-Za-z_]\w*)\s*\(\s*([\"'])(.*)\2\s*\)\s*\Z", re.DOTALL)
 
 
@@ -78,7 +81,10 @@ def compare(old, new) -> list[dict]:
 
 def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool = True) -> str | None:
     """The status of a claim whose verdict went from ``old`` to ``new`` (None: no change);
-    ``was_ok``/``is_ok``: whether it met its expectation before and now."""
+    ``was_ok``/``is_ok``: whether it met its expectation before and now. A claim proved now
+    that misses its expectation is ``regressed``, whatever it was before."""
+    if new == ERROR:
+        return ERROR
     if old == new:
         return "changed" if new is not None and was_ok and not is_ok else None
     if new is None:
@@ -87,6 +93,8 @@ def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool 
         return REFUTED
     if new == UNDECIDED:
         return "changed" if old == REFUTED else UNDECIDED
+    if not is_ok:
+        return "regressed"
     return "fixed" if old == REFUTED else PROVED
 
 
@@ -188,7 +196,7 @@ class Baseline:
 
     def failing(self, fail_on: str) -> bool:
         """A changed claim whose verdict now is not the expected one (an undecided one only with
-        ``--fail-on undecided``)."""
+        ``--fail-on undecided``; an engine error always)."""
         return any(c["fails"] and (c["new"] != UNDECIDED or fail_on == UNDECIDED)
                    for s in self.specs for c in s.changes)
 
@@ -213,7 +221,8 @@ def _changes(old, new) -> tuple[list[dict], dict]:
         rows.append({"name": row["name"], "claim": row["claim"], "status": status, "old": row["old"],
                      "new": row["new"], "expected": c.expected if c else None,
                      "fails": bool(c is not None and not c.as_expected), "reason": row["reason"],
-                     "counterexample": c.counterexample if c is not None else None})
+                     "counterexample": c.counterexample if c is not None else None,
+                     "error": c.error if c is not None else None})
     rows.sort(key=lambda r: ORDER.index(r["status"]))  # stable: file order within a status
     return rows, count_verdicts(same)
 

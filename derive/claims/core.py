@@ -12,6 +12,8 @@ the actual weights, or proved by the engine's general rewrite chain, else undeci
 
 from __future__ import annotations
 
+import json
+
 import sympy as sp
 
 from derive.claims import show
@@ -205,9 +207,13 @@ def _proved(label, lhs, rhs, reason, steps, cfg, mask="none") -> Outcome:
                           "steps alone"))
         check = None
     elif check["verdict"] != "passed":
+        # Two parts of the engine contradict each other, unless a caller knows why (a proof that
+        # holds on the rows with an allowed key, and a mask that leaves a row without one): the
+        # outcome carries the fault, and a claim that ends on it is an internal error (claims.run).
         steps.append(step("numeric cross-check FAILED", data=check))
-        return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed; "
-                                  "please report this", steps, check=check)
+        return Outcome(UNDECIDED, "the symbolic steps went through but the numeric cross-check failed", steps,
+                       check=check, fault="the symbolic steps went through but the numeric cross-check failed on "
+                                        + json.dumps(check.get("witness"), default=str))
     else:
         steps.append(step(f"numeric cross-check: {check['examples']} random instances, and "
                           f"{check['hypothesis_examples']} more searched by Hypothesis, agree within "

@@ -6,6 +6,7 @@ build the normalizer comparison table.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from derive.claims.result import Outcome, step
@@ -47,7 +48,7 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     if key not in _CACHE:
         _CACHE[key] = _property_outcome(name, label, prop, params, cfg)
     out = _CACHE[key]
-    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check)
+    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check, out.fault)
 
 
 # What a verdict of each property means, said in words before the prover's own reason.
@@ -75,10 +76,11 @@ def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Setti
                               "symbolic steps alone"))
             check = None
         if check is not None:
-            if check["verdict"] != "passed":
+            if check["verdict"] != "passed":  # two parts of the engine contradict each other (claims.run)
                 steps.append(step("numeric cross-check FAILED", data=check))
-                return Outcome(UNDECIDED, "the proof went through but the numeric cross-check failed; "
-                                          "please report this", steps, check=check)
+                return Outcome(UNDECIDED, "the proof went through but the numeric cross-check failed", steps,
+                               check=check, fault="the proof went through but the numeric cross-check failed on "
+                                                  + json.dumps(check.get("witness"), default=str))
             steps.append(step(f"numeric cross-check on random score tables: {check['examples']} instances, "
                               f"and {check['hypothesis_examples']} more searched by Hypothesis, agree within "
                               f"{tolerance_text(check['tolerance'])}"))

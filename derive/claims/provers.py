@@ -171,7 +171,7 @@ def depends(ctx: Context, claim) -> Outcome:
         steps = list(inv.steps) + [step(f"certified instance on which changing {name} changes a weight",
                                         data=inv.witness)]
         return Outcome(PROVED, inv.reason, steps)
-    return Outcome(UNDECIDED, inv.reason, inv.steps)
+    return Outcome(UNDECIDED, inv.reason, inv.steps, fault=inv.fault)
 
 
 def output_invariant(ctx: Context, claim) -> Outcome:

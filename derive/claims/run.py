@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from derive.claims import show
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
+from derive.errors import InternalError
 from derive.prove.verdict import PROVED, UNDECIDED
 from derive.settings import Settings
 from derive.claims.counts import count_verdicts, summary_line
@@ -25,12 +26,25 @@ class SpecResult:
     claims: list[ClaimResult] = field(default_factory=list)
 
     @property
+    def errors(self) -> list[ClaimResult]:
+        """The claims on which the engine failed (the error outcome)."""
+        return [c for c in self.claims if c.is_error]
+
+    def raise_errors(self) -> SpecResult:
+        """This result, or :class:`~derive.errors.InternalError` (from the engine's exception) when
+        the engine failed on a claim: for a document, which renders verdicts only."""
+        if self.errors:
+            c = self.errors[0]
+            raise InternalError(f"{self.file}: claim {c.name} ({c.claim}): {c.reason}") from c.exception
+        return self
+
+    @property
     def all_proved(self) -> bool:
         return all(c.verdict == PROVED for c in self.claims)
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}``"""
+        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "error": 0}``"""
         return count_verdicts(c.verdict for c in self.claims)
 
     @property
@@ -84,19 +98,21 @@ def _as_written(spec: Spec, kind: str, out):
 
 
 def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
-    ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
+    try:
+        ctx = Context(spec, cfg)
+    except Exception as exc:  # noqa: BLE001 - the engine failed on the variant itself: every claim says so
+        result.claims += [ClaimResult.failed(claim, exc) for claim in spec.claims]
+        return result
     for claim in spec.claims:
         try:
             out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
-        except RecursionError:
-            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             "the expression is too deep for the engine", expected=claim.expect))
-            continue
-        except Exception as exc:  # noqa: BLE001 - an engine failure is never a verdict
-            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             f"the engine failed on this claim ({type(exc).__name__}); "
-                                             "please report it", expected=claim.expect))
+            if out.fault and out.status == UNDECIDED:
+                raise InternalError(out.fault)
+        except Exception as exc:  # noqa: BLE001 - an engine failure is the error outcome, never a verdict
+            # (a RecursionError too: the parser bounds a spec's expressions at 40 levels, so one is
+            # the engine recursing without end or past Python's stack, not the input being too deep)
+            result.claims.append(ClaimResult.failed(claim, exc))
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
                                          out.witness if out.status == "refuted" else None,

@@ -7,9 +7,15 @@ import os
 import sys
 from pathlib import Path
 
-from derive.errors import StepFailed
+from derive.errors import InternalError, StepFailed
 
 HELP = "prove, cross-check and render derivation modules (default: every module in proofs/)"
+DESCRIPTION = """Prove, cross-check and render derivation modules (default: every module in proofs/).
+
+Exit code: 0 when every document was built (or, with --check, is current), 1 when a step does
+not hold (it is named, with a numeric witness) or, with --check, a document is stale, 2 for
+bad input (a module that defines no document(), or whose own code raises), 3 when derive's own
+engine failed while building (an internal error, not a failed step: please report it)."""
 
 
 def add_arguments(p) -> None:
@@ -56,6 +62,9 @@ def run(args) -> int:
     except StepFailed as exc:
         log(f"derive: step failed: {exc}")
         return 1
+    except InternalError as exc:  # derive's engine failed while building: not a failed step
+        log(f"derive: {exc}")
+        return 3
     except PdfFailed as exc:
         log(f"derive: {exc}")
         return 1

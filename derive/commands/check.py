@@ -12,8 +12,10 @@ DESCRIPTION = """Prove or refute each claim of each spec, for symbolic d and n.
 
 Exit code: 0 when every claim gets its expected verdict (proved, unless the spec says
 `NAME = { claim = "CLAIM", expect = "refuted" }` or "undecided"), 1 when one does not, 2 for bad
-input (reported in the format asked for, and in the --summary file). With --fail-on refuted, a
-claim that is merely undecided does not fail. With --baseline REF only the claims whose verdict
+input (reported in the format asked for, and in the --summary file; nothing is proved then),
+3 when derive's own engine failed on some claim (an internal error: no verdict, whatever the
+other claims got; the report shows every claim, the failed ones with the exception: please
+report it). With --fail-on refuted, a claim that is merely undecided does not fail. With --baseline REF only the claims whose verdict
 changed since REF count (renamed specs are followed, deleted ones and removed claims reported).
 Files are named relative to the root of their git repository.
 --format defaults to github when GITHUB_ACTIONS=true (a GitHub Actions job), else to md.
@@ -109,6 +111,15 @@ def failing(claims, fail_on: str) -> bool:
     return any(c.fails(fail_on) for c in claims)
 
 
+def exit_code(claims, fail_on: str, failed: bool | None = None) -> int:
+    """3 when the engine failed on some claim (an error outcome comes first: the run has no
+    verdict for it), else 1 when the check fails (``failed``, or :func:`failing`), else 0."""
+    claims = list(claims)
+    if any(c.is_error for c in claims):
+        return 3
+    return 1 if (failing(claims, fail_on) if failed is None else failed) else 0
+
+
 def run_baseline(args, cfg) -> int:
     from derive.claims.baseline import check_against
     from derive.report.baseline import render_baseline
@@ -121,7 +132,7 @@ def run_baseline(args, cfg) -> int:
         append(render_baseline(results, base, "md"), args.summary)
     if getattr(args, "sarif", None):
         write(render_baseline(results, base, "sarif"), args.sarif)
-    return 1 if base.failing(args.fail_on) else 0
+    return exit_code((c for r in results for c in r.claims), args.fail_on, base.failing(args.fail_on))
 
 
 def run(args) -> int:
@@ -227,4 +238,4 @@ def _check(args) -> int:
         append(render(results, "md"), args.summary)
     if getattr(args, "sarif", None):
         write(render(results, "sarif"), args.sarif)
-    return 1 if failing((c for r in results for c in r.claims), getattr(args, "fail_on", FAIL_ON[0])) else 0
+    return exit_code((c for r in results for c in r.claims), getattr(args, "fail_on", FAIL_ON[0]))
