@@ -121,7 +121,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 FLOORS = (
     # no derive imports but among themselves: errors, settings, paths, the lazy re-exports, the
     # sandbox for user code, the wall-clock guard and the bibliography (data)
-    ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.paths", "derive.settings", "derive.shared",
+    ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.routes", "derive.paths", "derive.settings",
+                    "derive.shared",
                     "derive.floats", "derive.progress", "derive.sandbox", "derive.prove.timeout",
                     "derive.document.references")),
     ("model", ("derive.model",)),  # the row, the mask, vectors

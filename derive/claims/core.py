@@ -24,6 +24,7 @@ from derive.crosscheck.witness import satisfies
 from derive.claims.numeric import (check_numeric, concrete_mask, find_certified, interpretations, row_values,
                                    same_sides)
 from derive.claims.result import Outcome, step
+from derive.routes import sympy_gave_up
 from derive.crosscheck.check import tolerance_text
 from derive.model.attention import j
 from derive.model.vectors import Rot, expand_dot
@@ -53,8 +54,12 @@ def _expand(expr: sp.Expr, cfg: Settings) -> sp.Expr | None:
     try:
         with time_limit(cfg.time_limit):
             return sp.expand(expand_dot(sp.expand(expr)))
-    except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+    except TimeLimit:
         return None
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return None  # a rewrite SymPy cannot finish proves nothing
 
 
 def expanded_by(*exprs) -> str:
@@ -128,8 +133,12 @@ def _on_allowed(diff, mask, cfg: Settings):
     try:
         with time_limit(cfg.time_limit):
             return on_allowed_keys(diff, mask)
-    except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+    except TimeLimit:
         return None
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return None  # a rewrite SymPy cannot finish proves nothing
 
 
 def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, *, guards: list = (),

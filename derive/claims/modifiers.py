@@ -36,6 +36,7 @@ from derive.model.tables import PerHead, concrete_data
 from derive.model.attention import i, j
 from derive.model.vectors import expand_dot
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.routes import sympy_gave_up
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 
 __all__ = ["decide_masks", "decreasing_in_distance", "equivalent_to", "mask_equivalent", "modifier", "row_constant",
@@ -368,8 +369,10 @@ def _offsets(cond, side, dist, limit: int = 64) -> list | None:
             return None
         allowed = sp.Intersection(c.as_set(), sp.Range(0, limit + 1))
         values = list(allowed) if allowed.is_finite_set and isinstance(allowed, (sp.FiniteSet, sp.Range)) else None
-    except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
-        return None
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return None  # a set SymPy cannot form proves nothing
     if values is None or not values or max(values) >= limit:
         return None
     return [int(v) for v in values]
@@ -430,7 +433,10 @@ def _on_side(expr, sub: dict, dist, cfg):
         try:
             with time_limit(cfg.time_limit):
                 on = sp.simplify(on)
-        except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+        except TimeLimit:
             pass
+        except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+            if not sympy_gave_up(exc):
+                raise  # (a rewrite SymPy cannot finish proves nothing)
     return on
 

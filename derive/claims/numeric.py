@@ -23,6 +23,8 @@ from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.witness import rounded, find_witness
 from derive.model.attention import M, j
 from derive.model.vectors import Dot, VectorFunction, VectorSymbol
+from derive.errors import Unsupported
+from derive.routes import NO_VALUE
 from derive.settings import Settings
 
 __all__ = ["check_numeric", "same_sides", "concrete_mask", "find_certified", "instantiate", "interpretations", "mask_indicator",
@@ -152,7 +154,7 @@ def row_values(witness: dict, which: int, mask: str) -> list | None:
         for key in range(1, inst.n + 1):
             env[j] = key
             out.append(rounded(evaluate(expr, inst, "arb", env, prec=128)))
-    except Exception:  # noqa: BLE001 - the row is shown for reading only
+    except NO_VALUE:  # a weight with no value here: the row is shown for reading only
         return None
     flat = [v for x in out for v in (x if isinstance(x, list) else [x])]
     return out if all(isinstance(v, float) and math.isfinite(v) for v in flat) else None
@@ -163,7 +165,7 @@ def same_sides(lhs, rhs) -> bool:
     numeric comparison of them could not fail (see :func:`~derive.crosscheck.check.same_computation`)."""
     try:
         return same_computation(instantiate(lhs), instantiate(rhs))
-    except Exception:  # noqa: BLE001 - no instance of the sides: check_numeric says so
+    except Unsupported:  # no instance of the sides: check_numeric says so
         return False
 
 
@@ -175,7 +177,7 @@ def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:
             res = cross_check(name, instantiate(lhs), instantiate(rhs), small)
     except TimeLimit:
         return {"verdict": "not run", "reason": "stopped by the time limit"}
-    except Exception:  # noqa: BLE001
+    except Unsupported:  # a term the evaluator does not know: no numeric evaluation (the step says so)
         return None
     out = res.as_json()
     out.pop("kind", None)

@@ -23,12 +23,14 @@ from __future__ import annotations
 import decimal
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
 import sympy as sp
 from flint import arb
+from hypothesis.errors import Unsatisfiable
 
 from derive.crosscheck.draws import LABEL_VALUES, MAX_D, MAX_N, VALUES, generate, satisfies
 from derive.crosscheck.draws import allowed as _allowed
@@ -36,6 +38,7 @@ from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.crosscheck.instances import Signature, first_index, mask_table, signature
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.routes import NO_VALUE
 from derive.settings import DEFAULT, Settings
 
 __all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball",
@@ -103,9 +106,7 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
         try:
             a = evaluate(lhs, inst, "arb", env, prec=bits)
             b = evaluate(rhs, inst, "arb", env, prec=bits)
-        except TimeLimit:
-            raise
-        except Exception:  # noqa: BLE001 - an instance that cannot be evaluated certifies nothing
+        except NO_VALUE:  # no value at this instance (or none enclosed): it certifies nothing
             return None
         xs, ys = _balls(a), _balls(b)
         if len(xs) != len(ys):
@@ -179,9 +180,7 @@ def in_domain(guards, inst: Instance, env: dict, allowed=None) -> bool:
             try:
                 v = evaluate(arg, inst, "arb", here, prec=START_BITS)
                 v = v if isinstance(v, arb) else arb(v)
-            except TimeLimit:
-                raise
-            except Exception:  # noqa: BLE001 - not evaluable: not inside the domain
+            except NO_VALUE:  # no value here: not inside the domain
                 return False
             ok = {"positive": v > 0, "nonnegative": v >= 0, "nonzero": v.is_finite() and not v.contains(0)}[kind]
             if not ok:
@@ -193,9 +192,7 @@ def _allows(allowed, inst: Instance, env: dict) -> bool:
     """Is the key allowed? A mask that cannot be evaluated here allows it (the guard is then demanded)."""
     try:
         v = evaluate(allowed, inst, "arb", env, prec=START_BITS)
-    except TimeLimit:
-        raise
-    except Exception:  # noqa: BLE001
+    except NO_VALUE:  # a mask with no value here allows the key (the guard is then demanded)
         return True
     v = v if isinstance(v, arb) else arb(v)
     return not (v.is_exact() and v.mid().is_zero())
@@ -230,7 +227,7 @@ def _search(lhs, rhs, sig: Signature, fixed: dict, size: tuple[int, int], exampl
             cert = seen[_key((inst, env))]
     except TimeLimit:
         return None
-    except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
+    except Unsatisfiable:  # no instance of this shape can be drawn: none found
         return None
     return (inst, env, cert) if cert else None
 

@@ -20,6 +20,7 @@ import re
 import sympy as sp
 
 from derive.model.attention import i, j
+from derive.routes import sympy_gave_up
 
 __all__ = ["Mask", "concrete", "indicator", "labelled", "mask_side", "parse_mask"]
 
@@ -160,7 +161,9 @@ def _integer_runs(rel, x) -> list[tuple]:
         return [(-_INF, _INF)] if rel == sp.true else []
     try:
         real = rel.as_set()
-    except Exception as exc:  # noqa: BLE001 - a set SymPy cannot form decides nothing
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
         raise Undecidable(f"no solution set for {rel}") from exc
     parts = real.args if isinstance(real, sp.Union) else (real,)
     runs = []

@@ -26,6 +26,7 @@ from derive.prove.equality import prove_zero
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
+from derive.routes import NO_VALUE, sympy_gave_up
 from derive.settings import DEFAULT
 
 __all__ = [
@@ -93,8 +94,10 @@ def prove_congruent(a: sp.Expr, b: sp.Expr, depth: int = 6) -> tuple[bool, str]:
                 return ok, how
     try:
         ok, how, _ = prove_zero(a - b, CFG)
-    except Exception as exc:  # noqa: BLE001 - a SymPy internal error is "not proved", never a crash
-        ok, how = False, f"the simplifier failed: {type(exc).__name__}"
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        ok, how = False, f"the simplifier cannot take it ({type(exc).__name__})"
     if ok:
         return True, how
     if same_shape and not a.has(sp.Min, sp.Max, sp.Piecewise, sp.Heaviside):
@@ -107,7 +110,7 @@ def _differ(x: sp.Expr, y: sp.Expr) -> bool:
     :func:`quick_witness` tries)? False means only "not shown"."""
     try:
         return _quick_instance(x, y, signature(x, y), 0)[0] is not None
-    except Exception:  # noqa: BLE001 - an instance that cannot be drawn or evaluated shows nothing
+    except NO_VALUE:  # an instance that cannot be evaluated shows nothing
         return False
 
 
@@ -183,8 +186,9 @@ def proved_equal(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict) -> bool:
     try:
         if sp.cancel(sp.expand(expand_dot(lhs - rhs), power_exp=True)) == 0:
             return True
-    except Exception:  # noqa: BLE001 - a SymPy failure proves nothing; settle decides
-        pass
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise  # (a form SymPy cannot cancel proves nothing; settle decides)
     return settle(lhs, rhs, entry, params).proved
 
 
@@ -321,7 +325,7 @@ def depends_on_score(R: sp.Expr, key=j) -> bool:
         return False
     try:
         return certify(at[0], at[1], Instance(d=1, n=1), {}) is not None
-    except Exception:  # noqa: BLE001 - a value that cannot be enclosed shows nothing
+    except NO_VALUE:  # a value that cannot be enclosed shows nothing
         return False
 
 
@@ -390,7 +394,7 @@ def _both_signs(expr: sp.Expr, symbols: int = 6) -> bool:
     for point in itertools.product(*values):
         try:
             v = evaluate(expr.xreplace(dict(zip(free, point))), Instance(d=1, n=1), "arb", {}, prec=64)
-        except Exception:  # noqa: BLE001 - a point where it has no value (or none enclosed) shows nothing
+        except NO_VALUE:  # a point where it has no value (or none enclosed) shows nothing
             continue
         seen |= {"+"} if v > 0 else {"-"} if v < 0 else set()  # arb: True only when certain
         if len(seen) == 2:

@@ -23,6 +23,7 @@ from derive.prove.sums import canon_sums
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.sum_merge import merge_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.routes import sympy_gave_up
 from derive.settings import DEFAULT, Settings
 
 __all__ = ["normal_form", "prove_equal", "prove_zero"]
@@ -92,10 +93,9 @@ def _simplify(e: sp.Expr) -> sp.Expr:
     try:
         if sp.cancel(e) == 0:
             return sp.S.Zero
-    except TimeLimit:
-        raise
-    except Exception:  # noqa: BLE001 - cancel cannot take every expression: simplify decides
-        pass
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise  # (cancel cannot take every expression: simplify decides)
     return sp.simplify(e)
 
 
@@ -167,8 +167,10 @@ def _normal_form(expr: sp.Expr, cfg: Settings) -> tuple[sp.Expr, str]:
         return expr, "identical once notation is unfolded"
     try:
         evaluated = _evaluated(expr)
-    except Exception:  # noqa: BLE001 - a class that cannot be rebuilt from its args: the passes decide
-        evaluated = expr
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        evaluated = expr  # a class that cannot be rebuilt from its args: the passes decide
     if evaluated == 0:  # a step written unevaluated, e.g. e^{c} X / (e^{c} Y) for X / Y
         return evaluated, "common factors cancelled"
     form = expr
@@ -180,8 +182,10 @@ def _normal_form(expr: sp.Expr, cfg: Settings) -> tuple[sp.Expr, str]:
                 out = rewrite(expr if rewrite in _SIDE else form)
             except TimeLimit:
                 raise
-            except Exception:  # noqa: BLE001 - a SymPy pass that fails proves nothing; try the next
-                continue
+            except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+                if not sympy_gave_up(exc):
+                    raise
+                continue  # a pass SymPy cannot take proves nothing; try the next
             if out == 0:
                 return out, _label(how, expr)
             if rewrite not in _SIDE:
