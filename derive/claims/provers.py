@@ -115,9 +115,38 @@ def _pair(ctx: Context, name: str):
                                   f"nothing about {name}")
     va, vb = ctx.base, ctx.changed(name)
     if not va.reaches(vb):
-        return Outcome(UNDECIDED, f"the variant names {name}, but replacing it changed no part of the variant; "
-                                  "not decided (please report this)")
+        return _not_involved(va, name)
     return va, vb
+
+
+def _not_involved(va: Variant, name: str) -> Outcome:
+    """NAME is written in the spec, but the one substitution replaced nothing: every term that
+    involves it is exactly 0 as read (``(10**7 + 1 - 10**7 - 1) * dot(k, b)``), so both variants
+    are one expression and the claim holds for every value of NAME. Confirmed on the engine
+    objects themselves: if NAME's object does occur in a part, the substitution missed it, which
+    is an engine fault (raised, reported as an internal error), never a verdict."""
+    from sympy.core.function import AppliedUndef
+
+    from derive.model.vectors import VectorFunction
+
+    b = va.binds.get(name)
+    if b is None:  # a traced table the substitution did not reach
+        raise RuntimeError(f"replacing the table {name} changed no part of the variant")
+
+    def occurs(part) -> bool:
+        if isinstance(part, (tuple, list)):
+            return any(occurs(p) for p in part)
+        if not isinstance(part, sp.Basic):
+            return False
+        if b.kind == "function":
+            return any(type(e).__name__ == name for e in part.atoms(AppliedUndef, VectorFunction))
+        return part.has(b.obj)
+
+    if occurs(va.parts()):
+        raise RuntimeError(f"replacing {name} changed no part of the variant, although a part involves it")
+    return Outcome(PROVED, f"every term that involves {name} is exactly 0 as read, so no part of the variant "
+                           f"(score, value, mask, normalizer) depends on {name}",
+                   [step("score as read", show.latex(va.score_j))])
 
 
 def _sides(va: Variant, vb: Variant, lhs, rhs, lemma: tuple) -> tuple:

@@ -74,8 +74,34 @@ def show_difference(cert: Certificate):
 
 
 def _wide() -> decimal.Context:
-    """A decimal context that formats any arb: exponents far beyond ±999999 (e^(−10⁷) ≈ 1.5e−4342945)."""
+    """A decimal context wide enough for the mantissas of :func:`_split` (exponents far beyond
+    ±999999: e^(−10⁷) ≈ 1.5e−4342945)."""
     return decimal.Context(prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+_E_NOTATION = re.compile(r"(.*[eE])([+-]?\d+)")
+_FAR = 10**6  # beyond this decimal exponent, arb's text is read as a mantissa and an offset
+
+
+def _split(text: str) -> tuple[Decimal, int]:
+    """arb's decimal text (``1.9176e-307…``) as (D, offset) with the value D·10^offset: arb's
+    exponents are unbounded (a weight e^(−10³⁰⁰) is about 10^(−4.3·10²⁹⁹)), Decimal's end near
+    ±10^18. The offset is 0 unless the exponent is beyond ±10^6; then D's exponent is ±1000, so
+    every format below writes D in e-notation and :func:`_shifted` moves its exponent back."""
+    m = _E_NOTATION.fullmatch(text)
+    k = int(m.group(2)) if m else 0
+    if abs(k) <= _FAR:
+        return Decimal(text), 0
+    offset = k - (1000 if k > 0 else -1000)
+    return Decimal(f"{m.group(1)}{k - offset}"), offset
+
+
+def _shifted(text: str, offset: int) -> str:
+    """A Decimal written in e-notation (``1.91760e-1000``), its exponent moved by ``offset``."""
+    if not offset:
+        return text
+    m = _E_NOTATION.fullmatch(text)
+    return f"{m.group(1)}{int(m.group(2)) + offset:+d}"
 
 
 def _balls(x) -> list:
@@ -144,17 +170,18 @@ def _show_ball(x: arb) -> str:
         return x.str(12, radius=True)
     if x.is_exact() and x.mid().is_zero():
         return "0"
-    mid = Decimal(x.mid().str(40, radius=False))
+    mid, offset = _split(x.mid().str(40, radius=False))
     if mid == 0:
-        return f"0 ± {Decimal(x.rad().str(3, radius=False)):.0e}"
+        rad, at = _split(x.rad().str(3, radius=False))
+        return f"0 ± {_shifted(f'{rad:.0e}', at)}"
     exp10 = mid.adjusted() - 11
     unit = Decimal(1).scaleb(exp10)
-    if not x.rad() < arb(str(unit)) / 100:
+    if not x.rad() < arb(f"1e{exp10 + offset}") / 100:
         return x.str(12, radius=True)
     shown = mid.quantize(unit)
     if x.is_exact() and Decimal(shown) == mid:
-        return _plain_decimal(shown)
-    return f"{_plain_decimal(shown)} ± {unit:.0e}"
+        return _shifted(_plain_decimal(shown), offset)
+    return f"{_shifted(_plain_decimal(shown), offset)} ± {_shifted(f'{unit:.0e}', offset)}"
 
 
 def _plain_decimal(d: Decimal) -> str:
@@ -451,8 +478,9 @@ def rounded(x):
     if not x.is_finite():
         return None
     with decimal.localcontext(_wide()):
-        mid = Decimal(x.mid().str(30, radius=False))
-        f = float(mid)
+        mid, offset = _split(x.mid().str(30, radius=False))
+        f = float(mid) if not offset else math.nan
         if math.isfinite(f) and (f != 0 or mid == 0):
             return float(f"{f:.6g}")
-        return f"{mid:.6g}"  # beyond the range of float64 (too large, or too small to be told from 0): as text
+        # beyond the range of float64 (too large, or too small to be told from 0): as text
+        return _shifted(f"{mid:.6g}", offset)

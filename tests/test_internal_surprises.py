@@ -1,0 +1,98 @@
+"""Two specs on which the engine used to fail, each decided now with the right reason.
+
+A coefficient that is exactly 0 as read (``(10**7 + 1 - 10**7 - 1) * dot(k, b)``) removes b from
+the variant: the weights are the same for every b, so ``invariant(b)`` is proved and
+``depends(b)`` refuted, not "please report this". A score scaled by 1e300 gives weights such as
+e^(−10³⁰⁰), whose decimal exponents are beyond what Python's ``decimal`` can hold: its
+counterexamples are certified and printed (``… e-434294481903251827651128918916605…``), not
+"the engine failed on this claim (InvalidOperation)".
+"""
+
+from __future__ import annotations
+
+import re
+
+from flint import arb
+
+from derive.claims.run import check_spec
+from derive.crosscheck.witness import rounded, show_ball
+from derive.spec import parse_spec
+
+ZERO = """name = "zero coefficient"
+score = "dot(q, k) / sqrt(d) + (10**7 + 1 - 10**7 - 1) * dot(k, b)"
+value = "v"
+
+[symbols]
+b = "vector"
+
+[claims]
+inv = "invariant(b)"
+dep = { claim = "depends(b)", expect = "refuted" }
+out = "output_invariant(b)"
+"""
+
+BIG = """name = "big scale"
+score = "1e300 * dot(q, k) / sqrt(d)"
+
+[claims]
+eq = 'equivalent("dot(q, k) / sqrt(d)")'
+inv = "invariant(q)"
+shift = "shift_invariant"
+"""
+
+
+def _claims(text: str) -> dict:
+    return {c.name: c for c in check_spec(parse_spec(text, "s.toml")).claims}
+
+
+def test_a_coefficient_that_is_exactly_zero_removes_the_name():
+    got = _claims(ZERO)
+    why = ("every term that involves b is exactly 0 as read, so no part of the variant (score, value, mask, "
+           "normalizer) depends on b")
+    assert (got["inv"].verdict, got["inv"].reason) == ("proved", why)
+    assert (got["out"].verdict, got["out"].reason) == ("proved", why)
+    assert (got["dep"].verdict, got["dep"].reason) == ("refuted", f"the weights do not depend on b: {why}")
+    assert got["dep"].as_expected
+    assert got["inv"].steps[0]["text"] == "score as read" and "b" not in got["inv"].steps[0]["latex"]
+
+
+def test_a_name_the_substitution_misses_is_an_engine_fault(monkeypatch):
+    """If NAME's object is in the variant and the substitution changed nothing, the substitution
+    has a gap: an internal error, never a proof."""
+    from derive.claims import substitute
+
+    monkeypatch.setattr(substitute, "substitution", lambda spec, name, to: (lambda expr: expr))
+    got = _claims(ZERO.replace("(10**7 + 1 - 10**7 - 1) * ", "2 * "))
+    assert got["inv"].verdict == "error"
+    assert got["inv"].error["type"] == "RuntimeError"
+    assert got["inv"].error["message"] == ("replacing b changed no part of the variant, although a part "
+                                           "involves it")
+
+
+def test_a_score_scaled_by_1e300_is_refuted_with_certified_enclosures():
+    got = _claims(BIG)
+    assert {k: c.verdict for k, c in got.items()} == {"eq": "refuted", "inv": "refuted", "shift": "proved"}
+    assert got["eq"].reason.startswith("the score differs by a key-dependent term")
+    assert got["inv"].reason.startswith("the score changes by a key-dependent term")
+    inv = got["inv"].counterexample
+    assert inv["original"] == 0.5
+    assert re.fullmatch(r"1\.83816e-434294481903251827651128918916605082294397005803666566114453783165864649"
+                        r"\d+", inv["changed"])
+    assert inv["enclosures"]["lhs"] == "0.5" and inv["enclosures"]["difference"] == "0.5 ± 1e-12"
+    assert inv["enclosures"]["rhs"].startswith("1.83815600629e-4342944819032518276511289189166050822943970058")
+
+
+def test_enclosures_and_rounded_values_at_any_exponent():
+    """A ball far beyond Decimal's exponent range is written like one inside it: 12 digits ± a
+    unit of the last, and 6 significant digits for reading (the exponent carried by text)."""
+    e = 3 * 10**299
+    assert show_ball(arb(f"1.5e-{e}")) == f"1.5e-{e} ± 1e-{e + 11}"
+    assert (show_ball(arb(f"1.5e-{e}") / 3), rounded(arb(f"1.5e-{e}") / 3)) == \
+        (f"5e-{e + 1} ± 1e-{e + 12}", f"5.00000e-{e + 1}")
+    assert (show_ball(arb(f"-2.5e+{e}") / 3), rounded(arb(f"-2.5e+{e}") / 3)) == \
+        (f"-8.33333333333e+{e - 1} ± 1e+{e - 12}", f"-8.33333e+{e - 1}")
+    assert show_ball(arb(f"9.99999999999999999e-{e}")) == f"1e-{e - 1} ± 1e-{e + 10}"  # rounding carries
+    assert show_ball(arb(0, f"1e-{e}")) == f"0 ± 1e-{e}"
+    # inside Decimal's range, the text is what it was
+    assert show_ball(arb("1e-4342945") / 3) == "3.33333333333e-4342946 ± 1e-4342957"
+    assert (show_ball(arb(1) / 3), rounded(arb(1) / 3)) == ("0.333333333333 ± 1e-12", 0.333333)
