@@ -90,16 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except UsageError as exc:
         module = available.get(argv[0]) if argv else None
-        if module is not None and hasattr(module, "report_usage_error"):
+        reported = module is not None and hasattr(module, "report_usage_error") and \
             module.report_usage_error(exc.message, argv[1:])
         exc.parser.print_usage(sys.stderr)
-        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        if not reported:  # an annotation on stdout already says it (--format github): once
+            print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)
     except InputError as exc:
-        for line in str(exc).splitlines() or [""]:  # several errors: one line each
-            print(f"derive: error: {line}", file=sys.stderr)
+        if not getattr(exc, "reported", False):  # (an annotation on stdout already says it: once)
+            for line in str(exc).splitlines() or [""]:  # several errors: one line each
+                print(f"derive: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("derive: interrupted", file=sys.stderr)

@@ -26,7 +26,7 @@ def test_a_bad_option_value_is_an_annotation_with_format_github(spec, capsys):
     assert main(["check", spec, "--format", "github", "--time-limit", "abc"]) == 2
     out, err = capsys.readouterr()
     assert out == "::error title=derive%3A bad input::derive check: argument --time-limit: invalid float value: 'abc'\n"
-    assert err.endswith("derive check: error: argument --time-limit: invalid float value: 'abc'\n")
+    assert err.startswith("usage: derive check ") and "error" not in err  # the annotation says it, once
     assert "usage: derive check" in err
 
 

@@ -183,7 +183,9 @@ def test_hooks_manifest_is_valid():
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
     assert set(hooks) == {"derive-check", "derive-docs"}
     assert re.search(hooks["derive-check"]["files"], "specs/x.derive.toml")
-    assert not re.search(hooks["derive-check"]["files"], "pyproject.toml")
+    assert re.search(hooks["derive-check"]["files"], "specs/mods.py")  # a file a spec reads
+    assert not re.search(hooks["derive-check"]["files"], "README.md")
+    assert hooks["derive-check"]["entry"] == "derive check --changed"
     assert hooks["derive-docs"]["pass_filenames"] is False
     config = _readme_block("# .pre-commit-config.yaml")
     assert [h["id"] for h in yaml.safe_load(config)["repos"][0]["hooks"]] == ["derive-check", "derive-docs"]
