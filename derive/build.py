@@ -85,7 +85,19 @@ def _document(module, path: Path):
     """``module.document()``, every step checked (a step that fails raises as it is added)."""
     doc = module.document()
     doc.source = _display_path(path)
+    doc.rebuild = rebuild_command(path)
     return doc
+
+
+def rebuild_command(path: Path | None = None) -> str:
+    """The command that rebuilds the documents where they are built: ``python build_docs.py`` in a
+    project that has that script at its root (derive's own repository: the root above ``proofs/``
+    for a module ``path``, else the working directory), else ``derive build`` (with the module
+    ``path``, ``derive build proofs/my_variant.py``)."""
+    root = path.resolve().parent.parent if path is not None else Path.cwd()
+    if (root / "build_docs.py").is_file():
+        return "python build_docs.py"
+    return f"derive build {_display_path(path)}" if path is not None else "derive build"
 
 
 def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered, int, int]:
@@ -390,7 +402,8 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
             _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
         _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache)
     if not check and pdf and not have_pdflatex:
-        log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
+        log("  pdflatex not found: wrote the .tex files, skipped the PDFs (for them, install a TeX "
+            "distribution that has pdflatex, such as TeX Live; --no-pdf builds without them)")
     report.seconds, report.cpu = time.perf_counter() - start, _cpu() - cpu0
     return report
 

@@ -77,10 +77,10 @@ def test_json_schema(outputs):
 
 def validate_report(doc: dict) -> None:
     """``doc`` against the JSON Schema of the report (tests/check-report-schema.json, docs/spec.md)."""
-    import jsonschema
+    from tests.conftest import jsonschema
 
     schema = json.loads((ROOT / "tests" / "check-report-schema.json").read_text(encoding="utf-8"))
-    cls = jsonschema.validators.validator_for(schema)
+    cls = jsonschema().validators.validator_for(schema)
     cls.check_schema(schema)
     errors = sorted(cls(schema).iter_errors(doc), key=str)
     assert not errors, [e.message for e in errors[:5]]

@@ -253,13 +253,18 @@ def test_derive_check_exits_3_and_every_format_shows_the_error(tmp_path, monkeyp
     assert err == ""
     line = re.escape("internal error: Injected: in the arb evaluator (at ")
     if fmt == "json":
+        from tests.test_check_cli import validate_report
+
         doc = json.loads(out)
+        validate_report(doc)  # tests/check-report-schema.json: an error claim has its error, and nothing else
         assert doc["counts"] == {"claims": 1, "proved": 0, "refuted": 0, "undecided": 0, "error": 1}
         (claim,) = doc["specs"][0]["claims"]
         assert claim["verdict"] == "error" and claim["error"]["type"] == "Injected"
         assert re.match(line, claim["reason"])
     elif fmt == "sarif":
-        run = json.loads(out)["runs"][0]
+        from tests.test_check_formats import _validate
+
+        run = _validate(out)["runs"][0]  # the official SARIF 2.1.0 schema
         (inv,) = run["invocations"]
         assert inv["executionSuccessful"] is False and inv["exitCode"] == 3 and run["results"] == []
         (note,) = inv["toolExecutionNotifications"]

@@ -80,8 +80,7 @@ def test_deleted_specs_are_found_in_each_repository(tmp_path, capsys):
 def test_action_reports_bad_inputs_in_its_formats(tmp_path):
     """A misspelled fail-on or a baseline that looks like an option: exit 2 with an annotation
     and a SARIF file (upload-sarif runs after a failed check), not argparse's usage on stderr."""
-    import jsonschema
-
+    from tests.conftest import jsonschema
     from tests.test_code_review import ROOT, _run_action_script
 
     schema = json.loads((ROOT / "tests" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -93,7 +92,7 @@ def test_action_reports_bad_inputs_in_its_formats(tmp_path):
         assert proc.stdout == f"::error title=derive%3A bad input::{message}\n"
         assert message in summary
         sarif = json.loads(Path(proc.outputs["sarif"]).read_text(encoding="utf-8"))
-        jsonschema.validate(sarif, schema)
+        jsonschema().validate(sarif, schema)
         (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
         assert note["message"]["text"] == message
         Path(proc.outputs["sarif"]).unlink()
@@ -134,8 +133,7 @@ def test_a_spec_moved_and_rewritten_is_compared_with_its_old_self(tmp_path, caps
 def test_sarif_names_a_file_outside_any_repository_by_an_absolute_uri(tmp_path, monkeypatch, capsys):
     """Outside a repository and the working directory there is no %SRCROOT% to be relative to: the
     location is a file: URI without uriBaseId (an absolute path under %SRCROOT% would resolve wrong)."""
-    import jsonschema
-
+    from tests.conftest import jsonschema
     from tests.test_code_review import ROOT
 
     spec = tmp_path / "out side" / "v.derive.toml"
@@ -145,7 +143,7 @@ def test_sarif_names_a_file_outside_any_repository_by_an_absolute_uri(tmp_path, 
     monkeypatch.chdir(tmp_path / "cwd")
     assert main(["check", str(spec), "--format", "sarif"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    jsonschema.validate(doc, json.loads((ROOT / "tests" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")))
+    jsonschema().validate(doc, json.loads((ROOT / "tests" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")))
     (result,) = doc["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": spec.as_uri()}
     assert "%20" in spec.as_uri()

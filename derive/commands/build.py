@@ -40,7 +40,7 @@ def run(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    from derive.build import PdfFailed, build
+    from derive.build import PdfFailed, build, rebuild_command
 
     log("derive build" + (" --check" if args.check else ""))
     if args.check and args.if_modules and not args.modules and not any(Path("proofs").glob("[!_]*.py")):
@@ -69,8 +69,11 @@ def run(args) -> int:
         log(f"derive: {exc}")
         return 1
     if args.check and report.stale:
+        rebuild = rebuild_command()
+        if rebuild == "derive build" and args.modules:
+            rebuild += " " + " ".join(args.modules)
         for name in report.stale:
-            log(f"stale: {name} differs from what the build writes; run `python build_docs.py`")
+            log(f"stale: {name} differs from what the build writes; run `{rebuild}`")
         return 1
     cached = f", {report.cached} from the cache" if report.cached else ""
     decided = f"{report.decided} table claims decided, " if report.decided else ""

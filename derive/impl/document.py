@@ -346,9 +346,10 @@ never turned into a verdict.
 What derive guarantees against code that is hostile, not only wrong:
 
 - **The exit status is the verdict**, decided in derive's own process: 0 agrees, 1
-  disagrees or undecided, 2 no verdict, 3 no verdict because derive's own engine failed. Nothing the child sends is taken as a verdict or a report: it
-  answers with arrays over a private pipe, which derive decodes without pickle and checks
-  against the shapes it asked for; anything else ends the check with exit 2.
+  disagrees or undecided, 2 no verdict, 3 no verdict because derive's own engine failed.
+  Nothing the child sends is taken as a verdict or a report: it answers with arrays over a
+  private pipe, which derive decodes without pickle and checks against the shapes it asked
+  for; anything else ends the check with exit 2.
 - **The child cannot set its own coverage.** Which inputs run — the full list or the
   interpreter's — is decided by derive from what it launched (the environment it gave the
   child and the target's source file, read, never imported), not from anything the child
