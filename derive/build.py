@@ -3,9 +3,9 @@
 ``proofs/NAME.py`` defines ``document() -> Document``. Building a module proves and
 cross-checks every step (a failing step raises :class:`~derive.errors.StepFailed` and the
 build exits 1; an exception of derive's engine stops it as an internal error, exit 3; one the
-module's own code raises is bad input, exit 2), renders Markdown + JSON + SVG figures into ``docs/`` and LaTeX into ``build/``
-(with the figures as PDF unless ``--no-pdf`` or ``--check``), and compiles the PDF when
-``pdflatex`` is installed.
+module's own code raises is bad input, exit 2), renders Markdown + JSON + SVG figures into
+``docs/`` and LaTeX into ``build/`` (with the figures as PDF unless ``--no-pdf`` or
+``--check``), and compiles the PDF when ``pdflatex`` is installed.
 """
 
 from __future__ import annotations

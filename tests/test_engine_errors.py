@@ -362,3 +362,104 @@ def test_an_engine_failure_outside_any_claim_exits_3_with_the_traceback(monkeypa
     assert re.fullmatch(r"derive: internal error: Injected: while loading \(at derive/normalizers/formula\.py:\d+ "
                         r"in _softmax\); this is a fault in derive, not in the input: please report it", first)
     assert second == "the traceback, for the report:" and err.rstrip().endswith("Injected: while loading")
+
+
+# -- the other commands and the test helpers ------------------------------------------------------
+
+def test_derive_diff_exits_3_when_a_claim_of_either_spec_is_an_error(tmp_path, monkeypatch, capsys):
+    old, new = tmp_path / "old.toml", tmp_path / "new.toml"
+    old.write_text(REFUTED.format(tag="diff"), encoding="utf-8")
+    new.write_text(REFUTED.format(tag="diff").replace('"invariant(b_diff)"', '"depends(b_diff)"'), encoding="utf-8")
+    real = PROVERS["invariant"]
+
+    def raising(ctx, claim):
+        raise Injected("in diff")
+
+    monkeypatch.setitem(PROVERS, "invariant", raising)
+    assert main(["diff", str(old), str(new)]) == 3
+    out = capsys.readouterr().out
+    # OLD's invariant is an error; NEW's depends (which calls the invariant prover directly) is proved
+    assert out.startswith("1 claim: 1 proved, 0 refuted, 0 undecided (before: 1 claim: 0 proved, 0 refuted, "
+                          "0 undecided, 1 internal error)\n")
+    assert "| **`c`** | `depends(b_diff)` | 💥 internal error | ✅ proved |" in out
+    monkeypatch.setitem(PROVERS, "invariant", real)
+    assert main(["diff", str(old), str(old), "--format", "json"]) == 0
+
+
+def test_assert_claims_raises_the_engine_error_never_a_pass(tmp_path, monkeypatch):
+    from derive.errors import InternalError
+    from derive.testing import assert_claims
+
+    path = tmp_path / "v.derive.toml"
+    path.write_text(REFUTED.format(tag="assert").replace('c = "invariant(b_assert)"',
+                                                         'c = { claim = "invariant(b_assert)", expect = "undecided" }'),
+                    encoding="utf-8")
+
+    def raising(ctx, claim):
+        raise Injected("in a test suite")
+
+    monkeypatch.setitem(PROVERS, "invariant", raising)
+    with pytest.raises(InternalError, match=r"the engine failed on 1 claim:\n  c = 'invariant\(b_assert\)': internal "
+                                            r"error: Injected: in a test suite \(at derive/") as info:
+        assert_claims(path, allow={"c": "undecided"})
+    assert isinstance(info.value.__cause__, Injected)
+
+
+@pytest.mark.slow
+def test_the_pytest_plugin_fails_an_engine_error_with_the_exception(tmp_path):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "conftest.py").write_text(
+        "from derive.claims.provers import PROVERS\n\n\ndef _raising(ctx, claim):\n"
+        "    raise RuntimeError('injected into the plugin')\n\n\nPROVERS['invariant'] = _raising\n", encoding="utf-8")
+    (tmp_path / "v.derive.toml").write_text(
+        REFUTED.format(tag="plugin").replace('c = "invariant(b_plugin)"',
+                                             'c = { claim = "invariant(b_plugin)", expect = "undecided" }\n'
+                                             'd = "depends(q)"'), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "derive.pytest_plugin", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(root), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert "1 failed, 1 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert "RuntimeError: injected into the plugin" in proc.stdout
+    assert "derive.errors.InternalError: c = 'invariant(b_plugin)': internal error: RuntimeError: injected" in proc.stdout
+
+
+STEP = """from derive import Document, Dot, VectorBase, vectors
+from derive.model.attention import i, j
+
+q, k = VectorBase("q"), VectorBase("k")
+b, = vectors("b")
+
+
+def document():
+    doc = Document("{slug}", "One step")
+    doc.equation(Dot(q[i], k[j] + b), Dot(q[i], k[j]) + Dot(q[i], b), name="bilinear", why="linearity")
+    return doc
+"""
+
+
+def test_a_build_stops_on_an_engine_error_with_its_own_message_not_a_failed_step(tmp_path, monkeypatch):
+    """An exception of derive's engine in a step is exit 3 with its description, never "step failed";
+    an exception the module's own code raises is bad input (exit 2), naming the module's line."""
+    from derive.document import api
+    from tests.conftest import run_derive
+
+    (tmp_path / "proofs").mkdir()
+    (tmp_path / "proofs" / "step.py").write_text(STEP.replace("{slug}", "step"), encoding="utf-8")
+    (tmp_path / "proofs" / "own.py").write_text("def document():\n    return 1 / 0\n", encoding="utf-8")
+
+    def raising(a, b, cfg=None):
+        raise Injected("in a step")
+
+    monkeypatch.setattr(api, "prove_equal", raising)
+    code, _, err = run_derive("build", "--no-pdf", "--jobs", "1", "proofs/step.py", cwd=tmp_path)
+    assert code == 3 and "step failed" not in err
+    assert re.search(r"^derive: building proofs/step\.py: internal error: Injected: in a step \(at "
+                     r"derive/document/api\.py:\d+ in _prove\); this is a fault in derive, not in the input: please "
+                     r"report it$", err, re.MULTILINE), err
+    code, _, err = run_derive("build", "--no-pdf", "--jobs", "1", "proofs/own.py", cwd=tmp_path)
+    assert code == 2 and err.endswith("derive: error: proofs/own.py, line 2: the module raised ZeroDivisionError: "
+                                      "division by zero\n"), err

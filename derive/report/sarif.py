@@ -13,8 +13,8 @@ Bad input (exit 2) is a run without results whose invocation failed, with one
 ``toolExecutionNotifications`` entry per error. A claim on which derive's engine failed (the
 error outcome, exit 3) is no result either: the invocation failed (``executionSuccessful:
 false``, ``exitCode`` 3) and has one notification per such claim, at the claim's line, with
-the exception (``exception.kind``, ``exception.message``, and where in derive it was raised). The output validates against the official
-schema (``tests/sarif-schema-2.1.0.json``).
+the exception (``exception.kind``, ``exception.message``, and where in derive it was raised).
+The output validates against the official schema (``tests/sarif-schema-2.1.0.json``).
 """
 
 from __future__ import annotations
