@@ -11,8 +11,8 @@
 ``assert_claims`` requires every claim of the spec to be *proved* (or to have the verdict
 given in ``allow``); a claim on which derive's engine failed is never a pass: it raises
 :class:`~derive.errors.InternalError`, chained to the engine's exception. The pytest plugin
-(:mod:`derive.pytest_plugin`) does the same for every ``*.derive.toml`` file it collects. ``assert_implements`` runs the differential check of
-``derive impl`` and fails with its report.
+(:mod:`derive.pytest_plugin`) does the same for every ``*.derive.toml`` file it collects.
+``assert_implements`` runs the differential check of ``derive impl`` and fails with its report.
 """
 
 from __future__ import annotations
