@@ -96,3 +96,15 @@ def test_enclosures_and_rounded_values_at_any_exponent():
     # inside Decimal's range, the text is what it was
     assert show_ball(arb("1e-4342945") / 3) == "3.33333333333e-4342946 ± 1e-4342957"
     assert (show_ball(arb(1) / 3), rounded(arb(1) / 3)) == ("0.333333333333 ± 1e-12", 0.333333)
+
+
+def test_a_property_whose_shifted_weight_is_the_weight_as_built_needs_no_vacuous_cross_check():
+    """x_t − x_j cancels a common shift as it is built, so both sides of the shift-invariance
+    cross-check are one expression: the check is not run (it could not fail), and the proof
+    stands, where the cross-check's refusal used to be swallowed as "no numeric evaluation"."""
+    got = _claims('name = "r"\nscore = "dot(q, k) / sqrt(d)"\n[normalizer]\nname = "oneplus"\n'
+                  'weight = "1 / (1 + sum_t(exp(x_t - x_j)))"\n[claims]\nshift = "shift_invariant"\n')
+    c = got["shift"]
+    assert (c.verdict, c.cross_check) == ("proved", None)
+    assert c.steps[-1]["text"] == ("numeric cross-check: not run (both sides are one expression, so a numeric "
+                                   "comparison could not fail); the verdict rests on the symbolic steps alone")
