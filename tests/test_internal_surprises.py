@@ -11,7 +11,10 @@ counterexamples are certified and printed (``… e-43429448190325182765112891891
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import numpy as np
+import pytest
 from flint import arb
 
 from derive.claims.run import check_spec
@@ -108,3 +111,21 @@ def test_a_property_whose_shifted_weight_is_the_weight_as_built_needs_no_vacuous
     assert (c.verdict, c.cross_check) == ("proved", None)
     assert c.steps[-1]["text"] == ("numeric cross-check: not run (both sides are one expression, so a numeric "
                                    "comparison could not fail); the verdict rests on the symbolic steps alone")
+
+
+def test_a_row_maximum_under_a_mask_made_concrete_has_no_value_not_a_key_error():
+    """max_t reads the row's mask M[i, t] implicitly; a counterexample search on the causal mask
+    made concrete draws no table M, so the maximum cannot know the allowed keys: no value there
+    (no certificate), as before, where a KeyError was swallowed; now any other KeyError is an
+    engine error."""
+    from derive.crosscheck.evaluate import Instance, evaluate
+    from derive.errors import Unsupported
+    from derive.model.attention import X, i, n, t
+    from derive.model.reductions import RowMax
+
+    with pytest.raises(Unsupported, match="the max over the allowed keys of a mask made concrete"):
+        evaluate(RowMax(X[i, t], t, 1, n), Instance(d=1, n=2, tables={"x": np.zeros((3, 3))}), "arb", {i: 1})
+    got = _claims((Path(__file__).parent / "specs" / "adversarial" / "max_ratio.toml").read_text(encoding="utf-8"))
+    assert {k: c.verdict for k, c in got.items()} == {"shift": "undecided", "sum1": "refuted", "abst": "undecided",
+                                                      "kb": "undecided"}
+    assert got["kb"].reason == "no proof and no counterexample were found"

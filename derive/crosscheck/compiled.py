@@ -327,6 +327,11 @@ def _compile_extremum(e: RowExtremum):
     lo_f, hi_f, skip_f, var = _compile(lo), _compile(hi), _compile(skip), canon(var)
 
     def extremum(ev, env):
+        if _MASK.name not in ev.inst.tables:
+            # the row's mask is implicit in the extremum (M[i, t], not one of its arguments): an
+            # expression whose mask was made concrete has no table M, and the extremum cannot know
+            # which keys that mask allows, so it has no value here (never a random table's keys)
+            raise Unsupported(f"the {e.word} over the allowed keys of a mask made concrete: its keys are not known")
         skip_v = ev.index(skip_f(ev, env))
         out = None
         for k in range(ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env)) + 1):
