@@ -306,6 +306,12 @@ def test_an_engine_error_under_a_baseline_is_listed_and_exits_3(tmp_path, monkey
     assert change["error"]["type"] == "RuntimeError" and change["fails"]
     code, out, _ = run_derive("check", "--baseline", "HEAD", "v.derive.toml", "--format", "github", cwd=tmp_path)
     assert code == 3 and out.startswith("::error file=v.derive.toml,line=6,col=1,title=qb%3A internal error::")
+    from tests.test_check_formats import _validate
+
+    code, out, _ = run_derive("check", "--baseline", "HEAD", "v.derive.toml", "--format", "sarif", cwd=tmp_path)
+    (inv,) = _validate(out)["runs"][0]["invocations"]
+    assert code == 3 and inv["executionSuccessful"] is False and inv["exitCode"] == 3
+    assert [n["exception"]["kind"] for n in inv["toolExecutionNotifications"]] == ["RuntimeError"]
 
 
 BAD_INPUT = 'name = "x"\nscore = "dot(q, kk)"\n[claims]\nc = "invariant(zz)"\n'
