@@ -56,6 +56,7 @@ def test_json_schema(outputs):
     doc = json.loads(outputs["json"][1])
     assert set(doc) == {"version", "schema", "counts", "not_as_expected", "specs"}
     assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0}
+    assert doc["not_as_expected"] == 1  # k_bias_redundant expects proved (the default) and is refuted
     (spec,) = doc["specs"]
     assert {"file", "name", "counts", "claims"} <= set(spec)
     assert spec["counts"] == doc["counts"]

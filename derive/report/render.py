@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from derive.claims.result import ERROR, ICONS
-from derive.report.common import expectation_note, repo_path, results_summary, total_counts
+from derive.report.common import repo_path, results_summary, total_counts
 from derive.render.markup import gfm_escape, plain_math, tex_code, tex_text, to_gfm, to_tex
 
 __all__ = ["SCHEMA_VERSION", "environment", "one_line", "plain_reason", "reason_cell", "render", "short_reason",
@@ -167,9 +167,11 @@ def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str |
 def to_json(results: list) -> str:
     from derive import __version__
 
-    missed = expectation_note(c for r in results for c in r.claims)
+    # every claim whose outcome is not its expected verdict (a refuted claim that expects proved
+    # too: the summary line leaves that count out when every claim expects proved, the JSON does not)
+    missed = sum(not c.as_expected for r in results for c in r.claims)
     doc = {"version": __version__, "schema": SCHEMA_VERSION, "counts": total_counts(results),
-           "not_as_expected": missed or 0,
+           "not_as_expected": missed,
            "specs": [{**r.as_json(), "file": repo_path(r.file)} for r in results]}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
