@@ -53,10 +53,17 @@ def claim_of(kind, tag: str) -> str:
             .replace('"OTHER.toml"', '"other.toml"'))
 
 
-def spec_for(tmp_path, kind, tag: str):
+def spec_for(tmp_path, kind, tag: str, fresh_normalizer: bool = False):
+    """The spec of one claim of ``kind``; ``fresh_normalizer``: with a normalizer of its own (a
+    parameter named after ``tag``), so that no cache of an earlier check in this process (the
+    properties of softmax, say) answers the claim without running its prover's SymPy again."""
     (tmp_path / "other.toml").write_text(OTHER)
     path = tmp_path / "s.toml"
-    path.write_text(SPEC.format(name=f"injected {tag}", tag=tag, claim=claim_of(kind, tag)))
+    text = SPEC.format(name=f"injected {tag}", tag=tag, claim=claim_of(kind, tag))
+    if fresh_normalizer:
+        text = text.replace("[symbols]\n", f'[normalizer]\nname = "scaled {tag}"\nweight = "exp(a_{tag} * x_j) / '
+                                           f'sum_t(exp(a_{tag} * x_t))"\n\n[symbols]\na_{tag} = "scalar positive"\n')
+    path.write_text(text)
     return path
 
 
@@ -99,7 +106,7 @@ def test_an_exception_from_a_prover_is_the_error_outcome(tmp_path, monkeypatch, 
 def test_an_exception_deep_in_sympy_inside_a_prover_is_the_error_outcome(tmp_path, monkeypatch, kind):
     """SymPy's Mul.flatten raises while the prover runs (armed only then): whatever route the
     prover was on, and whatever handler lies between, the claim ends in an error."""
-    path = spec_for(tmp_path, kind, f"deep_{kind.name}")
+    path = spec_for(tmp_path, kind, f"deep_{kind.name}", fresh_normalizer=True)
     spec = load_spec(path)
     _fresh(monkeypatch)
     real, armed, calls = PROVERS[kind.name], [False], [0]
