@@ -125,7 +125,10 @@ def test_a_row_maximum_under_a_mask_made_concrete_has_no_value_not_a_key_error()
 
     with pytest.raises(Unsupported, match="the max over the allowed keys of a mask made concrete"):
         evaluate(RowMax(X[i, t], t, 1, n), Instance(d=1, n=2, tables={"x": np.zeros((3, 3))}), "arb", {i: 1})
-    got = _claims((Path(__file__).parent / "specs" / "adversarial" / "max_ratio.toml").read_text(encoding="utf-8"))
-    assert {k: c.verdict for k, c in got.items()} == {"shift": "undecided", "sum1": "refuted", "abst": "undecided",
-                                                      "kb": "undecided"}
-    assert got["kb"].reason == "no proof and no counterexample were found"
+
+
+@pytest.mark.slow  # a fruitless counterexample search, about 2 s of CPU
+def test_max_ratio_invariance_under_causal_stays_undecided_as_before():
+    text = (Path(__file__).parent / "specs" / "adversarial" / "max_ratio.toml").read_text(encoding="utf-8")
+    got = _claims(text.split("[claims]")[0] + '[claims]\nkb = "invariant(b_k)"\n')  # true; undecided, as before
+    assert (got["kb"].verdict, got["kb"].reason) == ("undecided", "no proof and no counterexample were found")

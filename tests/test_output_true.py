@@ -140,6 +140,7 @@ def _derive(cwd: Path, *argv: str):
                           check=False, env={**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"] + os.pathsep + str(ROOT)})
 
 
+@pytest.mark.slow  # a child process of derive (about 2 s of CPU)
 def test_derive_impl_on_a_torch_file_without_torch_says_how_to_install_it(no_torch):
     (no_torch / "t.py").write_text("import torch\n\ndef f(x):\n    return torch.softmax(x, -1)\n", encoding="utf-8")
     proc = _derive(no_torch, "impl", "t.py:f", "--as", "softmax")
@@ -148,6 +149,7 @@ def test_derive_impl_on_a_torch_file_without_torch_says_how_to_install_it(no_tor
                            "install 'derive[torch]' (or pip install torch)\n")
 
 
+@pytest.mark.slow  # a child process of derive (about 2 s of CPU)
 def test_a_flexattention_modifier_without_torch_says_how_to_install_it(no_torch):
     shutil.copy(ROOT / "derive" / "atlas" / "flex" / "mods.py", no_torch / "mods.py")
     (no_torch / "c.toml").write_text('name = "c"\nscore = "dot(q, k)"\nmask_mod = "mods.py:causal"\n',

@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from derive.cli import main
 
 GOOD = 'name = "good"\nscore = "dot(q, k + b)"\n[symbols]\nb = "vector"\n[claims]\nkb = "invariant(b)"\n'
@@ -188,6 +190,7 @@ def test_list_inputs_names_what_each_spec_reads(tmp_path):
     assert (code, out, err) == (2, "", "derive: error: specs/nope.derive.toml: no such file\n")
 
 
+@pytest.mark.slow  # three checks, about 2 s of CPU (--list-inputs --changed covers the selection by default)
 def test_changed_checks_the_specs_that_read_a_changed_file(tmp_path):
     """A commit that changes only b.derive.toml (the other side of a's equivalent_to): a is
     checked, and refuted now; c, which reads nothing changed, is not checked."""
@@ -204,6 +207,7 @@ def test_changed_checks_the_specs_that_read_a_changed_file(tmp_path):
     assert (code, err) == (0, "") and out.startswith("0 claims: 0 proved, 0 refuted, 0 undecided\n\n<sub>")
 
 
+@pytest.mark.slow  # a child process of derive (about 2 s of CPU)
 def test_the_pre_commit_hook_runs_when_only_a_referenced_file_changes(tmp_path):
     """The derive-check hook's files pattern takes specs, other .toml files and Python modules, and
     its entry checks the specs that read them (run as pre-commit runs it: entry + file names)."""
@@ -250,6 +254,7 @@ def test_a_pull_request_that_deletes_the_last_spec_reports_the_deletion(tmp_path
                    "deleted since REF)\n")
 
 
+@pytest.mark.slow  # a child process of derive (about 2 s of CPU)
 def test_the_action_reports_a_deletion_when_no_spec_is_left(tmp_path):
     from tests.test_code_review import _run_action_script
 
