@@ -328,10 +328,12 @@ def equivalent_to(ctx, claim) -> Outcome:
 
 
 def _no_proof(spec) -> str | None:
-    from derive.normalizers.partial import why_no_proof
+    from derive.normalizers.partial import over, why_no_proof
     from derive.normalizers.registry import get
 
-    return why_no_proof(get(spec.normalizer).definition_of)
+    binds = spec.binds()
+    named = {p: binds[name].obj for p, name in spec.norm_params().items() if name in binds}
+    return why_no_proof(over(get(spec.normalizer).definition_of, named))
 
 
 def one_symbol_per_name(a: sp.Expr, b: sp.Expr) -> tuple[dict, str]:

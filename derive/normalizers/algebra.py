@@ -266,8 +266,8 @@ class RowForm:
 
 @memoized
 def row_form(W: sp.Expr) -> RowForm | None:
-    sums = {canon_sums(s) for s in W.atoms(sp.Sum)}
     W = canon_sums(W)
+    sums = W.atoms(sp.Sum)  # of the canonical form: a sum's factors free of t are outside it
     if len(sums) != 1:
         return None
     (S,) = sums

@@ -23,6 +23,8 @@ weights: such a subterm is listed too (:attr:`Dropped.whole`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from derive.model.attention import X, i, j, t
@@ -30,7 +32,7 @@ from derive.model.reductions import RowMax, RowMin
 from derive.normalizers.formula import REDUCTIONS, Y, Formula, _free, _safe, _Symbolic
 from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
-__all__ = ["Dropped", "domain", "dropped", "text", "why_no_proof"]
+__all__ = ["Dropped", "domain", "dropped", "over", "text", "why_no_proof"]
 
 _CACHE: dict = {}
 # the guard kind (derive.crosscheck.witness.in_domain) that keeps an instance where the subterm has a value
@@ -196,6 +198,16 @@ def _kept(operand: sp.Expr, kind: str, whole: sp.Expr) -> bool:
             continue
         return False
     return True
+
+
+def over(f: Formula | None, params: dict | None) -> Formula | None:
+    """``f`` with the parameters ``params`` names as symbols (a spec's ``clipped(z, g)``: z and g
+    with their declared signs) in place of the formula's own, so that what may have no value is
+    judged over the domain the claims quantify over."""
+    given = {p: v for p, v in (params or {}).items() if isinstance(v, sp.Symbol) and p in f.defaults} if f else {}
+    if not given:
+        return f
+    return dataclasses.replace(f, defaults={**f.defaults, **given})
 
 
 def why_no_proof(f: Formula | None) -> str | None:

@@ -65,7 +65,11 @@ def params_for(entry, given: dict | None = None) -> dict:
 
 
 def _check_domain(entry, name: str, expr: sp.Expr, value: sp.Expr) -> None:
-    """A concrete parameter must lie in the entry's domain (e.g. c > 0, ζ ≥ 1)."""
+    """A concrete parameter must lie in the entry's domain (e.g. c > 0, ζ ≥ 1). A declared
+    symbol (a spec's ``clipped(z, g)``) ranges over its own declared domain, as every declared
+    scalar does: the claims are about the formula for every value of it."""
+    if value.free_symbols:
+        return
     if not value.is_real:
         raise InputError(f"{entry.name}: parameter {name} must be a real number, got {value}")
     for sym in expr.free_symbols:
@@ -507,7 +511,8 @@ def derive_property(name: str, prop: str, **params) -> Derivation:
     key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())))
     if key not in _CACHE:  # and once per build across the documents' processes
         _CACHE[key] = once(f"derive_property {key!r}",
-                           lambda: _defined_rows(entry, prop, PROPERTIES[prop][1](entry, params_for(entry, params))))
+                           lambda: _defined_rows(entry, prop, PROPERTIES[prop][1](entry, params_for(entry, params)),
+                                                      params))
     return _CACHE[key]
 
 
@@ -519,20 +524,20 @@ def _as_written(entry, params: dict, sc=None) -> list:
     """The guards that keep a counterexample where the weight as written has a value (scores
     ``sc``, default x[i, k]), when its symbolic reading has a wider domain (see
     :mod:`derive.normalizers.partial`)."""
-    from derive.normalizers.partial import domain
+    from derive.normalizers.partial import domain, over
 
-    return domain(entry.definition_of, sc or (lambda k: X[i, k]), params=params)
+    return domain(over(entry.definition_of, params), sc or (lambda k: X[i, k]), params=params)
 
 
-def _defined_rows(entry, prop: str, der: Derivation) -> Derivation:
+def _defined_rows(entry, prop: str, der: Derivation, params: dict) -> Derivation:
     """A verdict about the weight as written: where its symbolic reading dropped a subterm that
     may have no value, no proof (the reading has a value where the formula has none), and a
     refutation only by a counterexample certified inside the formula's domain; any other
     verdict is undecided for that reason (a reason read off the reading, such as "not
     shift-invariant" for the effect of a shift, would not be about the weight as written)."""
-    from derive.normalizers.partial import why_no_proof
+    from derive.normalizers.partial import over, why_no_proof
 
-    why = why_no_proof(entry.definition_of)
+    why = why_no_proof(over(entry.definition_of, params))
     v = der.verdict
     if why is None or v is None:
         return der
