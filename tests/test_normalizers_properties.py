@@ -178,9 +178,11 @@ def test_shift_counterexamples_recomputed_independently(table, name):
     with mpmath.workdps(50):
         shifted = float(ref([v + inst["c"] for v in row], mask, **params)[idx["j"] - 1])
         plain = float(ref(row, mask, **params)[idx["j"] - 1])
-    assert _within(shifted, w["enclosures"]["lhs"])
-    assert _within(plain, w["enclosures"]["rhs"])
-    assert shifted == pytest.approx(w["lhs"], rel=1e-5)
+    # the first side is the weight as it is, the second the weight after the shift: as labelled
+    assert w["compared"] == ["p_ij", "p_ij with c added to every score"]
+    assert _within(plain, w["enclosures"]["lhs"])
+    assert _within(shifted, w["enclosures"]["rhs"])
+    assert plain == pytest.approx(w["lhs"], rel=1e-5) and shifted == pytest.approx(w["rhs"], rel=1e-5)
     assert abs(shifted - plain) > 1e-3
 
 

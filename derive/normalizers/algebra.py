@@ -126,18 +126,34 @@ def _by_arguments(a, b, depth):
 _BY_ARGS = "argument by argument ("
 
 
+# What the two sides of each property's equation are, in the order they are compared: a
+# counterexample lists its two values under these names (prose markup), the first the left side.
+SIDES = {
+    "shift_invariant": ("p_ij", "p_ij with c added to every score"),
+    "shift_effect": ("p_ij with c added to every score", "p_ij of the normalizer the shift gives"),
+    "weights_sum_to_one": ("Σ_j p_ij", "1"),
+    "ratio_identity": ("p_i1 / p_i2", "exp(x_i1 − x_i2)"),
+    "k_bias_cancels": ("p_ij with the key bias b_K", "p_ij without it"),
+    "can_abstain": ("p_i1 on a row of one key, whatever its score", "the limit 0 that abstention needs"),
+    "limit_any_path": ("the limits along the path x_A", "the limits along the path x_B"),
+    "stable_form": ("the overflow-free form", "the definition"),
+}
+
+
 def plain_witness(w: dict | None) -> dict | None:
     return None if w is None else {k: v for k, v in w.items() if not k.startswith("_")}
 
 
 def settle(
-    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None, sample: dict | None = None,
-    guards: list = (),
+    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, sides: tuple[str, str] = ("the left side", "the right side"),
+    fixed: dict | None = None,
+    sample: dict | None = None, guards: list = (),
 ) -> Verdict:
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
     the entry's in-domain sample parameters (inside ``guards``, the domain of the weight as
     written where its reading has a wider one: see :mod:`derive.normalizers.partial`), else
-    undecided."""
+    undecided. ``sides`` names what ``lhs`` and ``rhs`` are (prose markup): a counterexample
+    lists its two values, and their enclosures, under these names (``compared``)."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
     a, b = put_in(lhs, values), put_in(rhs, values)  # only evaluated numerically, in the witness search
     guards = [(kind, put_in(g, values)) for kind, g in guards]
@@ -152,6 +168,7 @@ def settle(
         how = "refuted before a proof was attempted"
     if w is not None:
         w = plain_witness(w)
+        w["compared"] = list(sides)
         if values:
             w["parameters"] = sample_parameters(entry, params)
         return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)

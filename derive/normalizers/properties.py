@@ -25,6 +25,7 @@ from derive.normalizers.algebra import (
     _plain_weight,
     X,
     Z,
+    SIDES,
     depends_on_score,
     elementwise,
     mass,
@@ -48,6 +49,7 @@ from derive.shared import once
 __all__ = ["PROPERTIES", "decide", "derive_property", "params_for"]
 
 C = sp.Symbol("c", real=True)  # a common shift of the row's scores
+
 Q, K = VectorBase("q"), VectorBase("k")
 B_K = vector("b_K")
 
@@ -107,7 +109,7 @@ def shift_invariant(entry, params) -> Derivation:
     )
     shifted = _shifted_weight(entry, params)
     plain = weight(entry, params)
-    der.verdict = settle(shifted, plain, entry, params,
+    der.verdict = settle(plain, shifted, entry, params, sides=SIDES["shift_invariant"],
                          guards=_as_written(entry, params) + _as_written(entry, params, _shifted))
     der.equality = (shifted, plain)
     der.step("weight after a common shift $c$", shifted, setup=True)
@@ -131,7 +133,7 @@ def shift_effect(entry, params) -> Derivation:
     other, new = entry.shift_effect(C, params)
     target = get(other)
     rhs = weight(target, new)
-    der.verdict = settle(shifted, rhs, entry, params)
+    der.verdict = settle(shifted, rhs, entry, params, sides=SIDES["shift_effect"])
     der.equality = (shifted, rhs)
     pretty = _assign(other, new, entry.name)
     der.value = f"= {pretty}"
@@ -147,7 +149,8 @@ def weights_sum_to_one(entry, params) -> Derivation:
         entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None
     )
     T = mass(entry, params)
-    der.verdict = settle(T, sp.S.One, entry, params, guards=_as_written(entry, params))
+    der.verdict = settle(T, sp.S.One, entry, params, sides=SIDES["weights_sum_to_one"],
+                         guards=_as_written(entry, params))
     der.equality = (T, sp.S.One)
     # Shown with its own outer index u: the weights' inner sums run over t (canon_sums
     # renames every dummy to t, which reads as if the outer index were captured).
@@ -337,6 +340,7 @@ def _one_key_witness(entry, params, value) -> dict:
         "indices": {"i": 1},
         "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
         "rhs": 0.0,
+        "compared": list(SIDES["can_abstain"]),
         "note": "not every weight can tend to 0: the row's mass is bounded below by this value",
     }
 
@@ -355,7 +359,7 @@ def ratio_identity(entry, params) -> Derivation:
     allowed = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One}
     lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).xreplace(allowed)
     rhs = sp.exp(X[i, 1] - X[i, 2])
-    der.verdict = settle(canon_sums(lhs), rhs, entry, params)
+    der.verdict = settle(canon_sums(lhs), rhs, entry, params, sides=SIDES["ratio_identity"])
     der.equality = (lhs, rhs)
     der.step("ratio of the weights of keys 1 and 2 (both allowed)", lambda: tidy(canon_sums(lhs)), setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
@@ -374,7 +378,7 @@ def k_bias_cancels(entry, params) -> Derivation:
     )
     with_bias = weight(entry, params, lambda k: Dot(Q[i], K[k] + B_K) / sp.sqrt(d))
     without = weight(entry, params, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
-    der.verdict = settle(with_bias, without, entry, params)
+    der.verdict = settle(with_bias, without, entry, params, sides=SIDES["k_bias_cancels"])
     der.equality = (with_bias, without)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     if der.verdict.proved and params == params_for(entry):
