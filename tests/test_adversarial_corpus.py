@@ -148,7 +148,8 @@ BAD_WEIGHTS = [
      "the condition compares t with an index expression (i, j, n, integers), e.g. t > j"),
     ("exp(x_j) / sum_t(exp(x_t), t > q)", 32, "'q' in a condition: compare t with i, j, n and integers only"),
     ("exp(1e401 * x_j)", 5, "number 1e401 is too large or too small (limit 1e±400)"),
-    ("1/0", 1, "the weight does not involve the scores: use x_j (key j) or x_t (in a reduction)"),
+    ("1/0", 1, "the weight has no real value on any of 8 sample rows (a division by zero, or a log or sqrt "
+               "of a negative number, whatever the scores)"),
     ("x_j / (n - n)", 1, "the weight has no real value on any of 8 sample rows (a division by zero, or a log or sqrt "
                          "of a negative number, whatever the scores)"),
     ("log(relu(x_j) - relu(x_j))", 1, "the weight has no real value on any of 8 sample rows (a division by zero, or a "
