@@ -365,6 +365,8 @@ def _sign(node, f: Formula) -> int:
     if isinstance(node, Binary) and node.op in ("*", "/"):
         return min(_sign(node.left, f), _sign(node.right, f))
     if isinstance(node, Binary) and node.op == "**":
+        if isinstance(node.right, Num) and node.right.text.isdigit() and int(node.right.text) % 2 == 0:
+            return max(_sign(node.left, f), _NONNEG)  # an even power of a real value
         return _sign(node.left, f)
     return 0
 
