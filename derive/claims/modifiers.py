@@ -139,14 +139,18 @@ def _violation(f, mask, data, heads, cfg) -> dict | None:
         wit = find_witness(lhs, sp.S.Zero, cfg=cfg)
         if wit is None:
             continue
-        from derive.crosscheck.evaluate import evaluate
-        from derive.crosscheck.witness import rounded
+        from derive.crosscheck.witness import certify, rounded
 
         inst, env = wit["_instance"], wit["_env"]
         for sym in sorted((f1 + f2).free_symbols - set(inst.scalars) - set(env), key=str):
             if not sym.is_integer:  # cancels in the difference (s, for a bias): any value; 0 shown
                 inst.scalars[sym] = sp.S.Zero
-        near, far = (rounded(evaluate(x, inst, "arb", env, prec=128)) for x in (f1, f2))
+        # the two scores themselves, certified apart: the enclosures of the sides compared (the
+        # search certified the violation max(0, far − near) > 0, not these)
+        cert = certify(f1, f2, inst, env)
+        if cert is None:
+            continue
+        near, far = rounded(cert.lhs), rounded(cert.rhs)
         values = {k: v for k, v in inst.describe().items() if k not in ("d", "n")}
         if data:
             values["head"] = head
@@ -155,7 +159,7 @@ def _violation(f, mask, data, heads, cfg) -> dict | None:
                     values[key.name] = str(vals[min(head, len(vals) - 1)])
         return {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": str(mask),
                 "indices": wit["indices"], "values": values, "functions": interpretations(g) or None,
-                "original": near, "changed": far, "enclosures": wit["enclosures"],
+                "original": near, "changed": far, "enclosures": cert.as_json(),
                 "compared": ["score at the nearer key j_1", "score at the farther key j_2"]}
     return None
 

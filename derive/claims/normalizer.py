@@ -15,7 +15,11 @@ from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.markup import plain_math
 from derive.settings import Settings
 
-__all__ = ["PROPERTIES", "decide_property"]
+__all__ = ["PROPERTIES", "PROPERTY_INPUTS_APART", "decide_property"]
+
+# a normalizer property's counterexample lists its row of scores x (y), mask table M and shift c;
+# under these names when the spec declares one of those names itself
+PROPERTY_INPUTS_APART = {"x": "x_scores", "y": "y_scores", "c": "c_shift"}
 
 PROPERTIES = ("shift_invariant", "can_abstain", "weights_sum_to_one")
 _CACHE: dict = {}
@@ -115,8 +119,15 @@ def _uniform(w: dict, name: str, params: dict) -> dict:
         return {k: val for k, val in w.items() if not k.startswith("_")}
     inst = w["instance"]
     values = {k: val for k, val in inst.items() if k not in ("d", "n")}
+    own = list(values)  # the property's own inputs (x, M, c)
+    from derive.normalizers.registry import get
+
     for p, val in (w.get("parameters") or {}).items():
-        values[str(params[p]) if p in params else f"{name}.{p}"] = val
+        shown = str(params[p]) if p in params else get(name).shown_parameter(p)
+        if shown in own:  # a declared parameter named like an input of the property (c, the shift)
+            values[PROPERTY_INPUTS_APART.get(shown, shown)] = values.pop(shown)
+            own[own.index(shown)] = PROPERTY_INPUTS_APART.get(shown, shown)
+        values[shown] = val
     out = {"d": inst.get("d"), "n": inst.get("n"), "mask": w.get("mask", "none"),
            "indices": w.get("indices", {}), "values": values,
            "functions": None, "original": w.get("lhs"), "changed": w.get("rhs")}

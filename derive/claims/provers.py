@@ -8,7 +8,7 @@ import sympy as sp
 from derive.claims import show
 from derive.claims.core import ON_ALLOWED, expand, expanded_by, key_free, key_terms, scores_lemma, settle, two_keys
 from derive.claims.modifiers import row_constant as masked_row_constant
-from derive.claims.normalizer import decide_property, property_outcome
+from derive.claims.normalizer import PROPERTY_INPUTS_APART, decide_property, property_outcome
 from derive.claims.result import Outcome, step
 from derive.claims.numeric import concrete_mask
 from derive.claims.substitute import mentions
@@ -385,9 +385,13 @@ def _normalizer_claim(prop: str):
         out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
                                ctx.cfg)
         values = (out.witness or {}).get("values")
-        if values:  # the property's own mask table, listed apart from a declared M
-            shown = {str(k): str(v) for k, v in display_apart(set(ctx.spec.symbols)).items()}
-            out.witness["values"] = {shown.get(k, k): v for k, v in values.items()}
+        if values:  # the property's own inputs (mask table, scores, shift), listed apart from declared names
+            taken = set(ctx.spec.symbols)
+            shown = {str(k): str(v) for k, v in display_apart(taken).items()}
+            shown |= {k: v for k, v in PROPERTY_INPUTS_APART.items() if k in taken}
+            named = {str(v) for v in ctx.base.property_params.values()}  # the normalizer's declared parameters
+            own = [k for k in values if k in ("M", "x", "y", "c") and k not in named]
+            out.witness["values"] = {(shown.get(k, k) if k in own else k): v for k, v in values.items()}
         return out
 
     return prover

@@ -145,15 +145,26 @@ def _show_ball(x: arb) -> str:
         return "0"
     mid = Decimal(x.mid().str(40, radius=False))
     if mid == 0:
-        return f"0 ± {Decimal(x.rad().str(3, radius=False)):.0e}"
+        return _wide_ball(x, mid)
     exp10 = mid.adjusted() - 11
     unit = Decimal(1).scaleb(exp10)
     if not x.rad() < arb(str(unit)) / 100:
-        return x.str(12, radius=True)
+        return _wide_ball(x, mid)
     shown = mid.quantize(unit)
     if x.is_exact() and Decimal(shown) == mid:
         return _plain_decimal(shown)
     return f"{_plain_decimal(shown)} ± {unit:.0e}"
+
+
+def _wide_ball(x: arb, mid: Decimal) -> str:
+    """A ball too wide for 12 digits, as ``m ± r`` all the same (never flint's ``[m +/- r]``, which
+    a reader of "m ± r" cannot read): m to 12 significant digits (0 when the midpoint is 0) and r
+    rounded up to 2, so that m ± r still contains the ball."""
+    m = Decimal(0) if mid == 0 else mid.quantize(Decimal(1).scaleb(mid.adjusted() - 11))
+    bound = abs(arb(str(m)) - x.mid()) + x.rad()  # every point of the ball is within this of m
+    r = Decimal(bound.upper().str(20, radius=False)) * Decimal("1.0001")
+    r = r.quantize(Decimal(1).scaleb(r.adjusted() - 1), rounding=decimal.ROUND_UP)
+    return f"{_plain_decimal(m) if m != 0 else '0'} ± {r:.1e}"
 
 
 def _plain_decimal(d: Decimal) -> str:
@@ -453,6 +464,8 @@ def rounded(x):
         return float(x)
     if not x.is_finite():
         return None
+    if x.contains(0) and not x.is_exact():  # a ball about 0: its midpoint is noise, its value 0 to the digits shown
+        return 0.0
     with decimal.localcontext(_wide()):
         mid = Decimal(x.mid().str(30, radius=False))
         f = float(mid)

@@ -335,6 +335,8 @@ def _one_key(name: str, make, params: tuple) -> sp.Expr:
 
 
 def _one_key_witness(entry, params, value) -> dict:
+    from derive.normalizers.algebra import sample_parameters
+
     return {
         "instance": {"d": 1, "n": 1, "M": [[1]], "x": [[0]]},
         "indices": {"i": 1},
@@ -342,7 +344,7 @@ def _one_key_witness(entry, params, value) -> dict:
         "rhs": 0.0,
         "compared": list(SIDES["can_abstain"]),
         "note": "not every weight can tend to 0: the row's mass is bounded below by this value",
-    }
+    } | ({"parameters": sample_parameters(entry, params)} if sample_parameters(entry, params) else {})
 
 
 def entry_sample(entry, params):
