@@ -57,12 +57,15 @@ def test_no_pinned_verdict_is_wrong():
 
 # Specs that once got a wrong verdict: each is checked on every run.
 REGRESSIONS = {
-    # can_abstain proved: SymPy took lim_{Z→0⁺} Z/(Z + a²) = 0, true only for a ≠ 0 (a = 0 is softmax)
-    "sign_aa_any": {"abst": "undecided", "sum1": "refuted", "shift": "refuted"},
-    # can_abstain proved: the uniform path's limit e^{−τ}/(N e^{−τ} + 1 − min(N − 1, 1)) → 0 holds for N = 1 only
-    "n1_trap": {"abst": "undecided", "sum1": "refuted", "shift": "refuted"},
-    # weights_sum_to_one refuted on a row of two keys, which causal_window(1) never makes
-    "nm1_one_key": {"sum1": "undecided"},
+    # can_abstain proved: SymPy took lim_{Z→0⁺} Z/(Z + a²) = 0, true only for a ≠ 0 (a = 0 is softmax);
+    # now refuted by that instance: at a = 0 a row's weights sum to 1
+    "sign_aa_any": {"abst": "refuted", "sum1": "refuted", "shift": "refuted"},
+    # can_abstain proved: the uniform path's limit e^{−τ}/(N e^{−τ} + 1 − min(N − 1, 1)) → 0 holds for N = 1 only;
+    # now refuted by a row of 2 keys, whose weights sum to 1
+    "n1_trap": {"abst": "refuted", "sum1": "refuted", "shift": "refuted"},
+    # weights_sum_to_one refuted on a row of two keys, which causal_window(1) never makes; now proved
+    # on the rows of one key the mask makes
+    "nm1_one_key": {"sum1": "proved"},
     # … and still refuted, on a row of the mask, where the mask does make such a row
     "nm1_causal": {"sum1": "refuted", "kb": "refuted"},
     # weights_sum_to_one refuted on a row where n ≠ i, or a key after i: under causal n = i and t ≤ i

@@ -61,8 +61,8 @@ NEW = {
     "ssmax": "PPPURPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row
     "sigmoid_logn": "RURUPPUURPRPRP",
-    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
-    "stick_breaking": "RURUUUUURUUURP",
+    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1; each weight is at most σ(x_j), so it abstains
+    "stick_breaking": "RURUPUUURUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
     "relu_n": "RURUPPUURRRRRP",
 }

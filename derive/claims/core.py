@@ -153,6 +153,9 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
                 ce["values"]["head"] = head
             return Outcome(REFUTED, why_refuted or "the two sides differ on a concrete instance", steps,
                            witness={**ce, "compared": list(compared)})
+    one = _on_one_key_rows(lhs, rhs, mask, steps)
+    if one is not None:
+        return _proved(label, lhs, rhs, one, steps, cfg, mask)
     ok, how, residue = _engine(lhs - rhs, cfg)
     if ok:
         steps.append(step(f"the difference reduces to 0 by the rewrite chain ({how})"))
@@ -161,6 +164,21 @@ def settle(label: str, lhs, rhs, mask: str, cfg: Settings, lemma: tuple | None, 
     if residue is None:
         why = f"no proof ({how}) and no counterexample were found"
     return Outcome(UNDECIDED, why, steps)
+
+
+def _on_one_key_rows(lhs, rhs, mask, steps: list) -> str | None:
+    """The reason lhs = rhs holds when the mask allows key i alone in every row and the two sides,
+    collapsed to that row (:mod:`derive.claims.one_key`), agree; else None."""
+    from derive.claims.one_key import collapse, one_key_rows
+
+    if not one_key_rows(mask):
+        return None
+    a, b = collapse(lhs), collapse(rhs)
+    if a is None or b is None or sp.simplify(a - b) != 0:
+        return None
+    steps.append(step(f"the mask {mask} allows key i alone in every row; on a row of one key the two sides are",
+                      show.latex(sp.Tuple(a, b))))
+    return f"every row of the mask {mask} has one allowed key, and there the two sides agree"
 
 
 def two_keys(taken) -> tuple[sp.Symbol, sp.Symbol]:

@@ -25,7 +25,7 @@ import sympy as sp
 
 from derive.claims import show
 from derive.claims.core import expand, expanded_by, settle, two_keys
-from derive.claims.numeric import concrete_mask, interpretations
+from derive.claims.numeric import concrete_mask, instantiate, interpretations
 from derive.claims.result import Outcome, step
 from derive.crosscheck.witness import find_witness, witness_at
 from derive.errors import InputError
@@ -59,9 +59,21 @@ def modifier(spec, variant) -> sp.Expr | None:
     dot = plain_score()
     score = sp.expand(expand_dot(variant.score()))
     f = sp.expand(score.subs(dot, SCORE))
+    f = f.xreplace(row_constants(f))
     if any(getattr(a, "base", None) is not None for a in f.atoms(sp.Indexed)):
         return None
     return f
+
+
+def row_constants(f: sp.Expr) -> dict:
+    """Each inner product in ``f`` that does not involve the key j (⟨q_i, b_k⟩/√d of a key bias)
+    as a real number r_1, r_2, … of the row (≥ 0 for a squared norm ⟨a, a⟩): the query i is fixed,
+    so it is one number on every key of the row, any number as q_i and the bias vary."""
+    from derive.model.vectors import Dot
+
+    dots = sorted((a for a in f.atoms(Dot) if j not in a.free_symbols), key=sp.default_sort_key)
+    return {a: sp.Symbol(f"r_{k}", real=True, nonnegative=True if a.args[0] == a.args[1] else None)
+            for k, a in enumerate(dots, 1)}
 
 
 def _heads(spec) -> int:
@@ -94,14 +106,31 @@ def decreasing_in_distance(ctx, claim) -> Outcome:
                                   "alone does not fix it")
     mask = spec.mask
     side = mask_side(mask)
-    steps = [step("the score as a function of s = ⟨q_i, k_j⟩/√d, i and j", show.latex(f))]
-    proved, why = _monotone(f, side, steps)
+    steps = [step("the score as a function of s = ⟨q_i, k_j⟩/√d, i and j (r_1, …: terms without the key, one "
+                  "number on every key of the row)" if any(str(x).startswith("r_") for x in f.free_symbols)
+                  else "the score as a function of s = ⟨q_i, k_j⟩/√d, i and j", show.latex(f))]
+    proved, why = _monotone_every_head(f, side, steps, _data(spec), _heads(spec))
     if proved:
         return Outcome(PROVED, why, steps)
     wit = _violation(f, mask, _data(spec), _heads(spec), ctx.cfg)
     if wit is not None:
         return Outcome(REFUTED, "a farther allowed key gets a larger score", steps, witness=wit)
     return Outcome(UNDECIDED, f"no proof ({why}) and no counterexample were found", steps)
+
+
+def _monotone_every_head(f, side, steps, data: dict, heads: int) -> tuple[bool, str]:
+    """:func:`_monotone` for the score, else for each head of the model on its tables' real entries
+    (slopes 0 and 1/2: neither sign is every entry's, yet every head's score is non-increasing)."""
+    proved, why = _monotone(f, side, steps)
+    if proved or not data:
+        return proved, why
+    whys = []
+    for head in range(heads):
+        ok, w = _monotone(concrete_data(f, data, head), side, steps)
+        if not ok:
+            return False, why
+        whys.append(w)
+    return True, f"at each of the model's {heads} heads (on the real entries of its tables): {whys[-1]}"
 
 
 def _monotone(f, side, steps) -> tuple[bool, str]:
@@ -113,6 +142,13 @@ def _monotone(f, side, steps) -> tuple[bool, str]:
             return False, "the mask allows keys on both sides and the score is not symmetric in i − j"
     for sgn in sides[:1]:
         g = f.xreplace({j: i + sgn * E})
+        if g.has(sp.Piecewise) and not g.has(sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign, sp.floor, sp.ceiling):
+            ok = _piecewise_monotone(g, steps)
+            if ok:
+                where = "" if side is None else \
+                    f" and the mask allows only keys {'before' if side == 'past' else 'after'} the query"
+                return True, f"each piece of the score is non-increasing in the distance and no step between " \
+                             f"pieces goes up{where}"
         if g.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign, sp.floor, sp.ceiling):
             # a derivative that is ≤ 0 on every piece says nothing about the jumps between pieces
             steps.append(step("the score is not smooth in the distance (a branch, max, min or abs of it)",
@@ -128,15 +164,97 @@ def _monotone(f, side, steps) -> tuple[bool, str]:
     return False, ""
 
 
+def _piecewise_monotone(g, steps) -> bool:
+    """Is ``g`` (the score at the distance e ≥ 0, a piecewise expression whose conditions compare
+    e with numbers) non-increasing on the integer distances? The conditions' thresholds cut the
+    distances into intervals; on each, the piece in force must have a derivative ≤ 0, and at each
+    threshold the steps between the integers next to it must not go up."""
+    g = g.replace(lambda e: isinstance(e, sp.core.relational.Relational),
+                  lambda r: r.func(sp.expand(r.lhs - r.rhs), 0))  # i > j + 2 at j = i − e: e − 2 > 0
+    rels = g.atoms(sp.core.relational.Relational)
+    if not rels or any(r.free_symbols - {E} for r in rels):
+        return False
+    points = set()
+    for r in rels:
+        try:
+            sol = sp.solve(r.lhs - r.rhs, E)
+        except NotImplementedError:
+            return False
+        if not all(p.is_number and p.is_real for p in sol):
+            return False
+        points |= set(sol)
+    points = sorted(p for p in points if p >= 0)
+    cuts = [sp.S.Zero] + points
+    probes = [(a + b) / 2 for a, b in zip(cuts, cuts[1:])] + [cuts[-1] + 1]
+    for c in probes:  # the piece in force on each interval
+        piece = _in_force(g, c)
+        if piece is None or sp.simplify(sp.diff(piece, E)).is_nonpositive is not True:
+            return False
+    for p in points:  # the integer steps around each threshold
+        for k in range(max(0, int(sp.floor(p)) - 1), int(sp.floor(p)) + 2):
+            step_ = sp.simplify(g.xreplace({E: k + 1}) - g.xreplace({E: k}))
+            if step_.is_nonpositive is not True:
+                return False
+    steps.append(step("the score is piecewise in the distance e; thresholds at e = "
+                      + ", ".join(sp.sstr(p) for p in points) + "; every piece has a derivative ≤ 0 in e and every "
+                      "integer step across a threshold is ≤ 0", show.latex(g)))
+    return True
+
+
+def _stepped(lhs, j1, j2) -> dict | None:
+    """A violation of a piecewise score searched on the grid of positions (the random search rarely
+    draws three positions far enough apart to cross a threshold): i, j_1, j_2 up to 8, the other
+    scalars 0, judged in order, the first certified one (the counterexample dict of find_witness)."""
+    from derive.crosscheck.witness import witness_at
+
+    others = sorted(lhs.free_symbols - {i, j1, j2}, key=str)
+    if any(not s.is_real or s.is_integer for s in others):
+        return None
+    put = {s: sp.S.Zero for s in others}
+    for row in range(1, 9):
+        for a in range(1, 9):
+            for b in range(1, 9):
+                if abs(row - a) > abs(row - b) or a == b:
+                    continue
+                wit = witness_at(lhs.xreplace(put), sp.S.Zero, 8, {i: row, j1: a, j2: b})
+                if wit is not None:
+                    for s in others:
+                        wit["_instance"].scalars[s] = sp.S.Zero
+                    return wit
+    return None
+
+
+def _in_force(g, c):
+    """``g`` with each piecewise part replaced by its piece in force at e = c (None if not decided)."""
+    def pick(pw):
+        for expr, cond in pw.args:
+            v = cond.xreplace({E: c}) if isinstance(cond, sp.Basic) else cond
+            if v == sp.true or v is True:
+                return expr
+            if v not in (sp.false, False):
+                return None
+        return None
+
+    out = g
+    while out.has(sp.Piecewise):
+        pw = next(iter(sorted(out.atoms(sp.Piecewise), key=sp.count_ops)))
+        piece = pick(pw)
+        if piece is None:
+            return None
+        out = out.xreplace({pw: piece})
+    return out
+
+
 def _violation(f, mask, data, heads, cfg) -> dict | None:
     j1, j2 = sp.Symbol("j_1", integer=True, positive=True), sp.Symbol("j_2", integer=True, positive=True)
     for head in range(heads):
         g = concrete_data(f, data, head) if data else f
-        f1, f2 = g.xreplace({j: j1}), g.xreplace({j: j2})
+        # a declared function by a concrete member of its family (a claim holds for all functions)
+        f1, f2 = (instantiate(g.xreplace({j: jk})) for jk in (j1, j2))
         guard = sp.Mul(_allowed(mask, j1), _allowed(mask, j2),
                        sp.Piecewise((1, sp.Abs(i - j1) <= sp.Abs(i - j2)), (0, True)))
         lhs = guard * sp.Max(0, f2 - f1)
-        wit = find_witness(lhs, sp.S.Zero, cfg=cfg)
+        wit = find_witness(lhs, sp.S.Zero, cfg=cfg) or (_stepped(lhs, j1, j2) if g.has(sp.Piecewise) else None)
         if wit is None:
             continue
         from derive.crosscheck.witness import certify, rounded
@@ -309,26 +427,54 @@ def equivalent_to(ctx, claim) -> Outcome:
                                   "(a sign in one excludes the other's)", steps)
     lhs, rhs = lhs.xreplace(one), rhs.xreplace(one)
     guards = [(kind, g.xreplace(one)) for kind, g in va.guards + vb.guards]
+    if not lemma[0] and mstatus == PROVED and not data:
+        lemma = _one_key_lemma(va, vb, ma, one, steps) or lemma
     if lemma[0]:
         return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
                       compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
-    if data:
-        lhs = concrete_data(lhs, data_a, 0) if data_a else lhs
-        rhs = concrete_data(rhs, data_b, 0) if data_b else rhs
-    out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=guards,
-                 why_refuted="the two variants give different weights",
-                 compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+    heads = max(_heads(ctx.spec), _heads(other)) if data else 1
+    if data and (_heads(ctx.spec) != _heads(other) and da and db):
+        heads = min(_heads(ctx.spec), _heads(other))  # a head past one side's tables is no head of that model
+    out, proved = None, []
+    for head in range(heads):  # every head of the model, on its tables' real entries
+        a = concrete_data(lhs, data_a, head) if data_a else lhs
+        b = concrete_data(rhs, data_b, head) if data_b else rhs
+        out = settle(claim.name, a, b, "none", ctx.cfg, None, guards=guards,
+                     why_refuted="the two variants give different weights" + (f" at head {head}" if data else ""),
+                     compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+        if out.status != PROVED:
+            break
+        proved.append(out)
+    if data and out.status == PROVED:
+        out = Outcome(PROVED, f"the weights agree at each of the model's {heads} heads (on the real entries of its "
+                              f"tables): {out.reason}", [s for o in proved for s in o.steps], check=out.check)
     out.steps = steps + out.steps
-    if out.status == PROVED and data:
-        return Outcome(UNDECIDED, "the weights agree for the first head's data only; no proof for every head",
-                       out.steps)
+    if data and out.status == REFUTED:
+        out.witness["values"]["head"] = head
     if out.status == PROVED and _no_proof(other):  # the other side's weight as written (this one's: see run)
         return Outcome(UNDECIDED, f"{claim.arg}: {_no_proof(other)}", out.steps)
     if out.status == REFUTED:
         out.witness["mask"] = f"{ma} / {mb}"
-        if data:
-            out.witness["values"]["head"] = 0
     return out
+
+
+def _one_key_lemma(va, vb, mask, one: dict, steps: list):
+    """The weights of both specs on a row of one key, when their common mask allows key i alone in
+    every row (:mod:`derive.claims.one_key`): equal there, a proof for every row of the mask."""
+    from derive.claims.one_key import collapse, one_key_rows
+
+    if not one_key_rows(mask):
+        return None
+    a, b = collapse(va.weight()), collapse(vb.weight())
+    if a is None or b is None:
+        return None
+    a, b = a.xreplace(one), b.xreplace(one)
+    if sp.simplify(a - b) != 0:
+        return None
+    steps.append(step(f"the mask {mask} allows key i alone in every row; on a row of one key the weights are",
+                      show.latex(sp.Tuple(a, b))))
+    return (True, f"every row of the mask {mask} has one allowed key, and there the two specs' weights agree",
+            steps, None)
 
 
 def _no_proof(spec) -> str | None:

@@ -369,6 +369,10 @@ def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
                    data=_tables(ctx), why_refuted=out.reason, compared=("Σ_j p_ij", "1"))
     if found.status == REFUTED:
         return Outcome(REFUTED, out.reason, out.steps, witness=found.witness)
+    if found.status == PROVED:  # true on every row the mask makes, though not on every row
+        return Outcome(PROVED, f"{found.reason}: the weights of every row of the mask {ctx.spec.mask} sum to 1 "
+                               f"(a row of {out.witness.get('n') if out.witness else 'some'} keys, which the mask never "
+                               "makes, need not)", out.steps + found.steps, check=found.check)
     return Outcome(UNDECIDED, f"the weights of a row of {out.witness.get('n') if out.witness else 'some'} keys "
                               f"need not sum to 1, but that row is not a row of the mask {ctx.spec.mask}, and no "
                               "row of the mask was found whose weights do not sum to 1", out.steps)

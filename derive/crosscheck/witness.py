@@ -89,12 +89,13 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
 
     Precision starts at 64 bits and is multiplied by 4 while the enclosure of the difference
     is too wide to tell (cancellation); it stops without a certificate when the enclosure is
-    tight around 0 at 256 bits or more (the sides agree to half the working precision, so a
-    relative difference below 2^-128 is not looked for) or at ``max_bits``.
+    tight around 0 at :func:`sure_bits` or more (256 bits, more for sides whose constants span
+    more: a difference of 1e-300 from a constant 1e-300 is looked for at 4096 bits) or at
+    ``max_bits``.
     ``budget`` (a one-element list of bits) is charged for every evaluation above 64 bits;
     once it is spent, no more precision is spent on anything.
     """
-    bits = START_BITS
+    bits, sure = START_BITS, sure_bits(lhs, rhs)
     while bits <= max_bits:
         if bits > START_BITS and budget is not None:
             if budget[0] < bits:
@@ -121,10 +122,29 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
             scale = arb(1) + abs(x.mid()) + abs(y.mid())
             if not diff.is_finite() or not (diff.rad() <= scale * arb(2) ** (-(bits // 2))):
                 tight = False
-        if tight and bits >= SURE_BITS:
+        if tight and bits >= sure:
             return None
         bits *= 4
     return None
+
+
+def sure_bits(*exprs) -> int:
+    """The precision below which a ball tight around 0 is not yet taken as "equal here": 256 bits,
+    or twice the binary exponent of the sides' most extreme constant and 128 bits more (2^-400,
+    10^-300, e^-1000 or 10^300 in a score make differences of that size, which arb's unbounded
+    exponents can certify)."""
+    span = 0
+    for e in exprs:
+        if not isinstance(e, sp.Basic):
+            continue
+        for r in e.atoms(sp.Rational):
+            if r != 0:
+                span = max(span, abs(int(r.p).bit_length() - 1), int(r.q).bit_length() - 1)
+        for f in e.atoms(sp.exp):
+            c = f.args[0].as_coeff_Mul()[0]
+            if c.is_Number and c.is_finite:
+                span = max(span, int(abs(float(c)) * 1.4427) + 1)
+    return max(SURE_BITS, 2 * span + 128)
 
 
 def show_ball(x) -> str | list[str]:
@@ -438,6 +458,48 @@ def _find(lhs, rhs, fixed: dict, cfg: Settings, max_d: int, max_n: int, guards: 
         found = _search(lhs, rhs, sig, fixed, size, max(1, cfg.witness_examples // 3), cfg, guards, allowed)
         if found is not None:
             return found
+    return _scaled(lhs, rhs, sig, fixed, guards, allowed)
+
+
+SCALE = 2 ** 64  # a constant beyond this (or within 1/this of 0) sets a scale no table value reaches
+
+
+def _scaled(lhs, rhs, sig, fixed: dict, guards: list, allowed):
+    """(instance, env, certificate) of an instance at the scale of the sides' most extreme
+    constant, or None: tanh(1e300·s) and tanh(2e300·s) differ only where |s| is about 1e-300 or
+    below, which no entry of the value table makes. Every entry is a small multiple of 1/C (C the
+    constant, or its reciprocal when it is tiny); a few sizes and patterns, judged like any
+    instance (inside the guards, certified)."""
+    from derive.crosscheck.instances import first_index
+
+    mags = {abs(r) for e in (lhs, rhs) if isinstance(e, sp.Basic) for r in e.atoms(sp.Rational)}
+    scales = sorted({1 / m if m > SCALE else m for m in mags if m > SCALE or 0 < m < sp.Rational(1, SCALE)})
+    if not scales or sig.tables or sig.labels or sig.masks:
+        return None
+    for small in scales[:2]:
+        for n in range(max(2, sig.min_n, max(fixed.values(), default=1)), 4):
+            for pattern in range(3):
+                vals = [small * (1 + (k + pattern) % 3) * (-1) ** (k // 3) for k in range(64)]
+                it = iter(vals)
+                inst = Instance(d=1, n=n)
+                for v in sig.vectors:
+                    inst.vectors[v] = np.array([next(it)], dtype=object)
+                for f in sig.families:
+                    fam = np.zeros((n + 1, 1), dtype=object)
+                    fam[1:, 0] = [sp.Integer(1 + r) if pattern == 0 and str(f) in ("k", "v") else next(it) for r in range(n)]
+                    inst.families[f] = fam
+                for sc in sig.scalars:
+                    ok = [v for v in (next(it), small, 1 / small, sp.S.One) if satisfies(sc, v)]
+                    if not ok:
+                        return None
+                    inst.scalars[sc] = ok[0]
+                env = {sc: n if k == 0 else first_index(sc) for k, sc in enumerate(sig.indices) if sc not in fixed}
+                env.update(fixed)
+                if not in_domain(guards, inst, env, allowed):
+                    continue
+                cert = certify(lhs, rhs, inst, env)
+                if cert is not None:
+                    return inst, env, cert
     return None
 
 
