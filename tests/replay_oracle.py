@@ -444,6 +444,9 @@ class Instance:
         def val(key):
             return self.values[f"{f}.{key}"]
 
+        if isinstance(self.values.get(f), list):  # a document's ids: one label per 0-based position
+            return lambda x: self.values[f][int(x)]
+
         def apply(*args):
             x = args[0]
             if _vec(x):  # F(x) = F.a·x + ⟨x, x⟩·F.c + exp(F.e·⟨x, F.b⟩)·F.b
@@ -575,11 +578,20 @@ def _distance_sides(spec: Spec, ce: dict):
             return None  # the printed table entry is not the modifier's own: a mismatch
         return tuple(f(s, head, i, idx[k]) for k in ("j_1", "j_2"))
     text = spec.doc["score"]
-    if "dot(q, k) / sqrt(d)" not in text:
+    # the score with s = ⟨q_i, k_j⟩/√d and r_1 = ⟨q_i, b_k⟩/√d, the one inner product without the key
+    # (written out by hand for the suites' scores)
+    by_hand = {"dot(q, k + b_k)/sqrt(d) - m*(i - j)": "s + r_1/sqrt(d) - m*(i - j)",
+               "dot(q, k + f(j) * b_k)/sqrt(d) - m*(i - j)": "s + f(j)*r_1/sqrt(d) - m*(i - j)"}
+    if text in by_hand:
+        text = by_hand[text]
+    elif "dot(q, k) / sqrt(d)" in text:
+        text = text.replace("dot(q, k) / sqrt(d)", "s")
+    else:
         raise Unsupported(f"decreasing_in_distance of {text}")
-    tree = parse(text.replace("dot(q, k) / sqrt(d)", "s"))
+    tree = parse(text)
     inst = Instance(spec, ce)
-    return tuple(Expr({**inst.names(i, idx[k]), "s": s}, inst.functions()).eval(tree) for k in ("j_1", "j_2"))
+    extra = {k: number(v) for k, v in vals.items() if k.startswith("r_")}
+    return tuple(Expr({**inst.names(i, idx[k]), "s": s, **extra}, inst.functions()).eval(tree) for k in ("j_1", "j_2"))
 
 
 def _property_sides(spec: Spec, kind: str, ce: dict):

@@ -68,9 +68,10 @@ REGRESSIONS = {
     "nm1_one_key": {"sum1": "proved"},
     # … and still refuted, on a row of the mask, where the mask does make such a row
     "nm1_causal": {"sum1": "refuted", "kb": "refuted"},
-    # weights_sum_to_one refuted on a row where n ≠ i, or a key after i: under causal n = i and t ≤ i
-    "n_over_i_causal": {"sum1": "undecided"},
-    "upto_i_causal": {"sum1": "undecided"},
+    # weights_sum_to_one refuted on a row where n ≠ i, or a key after i: under causal n = i and t ≤ i;
+    # now proved on the rows of causal (keys 1..i)
+    "n_over_i_causal": {"sum1": "proved"},
+    "upto_i_causal": {"sum1": "proved"},
     # equivalent_to refuted: s declared scalar here and scalar positive there were two parameters,
     # drawn apart (s = 0 on one side, 1 on the other); matched by name they are one
     "sink_any": {"pos": "proved", "off": "refuted"},

@@ -20,6 +20,7 @@ same on a slow machine as on a fast one; the wall-clock limit is only a last gua
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import itertools
 import math
@@ -458,7 +459,23 @@ def _find(lhs, rhs, fixed: dict, cfg: Settings, max_d: int, max_n: int, guards: 
         found = _search(lhs, rhs, sig, fixed, size, max(1, cfg.witness_examples // 3), cfg, guards, allowed)
         if found is not None:
             return found
+    longer = _row_length_past(lhs, rhs, *(g for _, g in guards), allowed)
+    if longer > max_n:  # a threshold in the row length beyond the sizes above (relu(n − 6), a window of 7)
+        found = _search(lhs, rhs, dataclasses.replace(sig, min_n=longer), fixed, (max_d, longer),
+                        max(1, cfg.witness_examples // 3), cfg, guards, allowed)
+        if found is not None:
+            return found
     return _scaled(lhs, rhs, sig, fixed, guards, allowed)
+
+
+LONGEST = 12  # rows searched at most, for a threshold in the row length
+
+
+def _row_length_past(*exprs) -> int:
+    """One more than the largest integer constant (up to LONGEST − 1) of the sides, the guards and
+    the mask: the row length past a threshold such as relu(n − 6) or causal_window(7)."""
+    ks = [abs(int(c)) for e in exprs if isinstance(e, sp.Basic) for c in e.atoms(sp.Integer)]
+    return min(LONGEST, max(ks, default=0) + 1)
 
 
 SCALE = 2 ** 64  # a constant beyond this (or within 1/this of 0) sets a scale no table value reaches

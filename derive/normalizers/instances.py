@@ -15,20 +15,16 @@ exactly 0 with y = x (``softmax(x) − softmax(y)``), the scores make every weig
 
 from __future__ import annotations
 
-import itertools
-
 import sympy as sp
 
 from derive.model.attention import M, i, n
 from derive.model.reductions import RowExtremum
-from derive.normalizers.algebra import X, entry_sample_subs, weight
+from derive.normalizers.algebra import X, assignments, weight
 from derive.prove.memo import simplify
 
-__all__ = ["abstention_by_instance", "explicit_row", "vanishes_with_equal_rows"]
+__all__ = ["abstention_by_bound", "abstention_by_instance", "abstention_rules", "explicit_row", "vanishes_with_equal_rows"]
 
-CANDIDATES = (sp.Rational(1, 2), sp.S.Zero, sp.S.One, sp.S.NegativeOne, sp.Integer(2))
 KEYS = (1, 2, 3)
-MAX_COMBOS = 12  # parameter assignments tried per row length
 
 
 def explicit_row(W_of_key, k: int, xs, ys=None) -> list:
@@ -58,23 +54,6 @@ def _written_out(e: RowExtremum):
     return (sp.Max if e.largest else sp.Min)(*terms, evaluate=False) if len(terms) > 1 else terms[0]
 
 
-def _assignments(entry, params: dict):
-    """Parameter values to try: dicts symbol → value, each inside the symbol's domain."""
-    from derive.crosscheck.witness import satisfies
-
-    syms = sorted({s for v in params.values() if isinstance(v, sp.Basic) for s in v.free_symbols}, key=str)
-    if not syms:
-        yield {}
-        return
-    sample = entry_sample_subs(entry, params)
-    choices = []
-    for s in syms:
-        vals = ([sample[s]] if s in sample else []) + [v for v in CANDIDATES if v != sample.get(s)]
-        choices.append([v for v in vals if satisfies(s, v)])
-    for combo in itertools.islice(itertools.product(*choices), MAX_COMBOS):
-        yield dict(zip(syms, combo))
-
-
 def abstention_by_instance(entry, params: dict) -> tuple[str, dict, int, sp.Expr] | None:
     """(why, parameter values, row length, the constant) of a refutation of can_abstain by one
     instance, or None."""
@@ -82,7 +61,7 @@ def abstention_by_instance(entry, params: dict) -> tuple[str, dict, int, sp.Expr
     for k in KEYS:
         xs = sp.symbols(f"x1:{k + 1}", real=True)
         ys = sp.symbols(f"y1:{k + 1}", real=True) if uses_y else None
-        for at in _assignments(entry, params):
+        for at in assignments(entry, params):
             ws = explicit_row(lambda key, _at=at: weight(entry, params, key=key).xreplace(_at), k, xs, ys)
             if any(w.has(sp.Sum, sp.Product, RowExtremum, X) for w in ws):
                 continue
@@ -154,3 +133,55 @@ def abstention_by_bound(entry, params: dict) -> bool:
         return False
     y = sp.Symbol("y", real=True)
     return limit_of(F.xreplace({X[i, j]: y}), y, -sp.oo) == 0
+
+
+def abstention_rules(entry, params: dict, der) -> bool:
+    """The rules of this module for ``can_abstain``, in order; sets ``der``'s verdict and value and
+    returns True when one decides (a refutation by an instance records it as ``der.instance``)."""
+    from derive.normalizers.algebra import SIDES
+    from derive.prove.verdict import PROVED, REFUTED, Verdict
+
+    if abstention_by_bound(entry, params):
+        der.verdict = Verdict(PROVED, "each weight is a function of its own score that tends to 0 as it → −∞, times "
+                                      "products of factors in [0, 1], so every weight tends to 0 as all scores → −∞",
+                              method="bound by the own score's factor, limit")
+        der.value = "yes"
+        return True
+    if vanishes_with_equal_rows(entry, params):
+        der.verdict = Verdict(PROVED, "with the second row of scores equal to the first every weight is exactly 0, in "
+                                      "every row and for every parameter value", method="second row equal to the first")
+        der.value = "yes"
+        return True
+    found = abstention_by_instance(entry, params)
+    if found is None:
+        return False
+    why, at, k, value = found
+    w = {"instance": {"d": 1, "n": k, "M": [[1] * k] * k, "x": [[0] * k] * k}, "indices": {"i": k},
+         "lhs": float(value), "rhs": 0.0, "compared": [SIDES["can_abstain_instance"][0], SIDES["can_abstain"][1]],
+         "parameters_at": {str(s): str(v) for s, v in at.items()}}
+    der.verdict = Verdict(REFUTED, why, method="one instance, proved identity", witness=w)
+    der.value, der.instance = "no", (at, k)
+    return True
+
+
+def instance_defined(entry, params: dict, at: dict, k: int) -> bool:
+    """Has the weight as written a value on a row of k allowed keys with scores 0, at the parameter
+    values ``at`` (symbol → value)?"""
+    import mpmath
+
+    from derive.normalizers.exact import Undecided
+
+    f = entry.definition_of
+    if f is None:
+        return False
+    values = {p: (v.xreplace(at) if isinstance(v, sp.Basic) else v) for p, v in params.items()}
+    if any(isinstance(v, sp.Basic) and v.free_symbols for v in values.values()):
+        return False
+    try:
+        with mpmath.workdps(30):
+            got = f.reference([mpmath.mpf(0)] * k, **{p: mpmath.mpf(sp.Rational(v)) for p, v in values.items()})
+    except (Undecided, ZeroDivisionError, ValueError, TypeError):
+        return False
+    return not any(mpmath.isnan(w) or mpmath.isinf(w) for w in got)
+
+

@@ -47,8 +47,9 @@ class Dropped:
     the operand free of the row that may make it undefined whatever the scores (the subterm is
     then kept by the reading, but not by a proof that cancels the factor), else None."""
 
-    def __init__(self, node, operand, kind, inside, whole=None, where=None):
+    def __init__(self, node, operand, kind, inside, whole=None, where=None, condition=None):
         self.text, self.operand, self.kind, self.inside, self.whole = text(node), operand, kind, inside, whole
+        self.condition = condition  # a reduction's condition that may leave it without a term (t <= i)
         if isinstance(node, Binary) and len(self.text) > 40:  # the division or power, shortened
             self.text = f"…{node.op}{text(node.right, 21)}"
         self.scored = where is not None  # a factor that depends on the scores: undefined at some scores only
@@ -73,7 +74,8 @@ def _dropped(f: Formula):
             continue
         inside = reduction is not None
         if isinstance(node, Call) and node.func in ("max_t", "min_t"):
-            if len(node.args) > 1 and not whole.has(RowMax, RowMin):  # without a condition it has key j
+            # without a condition it has key j, and so with one that holds at t = j (t <= j)
+            if len(node.args) > 1 and not _has_key_j(node.args[1]) and not whole.has(RowMax, RowMin):
                 yield Dropped(node, None, None, inside)
             continue
         op = node.args[0] if isinstance(node, Call) else node.right if node.op == "/" else node.left
@@ -94,7 +96,8 @@ def _dropped(f: Formula):
             continue
         found = _score_zero(node, op, kind, inside, f)
         if found is not None:
-            yield Dropped(node, op, kind, inside, found[0], where=found[1])
+            cond = found[0].args[1] if isinstance(found[0], Call) and found[0].func == "sum_t" else None
+            yield Dropped(node, op, kind, inside, found[0], where=found[1], condition=cond and text(cond))
 
 
 def _factors(node):
@@ -301,9 +304,15 @@ def over(f: Formula | None, params: dict | None) -> Formula | None:
     return dataclasses.replace(f, defaults={**f.defaults, **given})
 
 
-def why_no_proof(f: Formula | None) -> str | None:
-    """The reason no claim on the weights of ``f`` is proved, or None when its reading drops nothing."""
+def why_no_proof(f: Formula | None, mask=None) -> str | None:
+    """The reason no claim on the weights of ``f`` is proved, or None when its reading drops nothing.
+    With the spec's ``mask``: a reduction over ``t <= i`` has a term on every row of a mask whose
+    rows allow only keys up to i (causal, causal_window(W)): the row's allowed keys all have it."""
+    from derive.model.masks import mask_side
+
     lost = dropped(f) if f is not None else ()
+    if mask is not None and mask_side(mask) == "past":
+        lost = tuple(d for d in lost if d.condition not in ("t <= i", "i >= t"))
     if not lost:
         return None
     more = f" (and {len(lost) - 1} more such subterm{'s' if len(lost) > 2 else ''})" if len(lost) > 1 else ""

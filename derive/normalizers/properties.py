@@ -292,29 +292,9 @@ def can_abstain(entry, params) -> Derivation:
                               method="uniform path, limit")
         der.value = "yes"
         return der
-    from derive.normalizers.instances import abstention_by_bound, abstention_by_instance, vanishes_with_equal_rows
+    from derive.normalizers.instances import abstention_rules
 
-    if abstention_by_bound(entry, params):
-        der.verdict = Verdict(PROVED, "each weight is a function of its own score that tends to 0 as it → −∞, times "
-                                      "products of factors in [0, 1], so every weight tends to 0 as all scores → −∞",
-                              method="bound by the own score's factor, limit")
-        der.value = "yes"
-        return der
-
-    if vanishes_with_equal_rows(entry, params):
-        der.verdict = Verdict(PROVED, "with the second row of scores equal to the first every weight is exactly 0, in "
-                                      "every row and for every parameter value", method="second row equal to the first")
-        der.value = "yes"
-        return der
-    found = abstention_by_instance(entry, params)
-    if found is not None:
-        why, at, k, value = found
-        w = {"instance": {"d": 1, "n": k, "M": [[1] * k] * k, "x": [[0] * k] * k}, "indices": {"i": k},
-             "lhs": float(value), "rhs": 0.0, "compared": ["the sum of the row's weights (or the one weight named), "
-                                                           "whatever the scores", "the limit 0 that abstention needs"],
-             "parameters_at": {str(s_): str(v) for s_, v in at.items()}}
-        der.verdict = Verdict(REFUTED, why, method="one instance, proved identity", witness=w)
-        der.value, der.instance = "no", (at, k)
+    if abstention_rules(entry, params, der):
         return der
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
@@ -565,6 +545,7 @@ def _defined_rows(entry, prop: str, der: Derivation, params: dict) -> Derivation
     refutation only by a counterexample certified inside the formula's domain; any other
     verdict is undecided for that reason (a reason read off the reading, such as "not
     shift-invariant" for the effect of a shift, would not be about the weight as written)."""
+    from derive.normalizers.instances import instance_defined
     from derive.normalizers.partial import over, why_no_proof
 
     why = why_no_proof(over(entry.definition_of, params))
@@ -573,31 +554,10 @@ def _defined_rows(entry, prop: str, der: Derivation, params: dict) -> Derivation
         return der
     if v.status == REFUTED and prop in _GUARDED and v.method == "counterexample":
         return der
-    if v.status == REFUTED and getattr(der, "instance", None) and _instance_defined(entry, params, *der.instance):
+    if v.status == REFUTED and getattr(der, "instance", None) and instance_defined(entry, params, *der.instance):
         return der  # refuted by an identity on a row where the weight as written has a value
     der.verdict, der.value = Verdict(UNDECIDED, why), "?"
     return der
-
-
-def _instance_defined(entry, params: dict, at: dict, k: int) -> bool:
-    """Has the weight as written a value on a row of k allowed keys with scores 0, at the parameter
-    values ``at`` (symbol → value)?"""
-    import mpmath
-
-    from derive.normalizers.exact import Undecided
-
-    f = entry.definition_of
-    if f is None:
-        return False
-    values = {p: (v.xreplace(at) if isinstance(v, sp.Basic) else v) for p, v in params.items()}
-    if any(isinstance(v, sp.Basic) and v.free_symbols for v in values.values()):
-        return False
-    try:
-        with mpmath.workdps(30):
-            got = f.reference([mpmath.mpf(0)] * k, **{p: mpmath.mpf(sp.Rational(v)) for p, v in values.items()})
-    except (Undecided, ZeroDivisionError, ValueError, TypeError):
-        return False
-    return not any(mpmath.isnan(w) or mpmath.isinf(w) for w in got)
 
 
 def decide(name: str, prop: str, **params) -> Verdict:
