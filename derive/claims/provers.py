@@ -9,6 +9,7 @@ from derive.claims import show
 from derive.claims.core import ON_ALLOWED, expand, expanded_by, key_free, key_terms, scores_lemma, settle, two_keys
 from derive.claims.modifiers import row_constant as masked_row_constant
 from derive.claims.normalizer import PROPERTY_INPUTS_APART, decide_property, property_outcome
+from derive.normalizers.algebra import SIDES
 from derive.claims.result import Outcome, step
 from derive.claims.numeric import concrete_mask
 from derive.claims.substitute import mentions
@@ -368,7 +369,7 @@ def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
     va = ctx.base
     mass = sp.Sum(va.weight(key=u), (u, 1, n))
     found = settle(claim.name, mass, sp.S.One, ctx.spec.mask, ctx.cfg, None, guards=va.guards, rows=False,
-                   data=_tables(ctx), why_refuted=out.reason, compared=("Σ_j p_ij", "1"))
+                   data=_tables(ctx), why_refuted=out.reason, compared=SIDES["weights_sum_to_one"])
     if found.status == REFUTED:
         return Outcome(REFUTED, out.reason, out.steps, witness=found.witness)
     if found.status == PROVED:  # true on every row the mask makes, though not on every row
@@ -389,7 +390,7 @@ def _sum_to_one_on_mask_rows(ctx: Context, claim, out: Outcome) -> Outcome:
     mass = sp.Sum(va.weight(key=u), (u, 1, n))
     found = settle(claim.name, mass, sp.S.One, ctx.spec.mask, ctx.cfg, None, guards=va.guards, rows=False,
                    data=_tables(ctx), why_refuted="the weights of a row of the mask need not sum to 1",
-                   compared=("Σ_j p_ij", "1"))
+                   compared=SIDES["weights_sum_to_one"])
     if found.status == PROVED:
         return Outcome(PROVED, f"{found.reason}: the weights of every row of the mask {ctx.spec.mask} sum to 1",
                        out.steps + found.steps, check=found.check)

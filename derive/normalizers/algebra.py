@@ -131,8 +131,8 @@ _BY_ARGS = "argument by argument ("
 SIDES = {
     "shift_invariant": ("p_ij", "p_ij with c added to every score"),
     "shift_effect": ("p_ij with c added to every score", "p_ij of the normalizer the shift gives"),
-    "weights_sum_to_one": ("Σ_j p_ij", "1"),
-    "ratio_identity": ("p_i1 / p_i2", "exp(x_i1 − x_i2)"),
+    "weights_sum_to_one": ("$\\sum_j p_{ij}$", "1"),
+    "ratio_identity": ("$p_{i1} / p_{i2}$", "$e^{x_{i1} - x_{i2}}$"),
     "k_bias_cancels": ("p_ij with the key bias b_K", "p_ij without it"),
     "can_abstain": ("p_i1 on a row of one key, whatever its score", "the limit 0 that abstention needs"),
     "can_abstain_instance": ("the sum of the row's weights (or the one weight named), whatever the scores",
