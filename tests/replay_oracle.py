@@ -596,9 +596,11 @@ def _distance_sides(spec: Spec, ce: dict):
 
 def _property_sides(spec: Spec, kind: str, ce: dict):
     vals, idx = ce["values"], ce["indices"]
-    i = idx["i"]
+    i = idx.get("i", 1)  # no row given: the sides are the same on every row (a constant), row 1 of all keys
     x, y, m = (next((vals[k] for k in names if k in vals), None)
                for names in (("x_scores", "x"), ("y_scores", "y"), ("M", "𝕄")))
+    if m is None and not any(k in vals for k in ("q", "k", "v")):
+        m = [[1] * ce["n"] for _ in range(ce["n"])]
     if m is not None:  # the normalizer's own row of scores x (y) and mask table M: absent scores are 0
         inst = Instance(spec, ce)
         n = ce["n"]
@@ -648,7 +650,7 @@ def compare(got, ce: dict) -> list[str]:
                 if abs(v - m) > r + mp.mpf(10) ** (-mp.mp.dps + 10) * max(1, abs(v)):
                     bad.append(f"{side}: the value {mp.nstr(v, 15)} is outside the printed enclosure {balls[k]}")
             if k < len(shown) and shown[k] is not None:
-                tol = mp.mpf("5e-6") * max(abs(v), mp.mpf("1e-300")) + mp.mpf(10) ** -300
+                tol = mp.mpf("5e-6") * max(abs(v), mp.mpf("1e-300")) + mp.mpf(10) ** (-mp.mp.dps + 10)
                 if abs(v - mp.mpf(shown[k])) > tol and abs(v) > 1e-290:
                     bad.append(f"{side}: {key} is printed {shown[k]}, the replay gives {mp.nstr(v, 10)}")
     diff = (enc or {}).get("difference")

@@ -39,8 +39,10 @@ PINNED = {
     "zero_over_score": {name: ("undecided", _why("x_j = 0", "0/x_j")) for name in ("shift", "sum1", "kb", "dep")},
     "zero_log": {name: ("undecided", _why("x_j ≤ 0", "log(x_j)")) for name in ("shift", "sum1", "eq")},
     "ratio_in_sum": {name: ("undecided", _why("x_t = 0", "x_t/x_t")) for name in ("shift", "sum1")},
+    # abstention is refuted where the weight has a value: p = 1 (p² softmax sums to 1 there)
     "power_of_log": {"shift": ("undecided", _why("p ≤ 0", "log(p)")),
-                     "abst": ("undecided", _why("p ≤ 0", "log(p)"))},
+                     "abst": ("refuted", "with p = 1, the weights of a row of 1 allowed key sum to 1 for every score "
+                                         "(proved), so they cannot all tend to 0")},
     "power_of_log_positive": {"shift": ("proved", "adding one constant to every score of a row leaves its weights "
                                                   "unchanged: the difference reduces to 0")},
     "softpick_total": {"kb": ("refuted", None), "sum1": ("refuted", None),
