@@ -135,3 +135,37 @@ def test_the_parser_reads_the_spec_language_as_specified():
         assert ev("1 - 2 - 3") == -4 and ev("8 / 4 / 2") == 1
         assert ev("2**-400 * 2**400") == 1
         assert abs(ev("1e-300 * 10**300") - 1) < 1e-25
+
+
+# the classification witnesses of docs/qk-bias.json: each term, written by hand, at the two keys
+# (or query rows) the witness names; the first value is the term at the first index
+QK_TERMS = {
+    r"\langle b_{Q}, k^{0}_{j} \rangle": ("dot(b_Q, k0)", "j"),
+    r"\langle q^{0}_{i}, k^{0}_{j} \rangle": ("dot(q0, k0)", "j"),
+    r"\frac{\langle q^{0}_{i}, b_{K} \rangle}{\sqrt{d}}": ("dot(q0, b_K) / sqrt(d)", "i"),
+    r"\frac{\langle b_{Q}, k^{0}_{j} \rangle}{\sqrt{d}}": ("dot(b_Q, k0) / sqrt(d)", "j"),
+    r"\frac{\langle q^{0}_{i}, \delta_{j} \rangle}{\sqrt{d}}": ("dot(q0, delta) / sqrt(d)", "j"),
+}
+
+
+def test_every_counterexample_of_the_qk_bias_document_replays():
+    steps = [s for s in json.loads((DOCS / "qk-bias.json").read_text())["steps"] if s.get("witness")]
+    assert {s["statement"] for s in steps} <= set(QK_TERMS) and len(steps) == 5
+    with R.mp.workdps(40):
+        for s in steps:
+            w, (text, moving) = s["witness"], QK_TERMS[s["statement"]]
+            inst, idx = w["instance"], w["indices"]
+            names = {"d": R.mp.mpf(inst["d"])}
+            sides = []
+            for k in (1, 2):
+                row = idx.get("i", 1) if moving == "j" else idx[f"i_{k}"]
+                key = idx[f"j_{k}"] if moving == "j" else 1
+                for name, v in inst.items():
+                    if name in ("d", "n"):
+                        continue
+                    val, short = R.number(v), name.replace("^", "")
+                    per_row = isinstance(v[0], list)
+                    names[short] = val[(row if short.startswith("q") else key) - 1] if per_row else val
+                sides.append(R.Expr(names).eval(R.parse(text)))
+            assert R.compare(sides, {**w, "original": w["lhs"], "changed": w["rhs"],
+                                     "compared": [f"the term at {moving}_1", f"the term at {moving}_2"]}) == [], s["name"]
