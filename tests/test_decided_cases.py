@@ -214,3 +214,23 @@ def test_max_t_over_t_up_to_j_has_key_j_and_its_reason_names_the_row():
         assert "row i = 1 with keys 1 and 2 allowed, which the mask causal never makes" in got["sum1"].reason
     else:
         assert got["sum1"].verdict == "refuted"
+
+
+# ---- the two crashes of the first bullet ------------------------------------------------
+
+def test_the_x_t_minus_x_j_form_gets_a_table_without_a_prover_failure():
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.properties import PROPERTIES, derive_property
+    from derive.normalizers.registry import user_entry
+
+    name = user_entry("t_ratio", compile_weight("1 / (1 + sum_t(exp(x_t - x_j)))"))
+    reasons = {p: derive_property(name, p).verdict.reason for p in PROPERTIES}
+    assert not any("failed" in r for r in reasons.values()), reasons
+    v = derive_property(name, "can_abstain").verdict
+    assert (v.status, v.reason) == ("refuted", "with one allowed key the weight is 1/2 for every score")
+
+
+def test_clipped_with_signed_declared_parameters_is_decided():
+    got = _check("clipped_signed")
+    assert {k: c.verdict for k, c in got.items()} == {"abst": "refuted", "shift": "proved", "sum1": "refuted"}
+    assert got["abst"].reason == "with one allowed key the weight is Min(1, z) for every score"
