@@ -100,6 +100,7 @@ def test_a_weight_that_abstains_is_never_refuted_by_an_instance(weight, scalars)
     assert abstention_by_instance(entry, params_for(entry)) is None
 
 
+@pytest.mark.slow
 def test_the_bound_proves_stick_breaking_and_not_its_completed_form():
     from derive.normalizers.formula import compile_weight
     from derive.normalizers.properties import decide
@@ -207,6 +208,7 @@ def test_the_listed_cases_and_their_near_misses(stem, verdicts):
     assert {k: c.verdict for k, c in _check(stem).items()} == verdicts
 
 
+@pytest.mark.slow
 def test_max_t_over_t_up_to_j_has_key_j_and_its_reason_names_the_row():
     got = _check("max_cond_causal")
     assert got["shift"].verdict == "proved" and got["abst"].verdict == "refuted"

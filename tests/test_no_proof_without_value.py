@@ -57,6 +57,7 @@ def test_a_weight_with_a_value_where_its_reading_has_one_is_decided(tmp_path, we
     assert {k: c.verdict for k, c in got.items()} == verdicts
 
 
+@pytest.mark.slow
 def test_a_near_miss_that_is_false_is_refuted_inside_the_domain(tmp_path):
     # (x_j**2 - 1)/((x_j - 1)(x_j + 1)) times e^x_j/(1 + sum): softmax1 where it has a value, so not
     # shift-invariant; the counterexample avoids x_j = ±1 in both rows it compares
