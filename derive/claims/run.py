@@ -97,6 +97,16 @@ def _as_written(spec: Spec, kind: str, out):
 
 
 
+def _shown(spec: Spec, witness: dict | None) -> dict | None:
+    """A counterexample as printed: the normalizer's own parameters by the names and values
+    docs/spec.md gives them (``clipped.zeta``, not the auxiliary ζ' ≥ 0 the search draws)."""
+    from derive.normalizers.registry import get
+
+    if not witness or not isinstance(witness.get("values"), dict):
+        return witness
+    return {**witness, "values": get(spec.normalizer).shown_parameters(witness["values"])}
+
+
 def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
     result = SpecResult(file or spec.file, spec.name, spec)
     try:
@@ -115,6 +125,6 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
             result.claims.append(ClaimResult.failed(claim, exc))
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
-                                         out.witness if out.status == "refuted" else None,
+                                         _shown(spec, out.witness) if out.status == "refuted" else None,
                                          out.steps, out.check, claim.expect))
     return result
