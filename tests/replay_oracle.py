@@ -600,7 +600,8 @@ def _property_sides(spec: Spec, kind: str, ce: dict):
     x, y, m = (next((vals[k] for k in names if k in vals), None)
                for names in (("x_scores", "x"), ("y_scores", "y"), ("M", "𝕄")))
     if m is None and not any(k in vals for k in ("q", "k", "v")):
-        m = [[1] * ce["n"] for _ in range(ce["n"])]
+        mask = ce.get("mask") or spec.mask  # the printed mask's allowed keys (a row may have none)
+        m = [[int(allowed(mask, r, t, vals)) for t in range(1, ce["n"] + 1)] for r in range(1, ce["n"] + 1)]
     if m is not None:  # the normalizer's own row of scores x (y) and mask table M: absent scores are 0
         inst = Instance(spec, ce)
         n = ce["n"]

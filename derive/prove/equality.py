@@ -115,7 +115,8 @@ def _peeled(e: sp.Expr) -> sp.Expr:
     e^{x_j}/(e^{x_j}(1 − M_j) + Σ_t M_t e^{x_t}) is softmax where key j is allowed), a sum over
     1..b with one over 1..b − k of the same terms written as the shorter plus its last k terms
     (Σ_{t≤j} − Σ_{t<j} = the term at j), every sum over one index, then simplified. Each step is an
-    equality."""
+    equality. Where there is nothing to put to 1 or peel, ``e`` itself: it is the simplified form
+    of the pass before, and a second ``simplify`` of it would only spend the time limit."""
     from derive.model.attention import M
 
     def put_one(x, masks, bound):
@@ -137,6 +138,7 @@ def _peeled(e: sp.Expr) -> sp.Expr:
         rest = put_one(sp.Mul(*[f for f in m.args if f not in masks]), masks, bound)
         return sp.Mul(*masks) * rest
 
+    start = e
     e = e.replace(lambda z: isinstance(z, sp.Mul), one)
     sums = [x for x in e.atoms(sp.Sum) if len(x.limits) == 1]
     put = {}
@@ -147,9 +149,12 @@ def _peeled(e: sp.Expr) -> sp.Expr:
             if a is b or ta != tb or la != lb or a.function != b.function or not (k.is_Integer and 0 < k <= 3):
                 continue
             put[a] = b + sp.Add(*[a.function.xreplace({ta: ha - m}) for m in range(int(k))])
+    squared = lambda z: (z.is_Pow and isinstance(z.base, sp.Indexed) and z.base.base == M  # noqa: E731
+                         and z.exp.is_Integer and z.exp > 0)
+    if e == start and not put and not e.find(squared):
+        return start  # nothing put to 1 or peeled: simplify has had this form already
     e = sp.expand(e.xreplace(put))
-    e = e.replace(lambda z: z.is_Pow and isinstance(z.base, sp.Indexed) and z.base.base == M and z.exp.is_Integer
-                  and z.exp > 0, lambda z: z.base)  # M² = M
+    e = e.replace(squared, lambda z: z.base)  # M² = M
     return _simplify(canon_sums(e))
 
 
