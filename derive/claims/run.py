@@ -92,7 +92,16 @@ def _as_written(spec: Spec, kind: str, out):
     if not verdict or out.status != verdict:
         return out
     why = _no_proof(spec)
+    if why is None and kind not in _OF_THE_NORMALIZER:
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, outputs=kind.startswith("output_"))
     return out if why is None else Outcome(UNDECIDED, why, out.steps)
+
+
+# the claims about the normalizer alone, for every score (its properties) or about the mask alone:
+# a point where the spec's score has no value does not bear on them
+_OF_THE_NORMALIZER = ("shift_invariant", "can_abstain", "weights_sum_to_one", "mask_equivalent")
 
 
 
