@@ -55,3 +55,14 @@ def test_the_value_bears_on_the_outputs_only(tmp_path):
                  value="v * (c*c - 1) / ((c - 1)*(c + 1))")
     assert got["o"].verdict == "undecided" and got["o"].reason.startswith("the value as written has no value where c - 1 = 0")
     assert got["w"].verdict == "proved"
+
+
+def test_a_claims_expr_without_value_gets_no_proof(tmp_path):
+    got = _check(tmp_path, "dot(q, k) / sqrt(d)",
+                 {"e": 'equivalent("dot(q, k) / sqrt(d) * (c**2 - 1)/((c - 1)*(c + 1))")',
+                  "r": 'row_constant("dot(q, k) * (c - 1) / (c - 1) - dot(q, k)")',
+                  "ok": 'row_constant("dot(q, b) / c")'})
+    why = "the claim's EXPR as written has no value where c - 1 = 0 (a divisor, {}), " + TAIL.replace("score", "claim's EXPR")
+    assert (got["e"].verdict, got["e"].reason) == ("undecided", why.format("(c - 1)*(c + 1)"))
+    assert (got["r"].verdict, got["r"].reason) == ("undecided", why.format("c - 1"))
+    assert got["ok"].verdict == "proved"  # a pole at c = 0, kept

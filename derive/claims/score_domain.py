@@ -22,12 +22,12 @@ from derive.spec.translate import translate
 __all__ = ["why_no_proof"]
 
 
-def why_no_proof(spec, outputs: bool = False) -> str | None:
+def why_no_proof(spec, outputs: bool = False, expr=None, parts=("score", "score2", "value", "EXPR")) -> str | None:
     """Why no claim on the weights of ``spec`` (with ``outputs``, on its outputs, which read the
-    value too) may rest on a proof, or None."""
+    value too; with ``expr``, the claim's EXPR, which it reads too) may rest on a proof, or None."""
     binds = spec.binds()
-    for part, node in (("score", spec.score), ("score2", spec.score2), ("value", spec.value)):
-        if node is None or part == "value" and not outputs:
+    for part, node in (("score", spec.score), ("score2", spec.score2), ("value", spec.value), ("EXPR", expr)):
+        if node is None or part not in parts or part == "value" and not outputs:
             continue
         guards: list = []
         expr = translate(node, binds, guards=guards)[0]
@@ -36,6 +36,7 @@ def why_no_proof(spec, outputs: bool = False) -> str | None:
                 continue
             lost = _lost_zero(expr, b)
             if lost is not None:
+                part = "claim's EXPR" if part == "EXPR" else part
                 return (f"the {part} as written has no value where {sp.sstr(lost)} = 0 (a divisor, "
                         f"{sp.sstr(b)}), but a proof about it may cancel that factor; derive proves claims "
                         f"only about the {part} as written, where it has a value")
