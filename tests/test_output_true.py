@@ -181,3 +181,17 @@ def test_the_install_hints_are_written_once():
     assert INSTALL["torch"] in NO_TORCH
     assert install_hint("torch.fx") == f"; install it with: {INSTALL['torch']}" and install_hint("numpy") == ""
     assert set(INSTALL) == {"torch", "triton"}
+
+
+def test_a_spec_normalizer_is_named_as_its_spec_names_it_whatever_was_read_before():
+    """An unnamed [normalizer] with differential's weight read first made a later spec's
+    `name = "differential"` print as `user-defined(lam)` (an entry of the same weight under another
+    label was reused), so a report depended on what else the process had read."""
+    from derive.spec import parse_spec
+
+    text = (ROOT / "tests" / "normalizer_specs" / "differential.toml").read_text(encoding="utf-8").split("[claims]")[0]
+    unnamed = text.replace('name = "differential"\n', "", 1)
+    assert '[normalizer]\nweight' in unnamed
+    first = parse_spec(unnamed, "unnamed.toml")
+    second = parse_spec(text, "differential.toml")
+    assert first.normalizer.startswith("user-defined") and second.normalizer == "differential"

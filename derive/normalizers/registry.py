@@ -391,8 +391,11 @@ USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] table
 
 def user_entry(label: str, f) -> str:
     """The registry name of a spec's normalizer, the compiled formula ``f`` labelled ``label``:
-    an entry with the same weight and parameters (built-in or loaded before) if there is one,
-    else a new entry named ``label`` (``label#<digest of the definition>`` when taken). A formula
+    a built-in entry with the same weight and parameters if there is one, or one loaded before
+    under the same label, else a new entry named ``label`` (``label#<digest of the definition>``
+    when taken). An entry loaded before under another label is not reused: a spec's report does
+    not depend on what else the process read (the normalizer of ``name = "differential"`` is
+    printed so even after an unnamed spec with the same weight). A formula
     whose symbolic reading drops a subterm that may have no value (``0/x_j``) is never another
     entry: the two readings agree, the weights as written do not."""
     import hashlib
@@ -400,7 +403,8 @@ def user_entry(label: str, f) -> str:
     from derive.normalizers.partial import dropped
 
     mine = f.weight(lambda k: X[i, k])
-    for entry in list(REGISTRY.values()) + list(USER.values()) if not dropped(f) else ():
+    mine_or_builtin = list(REGISTRY.values()) + [e for e in USER.values() if e.title == label]
+    for entry in mine_or_builtin if not dropped(f) else ():
         if set(entry.params) != set(f.params):
             continue
         # the same parameters over the same domain (each a symbol with the declared sign)
