@@ -123,10 +123,10 @@ FLOORS = (
     # sandbox for user code, the wall-clock guard and the bibliography (data)
     ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.paths", "derive.settings", "derive.shared",
                     "derive.floats", "derive.progress", "derive.sandbox", "derive.prove.timeout",
-                    "derive.document.references")),
+                    "derive.document.references", "derive.replay")),
     ("model", ("derive.model",)),  # the row, the mask, vectors
     ("numbers", ("derive.crosscheck",)),  # evaluation, instances, certified counterexamples
-    ("proofs", ("derive.prove",)),  # verdicts: proved by rewriting, refuted by a certificate
+    ("proofs", ("derive.prove", "derive.certify")),  # verdicts: proved by rewriting (and its certificate), refuted by a counterexample
     ("language", ("derive.spec.parser", "derive.spec.domain", "derive.spec.translate", "derive.flex")),
     ("rendering", ("derive.render",)),  # LaTeX, Markdown, figures
     ("normalizers", ("derive.normalizers", "derive.kernels")),

@@ -1,0 +1,80 @@
+"""A certificate written and replayed: what makes a "proved" verdict.
+
+:func:`seal` assembles a certificate (the claim, its chain of steps found by
+:func:`derive.certify.chain.chain`, the side conditions the chain needs) and replays it with the
+checker alone (:func:`derive.replay.replay`, on the certificate's JSON data). The outcome is a
+:class:`Seal`: ``replayed``, or ``rejected`` with the checker's reason (the verdict becomes
+undecided), or ``outside`` with the reason the claim is not in the checker's language (the
+verdict stays proved, labelled "proved (not replayed)").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from derive.replay import FORMAT, Malformed, Rejected, conditions, replay
+from derive.replay.algebra import Ring
+from derive.replay.terms import write
+
+__all__ = ["NOT_REPLAYED", "REPLAYED", "Seal", "seal"]
+
+REPLAYED, REJECTED, OUTSIDE = "replayed", "rejected", "outside"
+NOT_REPLAYED = "proved (not replayed)"
+
+
+@dataclass(frozen=True)
+class Seal:
+    status: str  # replayed | rejected | outside
+    reason: str = ""
+    certificate: dict | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def replayed(self) -> bool:
+        return self.status == REPLAYED
+
+    @property
+    def label(self) -> str:
+        """How the verdict reads: "proved", "proved (not replayed)", or the reason it is not one."""
+        return {REPLAYED: "proved", OUTSIDE: NOT_REPLAYED}.get(self.status, f"the proof did not replay: {self.reason}")
+
+
+def outside(reason: str) -> Seal:
+    return Seal(OUTSIDE, reason)
+
+
+def certificate(kind: str, text: str, lhs, rhs, types: dict, *, mask=None, rows: str = "nonempty",
+                definitions: dict | None = None, extra: dict | None = None, chain: bool = True) -> dict:
+    """The certificate of a claim about the terms ``lhs`` and ``rhs`` (its steps and conditions found)."""
+    from derive.certify.chain import chain as find
+
+    defs = dict(definitions or {})
+    cert = {"format": FORMAT, "claim": {"kind": kind, "text": text, "lhs": write(lhs), "rhs": write(rhs), **(extra or {})},
+            "symbols": dict(sorted(types.items())), "mask": mask, "rows": rows, "definitions": defs, "steps": [],
+            "conditions": []}
+    if chain:
+        cert["steps"] = find(lhs, rhs, defs, Ring())
+        cert["conditions"] = conditions(cert)
+    return cert
+
+
+def seal(cert: dict) -> Seal:
+    """Replay ``cert`` with the checker alone."""
+    try:
+        replay(cert)
+    except Rejected as exc:
+        return Seal(REJECTED, str(exc), cert)
+    except Malformed as exc:  # the engine wrote a certificate the checker cannot read: a bug, said as such
+        return Seal(REJECTED, f"the certificate is malformed ({exc}); please report this", cert)
+    return Seal(REPLAYED, "", cert)
+
+
+def identity(lhs, rhs, text: str, *, rows: str = "nonempty") -> Seal:
+    """The seal of ``lhs = rhs`` for two SymPy expressions as given (a document's step)."""
+    from derive.certify.sympy_terms import Outside, Terms
+
+    tr = Terms()
+    try:
+        a, b = tr.term(lhs), tr.term(rhs)
+    except Outside as exc:
+        return outside(str(exc))
+    return seal(certificate("identity", text, a, b, tr.types, rows=rows))

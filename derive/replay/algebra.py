@@ -1,0 +1,315 @@
+"""Rational arithmetic: a term's normal form, a fraction of polynomials over Q in its atoms.
+
+An atom is everything that is not +, ·, a number or an integer power: a symbol, a table entry,
+M[i, t], exp(A), log(A), ⟨a, b⟩, a sum, [C] … Two atoms are one when their arguments have one
+normal form (a sum's bound index renamed by its depth, de Bruijn's way, so Σ_u and Σ_t of the same
+body are one atom). Nothing else is known of an atom: exp(a + b) and exp(a)·exp(b) are two atoms
+until the rule exp_add says they are equal. exp(0) = 1 and log(1) = 0 are the only facts of
+arithmetic about functions. A vector's normal form is a sum of vector atoms with rational
+coefficients. The polynomials are python-flint's exact ``fmpq_mpoly`` (one variable per atom);
+a fraction is kept reduced (gcd cancelled, its denominator's leading coefficient 1), so equal
+functions have equal keys.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from flint import fmpq, fmpq_mpoly_ctx
+
+from derive.replay.terms import free, kind, subst
+
+__all__ = ["RF", "Ring", "Rejected"]
+
+
+class Rejected(Exception):
+    """The certificate does not replay; the message names the step or the condition."""
+
+
+def _context(size: int):
+    names = tuple(f"a{k}" for k in range(size))
+    get = getattr(fmpq_mpoly_ctx, "get", None)
+    return get(names, "lex") if get is not None else fmpq_mpoly_ctx.get_context(size, names="a")
+
+
+class RF:
+    """A reduced fraction num/den of polynomials in the atoms of ``ring``."""
+
+    __slots__ = ("ring", "num", "den", "_key")
+
+    def __init__(self, ring, num, den=None, reduce=True):
+        self.ring, self._key = ring, None
+        num, den = ring.lift(num), ring.lift(den if den is not None else ring.ctx.constant(1))
+        if reduce and not den.is_one():
+            if num.is_zero():
+                den = ring.ctx.constant(1)
+            else:
+                g = num.gcd(den)
+                if not g.is_one():
+                    num, den = num / g, den / g
+                lc = den.leading_coefficient()
+                num, den = num / lc, den / lc
+        self.num, self.den = num, den
+
+    def _up(self):
+        ctx = self.ring.ctx
+        if self.num.context() is ctx and self.den.context() is ctx:
+            return self
+        return RF(self.ring, self.num, self.den, reduce=False)
+
+    def __add__(self, o):
+        self, o = self._up(), o._up()
+        if self.den == o.den:
+            return RF(self.ring, self.num + o.num, self.den)
+        return RF(self.ring, self.num * o.den + o.num * self.den, self.den * o.den)
+
+    def __neg__(self):
+        return RF(self.ring, -self.num, self.den, reduce=False)
+
+    def __sub__(self, o):
+        return self + (-o)
+
+    def __mul__(self, o):
+        self, o = self._up(), o._up()
+        return RF(self.ring, self.num * o.num, self.den * o.den)
+
+    def inverse(self):
+        if self.num.is_zero():
+            raise Rejected("a division by an expression whose normal form is 0")
+        return RF(self.ring, self.den, self.num)
+
+    def __pow__(self, k: int):
+        base = self if k >= 0 else self.inverse()
+        return RF(self.ring, base.num ** abs(k), base.den ** abs(k), reduce=False)
+
+    def is_zero(self) -> bool:
+        return self.num.is_zero()
+
+    def constant(self) -> Fraction | None:
+        if self.den.is_one() and self.num.is_constant():
+            c = self.num.leading_coefficient() if not self.num.is_zero() else fmpq(0)
+            return Fraction(int(c.p), int(c.q))
+        return None
+
+    @property
+    def key(self) -> str:
+        if self._key is None:
+            self._key = f"{_poly_key(self.num)}/{_poly_key(self.den)}"
+        return self._key
+
+    def __eq__(self, o):
+        return isinstance(o, RF) and self.key == o.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+def _poly_key(p) -> str:
+    terms = sorted((tuple((v, e) for v, e in enumerate(exps) if e), str(c)) for exps, c in p.to_dict().items())
+    return repr(terms)
+
+
+class Vec(dict):
+    """A vector's normal form: vector atom index → coefficient (an RF, never 0)."""
+
+    @property
+    def key(self) -> str:
+        return repr(sorted((self.ring.keys_of[k], c.key) for k, c in self.items()))
+
+
+class Ring:
+    """The atoms met so far, one polynomial variable each (the context grows as atoms come)."""
+
+    def __init__(self):
+        self.index: dict[str, int] = {}  # atom key → variable
+        self.keys_of: list[str] = []
+        self.terms: list = []  # a term of each atom (its bound indices named #0, #1 …: de Bruijn)
+        self.frees: list[frozenset] = []
+        self.ctx = _context(16)
+        self.memo: dict = {}
+
+    # -- polynomials --------------------------------------------------------------------------
+    def lift(self, p):
+        if p.context() is self.ctx:
+            return p
+        n = self.ctx.nvars()
+        return self.ctx.from_dict({tuple(e) + (0,) * (n - len(e)): c for e, c in p.to_dict().items()})
+
+    def const(self, c) -> RF:
+        c = Fraction(c)
+        return RF(self, self.ctx.constant(fmpq(c.numerator, c.denominator)), reduce=False)
+
+    def atom(self, key: str, term) -> int:
+        k = self.index.get(key)
+        if k is None:
+            k = self.index[key] = len(self.keys_of)
+            self.keys_of.append(key)
+            self.terms.append(term)
+            self.frees.append(free(term))
+            if k >= self.ctx.nvars():
+                self.ctx = _context(2 * self.ctx.nvars())
+        return k
+
+    def var(self, key: str, term) -> RF:
+        k = self.atom(key, term)
+        return RF(self, self.ctx.gen(k), reduce=False)
+
+    # -- normal forms -------------------------------------------------------------------------
+    def nf(self, t):
+        """The normal form of ``t``: an RF (a scalar) or a Vec (a vector)."""
+        out = self.memo.get(t)
+        if out is None:
+            out = self.memo[t] = self._nf(t)
+        return out
+
+    def _nf(self, t):
+        h = t[0]
+        if h == "num":
+            return self.const(t[1])
+        if h in ("add", "mul"):
+            parts = [self.nf(a) for a in t[1:]]
+            return _sum(self, parts) if h == "add" else _product(self, parts)
+        if h == "pow":
+            base, e = self.nf(t[1]), self.nf(t[2]).constant() if kind(t[2]) == "scalar" else None
+            if isinstance(base, Vec):
+                raise Rejected("a vector raised to a power")
+            if e is not None and e.denominator == 1:
+                return base ** int(e)
+            return self.var(repr(("pow", base.key, self.nf(t[2]).key)), t)
+        if h == "exp" and self.scalar(t[1]).is_zero():
+            return self.const(1)
+        if h == "log" and self.scalar(t[1]).constant() == 1:
+            return self.const(0)
+        if h == "sum":
+            body = _bind(t[4], t[1])
+            inner = self.nf(body)
+            if (inner.is_zero() if isinstance(inner, RF) else not inner):
+                return self.const(0) if isinstance(inner, RF) else Vec()
+            key = repr(("sum", self.scalar(t[2]).key, self.scalar(t[3]).key, _key(inner)))
+            return self._atom(key, ("sum", t[1], t[2], t[3], t[4]), kind(t[4]))
+        if h == "dot":
+            a, b = self.vector(t[1]), self.vector(t[2])
+            if not a or not b:
+                return self.const(0)
+            return self.var(repr(("dot", *sorted((a.key, b.key)))), t)
+        if h in ("vec", "vfn", "at", "fn"):
+            return self._atom(repr((h, t[1], *(_key(self.nf(a)) for a in t[2:]))), t, kind(t))
+        if h == "rot":
+            return self._atom(repr(("rot", self.scalar(t[1]).key, self.vector(t[2]).key)), t, "vector")
+        if h == "ind":
+            return self.var(repr(("ind", self.condition(t[1]))), t)
+        if h == "cases":
+            key = repr(("cases", *((_key(self.nf(v)), self.condition(c)) for v, c in t[1:])))
+            return self._atom(key, t, kind(t))
+        if h == "apply":  # an application not unfolded: an atom (the final identity refuses one)
+            return self.var(repr(("apply", t[1], self.nf(t[2]).key, *map(self._lam, t[3:5]),
+                                  *((p, _key(self.nf(v))) for _, p, v in t[5]))), t)
+        if h == "sym":
+            return self.var(repr(t), t)
+        if h == "mask":
+            return self.var(repr(("mask", self.scalar(t[1]).key, self.scalar(t[2]).key)), t)
+        return self.var(repr((h, self.scalar(t[1]).key)), t)  # exp, log, sqrt, sigmoid, softplus, tanh
+
+    def _lam(self, f):
+        return None if f is None else _key(self.nf(_bind(f[2], f[1])))
+
+    def _atom(self, key, term, k):
+        if k == "vector":
+            v = Vec()
+            v.ring = self
+            v[self.atom(key, term)] = self.const(1)
+            return v
+        return self.var(key, term)
+
+    def scalar(self, t) -> RF:
+        out = self.nf(t)
+        if not isinstance(out, RF):
+            raise Rejected("a vector where a scalar is needed")
+        return out
+
+    def vector(self, t) -> Vec:
+        out = self.nf(t)
+        if isinstance(out, RF):
+            if out.is_zero():
+                v = Vec()
+                v.ring = self
+                return v
+            raise Rejected("a scalar where a vector is needed")
+        return out
+
+    def condition(self, c) -> str:
+        h = c[0]
+        if h in ("true", "false"):
+            return h
+        if h == "cmp":
+            op, a, b = c[1], c[2], c[3]
+            if op in (">", ">="):
+                op, a, b = {">": "<", ">=": "<="}[op], b, a
+            d = self.scalar(b) - self.scalar(a)
+            if op in ("==", "!=") and d.num.leading_coefficient() < 0:
+                d = -d
+            return repr((op, d.key))
+        parts = [self.condition(x) for x in c[1:]]
+        return repr((h, *(sorted(parts) if h in ("and", "or") else parts)))
+
+    def depends(self, value, name: str) -> bool:
+        """Does a normal form mention an atom in which ``name`` is free?"""
+        for p in ((value.num, value.den) if isinstance(value, RF) else
+                  [k for c in value.values() for k in (c.num, c.den)]):
+            for exps in p.to_dict():
+                if any(e and name in self.frees[v] for v, e in enumerate(exps)):
+                    return True
+        return isinstance(value, Vec) and any(name in self.frees[k] for k in value)
+
+
+def _key(value) -> str:
+    return value.key
+
+
+def _bind(body, v: str):
+    """``body`` with the bound index ``v`` named #0 and the indices bound further out shifted."""
+    names = {n for n in free(body) if n.startswith("#")}
+    m = {n: ("sym", f"#{int(n[1:]) + 1}") for n in names}
+    m[v] = ("sym", "#0")
+    return subst(body, m)
+
+
+def _sum(ring: Ring, parts):
+    vecs = [p for p in parts if isinstance(p, Vec)]
+    if vecs and len(vecs) != len(parts):
+        zero = all(p.is_zero() for p in parts if isinstance(p, RF))
+        if not zero:
+            raise Rejected("a scalar added to a vector")
+    if not vecs:
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        return out
+    out = Vec()
+    out.ring = ring
+    for v in vecs:
+        for k, c in v.items():
+            s = out[k] + c if k in out else c
+            if s.is_zero():
+                out.pop(k, None)
+            else:
+                out[k] = s
+    return out
+
+
+def _product(ring: Ring, parts):
+    vecs = [p for p in parts if isinstance(p, Vec)]
+    if len(vecs) > 1:
+        raise Rejected("a product of two vectors (use ⟨a, b⟩)")
+    scale = ring.const(1)
+    for p in parts:
+        if isinstance(p, RF):
+            scale = scale * p
+    if not vecs:
+        return scale
+    out = Vec()
+    out.ring = ring
+    if not scale.is_zero():
+        for k, c in vecs[0].items():
+            out[k] = c * scale
+    return out

@@ -1,0 +1,245 @@
+"""Replaying a certificate: read it, re-apply each step, decide the claim, discharge each condition.
+
+A certificate (JSON, ``docs/spec.md`` has the format and its schema) states a claim about two
+terms, the chain of steps (each one rule of :data:`derive.replay.rules.RULES` at one place of
+one side), and the side conditions. Replay:
+
+1. every step is checked as its rule requires and applied;
+2. the claim is decided exactly: an identity when both sides have one normal form (rational
+   arithmetic over the atoms, :mod:`derive.replay.algebra`); a limit as τ → ∞ when the
+   normal form is a fraction of polynomials in exp(τ) whose leading coefficients decide it; an
+   instance when both sides, evaluated in ball arithmetic at exact inputs, certainly differ;
+3. every divisor, log argument and sqrt argument of every term of the chain (the sides, and each
+   step's result) must be among the listed side conditions (nonzero, positive, nonnegative),
+   and each listed condition is discharged by the sign rules of :mod:`derive.replay.signs`.
+
+Any failure is a :class:`~derive.replay.algebra.Rejected` naming the step or the condition.
+"""
+
+from __future__ import annotations
+
+from derive.replay.algebra import RF, Rejected, Ring
+from derive.replay.rules import check_step, term_of
+from derive.replay.signs import NONNEG, NONZERO, POS, Scope
+from derive.replay.terms import Malformed, get, put, read, show, subst, write
+
+__all__ = ["FORMAT", "Rejected", "conditions", "replay"]
+
+FORMAT = "derive-certificate/1"
+TYPES = ("real", "positive", "negative", "nonnegative", "nonzero", "position", "count", "natural", "integer")
+KINDS = ("identity", "limit", "instance")
+_NEED = {"nonzero": NONZERO, "positive": POS, "nonnegative": NONNEG}
+_WORD = {"nonzero": "≠ 0", "positive": "> 0", "nonnegative": "≥ 0"}
+
+
+def _field(d: dict, key: str, types):
+    if not isinstance(d, dict) or key not in d or not isinstance(d[key], types):
+        raise Malformed(f"the certificate needs {key!r} ({getattr(types, '__name__', types)})")
+    return d[key]
+
+
+def replay(cert: dict) -> dict:
+    """Replay one certificate: ``{"steps": …, "conditions": …}`` when it replays; raises
+    :class:`Rejected` (it does not) or :class:`Malformed` (it is not a certificate)."""
+    claim, sides, ring, scope, defs = _read(cert)
+    if claim["kind"] == "instance":
+        from derive.replay.evaluate import differ
+
+        return {"bits": differ(sides["lhs"], sides["rhs"], _field(claim, "instance", dict), defs)}
+    needed = _chain(cert, sides, ring, defs)
+    _decide(claim["kind"], claim, sides, ring, scope)
+    listed = {}
+    for k, c in enumerate(_field(cert, "conditions", list), 1):
+        if not isinstance(c, dict):
+            raise Malformed(f"condition {k} is not an object")
+        cond = (_field(c, "kind", str), read(_field(c, "term", list)),
+                tuple((_name(b[0]), read(b[1]), read(b[2])) for b in _field(c, "binders", list)),
+                tuple(read(g) for g in _field(c, "guards", list)))
+        if cond[0] not in _NEED:
+            raise Malformed(f"condition {k}: unknown kind {cond[0]!r}")
+        listed[_key(cond, ring)] = (k, cond)
+    for key, cond in needed.items():
+        if key not in listed:
+            raise Rejected(f"the certificate does not list the side condition {_text(cond)}")
+    for k, cond in listed.values():
+        kind_, term, binders, guards = cond
+        if not scope.inside(binders, guards).sign(term) & _NEED[kind_]:
+            raise Rejected(f"side condition {k} does not hold on the domain: {_text(cond)}")
+    return {"steps": len(cert["steps"]), "conditions": len(listed)}
+
+
+def _name(v) -> str:
+    if not isinstance(v, str):
+        raise Malformed(f"a binder's name must be text, got {v!r}")
+    return v
+
+
+def _read(cert: dict):
+    if _field(cert, "format", str) != FORMAT:
+        raise Malformed(f"unknown certificate format {cert.get('format')!r} (expected {FORMAT!r})")
+    claim = _field(cert, "claim", dict)
+    if _field(claim, "kind", str) not in KINDS:
+        raise Malformed(f"unknown claim kind {claim['kind']!r}")
+    types = _field(cert, "symbols", dict)
+    if any(t not in TYPES for t in types.values()):
+        raise Malformed(f"a symbol type is not one of {', '.join(TYPES)}")
+    mask = cert.get("mask")
+    if mask is not None:
+        mask = (_field(mask, "key", str), read(_field(mask, "condition", list)))
+    scope = Scope(types, mask, cert.get("rows") == "nonempty")
+    sides = {"lhs": read(_field(claim, "lhs", list)), "rhs": read(_field(claim, "rhs", list))}
+    return claim, sides, Ring(), scope, _field(cert, "definitions", dict)
+
+
+def _chain(cert: dict, sides: dict, ring: Ring, defs: dict) -> dict:
+    """Apply the steps to ``sides`` (checked); the side conditions the chain needs, by key."""
+    needed: dict = {}
+    for side in sides.values():
+        _collect(side, (), (), needed, ring)
+    for k, s in enumerate(_field(cert, "steps", list), 1):
+        side, at, rule = _field(s, "side", str), _field(s, "at", list), _field(s, "rule", str)
+        if side not in sides:
+            raise Malformed(f"step {k}: side must be lhs or rhs")
+        to = read(_field(s, "result", list))
+        where = f"step {k} ({rule} on the {side} at {at})"
+        sub = get(sides[side], at)
+        binders, guards = _context(sides[side], at, where)
+        try:
+            witness = check_step(ring, rule, sub, to, defs)
+        except Rejected as exc:
+            raise Rejected(f"{where}: {exc}") from None
+        sides[side] = put(sides[side], at, to)
+        _collect(to, binders, guards, needed, ring)
+        if witness is not None:
+            _collect(witness, binders, guards, needed, ring)
+    return needed
+
+
+def _decide(kind: str, claim: dict, sides: dict, ring: Ring, scope: Scope) -> None:
+    for name, t in sides.items():
+        if _has(t, "apply"):
+            raise Rejected(f"the {name} still applies a normalizer: its definition was never unfolded")
+    a, b = ring.nf(sides["lhs"]), ring.nf(sides["rhs"])
+    if kind == "identity":
+        if type(a) is not type(b) or a.key != b.key:
+            diff = term_of(ring, a - b) if isinstance(a, RF) and isinstance(b, RF) else None
+            raise Rejected("the two sides do not reduce to one normal form" +
+                           (f": their difference is {show(diff, 160)}" if diff is not None else ""))
+        return
+    var = _field(claim, "var", str)
+    if not isinstance(a, RF) or not isinstance(b, RF) or ring.depends(b, var):
+        raise Rejected("a limit is of a scalar, to a value free of its variable")
+    limit = _limit(a, var, ring, scope)
+    if limit.key != b.key:
+        raise Rejected(f"the limit is {show(term_of(ring, limit), 120)}, not {show(sides['rhs'], 120)}")
+
+
+def _limit(value: RF, var: str, ring: Ring, scope: Scope) -> RF:
+    """lim_{var → ∞} of a fraction of polynomials in E = exp(var) whose other atoms are free of var."""
+    e = ring.nf(("exp", ("sym", var)))
+    k = next(v for v, x in enumerate(next(iter(e.num.to_dict()))) if x)
+    for p in (value.num, value.den):
+        for exps in p.to_dict():
+            if any(x and v != k and var in ring.frees[v] for v, x in enumerate(exps)):
+                raise Rejected(f"the expression involves {var} otherwise than through exp({var})")
+    lead = []
+    for p in (value.num, value.den):
+        terms = p.to_dict()
+        top = max(exps[k] if k < len(exps) else 0 for exps in terms)
+        ctx = p.context()
+        coef = ctx.from_dict({tuple(0 if v == k else x for v, x in enumerate(exps)): c
+                              for exps, c in terms.items() if (exps[k] if k < len(exps) else 0) == top})
+        lead.append((top, RF(ring, coef, reduce=False)))
+    (dn, cn), (dd, cd) = lead
+    if not scope.sign(term_of(ring, cd)) & NONZERO:
+        raise Rejected(f"the leading coefficient {show(term_of(ring, cd), 100)} of the denominator in "
+                       f"exp({var}) may be 0")
+    if dn > dd:
+        raise Rejected(f"the expression grows without bound as {var} → ∞")
+    return ring.const(0) if dn < dd else cn * cd.inverse()
+
+
+def _has(t, head: str) -> bool:
+    return isinstance(t, tuple) and (t[0] == head or any(_has(a, head) for a in t[1:] if isinstance(a, tuple)))
+
+
+def _context(term, path, where: str) -> tuple[tuple, tuple]:
+    """(binders, guards) around the subterm at ``path``: the sums it is inside and the mask
+    entries and brackets it is multiplied by."""
+    binders, guards = [], []
+    for k in path:
+        if not isinstance(term, tuple) or term[0] == "apply":
+            raise Rejected(f"{where}: a step inside a normalizer application (unfold it first)")
+        if term[0] == "sum" and k == 4:
+            binders.append((term[1], term[2], term[3]))
+        if term[0] == "mul":
+            guards += [a for j, x in enumerate(term[1:], 1) if j != k for a in _factors(x) if a[0] in ("mask", "ind")]
+        term = term[k]
+    return tuple(binders), tuple(guards)
+
+
+def _collect(t, binders, guards, out: dict, ring: Ring) -> None:
+    """Every divisor, log and sqrt argument and real-power base of ``t``, with where it occurs."""
+    if not isinstance(t, tuple) or not isinstance(t[0], str):
+        for a in t if isinstance(t, tuple) else ():
+            _collect(a, binders, guards, out, ring)
+        return
+    h = t[0]
+    need = None
+    if h == "pow":
+        e = t[2]
+        need = ("nonzero" if e[1] < 0 else None) if e[0] == "num" and e[1].denominator == 1 else "positive"
+    elif h in ("log", "sqrt"):
+        need = "positive" if h == "log" else "nonnegative"
+    if need:
+        cond = (need, t[1], binders, guards)
+        out.setdefault(_key(cond, ring), cond)
+    if h == "apply":
+        return
+    if h == "sum":
+        _collect(t[2], binders, guards, out, ring)
+        _collect(t[3], binders, guards, out, ring)
+        _collect(t[4], binders + ((t[1], t[2], t[3]),), guards, out, ring)
+        return
+    if h == "mul":
+        factors = _factors(t)
+        mine = tuple(a for a in factors if a[0] in ("mask", "ind"))
+        for a in factors:
+            _collect(a, binders, guards + tuple(g for g in mine if g is not a), out, ring)
+        return
+    for a in t[1:]:
+        if isinstance(a, tuple):
+            _collect(a, binders, guards, out, ring)
+
+
+def _factors(t) -> list:
+    """The factors of a product, nested products flattened."""
+    return [x for a in t[1:] for x in _factors(a)] if t[0] == "mul" else [t]
+
+
+def _key(cond, ring: Ring) -> str:
+    """A side condition up to the names of its binders (renamed #b0, #b1 … in order) and the
+    form of its terms (their normal forms)."""
+    kind, term, binders, guards = cond
+    m, ranges = {}, []
+    for k, (v, lo, hi) in enumerate(binders):
+        ranges.append((ring.nf(subst(lo, m)).key, ring.nf(subst(hi, m)).key))
+        m[v] = ("sym", f"#b{k}")
+    nf = lambda x: ring.nf(subst(x, m)).key  # noqa: E731
+    return repr((kind, nf(term), ranges, sorted(nf(g) for g in guards)))
+
+
+def _text(cond) -> str:
+    kind, term, binders, guards = cond
+    where = "".join(f" for {v} = {show(lo, 40)}..{show(hi, 40)}" for v, lo, hi in binders)
+    if guards:
+        where += " where " + ", ".join(show(g, 40) for g in guards) + " = 1"
+    return f"{show(term, 120)} {_WORD[kind]}{where}"
+
+
+def conditions(cert: dict) -> list[dict]:
+    """The side conditions a certificate's chain needs (what the engine lists when it writes one)."""
+    claim, sides, ring, _, defs = _read(cert)
+    needed = _chain(cert, sides, ring, defs)
+    return [{"kind": k, "term": write(t), "binders": [[v, write(lo), write(hi)] for v, lo, hi in b],
+             "guards": [write(g) for g in gs]} for k, t, b, gs in needed.values()]

@@ -1,0 +1,170 @@
+"""An instance certificate: both sides evaluated at exact inputs in ball arithmetic (python-flint's
+``arb``), shown different when the two balls do not overlap (at 64 bits, then more).
+
+The instance gives n, d and exact rational values: ``values`` (symbols, the indices i, j),
+``tables`` (x[i][t], 1-based), ``vectors`` (a list, or a list per position), ``mask`` (rows of
+0/1) and ``functions`` (an opaque function's value at each argument). Indices are computed
+exactly; a division by a ball that contains 0, a log of a ball not certainly positive, or a
+condition that is not decided is a rejection, never a guess.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+from flint import arb
+
+from derive.replay.algebra import Rejected
+from derive.replay.definitions import BUILTIN, FUNCTIONS, Outside, unfold
+
+__all__ = ["differ"]
+
+
+def differ(lhs, rhs, inst: dict, defs: dict) -> int:
+    """The precision (bits) at which ``lhs`` and ``rhs`` are certainly different at ``inst``."""
+    old = flint.ctx.prec
+    try:
+        for bits in (64, 128, 256, 512, 1024):
+            flint.ctx.prec = bits
+            ev = _Eval(inst, defs)
+            a, b = ev.run(lhs, {}), ev.run(rhs, {})
+            pairs = zip(a, b) if isinstance(a, list) and isinstance(b, list) else [(a, b)]
+            if any(not (x - y).contains(0) for x, y in pairs):
+                return bits
+    finally:
+        flint.ctx.prec = old
+    raise Rejected("the two sides are not certainly different at the instance (their balls overlap at 1024 bits)")
+
+
+def _ball(x) -> arb:
+    q = Fraction(x)
+    return arb(q.numerator) / arb(q.denominator)
+
+
+class _Eval:
+    def __init__(self, inst: dict, defs: dict):
+        self.inst, self.defs = inst, defs
+        self.n = int(inst["n"])
+
+    def exact(self, t, env) -> Fraction:
+        h = t[0]
+        if h == "num":
+            return t[1]
+        if h == "sym":
+            v = env.get(t[1], self.inst.get("values", {}).get(t[1]))
+            if v is None and t[1] in ("n", "d"):
+                v = self.inst[t[1]]
+            if v is None:
+                raise Rejected(f"the instance gives no value of {t[1]}")
+            return Fraction(v)
+        if h in ("add", "mul"):
+            out = Fraction(h == "mul")
+            for a in t[1:]:
+                out = out + self.exact(a, env) if h == "add" else out * self.exact(a, env)
+            return out
+        raise Rejected(f"an index or argument that is not exact: {h}")
+
+    def index(self, t, env) -> int:
+        v = self.exact(t, env)
+        if v.denominator != 1:
+            raise Rejected(f"an index that is not an integer: {v}")
+        return int(v)
+
+    def holds(self, c, env) -> bool:
+        h = c[0]
+        if h in ("true", "false"):
+            return h == "true"
+        if h in ("and", "or"):
+            parts = [self.holds(x, env) for x in c[1:]]
+            return all(parts) if h == "and" else any(parts)
+        if h == "not":
+            return not self.holds(c[1], env)
+        a, b = self.run(c[2], env), self.run(c[3], env)
+        d = a - b
+        known = {"<": (d < 0, d >= 0), "<=": (d <= 0, d > 0), ">": (d > 0, d <= 0), ">=": (d >= 0, d < 0),
+                 "==": (d == 0, d != 0), "!=": (d != 0, d == 0)}[c[1]]
+        if known[0] == known[1]:  # arb: True only when certain
+            raise Rejected("a condition is not decided at the instance")
+        return known[0]
+
+    def run(self, t, env):
+        h = t[0]
+        if h in ("num", "sym"):
+            return _ball(self.exact(t, env))
+        if h == "at":
+            row = self.inst["tables"][t[1]]
+            for a in t[2:]:
+                row = row[self.index(a, env) - 1]
+            return _ball(row)
+        if h == "mask":
+            return _ball(self.inst["mask"][self.index(t[1], env) - 1][self.index(t[2], env) - 1])
+        if h == "vec":
+            v = self.inst["vectors"][t[1]]
+            for a in t[2:]:
+                v = v[self.index(a, env) - 1]
+            return [_ball(x) for x in v]
+        if h in ("fn", "vfn"):
+            args = ",".join(str(self.exact(a, env)) for a in t[2:])
+            value = self.inst["functions"][t[1]][args]
+            return [_ball(x) for x in value] if h == "vfn" else _ball(value)
+        if h == "add":
+            parts = [self.run(a, env) for a in t[1:]]
+            if isinstance(parts[0], list):
+                return [sum(xs, arb(0)) for xs in zip(*parts)]
+            return sum(parts, arb(0))
+        if h == "mul":
+            scale, vec = arb(1), None
+            for a in t[1:]:
+                x = self.run(a, env)
+                if isinstance(x, list):
+                    vec = x
+                else:
+                    scale = scale * x
+            return scale if vec is None else [scale * x for x in vec]
+        if h == "pow":
+            e = self.exact(t[2], env)
+            base = self.run(t[1], env)
+            if e.denominator != 1:
+                raise Rejected("a power with an exponent that is not an integer")
+            if e < 0 and base.contains(0):
+                raise Rejected("a division by a value that may be 0 at the instance")
+            return base ** int(e)
+        if h == "dot":
+            a, b = self.run(t[1], env), self.run(t[2], env)
+            return sum((x * y for x, y in zip(a, b)), arb(0))
+        if h == "exp":
+            return self.run(t[1], env).exp()
+        if h in ("log", "sqrt"):
+            x = self.run(t[1], env)
+            if not (x > 0 if h == "log" else x >= 0):
+                raise Rejected(f"{h} of a value not certainly in its domain at the instance")
+            return x.log() if h == "log" else x.sqrt()
+        if h in FUNCTIONS:
+            return self.run(FUNCTIONS[h](t[1]), env)
+        if h == "sum":
+            lo, hi = self.index(t[2], env), self.index(t[3], env)
+            sign, (lo, hi) = (1, (lo, hi)) if hi >= lo - 1 else (-1, (hi + 1, lo - 1))
+            total = None
+            for k in range(lo, hi + 1):
+                x = self.run(t[4], {**env, t[1]: k})
+                total = x if total is None else ([a + b for a, b in zip(total, x)] if isinstance(x, list) else total + x)
+            if total is None:
+                return arb(0)
+            return [sign * x for x in total] if isinstance(total, list) else sign * total
+        if h == "ind":
+            return arb(1 if self.holds(t[1], env) else 0)
+        if h == "cases":
+            for v, c in t[1:]:
+                if self.holds(c, env):
+                    return self.run(v, env)
+            raise Rejected("no case holds at the instance")
+        if h == "apply":
+            text = self.defs.get(t[1])
+            if text is None or (t[1] in BUILTIN and text != BUILTIN[t[1]]):
+                raise Rejected(f"no trusted definition of {t[1]!r}")
+            try:
+                return self.run(unfold(text, t[2], t[3], t[4], {k: v for _, k, v in t[5]}), env)
+            except Outside as exc:
+                raise Rejected(str(exc)) from None
+        raise Rejected(f"the checker does not evaluate {h}")
