@@ -11,7 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from derive.replay.algebra import Rejected, Ring, _bind
-from derive.replay.rules import RULES, term_of
+from derive.replay.rules import RULES, Env, term_of
+from derive.replay.signs import Scope
 from derive.replay.terms import children, get, put, write
 
 __all__ = ["chain"]
@@ -19,14 +20,15 @@ __all__ = ["chain"]
 ORDER = {
     "apply": ("unfold",), "sigmoid": ("unfold",), "softplus": ("unfold",), "tanh": ("unfold",),
     "dot": ("bilinear",), "exp": ("exp_log", "exp_add"), "log": ("log_exp",), "pow": ("pow_exp",),
-    "sum": ("sum_empty", "sum_linear", "sum_factor"), "cases": ("cases_same",),
+    "sum": ("sum_empty", "sum_linear", "sum_factor"), "cases": ("cases_same",), "mask": ("allowed",), "fn": ("sign",),
 }
 MAX_STEPS = 4000  # a deterministic bound on the search
 
 
 class _Search:
-    def __init__(self, ring: Ring, defs: dict, sides: dict):
+    def __init__(self, ring: Ring, defs: dict, sides: dict, scope: Scope, later=None):
         self.ring, self.defs, self.sides, self.steps = ring, defs, dict(sides), []
+        self.env = Env(defs, scope, eventually=later)
 
     def norm(self, side: str, path: tuple) -> None:
         t = get(self.sides[side], path)
@@ -42,7 +44,7 @@ class _Search:
             if t[0] == "pow" and t[2][0] == "num" and t[2][1].denominator == 1:
                 continue
             try:
-                value = RULES[rule][1](self.ring, t, self.defs)
+                value = RULES[rule][1](self.ring, t, self.env)
             except Rejected:
                 continue
             value = value[0] if isinstance(value, tuple) else value
@@ -87,9 +89,10 @@ class _Search:
         return False
 
 
-def chain(lhs, rhs, defs: dict, ring: Ring | None = None) -> list[dict]:
-    """The steps that bring ``lhs`` and ``rhs`` (terms) to their normal forms."""
-    search = _Search(ring or Ring(), defs, {"lhs": lhs, "rhs": rhs})
+def chain(lhs, rhs, defs: dict, ring: Ring, scope: Scope, later=None) -> list[dict]:
+    """The steps that bring ``lhs`` and ``rhs`` (terms) to their normal forms (``scope``: the
+    claim's facts; ``later``: a limit's signs for large values of its variable)."""
+    search = _Search(ring, defs, {"lhs": lhs, "rhs": rhs}, scope, later)
     for side in ("lhs", "rhs"):
         search.norm(side, ())
     for _ in range(8):

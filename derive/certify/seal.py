@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from derive.certify.sympy_terms import Outside
 from derive.replay import FORMAT, Malformed, Rejected, conditions, replay
+from derive.replay.definitions import Outside as Unreadable
+from derive.replay.definitions import unfold
 from derive.replay.algebra import Ring
 from derive.replay.terms import write
 
@@ -43,18 +46,48 @@ def outside(reason: str) -> Seal:
 
 
 def certificate(kind: str, text: str, lhs, rhs, types: dict, *, mask=None, rows: str = "nonempty",
-                definitions: dict | None = None, extra: dict | None = None, chain: bool = True) -> dict:
+                definitions: dict | None = None, extra: dict | None = None, chain: bool = True,
+                allowed=()) -> dict:
     """The certificate of a claim about the terms ``lhs`` and ``rhs`` (its steps and conditions found)."""
     from derive.certify.chain import chain as find
 
     defs = dict(definitions or {})
+    for name, text in defs.items():
+        why = unreadable(text)
+        if why:
+            raise Outside(f"the definition of {name}: {why}")
     cert = {"format": FORMAT, "claim": {"kind": kind, "text": text, "lhs": write(lhs), "rhs": write(rhs), **(extra or {})},
-            "symbols": dict(sorted(types.items())), "mask": mask, "rows": rows, "definitions": defs, "steps": [],
-            "conditions": []}
+            "symbols": dict(sorted(types.items())), "mask": mask, "rows": rows, "allowed": [write(a) for a in allowed],
+            "definitions": defs, "steps": [], "conditions": []}
     if chain:
-        cert["steps"] = find(lhs, rhs, defs, Ring())
+        from derive.replay.check import Eventually, _read
+
+        _, _, ring, scope, _ = _read(cert)
+        later = Eventually(cert["claim"]["var"], ring, defs) if kind == "limit" else None
+        cert["steps"] = find(lhs, rhs, defs, ring, scope, later)
         cert["conditions"] = conditions(cert)
     return cert
+
+
+class _Any(dict):
+    """Every name a parameter (only whether the checker reads a formula is asked)."""
+
+    def __contains__(self, key):
+        return True
+
+    def __missing__(self, key):
+        return ("sym", key)
+
+
+def unreadable(text: str) -> str:
+    """Why the checker cannot read the formula ``text`` ("" if it can)."""
+    try:
+        unfold(text, ("sym", "j"), ("lam", "t", ("sym", "t")), ("lam", "t", ("sym", "t")), _Any())
+    except Unreadable as exc:
+        return str(exc)
+    except Malformed:
+        return ""
+    return ""
 
 
 def seal(cert: dict) -> Seal:

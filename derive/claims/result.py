@@ -25,6 +25,7 @@ class Outcome:
     steps: list = field(default_factory=list)
     witness: dict | None = None  # a certified counterexample (refuted), JSON-ready
     check: dict | None = None  # numeric cross-check figures (proved)
+    seal: object = None  # the proof's certificate, replayed or not (derive.certify.seal.Seal)
 
 
 @dataclass
@@ -37,6 +38,19 @@ class ClaimResult:
     steps: list = field(default_factory=list)
     cross_check: dict | None = None
     expected: str = "proved"  # the verdict the spec expects (``expect = "refuted"``)
+    seal: object = field(default=None, repr=False, compare=False)  # a proof's certificate (Seal)
+
+    @property
+    def replay(self) -> str:
+        """"replayed" or "not replayed" for a proved claim (its certificate), "" otherwise."""
+        if self.verdict != "proved" or self.seal is None:
+            return ""
+        return "replayed" if self.seal.replayed else "not replayed"
+
+    @property
+    def shown(self) -> str:
+        """The verdict as reports print it: "proved (not replayed)" for a proof outside the checker."""
+        return "proved (not replayed)" if self.replay == "not replayed" else self.verdict
 
     @property
     def icon(self) -> str:
@@ -67,4 +81,5 @@ class ClaimResult:
             "counterexample": self.counterexample,
             "steps": self.steps,
             "cross_check": self.cross_check,
+            "replay": self.replay or None,
         }

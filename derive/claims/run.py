@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from derive.claims import show
+from derive.claims.certify import certify
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.prove.verdict import PROVED, UNDECIDED
@@ -88,7 +89,7 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
     result = SpecResult(file or spec.file, spec.name, spec)
     for claim in spec.claims:
         try:
-            out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
+            out = certify(ctx, claim, _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim)))
         except RecursionError:
             result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
                                              "the expression is too deep for the engine", expected=claim.expect))
@@ -100,5 +101,5 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
                                          out.witness if out.status == "refuted" else None,
-                                         out.steps, out.check, claim.expect))
+                                         out.steps, out.check, claim.expect, seal=out.seal))
     return result

@@ -193,7 +193,10 @@ class Ring:
                 return self.const(0)
             return self.var(repr(("dot", *sorted((a.key, b.key)))), t)
         if h in ("vec", "vfn", "at", "fn"):
-            return self._atom(repr((h, t[1], *(_key(self.nf(a)) for a in t[2:]))), t, kind(t))
+            args = [_key(self.nf(a)) for a in t[2:]]
+            if t[1] in ("max()", "min()"):  # max and min do not depend on the order of their arguments
+                args = sorted(args)
+            return self._atom(repr((h, t[1], *args)), t, kind(t))
         if h == "rot":
             return self._atom(repr(("rot", self.scalar(t[1]).key, self.vector(t[2]).key)), t, "vector")
         if h == "ind":

@@ -19,9 +19,9 @@ Any failure is a :class:`~derive.replay.algebra.Rejected` naming the step or the
 from __future__ import annotations
 
 from derive.replay.algebra import RF, Rejected, Ring
-from derive.replay.rules import check_step, term_of
-from derive.replay.signs import NONNEG, NONZERO, POS, Scope
-from derive.replay.terms import Malformed, get, put, read, show, subst, write
+from derive.replay.rules import RULES, Env, check_step, term_of
+from derive.replay.signs import NEG, NONNEG, NONPOS, NONZERO, POS, Scope
+from derive.replay.terms import Malformed, children, get, put, read, show, subst, write
 
 __all__ = ["FORMAT", "Rejected", "conditions", "replay"]
 
@@ -46,7 +46,7 @@ def replay(cert: dict) -> dict:
         from derive.replay.evaluate import differ
 
         return {"bits": differ(sides["lhs"], sides["rhs"], _field(claim, "instance", dict), defs)}
-    needed = _chain(cert, sides, ring, defs)
+    needed = _chain(cert, sides, ring, defs, scope, claim)
     _decide(claim["kind"], claim, sides, ring, scope)
     listed = {}
     for k, c in enumerate(_field(cert, "conditions", list), 1):
@@ -61,9 +61,13 @@ def replay(cert: dict) -> dict:
     for key, cond in needed.items():
         if key not in listed:
             raise Rejected(f"the certificate does not list the side condition {_text(cond)}")
+    later = Eventually(claim["var"] if claim["kind"] == "limit" else None, ring, defs)
     for k, cond in listed.values():
         kind_, term, binders, guards = cond
-        if not scope.inside(binders, guards).sign(term) & _NEED[kind_]:
+        here = scope.inside(binders, guards)
+        if not (here.sign(term) & _NEED[kind_] or
+                here.sign(term_of(ring, ring.nf(later.rewrite(term, here, 32)))) & _NEED[kind_] or
+                later.var is not None and later(term, here) & _NEED[kind_]):
             raise Rejected(f"side condition {k} does not hold on the domain: {_text(cond)}")
     return {"steps": len(cert["steps"]), "conditions": len(listed)}
 
@@ -86,14 +90,18 @@ def _read(cert: dict):
     mask = cert.get("mask")
     if mask is not None:
         mask = (_field(mask, "key", str), read(_field(mask, "condition", list)))
-    scope = Scope(types, mask, cert.get("rows") == "nonempty")
+    allowed = cert.get("allowed", [])
+    if not isinstance(allowed, list):
+        raise Malformed("'allowed' is a list of keys")
+    scope = Scope(types, mask, cert.get("rows") == "nonempty", allowed=tuple(read(a) for a in allowed))
     sides = {"lhs": read(_field(claim, "lhs", list)), "rhs": read(_field(claim, "rhs", list))}
     return claim, sides, Ring(), scope, _field(cert, "definitions", dict)
 
 
-def _chain(cert: dict, sides: dict, ring: Ring, defs: dict) -> dict:
+def _chain(cert: dict, sides: dict, ring: Ring, defs: dict, scope: Scope, claim: dict) -> dict:
     """Apply the steps to ``sides`` (checked); the side conditions the chain needs, by key."""
     needed: dict = {}
+    later = Eventually(_field(claim, "var", str), ring, defs) if claim["kind"] == "limit" else None
     for side in sides.values():
         _collect(side, (), (), needed, ring)
     for k, s in enumerate(_field(cert, "steps", list), 1):
@@ -105,13 +113,17 @@ def _chain(cert: dict, sides: dict, ring: Ring, defs: dict) -> dict:
         sub = get(sides[side], at)
         binders, guards = _context(sides[side], at, where)
         try:
-            witness = check_step(ring, rule, sub, to, defs)
+            witness = check_step(ring, rule, sub, to, Env(defs, scope.inside(binders, guards), eventually=later))
         except Rejected as exc:
             raise Rejected(f"{where}: {exc}") from None
         sides[side] = put(sides[side], at, to)
         _collect(to, binders, guards, needed, ring)
         if witness is not None:
             _collect(witness, binders, guards, needed, ring)
+        for depth in range(len(at)):  # a divisor, log or root whose argument the step rewrote
+            above = get(sides[side], at[:depth])
+            if above[0] in ("pow", "log", "sqrt") and at[depth] == 1:
+                _need(above, *_context(sides[side], at[:depth], where), needed, ring)
     return needed
 
 
@@ -134,23 +146,69 @@ def _decide(kind: str, claim: dict, sides: dict, ring: Ring, scope: Scope) -> No
         raise Rejected(f"the limit is {show(term_of(ring, limit), 120)}, not {show(sides['rhs'], 120)}")
 
 
-def _limit(value: RF, var: str, ring: Ring, scope: Scope) -> RF:
-    """lim_{var → ∞} of a fraction of polynomials in E = exp(var) whose other atoms are free of var."""
-    e = ring.nf(("exp", ("sym", var)))
-    k = next(v for v, x in enumerate(next(iter(e.num.to_dict()))) if x)
-    for p in (value.num, value.den):
-        for exps in p.to_dict():
-            if any(x and v != k and var in ring.frees[v] for v, x in enumerate(exps)):
-                raise Rejected(f"the expression involves {var} otherwise than through exp({var})")
+def _lead(value: RF, var: str, ring: Ring) -> list:
+    """[(order, leading coefficient)] of the numerator and denominator of ``value`` as polynomials
+    in E = exp(var) and var, whose other atoms must be free of var; the order of E^a·var^b is
+    (a, b): the larger grows faster as var → ∞."""
+    ks = [next(v for v, x in enumerate(next(iter(ring.nf(a).num.to_dict()))) if x)
+          for a in (("exp", ("sym", var)), ("sym", var))]
+    value = value._up()
     lead = []
     for p in (value.num, value.den):
         terms = p.to_dict()
-        top = max(exps[k] if k < len(exps) else 0 for exps in terms)
-        ctx = p.context()
-        coef = ctx.from_dict({tuple(0 if v == k else x for v, x in enumerate(exps)): c
-                              for exps, c in terms.items() if (exps[k] if k < len(exps) else 0) == top})
+        for exps in terms:
+            if any(x and v not in ks and var in ring.frees[v] for v, x in enumerate(exps)):
+                raise Rejected(f"the expression involves {var} otherwise than through exp({var}) and {var}")
+        top = max((exps[ks[0]], exps[ks[1]]) for exps in terms)
+        coef = p.context().from_dict({tuple(0 if v in ks else x for v, x in enumerate(exps)): c for exps, c in
+                                      terms.items() if (exps[ks[0]], exps[ks[1]]) == top})
         lead.append((top, RF(ring, coef, reduce=False)))
-    (dn, cn), (dd, cd) = lead
+    return lead
+
+
+class Eventually:
+    """Signs for every large enough value of a limit's variable (``var``, None: not a limit): each
+    term first rewritten by the rules exp_add, sum_linear, sum_factor and sign (:meth:`rewrite`,
+    which also serves a side condition whose sign shows only once rewritten), then read off its
+    leading coefficients."""
+
+    def __init__(self, var: str, ring: Ring, defs: dict):
+        self.var, self.ring, self.defs = var, ring, defs
+
+    def __call__(self, term, scope: Scope) -> int:
+        ring = self.ring
+        try:
+            (_, cn), (_, cd) = _lead(ring.nf(self.rewrite(term, scope, 32)), self.var, ring)
+        except Rejected:
+            return 0
+        fn, fd = scope.sign(term_of(ring, cn)), scope.sign(term_of(ring, cd))
+        if not (fn & NONZERO and fd & NONZERO):
+            return 0
+        return POS | NONNEG | NONZERO if bool(fn & POS) == bool(fd & POS) else NEG | NONPOS | NONZERO
+
+    def rewrite(self, t, scope: Scope, budget: int):
+        if not isinstance(t, tuple) or not isinstance(t[0], str) or t[0] == "apply" or budget <= 0:
+            return t
+        out = list(t)
+        for k, c, _ in children(t):
+            if isinstance(c[0], str):
+                out[k] = self.rewrite(c, scope, budget - 1)
+        t = tuple(out)
+        env = Env(self.defs, scope, eventually=self if self.var is not None else None)
+        for rule in ("exp_add", "sum_linear", "sum_factor", "sign"):
+            try:
+                value = RULES[rule][1](self.ring, t, env)
+            except Rejected:
+                continue
+            value = value[0] if isinstance(value, tuple) else value
+            if value.key != self.ring.nf(t).key:
+                return self.rewrite(term_of(self.ring, value), scope, budget - 1)
+        return t
+
+
+def _limit(value: RF, var: str, ring: Ring, scope: Scope) -> RF:
+    """lim_{var → ∞} of a fraction of polynomials in E = exp(var) and var, whose other atoms are free of var."""
+    (dn, cn), (dd, cd) = _lead(value, var, ring)
     if not scope.sign(term_of(ring, cd)) & NONZERO:
         raise Rejected(f"the leading coefficient {show(term_of(ring, cd), 100)} of the denominator in "
                        f"exp({var}) may be 0")
@@ -185,15 +243,7 @@ def _collect(t, binders, guards, out: dict, ring: Ring) -> None:
             _collect(a, binders, guards, out, ring)
         return
     h = t[0]
-    need = None
-    if h == "pow":
-        e = t[2]
-        need = ("nonzero" if e[1] < 0 else None) if e[0] == "num" and e[1].denominator == 1 else "positive"
-    elif h in ("log", "sqrt"):
-        need = "positive" if h == "log" else "nonnegative"
-    if need:
-        cond = (need, t[1], binders, guards)
-        out.setdefault(_key(cond, ring), cond)
+    _need(t, binders, guards, out, ring)
     if h == "apply":
         return
     if h == "sum":
@@ -210,6 +260,21 @@ def _collect(t, binders, guards, out: dict, ring: Ring) -> None:
     for a in t[1:]:
         if isinstance(a, tuple):
             _collect(a, binders, guards, out, ring)
+
+
+def _need(t, binders, guards, out: dict, ring: Ring) -> None:
+    """The side condition of ``t`` if it is a divisor's power, a log, a root or a real power. An
+    argument that still applies a normalizer has none yet: it has one once unfolded (a chain
+    unfolds every application, and each step renews the conditions of the terms around it)."""
+    h, need = t[0], None
+    if h == "pow":
+        e = t[2]
+        need = ("nonzero" if e[1] < 0 else None) if e[0] == "num" and e[1].denominator == 1 else "positive"
+    elif h in ("log", "sqrt"):
+        need = "positive" if h == "log" else "nonnegative"
+    if need and not _has(t[1], "apply"):
+        cond = (need, t[1], binders, guards)
+        out.setdefault(_key(cond, ring), cond)
 
 
 def _factors(t) -> list:
@@ -239,7 +304,7 @@ def _text(cond) -> str:
 
 def conditions(cert: dict) -> list[dict]:
     """The side conditions a certificate's chain needs (what the engine lists when it writes one)."""
-    claim, sides, ring, _, defs = _read(cert)
-    needed = _chain(cert, sides, ring, defs)
+    claim, sides, ring, scope, defs = _read(cert)
+    needed = _chain(cert, sides, ring, defs, scope, claim)
     return [{"kind": k, "term": write(t), "binders": [[v, write(lo), write(hi)] for v, lo, hi in b],
              "guards": [write(g) for g in gs]} for k, t, b, gs in needed.values()]

@@ -44,6 +44,11 @@ FUNCTIONS = {
 }
 
 
+# functions the checker knows only by name (and sign): an identity through them holds argument
+# by argument; relu(a) is max(0, a). The names are no identifier, so no declared function is one.
+OPAQUE = {"abs": "abs()", "max": "max()", "min": "min()", "relu": "max()"}
+
+
 class Outside(Malformed):
     """A formula that uses what the checker does not know (abs, relu, max, min, prod_t …)."""
 
@@ -119,6 +124,9 @@ class _Reader:
     def call(self, fn: str, args, t):
         if fn in ("exp", "log", "sqrt", *FUNCTIONS) and len(args) == 1:
             return (fn, self.run(args[0], t))
+        if fn in OPAQUE and (len(args) == 1 or fn in ("max", "min") and len(args) >= 2):
+            parts = [self.run(a, t) for a in args]
+            return ("fn", "max()", ("num", Fraction(0)), *parts) if fn == "relu" else ("fn", OPAQUE[fn], *parts)
         if fn != "sum_t" or t is not None or len(args) not in (1, 2):
             raise Outside(f"the formula {self.text!r} uses {fn}, which the checker does not know")
         v = ("sym", fresh("t", self.taken))

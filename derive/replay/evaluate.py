@@ -104,6 +104,18 @@ class _Eval:
             for a in t[2:]:
                 v = v[self.index(a, env) - 1]
             return [_ball(x) for x in v]
+        if h == "rot" and int(self.inst["d"]) == 1:  # RoPE rotates pairs of coordinates: one has none
+            return self.run(t[2], env)
+        if h == "fn" and t[1] in ("abs()", "max()", "min()"):
+            xs = [self.run(a, env) for a in t[2:]]
+            if t[1] == "abs()":
+                return abs(xs[0])
+            best = xs[0]
+            for x in xs[1:]:
+                if not ((x > best) or (x <= best)):
+                    raise Rejected("a max or min is not decided at the instance")
+                best = x if (x > best) == (t[1] == "max()") else best
+            return best
         if h in ("fn", "vfn"):
             args = ",".join(str(self.exact(a, env)) for a in t[2:])
             value = self.inst["functions"][t[1]][args]

@@ -12,19 +12,20 @@ from fractions import Fraction
 
 from derive.replay.algebra import RF, Rejected, Vec
 from derive.replay.definitions import BUILTIN, FUNCTIONS, Outside, unfold
+from derive.replay.signs import NONNEG, NONPOS
 from derive.replay.terms import free, show
 
 __all__ = ["RULES", "check_step", "term_of"]
 
 
-def _unfold(ring, sub, defs):
+def _unfold(ring, sub, env):
     if sub[0] in FUNCTIONS:
         body = FUNCTIONS[sub[0]](sub[1])
         return ring.nf(body), body
     if sub[0] != "apply":
         raise Rejected(f"{show(sub, 60)} is neither a normalizer applied nor sigmoid, softplus or tanh")
     name = sub[1]
-    text = defs.get(name)
+    text = env.defs.get(name)
     if text is None:
         raise Rejected(f"the certificate states no definition of {name!r}")
     if name in BUILTIN and text != BUILTIN[name]:
@@ -36,7 +37,7 @@ def _unfold(ring, sub, defs):
     return ring.nf(body), body
 
 
-def _bilinear(ring, sub, defs):
+def _bilinear(ring, sub, env):
     if sub[0] != "dot":
         raise Rejected(f"{show(sub, 60)} is not an inner product")
     a, b = ring.vector(sub[1]), ring.vector(sub[2])
@@ -55,25 +56,27 @@ def _terms(ring, value: RF):
         yield Fraction(int(c.p), int(c.q)), RF(ring, ctx.from_dict({tuple(exps): 1}), reduce=False), den
 
 
-def _exp_add(ring, sub, defs):
+def _exp_add(ring, sub, env):
     if sub[0] != "exp":
         raise Rejected(f"{show(sub, 60)} is not exp(…)")
     out = ring.const(1)
-    for c, m, den in _terms(ring, ring.scalar(sub[1])):
-        if c.denominator == 1:
-            out = out * ring.nf(("exp", term_of(ring, m * den.inverse()))) ** int(c)
-        else:
-            out = out * ring.nf(("exp", term_of(ring, ring.const(c) * m * den.inverse())))
+    summands = sub[1][1:] if sub[1][0] == "add" else (sub[1],)
+    for s in summands:  # each summand's terms over its own denominator
+        for c, m, den in _terms(ring, ring.scalar(s)):
+            if c.denominator == 1:
+                out = out * ring.nf(("exp", term_of(ring, m * den.inverse()))) ** int(c)
+            else:
+                out = out * ring.nf(("exp", term_of(ring, ring.const(c) * m * den.inverse())))
     return out
 
 
-def _log_exp(ring, sub, defs):
+def _log_exp(ring, sub, env):
     if sub[0] != "log" or sub[1][0] != "exp":
         raise Rejected(f"{show(sub, 60)} is not log(exp(…))")
     return ring.scalar(sub[1][1])
 
 
-def _exp_log(ring, sub, defs):
+def _exp_log(ring, sub, env):
     terms = list(_terms(ring, ring.scalar(sub[1]))) if sub[0] == "exp" else []
     if len(terms) == 1:
         c, m, den = terms[0]
@@ -84,7 +87,7 @@ def _exp_log(ring, sub, defs):
     raise Rejected(f"{show(sub, 60)} is not exp(k·log(a)) for an integer k")
 
 
-def _pow_exp(ring, sub, defs):
+def _pow_exp(ring, sub, env):
     if sub[0] != "pow":
         raise Rejected(f"{show(sub, 60)} is not a power")
     return ring.nf(("exp", ("mul", sub[2], ("log", sub[1]))))
@@ -108,7 +111,7 @@ def _with(ring, k, scalar_term):
     return scalar_term if k is None else ("mul", scalar_term, ring.terms[k])
 
 
-def _sum_linear(ring, sub, defs):
+def _sum_linear(ring, sub, env):
     v, body = _sum_of(ring, sub)
     out = None
     for k, piece in _pieces(ring, body):
@@ -125,7 +128,7 @@ def _add(a, b):
     return _sum(a.ring, [a, b])
 
 
-def _sum_factor(ring, sub, defs):
+def _sum_factor(ring, sub, env):
     v, body = _sum_of(ring, sub)
     pieces = _pieces(ring, body)
     if len(pieces) != 1:
@@ -140,10 +143,14 @@ def _sum_factor(ring, sub, defs):
                 inner = inner * x
             else:
                 out = out * x
-    if ring.depends(den, v):
-        inner = inner * den.inverse()
-    else:
-        out = out * den.inverse()
+    content, factors = den.num.factor()
+    out = out * ring.const(Fraction(int(content.p), int(content.q))).inverse()
+    for f, e in factors:  # each factor of the denominator in or out, as it involves the index
+        x = RF(ring, f, reduce=False) ** -int(e)
+        if ring.depends(x, v):
+            inner = inner * x
+        else:
+            out = out * x
     if k is not None and v not in ring.frees[k]:  # a vector free of the index leaves the sum too
         vec = Vec({k: out})
         vec.ring = ring
@@ -159,14 +166,15 @@ def _scale(vec, c):
     return out
 
 
-def _sum_empty(ring, sub, defs):
+def _sum_empty(ring, sub, env):
     _sum_of(ring, sub)
     if not (ring.scalar(sub[3]) - ring.scalar(sub[2]) + ring.const(1)).is_zero():
         raise Rejected(f"the range of {show(sub, 60)} is not empty (its upper end is not its lower end − 1)")
     return ring.const(0)
 
 
-def _sum_split(ring, sub, defs, to=None):
+def _sum_split(ring, sub, env):
+    to = env.to
     whole, parts = (sub, to) if sub[0] == "sum" else (to, sub)
     if not (whole[0] == "sum" and parts[0] == "add" and len(parts) == 3 and
             parts[1][0] == parts[2][0] == "sum"):
@@ -181,7 +189,29 @@ def _sum_split(ring, sub, defs, to=None):
     return ring.nf(to)
 
 
-def _cases_same(ring, sub, defs):
+def _allowed(ring, sub, env):
+    if sub[0] != "mask" or not env.scope.allowed(sub[1], sub[2]):
+        raise Rejected(f"{show(sub, 60)} is not the mask entry of a key known to be allowed here")
+    return ring.const(1)
+
+
+def _by_sign(ring, sub, env):
+    if sub[0] != "fn" or sub[1] not in ("abs()", "max()", "min()"):
+        raise Rejected(f"{show(sub, 60)} is not abs, max or min")
+    sign = env.sign
+    if sub[1] == "abs()":
+        f = sign(sub[2])
+        if f & NONNEG or f & NONPOS:
+            return ring.nf(sub[2] if f & NONNEG else ("mul", ("num", Fraction(-1)), sub[2]))
+    else:
+        for a in sub[2:]:  # the argument that is ≥ (max) or ≤ (min) every other one
+            if all(sign(("add", a, ("mul", ("num", Fraction(-1)), b))) & (NONNEG if sub[1] == "max()" else NONPOS)
+                   for b in sub[2:] if b is not a):
+                return ring.nf(a)
+    raise Rejected(f"the sign that decides {show(sub, 60)} is not known here")
+
+
+def _cases_same(ring, sub, env):
     if sub[0] != "cases":
         raise Rejected(f"{show(sub, 60)} is not a case distinction")
     values = {ring.nf(v).key: ring.nf(v) for v, _ in sub[1:]}
@@ -195,7 +225,8 @@ RULES = {
                "derive.replay.definitions.BUILTIN); sigmoid(a) = 1/(1 + exp(−a)), softplus(a) = log(1 + exp(a)), "
                "tanh(a) = (exp(2a) − 1)/(exp(2a) + 1)", _unfold),
     "bilinear": ("⟨Σ α_k a_k, Σ β_l b_l⟩ = Σ α_k β_l ⟨a_k, b_l⟩ and ⟨a, b⟩ = ⟨b, a⟩", _bilinear),
-    "exp_add": ("exp(Σ c_k m_k) = Π exp(m_k)^{c_k} (c_k an integer; else exp(c_k m_k))", _exp_add),
+    "exp_add": ("exp(a + b + …) = exp(a)·exp(b)·…, each summand split into its terms c·m/D over its "
+                "denominator D: exp(c·m/D) = exp(m/D)^c for an integer c", _exp_add),
     "log_exp": ("log(exp(a)) = a", _log_exp),
     "exp_log": ("exp(k·log(a)) = a^k for an integer k (log(a) is defined: a > 0 is a side condition)", _exp_log),
     "pow_exp": ("a^b = exp(b·log(a)) (a > 0 is a side condition)", _pow_exp),
@@ -205,10 +236,28 @@ RULES = {
     "sum_split": ("Σ_{t=a}^{c} f(t) = Σ_{t=a}^{b} f(t) + Σ_{t=b+1}^{c} f(t) (Karr's convention: for all a, b, c)",
                   _sum_split),
     "cases_same": ("a case distinction whose cases have one normal form is that normal form", _cases_same),
+    "sign": ("abs(a) = a when a ≥ 0, −a when a ≤ 0; max (min) of arguments one of which is ≥ (≤) every "
+             "other is that argument (the signs by the sign rules where the term occurs; in a limit's chain, "
+             "for every large enough value of its variable)", _by_sign),
+    "allowed": ("M[i, k] = 1 for a key k allowed where the entry occurs (by the claim's statement, the mask's "
+                "condition, or a factor M[i, k] around it)", _allowed),
 }
 
 
-def check_step(ring, rule: str, sub, to, defs: dict):
+class Env:
+    """What a rule may read besides the subterm: the stated definitions, the facts where the
+    subterm occurs (a :class:`~derive.replay.signs.Scope`) and the step's stated result."""
+
+    def __init__(self, defs: dict, scope, to=None, eventually=None):
+        self.defs, self.scope, self.to, self.eventually = defs, scope, to, eventually
+
+    def sign(self, t) -> int:
+        """The sign flags of ``t`` here: always, or (in a limit's chain) for every large value."""
+        f = self.scope.sign(t)
+        return f | self.eventually(t, self.scope) if self.eventually is not None else f
+
+
+def check_step(ring, rule: str, sub, to, env: Env):
     """Accept the rewrite of ``sub`` into ``to`` by ``rule`` (else raise :class:`Rejected` saying why);
     returns the term whose divisors, logs and roots the step also needs defined where ``sub`` is
     (the definition unfolded, a factor taken out of a sum), or None."""
@@ -218,8 +267,8 @@ def check_step(ring, rule: str, sub, to, defs: dict):
     if extra and rule != "sum_split":
         raise Rejected(f"the result names {', '.join(sorted(extra))}, which the rewritten term "
                        f"{show(sub, 80)} does not (a factor that depends on a sum's index taken out of it?)")
-    fn = RULES[rule][1]
-    want = fn(ring, sub, defs, to) if fn is _sum_split else fn(ring, sub, defs)
+    env.to = to
+    want = RULES[rule][1](ring, sub, env)
     want, witness = want if isinstance(want, tuple) else (want, None)
     got = ring.nf(to)
     if type(got) is not type(want) or got.key != want.key:

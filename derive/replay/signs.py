@@ -47,14 +47,14 @@ def _norm(f: int) -> int:
 class Scope:
     """The facts where a term occurs: symbol types, the mask, the enclosing sums and guards."""
 
-    def __init__(self, types: dict, mask, rows_nonempty: bool, binders=(), guards=()):
+    def __init__(self, types: dict, mask, rows_nonempty: bool, binders=(), guards=(), allowed=()):
         self.types, self.mask, self.rows_nonempty = types, mask, rows_nonempty
-        self.binders, self.guards = tuple(binders), tuple(guards)
+        self.binders, self.guards, self.keys = tuple(binders), tuple(guards), tuple(allowed)
         self._dist = None
 
     def inside(self, binders=(), guards=()):
         return Scope(self.types, self.mask, self.rows_nonempty, self.binders + tuple(binders),
-                     self.guards + tuple(guards))
+                     self.guards + tuple(guards), self.keys)
 
     # -- integers ---------------------------------------------------------------------------
     def _integer(self, name: str) -> bool:
@@ -206,6 +206,8 @@ class Scope:
         if any(g[0] == "mask" and self.holds(("cmp", "==", g[1], row)) and self.holds(("cmp", "==", g[2], col))
                for g in self.guards):
             return True
+        if row == ("sym", "i") and any(self.holds(("cmp", "==", k, col)) for k in self.keys):
+            return True
         if self.mask is None:
             return False
         inside = self.le(("num", Fraction(1)), col) and ("n" not in self.types or self.le(col, ("sym", "n")))
@@ -265,6 +267,12 @@ class Scope:
             return POS if self.holds(t[1]) else NONNEG
         if h == "dot":
             return NONNEG if t[1] == t[2] else 0
+        if h == "fn" and t[1] in ("abs()", "max()", "min()"):
+            fs = [self.sign(a) for a in t[2:]]
+            if t[1] == "abs()":
+                return NONNEG | (POS if fs[0] & NONZERO else 0)
+            pick = any if t[1] == "max()" else all
+            return (POS if pick(f & POS for f in fs) else 0) | (NONNEG if pick(f & NONNEG for f in fs) else 0)
         if h == "add":
             fs = [self.sign(a) for a in t[1:]]
             if all(f & NONNEG for f in fs):

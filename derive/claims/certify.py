@@ -1,0 +1,254 @@
+"""The certificates of ``derive check``'s proofs, and the verdict that rests on them.
+
+A proved claim gets a certificate of what it states, built from the spec as written: the
+variant is built again with SymPy's automatic evaluation off (``x/x``, ``0/x``, ``x − x`` stay as
+written), the normalizer is applied by name to its scores (the checker unfolds its definition
+itself), and the mask is its condition. The certificate is replayed by the checker alone
+(:mod:`derive.replay`): a proof whose certificate does not replay is undecided, "the proof did not
+replay: …"; a claim the checker's language cannot state (an inequality, a mask decided cell by
+cell, max or abs) stays proved, labelled "proved (not replayed)".
+
+* invariant, output_invariant, output_shift, equivalent, row_constant, equivalent_to: an identity
+  of the two weights (or outputs, or values of EXPR at two keys) compared;
+* depends: an instance, the certified counterexample of the invariance, evaluated again by the
+  checker in ball arithmetic;
+* shift_invariant, weights_sum_to_one, can_abstain: the normalizer property's own certificate
+  (:mod:`derive.normalizers.certify`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import sympy as sp
+
+from derive.certify.seal import REJECTED, certificate, outside, seal
+from derive.certify.sympy_terms import Outside, Terms, condition_term
+from derive.claims.result import Outcome
+from derive.model.attention import i, j, n, t, u
+from derive.prove.verdict import PROVED, UNDECIDED
+
+__all__ = ["certify"]
+
+
+def certify(ctx, claim, out: Outcome) -> Outcome:
+    """``out`` with its seal; a proof whose certificate does not replay is undecided."""
+    if out.status != PROVED:
+        return out
+    s = out.seal
+    if s is None:
+        try:
+            build = _BUILD.get(claim.kind, _none)
+            s = build(ctx, claim, out) if build is _row_constant else build(ctx, claim)
+        except Outside as exc:
+            s = outside(str(exc))
+    if s.status == REJECTED:
+        return Outcome(UNDECIDED, f"the proof did not replay: {s.reason}", out.steps, check=out.check)
+    out.seal = s
+    return out
+
+
+def _none(ctx, claim):
+    return outside(f"{claim.kind} is not stated in the checker's language (an inequality or a decision on masks)")
+
+
+class _Side:
+    """A variant built as written (no automatic evaluation), and its parts as terms."""
+
+    def __init__(self, tr: Terms, spec, rename=None, zero=None, change=None):
+        from derive.claims.variant import Variant
+
+        self.tr, self.spec = tr, spec
+        self.change = change or (lambda e: e)  # applied to every part before it is written
+        with sp.evaluate(False):
+            self.v = Variant(spec, rename)
+            if zero is not None:
+                self.v = self.v.with_zero(zero)
+
+    def at(self, f, key):
+        with sp.evaluate(False):
+            return self.tr.term(self.change(f(key)))
+
+    def weight(self, key=j, score=None):
+        v = self.v
+        lam = ("lam", "t", self.at(lambda k: v.score(k, score), t))
+        lam2 = None if v.score2_j is None else ("lam", "t", self.at(v.score2, t))
+        params = tuple(("param", p, self.at(lambda _, x=x: x, key)) for p, x in sorted(v.params.items()))
+        return ("apply", self.spec.normalizer, self.tr.term(key), lam, lam2, params)
+
+    def output(self):
+        body = ("mul", self.weight(u), self.at(self.v.value, u))
+        out = ("sum", "u", ("num", Fraction(1)), ("sym", "n"), body)
+        if self.v.extra is not None:
+            out = ("add", out, self.at(lambda _: self.v.extra_weight() * self.v.extra, j))
+        return out
+
+    def definitions(self) -> dict:
+        from derive.normalizers.registry import get
+
+        return {self.spec.normalizer: get(self.spec.normalizer).formula}
+
+    def mask(self):
+        cond = getattr(self.v.mask, "condition", None)
+        try:
+            return {"key": "j", "condition": _write(condition_term(self.tr, cond) if cond is not None else ("true",))}
+        except Outside:
+            return None
+
+
+def _write(term):
+    from derive.replay.terms import write
+
+    return write(term)
+
+
+def _identity(ctx, claim, sides, lhs, rhs, defs=None, mask="same"):
+    a = sides[0]
+    for s in sides:
+        for bound in ("t", "u"):  # the lambdas' and the output's bound keys
+            s.tr.types.pop(bound, None)
+        s.tr.types.update({"i": "position", "j": "position", "n": "count"})
+    m = a.mask() if mask == "same" else mask
+    cert = certificate("identity", f"{claim.name}: {claim.text}", lhs, rhs, a.tr.types, mask=m, rows="any",
+                       definitions=defs or a.definitions())
+    return seal(cert)
+
+
+def _pair(ctx, claim, change=None):
+    from derive.claims.variant import fresh
+
+    tr = Terms()
+    a, b = _Side(tr, ctx.spec, change=change), _Side(tr, ctx.spec, {claim.arg: fresh(claim.arg)}, change=change)
+    if str(a.v.mask) != str(b.v.mask):
+        raise Outside("changing the name changes the mask")
+    return a, b
+
+
+def _invariant(ctx, claim):
+    a, b = _pair(ctx, claim)
+    return _identity(ctx, claim, (a, b), a.weight(), b.weight())
+
+
+def _output_invariant(ctx, claim):
+    a, b = _pair(ctx, claim)
+    return _identity(ctx, claim, (a, b), a.output(), b.output())
+
+
+def _output_shift(ctx, claim):
+    tr = Terms()
+    a, z = _Side(tr, ctx.spec), _Side(tr, ctx.spec, zero=claim.arg)
+    vec = a.at(lambda _: a.v.binds[claim.arg].obj, j)
+    return _identity(ctx, claim, (a, z), a.output(), ("add", z.output(), vec))
+
+
+def _equivalent(ctx, claim):
+    a = _Side(Terms(), ctx.spec)
+    with sp.evaluate(False):
+        other = a.v.expr(claim.node)
+    return _identity(ctx, claim, (a,), a.weight(), a.weight(score=other))
+
+
+def _row_constant(ctx, claim, out=None):
+    from derive.claims.core import two_keys
+
+    if out is not None and "under the mask" in out.reason:
+        return outside("constant on the keys a mask allows: the checker uses no mask's condition in an identity")
+    a = _Side(Terms(), ctx.spec)
+    one, two = two_keys(set(ctx.spec.symbols))
+    with sp.evaluate(False):
+        e = a.v.expr(claim.node)
+        lhs, rhs = a.tr.term(e.xreplace({j: one})), a.tr.term(e.xreplace({j: two}))
+    return _identity(ctx, claim, (a,), lhs, rhs)
+
+
+def _equivalent_to(ctx, claim):
+    from derive.claims.modifiers import _other
+
+    other = _other(ctx, claim)
+    if ctx.spec.flex is not None and ctx.spec.flex.data or other.flex is not None and other.flex.data:
+        raise Outside("a traced table's entries are not in the checker's language")
+    from derive.claims.modifiers import one_symbol_per_name
+
+    one, _ = one_symbol_per_name(ctx.base.weight(), _Side(Terms(), other).v.weight())
+    same = lambda e: e.xreplace(one) if one else e  # noqa: E731 - a name declared in both is one parameter
+    tr = Terms()
+    a, b = _Side(tr, ctx.spec, change=same), _Side(tr, other, change=same)
+    ma, mb = a.mask(), b.mask()
+    if ma is None or ma != mb:
+        raise Outside("the two masks are decided equal on the integers, which the checker does not replay")
+    return _identity(ctx, claim, (a, b), a.weight(), b.weight(), {**a.definitions(), **b.definitions()}, ma)
+
+
+def _depends(ctx, claim):
+    inv = ctx._inv.get(claim.arg)
+    w = inv.witness if inv is not None else None
+    if not w or "head" in w.get("values", {}):
+        raise Outside("the counterexample reads a traced table")
+    from derive.claims.numeric import instantiate
+
+    a, b = _pair(ctx, claim, instantiate)  # each opaque function its family member, as the search drew
+    lhs, rhs = a.weight(), b.weight()
+    inst = _instance(w, a.v.mask, (lhs, rhs))
+    cert = certificate("instance", f"{claim.name}: {claim.text}", lhs, rhs, a.tr.types, mask=a.mask(), rows="any",
+                       definitions=a.definitions(), extra={"instance": inst}, chain=False)
+    return seal(cert)
+
+
+def _instance(w: dict, mask, terms) -> dict:
+    """The counterexample as the checker reads it: exact values, the mask as a table."""
+    size = int(w["n"])
+    cond = getattr(mask, "condition", None)
+    rows = []
+    for r in range(1, size + 1):
+        row = []
+        for c in range(1, size + 1):
+            ok = sp.true if cond is None else cond.xreplace({i: r, j: c})
+            if ok not in (sp.true, sp.false):
+                raise Outside("the mask is not decided at the counterexample's positions")
+            row.append(int(ok is sp.true))
+        rows.append(row)
+    values = {k: str(v) for k, v in w["indices"].items()}
+    vectors = {}
+    for name, v in w["values"].items():
+        if isinstance(v, list):
+            vectors[name] = _exact(v)
+        else:
+            values[name] = _exact(v)
+    inst = {"n": size, "d": int(w["d"]), "values": values, "vectors": vectors, "tables": {}, "mask": rows,
+            "functions": {}}
+    missing = _missing(terms, inst)
+    if missing:
+        raise Outside(f"the counterexample gives no value of {', '.join(sorted(missing))}")
+    return inst
+
+
+def _exact(v):
+    if isinstance(v, list):
+        return [_exact(x) for x in v]
+    return str(Fraction(str(v)))
+
+
+def _missing(terms, inst) -> set:
+    from derive.replay.terms import free
+
+    out = set()
+
+    def walk(t):
+        if isinstance(t, tuple) and t and isinstance(t[0], str):
+            if t[0] == "vec" and t[1] not in inst["vectors"]:
+                out.add(t[1])
+            if t[0] in ("at", "fn", "vfn") or t[0] == "rot" and inst["d"] != 1:
+                out.add(t[1] if t[0] != "rot" else "a rotation (d > 1)")
+        if isinstance(t, tuple):
+            for x in t:
+                walk(x)
+
+    for term in terms:
+        walk(term)
+        out |= {s for s in free(term) if s not in inst["values"] and s not in ("n", "d")}
+    return out
+
+
+_BUILD = {"invariant": _invariant, "output_invariant": _output_invariant, "output_shift": _output_shift,
+          "equivalent": _equivalent, "row_constant": _row_constant, "equivalent_to": _equivalent_to,
+          "depends": _depends}
