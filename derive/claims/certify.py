@@ -102,7 +102,7 @@ def _write(term):
     return write(term)
 
 
-def _identity(ctx, claim, sides, lhs, rhs, defs=None, mask="same"):
+def _identity(ctx, claim, sides, lhs, rhs, defs=None, mask="same", keys=None):
     a = sides[0]
     for s in sides:
         for bound in ("t", "u"):  # the lambdas' and the output's bound keys
@@ -110,7 +110,7 @@ def _identity(ctx, claim, sides, lhs, rhs, defs=None, mask="same"):
         s.tr.types.update({"i": "position", "j": "position", "n": "count"})
     m = a.mask() if mask == "same" else mask
     cert = certificate("identity", f"{claim.name}: {claim.text}", lhs, rhs, a.tr.types, mask=m, rows="any",
-                       definitions=defs or a.definitions())
+                       definitions=defs or a.definitions(), extra={"same_keys": keys} if keys else None)
     return seal(cert)
 
 
@@ -173,10 +173,31 @@ def _equivalent_to(ctx, claim):
     same = lambda e: e.xreplace(one) if one else e  # noqa: E731 - a name declared in both is one parameter
     tr = Terms()
     a, b = _Side(tr, ctx.spec, change=same), _Side(tr, other, change=same)
-    ma, mb = a.mask(), b.mask()
-    if ma is None or ma != mb:
-        raise Outside("the two masks are decided equal on the integers, which the checker does not replay")
-    return _identity(ctx, claim, (a, b), a.weight(), b.weight(), {**a.definitions(), **b.definitions()}, ma)
+    keys = _same_keys(a.mask(), b.mask())
+    return _identity(ctx, claim, (a, b), a.weight(), b.weight(), {**a.definitions(), **b.definitions()},
+                     a.mask(), keys)
+
+
+def _same_keys(ma, mb) -> dict | None:
+    """The masks compared (the weights are compared under one mask table M), or None when one."""
+    if ma is None or mb is None:
+        raise Outside("a mask's condition is not in the checker's language")
+    return None if ma == mb else {"key": "j", "lhs": ma["condition"], "rhs": mb["condition"]}
+
+
+def _mask_equivalent(ctx, claim):
+    from derive.claims.modifiers import _other_mask
+
+    mb, data = _other_mask(ctx, claim)
+    if data or getattr(ctx.spec.mask, "data", None):
+        raise Outside("a traced table's entries are not in the checker's language")
+    tr = Terms()
+    cond = lambda m: _write(condition_term(tr, m.condition) if m.condition is not None else ("true",))  # noqa: E731
+    keys = {"key": "j", "lhs": cond(ctx.spec.mask), "rhs": cond(mb)}
+    tr.types.update({"i": "position", "j": "position", "n": "count"})
+    cert = certificate("same_keys", f"{claim.name}: {claim.text}", ("num", Fraction(0)), ("num", Fraction(0)),
+                       tr.types, rows="any", extra={"same_keys": keys}, chain=False)
+    return seal(cert)
 
 
 def _depends(ctx, claim):
@@ -251,4 +272,4 @@ def _missing(terms, inst) -> set:
 
 _BUILD = {"invariant": _invariant, "output_invariant": _output_invariant, "output_shift": _output_shift,
           "equivalent": _equivalent, "row_constant": _row_constant, "equivalent_to": _equivalent_to,
-          "depends": _depends}
+          "depends": _depends, "mask_equivalent": _mask_equivalent}

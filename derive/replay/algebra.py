@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from flint import fmpq, fmpq_mpoly_ctx
 
-from derive.replay.terms import free, kind, subst
+from derive.replay.terms import BINDERS, free, kind, subst
 
 __all__ = ["RF", "Ring", "Rejected"]
 
@@ -180,13 +180,13 @@ class Ring:
             return self.const(1)
         if h == "log" and self.scalar(t[1]).constant() == 1:
             return self.const(0)
-        if h == "sum":
+        if h in BINDERS:
             body = _bind(t[4], t[1])
             inner = self.nf(body)
-            if (inner.is_zero() if isinstance(inner, RF) else not inner):
-                return self.const(0) if isinstance(inner, RF) else Vec()
-            key = repr(("sum", self.scalar(t[2]).key, self.scalar(t[3]).key, _key(inner)))
-            return self._atom(key, ("sum", t[1], t[2], t[3], t[4]), kind(t[4]))
+            if h == "sum" and (inner.is_zero() if isinstance(inner, RF) else not inner):
+                return self.const(0) if isinstance(inner, RF) else self.vector(("num", Fraction(0)))
+            key = repr((h, self.scalar(t[2]).key, self.scalar(t[3]).key, _key(inner)))
+            return self._atom(key, t, kind(t[4]))
         if h == "dot":
             a, b = self.vector(t[1]), self.vector(t[2])
             if not a or not b:

@@ -18,18 +18,20 @@ Any failure is a :class:`~derive.replay.algebra.Rejected` naming the step or the
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from derive.replay.algebra import RF, Rejected, Ring
 from derive.replay.rules import RULES, Env, check_step, term_of
 from derive.replay.signs import NEG, NONNEG, NONPOS, NONZERO, POS, Scope
-from derive.replay.terms import Malformed, children, get, put, read, show, subst, write
+from derive.replay.terms import BINDERS, Malformed, children, get, put, read, show, subst, write
 
 __all__ = ["FORMAT", "Rejected", "conditions", "replay"]
 
 FORMAT = "derive-certificate/1"
 TYPES = ("real", "positive", "negative", "nonnegative", "nonzero", "position", "count", "natural", "integer")
-KINDS = ("identity", "limit", "instance")
-_NEED = {"nonzero": NONZERO, "positive": POS, "nonnegative": NONNEG}
-_WORD = {"nonzero": "≠ 0", "positive": "> 0", "nonnegative": "≥ 0"}
+KINDS = ("identity", "limit", "instance", "same_keys")
+_NEED = {"nonzero": NONZERO, "positive": POS, "nonnegative": NONNEG, "nonempty": 0}
+_WORD = {"nonzero": "≠ 0", "positive": "> 0", "nonnegative": "≥ 0", "nonempty": "is over a nonempty set of keys"}
 
 
 def _field(d: dict, key: str, types):
@@ -46,6 +48,10 @@ def replay(cert: dict) -> dict:
         from derive.replay.evaluate import differ
 
         return {"bits": differ(sides["lhs"], sides["rhs"], _field(claim, "instance", dict), defs)}
+    if "same_keys" in claim or claim["kind"] == "same_keys":
+        _same_keys(_field(claim, "same_keys", dict), scope)
+    if claim["kind"] == "same_keys":
+        return {"steps": 0, "conditions": 0}
     needed = _chain(cert, sides, ring, defs, scope, claim)
     _decide(claim["kind"], claim, sides, ring, scope)
     listed = {}
@@ -65,6 +71,10 @@ def replay(cert: dict) -> dict:
     for k, cond in listed.values():
         kind_, term, binders, guards = cond
         here = scope.inside(binders, guards)
+        if kind_ == "nonempty":
+            if not here.nonempty(term[1], term[2], term[3], _guards(term[4])):
+                raise Rejected(f"side condition {k} does not hold on the domain: {_text(cond)}")
+            continue
         if not (here.sign(term) & _NEED[kind_] or
                 here.sign(term_of(ring, ring.nf(later.rewrite(term, here, 32)))) & _NEED[kind_] or
                 later.var is not None and later(term, here) & _NEED[kind_]):
@@ -127,6 +137,52 @@ def _chain(cert: dict, sides: dict, ring: Ring, defs: dict, scope: Scope, claim:
     return needed
 
 
+def _same_keys(masks: dict, scope: Scope) -> None:
+    """Two masks' conditions on (i, KEY) hold at the same positions: each implies the other, case
+    by case of its disjunctions, by the integer facts of positions."""
+    key = _field(masks, "key", str)
+    conds = [_unabs(read(_field(masks, side, list))) for side in ("lhs", "rhs")]
+    for a, b in (conds, conds[::-1]):
+        for case in _cases(a):
+            if not scope.inside(guards=[("ind", c) for c in case]).holds(b):
+                raise Rejected(f"the masks' conditions are not shown to allow the same keys {key}: "
+                               f"{show(a, 80)} does not imply {show(b, 80)}")
+
+
+def _unabs(c):
+    """|e| < w written as −w < e < w (and ≤, >, ≥ alike)."""
+    if c[0] in ("and", "or", "not"):
+        return (c[0], *map(_unabs, c[1:]))
+    if c[0] == "cmp" and c[2][0] == "fn" and c[2][1] == "abs()":
+        op, e, w = c[1], c[2][2], c[3]
+        neg = ("mul", ("num", Fraction(-1)), w)
+        if op in ("<", "<="):
+            return ("and", ("cmp", op, e, w), ("cmp", {"<": ">", "<=": ">="}[op], e, neg))
+        if op in (">", ">="):
+            return ("or", ("cmp", op, e, w), ("cmp", {">": "<", ">=": "<="}[op], e, neg))
+    return c
+
+
+def _cases(c) -> list:
+    """A condition as a disjunction of conjunctions (lists of comparisons)."""
+    h = c[0]
+    if h == "true":
+        return [[]]
+    if h == "false":
+        return []
+    if h == "or":
+        return [x for a in c[1:] for x in _cases(a)]
+    if h == "and":
+        out = [[]]
+        for a in c[1:]:
+            out = [x + y for x in out for y in _cases(a)]
+        return out
+    if h == "not" and c[1][0] == "cmp":
+        neg = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+        return [[("cmp", neg[c[1][1]], c[1][2], c[1][3])]]
+    return [[c]]
+
+
 def _decide(kind: str, claim: dict, sides: dict, ring: Ring, scope: Scope) -> None:
     for name, t in sides.items():
         if _has(t, "apply"):
@@ -177,8 +233,11 @@ class Eventually:
 
     def __call__(self, term, scope: Scope) -> int:
         ring = self.ring
+        value = ring.nf(self.rewrite(term, scope, 32))
+        if value.is_zero():
+            return NONNEG | NONPOS
         try:
-            (_, cn), (_, cd) = _lead(ring.nf(self.rewrite(term, scope, 32)), self.var, ring)
+            (_, cn), (_, cd) = _lead(value, self.var, ring)
         except Rejected:
             return 0
         fn, fd = scope.sign(term_of(ring, cn)), scope.sign(term_of(ring, cd))
@@ -208,6 +267,8 @@ class Eventually:
 
 def _limit(value: RF, var: str, ring: Ring, scope: Scope) -> RF:
     """lim_{var → ∞} of a fraction of polynomials in E = exp(var) and var, whose other atoms are free of var."""
+    if value.is_zero():
+        return value
     (dn, cn), (dd, cd) = _lead(value, var, ring)
     if not scope.sign(term_of(ring, cd)) & NONZERO:
         raise Rejected(f"the leading coefficient {show(term_of(ring, cd), 100)} of the denominator in "
@@ -228,7 +289,7 @@ def _context(term, path, where: str) -> tuple[tuple, tuple]:
     for k in path:
         if not isinstance(term, tuple) or term[0] == "apply":
             raise Rejected(f"{where}: a step inside a normalizer application (unfold it first)")
-        if term[0] == "sum" and k == 4:
+        if term[0] in BINDERS and k == 4:
             binders.append((term[1], term[2], term[3]))
         if term[0] == "mul":
             guards += [a for j, x in enumerate(term[1:], 1) if j != k for a in _factors(x) if a[0] in ("mask", "ind")]
@@ -246,7 +307,10 @@ def _collect(t, binders, guards, out: dict, ring: Ring) -> None:
     _need(t, binders, guards, out, ring)
     if h == "apply":
         return
-    if h == "sum":
+    if h in BINDERS:
+        if h in ("max_t", "min_t"):  # a max or min over no key has no value
+            cond = ("nonempty", t, binders, guards)
+            out.setdefault(_key(cond, ring), cond)
         _collect(t[2], binders, guards, out, ring)
         _collect(t[3], binders, guards, out, ring)
         _collect(t[4], binders + ((t[1], t[2], t[3]),), guards, out, ring)
@@ -275,6 +339,10 @@ def _need(t, binders, guards, out: dict, ring: Ring) -> None:
     if need and not _has(t[1], "apply"):
         cond = (need, t[1], binders, guards)
         out.setdefault(_key(cond, ring), cond)
+
+
+def _guards(body) -> list:
+    return [f for f in _factors(body) if f[0] in ("mask", "ind")]
 
 
 def _factors(t) -> list:

@@ -49,6 +49,9 @@ FUNCTIONS = {
 OPAQUE = {"abs": "abs()", "max": "max()", "min": "min()", "relu": "max()"}
 
 
+REDUCTIONS = {"sum_t": "sum", "prod_t": "prod", "max_t": "max_t", "min_t": "min_t"}
+
+
 class Outside(Malformed):
     """A formula that uses what the checker does not know (abs, relu, max, min, prod_t …)."""
 
@@ -127,7 +130,7 @@ class _Reader:
         if fn in OPAQUE and (len(args) == 1 or fn in ("max", "min") and len(args) >= 2):
             parts = [self.run(a, t) for a in args]
             return ("fn", "max()", ("num", Fraction(0)), *parts) if fn == "relu" else ("fn", OPAQUE[fn], *parts)
-        if fn != "sum_t" or t is not None or len(args) not in (1, 2):
+        if fn not in REDUCTIONS or t is not None or len(args) not in (1, 2):
             raise Outside(f"the formula {self.text!r} uses {fn}, which the checker does not know")
         v = ("sym", fresh("t", self.taken))
         body = ("mul", ("mask", ("sym", "i"), v), self.run(args[0], v))
@@ -139,7 +142,7 @@ class _Reader:
                       "==": (e, e), "!=": (lo, hi)}[op]
             if op == "!=":
                 body = ("mul", ("ind", ("cmp", "!=", v, e)), body)
-        return ("sum", v[1], lo, hi, body)
+        return (REDUCTIONS[fn], v[1], lo, hi, body)
 
     def condition(self, node):
         flip = {ast.Gt: "<", ast.GtE: "<=", ast.Lt: ">", ast.LtE: ">=", ast.Eq: "==", ast.NotEq: "!="}

@@ -154,6 +154,28 @@ class _Eval:
             return x.log() if h == "log" else x.sqrt()
         if h in FUNCTIONS:
             return self.run(FUNCTIONS[h](t[1]), env)
+        if h in ("prod", "max_t", "min_t"):
+            lo, hi = self.index(t[2], env), self.index(t[3], env)
+            values = []
+            for k in range(lo, hi + 1):
+                inner = {**env, t[1]: k}
+                parts = t[4][1:] if t[4][0] == "mul" else (t[4],)
+                if all(self.run(g, inner) == 1 for g in parts if g[0] in ("mask", "ind")):
+                    rest = [p for p in parts if p[0] not in ("mask", "ind")]
+                    values.append(self.run(("mul", *rest) if len(rest) > 1 else rest[0], inner) if rest else arb(1))
+            if h == "prod":
+                out = arb(1)
+                for x in values:
+                    out = out * x
+                return out
+            if not values:
+                raise Rejected(f"a {h} over no key at the instance")
+            best = values[0]
+            for x in values[1:]:
+                if not (x > best or x <= best):
+                    raise Rejected("a max or min is not decided at the instance")
+                best = x if (x > best) == (h == "max_t") else best
+            return best
         if h == "sum":
             lo, hi = self.index(t[2], env), self.index(t[3], env)
             sign, (lo, hi) = (1, (lo, hi)) if hi >= lo - 1 else (-1, (hi + 1, lo - 1))

@@ -153,6 +153,7 @@ class Scope:
                     for b in nodes:
                         if dist[a, k] + dist[k, b] < dist[a, b]:
                             dist[a, b] = dist[a, k] + dist[k, b]
+            self.void = any(dist[a, a] < 0 for a in nodes)  # contradictory facts: nothing to check here
             self._dist = dist
         return self._dist
 
@@ -163,6 +164,8 @@ class Scope:
             return None
         terms, k = p
         dist = self._paths()
+        if self.void:
+            return _BIG
         out = None
         if len(terms) == 2 and sorted(terms.values()) == [-1, 1]:
             (u, _), (v, _) = sorted(terms.items(), key=lambda kv: -kv[1])
@@ -286,6 +289,12 @@ class Scope:
             return self._power(t)
         if h == "sum":
             return self._sum(t)
+        if h in ("prod", "max_t", "min_t"):  # a product of positive factors (1 if none), a max or min
+            v, lo, hi, body = t[1:]
+            factors = _flatten(body)
+            inner = self.inside([(v, lo, hi)], [f for f in factors if f[0] in ("mask", "ind")])
+            f = _product([inner.sign(x) for x in factors if x[0] not in ("mask", "ind")])
+            return f & POS if h == "prod" else f
         if h == "cases":
             out = -1
             for v, _ in t[1:]:

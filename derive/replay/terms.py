@@ -11,6 +11,8 @@
     ["fn", "f", A, …] ["vfn", "g", A, …]   an opaque real (vector) function
     ["rot", P, V]                   the rotation R_P V (RoPE), opaque
     ["sum", "t", LO, HI, BODY]      Σ_{t=LO}^{HI} BODY (Karr's convention when HI < LO − 1)
+    ["prod", …] ["max_t", …] ["min_t", …]  Π, max, min over t = LO..HI of BODY's factors other than its
+                                    mask entries and brackets, at the t where those are 1
     ["ind", C]                      [C] ∈ {0, 1}, C a condition: ["cmp", OP, A, B], ["and", C, …],
                                     ["or", C, …], ["not", C], ["true"], ["false"]
     ["cases", [A, C], …, [Z, ["true"]]]    A where C holds, …, else Z
@@ -29,6 +31,7 @@ from derive.errors import InputError
 __all__ = ["Malformed", "free", "fresh", "get", "kind", "put", "read", "show", "subst", "write"]
 
 UNARY = ("exp", "log", "sqrt", "sigmoid", "softplus", "tanh")
+BINDERS = ("sum", "prod", "max_t", "min_t")  # the heads that bind an index over a range
 VECTOR_HEADS = ("vec", "vfn", "rot")
 CONDITIONS = ("cmp", "and", "or", "not", "true", "false")
 OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -69,8 +72,8 @@ def read(j) -> tuple:
             return (h, *map(read, args))
         if h in ("true", "false") and not args:
             return (h,)
-        if h == "sum" and len(args) == 4:
-            return ("sum", _name(args[0]), read(args[1]), read(args[2]), read(args[3]))
+        if h in BINDERS and len(args) == 4:
+            return (h, _name(args[0]), read(args[1]), read(args[2]), read(args[3]))
         if h == "cases" and args and all(isinstance(b, list) and len(b) == 2 for b in args):
             return ("cases", *((read(v), read(c)) for v, c in args))
         if h == "apply" and len(args) == 5 and isinstance(args[4], dict):
@@ -97,8 +100,8 @@ def write(t):
         return ["num", str(t[1])]
     if h in ("sym",):
         return list(t)
-    if h in ("at", "vec", "fn", "vfn", "sum"):
-        head = list(t[:2]) if h != "sum" else ["sum", t[1]]
+    if h in ("at", "vec", "fn", "vfn", *BINDERS):
+        head = list(t[:2])
         return head + [write(a) for a in t[2:]]
     if h == "cmp":
         return ["cmp", t[1], write(t[2]), write(t[3])]
@@ -119,7 +122,7 @@ def kind(t) -> str:
         return kind(t[1])
     if h == "mul":
         return "vector" if any(kind(a) == "vector" for a in t[1:]) else "scalar"
-    if h == "sum":
+    if h in BINDERS:
         return kind(t[4])
     if h == "cases":
         return kind(t[1][0])
@@ -135,7 +138,7 @@ def children(t) -> list[tuple[int, tuple, str | None]]:
         return [(k, t[k], None) for k in range(2, len(t))]
     if h == "cmp":
         return [(2, t[2], None), (3, t[3], None)]
-    if h == "sum":
+    if h in BINDERS:
         return [(2, t[2], None), (3, t[3], None), (4, t[4], t[1])]
     if h == "cases":
         return [(k, t[k], None) for k in range(1, len(t))]
@@ -177,7 +180,7 @@ def subst(t, m: dict):
     h = t[0]
     if h == "sym":
         return m.get(t[1], t)
-    if h in ("sum", "lam"):
+    if h in BINDERS or h == "lam":
         v = t[1]
         inner = {k: e for k, e in m.items() if k != v}
         outer = frozenset().union(*(free(e) for e in inner.values())) if inner else frozenset()
@@ -187,7 +190,7 @@ def subst(t, m: dict):
             v = w
         if h == "lam":
             return ("lam", v, subst(t[2], inner))
-        return ("sum", v, subst(t[2], m), subst(t[3], m), subst(t[4], inner))
+        return (h, v, subst(t[2], m), subst(t[3], m), subst(t[4], inner))
     out = list(t)
     for k, c, _ in children(t):
         out[k] = subst(c, m)
@@ -236,8 +239,9 @@ def _show(t) -> str:
         return f"{_show(t[1])}^{_show(t[2])}"
     if h == "dot":
         return f"⟨{_show(t[1])}, {_show(t[2])}⟩"
-    if h == "sum":
-        return f"Σ_{{{t[1]}={_show(t[2])}}}^{{{_show(t[3])}}} {_show(t[4])}"
+    if h in BINDERS:
+        sign = {"sum": "Σ", "prod": "Π", "max_t": "max", "min_t": "min"}[h]
+        return f"{sign}_{{{t[1]}={_show(t[2])}}}^{{{_show(t[3])}}} {_show(t[4])}"
     if h == "cmp":
         return f"{_show(t[2])} {t[1]} {_show(t[3])}"
     if h == "ind":
