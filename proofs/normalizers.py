@@ -23,7 +23,7 @@ from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
 from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
 from derive.normalizers.registry import REGISTRY, get, names
-from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
+from derive.normalizers.table import LEGEND, SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
 from derive.render.view import assignment
 
@@ -133,7 +133,7 @@ def document() -> Document:
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(
-        "✅ proved symbolically (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
+        f"{LEGEND} (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
         "proved identity that contradicts the claim, ❓ undecided (the reason is given). Click a cell for its "
         "derivation, and a property for the claim it decides. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
         "listed with them."
@@ -144,8 +144,12 @@ def document() -> Document:
                for prop, (title, _) in PROPERTIES.items()])
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
     doc.tally(d.verdict.status for d in table.values())
-    doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
-              f"{counts['undecided']} undecided.")
+    for (name, prop), d in sorted(table.items()):
+        if d.verdict.proved:
+            doc.certify(f"cell {name}/{prop}", d.verdict)
+    replayed = sum(1 for d in table.values() if d.verdict.proved and d.verdict.seal is not None and d.verdict.seal.replayed)
+    doc.prose(f"{len(table)} cells: {counts['proved']} proved ({replayed} replayed, "
+              f"{counts['proved'] - replayed} not replayed), {counts['refuted']} refuted, {counts['undecided']} undecided.")
     _clipped_long_rows(doc, table)
 
     doc.section("3. Equivalences between tokens and normalizers")

@@ -32,7 +32,7 @@ class SpecResult:
     @property
     def counts(self) -> dict[str, int]:
         """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}``"""
-        return count_verdicts(c.verdict for c in self.claims)
+        return count_verdicts((c.verdict for c in self.claims), sum(c.replay == "replayed" for c in self.claims))
 
     @property
     def traced(self) -> list[dict]:
