@@ -20,7 +20,7 @@ __all__ = ["chain"]
 ORDER = {
     "apply": ("unfold",), "sigmoid": ("unfold",), "softplus": ("unfold",), "tanh": ("unfold",),
     "dot": ("bilinear",), "exp": ("exp_log", "exp_add"), "log": ("log_exp",), "pow": ("pow_exp",),
-    "sum": ("sum_empty", "sum_linear", "sum_factor"), "cases": ("cases_same",), "mask": ("allowed",), "fn": ("sign",),
+    "sum": ("sum_empty", "sum_linear", "sum_factor"), "cases": ("cases_same",), "mask": ("allowed",), "fn": ("sign", "homogeneous"),
 }
 MAX_STEPS = 4000  # a deterministic bound on the search
 

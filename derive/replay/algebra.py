@@ -139,19 +139,34 @@ class Ring:
         c = Fraction(c)
         return RF(self, self.ctx.constant(fmpq(c.numerator, c.denominator)), reduce=False)
 
-    def atom(self, key: str, term) -> int:
+    def atom(self, key: str, term, parts=(), binds: bool = False) -> int:
+        """The variable of an atom; its free names are those of its parts' normal forms (not of
+        ``term``, one of its forms, whose other names may cancel), a bound index not among them."""
         k = self.index.get(key)
         if k is None:
             k = self.index[key] = len(self.keys_of)
             self.keys_of.append(key)
             self.terms.append(term)
-            self.frees.append(free(term))
+            names = free(term) if term[0] == "sym" else frozenset().union(*map(self.names, parts))
+            if binds:  # the de Bruijn index #0 is bound here; those further out move in by one
+                names = frozenset(x if not x.startswith("#") else f"#{int(x[1:]) - 1}" for x in names if x != "#0")
+            self.frees.append(names)
             if k >= self.ctx.nvars():
                 self.ctx = _context(2 * self.ctx.nvars())
         return k
 
-    def var(self, key: str, term) -> RF:
-        k = self.atom(key, term)
+    def names(self, value) -> frozenset:
+        """The free names of a normal form: those of the atoms it has."""
+        if isinstance(value, Vec):
+            return frozenset().union(*(self.frees[k] | self.names(c) for k, c in value.items()))
+        out = set()
+        for p in (value.num, value.den):
+            for exps in p.to_dict():
+                out.update(x for v, e in enumerate(exps) if e for x in self.frees[v])
+        return frozenset(out)
+
+    def var(self, key: str, term, parts=()) -> RF:
+        k = self.atom(key, term, parts)
         return RF(self, self.ctx.gen(k), reduce=False)
 
     # -- normal forms -------------------------------------------------------------------------
@@ -175,54 +190,66 @@ class Ring:
                 raise Rejected("a vector raised to a power")
             if e is not None and e.denominator == 1:
                 return base ** int(e)
-            return self.var(repr(("pow", base.key, self.nf(t[2]).key)), t)
+            ex = self.scalar(t[2])
+            return self.var(repr(("pow", base.key, ex.key)), t, (base, ex))
         if h == "exp" and self.scalar(t[1]).is_zero():
             return self.const(1)
         if h == "log" and self.scalar(t[1]).constant() == 1:
             return self.const(0)
         if h in BINDERS:
-            body = _bind(t[4], t[1])
-            inner = self.nf(body)
+            inner = self.nf(_bind(t[4], t[1]))
             if h == "sum" and (inner.is_zero() if isinstance(inner, RF) else not inner):
                 return self.const(0) if isinstance(inner, RF) else self.vector(("num", Fraction(0)))
-            key = repr((h, self.scalar(t[2]).key, self.scalar(t[3]).key, _key(inner)))
-            return self._atom(key, t, kind(t[4]))
+            lo, hi = self.scalar(t[2]), self.scalar(t[3])
+            key = repr((h, lo.key, hi.key, _key(inner)))
+            k = self.atom(key, t, (inner,), binds=True)
+            self.frees[k] = self.frees[k] | self.names(lo) | self.names(hi)
+            return self._value(k, kind(t[4]))
         if h == "dot":
             a, b = self.vector(t[1]), self.vector(t[2])
             if not a or not b:
                 return self.const(0)
-            return self.var(repr(("dot", *sorted((a.key, b.key)))), t)
+            return self.var(repr(("dot", *sorted((a.key, b.key)))), t, (a, b))
         if h in ("vec", "vfn", "at", "fn"):
-            args = [_key(self.nf(a)) for a in t[2:]]
+            parts = [self.nf(a) for a in t[2:]]
+            args = [_key(p) for p in parts]
             if t[1] in ("max()", "min()"):  # max and min do not depend on the order of their arguments
                 args = sorted(args)
-            return self._atom(repr((h, t[1], *args)), t, kind(t))
+            return self._value(self.atom(repr((h, t[1], *args)), t, parts), kind(t))
         if h == "rot":
-            return self._atom(repr(("rot", self.scalar(t[1]).key, self.vector(t[2]).key)), t, "vector")
+            parts = (self.scalar(t[1]), self.vector(t[2]))
+            return self._value(self.atom(repr(("rot", parts[0].key, parts[1].key)), t, parts), "vector")
         if h == "ind":
-            return self.var(repr(("ind", self.condition(t[1]))), t)
+            parts = []
+            return self.var(repr(("ind", self.condition(t[1], parts))), t, parts)
         if h == "cases":
-            key = repr(("cases", *((_key(self.nf(v)), self.condition(c)) for v, c in t[1:])))
-            return self._atom(key, t, kind(t))
+            parts = [self.nf(v) for v, _ in t[1:]]
+            key = repr(("cases", *((_key(p), self.condition(c, parts)) for p, (_, c) in zip(list(parts), t[1:]))))
+            return self._value(self.atom(key, t, parts), kind(t))
         if h == "apply":  # an application not unfolded: an atom (the final identity refuses one)
-            return self.var(repr(("apply", t[1], self.nf(t[2]).key, *map(self._lam, t[3:5]),
-                                  *((p, _key(self.nf(v))) for _, p, v in t[5]))), t)
+            parts = [self.nf(t[2])] + [self.nf(v) for _, _, v in t[5]]
+            key = repr(("apply", t[1], parts[0].key, *map(self._lam, t[3:5]), *((p, _key(self.nf(v))) for _, p, v in t[5])))
+            k = self.atom(key, t, parts)
+            self.frees[k] = self.frees[k] | free(t)  # the scores' names too (a form never simplified)
+            return RF(self, self.ctx.gen(k), reduce=False)
         if h == "sym":
             return self.var(repr(t), t)
         if h == "mask":
-            return self.var(repr(("mask", self.scalar(t[1]).key, self.scalar(t[2]).key)), t)
-        return self.var(repr((h, self.scalar(t[1]).key)), t)  # exp, log, sqrt, sigmoid, softplus, tanh
+            parts = (self.scalar(t[1]), self.scalar(t[2]))
+            return self.var(repr(("mask", parts[0].key, parts[1].key)), t, parts)
+        arg = self.scalar(t[1])
+        return self.var(repr((h, arg.key)), t, (arg,))  # exp, log, sqrt, sigmoid, softplus, tanh
 
     def _lam(self, f):
         return None if f is None else _key(self.nf(_bind(f[2], f[1])))
 
-    def _atom(self, key, term, k):
-        if k == "vector":
+    def _value(self, k: int, kind_: str):
+        if kind_ == "vector":
             v = Vec()
             v.ring = self
-            v[self.atom(key, term)] = self.const(1)
+            v[k] = self.const(1)
             return v
-        return self.var(key, term)
+        return RF(self, self.ctx.gen(k), reduce=False)
 
     def scalar(self, t) -> RF:
         out = self.nf(t)
@@ -240,7 +267,8 @@ class Ring:
             raise Rejected("a scalar where a vector is needed")
         return out
 
-    def condition(self, c) -> str:
+    def condition(self, c, parts: list) -> str:
+        """A condition's key; the normal forms it compares go to ``parts``."""
         h = c[0]
         if h in ("true", "false"):
             return h
@@ -251,18 +279,14 @@ class Ring:
             d = self.scalar(b) - self.scalar(a)
             if op in ("==", "!=") and d.num.leading_coefficient() < 0:
                 d = -d
+            parts.append(d)
             return repr((op, d.key))
-        parts = [self.condition(x) for x in c[1:]]
-        return repr((h, *(sorted(parts) if h in ("and", "or") else parts)))
+        keys = [self.condition(x, parts) for x in c[1:]]
+        return repr((h, *(sorted(keys) if h in ("and", "or") else keys)))
 
     def depends(self, value, name: str) -> bool:
         """Does a normal form mention an atom in which ``name`` is free?"""
-        for p in ((value.num, value.den) if isinstance(value, RF) else
-                  [k for c in value.values() for k in (c.num, c.den)]):
-            for exps in p.to_dict():
-                if any(e and name in self.frees[v] for v, e in enumerate(exps)):
-                    return True
-        return isinstance(value, Vec) and any(name in self.frees[k] for k in value)
+        return name in self.names(value)
 
 
 def _key(value) -> str:

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from derive.replay.algebra import RF, Rejected, Vec
 from derive.replay.definitions import BUILTIN, FUNCTIONS, Outside, unfold
-from derive.replay.signs import NONNEG, NONPOS
+from derive.replay.signs import NONNEG, NONPOS, POS
 from derive.replay.terms import free, show
 
 __all__ = ["RULES", "check_step", "term_of"]
@@ -211,6 +211,33 @@ def _by_sign(ring, sub, env):
     raise Rejected(f"the sign that decides {show(sub, 60)} is not known here")
 
 
+def _homogeneous(ring, sub, env):
+    if sub[0] != "fn" or sub[1] not in ("abs()", "max()", "min()"):
+        raise Rejected(f"{show(sub, 60)} is not abs, max or min")
+    args = [ring.scalar(a) for a in sub[2:]]
+    common = None  # the exponent of each positive atom in every nonzero argument
+    for a in args:
+        if a.is_zero():
+            continue
+        mine = {}
+        for p, sign in ((a.num, 1), (a.den, -1)):
+            exps = [e for e in p.to_dict()]
+            for v in range(len(exps[0])):
+                low = min(e[v] for e in exps)
+                if low:
+                    mine[v] = mine.get(v, 0) + sign * int(low)
+        common = mine if common is None else {v: min(e, mine[v], key=abs) for v, e in common.items()
+                                              if v in mine and (e > 0) == (mine[v] > 0)}
+    factor = ring.const(1)
+    for v, e in (common or {}).items():
+        if env.scope.sign(ring.terms[v]) & POS:
+            factor = factor * RF(ring, ring.ctx.gen(v), reduce=False) ** e
+    if factor.constant() == 1:
+        raise Rejected(f"the arguments of {show(sub, 60)} have no common positive factor")
+    inner = ring.nf((sub[0], sub[1], *(term_of(ring, a * factor.inverse()) for a in args)))
+    return factor * inner
+
+
 def _cases_same(ring, sub, env):
     if sub[0] != "cases":
         raise Rejected(f"{show(sub, 60)} is not a case distinction")
@@ -239,6 +266,8 @@ RULES = {
     "sign": ("abs(a) = a when a ≥ 0, −a when a ≤ 0; max (min) of arguments one of which is ≥ (≤) every "
              "other is that argument (the signs by the sign rules where the term occurs; in a limit's chain, "
              "for every large enough value of its variable)", _by_sign),
+    "homogeneous": ("max(c·a, c·b) = c·max(a, b), min alike, abs(c·a) = c·abs(a), for a common factor c > 0 "
+                    "(a product of positive atoms)", _homogeneous),
     "allowed": ("M[i, k] = 1 for a key k allowed where the entry occurs (by the claim's statement, the mask's "
                 "condition, or a factor M[i, k] around it)", _allowed),
 }
