@@ -25,7 +25,7 @@ from derive.normalizers.properties import PROPERTIES, C, derive_property, params
 from derive.normalizers.registry import REGISTRY, get, names
 from derive.normalizers.table import LEGEND, SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
-from derive.render.view import assignment
+from derive.render.view import assignment, proved_label
 
 SHIFT = 1.5
 # Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift; softpick's eps is ε.
@@ -253,7 +253,7 @@ class _Group:
             steps = [s for s in steps if not s[2]]
         self.steps = steps
         w = v.witness or {}
-        self.key = (v.status, v.reason, v.method, self.eq is not None, bool(self.note),
+        self.key = (v.status, proved_label(v), v.reason, v.method, self.eq is not None, bool(self.note),
                     tuple((_shape(why), setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
 
     def label(self) -> str:
@@ -267,7 +267,8 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     first = groups[0]
     v = first.der.verdict
     if first.eq is None:  # a checked equation states its own verdict, method and reason
-        doc.prose(f"**{v.status.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
+        shown = proved_label(v) if v.proved else v.status
+        doc.prose(f"**{shown.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
                   + (f" {first.note}" if first.note else ""))
     lines, columns, texts, per_group = [], [], [], []
     tails: list[list[str]] = [[] for _ in groups]  # what each group's steps say of it alone
