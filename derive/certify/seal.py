@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from derive.certify.sympy_terms import Outside
+from derive.certify import Outside
 from derive.replay import FORMAT, Malformed, Rejected, conditions, replay
 from derive.replay.definitions import Outside as Unreadable
 from derive.replay.definitions import unfold
@@ -52,8 +52,8 @@ def certificate(kind: str, text: str, lhs, rhs, types: dict, *, mask=None, rows:
     from derive.certify.chain import chain as find
 
     defs = dict(definitions or {})
-    for name, text in defs.items():
-        why = unreadable(text)
+    for name, formula in defs.items():
+        why = unreadable(formula)
         if why:
             raise Outside(f"the definition of {name}: {why}")
     cert = {"format": FORMAT, "claim": {"kind": kind, "text": text, "lhs": write(lhs), "rhs": write(rhs), **(extra or {})},

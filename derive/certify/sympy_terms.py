@@ -17,6 +17,7 @@ from fractions import Fraction
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from derive.certify import Outside
 from derive.model.attention import MaskBase
 from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, Rot, VectorBase, VectorFunction, VectorSymbol
@@ -26,10 +27,6 @@ __all__ = ["Outside", "Terms", "condition_term"]
 _RELATIONS = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">", sp.GreaterThan: ">=",
               sp.Equality: "==", sp.Unequality: "!="}
 POSITIONS = ("i", "j")
-
-
-class Outside(Exception):
-    """An expression the checker's term language cannot state."""
 
 
 def _num(q) -> tuple:
