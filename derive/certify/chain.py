@@ -19,7 +19,7 @@ __all__ = ["chain"]
 
 ORDER = {
     "apply": ("unfold",), "sigmoid": ("unfold",), "softplus": ("unfold",), "tanh": ("unfold",),
-    "dot": ("bilinear",), "exp": ("exp_log", "exp_add"), "log": ("log_exp",), "pow": ("pow_exp",),
+    "dot": ("bilinear",), "sqrt": ("sqrt_square",), "exp": ("exp_log", "exp_add"), "log": ("log_exp",), "pow": ("pow_exp",),
     "sum": ("sum_empty", "sum_linear", "sum_factor"), "cases": ("cases_same",), "mask": ("allowed",), "fn": ("sign", "homogeneous"),
 }
 MAX_STEPS = 4000  # a deterministic bound on the search
@@ -40,11 +40,16 @@ class _Search:
                     for j, x, _ in children(c):
                         self.norm(side, path + (k, j))
             t = get(self.sides[side], path)
+        env = self.env
+        if t[0] in ("fn", "mask"):  # rules that read the facts where the term is (its sums, its guards)
+            from derive.replay.check import _context
+
+            env = Env(self.defs, self.env.scope.inside(*_context(self.sides[side], path, "")), eventually=env.eventually)
         for rule in ORDER.get(t[0], ()):
             if t[0] == "pow" and t[2][0] == "num" and t[2][1].denominator == 1:
                 continue
             try:
-                value = RULES[rule][1](self.ring, t, self.env)
+                value = RULES[rule][1](self.ring, t, env)
             except Rejected:
                 continue
             value = value[0] if isinstance(value, tuple) else value

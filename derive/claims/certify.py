@@ -25,7 +25,10 @@ import sympy as sp
 from derive.certify.seal import REJECTED, certificate, outside, seal
 from derive.certify.sympy_terms import Outside, Terms, condition_term
 from derive.claims.result import Outcome
-from derive.model.attention import i, j, n, t, u
+from derive.model.attention import i, j, n
+
+# The keys a weight's scores and an output's sum are written over: names no declared symbol has
+T, U = (sp.Symbol(f"{s}#", integer=True, positive=True) for s in "tu")
 from derive.prove.verdict import PROVED, UNDECIDED
 
 __all__ = ["certify"]
@@ -60,25 +63,32 @@ class _Side:
 
         self.tr, self.spec = tr, spec
         self.change = change or (lambda e: e)  # applied to every part before it is written
-        with sp.evaluate(False):
+        try:
+            with sp.evaluate(False):
+                self.v = Variant(spec, rename)
+                if zero is not None:
+                    self.v = self.v.with_zero(zero)
+        except Exception:  # noqa: BLE001 - an assumption SymPy cannot query on an unevaluated tree:
+            # the variant as SymPy builds it (the spec's loader has refused a score with no value
+            # on a whole row; a normalizer's formula is read by the checker itself, as written)
             self.v = Variant(spec, rename)
             if zero is not None:
                 self.v = self.v.with_zero(zero)
 
     def at(self, f, key):
         with sp.evaluate(False):
-            return self.tr.term(self.change(f(key)))
+            return self.tr.term(self.change(f(key)), frozenset({T, U}))
 
     def weight(self, key=j, score=None):
         v = self.v
-        lam = ("lam", "t", self.at(lambda k: v.score(k, score), t))
-        lam2 = None if v.score2_j is None else ("lam", "t", self.at(v.score2, t))
+        lam = ("lam", T.name, self.at(lambda k: v.score(k, score), T))
+        lam2 = None if v.score2_j is None else ("lam", T.name, self.at(v.score2, T))
         params = tuple(("param", p, self.at(lambda _, x=x: x, key)) for p, x in sorted(v.params.items()))
-        return ("apply", self.spec.normalizer, self.tr.term(key), lam, lam2, params)
+        return ("apply", self.spec.normalizer, self.tr.term(key, frozenset({T, U})), lam, lam2, params)
 
     def output(self):
-        body = ("mul", self.weight(u), self.at(self.v.value, u))
-        out = ("sum", "u", ("num", Fraction(1)), ("sym", "n"), body)
+        body = ("mul", self.weight(U), self.at(self.v.value, U))
+        out = ("sum", U.name, ("num", Fraction(1)), ("sym", "n"), body)
         if self.v.extra is not None:
             out = ("add", out, self.at(lambda _: self.v.extra_weight() * self.v.extra, j))
         return out
@@ -105,8 +115,6 @@ def _write(term):
 def _identity(ctx, claim, sides, lhs, rhs, defs=None, mask="same", keys=None):
     a = sides[0]
     for s in sides:
-        for bound in ("t", "u"):  # the lambdas' and the output's bound keys
-            s.tr.types.pop(bound, None)
         s.tr.types.update({"i": "position", "j": "position", "n": "count"})
     m = a.mask() if mask == "same" else mask
     cert = certificate("identity", f"{claim.name}: {claim.text}", lhs, rhs, a.tr.types, mask=m, rows="any",
@@ -182,7 +190,25 @@ def _same_keys(ma, mb) -> dict | None:
     """The masks compared (the weights are compared under one mask table M), or None when one."""
     if ma is None or mb is None:
         raise Outside("a mask's condition is not in the checker's language")
-    return None if ma == mb else {"key": "j", "lhs": ma["condition"], "rhs": mb["condition"]}
+    if ma == mb:
+        return None
+    _differences(ma["condition"]), _differences(mb["condition"])
+    return {"key": "j", "lhs": ma["condition"], "rhs": mb["condition"]}
+
+
+def _differences(cond) -> None:
+    """The checker decides masks whose comparisons are of differences of positions (i − j < 3, j ≤ 4):
+    any other (a square, a product) is outside its language."""
+    from derive.replay.check import _cases, _unabs
+    from derive.replay.signs import Scope
+    from derive.replay.terms import read
+
+    scope = Scope({"i": "position", "j": "position", "n": "count"}, None, False)
+    for negate in (False, True):
+        for case in _cases(_unabs(read(cond)), negate):
+            if any(not scope._constraint(c[2], c[3], 0) for c in case if c[1] != "!="):
+                raise Outside("a mask's condition compares more than differences of positions (decided cell by "
+                              "cell on the integers, which the checker does not replay)")
 
 
 def _mask_equivalent(ctx, claim):
@@ -194,6 +220,7 @@ def _mask_equivalent(ctx, claim):
     tr = Terms()
     cond = lambda m: _write(condition_term(tr, m.condition) if m.condition is not None else ("true",))  # noqa: E731
     keys = {"key": "j", "lhs": cond(ctx.spec.mask), "rhs": cond(mb)}
+    _differences(keys["lhs"]), _differences(keys["rhs"])
     tr.types.update({"i": "position", "j": "position", "n": "count"})
     cert = certificate("same_keys", f"{claim.name}: {claim.text}", ("num", Fraction(0)), ("num", Fraction(0)),
                        tr.types, rows="any", extra={"same_keys": keys}, chain=False)

@@ -126,27 +126,29 @@ def _chain(cert: dict, sides: dict, ring: Ring, defs: dict, scope: Scope, claim:
             witness = check_step(ring, rule, sub, to, Env(defs, scope.inside(binders, guards), eventually=later))
         except Rejected as exc:
             raise Rejected(f"{where}: {exc}") from None
+        # a divisor, log or root around the step whose argument still applied a normalizer had no
+        # condition yet (_need): it gets one now (any other keeps its value through the step)
+        renew = [depth for depth in range(len(at)) if at[depth] == 1 and
+                 get(sides[side], at[:depth])[0] in ("pow", "log", "sqrt") and _has(get(sides[side], at[:depth + 1]), "apply")]
         sides[side] = put(sides[side], at, to)
         _collect(to, binders, guards, needed, ring)
         if witness is not None:
             _collect(witness, binders, guards, needed, ring)
-        for depth in range(len(at)):  # a divisor, log or root whose argument the step rewrote
-            above = get(sides[side], at[:depth])
-            if above[0] in ("pow", "log", "sqrt") and at[depth] == 1:
-                _need(above, *_context(sides[side], at[:depth], where), needed, ring)
+        for depth in renew:
+            _need(get(sides[side], at[:depth]), *_context(sides[side], at[:depth], where), needed, ring)
     return needed
 
 
 def _same_keys(masks: dict, scope: Scope) -> None:
-    """Two masks' conditions on (i, KEY) hold at the same positions: each implies the other, case
-    by case of its disjunctions, by the integer facts of positions."""
+    """Two masks' conditions on (i, KEY) hold at the same positions: neither holds where the other
+    does not, each such case of comparisons infeasible as difference constraints over the integers."""
     key = _field(masks, "key", str)
-    conds = [_unabs(read(_field(masks, side, list))) for side in ("lhs", "rhs")]
-    for a, b in (conds, conds[::-1]):
-        for case in _cases(a):
-            if not scope.inside(guards=[("ind", c) for c in case]).holds(b):
+    a, b = (_unabs(read(_field(masks, side, list))) for side in ("lhs", "rhs"))
+    for x, y in ((a, b), (b, a)):
+        for case in _cases(("and", x, ("not", y))):
+            if not scope.inside(guards=[("ind", c) for c in case]).infeasible():
                 raise Rejected(f"the masks' conditions are not shown to allow the same keys {key}: "
-                               f"{show(a, 80)} does not imply {show(b, 80)}")
+                               f"{show(x, 80)} holds where {show(y, 80)} may not")
 
 
 def _unabs(c):
@@ -163,24 +165,27 @@ def _unabs(c):
     return c
 
 
-def _cases(c) -> list:
-    """A condition as a disjunction of conjunctions (lists of comparisons)."""
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def _cases(c, negate: bool = False) -> list:
+    """A condition (negated) as a disjunction of conjunctions of comparisons, none of them !=."""
     h = c[0]
-    if h == "true":
-        return [[]]
-    if h == "false":
-        return []
-    if h == "or":
-        return [x for a in c[1:] for x in _cases(a)]
-    if h == "and":
+    if h in ("true", "false"):
+        return [[]] if (h == "true") != negate else []
+    if h == "not":
+        return _cases(c[1], not negate)
+    if h in ("and", "or"):
+        if (h == "or") != negate:
+            return [x for a in c[1:] for x in _cases(a, negate)]
         out = [[]]
         for a in c[1:]:
-            out = [x + y for x in out for y in _cases(a)]
+            out = [x + y for x in out for y in _cases(a, negate)]
         return out
-    if h == "not" and c[1][0] == "cmp":
-        neg = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-        return [[("cmp", neg[c[1][1]], c[1][2], c[1][3])]]
-    return [[c]]
+    op = _NEGATE[c[1]] if negate else c[1]
+    if op == "!=":
+        return [[("cmp", "<", c[2], c[3])], [("cmp", ">", c[2], c[3])]]
+    return [[("cmp", op, c[2], c[3])]]
 
 
 def _decide(kind: str, claim: dict, sides: dict, ring: Ring, scope: Scope) -> None:

@@ -238,6 +238,27 @@ def _homogeneous(ring, sub, env):
     return factor * inner
 
 
+def _sqrt_square(ring, sub, env):
+    value = ring.scalar(sub[1]) if sub[0] == "sqrt" else None
+    try:
+        roots = [RF(ring, p.sqrt(), reduce=False) for p in (value.num, value.den)]
+    except Exception:  # noqa: BLE001 - not a square (python-flint's DomainError), or no sqrt(…)
+        raise Rejected(f"{show(sub, 60)} is not the square root of a square") from None
+    num, den = (_abs(ring, r) for r in roots)
+    return num * den.inverse()
+
+
+def _abs(ring, r):
+    """abs(r) with r's leading coefficient taken out of it (abs(2a) is 2·abs(a), abs(3) is 3)."""
+    lc = _fraction(r.num.leading_coefficient())
+    rest = r * ring.const(lc).inverse()
+    return ring.const(abs(lc)) * (rest if rest.constant() is not None else ring.nf(("fn", "abs()", term_of(ring, rest))))
+
+
+def _fraction(c) -> Fraction:
+    return Fraction(int(c.p), int(c.q))
+
+
 def _cases_same(ring, sub, env):
     if sub[0] != "cases":
         raise Rejected(f"{show(sub, 60)} is not a case distinction")
@@ -268,6 +289,7 @@ RULES = {
              "for every large enough value of its variable)", _by_sign),
     "homogeneous": ("max(c·a, c·b) = c·max(a, b), min alike, abs(c·a) = c·abs(a), for a common factor c > 0 "
                     "(a product of positive atoms)", _homogeneous),
+    "sqrt_square": ("sqrt(a²/b²) = abs(a)/abs(b)", _sqrt_square),
     "allowed": ("M[i, k] = 1 for a key k allowed where the entry occurs (by the claim's statement, the mask's "
                 "condition, or a factor M[i, k] around it)", _allowed),
 }
@@ -292,7 +314,7 @@ def check_step(ring, rule: str, sub, to, env: Env):
     (the definition unfolded, a factor taken out of a sum), or None."""
     if rule not in RULES:
         raise Rejected(f"unknown rule {rule!r}")
-    extra = free(to) - free(sub) - ({"i", "n"} if rule == "unfold" else set())
+    extra = ring.names(ring.nf(to)) - ring.names(ring.nf(sub)) - ({"i", "n"} if rule == "unfold" else set())
     if extra and rule != "sum_split":
         raise Rejected(f"the result names {', '.join(sorted(extra))}, which the rewritten term "
                        f"{show(sub, 80)} does not (a factor that depends on a sum's index taken out of it?)")

@@ -21,6 +21,7 @@ around it, and where the mask entries and brackets [C] that multiply it are 1. T
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from derive.replay.terms import subst
@@ -64,7 +65,7 @@ class Scope:
         """``t`` as ({name: integer coefficient}, integer constant), or None."""
         h = t[0]
         if h == "num":
-            return ({}, int(t[1])) if t[1].denominator == 1 else None
+            return {}, t[1]
         if h == "sym":
             return ({t[1]: 1}, 0) if self._integer(t[1]) else None
         if h == "add":
@@ -86,7 +87,8 @@ class Scope:
                 if not p[0]:
                     scale *= p[1]
             lone = next((p for p in parts if p[0]), ({}, 1))
-            return ({v: c * scale for v, c in lone[0].items() if c * scale}, lone[1] * scale)
+            out = {v: c * scale for v, c in lone[0].items() if c * scale}
+            return (out, lone[1] * scale) if all(c.denominator == 1 for c in map(Fraction, out.values())) else None
         return None
 
     def _facts(self) -> list:
@@ -139,7 +141,7 @@ class Scope:
         neg = [v for v, x in terms.items() if x == -1]
         if len(terms) > 2 or len(pos) + len(neg) != len(terms) or len(pos) > 1 or len(neg) > 1:
             return []
-        return [(pos[0] if pos else "0", neg[0] if neg else "0", c - k)]
+        return [(pos[0] if pos else "0", neg[0] if neg else "0", math.floor(c - k))]  # integers: ⌊c − k⌋
 
     def _paths(self) -> dict:
         if self._dist is None:
@@ -156,6 +158,11 @@ class Scope:
             self.void = any(dist[a, a] < 0 for a in nodes)  # contradictory facts: nothing to check here
             self._dist = dist
         return self._dist
+
+    def infeasible(self) -> bool:
+        """Do the facts here contradict each other (no integers satisfy them)?"""
+        self._paths()
+        return self.void
 
     def least(self, t):
         """A lower bound of the integer term ``t`` (None: not known)."""
