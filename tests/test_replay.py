@@ -239,6 +239,23 @@ def test_a_dropped_side_condition_is_rejected():
         rejected(bad, "does not list the side condition", show(read(dropped["term"]), 20)[:10])
 
 
+def test_a_sum_inside_a_sum_of_the_same_index_knows_nothing_of_the_outer_one():
+    """Σ_t M[i,t]·(… M[i,t] / Σ_t M[i,t] e^{x_t} …): inside the inner sum, its t is not the outer
+    one, so the outer factor M[i,t] does not make the inner M[i,t] equal to 1. (From outside, the
+    inner sum is not empty: it has the outer t among its keys.)"""
+    from derive.replay.signs import NONNEG, POS, Scope
+
+    inner = ("sum", "t", ONE, N, ("mul", ("mask", I, T), ("exp", x(T))))
+    other = ("sum", "u", ONE, N, ("mul", ("mask", I, U), ("exp", x(U))))
+    here = Scope(TYPES, None, False).inside([("t", ONE, N)], [("mask", I, T)])
+    assert here.sign(other) & POS and here.sign(inner) & POS  # the outer t is one of their keys
+    assert Scope(TYPES, None, False).sign(inner) & (POS | NONNEG) == NONNEG  # any row: maybe empty
+    outer = ("sum", "t", ONE, N, ("mul", ("mask", I, T), div(("mask", I, T), inner)))
+    bad = make(outer, outer)
+    bad["steps"] = [{"side": "lhs", "at": [4, 2, 2, 1, 4, 1], "rule": "allowed", "result": write(ONE)}]
+    rejected(bad, "step 1 (allowed", "not the mask entry of a key known to be allowed")
+
+
 def test_a_listed_condition_must_hold():
     cert = make(("mul", ("sym", "c"), ("pow", ("sym", "c"), MINUS)), ONE)  # c/c = 1 needs c ≠ 0
     rejected(cert, "side condition 1", "c ≠ 0")

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from derive.replay.algebra import RF, Rejected, Ring
 from derive.replay.rules import RULES, Env, check_step, term_of
-from derive.replay.signs import NEG, NONNEG, NONPOS, NONZERO, POS, Scope
+from derive.replay.signs import NEG, NONNEG, NONPOS, NONZERO, POS, Scope, enter
 from derive.replay.terms import BINDERS, Malformed, children, get, put, read, show, subst, write
 
 __all__ = ["FORMAT", "Rejected", "conditions", "replay"]
@@ -295,7 +295,7 @@ def _context(term, path, where: str) -> tuple[tuple, tuple]:
         if not isinstance(term, tuple) or term[0] == "apply":
             raise Rejected(f"{where}: a step inside a normalizer application (unfold it first)")
         if term[0] in BINDERS and k == 4:
-            binders.append((term[1], term[2], term[3]))
+            binders, guards = map(list, enter(tuple(binders), tuple(guards), (term[1], term[2], term[3])))
         if term[0] == "mul":
             guards += [a for j, x in enumerate(term[1:], 1) if j != k for a in _factors(x) if a[0] in ("mask", "ind")]
         term = term[k]
@@ -318,7 +318,7 @@ def _collect(t, binders, guards, out: dict, ring: Ring) -> None:
             out.setdefault(_key(cond, ring), cond)
         _collect(t[2], binders, guards, out, ring)
         _collect(t[3], binders, guards, out, ring)
-        _collect(t[4], binders + ((t[1], t[2], t[3]),), guards, out, ring)
+        _collect(t[4], *enter(binders, guards, (t[1], t[2], t[3])), out, ring)
         return
     if h == "mul":
         factors = _factors(t)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from derive.replay.terms import subst
+from derive.replay.terms import free, subst
 
 __all__ = ["NONNEG", "NONZERO", "POS", "Scope"]
 
@@ -54,8 +54,12 @@ class Scope:
         self._dist = None
 
     def inside(self, binders=(), guards=()):
-        return Scope(self.types, self.mask, self.rows_nonempty, self.binders + tuple(binders),
-                     self.guards + tuple(guards), self.keys)
+        """The facts inside sums over ``binders`` (outermost first), times ``guards``."""
+        outer, known, keys = self.binders, self.guards, self.keys
+        for b in binders:
+            outer, known = enter(outer, known, b)
+            keys = tuple(k for k in keys if b[0] not in free(k))
+        return Scope(self.types, self.mask, self.rows_nonempty, outer, known + tuple(guards), keys)
 
     # -- integers ---------------------------------------------------------------------------
     def _integer(self, name: str) -> bool:
@@ -333,6 +337,14 @@ class Scope:
         if f & (POS | NEG) and self.nonempty(v, lo, hi, guards):
             out |= f & (POS | NEG)
         return out
+
+
+def enter(binders: tuple, guards: tuple, binder) -> tuple[tuple, tuple]:
+    """(binders, guards) inside a sum over ``binder``: a fact about an outer index of the same
+    name no longer speaks of the index here, so it is dropped (dropping a fact is always safe)."""
+    v = binder[0]
+    binders = tuple(b for b in binders if b[0] != v and v not in free(b[1]) | free(b[2])) + (binder,)
+    return binders, tuple(g for g in guards if v not in free(g))
 
 
 def _constant(t):
