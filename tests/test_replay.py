@@ -342,7 +342,7 @@ def test_each_rule_accepted_where_it_applies(rule, sub, to):
 
 
 @pytest.mark.parametrize("rule,sub,to,why", [
-    ("unfold", ("exp", ("sym", "c")), ("exp", ("sym", "c")), "neither a normalizer"),
+    ("unfold", ("exp", ("sym", "c")), ("exp", ("sym", "c")), "not a normalizer applied"),
     ("unfold", ("sigmoid", ("sym", "c")), div(ONE, ("add", ONE, ("exp", ("sym", "c")))), "not what the rule gives"),
     ("bilinear", ("exp", ("sym", "c")), ("exp", ("sym", "c")), "not an inner product"),
     ("bilinear", ("dot", ("add", ("vec", "a"), ("vec", "b")), ("vec", "e")), ("dot", ("vec", "a"), ("vec", "e")),

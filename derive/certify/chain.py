@@ -77,7 +77,7 @@ class _Search:
         """Split one sum of a side at a point where the other side has two sums of the same body
         over the two parts of its range (the tiles of an online softmax)."""
         ring = self.ring
-        key = lambda s: (ring.nf(_bind(s[4], s[1])).key, ring.scalar(s[2]).key, ring.scalar(s[3]).key)  # noqa: E731
+        key = lambda s: (ring.nf(_bind(s[4], s[1])).key, ring.nf(s[2]).key, ring.nf(s[3]).key)  # noqa: E731
         for a, b in (("lhs", "rhs"), ("rhs", "lhs")):
             theirs = [key(s) for _, s in self.sums(b)]
             for path, s in self.sums(a):
@@ -85,7 +85,7 @@ class _Search:
                 for _, s1 in self.sums(b):
                     b1, lo1, m = key(s1)
                     after = ("add", s1[3], ("num", Fraction(1)))
-                    if (b1, lo1) == (body, lo) and m != hi and (body, ring.scalar(after).key, hi) in theirs:
+                    if (b1, lo1) == (body, lo) and m != hi and (body, ring.nf(after).key, hi) in theirs:
                         to = ("add", ("sum", s[1], s[2], s1[3], s[4]), ("sum", s[1], after, s[3], s[4]))
                         self.steps.append({"side": a, "at": list(path), "rule": "sum_split", "result": write(to)})
                         self.sides[a] = put(self.sides[a], path, to)
@@ -102,6 +102,6 @@ def chain(lhs, rhs, defs: dict, ring: Ring, scope: Scope, later=None) -> list[di
         search.norm(side, ())
     for _ in range(8):
         a, b = (search.ring.nf(search.sides[s]) for s in ("lhs", "rhs"))
-        if type(a) is type(b) and a.key == b.key or not search.split():
+        if a.key == b.key or not search.split():
             break
     return search.steps

@@ -1,14 +1,13 @@
 """Rational arithmetic: a term's normal form, a fraction of polynomials over Q in its atoms.
 
-An atom is everything that is not +, ·, a number or an integer power: a symbol, a table entry,
-M[i, t], exp(A), log(A), ⟨a, b⟩, a sum, [C] … Two atoms are one when their arguments have one
-normal form (a sum's bound index renamed by its depth, de Bruijn's way, so Σ_u and Σ_t of the same
-body are one atom). Nothing else is known of an atom: exp(a + b) and exp(a)·exp(b) are two atoms
-until the rule exp_add says they are equal. exp(0) = 1 and log(1) = 0 are the only facts of
-arithmetic about functions. A vector's normal form is a sum of vector atoms with rational
-coefficients. The polynomials are python-flint's exact ``fmpq_mpoly`` (one variable per atom);
-a fraction is kept reduced (gcd cancelled, its denominator's leading coefficient 1), so equal
-functions have equal keys.
+An atom is what is not +, ·, a number or an integer power: a symbol, a table entry, M[i, t],
+exp(a), ⟨a, b⟩, a sum over keys, [C] … Two atoms are one when their arguments have one normal
+form (a sum's index renamed by de Bruijn's rule, so Σ_u and Σ_t of one body are one atom). Nothing
+else is known of an atom: exp(a + b) and exp(a)·exp(b) stay two atoms until a rule says otherwise;
+exp(0) = 1 and log(1) = 0 are the only facts about functions. A vector is a variable too (q_i, b,
+R_p a), and a vector expression a fraction linear in them. The polynomials are python-flint's exact
+``fmpq_mpoly``, one variable per atom; a fraction is kept reduced (gcd cancelled, the leading
+coefficient of its denominator 1), so equal fractions have equal keys.
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ from fractions import Fraction
 
 from flint import fmpq, fmpq_mpoly_ctx
 
-from derive.replay.terms import BINDERS, free, kind, subst
+from derive.replay.terms import BINDERS, VECTOR_HEADS, free, subst
 
-__all__ = ["RF", "Ring", "Rejected"]
+__all__ = ["RF", "Rejected", "Ring"]
 
 
 class Rejected(Exception):
@@ -28,8 +27,12 @@ class Rejected(Exception):
 
 def _context(size: int):
     names = tuple(f"a{k}" for k in range(size))
-    get = getattr(fmpq_mpoly_ctx, "get", None)
+    get = getattr(fmpq_mpoly_ctx, "get", None)  # python-flint ≥ 0.8; before: get_context
     return get(names, "lex") if get is not None else fmpq_mpoly_ctx.get_context(size, names="a")
+
+
+def fraction(c) -> Fraction:
+    return Fraction(int(c.p), int(c.q))
 
 
 class RF:
@@ -41,27 +44,21 @@ class RF:
         self.ring, self._key = ring, None
         num, den = ring.lift(num), ring.lift(den if den is not None else ring.ctx.constant(1))
         if reduce and not den.is_one():
-            if num.is_zero():
-                den = ring.ctx.constant(1)
-            else:
-                g = num.gcd(den)
-                if not g.is_one():
-                    num, den = num / g, den / g
-                lc = den.leading_coefficient()
-                num, den = num / lc, den / lc
+            g = num.gcd(den) if not num.is_zero() else den
+            num, den = num / g, den / g
+            lc = den.leading_coefficient()
+            num, den = num / lc, den / lc
         self.num, self.den = num, den
 
     def _up(self):
-        ctx = self.ring.ctx
-        if self.num.context() is ctx and self.den.context() is ctx:
-            return self
-        return RF(self.ring, self.num, self.den, reduce=False)
+        return self if self.num.context() is self.ring.ctx and self.den.context() is self.ring.ctx else \
+            RF(self.ring, self.num, self.den, reduce=False)
 
     def __add__(self, o):
-        self, o = self._up(), o._up()
-        if self.den == o.den:
-            return RF(self.ring, self.num + o.num, self.den)
-        return RF(self.ring, self.num * o.den + o.num * self.den, self.den * o.den)
+        a, b = self._up(), o._up()
+        if a.den == b.den:
+            return RF(a.ring, a.num + b.num, a.den)
+        return RF(a.ring, a.num * b.den + b.num * a.den, a.den * b.den)
 
     def __neg__(self):
         return RF(self.ring, -self.num, self.den, reduce=False)
@@ -70,8 +67,8 @@ class RF:
         return self + (-o)
 
     def __mul__(self, o):
-        self, o = self._up(), o._up()
-        return RF(self.ring, self.num * o.num, self.den * o.den)
+        a, b = self._up(), o._up()
+        return RF(a.ring, a.num * b.num, a.den * b.den)
 
     def inverse(self):
         if self.num.is_zero():
@@ -87,9 +84,12 @@ class RF:
 
     def constant(self) -> Fraction | None:
         if self.den.is_one() and self.num.is_constant():
-            c = self.num.leading_coefficient() if not self.num.is_zero() else fmpq(0)
-            return Fraction(int(c.p), int(c.q))
+            return fraction(self.num.leading_coefficient()) if not self.num.is_zero() else Fraction(0)
         return None
+
+    def terms(self):
+        """(coefficient, exponents) of each term of the numerator."""
+        return [(fraction(c), tuple(int(e) for e in exps)) for exps, c in self.num.to_dict().items()]
 
     @property
     def key(self) -> str:
@@ -97,24 +97,9 @@ class RF:
             self._key = f"{_poly_key(self.num)}/{_poly_key(self.den)}"
         return self._key
 
-    def __eq__(self, o):
-        return isinstance(o, RF) and self.key == o.key
-
-    def __hash__(self):
-        return hash(self.key)
-
 
 def _poly_key(p) -> str:
-    terms = sorted((tuple((v, e) for v, e in enumerate(exps) if e), str(c)) for exps, c in p.to_dict().items())
-    return repr(terms)
-
-
-class Vec(dict):
-    """A vector's normal form: vector atom index → coefficient (an RF, never 0)."""
-
-    @property
-    def key(self) -> str:
-        return repr(sorted((self.ring.keys_of[k], c.key) for k, c in self.items()))
+    return repr(sorted((tuple((v, e) for v, e in enumerate(exps) if e), str(c)) for exps, c in p.to_dict().items()))
 
 
 class Ring:
@@ -122,13 +107,12 @@ class Ring:
 
     def __init__(self):
         self.index: dict[str, int] = {}  # atom key → variable
-        self.keys_of: list[str] = []
-        self.terms: list = []  # a term of each atom (its bound indices named #0, #1 …: de Bruijn)
-        self.frees: list[frozenset] = []
+        self.terms: list = []  # a term of each atom
+        self.frees: list[frozenset] = []  # the free names of each atom's normal form
+        self.vectors: set[int] = set()  # the atoms that are vectors
         self.ctx = _context(16)
         self.memo: dict = {}
 
-    # -- polynomials --------------------------------------------------------------------------
     def lift(self, p):
         if p.context() is self.ctx:
             return p
@@ -139,204 +123,135 @@ class Ring:
         c = Fraction(c)
         return RF(self, self.ctx.constant(fmpq(c.numerator, c.denominator)), reduce=False)
 
-    def atom(self, key: str, term, parts=(), binds: bool = False) -> int:
-        """The variable of an atom; its free names are those of its parts' normal forms (not of
-        ``term``, one of its forms, whose other names may cancel), a bound index not among them."""
+    def gen(self, k: int) -> RF:
+        return RF(self, self.ctx.gen(k), reduce=False)
+
+    def var(self, key: str, term, parts=(), binds: bool = False, vector: bool = False) -> RF:
+        """The atom ``key`` (``term`` one of its forms); its free names are those of its parts'
+        normal forms, not of ``term`` (whose other names may cancel), an index it binds not among them."""
         k = self.index.get(key)
         if k is None:
-            k = self.index[key] = len(self.keys_of)
-            self.keys_of.append(key)
+            k = self.index[key] = len(self.terms)
             self.terms.append(term)
             names = free(term) if term[0] == "sym" else frozenset().union(*map(self.names, parts))
             if binds:  # the de Bruijn index #0 is bound here; those further out move in by one
-                names = frozenset(x if not x.startswith("#") else f"#{int(x[1:]) - 1}" for x in names if x != "#0")
+                names = frozenset(x if x[0] != "#" else f"#{int(x[1:]) - 1}" for x in names if x != "#0")
             self.frees.append(names)
+            if vector:
+                self.vectors.add(k)
             if k >= self.ctx.nvars():
                 self.ctx = _context(2 * self.ctx.nvars())
-        return k
+        return self.gen(k)
 
-    def names(self, value) -> frozenset:
-        """The free names of a normal form: those of the atoms it has."""
-        if isinstance(value, Vec):
-            return frozenset().union(*(self.frees[k] | self.names(c) for k, c in value.items()))
-        out = set()
-        for p in (value.num, value.den):
-            for exps in p.to_dict():
-                out.update(x for v, e in enumerate(exps) if e for x in self.frees[v])
-        return frozenset(out)
+    def atoms(self, value: RF) -> set[int]:
+        return {v for p in (value.num, value.den) for exps in p.to_dict() for v, e in enumerate(exps) if e}
 
-    def var(self, key: str, term, parts=()) -> RF:
-        k = self.atom(key, term, parts)
-        return RF(self, self.ctx.gen(k), reduce=False)
+    def names(self, value: RF) -> frozenset:
+        """The free names of a normal form: those of its atoms."""
+        return frozenset().union(*(self.frees[v] for v in self.atoms(value)))
 
-    # -- normal forms -------------------------------------------------------------------------
-    def nf(self, t):
-        """The normal form of ``t``: an RF (a scalar) or a Vec (a vector)."""
+    def is_vector(self, value: RF) -> bool:
+        return bool(self.atoms(value) & self.vectors)
+
+    def nf(self, t) -> RF:
+        """The normal form of ``t``."""
         out = self.memo.get(t)
         if out is None:
             out = self.memo[t] = self._nf(t)
         return out
 
-    def _nf(self, t):
+    def _nf(self, t) -> RF:
         h = t[0]
         if h == "num":
             return self.const(t[1])
         if h in ("add", "mul"):
-            parts = [self.nf(a) for a in t[1:]]
-            return _sum(self, parts) if h == "add" else _product(self, parts)
-        if h == "pow":
-            base, e = self.nf(t[1]), self.nf(t[2]).constant() if kind(t[2]) == "scalar" else None
-            if isinstance(base, Vec):
-                raise Rejected("a vector raised to a power")
-            if e is not None and e.denominator == 1:
-                return base ** int(e)
-            ex = self.scalar(t[2])
-            return self.var(repr(("pow", base.key, ex.key)), t, (base, ex))
-        if h == "exp" and self.scalar(t[1]).is_zero():
-            return self.const(1)
-        if h == "log" and self.scalar(t[1]).constant() == 1:
-            return self.const(0)
-        if h in BINDERS:
-            inner = self.nf(_bind(t[4], t[1]))
-            if h == "sum" and (inner.is_zero() if isinstance(inner, RF) else not inner):
-                return self.const(0) if isinstance(inner, RF) else self.vector(("num", Fraction(0)))
-            lo, hi = self.scalar(t[2]), self.scalar(t[3])
-            key = repr((h, lo.key, hi.key, _key(inner)))
-            k = self.atom(key, t, (inner,), binds=True)
-            self.frees[k] = self.frees[k] | self.names(lo) | self.names(hi)
-            return self._value(k, kind(t[4]))
-        if h == "dot":
-            a, b = self.vector(t[1]), self.vector(t[2])
-            if not a or not b:
-                return self.const(0)
-            return self.var(repr(("dot", *sorted((a.key, b.key)))), t, (a, b))
-        if h in ("vec", "vfn", "at", "fn"):
-            parts = [self.nf(a) for a in t[2:]]
-            args = [_key(p) for p in parts]
-            if t[1] in ("max()", "min()"):  # max and min do not depend on the order of their arguments
-                args = sorted(args)
-            return self._value(self.atom(repr((h, t[1], *args)), t, parts), kind(t))
-        if h == "rot":
-            parts = (self.scalar(t[1]), self.vector(t[2]))
-            return self._value(self.atom(repr(("rot", parts[0].key, parts[1].key)), t, parts), "vector")
-        if h == "ind":
-            parts = []
-            return self.var(repr(("ind", self.condition(t[1], parts))), t, parts)
-        if h == "cases":
-            parts = [self.nf(v) for v, _ in t[1:]]
-            key = repr(("cases", *((_key(p), self.condition(c, parts)) for p, (_, c) in zip(list(parts), t[1:]))))
-            return self._value(self.atom(key, t, parts), kind(t))
-        if h == "apply":  # an application not unfolded: an atom (the final identity refuses one)
-            parts = [self.nf(t[2])] + [self.nf(v) for _, _, v in t[5]]
-            key = repr(("apply", t[1], parts[0].key, *map(self._lam, t[3:5]), *((p, _key(self.nf(v))) for _, p, v in t[5])))
-            k = self.atom(key, t, parts)
-            self.frees[k] = self.frees[k] | free(t)  # the scores' names too (a form never simplified)
-            return RF(self, self.ctx.gen(k), reduce=False)
+            out = self.nf(t[1])
+            for a in t[2:]:
+                out = out + self.nf(a) if h == "add" else out * self.nf(a)
+            return out
         if h == "sym":
             return self.var(repr(t), t)
-        if h == "mask":
-            parts = (self.scalar(t[1]), self.scalar(t[2]))
-            return self.var(repr(("mask", parts[0].key, parts[1].key)), t, parts)
-        arg = self.scalar(t[1])
-        return self.var(repr((h, arg.key)), t, (arg,))  # exp, log, sqrt, sigmoid, softplus, tanh
+        parts = [self.nf(a) for a in _parts(t)]
+        if h == "pow":
+            e = parts[1].constant()
+            if e is not None and e.denominator == 1:
+                return parts[0] ** int(e)
+        if h == "exp" and parts[0].is_zero():
+            return self.const(1)
+        if h == "log" and parts[0].constant() == 1:
+            return self.const(0)
+        keys = [p.key for p in parts]
+        if h == "dot" or h == "fn" and t[1] in ("max()", "min()"):  # ⟨a, b⟩ = ⟨b, a⟩; max and min of a set
+            keys = sorted(keys)
+        if h in BINDERS:
+            if h == "sum" and parts[-1].is_zero():
+                return self.const(0)
+            return self.var(repr((h, *keys)), t, parts, binds=True, vector=self.is_vector(parts[-1]))
+        if h == "dot" and (parts[0].is_zero() or parts[1].is_zero()):
+            return self.const(0)
+        if h in ("ind", "cases"):  # a condition's comparisons are parts of the atom too
+            compared: list = []
+            keys = [repr(_condition(self, c, compared)) for c in _conditions(t)] + keys
+            parts += compared
+        vector = h in VECTOR_HEADS or h == "cases" and self.is_vector(parts[0])
+        name = t[1] if h in ("at", "vec", "fn", "vfn") else (t[1], t[4] is None, *(p for _, p, _ in t[5])) \
+            if h == "apply" else ""
+        return self.var(repr((h, name, *keys)), t, parts, vector=vector)
 
-    def _lam(self, f):
-        return None if f is None else _key(self.nf(_bind(f[2], f[1])))
-
-    def _value(self, k: int, kind_: str):
-        if kind_ == "vector":
-            v = Vec()
-            v.ring = self
-            v[k] = self.const(1)
-            return v
-        return RF(self, self.ctx.gen(k), reduce=False)
-
-    def scalar(self, t) -> RF:
-        out = self.nf(t)
-        if not isinstance(out, RF):
-            raise Rejected("a vector where a scalar is needed")
+    def linear(self, value: RF) -> dict[int, RF]:
+        """A vector as {vector atom: scalar coefficient}; rejected unless it is linear in them."""
+        value = value._up()
+        out: dict[int, RF] = {}
+        for c, exps in value.terms():
+            vs = [v for v, e in enumerate(exps) if e and v in self.vectors]
+            if len(vs) != 1 or exps[vs[0]] != 1 or self.is_vector(RF(self, value.den, reduce=False)):
+                raise Rejected("an expression that is not linear in its vectors")
+            mono = self.ctx.from_dict({tuple(0 if v == vs[0] else e for v, e in enumerate(exps)): fmpq(c.numerator,
+                                                                                                      c.denominator)})
+            out[vs[0]] = out.get(vs[0], self.const(0)) + RF(self, mono, value.den)
         return out
 
-    def vector(self, t) -> Vec:
-        out = self.nf(t)
-        if isinstance(out, RF):
-            if out.is_zero():
-                v = Vec()
-                v.ring = self
-                return v
-            raise Rejected("a scalar where a vector is needed")
-        return out
 
-    def condition(self, c, parts: list) -> str:
-        """A condition's key; the normal forms it compares go to ``parts``."""
-        h = c[0]
-        if h in ("true", "false"):
-            return h
-        if h == "cmp":
-            op, a, b = c[1], c[2], c[3]
-            if op in (">", ">="):
-                op, a, b = {">": "<", ">=": "<="}[op], b, a
-            d = self.scalar(b) - self.scalar(a)
-            if op in ("==", "!=") and d.num.leading_coefficient() < 0:
-                d = -d
-            parts.append(d)
-            return repr((op, d.key))
-        keys = [self.condition(x, parts) for x in c[1:]]
-        return repr((h, *(sorted(keys) if h in ("and", "or") else keys)))
-
-    def depends(self, value, name: str) -> bool:
-        """Does a normal form mention an atom in which ``name`` is free?"""
-        return name in self.names(value)
+def _parts(t) -> list:
+    """The terms an atom's key is made of (a sum's body with its index bound, de Bruijn's way)."""
+    h = t[0]
+    if h in BINDERS:
+        return [t[2], t[3], _bind(t[4], t[1])]
+    if h in ("at", "vec", "fn", "vfn"):
+        return list(t[2:])
+    if h == "apply":
+        return [t[2], *(_bind(f[2], f[1]) for f in t[3:5] if f is not None), *(v for _, _, v in t[5])]
+    if h == "cases":
+        return [v for v, _ in t[1:]]
+    if h == "ind":
+        return []
+    return list(t[1:])  # pow, exp, log, sqrt, sigmoid, softplus, tanh, dot, rot, mask
 
 
-def _key(value) -> str:
-    return value.key
+def _conditions(t) -> list:
+    return [t[1]] if t[0] == "ind" else [c for _, c in t[1:]]
+
+
+def _condition(ring: Ring, c, compared: list):
+    """A condition's key: each comparison as the normal form of the difference of its sides."""
+    h = c[0]
+    if h in ("true", "false"):
+        return h
+    if h != "cmp":
+        parts = [_condition(ring, x, compared) for x in c[1:]]
+        return (h, *(sorted(parts, key=repr) if h in ("and", "or") else parts))
+    op, a, b = c[1:]
+    if op in (">", ">="):
+        op, a, b = {">": "<", ">=": "<="}[op], b, a
+    d = ring.nf(b) - ring.nf(a)
+    if op in ("==", "!=") and not d.is_zero() and d.num.leading_coefficient() < 0:
+        d = -d
+    compared.append(d)
+    return op, d.key
 
 
 def _bind(body, v: str):
     """``body`` with the bound index ``v`` named #0 and the indices bound further out shifted."""
-    names = {n for n in free(body) if n.startswith("#")}
-    m = {n: ("sym", f"#{int(n[1:]) + 1}") for n in names}
+    m = {n: ("sym", f"#{int(n[1:]) + 1}") for n in free(body) if n.startswith("#")}
     m[v] = ("sym", "#0")
     return subst(body, m)
-
-
-def _sum(ring: Ring, parts):
-    vecs = [p for p in parts if isinstance(p, Vec)]
-    if vecs and len(vecs) != len(parts):
-        zero = all(p.is_zero() for p in parts if isinstance(p, RF))
-        if not zero:
-            raise Rejected("a scalar added to a vector")
-    if not vecs:
-        out = parts[0]
-        for p in parts[1:]:
-            out = out + p
-        return out
-    out = Vec()
-    out.ring = ring
-    for v in vecs:
-        for k, c in v.items():
-            s = out[k] + c if k in out else c
-            if s.is_zero():
-                out.pop(k, None)
-            else:
-                out[k] = s
-    return out
-
-
-def _product(ring: Ring, parts):
-    vecs = [p for p in parts if isinstance(p, Vec)]
-    if len(vecs) > 1:
-        raise Rejected("a product of two vectors (use ⟨a, b⟩)")
-    scale = ring.const(1)
-    for p in parts:
-        if isinstance(p, RF):
-            scale = scale * p
-    if not vecs:
-        return scale
-    out = Vec()
-    out.ring = ring
-    if not scale.is_zero():
-        for k, c in vecs[0].items():
-            out[k] = c * scale
-    return out
