@@ -154,9 +154,10 @@ def test_certificates_follow_the_schema_in_spec_md(tmp_path):
 
 
 def test_spec_md_lists_the_rules_the_checker_has():
-    from derive.replay.rules import RULES, markdown_table
+    from derive.certify.doc import markdown_table
+    from derive.replay.rules import RULES
 
-    assert markdown_table() in SPEC_MD.read_text(encoding="utf-8"), "run: python -m derive.replay.rules"
+    assert markdown_table() in SPEC_MD.read_text(encoding="utf-8"), "run: python -m derive.certify.doc"
     assert all(f"`{name}`" in markdown_table() for name in RULES)
 
 

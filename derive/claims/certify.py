@@ -235,6 +235,8 @@ def _depends(ctx, claim):
     from derive.claims.numeric import instantiate
 
     a, b = _pair(ctx, claim, instantiate)  # each opaque function its family member, as the search drew
+    if any(f"{fn}(" in a.definitions()[ctx.spec.normalizer] for fn in ("abs", "relu", "max", "min", "prod_t")):
+        raise Outside("the checker evaluates no max, min, abs or product at an instance")
     lhs, rhs = a.weight(), b.weight()
     inst = _instance(w, a.v.mask, (lhs, rhs))
     cert = certificate("instance", f"{claim.name}: {claim.text}", lhs, rhs, a.tr.types, mask=a.mask(), rows="any",
@@ -285,8 +287,8 @@ def _missing(terms, inst) -> set:
         if isinstance(t, tuple) and t and isinstance(t[0], str):
             if t[0] == "vec" and t[1] not in inst["vectors"]:
                 out.add(t[1])
-            if t[0] in ("at", "fn", "vfn") or t[0] == "rot" and inst["d"] != 1:
-                out.add(t[1] if t[0] != "rot" else "a rotation (d > 1)")
+            if t[0] in ("at", "fn", "vfn", "cases") or t[0] == "rot" and inst["d"] != 1:
+                out.add({"rot": "a rotation (d > 1)", "cases": "a case distinction"}.get(t[0], t[1]))
         if isinstance(t, tuple):
             for x in t:
                 walk(x)

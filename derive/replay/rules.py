@@ -14,7 +14,7 @@ from derive.replay.definitions import BUILTIN, FUNCTIONS, Outside, unfold
 from derive.replay.signs import NONNEG, NONPOS, POS
 from derive.replay.terms import show
 
-__all__ = ["RULES", "Env", "check_step", "markdown_table", "term_of"]
+__all__ = ["RULES", "Env", "check_step", "term_of"]
 
 
 class Env:
@@ -281,20 +281,3 @@ def _poly_term(ring, p):
             factors.insert(0, ("num", fraction(c)))
         out.append(factors[0] if len(factors) == 1 else ("mul", *factors))
     return out[0] if len(out) == 1 else ("add", *out) if out else ("num", Fraction(0))
-
-
-def markdown_table() -> str:
-    """The rules as docs/spec.md lists them (``python -m derive.replay.rules`` rewrites that table)."""
-    bar = "\\|"
-    return "\n".join(["| rule | what it states |", "|---|---|"] +
-                     [f"| `{name}` | {text.replace('|', bar)} |" for name, (text, _) in RULES.items()]) + "\n"
-
-
-if __name__ == "__main__":  # rewrite the rules table of docs/spec.md between its markers
-    from pathlib import Path
-
-    path = Path("docs/spec.md")
-    text = path.read_text(encoding="utf-8")
-    start, end = "<!-- rules: generated from derive/replay/rules.py -->\n", "<!-- end of the rules -->"
-    head, rest = text.split(start, 1)
-    path.write_text(head + start + markdown_table() + end + rest.split(end, 1)[1], encoding="utf-8")
