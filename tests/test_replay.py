@@ -475,6 +475,17 @@ def test_a_malformed_certificate_is_not_a_rejection(edit, why):
     assert why in str(exc.value)
 
 
+def test_free_names_and_substitution_respect_binders():
+    from derive.replay.terms import free, subst
+
+    body = ("sum", "t", ONE, N, ("mul", x(T), ("sym", "c")))
+    assert free(body) == {"i", "n", "c"}
+    assert free(apply("softmax")) == {"i", "j"} and free(apply("softmax", params={"s": ("sym", "s")})) >= {"s"}
+    renamed = subst(body, {"c": T})  # t must not be captured by the sum
+    assert renamed[1] != "t" and free(renamed) == {"i", "n", "t"}
+    assert subst(body, {"t": ONE}) == body  # a bound name is not replaced
+
+
 def test_json_text_and_round_trips():
     cert = _k_bias()
     assert replay_text(json.dumps(cert))["steps"] == len(cert["steps"])

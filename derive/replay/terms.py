@@ -78,7 +78,7 @@ def children(t) -> list[tuple[int, tuple, str | None]]:
     h = t[0]
     if h in BINDERS or h == "lam":
         return [(k, t[k], t[1] if k == len(t) - 1 else None) for k in range(2, len(t))]
-    return [(k, a, None) for k, a in enumerate(t) if isinstance(a, tuple) and (k or not isinstance(h, str))]
+    return [(k, a, None) for k, a in enumerate(t) if isinstance(a, tuple) and a and (k or not isinstance(h, str))]
 
 
 def free(t) -> frozenset:
