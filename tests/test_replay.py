@@ -503,3 +503,111 @@ def test_the_checker_reads_every_builtin_as_derive_reads_it():
         t = unfold(text, J, ("lam", "t", x(T)), ("lam", "t", ("at", "y", I, T)), {p: ("sym", p) for p in
                    ("s", "s_star", "b", "zeta", "gamma", "c", "eps")})
         assert t[0] == "mul" and t[1] == ("mask", I, J), name
+
+
+def _value(t, env) -> Fraction:
+    h = t[0]
+    if h == "num":
+        return t[1]
+    if h == "sym":
+        return env[t[1]]
+    if h == "pow":
+        return _value(t[1], env) ** int(t[2][1])
+    out = Fraction(0 if h == "add" else 1)
+    for a in t[1:]:
+        out = out + _value(a, env) if h == "add" else out * _value(a, env)
+    return out
+
+
+def test_normal_forms_agree_with_exact_arithmetic():
+    """Random rational expressions (+, ·, integer powers, inverses): the normal form evaluated at a
+    rational point is the expression's value there, computed with Fraction."""
+    import random
+
+    from flint import fmpq
+
+    from derive.replay.algebra import Ring, fraction
+
+    rng = random.Random(33)
+    names = ("a", "c", "s")
+
+    def gen(depth):
+        if depth == 0 or rng.random() < 0.25:
+            return ("sym", rng.choice(names)) if rng.random() < 0.7 else num(Fraction(rng.randint(-3, 3), rng.randint(1, 3)))
+        if rng.random() < 0.3:
+            return ("pow", gen(depth - 1), num(rng.choice([-2, -1, 2, 3])))
+        return (rng.choice(["add", "mul"]), *(gen(depth - 1) for _ in range(rng.randint(2, 3))))
+
+    checked = 0
+    for _ in range(200):
+        t, ring = gen(4), Ring()
+        env = {n: Fraction(rng.randint(-9, 9), rng.randint(1, 5)) for n in names}
+        try:
+            expected = _value(t, env)
+        except ZeroDivisionError:
+            continue
+        value = ring.nf(t)._up()  # a divisor whose normal form is 0 would be 0 at every point
+        point = [fmpq(*(lambda q: (q.numerator, q.denominator))(env[ring.terms[k][1]])) if k < len(ring.terms) else fmpq(0)
+                 for k in range(ring.ctx.nvars())]
+        den = value.den(*point)
+        assert den != 0, show(t)  # the reduced denominator divides the written one
+        assert fraction(value.num(*point) / den) == expected, show(t)
+        checked += 1
+    assert checked >= 150
+
+
+def test_log_of_one_and_exp_of_zero_are_the_facts_about_functions():
+    assert ok(make(("log", ONE), ZERO)) and ok(make(("exp", ZERO), ONE))
+    rejected(make(("log", ONE), ONE), "do not reduce to one normal form")
+    rejected(make(("exp", ZERO), ZERO), "do not reduce to one normal form")
+    rejected(make(("log", ("sym", "p")), ZERO), "do not reduce to one normal form")
+
+
+def test_a_comparison_is_read_as_the_difference_of_its_sides():
+    assert ok(make(("ind", ("cmp", "<=", J, I)), ("ind", ("cmp", ">=", I, J))))
+    rejected(make(("ind", ("cmp", "<=", J, I)), ("ind", ("cmp", "<=", J, N))), "do not reduce to one normal form")
+    rejected(make(("ind", ("cmp", "<=", J, I)), ("ind", ("cmp", "<", J, I))), "do not reduce to one normal form")
+
+
+def test_a_max_over_keys_needs_a_nonempty_range():
+    for hi, fine in ((J, True), (("add", J, MINUS), False), (N, True)):
+        m = ("max_t", "t", ONE, hi, x(T))
+        if fine:
+            assert ok(make(m, m))
+        else:
+            rejected(make(m, m), "side condition", "nonempty set of keys")
+
+
+def test_a_sum_of_zeros_is_zero():
+    zeros = ("sum", "t", ONE, N, ("add", x(T), neg(x(T))))
+    for rhs, fine in ((ZERO, True), (ONE, False)):
+        cert = make(zeros, rhs)
+        cert["steps"], cert["conditions"] = [], []  # no rule: the normal form alone
+        if fine:
+            assert ok(cert)
+        else:
+            rejected(cert, "do not reduce to one normal form")
+
+
+def test_a_limit_is_free_of_its_variable_and_its_divisors_nonzero_for_large_values():
+    tau = ("sym", "tau")
+    rejected(make(("exp", neg(tau)), tau, kind="limit", var="tau"), "free of its variable")
+    ce = ("mul", ("sym", "c"), ("exp", tau))  # 0 for every τ when c = 0
+    rejected(make(div(ce, ce), ONE, kind="limit", var="tau"), "side condition", "≠ 0")
+    pe = ("mul", ("sym", "p"), ("exp", tau))
+    assert ok(make(div(pe, pe), ONE, kind="limit", var="tau"))
+
+
+def test_a_step_inside_a_normalizer_application_is_rejected():
+    cert = make(apply("softmax"), apply("softmax"))
+    inside = {"side": "lhs", "at": [3, 2], "rule": "sum_linear", "result": write(x(T))}
+    cert["steps"] = [inside, *cert["steps"]]
+    rejected(cert, "step 1", "inside a normalizer application")
+
+
+def test_a_condition_inside_a_sum_holds_over_its_whole_range():
+    t1 = ("add", T, MINUS)  # 0 at t = 1, nonzero at t = n + 1
+    s = ("sum", "t", ONE, ("add", N, ONE), ("pow", t1, MINUS))
+    rejected(make(s, s), "side condition", "≠ 0")
+    s2 = ("sum", "t", num(2), ("add", N, ONE), ("pow", t1, MINUS))
+    assert ok(make(s2, s2))

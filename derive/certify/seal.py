@@ -65,7 +65,7 @@ def certificate(kind: str, text: str, lhs, rhs, types: dict, *, mask=None, rows:
         _, _, ring, scope, _ = _read(cert)
         later = Eventually(cert["claim"]["var"], ring, defs) if kind == "limit" else None
         cert["steps"] = find(lhs, rhs, defs, ring, scope, later)
-        cert["conditions"] = conditions(cert)
+        cert["conditions"] = conditions(cert, ring)  # the search's atoms; seal replays with a ring of its own
     return cert
 
 

@@ -144,7 +144,7 @@ class Ring:
         return self.gen(k)
 
     def atoms(self, value: RF) -> set[int]:
-        return {v for p in (value.num, value.den) for exps in p.to_dict() for v, e in enumerate(exps) if e}
+        return {v for p in (value.num, value.den) for v, e in enumerate(p.degrees()) if e > 0}
 
     def names(self, value: RF) -> frozenset:
         """The free names of a normal form: those of its atoms."""

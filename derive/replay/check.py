@@ -374,9 +374,11 @@ def _text(cond) -> str:
     return f"{show(term, 120)} {_WORD[kind]}{where}"
 
 
-def conditions(cert: dict) -> list[dict]:
-    """The side conditions a certificate's chain needs (what the engine lists when it writes one)."""
-    claim, sides, ring, scope, defs = _read(cert)
+def conditions(cert: dict, ring: Ring | None = None) -> list[dict]:
+    """The side conditions a certificate's chain needs (what the engine lists when it writes one;
+    ``ring``: the atoms its search met, so that their normal forms are not computed again)."""
+    claim, sides, fresh, scope, defs = _read(cert)
+    ring = ring or fresh
     needed = _chain(cert, sides, ring, defs, scope, claim)
     return [{"kind": k, "term": write(t), "binders": [[v, write(lo), write(hi)] for v, lo, hi in b],
              "guards": [write(g) for g in gs]} for k, t, b, gs in needed.values()]
