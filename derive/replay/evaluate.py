@@ -17,6 +17,7 @@ from flint import arb
 
 from derive.replay.algebra import Rejected
 from derive.replay.definitions import BUILTIN, FUNCTIONS, Outside, unfold
+from derive.replay.terms import Malformed
 
 __all__ = ["differ"]
 
@@ -28,8 +29,11 @@ def differ(lhs, rhs, inst: dict, defs: dict) -> int:
         for bits in (64, 128, 256, 512, 1024):
             flint.ctx.prec = bits
             ev = _Eval(inst, defs)
-            if not (ev.run(lhs, {}) - ev.run(rhs, {})).contains(0):
-                return bits
+            try:
+                if not (ev.run(lhs, {}) - ev.run(rhs, {})).contains(0):
+                    return bits
+            except (KeyError, TypeError, ValueError) as exc:
+                raise Malformed(f"the instance does not give what its terms use: {type(exc).__name__} {exc}") from None
     finally:
         flint.ctx.prec = old
     raise Rejected("the two sides are not certainly different at the instance (their balls overlap at 1024 bits)")
@@ -69,6 +73,13 @@ class _Eval:
             raise Rejected(f"an index that is not an integer: {v}")
         return int(v)
 
+    def entry(self, seq, t, env):
+        """The entry of a table row, mask row or vector list at the (1-based) index ``t``."""
+        k = self.index(t, env)
+        if not isinstance(seq, list) or not 1 <= k <= len(seq):
+            raise Rejected(f"the instance has no entry {k} there")
+        return seq[k - 1]
+
     def holds(self, c, env) -> bool:
         """A condition of indices, decided exactly."""
         h = c[0]
@@ -86,14 +97,14 @@ class _Eval:
         if h == "at":
             row = self.inst["tables"][t[1]]
             for a in t[2:]:
-                row = row[self.index(a, env) - 1]
+                row = self.entry(row, a, env)
             return _ball(row)
         if h == "mask":
-            return _ball(self.inst["mask"][self.index(t[1], env) - 1][self.index(t[2], env) - 1])
+            return _ball(self.entry(self.entry(self.inst["mask"], t[1], env), t[2], env))
         if h == "vec":
             v = self.inst["vectors"][t[1]]
             for a in t[2:]:
-                v = v[self.index(a, env) - 1]
+                v = self.entry(v, a, env)
             return [_ball(x) for x in v]
         if h == "rot" and int(self.inst["d"]) == 1:  # RoPE rotates pairs of coordinates: one has none
             return self.run(t[2], env)

@@ -57,6 +57,11 @@ class Scope:
         """The facts inside sums over ``binders`` (outermost first), times ``guards``."""
         outer, known, keys = self.binders, self.guards, self.keys
         for b in binders:
+            here = Scope(self.types, self.mask, self.rows_nonempty, outer, known, keys)
+            if not here.le(b[1], ("add", b[2], ("num", Fraction(1)))):
+                # a range that may run backwards: by Karr's convention the sum is then over
+                # hi + 1 .. lo − 1, so lo ≤ t ≤ hi is no fact (the index is an integer, no more)
+                b = (b[0], ("sym", b[0]), ("sym", b[0]))
             outer, known = enter(outer, known, b)
             keys = tuple(k for k in keys if b[0] not in free(k))
         return Scope(self.types, self.mask, self.rows_nonempty, outer, known + tuple(guards), keys)
