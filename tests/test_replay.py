@@ -722,3 +722,13 @@ def test_an_allowed_key_is_not_the_index_of_a_sum_of_the_same_name():
     assert ok(make(("mask", I, T), ONE, mask=CAUSAL, allowed=[T]))
     rejected(make(("sum", "t", ONE, N, ("mask", I, T)), ("sum", "t", ONE, N, ONE), mask=CAUSAL, allowed=[T]),
              "do not reduce to one normal form")
+
+
+def test_sign_rules_of_log_squares_inner_products_and_products():
+    p, c, q, k = ("sym", "p"), ("sym", "c"), ("vec", "q", I), ("vec", "k", J)
+    same = lambda t: make(t, t)  # noqa: E731 - only the side conditions can fail
+    rejected(same(("log", ("log", p))), "side condition", "log(p) > 0")  # log p < 0 for p < 1
+    assert ok(same(("sqrt", ("dot", q, q))))
+    rejected(same(("sqrt", ("dot", q, k))), "side condition", "≥ 0")
+    rejected(same(("pow", ("mul", p, neg(("pow", c, num(2)))), MINUS)), "side condition", "≠ 0")  # 0 at c = 0
+    assert ok(same(("pow", ("mul", p, neg(("exp", c))), MINUS)))
