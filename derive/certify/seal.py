@@ -64,8 +64,11 @@ def certificate(kind: str, text: str, lhs, rhs, types: dict, *, mask=None, rows:
 
         _, _, ring, scope, _ = _read(cert)
         later = Eventually(cert["claim"]["var"], ring, defs) if kind == "limit" else None
-        cert["steps"] = find(lhs, rhs, defs, ring, scope, later)
-        cert["conditions"] = conditions(cert, ring)  # the search's atoms; seal replays with a ring of its own
+        try:
+            cert["steps"] = find(lhs, rhs, defs, ring, scope, later)
+            cert["conditions"] = conditions(cert, ring)  # the search's atoms; seal replays with a ring of its own
+        except Rejected:  # no chain the checker accepts (a divisor whose normal form is 0, the search's
+            cert["steps"], cert["conditions"] = [], []  # bound): the replay says why, and the claim is undecided
     return cert
 
 

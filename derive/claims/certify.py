@@ -13,7 +13,8 @@ cell, max or abs) stays proved, labelled "proved (not replayed)".
 * depends: an instance, the certified counterexample of the invariance, evaluated again by the
   checker in ball arithmetic;
 * shift_invariant, weights_sum_to_one, can_abstain: the normalizer property's own certificate
-  (:mod:`derive.normalizers.certify`).
+  (:mod:`derive.normalizers.certify`); weights_sum_to_one proved on the rows of the spec's mask:
+  the identity Σ_u p_u = 1 under the mask, on any row.
 """
 
 from __future__ import annotations
@@ -169,6 +170,15 @@ def _row_constant(ctx, claim, out=None):
     return _identity(ctx, claim, (a,), lhs, rhs)
 
 
+def _weights_sum_to_one(ctx, claim):
+    """Σ_u p_u = 1 for the spec's normalizer under its mask, on any row (a row with no allowed key
+    sums to 0: the checker must show each row has one), when proved otherwise than as the
+    normalizer's property (which carries its own certificate)."""
+    a = _Side(Terms(), ctx.spec)
+    total = ("sum", U.name, ("num", Fraction(1)), ("sym", "n"), a.weight(U))
+    return _identity(ctx, claim, (a,), total, ("num", Fraction(1)))
+
+
 def _equivalent_to(ctx, claim):
     from derive.claims.modifiers import _other
 
@@ -301,4 +311,4 @@ def _missing(terms, inst) -> set:
 
 _BUILD = {"invariant": _invariant, "output_invariant": _output_invariant, "output_shift": _output_shift,
           "equivalent": _equivalent, "row_constant": _row_constant, "equivalent_to": _equivalent_to,
-          "depends": _depends, "mask_equivalent": _mask_equivalent}
+          "depends": _depends, "mask_equivalent": _mask_equivalent, "weights_sum_to_one": _weights_sum_to_one}

@@ -8,6 +8,7 @@ from derive.claims import show
 from derive.claims.certify import certify
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
+from derive.errors import InternalError
 from derive.prove.verdict import PROVED, UNDECIDED
 from derive.settings import Settings
 from derive.claims.counts import count_verdicts, summary_line
@@ -26,12 +27,25 @@ class SpecResult:
     claims: list[ClaimResult] = field(default_factory=list)
 
     @property
+    def errors(self) -> list[ClaimResult]:
+        """The claims on which the engine failed (the error outcome)."""
+        return [c for c in self.claims if c.is_error]
+
+    def raise_errors(self) -> SpecResult:
+        """This result, or :class:`~derive.errors.InternalError` (from the engine's exception) when
+        the engine failed on a claim: for a document, which renders verdicts only."""
+        if self.errors:
+            c = self.errors[0]
+            raise InternalError(f"{self.file}: claim {c.name} ({c.claim}): {c.reason}") from c.exception
+        return self
+
+    @property
     def all_proved(self) -> bool:
         return all(c.verdict == PROVED for c in self.claims)
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}``"""
+        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "error": 0, "replayed": 2}``"""
         return count_verdicts((c.verdict for c in self.claims), sum(c.replay == "replayed" for c in self.claims))
 
     @property
@@ -84,22 +98,35 @@ def _as_written(spec: Spec, kind: str, out):
 
 
 
+def _shown(spec: Spec, witness: dict | None) -> dict | None:
+    """A counterexample as printed: the normalizer's own parameters by the names and values
+    docs/spec.md gives them (``clipped.zeta``, not the auxiliary ζ' ≥ 0 the search draws)."""
+    from derive.normalizers.registry import get
+
+    if not witness or not isinstance(witness.get("values"), dict):
+        return witness
+    return {**witness, "values": get(spec.normalizer).shown_parameters(witness["values"])}
+
+
 def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
-    ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
+    try:
+        ctx = Context(spec, cfg)
+    except Exception as exc:  # noqa: BLE001 - the engine failed on the variant itself: every claim says so
+        result.claims += [ClaimResult.failed(claim, exc) for claim in spec.claims]
+        return result
     for claim in spec.claims:
         try:
-            out = certify(ctx, claim, _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim)))
-        except RecursionError:
-            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             "the expression is too deep for the engine", expected=claim.expect))
-            continue
-        except Exception as exc:  # noqa: BLE001 - an engine failure is never a verdict
-            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             f"the engine failed on this claim ({type(exc).__name__}); "
-                                             "please report it", expected=claim.expect))
+            out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
+            if out.fault and out.status == UNDECIDED:
+                raise InternalError(out.fault)
+            out = certify(ctx, claim, out)  # a proof is a verdict only when its certificate replays
+        except Exception as exc:  # noqa: BLE001 - an engine failure is the error outcome, never a verdict
+            # (a RecursionError too: the parser bounds a spec's expressions at 40 levels, so one is
+            # the engine recursing without end or past Python's stack, not the input being too deep)
+            result.claims.append(ClaimResult.failed(claim, exc))
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
-                                         out.witness if out.status == "refuted" else None,
+                                         _shown(spec, out.witness) if out.status == "refuted" else None,
                                          out.steps, out.check, claim.expect, seal=out.seal))
     return result

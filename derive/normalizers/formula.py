@@ -202,8 +202,6 @@ def compile_weight(text: str, scalars: dict | None = None, score2: bool = False,
     scalars = dict(scalars or {})
     used: list[str] = []
     uses_y = _check(node, scalars, score2, None, used)
-    if not _mentions(node, ("x_j", "x_t", "y_j", "y_t")):
-        raise ExprError("the weight does not involve the scores: use x_j (key j) or x_t (in a reduction)", 1)
     defaults = {p: (defaults or {}).get(p, sp.Symbol(p, real=True, **scalars.get(p, {}))) for p in used}
     f = Formula(text, node, tuple(used), uses_y, defaults)
     _check_somewhere_defined(f, scalars)
@@ -367,6 +365,8 @@ def _sign(node, f: Formula) -> int:
     if isinstance(node, Binary) and node.op in ("*", "/"):
         return min(_sign(node.left, f), _sign(node.right, f))
     if isinstance(node, Binary) and node.op == "**":
+        if isinstance(node.right, Num) and node.right.text.isdigit() and int(node.right.text) % 2 == 0:
+            return max(_sign(node.left, f), _NONNEG)  # an even power of a real value
         return _sign(node.left, f)
     return 0
 
