@@ -93,15 +93,41 @@ def unreadable(text: str) -> str:
     return ""
 
 
+# What the checker says when the claim needs reasoning outside its language (a sum over a mask's
+# row written over a range, a bound): not that the proof used a value the claim does not have
+GAPS = ("do not reduce to one normal form", "otherwise than through exp")
+
+
 def seal(cert: dict) -> Seal:
-    """Replay ``cert`` with the checker alone."""
+    """Replay ``cert`` with the checker alone. A claim whose sides the checker cannot bring to one
+    normal form (or whose limit it cannot read) is outside its language when every side condition
+    of each side replays on its own (each divisor nonzero, each log's argument positive): proved
+    (not replayed); a side condition that fails leaves the proof rejected."""
     try:
         replay(cert)
     except Rejected as exc:
+        if any(g in str(exc) for g in GAPS) and cert["claim"]["kind"] in ("identity", "limit") and _domain(cert):
+            return Seal(OUTSIDE, f"the checker does not decide the claim itself ({exc}); "
+                                 "the side conditions of both its sides replayed", cert)
         return Seal(REJECTED, str(exc), cert)
     except Malformed as exc:  # the engine wrote a certificate the checker cannot read: a bug, said as such
         return Seal(REJECTED, f"the certificate is malformed ({exc}); please report this", cert)
     return Seal(REPLAYED, "", cert)
+
+
+def _domain(cert: dict) -> bool:
+    """Does each side of ``cert``'s claim, compared with itself, replay (its side conditions)?"""
+    from derive.replay.terms import read
+
+    try:
+        for side in ("lhs", "rhs"):
+            t = read(cert["claim"][side])
+            one = certificate("identity", "domain", t, t, cert["symbols"], mask=cert.get("mask"), rows=cert["rows"],
+                              definitions=cert["definitions"], allowed=[read(a) for a in cert.get("allowed", [])])
+            replay(one)
+    except (Rejected, Malformed, Outside):
+        return False
+    return True
 
 
 def identity(lhs, rhs, text: str, *, rows: str = "nonempty") -> Seal:
