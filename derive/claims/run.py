@@ -80,7 +80,7 @@ def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = Non
         return _check(spec, cfg, file)
 
 
-def _as_written(spec: Spec, kind: str, out):
+def _as_written(spec: Spec, claim, out):
     """No proof of a claim on the weights of a normalizer whose symbolic reading has a value where
     the formula as written has none (:mod:`derive.normalizers.partial`): the verdict that rests on
     such a proof becomes undecided, with the subterm named; a certified counterexample (searched
@@ -89,11 +89,26 @@ def _as_written(spec: Spec, kind: str, out):
     from derive.claims.result import Outcome
     from derive.spec.claim_kinds import by_name
 
+    kind = claim.kind
     verdict = by_name(kind).by_proof
+    if kind == "row_constant" and out.status == "proved":  # about its EXPR alone, which may have no value
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, expr=claim.node, parts=("EXPR",))
+        return out if why is None else Outcome(UNDECIDED, why, out.steps)
     if not verdict or out.status != verdict:
         return out
     why = _no_proof(spec)
+    if why is None and kind not in _OF_THE_NORMALIZER:
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, outputs=kind.startswith("output_"), expr=claim.node)
     return out if why is None else Outcome(UNDECIDED, why, out.steps)
+
+
+# the claims about the normalizer alone, for every score (its properties) or about the mask alone:
+# a point where the spec's score has no value does not bear on them
+_OF_THE_NORMALIZER = ("shift_invariant", "can_abstain", "weights_sum_to_one", "mask_equivalent")
 
 
 
@@ -117,7 +132,7 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
         return result
     for claim in spec.claims:
         try:
-            out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
+            out = _as_written(spec, claim, PROVERS[claim.kind](ctx, claim))
             if out.fault and out.status == UNDECIDED:
                 raise InternalError(out.fault)
             out = certify(ctx, claim, out)  # a proof is a verdict only when its certificate replays

@@ -344,7 +344,9 @@ def _one_key_witness(entry, params, value) -> dict:
     return {
         "instance": {"d": 1, "n": 1, "M": [[1]], "x": [[0]]},
         "indices": {"i": 1},
-        "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
+        # the row's index is the instance's, i = 1 (a weight may read it: 1/i)
+        "lhs": float(sp.N(value.subs(entry_sample(entry, params)).subs(i, 1) if isinstance(value, sp.Basic)
+                          else value)),
         "rhs": 0.0,
         "compared": list(SIDES["can_abstain"]),
         "note": "not every weight can tend to 0: the row's mass is bounded below by this value",
