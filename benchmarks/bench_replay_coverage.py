@@ -61,8 +61,11 @@ def _line(name: str, proved: int, replayed: int, why: collections.Counter, cpu: 
     share = f"{100 * replayed / proved:.1f}%" if proved else "—"
     print(f"{name:26s} {proved:4d} proved, {replayed:4d} replayed ({share}), {proved - replayed} not replayed"
           f"; certificates {cpu:.1f} s of {total:.1f} s CPU ({100 * cpu / max(total - cpu, 1e-9):.0f}% added)")
-    for reason, count in why.most_common():
-        print(f"{'':28s}{count} × {reason[:110]}")
+    short = collections.Counter()
+    for reason, count in why.items():  # one line per kind of reason (not per difference it prints)
+        short[reason.split(": ")[0][:110]] += count
+    for reason, count in short.most_common():
+        print(f"{'':28s}{count} × {reason}")
 
 
 def specs(spent) -> None:

@@ -108,7 +108,7 @@ def seal(cert: dict) -> Seal:
     except Rejected as exc:
         if any(g in str(exc) for g in GAPS) and cert["claim"]["kind"] in ("identity", "limit") and _domain(cert):
             return Seal(OUTSIDE, f"the checker does not decide the claim itself ({exc}); "
-                                 "the side conditions of both its sides replayed", cert)
+                                 "the side conditions of both its sides replayed")  # no certificate to write
         return Seal(REJECTED, str(exc), cert)
     except Malformed as exc:  # the engine wrote a certificate the checker cannot read: a bug, said as such
         return Seal(REJECTED, f"the certificate is malformed ({exc}); please report this", cert)

@@ -117,10 +117,33 @@ def _identity(ctx, claim, sides, lhs, rhs, defs=None, mask="same", keys=None):
     a = sides[0]
     for s in sides:
         s.tr.types.update({"i": "position", "j": "position", "n": "count"})
+    for name in _poles(ctx, claim):  # the claim speaks of where the score has a value
+        if a.tr.types.get(name) == "real":
+            a.tr.types[name] = "nonzero"
     m = a.mask() if mask == "same" else mask
     cert = certificate("identity", f"{claim.name}: {claim.text}", lhs, rhs, a.tr.types, mask=m, rows="any",
                        definitions=defs or a.definitions(), extra={"same_keys": keys} if keys else None)
     return seal(cert)
+
+
+def _poles(ctx, claim) -> set[str]:
+    """The symbols whose zero is a pole of the score, score2, the claim's EXPR or (for a claim on
+    the outputs) the value as written: a divisor that is one symbol, which every proof keeps
+    (derive.claims.score_domain leaves no claim proved where a divisor's zero is not a pole)."""
+    from derive.spec.translate import translate
+
+    spec, out = ctx.spec, set()
+    value = spec.value if claim.kind.startswith("output") else None
+    for node in (spec.score, spec.score2, value, getattr(claim, "node", None)):
+        if node is None:
+            continue
+        guards: list = []
+        try:
+            translate(node, spec.binds(), guards=guards)
+        except Exception:  # noqa: BLE001 - a node that is not an expression of the spec: no pole
+            continue
+        out |= {b.name for kind, b in guards if kind == "nonzero" and isinstance(b, sp.Symbol)}
+    return out
 
 
 def _pair(ctx, claim, change=None):
