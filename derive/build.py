@@ -447,6 +447,7 @@ def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs,
         else:
             for name, content in rendered.docs.items():
                 _write(docs / name, content)
+            shutil.rmtree(out / "certificates" / slug, ignore_errors=True)  # none left from an earlier build
             for name, content in rendered.build.items():
                 _write(out / name, content)
             tex = f"{slug}.tex"

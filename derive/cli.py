@@ -22,7 +22,7 @@ from derive.errors import InputError
 
 __all__ = ["COMMANDS", "UsageError", "main"]
 
-COMMANDS = ("build", "check", "diff", "examples", "impl", "normalizer")
+COMMANDS = ("build", "check", "diff", "examples", "impl", "normalizer", "replay")
 
 
 class UsageError(Exception):

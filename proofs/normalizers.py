@@ -23,9 +23,9 @@ from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
 from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
 from derive.normalizers.registry import REGISTRY, get, names
-from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
+from derive.normalizers.table import LEGEND, SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
-from derive.render.view import assignment
+from derive.render.view import assignment, proved_label
 
 SHIFT = 1.5
 # Parameter names as the documents show them: the soft cap is c_cap, since c is a common shift; softpick's eps is ε.
@@ -148,7 +148,7 @@ def document() -> Document:
 
     doc.section("2. The comparison table", anchor="nrm-table")
     doc.prose(
-        "✅ proved symbolically (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
+        f"{LEGEND} (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
         "proved identity that contradicts the claim, ❓ undecided (the reason is given). Click a cell for its "
         "derivation, and a property for the claim it decides. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
         "listed with them."
@@ -159,8 +159,12 @@ def document() -> Document:
                for prop, (title, _) in PROPERTIES.items()])
     counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
     doc.tally(d.verdict.status for d in table.values())
-    doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
-              f"{counts['undecided']} undecided.")
+    for (name, prop), d in sorted(table.items()):
+        if d.verdict.proved:
+            doc.certify(f"cell {name}/{prop}", d.verdict)
+    replayed = sum(1 for d in table.values() if d.verdict.proved and d.verdict.seal is not None and d.verdict.seal.replayed)
+    doc.prose(f"{len(table)} cells: {counts['proved']} proved ({replayed} replayed, "
+              f"{counts['proved'] - replayed} not replayed), {counts['refuted']} refuted, {counts['undecided']} undecided.")
     _clipped_long_rows(doc, table)
 
     doc.section("3. Equivalences between tokens and normalizers")
@@ -268,7 +272,7 @@ class _Group:
             steps = [s for s in steps if not s[2]]
         self.steps = steps
         w = v.witness or {}
-        self.key = (v.status, v.reason, v.method, self.eq is not None, bool(self.note),
+        self.key = (v.status, proved_label(v), v.reason, v.method, self.eq is not None, bool(self.note),
                     tuple((_shape(why), setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
 
     def label(self) -> str:
@@ -282,7 +286,8 @@ def _cluster(doc: Document, k: int, title: str, prop: str, groups: list[_Group],
     first = groups[0]
     v = first.der.verdict
     if first.eq is None:  # a checked equation states its own verdict, method and reason
-        doc.prose(f"**{v.status.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
+        shown = proved_label(v) if v.proved else v.status
+        doc.prose(f"**{shown.capitalize()}**: {v.reason}" + (f" (method: {v.method})" if v.method else "") + "."
                   + (f" {first.note}" if first.note else ""))
     lines, columns, texts, per_group = [], [], [], []
     tails: list[list[str]] = [[] for _ in groups]  # what each group's steps say of it alone

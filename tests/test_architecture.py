@@ -124,10 +124,10 @@ FLOORS = (
     ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.routes", "derive.paths", "derive.settings",
                     "derive.shared",
                     "derive.floats", "derive.progress", "derive.sandbox", "derive.prove.timeout",
-                    "derive.document.references")),
+                    "derive.document.references", "derive.replay")),
     ("model", ("derive.model",)),  # the row, the mask, vectors
     ("numbers", ("derive.crosscheck",)),  # evaluation, instances, certified counterexamples
-    ("proofs", ("derive.prove",)),  # verdicts: proved by rewriting, refuted by a certificate
+    ("proofs", ("derive.prove", "derive.certify")),  # verdicts: proved by rewriting (and its certificate), refuted by a counterexample
     ("language", ("derive.spec.parser", "derive.spec.domain", "derive.spec.translate", "derive.flex")),
     ("rendering", ("derive.render",)),  # LaTeX, Markdown, figures
     ("normalizers", ("derive.normalizers", "derive.kernels")),
@@ -243,3 +243,34 @@ def test_the_imports_by_a_computed_name_are_these():
     }
     found = {m for m, p in _modules().items() if "import_module(" in p.read_text(encoding="utf-8")}
     assert found == set(known)
+
+
+def test_the_checker_shares_nothing_with_the_engine():
+    """derive/replay imports python-flint, json and the standard library, and of derive only
+    itself and the foundation's errors: not SymPy, numpy or anything of the engine, even inside
+    a function (the scan reads every import statement)."""
+    import sys
+
+    allowed = set(sys.stdlib_module_names) | {"flint"}
+    found = {}
+    for path in sorted((ROOT / "replay").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                top = name.split(".")[0]
+                ok = top in allowed or name in ("derive.errors",) or name.startswith("derive.replay")
+                if not ok:
+                    found.setdefault(path.name, []).append(name)
+            if isinstance(node, ast.ImportFrom) and node.level:
+                found.setdefault(path.name, []).append("a relative import")
+    assert found == {}
+    graph = _graph(top_level_only=False)
+    assert {d for m, deps in graph.items() if m.startswith("derive.replay") for d in deps} <= \
+        {m for m in graph if m.startswith("derive.replay")} | {"derive.errors"}
+
+
+def test_the_isolation_scan_sees_an_engine_import(tmp_path):
+    root = _package(tmp_path, {"replay/__init__.py": "", "replay/check.py": "def f():\n    import sympy\n"})
+    tree = ast.parse((root / "replay" / "check.py").read_text())
+    assert [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names] == ["sympy"]

@@ -91,7 +91,7 @@ def test_markdown(checked, repo):
     code, text = checked["md"]
     lines = text.splitlines()
     assert code == 1
-    assert lines[0] == "5 claims: 4 proved, 1 refuted, 0 undecided"
+    assert lines[0] == "5 claims: 4 proved, 1 refuted, 0 undecided; 3 of 4 proofs replayed"
     assert lines[2] == "### derive check against `HEAD~1`: 3 claims changed"
     assert "| `flips` | `invariant(b_k)` | new refutation | ✅ proved | ❌ refuted |" in text
     assert "| `fixed` | `depends(b_k)` | fixed | ❌ refuted | ✅ proved |" in text
@@ -106,8 +106,8 @@ def test_github(checked, repo):
     assert code == 1
     assert lines[0].startswith("::error file=specs/v.derive.toml,line=7,col=1,title=flips is refuted::"
                                "`invariant(b_k)` is refuted (was proved at HEAD~1): ")
-    assert lines[1].startswith("::notice file=specs/v.derive.toml,line=8,col=1,title=fixed is proved::")
-    assert lines[2] == ("5 claims: 4 proved, 1 refuted, 0 undecided; 3 changed since HEAD~1; "
+    assert lines[1].startswith("::notice file=specs/v.derive.toml,line=8,col=1,title=fixed is proved (not replayed)::")
+    assert lines[2] == ("5 claims: 4 proved, 1 refuted, 0 undecided; 3 of 4 proofs replayed; 3 changed since HEAD~1; "
                         "Unchanged since HEAD~1: 2 claims: 2 proved, 0 refuted, 0 undecided.")
 
 

@@ -55,7 +55,7 @@ def test_deterministic(outputs):
 def test_json_schema(outputs):
     doc = json.loads(outputs["json"][1])
     assert set(doc) == {"version", "schema", "counts", "not_as_expected", "specs"}
-    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0}
+    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0, "replayed": 4}
     assert doc["not_as_expected"] == 1  # k_bias_redundant expects proved (the default) and is refuted
     (spec,) = doc["specs"]
     assert {"file", "name", "counts", "claims"} <= set(spec)
@@ -99,7 +99,7 @@ def test_json_report_validates_against_its_json_schema(outputs):
 
 def test_md_is_a_pr_comment(outputs):
     text = outputs["md"][1]
-    assert text.startswith("5 claims: 4 proved, 1 refuted, 0 undecided\n\n")
+    assert text.startswith("5 claims: 4 proved, 1 refuted, 0 undecided; 4 of 4 proofs replayed\n\n")
     assert "| Claim | Statement | Verdict | Reason |" in text
     assert text.count("<details>") == text.count("</details>") == 5
     assert "❌ refuted" in text and "✅ proved" in text
@@ -126,7 +126,8 @@ def test_diff(tmp_path, capsys):
     new.write_text('name = "v2"\nscore = "dot(rope(q + b_q, i), rope(k + b_k, j))"\n' + body)
     assert main(["diff", str(old), str(new), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["counts"]["new"] == {"claims": 2, "proved": 1, "refuted": 1, "undecided": 0, "error": 0}
+    assert {k: v for k, v in doc["counts"]["new"].items() if k != "replayed"} == {
+        "claims": 2, "proved": 1, "refuted": 1, "undecided": 0, "error": 0}
     assert doc["counts"]["old"]["refuted"] == 0
     rows = {r["name"]: r for r in doc["claims"]}
     assert rows["k"]["old"] == "proved" and rows["k"]["new"] == "refuted" and rows["k"]["changed"]
@@ -135,7 +136,8 @@ def test_diff(tmp_path, capsys):
     capsys.readouterr()
     assert main(["diff", str(old), str(new)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "2 claims: 1 proved, 1 refuted, 0 undecided (before: 2 claims: 2 proved, 0 refuted, 0 undecided)"
+    assert lines[0] == ("2 claims: 1 proved, 1 refuted, 0 undecided; 1 of 1 proof replayed (before: 2 claims: 2 proved, "
+                        "0 refuted, 0 undecided; 2 of 2 proofs replayed)")
     assert lines[2] == f"### derive diff: v1 (`{old}`) → v2 (`{new}`)"
 
 

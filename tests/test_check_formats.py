@@ -113,7 +113,7 @@ def test_golden_github_points_at_the_claim_line():
     lines = text.splitlines()
     assert lines[0].startswith("::error file=tests/specs/golden.toml,line=11,col=1,title=k_bias_redundant is refuted::")
     assert "counterexample: d = 2, n = 2, mask causal, i = 2, j = 1" in lines[0]
-    assert lines[-1] == "5 claims: 4 proved, 1 refuted, 0 undecided"
+    assert lines[-1] == "5 claims: 4 proved, 1 refuted, 0 undecided; 4 of 4 proofs replayed"
     spec_line = (ROOT / "tests" / "specs" / "golden.toml").read_text(encoding="utf-8").splitlines()[10]
     assert spec_line.startswith("k_bias_redundant =")
 
@@ -123,6 +123,10 @@ def test_summary_line():
         "3 claims: 2 proved, 1 refuted, 0 undecided"
     assert summary_line({"claims": 1, "proved": 1, "refuted": 0, "undecided": 0}) == \
         "1 claim: 1 proved, 0 refuted, 0 undecided"
+    assert summary_line({"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "replayed": 1}) == \
+        "3 claims: 2 proved, 1 refuted, 0 undecided; 1 of 2 proofs replayed"
+    assert summary_line({"claims": 1, "proved": 0, "refuted": 1, "undecided": 0, "replayed": 0}) == \
+        "1 claim: 0 proved, 1 refuted, 0 undecided"
 
 
 def test_fail_on():
@@ -148,9 +152,9 @@ def test_summary_file_is_appended(tmp_path, capsys):
     summary.write_text("earlier step\n", encoding="utf-8")
     assert main(["check", str(spec), "--format", "github", "--fail-on", "refuted", "--summary", str(summary)]) == 0
     text = summary.read_text(encoding="utf-8")
-    assert text.startswith("earlier step\n1 claim: 1 proved, 0 refuted, 0 undecided\n\n")
+    assert text.startswith("earlier step\n1 claim: 1 proved, 0 refuted, 0 undecided; 1 of 1 proof replayed\n\n")
     assert "| [`c`](#u-c) | `shift_invariant` | ✅ proved |" in text
-    assert capsys.readouterr().out == "1 claim: 1 proved, 0 refuted, 0 undecided\n"
+    assert capsys.readouterr().out == "1 claim: 1 proved, 0 refuted, 0 undecided; 1 of 1 proof replayed\n"
 
 
 MATH_REASON = r"the score changes by a key-dependent term: $\frac{\langle \Delta b_{q}, k_{j} \rangle}{\sqrt{d}}$"

@@ -136,7 +136,7 @@ def test_expected_refutation_passes_and_a_miss_fails(repo):
     assert (claim["verdict"], claim["expected"], claim["as_expected"]) == ("refuted", "refuted", True)
     assert doc["not_as_expected"] == 0
     code, out, _ = _check(repo, "specs/new_name.derive.toml")
-    assert code == 0 and out.startswith("3 claims: 2 proved, 1 refuted, 0 undecided; all as expected\n")
+    assert code == 0 and out.startswith("3 claims: 2 proved, 1 refuted, 0 undecided; 2 of 2 proofs replayed; all as expected\n")
     assert "| ❌ refuted (as expected) |" in out
     code, out, _ = _check(repo, "specs/new_name.derive.toml", "--format", "github")
     assert out.splitlines()[0].startswith(
@@ -226,7 +226,7 @@ def test_github_format_only_in_github_actions(tmp_path):
     assert "::" not in out and "%0A" not in out and out.startswith("2 claims: 2 proved")
     proc = subprocess.run([sys.executable, "-m", "derive", "check", "m.derive.toml"], cwd=tmp_path, text=True,
                           capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true"})
-    assert proc.stdout == "2 claims: 2 proved, 0 refuted, 0 undecided\n"
+    assert proc.stdout == "2 claims: 2 proved, 0 refuted, 0 undecided; 2 of 2 proofs replayed\n"
 
 
 def test_sarif_rules_and_run_details():

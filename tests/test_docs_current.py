@@ -58,6 +58,17 @@ def test_committed_docs_are_current(fresh_docs):
     assert not problems, "run `python build_docs.py --no-pdf`:\n" + "\n".join(problems)
 
 
+def test_every_certificate_of_the_documents_and_the_atlas_replays(fresh_docs):
+    """The build writes each document's certificates (and the atlas's) to build/certificates/;
+    derive replay checks them all in a fresh interpreter, with the checker alone."""
+    folder = fresh_docs.parent / "build" / "certificates"
+    assert {p.name for p in folder.iterdir()} >= {"atlas", "kernels", "normalizers", "qk-bias", "softmax-one"}
+    proc = subprocess.run([sys.executable, "-m", "derive", "replay", str(folder), "--quiet"], capture_output=True,
+                          text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert re.search(r"(\d+) certificates: \1 replayed, 0 rejected, 0 malformed", proc.stdout), proc.stdout[-500:]
+
+
 def test_no_measured_error_is_printed():
     """Measured float64 errors differ between machines; documents state tolerances only."""
     figure = re.compile(r"(abs|rel)\w* error\W{0,6}\d", re.IGNORECASE)

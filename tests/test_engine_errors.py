@@ -264,7 +264,7 @@ def test_derive_check_exits_3_and_every_format_shows_the_error(tmp_path, monkeyp
 
         doc = json.loads(out)
         validate_report(doc)  # tests/check-report-schema.json: an error claim has its error, and nothing else
-        assert doc["counts"] == {"claims": 1, "proved": 0, "refuted": 0, "undecided": 0, "error": 1}
+        assert doc["counts"] == {"claims": 1, "proved": 0, "refuted": 0, "undecided": 0, "error": 1, "replayed": 0}
         (claim,) = doc["specs"][0]["claims"]
         assert claim["verdict"] == "error" and claim["error"]["type"] == "Injected"
         assert re.match(line, claim["reason"])
@@ -386,7 +386,7 @@ def test_derive_diff_exits_3_when_a_claim_of_either_spec_is_an_error(tmp_path, m
     assert main(["diff", str(old), str(new)]) == 3
     out = capsys.readouterr().out
     # OLD's invariant is an error; NEW's depends (which calls the invariant prover directly) is proved
-    assert out.startswith("1 claim: 1 proved, 0 refuted, 0 undecided (before: 1 claim: 0 proved, 0 refuted, "
+    assert out.startswith("1 claim: 1 proved, 0 refuted, 0 undecided; 1 of 1 proof replayed (before: 1 claim: 0 proved, 0 refuted, "
                           "0 undecided, 1 internal error)\n")
     assert "| **`c`** | `depends(b_diff)` | 💥 internal error | ✅ proved |" in out
     monkeypatch.setitem(PROVERS, "invariant", real)

@@ -39,9 +39,14 @@ def atlas_page():
     (proved or refuted) and how many numeric cross-checks they passed."""
     from derive.render import Rendered
 
+    from derive.render.output import certificate_bytes
+
     results = check_atlas()
     claims = [c for r in results for c in r.claims]
+    sealed = [c.seal for c in claims if c.verdict == "proved" and c.seal is not None and c.seal.certificate]
     return Rendered(docs={"atlas.md": atlas_markdown(results).encode()},
+                    build={f"certificates/atlas/{k:03d}.json": certificate_bytes(s.certificate)
+                           for k, s in enumerate(sealed, 1)},
                     steps=sum(c.verdict in ("proved", "refuted") for c in claims),
                     checks=sum(bool(c.cross_check) and c.cross_check.get("verdict", "passed") == "passed"
                                for c in claims))
@@ -55,7 +60,9 @@ def atlas_markdown(results: list | None = None) -> str:
              "(run any of them with `derive check`, list them with `derive examples`). "
              "Every cell is a verdict of `derive check`, linked to its derivation or counterexample. "
              "✅ proved for symbolic d and n (a claim that a change can move a weight: shown by a certified instance) "
-             "· ❌ refuted · ❓ undecided · — not applicable. "
+             "and replayed by derive's independent checker from its certificate "
+             "([spec.md](spec.md#certificates)) · ✅† proved (not replayed) · ❌ refuted · ❓ undecided "
+             "· — not applicable. "
              "The normalizer columns mean what they mean in [normalizers.md](normalizers.md) and "
              "[spec.md](spec.md#claims): *shift-invariant* — adding one constant to every input of the "
              "normalizer in a row (the variant's score, before any cap the normalizer applies) leaves the "
@@ -68,7 +75,8 @@ def atlas_markdown(results: list | None = None) -> str:
         cells = []
         for claim in PROPERTIES.values():
             c = by.get(claim)
-            cells.append("—" if c is None else f"[{ICONS[c.verdict]}](#{anchor(r.name, c.name)})")
+            mark = ICONS[c.verdict] + ("†" if c is not None and c.replay == "not replayed" else "") if c else ""
+            cells.append("—" if c is None else f"[{mark}](#{anchor(r.name, c.name)})")
         head.append(f"| [{r.name}](#{anchor(r.name)}) (`{name}`) | " + " | ".join(cells) + " |")
     quiet, checked = _usual_cross_check(claims := [c for r in results for c in r.claims])
     from derive.atlas.shared import shared_claims, shared_markdown
@@ -91,7 +99,12 @@ def atlas_markdown(results: list | None = None) -> str:
                      "A counterexample's enclosures are intervals, computed in ball arithmetic, that "
                      "contain the exact values and do not overlap; their difference is enclosed on its own."), ""]
     body = render(results, "md", summary=False, see=_normalizer_links(results), quiet=quiet, shared=links)
-    return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + _references(results)
+    from derive.render.view import replay_note
+
+    seals = [(f"cell {r.name}/{c.name}", c.seal) for r in results for c in r.claims
+             if c.verdict == "proved" and c.seal is not None]
+    note = replay_note(seals, "md").replace(" (steps, and the proved claims of its tables)", "")
+    return "\n".join(head) + "\n" + body.rstrip("\n") + "\n\n" + note + "\n\n" + _references(results)
 
 
 def _usual_cross_check(claims) -> tuple[str | None, int]:

@@ -7,13 +7,16 @@ __all__ = ["count_verdicts", "summary_line"]
 PROVED, REFUTED, UNDECIDED, ERROR = "proved", "refuted", "undecided", "error"
 
 
-def count_verdicts(verdicts) -> dict[str, int]:
+def count_verdicts(verdicts, replayed: int | None = None) -> dict[str, int]:
     """``{"claims", "proved", "refuted", "undecided", "error"}``: ``error`` counts the claims on
-    which the engine failed (no verdict)."""
+    which the engine failed (no verdict); with ``"replayed"`` (how many of the proofs the checker
+    replayed) when given."""
     out = {"claims": 0, PROVED: 0, REFUTED: 0, UNDECIDED: 0, ERROR: 0}
     for v in verdicts:
         out["claims"] += 1
         out[v] += 1
+    if replayed is not None:
+        out["replayed"] = replayed
     return out
 
 
@@ -28,6 +31,8 @@ def summary_line(counts: dict[str, int], missed: int | None = None) -> str:
     errors = counts.get(ERROR, 0)
     if errors:
         line += f", {errors} internal error{'' if errors == 1 else 's'}"
+    if counts.get("replayed") is not None and counts[PROVED]:  # the proofs the independent checker replayed
+        line += f"; {counts['replayed']} of {counts[PROVED]} proof{'' if counts[PROVED] == 1 else 's'} replayed"
     if missed is not None:
         line += f"; {missed} not as expected" if missed else "; all as expected"
     return line

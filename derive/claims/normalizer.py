@@ -49,7 +49,8 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     if key not in _CACHE:
         _CACHE[key] = _property_outcome(name, label, prop, params, cfg)
     out = _CACHE[key]
-    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check, out.fault)
+    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check, out.seal,
+                   out.fault)
 
 
 # What a verdict of each property means, said in words before the prover's own reason.
@@ -85,7 +86,7 @@ def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Setti
             steps.append(step(f"numeric cross-check on random score tables: {check['examples']} instances, "
                               f"and {check['hypothesis_examples']} more searched by Hypothesis, agree within "
                               f"{tolerance_text(check['tolerance'])}"))
-        return Outcome(PROVED, v.reason, steps, check=check)
+        return Outcome(PROVED, v.reason, steps, check=check, seal=v.seal)
     if v.status == REFUTED:  # can_abstain is refuted by a proof of its negation (the steps), never an instance
         return Outcome(REFUTED, v.reason, steps, witness=None if prop == "can_abstain" else witness or None)
     return Outcome(UNDECIDED, v.reason, steps)

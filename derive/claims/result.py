@@ -30,6 +30,7 @@ class Outcome:
     steps: list = field(default_factory=list)
     witness: dict | None = None  # a certified counterexample (refuted), JSON-ready
     check: dict | None = None  # numeric cross-check figures (proved)
+    seal: object = None  # the proof's certificate, replayed or not (derive.certify.seal.Seal)
     # two parts of the engine that contradict each other (a proof whose numeric cross-check
     # failed): a claim that ends on such an outcome is an internal error, never a verdict
     fault: str | None = None
@@ -48,6 +49,7 @@ class ClaimResult:
     # the engine failure of an ERROR outcome: {"type", "message", "where"} (derive.errors.describe)
     error: dict | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)  # not serialised
+    seal: object = field(default=None, repr=False, compare=False)  # a proof's certificate (Seal)
 
     @classmethod
     def failed(cls, claim, exc: BaseException) -> ClaimResult:
@@ -56,6 +58,18 @@ class ClaimResult:
 
         info = describe(exc)
         return cls(claim.name, claim.text, ERROR, error_text(info), expected=claim.expect, error=info, exception=exc)
+
+    @property
+    def replay(self) -> str:
+        """"replayed" or "not replayed" for a proved claim (its certificate), "" otherwise."""
+        if self.verdict != "proved" or self.seal is None:
+            return ""
+        return "replayed" if self.seal.replayed else "not replayed"
+
+    @property
+    def shown(self) -> str:
+        """The verdict as reports print it: "proved (not replayed)" for a proof outside the checker."""
+        return "proved (not replayed)" if self.replay == "not replayed" else self.verdict
 
     @property
     def icon(self) -> str:
@@ -93,5 +107,6 @@ class ClaimResult:
             "counterexample": self.counterexample,
             "steps": self.steps,
             "cross_check": self.cross_check,
+            "replay": self.replay or None,
             "error": self.error,
         }

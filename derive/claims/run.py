@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from derive.claims import show
+from derive.claims.certify import certify
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.errors import InternalError
@@ -44,8 +45,8 @@ class SpecResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "error": 0}``"""
-        return count_verdicts(c.verdict for c in self.claims)
+        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "error": 0, "replayed": 2}``"""
+        return count_verdicts((c.verdict for c in self.claims), sum(c.replay == "replayed" for c in self.claims))
 
     @property
     def traced(self) -> list[dict]:
@@ -134,6 +135,7 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
             out = _as_written(spec, claim, PROVERS[claim.kind](ctx, claim))
             if out.fault and out.status == UNDECIDED:
                 raise InternalError(out.fault)
+            out = certify(ctx, claim, out)  # a proof is a verdict only when its certificate replays
         except Exception as exc:  # noqa: BLE001 - an engine failure is the error outcome, never a verdict
             # (a RecursionError too: the parser bounds a spec's expressions at 40 levels, so one is
             # the engine recursing without end or past Python's stack, not the input being too deep)
@@ -141,5 +143,5 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
                                          _shown(spec, out.witness) if out.status == "refuted" else None,
-                                         out.steps, out.check, claim.expect))
+                                         out.steps, out.check, claim.expect, seal=out.seal))
     return result

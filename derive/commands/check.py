@@ -68,6 +68,9 @@ def add_arguments(parser) -> None:
                         help="also append the Markdown report to PATH (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--sarif", metavar="PATH",
                         help="also write the SARIF report to PATH (for github/codeql-action/upload-sarif)")
+    parser.add_argument("--certificates", metavar="DIR",
+                        help="write the certificate of every proof that replayed to DIR/SPEC/CLAIM.json "
+                             "(check them again with `derive replay DIR`)")
     parser.add_argument("--changed", action="store_true",
                         help="FILE... are changed files of any kind (as pre-commit passes them): check the "
                              "*.derive.toml specs of their repository that are among them or read one of them")
@@ -122,6 +125,28 @@ def append(text: str, path: str) -> None:
             fh.write(text)
     except OSError as exc:
         raise InputError(f"--summary {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def write_certificates(results, folder: Path) -> None:
+    """Each replayed proof's certificate as FOLDER/SPEC/CLAIM.json (SPEC the file's name without
+    .toml, numbered when two files share one)."""
+    from derive.render.output import certificate_bytes
+
+    used: set[str] = set()
+    for r in results:
+        stem, k = Path(r.file).name.removesuffix(".toml"), 1
+        while stem in used:
+            k += 1
+            stem = f"{Path(r.file).name.removesuffix('.toml')}-{k}"
+        used.add(stem)
+        for c in r.claims:
+            if c.verdict == "proved" and c.seal is not None and c.seal.certificate is not None:
+                target = folder / stem / f"{c.name}.json"
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(certificate_bytes(c.seal.certificate))
+                except OSError as exc:
+                    raise InputError(f"--certificates {folder}: cannot write: {exc.strerror or exc}") from None
 
 
 def failing(claims, fail_on: str) -> bool:
@@ -303,6 +328,8 @@ def _check(args) -> int:
     if getattr(args, "baseline", None) is not None:
         return run_baseline(args, cfg)
     results = check_files(unique(args.files), cfg)
+    if getattr(args, "certificates", None):
+        write_certificates(results, Path(args.certificates))
     write(render(results, args.format), args.output)
     if getattr(args, "summary", None):
         append(render(results, "md"), args.summary)

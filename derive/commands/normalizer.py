@@ -55,7 +55,9 @@ def table(entry, params: dict, limit: float) -> dict:
         try:
             with time_limit(limit):
                 der = derive_property(entry.name, prop, **params)
+            seal = der.verdict.seal
             rows.append({"property": prop, "title": plain_math(title), "verdict": der.verdict.status,
+                         "replay": None if seal is None else "replayed" if seal.replayed else "not replayed",
                          "value": plain_math(der.value_text()), "reason": der.verdict.reason, "error": None})
         except TimeLimit:
             rows.append({"property": prop, "title": plain_math(title), "verdict": "undecided", "value": "?",
@@ -85,8 +87,9 @@ def markdown(t: dict) -> str:
     lines = [f"### Normalizer `{t['normalizer']}`", "", f"weight: `{t['formula']}`", "",
              "| property | verdict | value | reason |", "|---|---|---|---|"]
     for r in t["properties"]:
-        word = "internal error" if r["verdict"] == "error" else r["verdict"]
-        cells = [r["title"], f"{_MARK[r['verdict']]} {word}", r["value"], r["reason"]]
+        shown = "internal error" if r["verdict"] == "error" else \
+            "proved (not replayed)" if r.get("replay") == "not replayed" else r["verdict"]
+        cells = [r["title"], f"{_MARK[r['verdict']]} {shown}", r["value"], r["reason"]]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     fam = t["softmax_family"]
     if fam["member"]:

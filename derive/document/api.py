@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
@@ -230,6 +230,7 @@ class Document:
     facts: dict = field(default_factory=dict)  # name → Fact: what prose may refer to; never rendered
     cited: list = field(default_factory=list)  # keys of the works cited, in order of first citation
     decided: dict = field(default_factory=dict)  # status → count of claims decided outside steps (table cells)
+    certified: list = field(default_factory=list)  # (name, Seal) of proofs shown outside steps (table cells)
 
     def __post_init__(self) -> None:
         self.summary = _CITE.sub(self._cite, self.summary)  # a summary may cite; it has no facts yet
@@ -423,6 +424,8 @@ class Document:
         out = []
         for k, (label, expr) in enumerate(rows):
             c = classify(unfold(expr), index, self.cfg)
+            if c.verdict.status == PROVED:
+                c = replace(c, verdict=_sealed(self.slug, f"{name}: {label}", c.verdict, c.first, c.second))
             if c.verdict.status not in (PROVED, REFUTED):
                 raise StepFailed(f"{self.slug}: {name}: could not classify {label}: {c.verdict.reason}")
             if expect is not None and c.label != expect[k]:
@@ -448,6 +451,27 @@ class Document:
         self.checks.append(result)
         self._register(name, "passed")
         return result
+
+    def certify(self, name: str, verdict) -> None:
+        """Count a proof the page shows outside its steps (a table cell, a claim of a report) with
+        its certificate: ``verdict`` is a proved :class:`~derive.prove.verdict.Verdict` or a claim
+        result, whose seal says whether it replayed."""
+        seal = getattr(verdict, "seal", None)
+        if seal is not None:
+            self.certified.append((name, seal))
+
+    def seals(self) -> list:
+        """(name, Seal) of every proof on the page: each proved step (each link of a chain, each
+        row-constant classification) and each proof shown outside steps."""
+        out = []
+        for b in self.steps():
+            if b.kind == "equation":
+                out.append((b.name, b.verdict.seal))
+            elif b.kind == "chain":
+                out += [(f"{b.name} (link {k})", v.seal) for k, v in enumerate(b.verdicts, 1)]
+            elif b.kind == "classification":
+                out += [(f"{b.name}: {label}", c.verdict.seal) for label, c in b.rows if c.verdict.proved]
+        return [(name, s) for name, s in out if s is not None] + list(self.certified)
 
     def steps(self) -> list:
         """The checked steps, in document order: equations, chains, refutations, classifications."""
@@ -497,7 +521,18 @@ def _prove(slug: str, name: str, a, b, cfg: Settings) -> Verdict:
         witness = {k: v for k, v in (verdict.witness or {}).items() if not k.startswith("_")}
         raise StepFailed(f"{slug}: step {name!r} is {verdict.status}: {verdict.reason}"
                          + (f"; witness {witness}" if witness else ""))
-    return verdict
+    return _sealed(slug, name, verdict, a, b)
+
+
+def _sealed(slug: str, name: str, verdict: Verdict, a, b) -> Verdict:
+    """The verdict with its certificate, replayed by the checker alone (:mod:`derive.certify.seal`):
+    a proof that does not replay stops the build, as an unproved step does."""
+    from derive.certify.seal import REJECTED, identity
+
+    seal = identity(a, b, f"{slug}: {name}")
+    if seal.status == REJECTED:
+        raise StepFailed(f"{slug}: step {name!r} was proved, but its proof did not replay: {seal.reason}")
+    return replace(verdict, seal=seal)
 
 
 def _cross_check(slug: str, name: str, a, b, cfg: Settings, where=None) -> CheckResult:

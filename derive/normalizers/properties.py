@@ -522,10 +522,27 @@ def derive_property(name: str, prop: str, **params) -> Derivation:
         raise InputError(f"unknown property {prop!r}: expected one of {', '.join(PROPERTIES)}")
     key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())))
     if key not in _CACHE:  # and once per build across the documents' processes
-        _CACHE[key] = once(f"derive_property {key!r}",
-                           lambda: _defined_rows(entry, prop, PROPERTIES[prop][1](entry, params_for(entry, params)),
-                                                      params))
+        _CACHE[key] = once(f"derive_property {key!r}", lambda: _computed(entry, prop, params))
     return _CACHE[key]
+
+
+def _computed(entry, prop: str, given: dict) -> Derivation:
+    """The derivation, its verdict about the weight as written, and a proof's certificate replayed
+    (:mod:`derive.normalizers.certify`): a proof that does not replay is undecided."""
+    from dataclasses import replace
+
+    from derive.certify.seal import REJECTED
+    from derive.normalizers.certify import certify_property
+
+    values = params_for(entry, given)
+    der = _defined_rows(entry, prop, PROPERTIES[prop][1](entry, values), given)
+    if der.verdict is not None and der.verdict.proved:
+        s = certify_property(entry, prop, values, der)
+        if s.status == REJECTED:
+            der.verdict, der.value = Verdict(UNDECIDED, f"the proof did not replay: {s.reason}"), "?"
+        else:
+            der.verdict = replace(der.verdict, seal=s)
+    return der
 
 
 # the properties whose counterexample search keeps to the domain of the weight as written

@@ -11,9 +11,20 @@ from derive.progress import note
 from derive.normalizers.properties import PROPERTIES, derive_property
 from derive.normalizers.registry import get, names
 
-__all__ = ["SYMBOL", "anchor", "build_table", "cell_text", "markdown"]
+__all__ = ["LEGEND", "SYMBOL", "anchor", "build_table", "cell_text", "markdown", "symbol"]
 
 SYMBOL = {"proved": "✅", "refuted": "❌", "undecided": "❓"}
+NOT_REPLAYED = "†"  # after ✅: proved (not replayed), the claim is outside the checker's language
+LEGEND = ("✅ proved symbolically and replayed by derive's independent checker from its certificate "
+          "([spec.md](spec.md#certificates)), ✅† proved (not replayed): a range, a sign or a limit along every path, "
+          "outside the checker's language, resting on the symbolic proof alone")
+
+
+def symbol(verdict) -> str:
+    """The icon of a verdict: ✅, ✅† (proved, not replayed), ❌ or ❓."""
+    seal = getattr(verdict, "seal", None)
+    return SYMBOL[verdict.status] + (NOT_REPLAYED if verdict.status == "proved" and seal is not None
+                                     and not seal.replayed else "")
 
 
 def anchor(name: str, prop: str) -> str:
@@ -39,7 +50,7 @@ def cell_text(der, link: bool = True) -> str:
     # the icon already says yes, no or undecided: a value that only repeats it is left out
     head, _, rest = value.partition(": ")
     value = "" if value in _SAID_BY_ICON else rest if head in _SAID_BY_ICON and rest else value
-    text = f"{SYMBOL[der.verdict.status]} {value}".strip()
+    text = f"{symbol(der.verdict)} {value}".strip()
     return f"[{text}](#{anchor(der.normalizer, der.prop)})" if link else text
 
 

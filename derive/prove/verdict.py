@@ -15,6 +15,8 @@ class Verdict:
     reason: str
     method: str = ""
     witness: dict | None = field(default=None, compare=False)
+    # the certificate of a proof and whether it replayed (derive.certify.seal.Seal), None if not sought
+    seal: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.status not in (PROVED, REFUTED, UNDECIDED):

@@ -56,6 +56,9 @@ def render_document(doc, figure_pdfs: bool = True) -> Rendered:
     out.docs[f"{doc.slug}.md"] = _tidy(md).encode()
     out.docs[f"{doc.slug}.json"] = to_json(doc).encode()
     out.build[f"{doc.slug}.tex"] = _tidy(env.get_template("document.tex.j2").render(**view(doc, "tex"))).encode()
+    for k, (name, seal) in enumerate(doc.seals(), 1):  # what `derive replay` checks (build/certificates/)
+        if seal.certificate is not None:
+            out.build[f"certificates/{doc.slug}/{k:03d}.json"] = certificate_bytes(seal.certificate)
     for b in doc.blocks:
         if b.kind == "figure":
             drawn = b.render(("svg", "pdf") if figure_pdfs else ("svg",))
@@ -63,6 +66,13 @@ def render_document(doc, figure_pdfs: bool = True) -> Rendered:
             if figure_pdfs:
                 out.build[f"{b.slug}.pdf"] = drawn["pdf"]
     return out
+
+
+def certificate_bytes(cert: dict) -> bytes:
+    """A certificate as written to a file: JSON, keys in order, one line per step."""
+    import json
+
+    return (json.dumps(cert, ensure_ascii=False, indent=1, sort_keys=False) + "\n").encode()
 
 
 def _tidy(text: str) -> str:

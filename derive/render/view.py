@@ -71,6 +71,35 @@ def _method(method: str, target: str) -> str:
     return _text(method, target)
 
 
+def proved_label(verdict) -> str:
+    """"proved", or "proved (not replayed)" for a proof outside the checker's language."""
+    seal = getattr(verdict, "seal", None)
+    return "proved (not replayed)" if seal is not None and not seal.replayed else "proved"
+
+
+def _not_replayed(verdict) -> str:
+    return "; not replayed" if proved_label(verdict) != "proved" else ""
+
+
+REPLAY_NOTE = ("Certificates: {replayed} of the {total} proofs of this page{cells} were replayed by derive's "
+               "independent checker from their certificates (`derive replay`; its rules and what a replayed proof "
+               "guarantees are in [spec.md](spec.md#certificates)).")
+
+
+def replay_note(seals: list, target: str) -> str:
+    """The appendix's count of the page's proofs that replayed, and those outside the checker."""
+    if not seals:
+        return ""
+    out = [s for _, s in seals if not s.replayed]
+    cells = " (steps, and the proved claims of its tables)" if any(n.startswith("cell ") for n, _ in seals) else ""
+    text = REPLAY_NOTE.format(replayed=len(seals) - len(out), total=len(seals), cells=cells)
+    if out:
+        text += (f" {len(out)} {'is' if len(out) == 1 else 'are'} marked *proved (not replayed)*: the claim is outside "
+                 "the checker's language (a range, a sign, a limit along every path, an inequality, a function it "
+                 "knows by name only), and rests on derive's symbolic proof alone.")
+    return _paragraphs(text, target)
+
+
 def _block(b, target: str, numbers: dict) -> dict:
     out = {"kind": b.kind}
     if b.kind == "section":
@@ -79,7 +108,7 @@ def _block(b, target: str, numbers: dict) -> dict:
         out["text"] = _paragraphs(b.text, target)
     elif b.kind == "equation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} {b.relation} {tex(b.rhs)}", why=_text(b.why, target),
-                   verdict=b.verdict.status, method=_method(b.verdict.method, target),
+                   verdict=b.verdict.status, method=_method(b.verdict.method, target), proved=proved_label(b.verdict),
                    check=_text(_check_text(b.check, numbers), target))
     elif b.kind == "refutation":
         out.update(name=_text(b.name, target), math=f"{tex(b.lhs)} \\neq {tex(b.rhs)}", why=_text(b.why, target),
@@ -89,13 +118,14 @@ def _block(b, target: str, numbers: dict) -> dict:
         lines[0] = lines[0] + " " + lines[1]
         math = r"\begin{aligned}" + " \\\\\n".join([lines[0]] + lines[2:]) + r"\end{aligned}"
         out.update(name=_text(b.name, target), math=math,
-                   whys=[_text(w, target) + f" ({_method(v.method, target)})" for w, v in zip(b.whys, b.verdicts)],
+                   whys=[_text(w, target) + f" ({_method(v.method, target)}{_not_replayed(v)})"
+                         for w, v in zip(b.whys, b.verdicts)],
                    verdict="proved", check=_text(_check_text(b.check, numbers), target))
     elif b.kind == "classification":
         rows = []
         for label, c in b.rows:
             var = tex(c.index)
-            evidence = (f"proved: $f({var}_1) - f({var}_2)$ reduces to $0$ ({c.verdict.method})"
+            evidence = (f"{proved_label(c.verdict)}: $f({var}_1) - f({var}_2)$ reduces to $0$ ({c.verdict.method})"
                         if c.verdict.proved else _witness_text(c.verdict.witness))
             rows.append({
                 "label": _cell(label, target),
@@ -248,6 +278,7 @@ def view(doc, target: str) -> dict:
         # equations shown without a numeric check (their two sides are one expression)
         "n_unchecked": sum(1 for b in doc.blocks if b.kind == "equation" and b.check is None),
         **_check_table(doc.checks, target, wheres),
+        "replay_note": replay_note(doc.seals(), target),
         "references": references(doc.cited, target),
     }
 
@@ -288,10 +319,12 @@ def _steps_json(doc) -> list[dict]:
     for b in doc.blocks:
         if b.kind == "equation":
             steps.append({"name": b.name, "kind": "equation", "statement": f"{tex(b.lhs)} = {tex(b.rhs)}",
-                          "why": b.why, "verdict": b.verdict.status, "method": b.verdict.method})
+                          "why": b.why, "verdict": b.verdict.status, "method": b.verdict.method,
+                          "replay": _replay(b.verdict)})
         elif b.kind == "chain":
             steps.append({"name": b.name, "kind": "chain", "statement": " = ".join(tex(e) for e in b.exprs),
-                          "why": b.whys, "verdict": "proved", "method": [v.method for v in b.verdicts]})
+                          "why": b.whys, "verdict": "proved", "method": [v.method for v in b.verdicts],
+                          "replay": [_replay(v) for v in b.verdicts]})
         elif b.kind == "refutation":
             w = b.verdict.witness
             steps.append({"name": b.name, "kind": "refutation", "statement": f"{tex(b.lhs)} \\neq {tex(b.rhs)}",
@@ -302,8 +335,14 @@ def _steps_json(doc) -> list[dict]:
                 w = c.verdict.witness
                 steps.append({"name": f"{b.name}: {label}", "kind": "classification", "statement": tex(c.expr),
                               "why": b.why, "verdict": c.verdict.status, "classification": c.label,
+                              "replay": _replay(c.verdict),
                               "witness": {k: v for k, v in w.items() if not k.startswith("_")} if w else None})
     return steps
+
+
+def _replay(verdict):
+    seal = getattr(verdict, "seal", None)
+    return None if seal is None else "replayed" if seal.replayed else "not replayed"
 
 
 def to_json(doc) -> str:
@@ -314,6 +353,7 @@ def to_json(doc) -> str:
         "data": doc.data,
         "steps": _steps_json(doc),
         "checks": [c.as_json() for c in doc.checks],
+        "replay": {"proofs": len(doc.seals()), "replayed": sum(s.replayed for _, s in doc.seals())},
         "references": [{k: v for k, v in r.items() if k != "text"} for r in references(doc.cited, "md")],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False) + "\n"

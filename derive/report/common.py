@@ -24,7 +24,8 @@ PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
 
 def total_counts(results: list) -> dict[str, int]:
     """The verdict counts of every claim of every spec (``SpecResult.counts`` summed)."""
-    return count_verdicts(c.verdict for r in results for c in r.claims)
+    claims = [c for r in results for c in r.claims]
+    return count_verdicts((c.verdict for c in claims), sum(getattr(c, "replay", "") == "replayed" for c in claims))
 
 
 def expectation_note(claims) -> int | None:
@@ -82,7 +83,12 @@ def claim_title(claim) -> str:
         return f"{claim.name} is {claim.verdict} (as expected)"
     if not claim.as_expected and claim.expected != "proved":
         return f"{claim.name}: {claim.miss}"
-    return f"{claim.name} is {claim.verdict}"
+    return f"{claim.name} is {_shown(claim)}"
+
+
+def _shown(claim) -> str:
+    """The verdict as read: "proved (not replayed)" for a proof outside the checker's language."""
+    return getattr(claim, "shown", claim.verdict)
 
 
 def claim_message(claim, note: str = "", code: str = "`") -> str:
@@ -94,7 +100,7 @@ def claim_message(claim, note: str = "", code: str = "`") -> str:
         return f"{code}{claim.claim}{code} has no verdict: {claim.reason}"
     expect = f" ({claim.miss})" if claim.expected != "proved" and not claim.as_expected else \
         " (as expected)" if claim.expected != "proved" else ""
-    message = f"{code}{claim.claim}{code} is {claim.verdict}{expect}{note}: {plain_math(claim.reason)}"
+    message = f"{code}{claim.claim}{code} is {_shown(claim)}{expect}{note}: {plain_math(claim.reason)}"
     extra = counterexample_line(claim.counterexample)
     return message + "\n" + extra if extra else message
 
