@@ -96,8 +96,10 @@ def test_fault_texts_are_math_in_documents_and_plain_on_a_terminal():
     assert by_key["acc_not_rescaled"].fix == "acc ← e^(m − m') acc + ∑_tile e^(x − m') v"
     assert by_key["seeded_twice_empty_split"].fix == ("an empty split returns (m, ℓ, acc) = (−∞, 0, 0) (or lse = −∞); "
                                                       "only the combine adds the extra logit")
-    assert by_key["extra_grad_missing"].fix.startswith("∂L/∂σ = −P_σ D_i per row, with P_σ = e^(σ − lse_i)")
-    assert by_key["kv_only_lse_backward"].does == ("recomputes P_j = e^(x_j − lse_KV) with lse_KV = log ∑_t e^x_t, "
+    # the gradient of the extra logit with its value: −p_* D only where v* = 0 (a sink), never for add_bias_kv
+    assert by_key["extra_grad_missing"].fix.startswith("∂L/∂x* = p_*(⟨dO_i, v*⟩ − D_i) per row, with "
+                                                       "p_* = e^(x* − lse_i)")
+    assert by_key["kv_only_lse_backward"].does == ("recomputes p_j = e^(x_j − lse_KV) with lse_KV = log ∑_t e^x_t, "
                                                    "without the extra logit")
 
 # ---- the numeric kernels are the definition on adversarial partitions -------------------
