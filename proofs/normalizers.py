@@ -131,26 +131,12 @@ def document() -> Document:
     if notes:
         doc.prose("\n".join(notes))
 
-    doc.section("2. The comparison table", anchor="nrm-table")
-    doc.prose(
-        "✅ proved symbolically (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
-        "proved identity that contradicts the claim, ❓ undecided (the reason is given). Click a cell for its "
-        "derivation, and a property for the claim it decides. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
-        "listed with them."
-    )
-    cols = names()
-    doc.table(["property"] + [f"`{c}`" for c in cols],
-              [[f"[{title}](#nrm-prop-{prop.replace('_', '-')})"] + [cell_text(table[(c, prop)]) for c in cols]
-               for prop, (title, _) in PROPERTIES.items()])
-    counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
-    doc.tally(d.verdict.status for d in table.values())
-    doc.prose(f"{len(table)} cells: {counts['proved']} proved, {counts['refuted']} refuted, "
-              f"{counts['undecided']} undecided.")
+    doc.section("2. What the table does not decide", anchor="nrm-notes")
     _clipped_long_rows(doc, table)
 
     doc.section("3. Equivalences between tokens and normalizers")
-    doc.prose("An extra token (key κ, value ν) against a normalizer over the real keys, decided by the same prover "
-              "(derivations in [softmax-one.md](softmax-one.md#nrm-equivalences)):")
+    doc.prose("An extra token (key $k^{*}$, value $v^{*}$) against a normalizer over the real keys, decided by the "
+              "same prover (derivations in [softmax-one.md](softmax-one.md#nrm-equivalences)):")
     eq_rows = []
     for e, v in equivalences.decide_all():
         if v.status != e.expect:
@@ -159,8 +145,10 @@ def document() -> Document:
         doc.tally([v.status])
     doc.table(["claim", "condition", "verdict"], eq_rows)
 
+    doc.appendix("Appendix: the derivations")
     _derivations(doc, table)
     _numeric_checks(doc, table)
+    _results(doc, table)
     doc.record("table", {f"{n}/{p}": {"verdict": d.verdict.status, "value": d.value_text(), "reason": d.verdict.reason}
                          for (n, p), d in sorted(table.items())})
     return doc
@@ -177,7 +165,7 @@ def _derivations(doc: Document, table: dict) -> None:
     sides, a step that only writes the definition out for the case at hand (two keys, a shifted
     row) is set inline when short and left out otherwise, and a formula displayed under an
     earlier property is referred to, not repeated."""
-    doc.section("4. Derivations, by property")
+    doc.section("A. Derivations, by property", level=3)
     doc.prose("Each property is stated once. Normalizers decided by the same argument share one entry: the "
               "argument is written once, and what differs between them (a formula, a limit, a counterexample's "
               "values) is listed by normalizer, with the names of the table's columns. In a displayed equation "
@@ -185,7 +173,7 @@ def _derivations(doc: Document, table: dict) -> None:
               "the proof and the numeric check use it written out.")
     seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
-        doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
+        doc.section(f"A.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
         doc.prose(f"**Claim** (`{prop}`): {table[(names()[0], prop)].claim}.")
         exact: dict[tuple, list[str]] = {}
         for name in names():
@@ -409,7 +397,7 @@ class _Restated(str):
 
 def _restated_ref(m: _Restated) -> str:
     k = list(PROPERTIES).index(m.prop) + 1
-    return (f"the equation of [4.{k}](#nrm-prop-{m.prop.replace('_', '-')}) with ${m.sub}$"
+    return (f"the equation of [A.{k}](#nrm-prop-{m.prop.replace('_', '-')}) with ${m.sub}$"
             + (", read from right to left" if m.reverse else ""))
 
 
@@ -442,7 +430,7 @@ def _display(m: str, seen: dict, k: int, prop: str, name: str) -> str:
 
 def _where(place: tuple) -> str:
     k, here = place
-    return f"[4.{k}](#{here})"
+    return f"[A.{k}](#{here})"
 
 
 def _witnesses(groups: list[_Group]) -> tuple[str, list, bool]:
@@ -538,3 +526,49 @@ def _clipped_long_rows(doc: Document, table: dict) -> None:
         "(checks at the end). So long rows can abstain *exactly*, which is what the clipping is for; only the "
         "quantifier over all rows fails."
     )
+
+
+# ---- the results box: the comparison table, by topic ----------------------------------------------
+
+TOPICS = {  # the table split by topic, each narrow enough for a page
+    "Shifts and mass": ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", "can_abstain"),
+    "Limits as the scores go to −∞": ("limit_uniform", "limit_iterated", "limit_any_path"),
+    "Ratios and gradients": ("ratio_identity", "jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"),
+    "Bias and implementation": ("k_bias_cancels", "stable_form"),
+}
+assert sorted(p for ps in TOPICS.values() for p in ps) == sorted(PROPERTIES), "every property in one topic"
+# an undecided cell whose reason is that no rule of the engine fits the normalizer's shape, as opposed to one
+# where a rule ran and could not decide (a sign, a limit SymPy did not take): shown ⊘, not ❓
+NO_RULE = ("no rule", "no range rule", "no closed form", "are not of the form", "no bound applies")
+
+
+def no_rule(der) -> bool:
+    return der.verdict.status == "undecided" and any(w in der.verdict.reason for w in NO_RULE)
+
+
+def _table_cell(der) -> str:
+    text = cell_text(der)
+    if no_rule(der):
+        text = text.replace("❓", "⊘", 1).replace("[⊘](", "[⊘ no rule](", 1)
+    return text
+
+
+def _results(doc: Document, table: dict) -> None:
+    counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
+    rules = sum(1 for d in table.values() if no_rule(d))
+    doc.tally(d.verdict.status for d in table.values())
+    with doc.results():
+        doc.section("The comparison table", anchor="nrm-table", level=3)
+        doc.prose(
+            "✅ proved symbolically (for symbolic n and any mask); ❌ refuted by a certified counterexample or by "
+            "a proved identity that contradicts the claim; ❓ undecided: a rule of the engine ran and could not "
+            "decide (a sign, a limit); ⊘ undecided because no rule of the engine fits the normalizer's shape "
+            "(not derived here, whatever the answer). Each cell links to its derivation in the appendix, each "
+            "property to the claim it decides; parameters are symbolic over their domain, counterexamples use the "
+            f"sample values listed with them. {len(table)} cells: {counts['proved']} proved, "
+            f"{counts['refuted']} refuted, {counts['undecided']} undecided ({rules} of them ⊘)."
+        )
+        for topic, props in TOPICS.items():
+            doc.prose(f"**{topic}**")
+            doc.table(["normalizer"] + [f"[{PROPERTIES[p][0]}](#nrm-prop-{p.replace('_', '-')})" for p in props],
+                      [[f"`{c}`"] + [_table_cell(table[(c, p)]) for p in props] for c in names()])

@@ -32,7 +32,7 @@ __all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal",
 
 KEY = sp.Symbol("k", integer=True, positive=True)
 XJ, XK = sp.symbols("x_j x_k", real=True)
-R = sp.Symbol("r", nonnegative=True)
+R = sp.Symbol("R", nonnegative=True)  # the other allowed keys of the row (R on the notation sheet)
 # what r stands for in every formula of the three claims (the two-key model of the module docstring)
 _TWO_KEYS = ("; in the formulas below, $r \\ge 0$ stands for the terms of the row's sums that come from its "
              "other allowed keys")

@@ -245,12 +245,12 @@ register(
                     ("v_star", "the learned value v*")),
         ref_defaults={"s_star": 0.0},
         latex=r"\operatorname{kv}^{*}",
-        definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
+        definition=r"p_j = \frac{e^{x_j}}{e^{x^*_i} + \sum_t e^{x_t}},\ x^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
         domain={"s_star": _sstar},
-        domain_text="$s^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
+        domain_text="$x^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
         sample={"s_star": 1},
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
-        note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
+        note="weights of the real keys only; the learned token adds $e^{x^*_i} v^* / (e^{x^*_i} + \\sum_t e^{x_t})$ to the output",
     )
 )
 register(
@@ -307,7 +307,7 @@ register(
 
 
 _eps = sp.Symbol("epsilon", positive=True)
-_ss = sp.Symbol("s", real=True)
+_ss = sp.Symbol("lambda_ssmax", real=True)  # SSMax's scale s, shown λ (s is the sink logit: one symbol, one meaning)
 register(
     from_formula(
         "softpick", "softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)",
@@ -329,9 +329,9 @@ register(
         params=("s",),
         ref_defaults={"s": 1.0},
         latex=r"\operatorname{ssmax}_s",
-        definition=r"p_j = \frac{e^{s \log(N) x_j}}{\sum_t e^{s \log(N) x_t}} = \frac{N^{s x_j}}{\sum_t N^{s x_t}},\ N = \text{allowed keys}",
+        definition=r"p_j = \frac{e^{\lambda \log(N_i) x_j}}{\sum_t e^{\lambda \log(N_i) x_t}} = \frac{N_i^{\lambda x_j}}{\sum_t N_i^{\lambda x_t}},\ N_i = \text{allowed keys}",
         domain={"s": _ss},
-        domain_text="$s$ real (learned per head); $N$ the number of allowed keys of the row",
+        domain_text="$\\lambda$ (the parameter `s`) real, learned per head; $N_i$ the number of allowed keys of the row",
         sample={"s": 1},
     )
 )
@@ -340,8 +340,8 @@ register(
         "sigmoid_logn", "sigmoid attention with bias −log n", "sigmoid(x_j - log(n))",
         sources=("ramapuram2025",),
         latex=r"\sigma_{-\log N}",
-        definition=r"p_j = \sigma(x_j - \log N),\ N = \text{allowed keys}",
-        note="the bias $b = -\\log N$ recommended for sigmoid attention, with $N$ the row's allowed keys",
+        definition=r"p_j = \sigma(x_j - \log N_i),\ N_i = \text{allowed keys}",
+        note="the bias $b = -\\log N_i$ recommended for sigmoid attention, with $N_i$ the row's allowed keys",
     )
 )
 register(
@@ -358,7 +358,7 @@ register(
         "relu_n", "ReLU attention divided by n", "relu(x_j) / n",
         sources=("wortsman2023",),
         latex=r"\operatorname{ReLU}/N",
-        definition=r"p_j = \operatorname{ReLU}(x_j) / N,\ N = \text{allowed keys}",
+        definition=r"p_j = \operatorname{ReLU}(x_j) / N_i,\ N_i = \text{allowed keys}",
     )
 )
 

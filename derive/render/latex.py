@@ -33,6 +33,8 @@ class DeriveLatexPrinter(LatexPrinter):
         inner = _FOLDING if self is not _FOLDING else self
         if den == 1 and not _holds_fraction(arg):
             return self._do_exponent(f"e^{{{inner._print(arg)}}}", exp)
+        if den.is_Number and not num.is_Add and not _holds_fraction(num):  # e^{x/2}: short, one level up
+            return self._do_exponent(f"e^{{{inner._print(num)}/{inner._print(den)}}}", exp)
         if den == 1:
             body = inner._print(arg)
         else:

@@ -52,6 +52,7 @@ SHEET: tuple[Symbol, ...] = (
            "$p^{0}, p^{Q}, p^{K}$ are the weights of $x^{0}, x^{Q}, x^{K}$", GROUPS[1]),
     Symbol("p1", "p^{(1)}", "the weights of softmax₁, $e^{x_j}/(1 + \\sum_t e^{x_t})$", GROUPS[1]),
     Symbol("Z", "Z_i", "the sum over the allowed keys $\\sum_t M_{i,t} e^{x_{i,t}}$ (no extra term)", GROUPS[1]),
+    Symbol("Zstar", "Z^{*}_i", "the normalizer with the extra token, $e^{x^{*}} + Z_i$", GROUPS[2]),
     Symbol("out", "\\mathrm{out}_i", "the output of row $i$, $\\sum_t p_{i,t} v_t$ (plus the extra token's "
            "share $p_* v^*$)", GROUPS[1]),
     Symbol("c", "c, c_i", "a shift added to every score of a row (row-constant)", GROUPS[1]),
@@ -93,6 +94,7 @@ SHEET: tuple[Symbol, ...] = (
     # functions
     Symbol("sigma", "\\sigma", "the logistic function $1/(1 + e^{-x})$, and nothing else", GROUPS[5]),
     Symbol("H", "H", "the unit step, $H(y) = 1$ for $y > 0$, else 0", GROUPS[5]),
+    Symbol("kappa", "\\kappa", "the condition number of a row in `derive impl`'s tolerance (never a key)", GROUPS[5]),
     Symbol("relu", "\\operatorname{ReLU}", "$\\max(0, \\cdot)$", GROUPS[5]),
 )
 
@@ -100,12 +102,15 @@ SHEET: tuple[Symbol, ...] = (
 SYMBOLS: dict[str, str] = {
     "c_cap": r"c_{\mathrm{cap}}",
     "s_star": r"x^{*}_{i}",
+    "s^*_i": r"x^{*}_{i}",  # the registry's symbol for add_bias_kv's parameter s_star
     "x_star": r"x^{*}",
     "lambda_ssmax": r"\lambda",
     "dO": r"\mathrm{dO}",
     "B": "B",
+    "v^*": r"v^{*}",
+    "k^*": r"k^{*}",
 }
-assert {s.engine for s in SHEET if s.engine} >= set(SYMBOLS), "every printed engine symbol is on the sheet"
+assert {s.engine for s in SHEET if s.engine} | {"k^*", "s^*_i"} >= set(SYMBOLS), "every printed engine symbol is on the sheet"
 
 # spellings the documents no longer use (LaTeX as the printer writes it) → what replaced them
 RETIRED: dict[str, str] = {
@@ -114,7 +119,6 @@ RETIRED: dict[str, str] = {
     "s^{Q}": "x^{Q}",
     "s^{K}": "x^{K}",
     "s^{*}_{i}": "x^{*}_{i}",
-    "\\kappa": "k^{*}",
     "\\nu": "v^{*}",
     "P_\\sigma": "p_{*}",
     "\\theta": "H",
