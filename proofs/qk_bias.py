@@ -228,12 +228,15 @@ def document() -> Document:
     doc.section("6. Exactly when a Q bias has no effect")
     zq = sp.Sum(M[i, t] * sp.exp(sQ(i, t)), (t, 1, n))
     z0 = sp.Sum(M[i, t] * sp.exp(s0(i, t)), (t, 1, n))
-    doc.equation(pQ(i, j) / p0(i, j), sp.exp(Dot(bQ, k0[j]) / SQRT_D) * z0 / zq, assume={M[i, j]: 1},
+    Z0 = notation("Z0", lambda: z0, latex="Z^{0}_{i}", nargs=0)
+    ZQ = notation("ZQ", lambda: zq, latex="Z^{Q}_{i}", nargs=0)
+    doc.equation(pQ(i, j) / p0(i, j), sp.exp(Dot(bQ, k0[j]) / SQRT_D) * Z0() / ZQ(), assume={M[i, j]: 1},
                  name="ratio of weights with and without Q bias",
                  why="For an allowed key $j$, the weights differ by the factor "
                      "$\\exp(\\langle b_Q, k^{0}_{j} \\rangle / \\sqrt{d})$ times a ratio of normalizers.")
-    doc.classify([("ratio of normalizers", z0 / zq)], j, name="the normalizer ratio is row-constant",
-                 why="The ratio of normalizers is the same for every key:", expect=["row-constant"])
+    doc.classify([("ratio of normalizers", Z0() / ZQ())], j, name="the normalizer ratio is row-constant",
+                 why="The ratio of normalizers, $Z^{0}_i = \\sum_t M_{i,t} e^{x^{0}_{it}}$ over "
+                     "$Z^{Q}_i = \\sum_t M_{i,t} e^{x^{Q}_{it}}$, is the same for every key:", expect=["row-constant"])
     gamma = sp.Symbol("gamma_i", real=True)
     s_gamma = lambda a, b: (Dot(q0[a], k0[b]) + gamma) / SQRT_D
     doc.prose(

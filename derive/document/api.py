@@ -37,6 +37,7 @@ verdict is *refuted*; ``{value:NAME=(0, 1)}`` does the same for a value;
 
 from __future__ import annotations
 
+import dataclasses
 import contextlib
 import re
 import time
@@ -470,7 +471,7 @@ class Document:
                 raise StepFailed(f"{self.slug}: {name}: could not classify {label}: {c.verdict.reason}")
             if expect is not None and c.label != expect[k]:
                 raise StepFailed(f"{self.slug}: {name}: {label} is {c.label}, not {expect[k]}")
-            out.append((label, c))
+            out.append((label, dataclasses.replace(c, expr=expr)))  # shown as written, notation folded
         self.timings.append((name, time.perf_counter() - t0, 0.0))
         step = Classified(name, out, index, why)
         self.blocks.append(step)
