@@ -57,8 +57,8 @@ ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", 
 NEW = {
     # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path
     "softpick": "RURUPPUURUUURP",
-    # softmax of s·log(N)·x: shift-invariant, sums to 1, ratio N^{s(x1 - x2)}
-    "ssmax": "PPPURPURRUUUPP",
+    # softmax of s·log(N)·x: shift-invariant, sums to 1 (so its mass range is {1}), ratio N^{s(x1 - x2)}
+    "ssmax": "PPPPRPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row
     "sigmoid_logn": "RURUPPUURPRPRP",
     # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
@@ -75,6 +75,7 @@ VALUES = {
     ("softmax1", "mass_range"): "(0, 1)",
     ("sink", "mass_range"): "(0, 1)",
     ("sigmoid", "mass_range"): "(0, N)",
+    ("ssmax", "mass_range"): "{1}",  # no row form: read off the proof that the weights sum to 1
     ("softmax", "limit_uniform"): "\\frac{1}{N_{i}}",
     ("softmax1", "limit_uniform"): "$0$",
     ("softcap", "limit_uniform"): "\\frac{1}{N_{i}}",
@@ -246,7 +247,7 @@ def test_derivatives_are_shown_factored_and_their_signs_still_decided():
     soft = derive_property("softmax", "jacobian_offdiagonal")
     assert soft.verdict.status == P
     assert soft.latex_steps()[1][1] == ("\\frac{\\partial p_j}{\\partial x_k} = - \\frac{e^{x_{j} + x_{k}}}"
-                                        "{\\left(r + e^{x_{j}} + e^{x_{k}}\\right)^{2}}")
+                                        "{\\left(R + e^{x_{j}} + e^{x_{k}}\\right)^{2}}")
 
 
 @pytest.mark.parametrize("name, restated", [("softmax", True), ("ssmax", True), ("clipped", True),

@@ -101,7 +101,7 @@ EQUIVALENCES = [
     Equivalence(
         "K bias on every key, token included",
         "the K bias reaches the token and every real key alike: $k^{*} = b_K$, $k_t + b_K$",
-        "the K bias reaches the token and every key alike: equal to softmax₁ of the *bias-free* scores",
+        "equal to softmax₁ of the *bias-free* scores: the bias shifts the whole row, the token's score included",
         lambda: token_output(B_K, ZERO, key_shift=B_K),
         lambda: normalizer_output("softmax1"),
         "proved",

@@ -155,6 +155,21 @@ def weights_sum_to_one(entry, params) -> Derivation:
 
 def mass_range(entry, params) -> Derivation:
     """The exact set of values Σ_j p_j takes over all rows (non-empty allowed set)."""
+    der = _mass_range(entry, params)
+    if der.verdict.status != UNDECIDED:
+        return der
+    # No form of the weights gave the range; the mass may still be a constant: a proof that the
+    # weights of every row with an allowed key sum to 1 gives the range {1} whatever their shape.
+    total = weights_sum_to_one(entry, params)
+    if total.verdict.status == PROVED:
+        der.step("the weights of every row with an allowed key sum to 1 (proved)", total.equality)
+        der.verdict = Verdict(PROVED, "the mass is 1 for every row with an allowed key",
+                              method=f"sum of the weights = 1 ({total.verdict.method})")
+        der.value = "{1}"
+    return der
+
+
+def _mass_range(entry, params) -> Derivation:
     der = Derivation(entry.name, "mass_range", "the exact range of $\\sum_j p_j$ over all score rows", None)
     W = weight(entry, params)
     form = row_form(W)
