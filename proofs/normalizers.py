@@ -22,7 +22,7 @@ from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
 from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
-from derive.normalizers.registry import REGISTRY, get, names
+from derive.normalizers.registry import REGISTRY, allowed_keys, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
 from derive.render.view import assignment
@@ -52,6 +52,11 @@ def _number(value) -> str:
     return re.sub(r"(?<![\w.])-(?=[\d.])", "−", str(value))
 
 
+def _allowed(x, m) -> int:
+    """N_i of a row: its allowed keys (every key when there is no mask)."""
+    return len(x) if m is None else sum(bool(a) for a in m)
+
+
 def _numeric_checks(doc: Document, table: dict) -> None:
     checks = []
     for name in names():
@@ -69,12 +74,15 @@ def _numeric_checks(doc: Document, table: dict) -> None:
             subs = dict(entry_sample_subs(entry, params))
             subs[C] = sp.nsimplify(SHIFT)
             other, new = entry.shift_effect(C, params)
-            new_f = {k: float(sp.sympify(v).subs(subs)) for k, v in new.items()}
+            # a new parameter may depend on the row through N_i, its allowed keys (sigmoid −log N)
+            N = sp.Symbol("N", positive=True)
+            new_e = {k: sp.sympify(v).subs(subs).subs(allowed_keys(), N) for k, v in new.items()}
             other_ref = get(other).reference
             checks.append(identity_check(
                 f"{name}: a shift by c = {SHIFT} equals {other}",
                 lambda x, m, _r=ref, _s=sample: _r([v + SHIFT for v in x], m, **_s),
-                lambda x, m, _o=other_ref, _n=new_f: _o(x, m, **_n)))
+                lambda x, m, _o=other_ref, _n=new_e: _o(x, m, **{k: float(e.subs(N, _allowed(x, m)))
+                                                                 for k, e in _n.items()})))
         elif eff.verdict.proved:
             checks.append(identity_check(
                 f"{name}: invariant under a shift by c = {SHIFT}",
@@ -237,7 +245,8 @@ class _Group:
             steps = [s for s in steps if not s[2]]
         self.steps = steps
         w = v.witness or {}
-        self.key = (v.status, v.reason, v.method, self.eq is not None, bool(self.note),
+        # the note names this group's own expression: groups with different notes never share an entry
+        self.key = (v.status, v.reason, v.method, self.eq is not None, self.note,
                     tuple((_shape(why), setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
 
     def label(self) -> str:

@@ -59,8 +59,8 @@ NEW = {
     "softpick": "RURUPPUURUUURP",
     # softmax of s·log(N)·x: shift-invariant, sums to 1 (so its mass range is {1}), ratio N^{s(x1 - x2)}
     "ssmax": "PPPPRPURRUUUPP",
-    # σ(x - log N): elementwise in x, the bias depends on the row
-    "sigmoid_logn": "RURUPPUURPRPRP",
+    # σ(x - log N): elementwise in x, the bias depends on the row; a shift c is sigmoid with b = c - log N
+    "sigmoid_logn": "RPRUPPUURPRPRP",
     # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
     "stick_breaking": "RURUUUUURUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
@@ -75,7 +75,8 @@ VALUES = {
     ("softmax1", "mass_range"): "(0, 1)",
     ("sink", "mass_range"): "(0, 1)",
     ("sigmoid", "mass_range"): "(0, N)",
-    ("ssmax", "mass_range"): "{1}",  # no row form: read off the proof that the weights sum to 1
+    ("ssmax", "mass_range"): "{1}",
+    ("sigmoid_logn", "shift_effect"): "`sigmoid` with $b = c - \\log{\\left(N_{i} \\right)}$",  # no row form: read off the proof that the weights sum to 1
     ("softmax", "limit_uniform"): "\\frac{1}{N_{i}}",
     ("softmax1", "limit_uniform"): "$0$",
     ("softcap", "limit_uniform"): "\\frac{1}{N_{i}}",
@@ -259,3 +260,14 @@ def test_a_cancelled_k_bias_is_row_shift_invariance_under_a_substitution(name, r
     props = [p for _i, p, _s, _r in der.restates]
     assert props == (["shift_invariant"] if restated else [])
     assert der.verdict.status == (P if restated else R)
+
+
+def test_a_shared_entry_never_shows_one_normalizers_expression_for_another():
+    """sigmoid and sigmoid −log N are both proved by "both sides are the same expression", each of
+    its own: the document gives each its own entry (one entry showed sigmoid's for both)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "normalizers.md").read_text(encoding="utf-8")
+    entry = text.split('<a id="nrm-sigmoid-logn-shift-effect"></a>', 1)[1].split("<a id=", 1)[0]
+    assert entry.startswith("\n#### `sigmoid_logn`\n"), entry[:80]
+    assert "b = c - \\log{\\left(N_{i} \\right)}" in entry and "b \\mapsto b + c" not in entry

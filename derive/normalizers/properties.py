@@ -448,7 +448,11 @@ def _param_tex(name: str, param: str) -> str:
 def _assign(other: str, new: dict, own: str) -> str:
     """``sink`` with s = −c, or ``sink`` with s ↦ s − c when the entry keeps its own parameter."""
     arrow = "\\mapsto" if other == own else "="
-    return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in new.items())
+    # the row's allowed keys shown as N_i, as the limits show them (sigmoid −log N: b = c − log N_i)
+    t = sp.Symbol("t", integer=True, positive=True)
+    short = {k: canon_sums(sp.sympify(v)).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
+             for k, v in new.items()}
+    return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in short.items())
 
 
 def stable_form(entry, params) -> Derivation:

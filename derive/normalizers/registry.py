@@ -342,6 +342,8 @@ register(
         latex=r"\sigma_{-\log N}",
         definition=r"p_j = \sigma(x_j - \log N_i),\ N_i = \text{allowed keys}",
         note="the bias $b = -\\log N_i$ recommended for sigmoid attention, with $N_i$ the row's allowed keys",
+        # a shift c moves the bias −log N_i to c − log N_i: plain sigmoid, its bias fixed per row
+        shift_effect=lambda c, p: ("sigmoid", {"b": c - sp.log(allowed_keys())}),
     )
 )
 register(
@@ -361,6 +363,14 @@ register(
         definition=r"p_j = \operatorname{ReLU}(x_j) / N_i,\ N_i = \text{allowed keys}",
     )
 )
+
+
+def allowed_keys() -> sp.Expr:
+    """N_i, the number of keys row i may attend to, as the formula language reads ``n``."""
+    from derive.model.attention import n
+
+    r = sp.Symbol("r", integer=True, positive=True)
+    return sp.Sum(M[i, r], (r, 1, n))
 
 
 USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] tables, by registry name
