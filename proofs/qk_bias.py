@@ -328,6 +328,8 @@ def document() -> Document:
     # Which normalizers cancel a row constant: shift invariance, decided in normalizers.md.
     for name in ("softmax1", "sink", "sigmoid", "softcap", "clipped"):
         doc.fact(f"{name}: shift_invariant", derive_property(name, "shift_invariant"))
+    for name in ("softmax", "clipped", "softmax1", "sink", "sigmoid", "softcap"):  # read by the results
+        doc.fact(f"{name}: k_bias_cancels", derive_property(name, "k_bias_cancels"))
     link = lambda name, text: f"[{text}](normalizers.md#{anchor(name, 'shift_invariant')})"
     shift_row = (
         "the weights ignore a row constant exactly when the normalizer is shift-invariant (adding one constant to "
@@ -405,7 +407,13 @@ def _results(doc: Document) -> None:
             f"$\\langle b_Q, k^{{0}}_j \\rangle / \\sqrt{{d}}$ ({bound(doc, 'Q bias shifts the scores')}) and leaves row "
             "$i$'s weights unchanged **exactly when** that term takes one value on all allowed keys "
             f"({bound(doc, 'ratio of weights with and without Q bias', 'Q bias with a constant inner product')}). "
-            "Softmax alone of the normalizers compared here cancels the K bias this way (section 10)."
+            "Of the normalizers of section 10, the K bias cancels under softmax "
+            f"([{{verdict:softmax: k_bias_cancels=proved}}](normalizers.md#{anchor('softmax', 'k_bias_cancels')})) and "
+            f"clipped softmax ([{{verdict:clipped: k_bias_cancels=proved}}](normalizers.md#{anchor('clipped', 'k_bias_cancels')})), "
+            + ", ".join(f"{label} ([{{verdict:{name}: k_bias_cancels=refuted}}](normalizers.md#{anchor(name, 'k_bias_cancels')}))"
+                        for name, label in (("softmax1", "not under softmax₁"), ("sink", "a sink"),
+                                            ("sigmoid", "sigmoid attention"))) +
+            f" or soft-capping ([{{verdict:softcap: k_bias_cancels=refuted}}](normalizers.md#{anchor('softcap', 'k_bias_cancels')}))."
         )
         doc.prose("The article {cite:qkbias-article}, statement by statement, in its own notation ($s$ its scores, "
                   "$d_k$ its head dimension; statements in words translated from the Japanese):")
