@@ -206,9 +206,11 @@ def ratios(doc: Document) -> None:
             rows.append([f"`{name}`", _RATIO_KINDS[r.kind], f"$p_t = {tex(_shown(r.a))}$", "—", why])
             shown_forms[name] = f"{name}: elementwise"
             continue
-        params = {p: sp.Symbol(p, real=True) for p in entry.params}
-        a_t, b_t = (e.xreplace({YS: xk[i, t]}) for e in (r.a, r.b))
-        lhs = sp.Sum(M[i, t] * a_t * v[t], (t, 1, n)) / (r.extra + sp.Sum(M[i, t] * b_t, (t, 1, n)))
+        # the parameters under the names the table gives them (ε, λ, c_cap), over their domains
+        params = {p: _param_symbols().get(p, sp.Symbol(p, real=True)) for p in entry.params}
+        named = {sp.Symbol(p, real=True): sym for p, sym in params.items()}  # row_ratio's own symbols
+        a_t, b_t = (e.xreplace({YS: xk[i, t], **named}) for e in (r.a, r.b))
+        lhs = sp.Sum(M[i, t] * a_t * v[t], (t, 1, n)) / (r.extra.xreplace(named) + sp.Sum(M[i, t] * b_t, (t, 1, n)))
         mix = notation(f"mix_r_{name}", lambda _n=name, _p=params: sp.Sum(
             get(_n).weight(lambda k: xk[i, k], key=u, **_p) * v[u], (u, 1, n)), latex="\\sum_{u} p_u v_u", nargs=0)()
         step = f"`{name}` as a ratio of row sums"
