@@ -95,7 +95,7 @@ def test_clean_text_has_no_raw_markup():
     assert raw_markup("a non-empty set, tolerance 1e-12, keys 1-3") == []
 
 
-def _check_pdf(pdf: Path) -> None:
+def _check_pdf(pdf: Path) -> str:
     log = pdf.with_suffix(".log").read_text(errors="replace")
     assert bad_boxes(log) == [], f"{pdf.name}: lines wider than the page or stretched thin"
     fonts = subprocess.run([require_tool("pdffonts"), str(pdf)], capture_output=True, text=True, check=True).stdout
@@ -104,6 +104,7 @@ def _check_pdf(pdf: Path) -> None:
     text = subprocess.run([require_tool("pdftotext"), "-layout", str(pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
     assert raw_markup(text) == [], f"{pdf.name}: raw markup on the page"
+    return text
 
 
 @pytest.mark.slow
@@ -128,7 +129,9 @@ def test_every_pdf_is_clean(tmp_path, module):
                    log=lambda m: None)
     assert report.pdfs == 1
     (pdf,) = [p for p in (tmp_path / "build").glob("*.pdf") if p.with_suffix(".tex").exists()]
-    _check_pdf(pdf)
+    text = _check_pdf(pdf)
+    if module == "kernels":  # a command as typed: two hyphens, never an en dash (a TeX ligature)
+        assert "derive impl --form online" in text and "impl –form" not in text
 
 
 # -- derive check --format tex: the same markup pipeline as the documents -----------------
