@@ -72,7 +72,7 @@ def members() -> list[str]:
 def base2_backward(doc: Document, dq, dq_rec) -> None:
     """Base 2 in the backward: the weights rebuilt with exp2 are the forward's, and the scale of dQ, dK
     is 1/√d, not the forward's scale times log₂e."""
-    lse = sp.Symbol("lse", real=True)
+    lse = sp.Symbol("\\mathrm{lse}", real=True)  # set upright, as the notation sheet writes it
     xt = sp.Symbol("x_t", real=True)
     doc.prose("In base 2 the kernel rebuilds $p_t = 2^{x_t \\log_2 e - \\mathrm{lse}_2}$ with "
               "$\\mathrm{lse}_2 = \\mathrm{lse} \\log_2 e$, the forward's weight; $\\mathrm{dS}$ is then the same "
@@ -82,7 +82,7 @@ def base2_backward(doc: Document, dq, dq_rec) -> None:
                  why="$2^{y \\log_2 e} = e^{y}$ with $y = x_t - \\mathrm{lse}$.")
     doc.refutation(LOG2E * dq_rec, dq, name="dQ scaled by log₂e",
                    why="A kernel that multiplies $\\mathrm{dS}$ by the forward's base-2 scale $\\log_2 e/\\sqrt{d}$ "
-                       "returns $\\mathrm{dQ}$ (and $\\mathrm{dK}$) $\\log_2 e \\approx 1.44$ times too large",
+                       "returns $\\mathrm{dQ}$ (and $\\mathrm{dK}$) $\\log_2 e \\approx 1.44$ times too large.",
                    max_d=1, max_n=1)
 
 
