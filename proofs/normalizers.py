@@ -21,7 +21,15 @@ from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
 from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
-from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
+from derive.normalizers.properties import (
+    PROPERTIES,
+    C,
+    derive_property,
+    own_score_bound,
+    params_for,
+    single_key_weight,
+    weight,
+)
 from derive.normalizers.registry import REGISTRY, allowed_keys, get, names
 from derive.normalizers.table import SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
@@ -68,6 +76,16 @@ def _numeric_checks(doc: Document, table: dict) -> None:
             checks.append(identity_check(f"{name}: weights sum to 1",
                                          lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))],
                                          lambda x, m: [mpmath.mpf(1)]))
+        if table[(name, "can_abstain")].verdict.method == "bound by an own-score term, limit":
+            # the bound the abstention rests on, p_j ≤ g(x_j), on the same adversarial rows
+            y = sp.Symbol("y", real=True)
+            params = params_for(entry)
+            g = own_score_bound(weight(entry, params)).subs(dict(entry_sample_subs(entry, params)))
+            g_num = sp.lambdify(y, g.xreplace({s_: y for s_ in g.free_symbols}), "mpmath")
+            checks.append(identity_check(
+                f"{name}: each weight at most its own score's term",
+                lambda x, m, _r=ref, _s=sample, _g=g_num: [min(p, _g(mpmath.mpf(v))) for p, v in zip(_r(x, m, **_s), x)],
+                lambda x, m, _r=ref, _s=sample: list(_r(x, m, **_s))))
         eff = table[(name, "shift_effect")]
         if eff.verdict.proved and entry.shift_effect is not None:
             params = params_for(entry)

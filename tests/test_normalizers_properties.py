@@ -61,8 +61,8 @@ NEW = {
     "ssmax": "PPPPRPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row; a shift c is sigmoid with b = c - log N
     "sigmoid_logn": "RPRUPPUURPRPRP",
-    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
-    "stick_breaking": "RURUUUUURUUURP",
+    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1; abstains, since p_j ≤ σ(x_j)
+    "stick_breaking": "RURUPUUURUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
     "relu_n": "RURUPPUURRRRRP",
 }
@@ -271,3 +271,28 @@ def test_a_shared_entry_never_shows_one_normalizers_expression_for_another():
     entry = text.split('<a id="nrm-sigmoid-logn-shift-effect"></a>', 1)[1].split("<a id=", 1)[0]
     assert entry.startswith("\n#### `sigmoid_logn`\n"), entry[:80]
     assert "b = c - \\log{\\left(N_{i} \\right)}" in entry and "b \\mapsto b + c" not in entry
+
+
+def test_theown_score_bound_refuses_what_it_cannot_bound():
+    """p_j ≤ g(x_j) needs g ≥ 0 with g(−∞) = 0 and every product factor in [0, 1] for M_t ∈ {0, 1}:
+    weights made to break one condition each get no bound (and so no abstention from it)."""
+    import sympy as sp
+
+    from derive.model.attention import M, X, i, j, n
+    from derive.normalizers.properties import own_score_bound
+
+    t = sp.Symbol("t", integer=True, positive=True)
+    sig = lambda e: 1 / (1 + sp.exp(-e))
+    prod = lambda f: sp.Product(f, (t, j + 1, n))
+    good = M[i, j] * sig(X[i, j]) * prod(1 - M[i, t] * sig(X[i, t]))
+    assert own_score_bound(good) is not None
+    for bad in (
+        M[i, j] * sig(X[i, j]) * prod(1 + M[i, t] * sig(X[i, t])),  # a factor above 1
+        M[i, j] * sig(X[i, j]) * prod(1 - 2 * M[i, t] * sig(X[i, t])),  # a factor below 0
+        M[i, j] * (1 + sig(X[i, j])) * prod(1 - M[i, t] * sig(X[i, t])),  # g(−∞) = 1
+        M[i, j] * (sig(X[i, j]) - sp.Rational(1, 2)) * prod(1 - M[i, t] * sig(X[i, t])),  # g < 0 somewhere
+        M[i, j] * sig(X[i, j] + X[i, 1]) * prod(1 - M[i, t] * sig(X[i, t])),  # g reads another score
+        sig(X[i, j]) * prod(1 - M[i, t] * sig(X[i, t])),  # a masked key would get a weight
+        M[i, j] * sig(X[i, j]),  # no product: other rules decide
+    ):
+        assert own_score_bound(bad) is None, bad
