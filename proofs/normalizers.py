@@ -20,12 +20,12 @@ from derive.document.api import Document
 from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
+from derive.normalizers.bounds import own_score_bound
 from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
 from derive.normalizers.properties import (
     PROPERTIES,
     C,
     derive_property,
-    own_score_bound,
     params_for,
     single_key_weight,
     weight,

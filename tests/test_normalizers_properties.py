@@ -279,7 +279,7 @@ def test_theown_score_bound_refuses_what_it_cannot_bound():
     import sympy as sp
 
     from derive.model.attention import M, X, i, j, n
-    from derive.normalizers.properties import own_score_bound
+    from derive.normalizers.bounds import own_score_bound
 
     t = sp.Symbol("t", integer=True, positive=True)
     sig = lambda e: 1 / (1 + sp.exp(-e))

@@ -36,6 +36,7 @@ from derive.normalizers.algebra import (
     tidy,
     weight,
 )
+from derive.normalizers.bounds import own_score_bound
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
@@ -326,29 +327,6 @@ def _limit_uniform(entry, params) -> Derivation:
     out = copy.copy(_UNIFORM[key])
     out.steps = list(out.steps)
     return out
-
-
-def own_score_bound(W) -> sp.Expr | None:
-    """g when the weight is M_j·g(x_j)·∏ f_t with g ≥ 0, g(−∞) = 0 and every factor f_t in [0, 1]
-    for M_t ∈ {0, 1} and every real score (stick-breaking: g = σ, f_t = 1 − M_t σ(x_t)): then
-    0 ≤ p_j ≤ g(x_j), and every weight tends to 0 as its own score does, whatever the others do.
-    None when the weight has another shape or a condition is not proved."""
-    products = [f for f in sp.Mul.make_args(W) if isinstance(f, sp.Product)]
-    if not products:
-        return None
-    y = sp.Symbol("y", real=True)
-    for prod in products:
-        t = prod.limits[0][0]
-        f = prod.function.xreplace({X[i, t]: y})
-        for m in (0, 1):
-            fm = simplify(f.subs(M[i, t], m))
-            if fm.free_symbols - {y} or fm.is_nonnegative is not True or simplify(1 - fm).is_nonnegative is not True:
-                return None
-    rest = sp.Mul(*[f for f in sp.Mul.make_args(W) if not isinstance(f, sp.Product)])
-    g = rest.subs(M[i, j], 1).xreplace({X[i, j]: y})
-    if rest != M[i, j] * rest.subs(M[i, j], 1) or g.free_symbols - {y} or simplify(g).is_nonnegative is not True:
-        return None
-    return g if _limit(g, y, -sp.oo) == 0 else None
 
 
 def _limit(expr, var, point):
