@@ -62,7 +62,7 @@ NEW = {
     # σ(x - log N): elementwise in x, the bias depends on the row; a shift c is sigmoid with b = c - log N
     "sigmoid_logn": "RPRUPPUURPRPRP",
     # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1; abstains, since p_j ≤ σ(x_j)
-    "stick_breaking": "RURUPUUURUUURP",
+    "stick_breaking": "RURUPPUPRUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
     "relu_n": "RURUPPUURRRRRP",
 }

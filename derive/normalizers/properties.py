@@ -295,8 +295,9 @@ def can_abstain(entry, params) -> Derivation:
     bound = own_score_bound(W)
     if bound is not None:
         der.step("each weight is its own score's term times a product of factors in $[0, 1]$ (proved for "
-                 "$M_t \\in \\{0, 1\\}$ and every real score), so $0 \\le p_j \\le g(x_j)$; the limit of $g$",
-                 sp.Eq(shown("g(-\\infty)"), sp.S.Zero, evaluate=False))
+                 "$M_t \\in \\{0, 1\\}$ and every real score), so $0 \\le p_j \\le g(x_j)$, and "
+                 "$g(y) \\to 0$ as $y \\to -\\infty$",
+                 sp.Eq(shown("g(y)"), bound, evaluate=False))
         der.verdict = Verdict(PROVED, "every weight is at most a term of its own score that tends to 0 as that "
                                       "score → −∞", method="bound by an own-score term, limit")
         der.value = "yes"
@@ -323,10 +324,29 @@ def _limit_uniform(entry, params) -> Derivation:
     and it is a property of its own); each caller gets its own copy, which it may change."""
     key = (entry.name, entry.weight, tuple(sorted(params.items())))
     if key not in _UNIFORM:
-        _UNIFORM[key] = limits.limit_uniform(entry, params)
+        _UNIFORM[key] = _bounded(limits.limit_uniform(entry, params), entry, params, sp.S.Zero)
     out = copy.copy(_UNIFORM[key])
     out.steps = list(out.steps)
     return out
+
+
+def _limit_any_path(entry, params) -> Derivation:
+    return _bounded(limits.limit_any_path(entry, params), entry, params, "0")
+
+
+def _bounded(der: Derivation, entry, params, zero) -> Derivation:
+    """An undecided limit as all scores → −∞ decided by :func:`own_score_bound`: 0 ≤ p_j ≤ g(x_j) → 0,
+    along any path, so along the uniform one too."""
+    g = None if der.verdict.status != UNDECIDED else own_score_bound(weight(entry, params))
+    if g is None:
+        return der
+    der.step("each weight is its own score's term times a product of factors in $[0, 1]$, so "
+             "$0 \\le p_j \\le g(x_j)$, whatever the other scores do, and $g(y) \\to 0$ as $y \\to -\\infty$",
+             sp.Eq(shown("g(y)"), g, evaluate=False))
+    der.verdict = Verdict(PROVED, "every weight is at most a term of its own score, which → 0",
+                          method="bound by an own-score term, limit")
+    der.value = zero
+    return der
 
 
 def _limit(expr, var, point):
@@ -515,7 +535,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "can_abstain": ("abstention", can_abstain),
     "limit_uniform": ("limit, uniform path", _limit_uniform),
     "limit_iterated": ("iterated limit", limits.limit_iterated),
-    "limit_any_path": ("limit, any path", limits.limit_any_path),
+    "limit_any_path": ("limit, any path", _limit_any_path),
     "ratio_identity": ("ratio identity", ratio_identity),
     "jacobian_diagonal": ("$\\partial p_j / \\partial x_j > 0$", calculus.jacobian_diagonal),
     "jacobian_offdiagonal": ("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),
