@@ -7,10 +7,12 @@ import sympy as sp
 
 from derive.model.attention import M, X, i, j
 from derive.normalizers import limits
+from derive.normalizers.algebra import Derivation, shown, weight
 from derive.normalizers.continuity import limit_at_infinity
 from derive.prove.memo import simplify
+from derive.prove.verdict import PROVED, UNDECIDED, Verdict
 
-__all__ = ["own_score_bound"]
+__all__ = ["bounded_limit", "limit_any_path", "own_score_bound"]
 
 
 def own_score_bound(W) -> sp.Expr | None:
@@ -39,3 +41,23 @@ def own_score_bound(W) -> sp.Expr | None:
 def _limit_is_zero(g: sp.Expr, y: sp.Symbol) -> bool:
     direct = limit_at_infinity(g, y, -sp.oo)
     return (direct if direct is not None and direct.is_Rational else limits.limit_of(g, y, -sp.oo)) == 0
+
+
+def limit_any_path(entry, params) -> Derivation:
+    """:func:`limits.limit_any_path`, or the own-score bound where it decides nothing."""
+    return bounded_limit(limits.limit_any_path(entry, params), entry, params, "0")
+
+
+def bounded_limit(der: Derivation, entry, params, zero) -> Derivation:
+    """An undecided limit as all scores → −∞ decided by :func:`own_score_bound`: 0 ≤ p_j ≤ g(x_j) → 0,
+    along any path, so along the uniform one too."""
+    g = None if der.verdict.status != UNDECIDED else own_score_bound(weight(entry, params))
+    if g is None:
+        return der
+    der.step("each weight is its own score's term times a product of factors in $[0, 1]$, so "
+             "$0 \\le p_j \\le g(x_j)$, whatever the other scores do, and $g(y) \\to 0$ as $y \\to -\\infty$",
+             sp.Eq(shown("g(y)"), g, evaluate=False))
+    der.verdict = Verdict(PROVED, "every weight is at most a term of its own score, which → 0",
+                          method="bound by an own-score term, limit")
+    der.value = zero
+    return der

@@ -36,7 +36,7 @@ from derive.normalizers.algebra import (
     tidy,
     weight,
 )
-from derive.normalizers.bounds import own_score_bound
+from derive.normalizers.bounds import bounded_limit, limit_any_path, own_score_bound
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
@@ -324,29 +324,10 @@ def _limit_uniform(entry, params) -> Derivation:
     and it is a property of its own); each caller gets its own copy, which it may change."""
     key = (entry.name, entry.weight, tuple(sorted(params.items())))
     if key not in _UNIFORM:
-        _UNIFORM[key] = _bounded(limits.limit_uniform(entry, params), entry, params, sp.S.Zero)
+        _UNIFORM[key] = bounded_limit(limits.limit_uniform(entry, params), entry, params, sp.S.Zero)
     out = copy.copy(_UNIFORM[key])
     out.steps = list(out.steps)
     return out
-
-
-def _limit_any_path(entry, params) -> Derivation:
-    return _bounded(limits.limit_any_path(entry, params), entry, params, "0")
-
-
-def _bounded(der: Derivation, entry, params, zero) -> Derivation:
-    """An undecided limit as all scores → −∞ decided by :func:`own_score_bound`: 0 ≤ p_j ≤ g(x_j) → 0,
-    along any path, so along the uniform one too."""
-    g = None if der.verdict.status != UNDECIDED else own_score_bound(weight(entry, params))
-    if g is None:
-        return der
-    der.step("each weight is its own score's term times a product of factors in $[0, 1]$, so "
-             "$0 \\le p_j \\le g(x_j)$, whatever the other scores do, and $g(y) \\to 0$ as $y \\to -\\infty$",
-             sp.Eq(shown("g(y)"), g, evaluate=False))
-    der.verdict = Verdict(PROVED, "every weight is at most a term of its own score, which → 0",
-                          method="bound by an own-score term, limit")
-    der.value = zero
-    return der
 
 
 def _limit(expr, var, point):
@@ -535,7 +516,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "can_abstain": ("abstention", can_abstain),
     "limit_uniform": ("limit, uniform path", _limit_uniform),
     "limit_iterated": ("iterated limit", limits.limit_iterated),
-    "limit_any_path": ("limit, any path", _limit_any_path),
+    "limit_any_path": ("limit, any path", limit_any_path),
     "ratio_identity": ("ratio identity", ratio_identity),
     "jacobian_diagonal": ("$\\partial p_j / \\partial x_j > 0$", calculus.jacobian_diagonal),
     "jacobian_offdiagonal": ("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),
