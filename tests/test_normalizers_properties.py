@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from derive.errors import InputError
-from derive.normalizers.properties import PROPERTIES, decide, derive_property
+from derive.normalizers.properties import PROPERTIES, decide, derive_property, params_for
 from derive.normalizers.registry import names
 from derive.normalizers.table import build_table, markdown
 
@@ -55,8 +55,9 @@ ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", 
          "limit_iterated", "limit_any_path", "ratio_identity", "jacobian_diagonal", "jacobian_offdiagonal",
          "gradient_nonvanishing", "k_bias_cancels", "stable_form")
 NEW = {
-    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path
-    "softpick": "RURUPPUURUUURP",
+    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path;
+    # p_j ≡ 0 where x_j < 0, so its gradient is 0 there (refuted at a point of a row of two keys)
+    "softpick": "RURUPPUURRRRRP",
     # softmax of s·log(N)·x: shift-invariant, sums to 1 (so its mass range is {1}), ratio N^{s(x1 - x2)}
     "ssmax": "PPPPRPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row; a shift c is sigmoid with b = c - log N
@@ -296,3 +297,31 @@ def test_theown_score_bound_refuses_what_it_cannot_bound():
         M[i, j] * sig(X[i, j]),  # no product: other rules decide
     ):
         assert own_score_bound(bad) is None, bad
+
+
+def test_a_kink_certifies_nothing():
+    """θ(0) = 1/2 and sign(0) = 0 are SymPy's conventions, not derivatives: a grid point on a kink
+    of a max, an absolute value, a sign or a step is skipped."""
+    import sympy as sp
+
+    from derive.normalizers.calculus import XJ, XK, _on_kink
+
+    assert _on_kink(sp.Max(0, sp.exp(XJ) - 1) * XK, {XJ: 0, XK: 1})
+    assert _on_kink(sp.sign(sp.exp(XK) - 1), {XJ: 5, XK: 0})
+    assert _on_kink(sp.Abs(XJ - XK), {XJ: 2, XK: 2})
+    assert not _on_kink(sp.Max(0, sp.exp(XJ) - 1) * sp.Abs(sp.exp(XK) - 1), {XJ: -1, XK: 2})
+
+
+def test_a_row_of_two_keys_refutes_and_never_proves():
+    """softpick's row sums have terms |e^x − 1| ≥ 0 (not > 0): the model is a row of exactly two
+    keys, whose points refute (n = 2 in the witness) and whose signs prove nothing."""
+    from derive.normalizers.calculus import _derivatives
+    from derive.normalizers.registry import get
+
+    entry = get("softpick")
+    W, _, _, sjj, sjk = _derivatives(entry, params_for(entry))
+    assert W is not None and sjj is None and sjk is None
+    for prop in ("jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"):
+        der = derive_property("softpick", prop)
+        assert der.verdict.status == R and der.verdict.witness["instance"]["n"] == 2
+        assert der.verdict.witness["instance"]["x"][0] < 0  # inside the region where p_j ≡ 0
