@@ -203,7 +203,8 @@ def ratios(doc: Document) -> None:
             doc.fact(f"{name}: elementwise", "proved" if der.value_text() == "= 0" else "failed")
             why = (f"[$\\partial p_j/\\partial x_k = 0$](normalizers.md#{anchor(name, 'jacobian_offdiagonal')}) "
                    f"({'{'}verdict:{name}: elementwise=proved{'}'}): $p_t v_t$ added tile by tile")
-            rows.append([f"`{name}`", _RATIO_KINDS[r.kind], f"$p_t = {tex(_shown(r.a))}$", "—", why])
+            xt = {sp.Symbol("x", real=True): sp.Symbol("x_t", real=True)}  # the weight of key t: its own score
+            rows.append([f"`{name}`", _RATIO_KINDS[r.kind], f"$p_t = {tex(_shown(r.a).xreplace(xt))}$", "—", why])
             shown_forms[name] = f"{name}: elementwise"
             continue
         # the parameters under the names the table gives them (ε, λ, c_cap), over their domains
