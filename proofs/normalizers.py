@@ -86,6 +86,13 @@ def _numeric_checks(doc: Document, table: dict) -> None:
                 f"{name}: each weight at most its own score's term",
                 lambda x, m, _r=ref, _s=sample, _g=g_num: [min(p, _g(mpmath.mpf(v))) for p, v in zip(_r(x, m, **_s), x)],
                 lambda x, m, _r=ref, _s=sample: list(_r(x, m, **_s))))
+        if table[(name, "mass_range")].verdict.method == "ratio of row sums, bounds, limit":
+            # the bounds the range rests on, 0 ≤ Σ_j p_j < 1, on the same adversarial rows; a mass
+            # within rounding of 1 (a score of 1e4) rounds to it, so the check is 0 ≤ Σ_j p_j ≤ 1
+            checks.append(identity_check(
+                f"{name}: 0 ≤ the mass ≤ 1",
+                lambda x, m, _r=ref, _s=sample: [min(max(t, 0), 1) for t in [mpmath.fsum(_r(x, m, **_s))]],
+                lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))]))
         eff = table[(name, "shift_effect")]
         if eff.verdict.proved and entry.shift_effect is not None:
             params = params_for(entry)

@@ -57,7 +57,7 @@ ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", 
 NEW = {
     # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path;
     # p_j ≡ 0 where x_j < 0, so its gradient is 0 there (refuted at a point of a row of two keys)
-    "softpick": "RURUPPUURRRRRP",
+    "softpick": "RURPPPUURRRRRP",
     # softmax of s·log(N)·x: shift-invariant, sums to 1 (so its mass range is {1}), ratio N^{s(x1 - x2)}
     "ssmax": "PPPPRPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row; a shift c is sigmoid with b = c - log N
@@ -77,6 +77,7 @@ VALUES = {
     ("sink", "mass_range"): "(0, 1)",
     ("sigmoid", "mass_range"): "(0, N)",
     ("ssmax", "mass_range"): "{1}",
+    ("softpick", "mass_range"): "[0, 1)",  # 0 ≤ ReLU(u) ≤ |u|, ε > 0; 0 at x = 0, → 1 as one score grows
     ("sigmoid_logn", "shift_effect"): "`sigmoid` with $b = c - \\log{\\left(N_{i} \\right)}$",  # no row form: read off the proof that the weights sum to 1
     ("softmax", "limit_uniform"): "\\frac{1}{N_{i}}",
     ("softmax1", "limit_uniform"): "$0$",
@@ -325,3 +326,20 @@ def test_a_row_of_two_keys_refutes_and_never_proves():
         der = derive_property("softpick", prop)
         assert der.verdict.status == R and der.verdict.witness["instance"]["n"] == 2
         assert der.verdict.witness["instance"]["x"][0] < 0  # inside the region where p_j ≡ 0
+
+
+@pytest.mark.parametrize("formula, decided", [
+    ("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1)", True),  # softpick with ε = 1: [0, 1)
+    ("2 * relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1)", False),  # φ > ψ for large scores
+    ("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)))", False),  # E = 0: a row of one key has mass 1
+    ("relu(exp(x_j) + 1) / (sum_t(abs(exp(x_t) + 1)) + 1)", False),  # φ never 0: mass 0 not attained
+    ("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1) / 2", False),  # tends to 1/2, not 1
+])
+def test_the_ratio_range_rule_refuses_what_it_cannot_bound(formula, decided):
+    from derive.normalizers.bounds import ratio_mass_below_one
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.registry import get, user_entry
+
+    entry = get(user_entry("t_range", compile_weight(formula)))
+    assert (ratio_mass_below_one(entry) is not None) is decided
+    assert (derive_property(entry.name, "mass_range").value_text() == "[0, 1)") is decided

@@ -61,3 +61,54 @@ def bounded_limit(der: Derivation, entry, params, zero) -> Derivation:
                           method="bound by an own-score term, limit")
     der.value = zero
     return der
+
+
+_CONTINUOUS = (sp.Add, sp.Mul, sp.exp, sp.Max, sp.Min, sp.Abs, sp.tanh)
+
+
+def ratio_mass_below_one(entry) -> tuple[sp.Expr, sp.Expr, sp.Expr] | None:
+    """(φ, ψ, E) when the weights are a ratio of row sums p_j = M_j φ(x_j)/(E + Σ_t M_t ψ(x_t)) with
+    0 ≤ φ ≤ ψ for every real score, E > 0 over the parameters' domain, φ(y₀) = 0 at some y₀ ∈ {0, −1, 1},
+    φ/(E + ψ) → 1 as y → ∞, and φ, ψ built of continuous pieces only. Then every row's mass lies
+    in [0, 1) (Σφ ≤ Σψ < E + Σψ), a row of scores y₀ has mass 0, and a row of one allowed key takes
+    every value of [0, 1) (continuity from y₀ to ∞): the range is exactly [0, 1) (softpick).
+    The inequalities are proved case by case on the sign of every argument of a |·| or max(0, ·),
+    that argument replaced by a symbol of that sign (a proof for all values of it, a superset)."""
+    from derive.normalizers.family import YS, row_ratio
+
+    r, _ = row_ratio(entry)
+    if r is None or r.kind != "ratio":
+        return None
+    dom = {sp.Symbol(p, real=True): s for p, s in entry.symbols().items() if isinstance(s, sp.Symbol)}
+    phi, psi, E = (e.xreplace(dom) for e in (r.a, r.b, r.extra))
+    if E.is_positive is not True or not all(_continuous(e) for e in (phi, psi)):
+        return None
+    kinks = sorted({a.args[0] for a in (phi + psi).atoms(sp.Abs)}
+                   | {u for m in (phi + psi).atoms(sp.Max) if len(m.args) == 2 and 0 in m.args
+                      for u in m.args if u != 0}, key=sp.default_sort_key)
+    if not all(_nonnegative_by_cases(e, kinks) for e in (phi, psi - phi)):
+        return None
+    if not any(simplify(phi.subs(YS, y0)) == 0 for y0 in (0, -1, 1)):
+        return None
+    return (phi, psi, E) if limits.limit_of(phi / (E + psi), YS, sp.oo) == 1 else None
+
+
+def _continuous(e: sp.Expr) -> bool:
+    if e.is_Atom:
+        return True
+    if isinstance(e, sp.Pow):
+        return e.exp.is_Integer and e.exp > 0 and _continuous(e.base)
+    return isinstance(e, _CONTINUOUS) and all(_continuous(a) for a in e.args)
+
+
+def _nonnegative_by_cases(e: sp.Expr, kinks: list) -> bool:
+    import itertools
+
+    for signs in itertools.product((1, -1), repeat=len(kinks)):
+        case = e
+        for k, (u, s) in enumerate(zip(kinks, signs)):
+            w = sp.Symbol(f"w_{k}", nonnegative=s > 0, nonpositive=s < 0)  # one symbol per kink
+            case = case.xreplace({sp.Abs(u): s * w, sp.Max(0, u): w if s > 0 else sp.S.Zero}).xreplace({u: w})
+        if simplify(case).is_nonnegative is not True:
+            return False
+    return True

@@ -36,7 +36,7 @@ from derive.normalizers.algebra import (
     tidy,
     weight,
 )
-from derive.normalizers.bounds import bounded_limit, limit_any_path, own_score_bound
+from derive.normalizers.bounds import bounded_limit, limit_any_path, own_score_bound, ratio_mass_below_one
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
@@ -167,6 +167,18 @@ def mass_range(entry, params) -> Derivation:
         der.verdict = Verdict(PROVED, "the mass is 1 for every row with an allowed key",
                               method=f"sum of the weights = 1 ({total.verdict.method})")
         der.value = "{1}"
+        return der
+    ratio = ratio_mass_below_one(entry)
+    if ratio is not None:
+        phi, psi, E = ratio
+        der.step("ratio of row sums $p_j = M_j \\varphi(x_j)/(E + \\sum_t M_t \\psi(x_t))$ with $0 \\le \\varphi \\le \\psi$ "
+                 "(proved case by case on the sign of each $|\\cdot|$ and $\\max(0, \\cdot)$) and $E > 0$, so "
+                 "$0 \\le \\sum_j p_j < 1$; $\\varphi(y_0) = 0$ gives mass 0, and one allowed key's weight, "
+                 "continuous, tends to 1 as its score grows",
+                 sp.Eq(shown("(\\varphi(y), \\psi(y), E)"), sp.Tuple(phi, psi, E), evaluate=False))
+        der.verdict = Verdict(PROVED, "0 ≤ φ ≤ ψ and E > 0 bound the mass in [0, 1); mass 0 is attained and one "
+                                      "key's weight covers [0, 1)", method="ratio of row sums, bounds, limit")
+        der.value = "[0, 1)"
     return der
 
 
