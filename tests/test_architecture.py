@@ -239,7 +239,7 @@ def test_the_imports_by_a_computed_name_are_these():
         "derive.build": "PRELOAD, modules imported before forking the documents' processes (catalogues floor)",
         "derive.impl.worker": "the user's implementation, in the child process",
         "derive.claims.provers": "a claim kind's prover, named in its record as derive.claims.provers:NAME "
-                                 "or derive.claims.modifiers:NAME (the claims floor)",
+                                 "or derive.claims.modifiers:NAME or derive.claims.distance:NAME (the claims floor)",
     }
     found = {m for m, p in _modules().items() if "import_module(" in p.read_text(encoding="utf-8")}
     assert found == set(known)

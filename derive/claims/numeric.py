@@ -122,7 +122,23 @@ def mask_indicator(mask, data: dict | None = None) -> sp.Expr | None:
 
 
 def _prepare(expr, mask, head=0):
-    return concrete_mask(instantiate(sp.sympify(expr)), mask, head=head)
+    return concrete_mask(instantiate(ids_as_labels(sp.sympify(expr), mask)), mask, head=head)
+
+
+def ids_as_labels(expr: sp.Expr, mask) -> sp.Expr:
+    """``expr`` with the document ids of a ``document(IDS)`` mask, wherever IDS(x) appears (the
+    score may read them too), as the label vector the mask's indicator reads: one stand-in for
+    IDS, so the mask and the score see the same ids (a claim holds for every table of ids)."""
+    from derive.model.masks import labelled
+
+    cond = getattr(mask, "condition", None)
+    if not isinstance(cond, sp.Eq) or getattr(mask, "data", None):
+        return expr
+    names = {type(a).__name__ for a in cond.args if isinstance(a, AppliedUndef) and len(a.args) == 1}
+    if not names:
+        return expr
+    return expr.replace(lambda e: isinstance(e, AppliedUndef) and type(e).__name__ in names,
+                        lambda e: labelled(e))
 
 
 def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = None,
@@ -133,7 +149,8 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
     a, b = _prepare(lhs, mask, head), _prepare(rhs, mask, head)
     from derive.model.attention import LabelBase
 
-    used = {type(e).__name__ for e in sp.Tuple(sp.sympify(lhs), sp.sympify(rhs)).atoms(AppliedUndef)}
+    used = {type(e).__name__ for e in sp.Tuple(ids_as_labels(sp.sympify(lhs), mask),
+                                               ids_as_labels(sp.sympify(rhs), mask)).atoms(AppliedUndef)}
     if any(x.base.name in used for x in sp.Tuple(a, b).atoms(sp.Indexed) if isinstance(x.base, LabelBase)):
         return None  # one function both as document ids and in the scores: two stand-ins would disagree
     wit = find_witness(a, b, fixed=fixed, cfg=cfg, guards=[(kind, instantiate(g)) for kind, g in guards],

@@ -79,7 +79,7 @@ def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = Non
         return _check(spec, cfg, file)
 
 
-def _as_written(spec: Spec, kind: str, out):
+def _as_written(spec: Spec, claim, out):
     """No proof of a claim on the weights of a normalizer whose symbolic reading has a value where
     the formula as written has none (:mod:`derive.normalizers.partial`): the verdict that rests on
     such a proof becomes undecided, with the subterm named; a certified counterexample (searched
@@ -88,13 +88,38 @@ def _as_written(spec: Spec, kind: str, out):
     from derive.claims.result import Outcome
     from derive.spec.claim_kinds import by_name
 
+    kind = claim.kind
     verdict = by_name(kind).by_proof
+    if kind == "row_constant" and out.status == "proved":  # about its EXPR alone, which may have no value
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, expr=claim.node, parts=("EXPR",))
+        return out if why is None else Outcome(UNDECIDED, why, out.steps)
     if not verdict or out.status != verdict:
         return out
     why = _no_proof(spec)
+    if why is None and kind not in _OF_THE_NORMALIZER:
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, outputs=kind.startswith("output_"), expr=claim.node)
     return out if why is None else Outcome(UNDECIDED, why, out.steps)
 
 
+# the claims about the normalizer alone, for every score (its properties) or about the mask alone:
+# a point where the spec's score has no value does not bear on them
+_OF_THE_NORMALIZER = ("shift_invariant", "can_abstain", "weights_sum_to_one", "mask_equivalent")
+
+
+
+
+def _shown(spec: Spec, witness: dict | None) -> dict | None:
+    """A counterexample as printed: the normalizer's own parameters by the names and values
+    docs/spec.md gives them (``clipped.zeta``, not the auxiliary ζ' ≥ 0 the search draws)."""
+    from derive.normalizers.registry import get
+
+    if not witness or not isinstance(witness.get("values"), dict):
+        return witness
+    return {**witness, "values": get(spec.normalizer).shown_parameters(witness["values"])}
 
 
 def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
@@ -106,7 +131,7 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
         return result
     for claim in spec.claims:
         try:
-            out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
+            out = _as_written(spec, claim, PROVERS[claim.kind](ctx, claim))
             if out.fault and out.status == UNDECIDED:
                 raise InternalError(out.fault)
         except Exception as exc:  # noqa: BLE001 - an engine failure is the error outcome, never a verdict
@@ -115,6 +140,6 @@ def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
             result.claims.append(ClaimResult.failed(claim, exc))
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
-                                         out.witness if out.status == "refuted" else None,
+                                         _shown(spec, out.witness) if out.status == "refuted" else None,
                                          out.steps, out.check, claim.expect))
     return result

@@ -12,7 +12,7 @@ from derive.normalizers.continuity import limit_at_infinity
 from derive.prove.memo import simplify
 from derive.prove.verdict import PROVED, UNDECIDED, Verdict
 
-__all__ = ["bounded_limit", "limit_any_path", "own_score_bound"]
+__all__ = ["bounded_limit", "limit_any_path", "own_score_bound", "ratio_mass_below_one", "ratio_mass_range"]
 
 
 def own_score_bound(W) -> sp.Expr | None:
@@ -112,3 +112,19 @@ def _nonnegative_by_cases(e: sp.Expr, kinks: list) -> bool:
         if simplify(case).is_nonnegative is not True:
             return False
     return True
+
+
+def ratio_mass_range(entry, der: Derivation) -> None:
+    """Decide ``der`` (the mass range) by :func:`ratio_mass_below_one` where it applies: [0, 1)."""
+    ratio = ratio_mass_below_one(entry)
+    if ratio is None:
+        return
+    phi, psi, E = ratio
+    der.step("ratio of row sums $p_j = M_j \\varphi(x_j)/(E + \\sum_t M_t \\psi(x_t))$ with $0 \\le \\varphi \\le \\psi$ "
+             "(proved case by case on the sign of each $|\\cdot|$ and $\\max(0, \\cdot)$) and $E > 0$, so "
+             "$0 \\le \\sum_j p_j < 1$; $\\varphi(y_0) = 0$ gives mass 0, and one allowed key's weight, "
+             "continuous, tends to 1 as its score grows",
+             sp.Eq(shown("(\\varphi(y), \\psi(y), E)"), sp.Tuple(phi, psi, E), evaluate=False))
+    der.verdict = Verdict(PROVED, "0 ≤ φ ≤ ψ and E > 0 bound the mass in [0, 1); mass 0 is attained and one "
+                                  "key's weight covers [0, 1)", method="ratio of row sums, bounds, limit")
+    der.value = "[0, 1)"

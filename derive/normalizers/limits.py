@@ -15,6 +15,7 @@ import sympy as sp
 from derive.model.attention import M, i, j, n, t
 from derive.normalizers.algebra import (
     CFG,
+    SIDES,
     Derivation,
     X,
     Z,
@@ -505,6 +506,7 @@ def limit_any_path(entry, params) -> Derivation:
             "indices": {"i": 1},
             "lhs": [float(v) for v in la],
             "rhs": [float(v) for v in lb],
+            "compared": list(SIDES["limit_any_path"]),
         }
         if sample:
             w["parameters"] = sample_parameters(entry, params)
