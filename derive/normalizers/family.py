@@ -178,9 +178,9 @@ def kernel_form(entry) -> KernelFacts:
         return KernelFacts(False, why=why if ratio is None else rwhy, ratio=ratio)
     if entry.extra_value:
         return KernelFacts(False, why=(
-            "its extra token has a value of its own, $w$, which enters the output as "
-            "$e^{\\sigma} w / (e^{\\sigma} + \\sum_t e^{x_t})$ ($\\sigma$ its extra logit); the kernel check passes only the normalizer's parameters "
-            f"({', '.join(f'`{p}`' for p in entry.params)}), so there is no keyword to pass $w$ and no output to "
+            "its extra token has a value of its own, $v^{*}$, which enters the output as "
+            "$e^{x^{*}} v^{*} / (e^{x^{*}} + \\sum_t e^{x_t})$ ($x^{*}$ its extra logit); the kernel check passes only the "
+            f"normalizer's parameters ({', '.join(f'`{p}`' for p in entry.params)}), so there is no keyword to pass $v^{{*}}$ and no output to "
             "compare it with"))
     logit = fam.logit
     if logit is None:
