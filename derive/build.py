@@ -11,6 +11,7 @@ module's own code raises is bad input, exit 2), renders Markdown + JSON + SVG fi
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import importlib.metadata
@@ -63,10 +64,15 @@ def proof_modules(paths: list[str] | None = None) -> list[Path]:
 
 
 def _load_module(path: Path):
+    """The derivation module at ``path``; a helper module beside it (``proofs/_name.py``, no document
+    of its own) is importable from it by its name."""
     name = f"_derive_proof_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    here = str(path.resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     spec.loader.exec_module(module)
     if not hasattr(module, "document") and not hasattr(module, "rendered"):
         raise InputError(f"{path}: defines neither document() nor rendered(); expected `def document() -> Document`")
@@ -117,7 +123,18 @@ def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered,
     page = module.rendered()
     if not isinstance(page, Rendered):
         page = Rendered(docs={k: v.encode() for k, v in page.items()})
+    for name, content in list(page.docs.items()):  # the page's PDF comes from its one source, the Markdown
+        if name.endswith(".md") and f"{name[:-3]}.tex" not in page.build:
+            page.build[f"{name[:-3]}.tex"] = _page_tex(content.decode(), _display_path(path))
     return path.stem, page, page.steps, page.checks
+
+
+def _page_tex(markdown: str, source: str) -> bytes:
+    from derive import __version__
+    from derive.render.output import _tidy
+    from derive.render.page import page_tex
+
+    return _tidy(page_tex(markdown, version=__version__, source=source)).encode()
 
 
 def _failure(exc: Exception, path: Path) -> DeriveError:
@@ -400,7 +417,7 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
     parallel = jobs > 1 and len(modules) > 1 and "fork" in multiprocessing.get_all_start_methods()
     with tempfile.TemporaryDirectory(prefix="derive-shared-") as shared_dir, \
             _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
-        _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache)
+        _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache, whole=not paths)
     if not check and pdf and not have_pdflatex:
         log("  pdflatex not found: wrote the .tex files, skipped the PDFs (for them, install a TeX "
             "distribution that has pdflatex, such as TeX Live; --no-pdf builds without them)")
@@ -427,10 +444,11 @@ def _environ(values: dict):
                 os.environ[k] = v
 
 
-def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache) -> None:
+def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache, whole=False) -> None:
     # The figures' PDFs serve LaTeX only: drawn when PDFs are asked for (also without pdflatex,
     # so the .tex files in build/ can be compiled later), never for --check or --no-pdf.
     figure_pdfs = pdf and not check
+    written: dict = {}  # the files of docs/ the modules made
     for path, ((slug, rendered, steps, checks), wall, cpu, cached) in zip(
             modules, _results(modules, jobs, cache, figure_pdfs)):
         report.documents += 1
@@ -449,17 +467,39 @@ def _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs,
                 _write(docs / name, content)
             shutil.rmtree(out / "certificates" / slug, ignore_errors=True)  # none left from an earlier build
             for name, content in rendered.build.items():
-                _write(out / name, content)
-            tex = f"{slug}.tex"
-            if pdf and have_pdflatex and tex in rendered.build:
-                compile_pdf(out / tex)
-                report.pdfs += 1
+                _write(out / name, content.replace(STAMP, source_stamp(path).encode()) if name.endswith(".tex")
+                       else content)
+            for tex in sorted(name for name in rendered.build if name.endswith(".tex")):
+                if pdf and have_pdflatex:
+                    compile_pdf(out / tex)
+                    report.pdfs += 1
+        written.update(rendered.docs)
         how = "from the cache" if cached else f"{wall:.1f} s, CPU {cpu:.1f} s"
         what = (f"{steps} steps proved or refuted, {checks} checks passed" + _decided(rendered.decided)
                 if steps or checks else
                 f"rendered {', '.join(rendered.docs)}: {rendered.summary}" if rendered.summary else
                 f"rendered {', '.join(rendered.docs)}, no derivation steps of its own")
         log(f"  {slug}: {what} ({how})")
+    if whole and pdf and not check:  # every module built: the pages of docs/ no module makes get their PDF too
+        report.pdfs += _hand_written(docs, out, written, have_pdflatex, log)
+
+
+def _hand_written(docs: Path, out: Path, written: dict, have_pdflatex: bool, log) -> int:
+    """A page of ``docs/`` that no module makes (``docs/spec.md``, written by hand) gets its LaTeX from
+    its one source, the Markdown, and its PDF beside the documents' (their links reach it). Returns
+    the number of PDFs made."""
+    made = 0
+    for md in sorted(docs.glob("*.md")) if docs.is_dir() else []:
+        if md.name in written:
+            continue
+        tex = out / f"{md.stem}.tex"
+        _write(tex, _page_tex(md.read_text(encoding="utf-8"), _display_path(md)).replace(
+            STAMP, source_stamp(md.resolve().parent / "_").encode()))
+        if have_pdflatex:
+            compile_pdf(tex)
+            made += 1
+        log(f"  {md.stem}: written by hand, {tex.name}" + (" and its PDF" if have_pdflatex else ""))
+    return made
 
 
 def _decided(counts: dict) -> str:
@@ -468,6 +508,34 @@ def _decided(counts: dict) -> str:
         return ""
     parts = ", ".join(f"{counts[s]} {s}" for s in ("proved", "refuted", "undecided") if counts.get(s))
     return f", {sum(counts.values())} table claims decided ({parts})"
+
+
+STAMP = b"@@DERIVE-SOURCE@@"  # the title block's source line in a .tex, filled in when it is written
+
+
+def source_stamp(module: Path) -> str:
+    return _stamp(str(module.resolve().parent.parent))
+
+
+@functools.lru_cache(maxsize=8)
+def _stamp(root: str) -> str:
+    """The title block's source line: the commit the documents were built from, and whether the
+    sources (``derive/``, ``proofs/``, ``templates/``) had changes not committed; empty outside a git
+    checkout. Only the PDFs in ``build/`` carry it (``docs/`` stays the same from commit to commit), and
+    the same commit gives the same line: the build stays reproducible."""
+    git = shutil.which("git")
+    if git is None:
+        return ""
+    try:
+        head = subprocess.run([git, "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=20)
+        dirty = subprocess.run([git, "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                "derive", "proofs", "templates"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if head.returncode != 0 or not head.stdout.strip():
+        return ""
+    return f"source: commit {head.stdout.strip()}" + (", with uncommitted changes" if dirty.stdout.strip() else "")
 
 
 def compile_pdf(tex: Path) -> Path:

@@ -20,9 +20,17 @@ from derive.document.api import Document
 from derive.document.notation import notation
 from derive.normalizers import equivalences
 from derive.normalizers.algebra import entry_sample_subs
+from derive.normalizers.bounds import own_score_bound
 from derive.normalizers.numeric import check_many, identity_check, remembered, stable_check
-from derive.normalizers.properties import PROPERTIES, C, derive_property, params_for, single_key_weight
-from derive.normalizers.registry import REGISTRY, get, names
+from derive.normalizers.properties import (
+    PROPERTIES,
+    C,
+    derive_property,
+    params_for,
+    single_key_weight,
+    weight,
+)
+from derive.normalizers.registry import REGISTRY, allowed_keys, get, names
 from derive.normalizers.table import LEGEND, SYMBOL, anchor, build_table, cell_text
 from derive.render.latex import tex
 from derive.render.view import assignment, proved_label
@@ -67,6 +75,11 @@ def _number(value) -> str:
     return re.sub(r"(?<![\w.])-(?=[\d.])", "−", str(value))
 
 
+def _allowed(x, m) -> int:
+    """N_i of a row: its allowed keys (every key when there is no mask)."""
+    return len(x) if m is None else sum(bool(a) for a in m)
+
+
 def _numeric_checks(doc: Document, table: dict) -> None:
     checks = []
     for name in names():
@@ -78,18 +91,38 @@ def _numeric_checks(doc: Document, table: dict) -> None:
             checks.append(identity_check(f"{name}: weights sum to 1",
                                          lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))],
                                          lambda x, m: [mpmath.mpf(1)]))
+        if table[(name, "limit_any_path")].verdict.method == "bound by an own-score term, limit":
+            # the bound the abstention rests on, p_j ≤ g(x_j), on the same adversarial rows
+            y = sp.Symbol("y", real=True)
+            params = params_for(entry)
+            g = own_score_bound(weight(entry, params)).subs(dict(entry_sample_subs(entry, params)))
+            g_num = sp.lambdify(y, g.xreplace({s_: y for s_ in g.free_symbols}), "mpmath")
+            checks.append(identity_check(
+                f"{name}: each weight at most its own score's term",
+                lambda x, m, _r=ref, _s=sample, _g=g_num: [min(p, _g(mpmath.mpf(v))) for p, v in zip(_r(x, m, **_s), x)],
+                lambda x, m, _r=ref, _s=sample: list(_r(x, m, **_s))))
+        if table[(name, "mass_range")].verdict.method == "ratio of row sums, bounds, limit":
+            # the bounds the range rests on, 0 ≤ Σ_j p_j < 1, on the same adversarial rows; a mass
+            # within rounding of 1 (a score of 1e4) rounds to it, so the check is 0 ≤ Σ_j p_j ≤ 1
+            checks.append(identity_check(
+                f"{name}: 0 ≤ the mass ≤ 1",
+                lambda x, m, _r=ref, _s=sample: [min(max(t, 0), 1) for t in [mpmath.fsum(_r(x, m, **_s))]],
+                lambda x, m, _r=ref, _s=sample: [mpmath.fsum(_r(x, m, **_s))]))
         eff = table[(name, "shift_effect")]
         if eff.verdict.proved and entry.shift_effect is not None:
             params = params_for(entry)
             subs = dict(entry_sample_subs(entry, params))
             subs[C] = sp.nsimplify(SHIFT)
             other, new = entry.shift_effect(C, params)
-            new_f = {k: float(sp.sympify(v).subs(subs)) for k, v in new.items()}
+            # a new parameter may depend on the row through N_i, its allowed keys (sigmoid −log N)
+            N = sp.Symbol("N", positive=True)
+            new_e = {k: sp.sympify(v).subs(subs).subs(allowed_keys(), N) for k, v in new.items()}
             other_ref = get(other).reference
             checks.append(identity_check(
                 f"{name}: a shift by c = {SHIFT} equals {other}",
                 lambda x, m, _r=ref, _s=sample: _r([v + SHIFT for v in x], m, **_s),
-                lambda x, m, _o=other_ref, _n=new_f: _o(x, m, **_n)))
+                lambda x, m, _o=other_ref, _n=new_e: _o(x, m, **{k: float(e.subs(N, _allowed(x, m)))
+                                                                 for k, e in _n.items()})))
         elif eff.verdict.proved:
             checks.append(identity_check(
                 f"{name}: invariant under a shift by c = {SHIFT}",
@@ -146,30 +179,12 @@ def document() -> Document:
     if notes:
         doc.prose("\n".join(notes))
 
-    doc.section("2. The comparison table", anchor="nrm-table")
-    doc.prose(
-        f"{LEGEND} (for symbolic n and any mask), ❌ refuted by a certified counterexample or by a "
-        "proved identity that contradicts the claim, ❓ undecided (the reason is given). Click a cell for its "
-        "derivation, and a property for the claim it decides. Parameters are symbolic over their domain; counterexamples use the in-domain sample values "
-        "listed with them."
-    )
-    cols = names()
-    doc.table(["property"] + [f"`{c}`" for c in cols],
-              [[f"[{title}](#nrm-prop-{prop.replace('_', '-')})"] + [cell_text(table[(c, prop)]) for c in cols]
-               for prop, (title, _) in PROPERTIES.items()])
-    counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
-    doc.tally(d.verdict.status for d in table.values())
-    for (name, prop), d in sorted(table.items()):
-        if d.verdict.proved:
-            doc.certify(f"cell {name}/{prop}", d.verdict)
-    replayed = sum(1 for d in table.values() if d.verdict.proved and d.verdict.seal is not None and d.verdict.seal.replayed)
-    doc.prose(f"{len(table)} cells: {counts['proved']} proved ({replayed} replayed, "
-              f"{counts['proved'] - replayed} not replayed), {counts['refuted']} refuted, {counts['undecided']} undecided.")
+    doc.section("2. What the table does not decide", anchor="nrm-notes")
     _clipped_long_rows(doc, table)
 
     doc.section("3. Equivalences between tokens and normalizers")
-    doc.prose("An extra token (key κ, value ν) against a normalizer over the real keys, decided by the same prover "
-              "(derivations in [softmax-one.md](softmax-one.md#nrm-equivalences)):")
+    doc.prose("An extra token (key $k^{*}$, value $v^{*}$) against a normalizer over the real keys, decided by the "
+              "same prover (derivations in [softmax-one.md](softmax-one.md#nrm-equivalences)):")
     eq_rows = []
     for e, v in equivalences.decide_all():
         if v.status != e.expect:
@@ -178,8 +193,10 @@ def document() -> Document:
         doc.tally([v.status])
     doc.table(["claim", "condition", "verdict"], eq_rows)
 
+    doc.appendix("Appendix: the derivations")
     _derivations(doc, table)
     _numeric_checks(doc, table)
+    _results(doc, table)
     # each refutation's counterexample as the tables print it: the instance, the entry's
     # parameters, the two values under their names (compared) and their certified enclosures
     doc.record("table", {f"{n}/{p}": {"verdict": d.verdict.status, "value": d.value_text(), "reason": d.verdict.reason}
@@ -200,7 +217,7 @@ def _derivations(doc: Document, table: dict) -> None:
     sides, a step that only writes the definition out for the case at hand (two keys, a shifted
     row) is set inline when short and left out otherwise, and a formula displayed under an
     earlier property is referred to, not repeated."""
-    doc.section("4. Derivations, by property")
+    doc.section("A. Derivations, by property", level=3)
     doc.prose("Each property is stated once. Normalizers decided by the same argument share one entry: the "
               "argument is written once, and what differs between them (a formula, a limit, a counterexample's "
               "values) is listed by normalizer, with the names of the table's columns. In a displayed equation "
@@ -208,7 +225,7 @@ def _derivations(doc: Document, table: dict) -> None:
               "the proof and the numeric check use it written out.")
     seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
     for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
-        doc.section(f"4.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
+        doc.section(f"A.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
         doc.prose(f"**Claim** (`{prop}`): {table[(names()[0], prop)].claim}.")
         exact: dict[tuple, list[str]] = {}
         for name in names():
@@ -272,7 +289,8 @@ class _Group:
             steps = [s for s in steps if not s[2]]
         self.steps = steps
         w = v.witness or {}
-        self.key = (v.status, proved_label(v), v.reason, v.method, self.eq is not None, bool(self.note),
+        # the note names this group's own expression: groups with different notes never share an entry
+        self.key = (v.status, proved_label(v), v.reason, v.method, self.eq is not None, self.note,
                     tuple((_shape(why), setup) for why, _m, setup in steps), tuple(sorted(set(w) - {"parameters"})))
 
     def label(self) -> str:
@@ -433,7 +451,7 @@ class _Restated(str):
 
 def _restated_ref(m: _Restated) -> str:
     k = list(PROPERTIES).index(m.prop) + 1
-    return (f"the equation of [4.{k}](#nrm-prop-{m.prop.replace('_', '-')}) with ${m.sub}$"
+    return (f"the equation of [A.{k}](#nrm-prop-{m.prop.replace('_', '-')}) with ${m.sub}$"
             + (", read from right to left" if m.reverse else ""))
 
 
@@ -466,7 +484,7 @@ def _display(m: str, seen: dict, k: int, prop: str, name: str) -> str:
 
 def _where(place: tuple) -> str:
     k, here = place
-    return f"[4.{k}](#{here})"
+    return f"[A.{k}](#{here})"
 
 
 def _witnesses(groups: list[_Group]) -> tuple[str, list, bool]:
@@ -568,3 +586,54 @@ def _clipped_long_rows(doc: Document, table: dict) -> None:
         "(checks at the end). So long rows can abstain *exactly*, which is what the clipping is for; only the "
         "quantifier over all rows fails."
     )
+
+
+# ---- the results box: the comparison table, by topic ----------------------------------------------
+
+TOPICS = {  # the table split by topic, each narrow enough for a page
+    "Shifts and mass": ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", "can_abstain"),
+    "Limits as the scores go to −∞": ("limit_uniform", "limit_iterated", "limit_any_path"),
+    "Ratios and gradients": ("ratio_identity", "jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"),
+    "Bias and implementation": ("k_bias_cancels", "stable_form"),
+}
+assert sorted(p for ps in TOPICS.values() for p in ps) == sorted(PROPERTIES), "every property in one topic"
+# an undecided cell whose reason is that no rule of the engine fits the normalizer's shape, as opposed to one
+# where a rule ran and could not decide (a sign, a limit SymPy did not take): shown ⊘, not ❓
+NO_RULE = ("no rule", "no range rule", "no closed form", "are not of the form", "no bound applies")
+
+
+def no_rule(der) -> bool:
+    return der.verdict.status == "undecided" and any(w in der.verdict.reason for w in NO_RULE)
+
+
+def _table_cell(der) -> str:
+    text = cell_text(der)
+    if no_rule(der):
+        text = text.replace("❓", "⊘", 1).replace("[⊘](", "[⊘ no rule](", 1)
+    return text
+
+
+def _results(doc: Document, table: dict) -> None:
+    counts = {s: sum(1 for d in table.values() if d.verdict.status == s) for s in SYMBOL}
+    rules = sum(1 for d in table.values() if no_rule(d))
+    doc.tally(d.verdict.status for d in table.values())
+    for (name, prop), d in sorted(table.items()):
+        if d.verdict.proved:
+            doc.certify(f"cell {name}/{prop}", d.verdict)
+    replayed = sum(1 for d in table.values() if d.verdict.proved and d.verdict.seal is not None and d.verdict.seal.replayed)
+    with doc.results():
+        doc.section("The comparison table", anchor="nrm-table", level=3)
+        doc.prose(
+            f"{LEGEND} (for symbolic n and any mask); ❌ refuted by a certified counterexample or by "
+            "a proved identity that contradicts the claim; ❓ undecided: a rule of the engine ran and could not "
+            "decide (a sign, a limit); ⊘ undecided because no rule of the engine fits the normalizer's shape "
+            "(not derived here, whatever the answer). Each cell links to its derivation in the appendix, each "
+            "property to the claim it decides; parameters are symbolic over their domain, counterexamples use the "
+            f"sample values listed with them. {len(table)} cells: {counts['proved']} proved ({replayed} replayed, "
+            f"{counts['proved'] - replayed} not replayed), {counts['refuted']} refuted, {counts['undecided']} "
+            f"undecided ({rules} of them ⊘)."
+        )
+        for topic, props in TOPICS.items():
+            doc.prose(f"**{topic}**")
+            doc.table(["normalizer"] + [f"[{PROPERTIES[p][0]}](#nrm-prop-{p.replace('_', '-')})" for p in props],
+                      [[f"`{c}`"] + [_table_cell(table[(c, p)]) for p in props] for c in names()])

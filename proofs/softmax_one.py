@@ -20,7 +20,8 @@ from derive.model.attention import M, ScalarBase, d, i, j, n, t, u
 from derive.model.vectors import Dot
 from derive.normalizers import calculus, equivalences, limits
 from derive.normalizers.properties import B_K, C, K, Q, derive_property
-from derive.normalizers.registry import get
+from derive.kernels.forms import registry_forms
+from derive.normalizers.registry import get, names
 from derive.normalizers.stable import DTYPES, FORMS, MSHIFT, faulty_weight, float_table, stable_form
 from derive.normalizers.table import anchor
 from derive.prove.verdict import REFUTED, Verdict
@@ -73,24 +74,28 @@ def document() -> Document:
         "softmax-one",
         "softmax₁: attention that can abstain, derived",
         summary=(
-            "Evan Miller's “Attention is off by one” {cite:miller2023} proposes adding 1 to the denominator of the attention softmax so that a head can "
-            "attend to nothing. This document derives softmax₁'s properties for any number of keys and any mask, "
-            "checks each statement of the article and of its discussion (extra zero logits, PyTorch's "
-            "add_zero_attn and add_bias_kv {cite:pytorch-mha}, attention sinks {cite:xiao2024,gpt-oss2025}), derives the exact conditions of the zero-prefix-token "
-            "trick, the overflow-free implementation, and what a common faulty implementation computes instead."
+            "Softmax makes every attention head put weight 1 somewhere, even when nothing in the context is worth "
+            "attending to. Evan Miller's “Attention is off by one” {cite:miller2023} proposes adding 1 to the "
+            "denominator, so that a head can give every key a weight near 0. This document derives softmax₁'s "
+            "properties for any number of keys and any mask, grades each statement of the post and of its "
+            "discussion against them (each quoted as its source wrote it), derives exactly when a zero token, "
+            "PyTorch's `add_zero_attn` or a learned key/value (`add_bias_kv`) {cite:pytorch-mha} computes softmax₁, "
+            "and shows which overflow-free implementation is exact and what a faulty one found in public code "
+            "computes instead."
         ),
     )
 
     # 1 ------------------------------------------------------------------------------
     doc.section("1. softmax₁ and QuietAttention")
     doc.prose(
-        "Row $i$ has scores $x_{i,t} = \\langle q_i, k_t \\rangle/\\sqrt{d}$ over the allowed keys "
-        "($M_{i,t} = 1$) of a row of symbolic length $n$; with the row fixed, $x_t$ is short for $x_{i,t}$. QuietAttention replaces softmax by softmax₁, "
+        "Symbols are those of the [notation sheet](notation.md#notation): row $i$ has scores "
+        "$x_{i,t} = \\langle q_i, k_t \\rangle/\\sqrt{d}$ over the allowed keys ($M_{i,t} = 1$) of a row of symbolic "
+        "length $n$ ($x_t$ with the row fixed). QuietAttention replaces softmax by softmax₁, "
         "$\\mathrm{QuietAttention}(Q, K, V) = \\operatorname{softmax}_1(QK^T/\\sqrt{d})V$:"
     )
     doc.definitions([
         [p1(j), p1(j).unfolded()], [p0(j), p0(j).unfolded()], [Zn(), Zsum],
-    ], caption="Notation. $p^{(1)}$ is softmax₁, $p$ is softmax, $Z > 0$ when at least one key is allowed.")
+    ], caption="$Z > 0$ when at least one key is allowed.")
     # the sink's weight at s = 0 with e^0 left unevaluated: built directly, SymPy makes it 1 and both
     # sides would be one expression, which no display or comparison could test
     s_ = sp.Symbol("s", real=True)
@@ -98,7 +103,7 @@ def document() -> Document:
     doc.equation(sink0, p1(j), name="softmax₁ is a sink logit of 0",
                  why="A sink logit $s$ adds $e^{s}$ to the denominator; $e^{0} = 1$.")
     doc.prose("The extra 1 is the weight $e^0$ of an implicit key of score 0 whose value is the zero vector "
-              "(the “ghostmax” of the article; flaxformer's extra zero logit {cite:flaxformer}). Section 8 derives exactly when "
+              "(the post's “ghostmax”; flaxformer's extra zero logit {cite:flaxformer}). Section 8 derives exactly when "
               "an actual zero token implements it.")
 
     # 2 ------------------------------------------------------------------------------
@@ -109,12 +114,24 @@ def document() -> Document:
               ["$e^{a + b} = e^{a} e^{b}$; $e^{c}$ is common to every term of the sum",
                "divide numerator and denominator by $e^{c}$: the 1 becomes $e^{-c}$"], name="shift by c")
     inv = derive_property("softmax1", "shift_invariant")
+    family = list(registry_forms().extra)
+    invariant = [nm for nm in names() if derive_property(nm, "shift_invariant").verdict.proved]
+    for nm in names():
+        _fact(doc, nm, "shift_invariant")
+    inside = [nm for nm in family if nm in invariant]
+    if inside != ["softmax"]:
+        raise AssertionError(f"the sentence says softmax alone of the family is shift-invariant; it is {inside}")
+    outside = [nm for nm in invariant if nm not in family]
     doc.prose(
         f"So softmax₁ is **not** shift-invariant: the claim “softmax₁ is shift-invariant” is "
         f"{_v(doc, 'softmax1', 'shift_invariant', 'refuted')} by a certified counterexample ({_w(inv)}). "
-        "A shift by $c$ is the same as a sink logit $-c$; softmax (no sink) is the only member of the family that "
-        "ignores it. The implementation trick “subtract the row maximum” is therefore not free for softmax₁ "
-        "(section 9)."
+        "A shift by $c$ is the same as a sink logit $-c$. Of the softmax family ("
+        + ", ".join(f"`{nm}`" for nm in family) + "), softmax alone ignores a shift "
+        f"({_v(doc, 'softmax', 'shift_invariant', 'proved')}; every other member "
+        + ", ".join(_v(doc, nm, "shift_invariant", "refuted") for nm in family if nm != "softmax")
+        + "); outside the family "
+        + " and ".join(f"`{nm}` ({_v(doc, nm, 'shift_invariant', 'proved')})" for nm in outside)
+        + " ignore it too. So “subtract the row maximum” needs care for softmax₁ (section 9)."
     )
 
     # 3 ------------------------------------------------------------------------------
@@ -131,8 +148,8 @@ def document() -> Document:
     doc.prose(
         f"$Z$ takes every value in $(0, \\infty)$ (one allowed key with score $\\log Z$), so the mass takes every value "
         f"in {_val(doc, 'softmax1', 'mass_range', '(0, 1)')} and never 0 or 1: it tends to 0 as all scores tend to $-\\infty$ "
-        f"and to 1 as one score tends to $+\\infty$. The article's “the sum lies between 0 and 1” is **confirmed** and sharpened: "
-        f"the open interval, both ends approached. For softmax the same computation gives exactly 1 "
+        f"and to 1 as one score tends to $+\\infty$: the open interval, both ends approached. For softmax the same "
+        f"computation gives exactly 1 "
         f"({_v(doc, 'softmax', 'weights_sum_to_one', 'proved')})."
     )
 
@@ -144,7 +161,7 @@ def document() -> Document:
         f"— every weight is at most the mass $Z/(1 + Z)$, which tends to 0. softmax cannot: "
         f"{_v(doc, 'softmax', 'can_abstain', 'refuted')}, "
         "because its weights sum to 1 in every row. This is a statement about the exact function, so more "
-        "precision cannot change it: the article's “a mathematical, not a numerical problem” is **confirmed**."
+        "precision cannot change it."
     )
 
     # 5 ------------------------------------------------------------------------------
@@ -161,24 +178,24 @@ def document() -> Document:
     doc.prose(f"The limits are {_val(doc, 'softmax', 'limit_uniform')} for softmax and "
               f"{_val(doc, 'softmax1', 'limit_uniform')} for softmax₁.")
     doc.prose(
-        "**(b) The iterated limits** as the article writes them, $\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty}$, "
-        "the innermost ($x_k$) first. Explicitly, for small k (examples computed with SymPy's limit, not a proof):"
+        "**(b) The iterated limits** as the post writes them, $\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_n\\to-\\infty}$ "
+        "(the post counts the keys with $k$), the innermost ($x_n$) first. Explicitly, for small $n$ (examples computed "
+        "with SymPy's limit, not a proof):"
     )
     rows = []
     for k in (1, 2, 3, 4):
         e0, e1 = limits.explicit_iterated(SM, {}, k), limits.explicit_iterated(S1, {}, k)
         rows.append([str(k), sp.Tuple(*e0), sp.Tuple(*e1), sp.Tuple(*[sp.Rational(1, k)] * k)])
-    doc.table(["k", "softmax", "softmax₁", "the article's softmax value 1/k"], rows)
+    doc.table(["$n$", "softmax", "softmax₁", "the post's softmax value $1/n$"], rows)
     doc.record("iterated_limits", {str(r[0]): {"softmax": [str(v) for v in r[1]], "softmax1": [str(v) for v in r[2]]}
                                    for r in rows})
     it0, it1 = derive_property("softmax", "limit_iterated"), derive_property("softmax1", "limit_iterated")
     doc.prose(
-        f"For symbolic k the induction of {_link('softmax', 'limit_iterated', 'the derivation')} gives: softmax puts "
+        f"For symbolic $n$ the induction of {_link('softmax', 'limit_iterated', 'the derivation')} gives: softmax puts "
         f"weight 1 on key 1 — the key whose limit is taken **last** — and 0 on the others ({it0.value_text()}); "
-        f"softmax₁ gives {it1.value_text()}. So the article's "
-        "$\\lim_{x_1\\to-\\infty}\\cdots\\lim_{x_k\\to-\\infty}\\operatorname{softmax}(x)_i = 1/k$ is **wrong as "
-        "written** (1/k is the limit along paths on which all differences $x_t - x_j$ tend to 0, see (d)), while "
-        "its softmax₁ statement (limit 0) is **correct as written**."
+        f"softmax₁ gives {it1.value_text()}. So the post's value $1/n$ for softmax is not the iterated limit as "
+        "written ($1/n$ is the limit along paths on which all differences $x_t - x_j$ tend to 0, see (d)), while "
+        "its softmax₁ value 0 is."
     )
     ap0, ap1 = derive_property("softmax", "limit_any_path"), derive_property("softmax1", "limit_any_path")
     w = ap0.verdict.witness or {}
@@ -206,16 +223,16 @@ def document() -> Document:
                  why="For two allowed keys the denominators cancel.")
     doc.equation(p1(1) / p1(2), p0(1) / p0(2), assume=allowed, name="same ratios as softmax",
                  check=False,  # the common denominators cancel as SymPy builds the ratios: one expression
-                 why="Both equal $e^{x_{i,1} - x_{i,2}}$: the article's ratio identity is confirmed.")
+                 why="Both equal $e^{x_{i,1} - x_{i,2}}$: the post's ratio identity.")
 
     # 7 ------------------------------------------------------------------------------
     doc.section("7. The Jacobian: positive on the diagonal, negative off it")
     W = calculus.two_key(S1, {})
     xj, xk, r = calculus.XJ, calculus.XK, calculus.R
-    pj = sp.exp(xj) / (1 + sp.exp(xj) + sp.exp(xk) + r)
-    pk = sp.exp(xk) / (1 + sp.exp(xj) + sp.exp(xk) + r)
-    doc.prose("Two allowed keys $j \\ne k$ and $r \\ge 0$ for the sum over the remaining allowed keys describe every "
-              "row with at least two allowed keys:")
+    pj = notation("p1j", lambda: sp.exp(xj) / (1 + sp.exp(xj) + sp.exp(xk) + r), latex="p^{(1)}_j", nargs=0)()
+    pk = notation("p1k", lambda: sp.exp(xk) / (1 + sp.exp(xj) + sp.exp(xk) + r), latex="p^{(1)}_k", nargs=0)()
+    doc.prose("Two allowed keys $j \\ne k$ and $R \\ge 0$ for the sum over the remaining allowed keys describe every "
+              "row with at least two allowed keys; with $p^{(1)}_j = e^{x_j}/(1 + e^{x_j} + e^{x_k} + R)$:")
     djj = notation("djj", lambda: sp.diff(W, xj), latex="\\frac{\\partial p^{(1)}_j}{\\partial x_j}", nargs=0)
     djk = notation("djk", lambda: sp.diff(W, xk), latex="\\frac{\\partial p^{(1)}_j}{\\partial x_k}", nargs=0)
     doc.equation(djj(), pj * (1 - pj), name="diagonal", why="Quotient rule (SymPy differentiates; the engine checks the result).")
@@ -224,8 +241,8 @@ def document() -> Document:
     doc.prose(
         f"With $0 < p^{{(1)}}_j < 1$ the diagonal is positive ({_v(doc, 'softmax1', 'jacobian_diagonal', 'proved')}), also for a "
         "single allowed key, where softmax's is 0; the off-diagonal entries are negative "
-        f"({_v(doc, 'softmax1', 'jacobian_offdiagonal', 'proved')}). The article's “the derivatives are positive” holds "
-        "for $\\partial p^{(1)}_j/\\partial x_j$ only: **refined**. Clipped softmax {cite:bondarenko2023}, by contrast, has regions of zero "
+        f"({_v(doc, 'softmax1', 'jacobian_offdiagonal', 'proved')}): “the derivatives are positive” holds for "
+        "$\\partial p^{(1)}_j/\\partial x_j$ only. Clipped softmax {cite:bondarenko2023}, by contrast, has regions of zero "
         f"gradient ({_v(doc, 'clipped', 'gradient_nonvanishing', 'refuted')})."
     )
 
@@ -241,9 +258,10 @@ def document() -> Document:
               f"({_v(doc, 'softmax', 'k_bias_cancels', 'proved')}).")
     doc.section("The zero-prefix token and the learned token", anchor="nrm-equivalences", level=3)
     doc.prose(
-        "**The zero-prefix token.** The article suggests prepending a zero vector to every context so that each "
-        "softmax denominator gains $e^0 = 1$. Model one extra token with key $\\kappa$ and value $\\nu$, always allowed; "
-        "each claim below is proved, or refuted by a certified counterexample:"
+        "**The zero-prefix token.** The post suggests prepending a zero vector to every context so that each "
+        "softmax denominator gains $e^0 = 1$. Model one extra token with key $k^{*}$ and value $v^{*}$, always "
+        "allowed; each claim below is proved, or refuted by a certified counterexample (the row $i$ it is on "
+        "named with it):"
     )
     results = equivalences.decide_all()
     eq_rows = []
@@ -251,48 +269,72 @@ def document() -> Document:
         if v.proved and e.lhs() != e.rhs():
             doc.equation(e.lhs(), e.rhs(), name=e.name, why=f"{e.statement}; {e.condition}.")
         w = v.witness or {}
+        shown = {**w.get("instance", {}), **w.get("indices", {})}
         eq_rows.append([e.name, e.condition, f"**{v.status}**",
-                        "—" if not w else "; ".join(assignment(k, val) for k, val in w.get("instance", {}).items())])
+                        "—" if not w else "; ".join(assignment(k, val) for k, val in shown.items())])
         if v.status != e.expect:
             raise AssertionError(f"{e.name}: {v.status}, expected {e.expect}")
+        doc.fact(f"token: {e.name}", v)
     doc.record("equivalences", {e.name: {"verdict": v.status, "condition": e.condition,
                                          "witness": (v.witness or {}).get("instance")} for e, v in results})
     doc.table(["claim", "condition", "verdict", "counterexample"], eq_rows,
-              caption="Zero-token attention ≡ softmax₁ exactly when the token's score is 0 relative to the real keys and its value is 0.")
+              caption="Zero-token attention is softmax₁ exactly when the token's score is 0 relative to the real keys "
+                      "and its value is 0.")
     doc.prose(
-        "So the trick needs: no K bias reaching the token alone, no positional term reaching it, and no V bias. "
-        "A LayerNorm before the projections does not keep a zero vector zero: $\\mathrm{LayerNorm}(0) = \\beta$ (the mean and "
-        "variance of 0 are 0, so the normalized part is $0/\\sqrt{\\varepsilon} = 0$), and the token's key becomes $\\beta W_K$ — a "
-        "query-dependent score like the positional case. PyTorch's `add_zero_attn` and flaxformer's zero logit "
-        "append the zero key and value **after** the projections, so no bias reaches them: they are softmax₁."
+        "A K bias that reaches the real keys reaches the token alike (it is added after the same projection): "
+        "then it shifts every score of the row by $\\langle q_i, b_K \\rangle/\\sqrt{d}$, the token's included, "
+        "and the result is softmax₁ of the *bias-free* scores "
+        "({verdict:token: K bias on every key, token included=proved}): $b_K$ silently has no effect at all — not "
+        "the shift softmax₁ would show if the bias reached the real keys alone "
+        "({verdict:token: … but not softmax₁ of the biased scores=refuted}). A positional term or a V bias that "
+        "reaches the token breaks the equivalence (refuted above; the score $\\langle q_i, p_0 \\rangle/\\sqrt{d}$ "
+        "is 0 only for queries orthogonal to $p_0$)."
     )
     beta, gamma_ln = np.array([0.3, -1.2, 0.5]), np.array([1.5, 0.7, 2.0])
     zero = np.zeros(3)
     ln = gamma_ln * (zero - zero.mean()) / np.sqrt(zero.var() + 1e-5) + beta
     doc.example_check("LayerNorm(0) = β", list(ln), list(beta), detail="γ = (1.5, 0.7, 2), β = (0.3, −1.2, 0.5), ε = 1e-5")
+    rms = gamma_ln * zero / np.sqrt(np.mean(zero ** 2) + 1e-5)
+    doc.example_check("RMSNorm(0) = 0", list(rms), [0.0, 0.0, 0.0], detail="γ = (1.5, 0.7, 2), ε = 1e-5")
+    doc.prose(
+        "**What reaches a prepended zero vector.** It enters the network as an input, so everything the network "
+        "does to inputs reaches it. In the first layer a LayerNorm maps it to "
+        "$\\mathrm{LayerNorm}(0) = \\beta$ (checked; mean and variance of 0 are 0, the normalized part "
+        "is $0/\\sqrt{\\varepsilon} = 0$): its key becomes $\\beta W_K + b_K$ — a query-dependent score, like a "
+        "positional term — and its value $\\beta W_V + b_V$, like a V bias; both break the equivalence. An RMSNorm "
+        "keeps it 0 ($\\mathrm{RMSNorm}(0) = 0$, checked), so without biases the first layer is softmax₁. From the "
+        "second layer on, the token's key and value are whatever the layers below wrote at its position, and "
+        "nothing keeps them 0: a zero *input* gives softmax₁ in the first layer at most. A zero key and value "
+        "appended in every layer **after** the projections — PyTorch's `add_zero_attn`, flaxformer's zero "
+        "logit — is softmax₁ in every layer ({verdict:token: zero token ≡ softmax₁=proved})."
+    )
 
     # 9 ------------------------------------------------------------------------------
     doc.section("9. The overflow-free form, and a faulty one")
     m = MSHIFT
     doc.equation(stable_form(S1, {}), p1(j), name="stable form",
-                 why="Any real $m$: write $x = (x - m) + m$ and use section 2 (the 1 becomes $e^{-m}$).")
+                 why="For **any** real $m$: write $x = (x - m) + m$ and use section 2 — the 1 becomes $e^{-m}$.")
     doc.prose(
-        "With $m = \\max(0, \\max_j x_j)$ every exponent $x_t - m$ and $-m$ is $\\le 0$, so no exp overflows, and the "
-        "term that attains the maximum (the implicit zero logit or a key) contributes $e^0 = 1$, so the denominator "
-        "is $\\ge 1$: no division by 0, even for a fully masked row (all weights 0, as the definition says). The "
-        "implicit zero logit must take part in the maximum."
+        "The form is exact whatever $m$ is; what makes it correct is that the 1 is shifted with the scores, to "
+        "$e^{-m}$. The choice of $m$ only guards against overflow: with $m = \\max(0, \\max_j x_j)$ every exponent "
+        "$x_t - m$ and $-m$ is $\\le 0$, so no exp overflows, and the term that attains the maximum (the implicit "
+        "zero logit or a key) contributes $e^0 = 1$, so the denominator is $\\ge 1$ — no division by 0, even on a "
+        "fully masked row (all weights 0, as the definition says). That is the only reason the zero logit joins "
+        "the maximum."
     )
     ft = notation("ft", faulty_weight, latex="\\tilde{p}", nargs=1)
     p1m = notation("p1m", lambda a: S1.weight(lambda k: x[i, k] - m, key=a), latex="p^{(1)}(x - m)", nargs=1)
     fw = ft(j)
-    doc.prose("A widespread faulty form subtracts $m = \\max_j x_j$ and then adds a plain 1:")
+    doc.prose("A faulty form found in public code {cite:informer-softmax-one} subtracts $m = \\max_j x_j$ and then "
+              "adds a plain 1, left unshifted:")
     doc.definitions([[ft(j), faulty_weight(j)]])
     doc.equation(fw, p1m(j), name="$\\tilde{p} = p^{(1)}(x - m)$",
                  check=False,  # the faulty form is built as softmax₁ of x − m: one expression
                  why="It is softmax₁ applied to the shifted scores.")
     doc.equation(fw, SINK.weight(sc, key=j, s=m), name="$\\tilde{p}$ is a sink of logit $m$", why="Section 2 with $c = -m$.")
     doc.equation(fw / p1(j), (1 + Zn()) / (sp.exp(m) + Zn()), assume={M[i, j]: 1}, name="$\\tilde{p}_j / p^{(1)}_j$",
-                 why="The ratio for an allowed key; it is 1 exactly when $e^{m} = 1$, i.e. when $\\max_j x_{i,j} = 0$.")
+                 why="The ratio for an allowed key; it is 1 exactly when $e^{m} = 1$, i.e. $m = 0$: the fault is the 1 "
+                     "left unshifted (it should be $e^{-m}$), not the choice of $m$.")
     bad = _faulty_counterexample(doc, (2, 1))
     doc.prose("The claim “the faulty form equals softmax₁” is **{verdict:faulty form equals softmax₁=refuted}**: "
               f"{bad}.")
@@ -318,67 +360,97 @@ def document() -> Document:
     doc.prose(f"At $x = (-10, -10)$ softmax₁ gives {float(w10.evalf(30)):.6g} to each key "
               f"(mass {float((2 * w10).evalf(30)):.4g}); the faulty form gives 1/3 to each (mass 2/3).")
     _ = faulty
-    doc.prose("**Where each form fails in floating point.** Outcomes against a 50-digit reference (tolerance: "
-              "2e-3 float16, 1.6e-2 bfloat16, 1e-6 float32, 1e-12 float64); bfloat16 is emulated (float32 "
-              "operations rounded to bfloat16 after each step, as checked against PyTorch's bfloat16 in the tests). "
-              "“ok, exp underflows to 0”: the true weights are below the smallest positive number of the format, so 0 is "
-              "the correctly rounded answer.")
-    ftable = float_table()
-    doc.table(["form", "row", *DTYPES], ftable)
-    doc.record("float_table", {"dtypes": list(DTYPES), "rows": ftable})
+    doc.prose("[Appendix A](#floats) runs the naive, stable and faulty forms of softmax and softmax₁ in four "
+              "floating-point formats on rows that overflow or underflow.")
 
     # 10 -----------------------------------------------------------------------------
     doc.section("10. Plots")
     doc.figure("mass-vs-shift", _draw_mass, "Total attention mass of the row $x = (0.5, -1, 1.5, 0)$ shifted by $c$.")
     doc.figure("uniform-path", _draw_uniform,
-               "Weight of one key along the uniform path $x = -t \\cdot \\mathbf{1}$ (4 keys); the soft-capped softmax (dashed) "
-               "coincides with softmax at 1/4.")
+               "Weight of one key along the uniform path $x = -t \\cdot \\mathbf{1}$ (4 keys); the soft-capped softmax "
+               "(markers) coincides with softmax at 1/4. Each normalizer has the same colour in both figures.")
 
-    # 11 -----------------------------------------------------------------------------
-    doc.section("11. The article and the discussion, checked")
+    # the results box: each statement of the post and of its discussion, as its source wrote it, graded
     eqs = {e.name: v.status for e, v in results}
     P = "proved"
 
     def st(name, prop):
         return derive_property(name, prop).verdict.status
 
+    post, talk = "the post {cite:miller2023}", "a comment {cite:hn-offbyone}"
     findings = [
-        ("softmax gives every key $1/k$ when all inputs tend to $-\\infty$ (iterated limits as written)", "contradicted",
+        ("$\\lim_{x_1 \\to -\\infty} \\ldots \\lim_{x_k \\to -\\infty} (\\mathrm{softmax}(x))_i = \\frac{1}{k} > 0$",
+         post, "wrong as written",
          st("softmax", "limit_iterated") == P and "(1, 0" in it0.value_text() and st("softmax", "limit_any_path") == "refuted",
-         ("the iterated limit gives 1 to the outermost key; $1/k$ is the limit exactly on the paths on which all "
-          "differences $x_{i,t} - x_{i,j}$ tend to 0 (section 5 (d)); along arbitrary paths the limit depends on the path")),
-        ("softmax₁ gives every key 0 in the same limit", "confirmed",
-         st("softmax1", "limit_iterated") == P and st("softmax1", "limit_any_path") == P, "as written and along every path"),
-        ("softmax₁ keeps the ratios $e^{x_{i,j}}/e^{x_{i,k}}$", "confirmed", st("softmax1", "ratio_identity") == P, "section 6"),
-        ("the derivatives are positive", "refined",
+         "the iterated limit gives 1 to the key whose limit is taken last and 0 to the others; $1/n$ is the limit on "
+         "the paths on which all differences $x_t - x_j$ tend to 0 (section 5)"),
+        ("$\\lim_{x_1 \\to -\\infty} \\ldots \\lim_{x_k \\to -\\infty} (\\mathrm{softmax}_1(x))_i = 0$", post, "confirmed",
+         st("softmax1", "limit_iterated") == P and st("softmax1", "limit_any_path") == P,
+         "as written and along every path (section 5)"),
+        ("$\\frac{(\\mathrm{softmax}_1(x))_i}{(\\mathrm{softmax}_1(x))_j} = \\frac{(\\mathrm{softmax}(x))_i}"
+         "{(\\mathrm{softmax}(x))_j} = \\frac{\\exp(x_i)}{\\exp(x_j)}$", post, "confirmed",
+         st("softmax1", "ratio_identity") == P, "section 6"),
+        ("“the derivative is positive, so the gradient is never zero”", post, "refined",
          st("softmax1", "jacobian_diagonal") == P and st("softmax1", "jacobian_offdiagonal") == P,
-         r"$\partial p^{(1)}_{j} / \partial x_{i,j} > 0$ but $\partial p^{(1)}_{j} / \partial x_{i,k} < 0$ for $k \neq j$"),
-        ("the weights sum to between 0 and 1", "confirmed",
-         st("softmax1", "mass_range") == P and rng.value_text() == "(0, 1)", "exactly the open interval (0, 1)"),
-        ("a head can choose to add nothing", "confirmed",
+         "$\\partial p^{(1)}_{j} / \\partial x_{j} > 0$, but $\\partial p^{(1)}_{j} / \\partial x_{k} < 0$ for $k \\neq j$ "
+         "(section 7)"),
+        ("“the sum lies between 0 and 1”", post, "confirmed",
+         st("softmax1", "mass_range") == P and rng.value_text() == "(0, 1)",
+         "exactly the open interval $(0, 1)$, both ends approached (section 3)"),
+        ("“a head can choose to pass”", post, "confirmed",
          st("softmax1", "can_abstain") == P and st("softmax", "can_abstain") == "refuted",
-         "the mass tends to 0; softmax's is identically 1"),
-        ("more precision does not help", "confirmed", st("softmax", "weights_sum_to_one") == P,
-         "softmax's weights sum to 1 as an identity of the exact function"),
-        ("a zero prefix token adds 1 to every denominator", "refined",
-         eqs["zero token ≡ softmax₁"] == P and "refuted" == eqs["K bias reaches the token"] == eqs["V bias reaches the token"],
-         "only if its score is exactly 0 relative to the real keys and its value is 0 (section 8)"),
-        ("PyTorch add_zero_attn / flaxformer's zero logit is the same thing", "confirmed",
-         eqs["zero token ≡ softmax₁"] == P, "the zero key and value are appended after the projections"),
-        ("softmax is implemented as $e^{x_{i,j} - \\max_t x_{i,t}}$", "refined",
+         "every weight can tend to 0; softmax's sum is 1 (section 4)"),
+        ("“a mathematical problem, not one of numerical precision”", post, "confirmed",
+         st("softmax", "weights_sum_to_one") == P, "softmax's weights sum to 1 as an identity of the exact function"),
+        ("“prepend a zero vector to every input, with no bias (positional encoding included) added to it; passed "
+         "through, it adds 1 to each later softmax denominator”", post, "refined",
+         eqs["zero token ≡ softmax₁"] == P and "refuted" == eqs["positional term reaches the token"]
+         == eqs["V bias reaches the token"],
+         "only where its key gives score 0 and its value is 0: a LayerNorm breaks it in the first layer, and from "
+         "the second on the token is what the layers below wrote (section 8)"),
+        ("“PyTorch's add_zero_attn adds a 0 to the logits, so $e^0 = 1$ in the denominator” (also flaxformer's "
+         "code)", talk, "confirmed",
+         eqs["zero token ≡ softmax₁"] == P, "the zero key and value are appended after the projections, in every layer"),
+        ("“softmax is implemented as $\\exp(x_i - \\max(x))$, summed in the denominator”", talk, "refined",
          doc.facts["faulty form equals softmax₁"].status == "refuted",
-         "for softmax₁ the 0 logit must join the max; otherwise the result is a sink of logit $\\max_t x_{i,t}$"),
-        ("learned attention sinks do the same", "confirmed",
+         "for softmax₁ the 1 must be shifted with the scores, to $e^{-m}$, for any $m$; left as 1 the result is a "
+         "sink of logit $m$. Including 0 in the maximum only prevents overflow (section 9)"),
+        ("“a learned attention sink attached before QK and removed after the softmax, so the weights do not sum "
+         "to 1”", talk, "refined",
          eqs["sink(0) ≡ softmax₁"] == P and eqs["learned key/value token"] == P,
-         "softmax₁ is sink(0); add_bias_kv is a query-dependent sink plus its own value"),
+         "that sink is a query-dependent extra logit $\\langle q_i, k^{*} \\rangle/\\sqrt{d}$ without a value, "
+         "softmax₁ only where that score is 0; gpt-oss's sink {cite:gpt-oss2025} is a learned logit per head "
+         "(softmax₁ is the one at 0), StreamingLLM's sink tokens {cite:xiao2024} are real keys with values "
+         "(the learned key/value token, section 8)"),
     ]
-    for statement, label, ok, _ in findings:
+    for statement, _src, label, ok, _ in findings:
         if not ok:
             raise AssertionError(f"the derivations do not support “{label}” for: {statement}")
-    doc.prose("Each finding below is asserted from the verdicts above when the document is built; a verdict that "
-              "changed would stop the build.")
-    doc.table(["statement", "finding"], [[s_, f"**{lab}**: {why}"] for s_, lab, _, why in findings])
-    doc.record("article", [{"statement": s_, "finding": lab, "detail": why} for s_, lab, _, why in findings])
+    doc.appendix("Appendix: reference material")
+    doc.section("A. Where each form fails in floating point", anchor="floats", level=3)
+    doc.prose("Outcomes against a 50-digit reference (tolerance: 2e-3 float16, 1.6e-2 bfloat16, 1e-6 float32, "
+              "1e-12 float64); bfloat16 is emulated (float32 operations rounded to bfloat16 after each step, as "
+              "checked against PyTorch's bfloat16 in the tests). “ok, exp underflows to 0”: the true weights are "
+              "below the smallest positive number of the format, so 0 is the correctly rounded answer.")
+    ftable = float_table()
+    doc.table(["form", "row", *DTYPES], ftable)
+    doc.record("float_table", {"dtypes": list(DTYPES), "rows": ftable})
+    with doc.results():
+        doc.prose(
+            f"softmax₁ is softmax with an extra logit fixed at 0: its weights sum to "
+            f"{_val(doc, 'softmax1', 'mass_range', '(0, 1)')}, every weight can tend to 0 "
+            f"({_v(doc, 'softmax1', 'can_abstain', 'proved')}), its ratios are softmax's, and a shift of the scores "
+            f"is a sink logit, so it is not shift-invariant ({_v(doc, 'softmax1', 'shift_invariant', 'refuted')}). "
+            "A zero token computes it only with score 0 and value 0; the overflow-free form is exact for any "
+            "shift, and a faulty one found in public code can never abstain. Each statement of the post "
+            "(Miller, 2023) and of its discussion, as its source wrote it, graded by the derivations below "
+            "(a verdict that changed would stop the build):"
+        )
+        doc.table(["statement, as written", "source", "finding"],
+                  [[q, src, f"**{lab}**: {why}"] for q, src, lab, _, why in findings],
+                  caption="The comments are quoted as the Japanese summary {cite:offbyone-summary} of the post and "
+                          "its discussion gives them; statements in words are translated.")
+    doc.record("article", [{"statement": q, "finding": lab, "detail": why} for q, _src, lab, _, why in findings])
     return doc
 
 
@@ -403,14 +475,20 @@ def _faulty_counterexample(doc: Document, row: tuple) -> str:
             f"${tex(want)} \\approx {float(want):.4f}$ from softmax₁ (exact values)")
 
 
+# one colour per curve, the same in both figures (a normalizer keeps its colour)
+COLOURS = {"softmax": "C0", "softmax₁": "C1", "sink s = −2": "C2", "sink s = 2": "C3", "sigmoid": "C4",
+           "soft cap": "C5"}
+
+
 def _draw_mass(ax):
     row = np.array([0.5, -1.0, 1.5, 0.0])
     cs = np.linspace(-10, 10, 201)
     for label, name, params in [("softmax", "softmax", {}), ("softmax₁", "softmax1", {}),
                                 ("sink s = −2", "sink", {"s": -2.0}), ("sink s = 2", "sink", {"s": 2.0}),
-                                ("sigmoid (b = 0)", "sigmoid", {"b": 0.0})]:
+                                ("sigmoid", "sigmoid", {"b": 0.0})]:
         e = get(name)
-        ax.plot(cs, e.stable(row[None, :] + cs[:, None], **params).sum(axis=-1), label=label)  # one row per c
+        ax.plot(cs, e.stable(row[None, :] + cs[:, None], **params).sum(axis=-1), color=COLOURS[label],
+                label=label + (" (b = 0)" if name == "sigmoid" else ""))  # one row per c
     ax.set_xlabel("common shift c")
     ax.set_ylabel("Σ weights")
     ax.set_yscale("log")
@@ -422,10 +500,13 @@ def _draw_uniform(ax):
     ts = np.linspace(-5, 10, 151)
     for label, name, params in [("softmax", "softmax", {}), ("softmax₁", "softmax1", {}),
                                 ("sink s = 2", "sink", {"s": 2.0}), ("sigmoid", "sigmoid", {"b": 0.0}),
-                                (r"soft cap $c_{\mathrm{cap}} = 1$", "softcap", {"c": 1.0})]:
+                                ("soft cap", "softcap", {"c": 1.0})]:
         e = get(name)
-        style = "--" if name == "softcap" else "-"
-        ax.plot(ts, e.stable(np.repeat(-ts[:, None], 4, axis=1), **params)[:, 0], style, label=label)  # one row per t
+        ys = e.stable(np.repeat(-ts[:, None], 4, axis=1), **params)[:, 0]  # one row per t
+        if name == "softcap":  # equal to softmax's 1/4 all along: markers, so the curve under it stays visible
+            ax.plot(ts[::10], ys[::10], "o", color=COLOURS[label], markersize=4, label=r"soft cap $c_{\mathrm{cap}} = 1$")
+        else:
+            ax.plot(ts, ys, "-", color=COLOURS[label], label=label + (" (b = 0)" if name == "sigmoid" else ""))
     ax.set_xlabel("t (scores x = −t·1)")
     ax.set_ylabel("weight of one key")
     ax.legend(frameon=False, fontsize=8)

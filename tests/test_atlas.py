@@ -73,3 +73,18 @@ def test_every_claim_meets_its_expectation(results):
         for c in r.claims:
             assert c.as_expected, (variant, c.name, c.miss)
             assert c.expected == FACTS[variant][c.name], (variant, c.name)
+
+
+def test_a_reason_says_what_its_one_key_instance_shows(results):
+    """gpt-oss's K bias fails for two reasons (a key-dependent RoPE term; a sink that is not
+    shift-invariant); an instance with one key cannot show the first, and the reason says so."""
+    r = results[ORDER.index("gpt_oss_sinks")]
+    (c,) = [c for c in r.claims if c.name == "k_bias_redundant"]
+    assert c.verdict == R and c.counterexample["n"] == 1
+    assert "key-dependent term" in c.reason and "not shift-invariant" in c.reason
+    assert c.reason.endswith("(the certified instance has one key, so what it shows is the second reason alone)")
+    # a variant whose counterexample has two keys says nothing of the kind
+    for r in results:
+        for c in r.claims:
+            if c.counterexample and c.counterexample.get("n", 1) > 1:
+                assert "has one key" not in c.reason, (r.name, c.name)

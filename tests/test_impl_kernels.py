@@ -416,8 +416,10 @@ def test_bias_kv_has_no_checked_kernel_form_and_says_why():
     with pytest.raises(InputError) as err:
         check_implementation(NP + "softmax1_online", "bias_kv", form="online", dtypes=("float64",))
     assert str(err.value) == ("--form online supports the normalizers of the softmax family (sink, softmax, softmax1, "
-                              "zero_token); bias_kv has no kernel form checked here: " + plain_math(registry_forms().not_checked["bias_kv"]))
-    assert "no keyword to pass w and no output to compare" in str(err.value) and "$" not in str(err.value)
+                              "zero_token) and, online and split, the ratios of row sums (relu_n, sigmoid, sigmoid_logn, "
+                              "softcap, softpick, ssmax); bias_kv has no kernel form checked here: "
+                              + plain_math(registry_forms().not_checked["bias_kv"]))
+    assert "no keyword to pass v* and no output to compare" in str(err.value) and "$" not in str(err.value)
 
 
 def test_help_documents_the_new_flags(capsys):

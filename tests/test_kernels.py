@@ -69,7 +69,9 @@ def test_every_step_is_proved_and_every_fault_refuted(kernels_json):
         kinds.setdefault(s["kind"], []).append(s)
         assert s["verdict"] == ("refuted" if s["kind"] == "refutation" else "proved"), s["name"]
     refuted = kinds["refutation"]
-    assert len(refuted) == sum(1 for f in FAULTS if f.rewrite is not None) == 10
+    # each fault with a formula, and the backward's dQ scaled by log₂e (section 5)
+    assert len(refuted) == sum(1 for f in FAULTS if f.rewrite is not None) + 1 == 11
+    assert "dQ scaled by log₂e" in {s["name"] for s in refuted}
     for s in refuted:
         assert s["witness"]["enclosures"]["bits"] >= 64
     names = {s["name"] for s in data["steps"]}
@@ -96,8 +98,10 @@ def test_fault_texts_are_math_in_documents_and_plain_on_a_terminal():
     assert by_key["acc_not_rescaled"].fix == "acc ← e^(m − m') acc + ∑_tile e^(x − m') v"
     assert by_key["seeded_twice_empty_split"].fix == ("an empty split returns (m, ℓ, acc) = (−∞, 0, 0) (or lse = −∞); "
                                                       "only the combine adds the extra logit")
-    assert by_key["extra_grad_missing"].fix.startswith("∂L/∂σ = −P_σ D_i per row, with P_σ = e^(σ − lse_i)")
-    assert by_key["kv_only_lse_backward"].does == ("recomputes P_j = e^(x_j − lse_KV) with lse_KV = log ∑_t e^x_t, "
+    # the gradient of the extra logit with its value: −p_* D only where v* = 0 (a sink), never for add_bias_kv
+    assert by_key["extra_grad_missing"].fix.startswith("∂L/∂x* = p_*(⟨dO_i, v*⟩ − D_i) per row, with "
+                                                       "p_* = e^(x* − lse_i)")
+    assert by_key["kv_only_lse_backward"].does == ("recomputes p_j = e^(x_j − lse_KV) with lse_KV = log ∑_t e^x_t, "
                                                    "without the extra logit")
 
 # ---- the numeric kernels are the definition on adversarial partitions -------------------

@@ -15,12 +15,13 @@ from derive.build import build
 
 ROOT = Path(__file__).parent.parent
 
-_OVERFULL = re.compile(r"^Overfull \\[hv]box \(([0-9.]+)pt too (?:wide|high)\)", re.M)
+_BOX = re.compile(r"^(?:Overfull \\[hv]box \([0-9.]+pt too (?:wide|high)\)|Underfull \\[hv]box \(badness \d+\))", re.M)
 
 
-def overfull_boxes(log: str, limit: float = 1.0) -> list[str]:
-    """The overfull-box warnings of a pdflatex log that exceed ``limit`` points."""
-    return [m.group(0) for m in _OVERFULL.finditer(log) if float(m.group(1)) > limit]
+def bad_boxes(log: str) -> list[str]:
+    """The overfull- and underfull-box warnings of a pdflatex log: a line pushed into the margin,
+    or stretched thin (TeX reports a box whose badness passes \\hbadness, 1000)."""
+    return [m.group(0) for m in _BOX.finditer(log)]
 
 
 def type3_fonts(pdffonts_output: str) -> list[str]:
@@ -54,13 +55,15 @@ def raw_markup(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("log, expected", [
-    ("Overfull \\hbox (0.80116pt too wide) in paragraph at lines 66--78\n", []),
+    ("Overfull \\hbox (0.80116pt too wide) in paragraph at lines 66--78\n", ["Overfull \\hbox (0.80116pt too wide)"]),
     ("Overfull \\hbox (12.5pt too wide) in paragraph at lines 1--2\n", ["Overfull \\hbox (12.5pt too wide)"]),
     ("Overfull \\vbox (3.0pt too high) has occurred\n", ["Overfull \\vbox (3.0pt too high)"]),
-    ("Underfull \\hbox (badness 10000)\n", []),
+    ("Underfull \\hbox (badness 10000) in paragraph\n", ["Underfull \\hbox (badness 10000)"]),
+    ("Underfull \\vbox (badness 1231) has occurred\n", ["Underfull \\vbox (badness 1231)"]),
+    ("LaTeX Font Info: Overfull is a word here\n", []),
 ])
-def test_overfull_boxes(log, expected):
-    assert overfull_boxes(log) == expected
+def test_bad_boxes(log, expected):
+    assert bad_boxes(log) == expected
 
 
 def test_type3_fonts():
@@ -92,15 +95,16 @@ def test_clean_text_has_no_raw_markup():
     assert raw_markup("a non-empty set, tolerance 1e-12, keys 1-3") == []
 
 
-def _check_pdf(pdf: Path) -> None:
+def _check_pdf(pdf: Path) -> str:
     log = pdf.with_suffix(".log").read_text(errors="replace")
-    assert overfull_boxes(log) == [], f"{pdf.name}: formulas or tables wider than the page"
+    assert bad_boxes(log) == [], f"{pdf.name}: lines wider than the page or stretched thin"
     fonts = subprocess.run([require_tool("pdffonts"), str(pdf)], capture_output=True, text=True, check=True).stdout
     assert type3_fonts(fonts) == [], f"{pdf.name}: Type 3 fonts (T1 without lmodern, or a figure's fonts)"
     assert "LMRoman" in fonts, f"{pdf.name}: not set in Latin Modern"
     text = subprocess.run([require_tool("pdftotext"), "-layout", str(pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
     assert raw_markup(text) == [], f"{pdf.name}: raw markup on the page"
+    return text
 
 
 @pytest.mark.slow
@@ -118,14 +122,16 @@ def test_qk_bias_compiles_to_a_clean_pdf(tmp_path):
 
 @pytest.mark.latex
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["softmax_one", "kernels", "normalizers"])
+@pytest.mark.parametrize("module", ["softmax_one", "kernels", "normalizers", "atlas", "notation"])  # impl-check shows Python code
 def test_every_pdf_is_clean(tmp_path, module):
     require_tool("pdflatex")
     report = build([str(ROOT / "proofs" / f"{module}.py")], docs=tmp_path / "docs", out=tmp_path / "build",
                    log=lambda m: None)
     assert report.pdfs == 1
     (pdf,) = [p for p in (tmp_path / "build").glob("*.pdf") if p.with_suffix(".tex").exists()]
-    _check_pdf(pdf)
+    text = _check_pdf(pdf)
+    if module == "kernels":  # a command as typed: two hyphens, never an en dash (a TeX ligature)
+        assert "derive impl --form online" in text and "impl –form" not in text
 
 
 # -- derive check --format tex: the same markup pipeline as the documents -----------------

@@ -38,7 +38,8 @@ def test_linear_fraction_keeps_its_numerator(latex, expected):
 def test_fraction_inside_an_exponent_is_set_on_one_line():
     # e^{c tanh(x/c)}: a \frac two levels up is script-script size, too small to read
     x, c = sp.symbols("x c_cap")
-    assert tex(sp.exp(c * sp.tanh(x / c))) == r"e^{c_{\mathrm{cap}} \tanh{\left(x / c_{\mathrm{cap}} \right)}}"
+    # … and an exponent that holds a fraction is set as exp(…) on the line, never as a superscript
+    assert tex(sp.exp(c * sp.tanh(x / c))) == r"\exp\left(c_{\mathrm{cap}} \tanh{\left(x / c_{\mathrm{cap}} \right)}\right)"
     assert tex(sp.exp(x / 2)) == r"e^{x/2}"
 
 

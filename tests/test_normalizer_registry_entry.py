@@ -77,7 +77,7 @@ def test_property_table_and_family(entry):
     assert verdicts["shift_invariant"] == "refuted" and verdicts["can_abstain"] == "proved"
     assert verdicts["weights_sum_to_one"] == "refuted"
     assert t["softmax_family"] == {"member": True, "extra_logit": "a", "kernel_forms": ["online", "split", "backward"],
-                                   "why_not": ""}
+                                   "why_not": "", "ratio": ""}
 
 
 def test_a_spec_names_the_new_entry_s_parameter(entry):
@@ -101,7 +101,8 @@ def test_impl_as_a_spec_file(tmp_path):
                     "import kernels_numpy as K\n"
                     "def online(x, v, block, *, s2):\n    return K.sink_online(x, v, block, s=s2)\n"
                     "def online_bad(x, v, block, *, s2):\n    return K.sink_online_extra_per_tile(x, v, block, s=s2)\n"
-                    "def plain(x, v, block):\n    return K.softmax_online(x, v, block)\n")
+                    "def plain(x, v, block):\n    return K.softmax_online(x, v, block)\n"
+                    "def back(x, v, dout):\n    import numpy as np\n    return np.zeros_like(x), np.zeros_like(v)\n")
     good = check_implementation(f"{code}:online", str(spec), form="online", dtypes=("float64",), examples=5)
     assert good.exit_code() == 0
     bad = check_implementation(f"{code}:online_bad", str(spec), form="online", dtypes=("float64",), examples=5)
@@ -111,7 +112,10 @@ def test_impl_as_a_spec_file(tmp_path):
                      'weight = "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1)"\n')
     from derive.errors import InputError
 
+    # a ratio of row sums (softpick's form): its online form is checked (softmax's kernel is not it) …
+    plain = check_implementation(f"{code}:plain", str(other), form="online", dtypes=("float64",), examples=5)
+    assert plain.exit_code() == 1
+    # … its backward is not
     with pytest.raises(InputError) as err:
-        check_implementation(f"{code}:plain", str(other), form="online", dtypes=("float64",), examples=5)
-    assert "pick has no kernel form checked here: its weight is not of the form e^x_j/(E + ∑_t e^x_t)" in \
-        str(err.value), str(err.value)
+        check_implementation(f"{code}:back", str(other), form="backward", dtypes=("float64",), examples=5)
+    assert "pick is a ratio of row sums, whose online and split forms are checked" in str(err.value), str(err.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from derive.errors import InputError
-from derive.normalizers.properties import PROPERTIES, decide, derive_property
+from derive.normalizers.properties import PROPERTIES, decide, derive_property, params_for
 from derive.normalizers.registry import names
 from derive.normalizers.table import build_table, markdown
 
@@ -55,14 +55,16 @@ ORDER = ("shift_invariant", "shift_effect", "weights_sum_to_one", "mass_range", 
          "limit_iterated", "limit_any_path", "ratio_identity", "jacobian_diagonal", "jacobian_offdiagonal",
          "gradient_nonvanishing", "k_bias_cancels", "stable_form")
 NEW = {
-    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path
-    "softpick": "RURUPPUURUUURP",
-    # softmax of s·log(N)·x: shift-invariant, sums to 1, ratio N^{s(x1 - x2)}
-    "ssmax": "PPPURPURRUUUPP",
-    # σ(x - log N): elementwise in x, the bias depends on the row
-    "sigmoid_logn": "RURUPPUURPRPRP",
+    # ReLU(e^x - 1)/(Σ|e^x - 1| + ε): abstains (weights exactly 0 for scores ≤ 0), shown on the uniform path;
+    # p_j ≡ 0 where x_j < 0, so its gradient is 0 there (refuted at a point of a row of two keys)
+    "softpick": "RURPPPUURRRRRP",
+    # softmax of s·log(N)·x: shift-invariant, sums to 1 (so its mass range is {1}), ratio N^{s(x1 - x2)}
+    "ssmax": "PPPPRPURRUUUPP",
+    # σ(x - log N): elementwise in x, the bias depends on the row; a shift c is sigmoid with b = c - log N
+    "sigmoid_logn": "RPRUPPUURPRPRP",
     # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1; each weight is at most σ(x_j), so it abstains
-    "stick_breaking": "RURUPUUURUUURP",
+    # and its limits as all scores → −∞ are 0
+    "stick_breaking": "RURUPPUPRUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
     "relu_n": "RURUPPUURRRRRP",
 }
@@ -75,6 +77,9 @@ VALUES = {
     ("softmax1", "mass_range"): "(0, 1)",
     ("sink", "mass_range"): "(0, 1)",
     ("sigmoid", "mass_range"): "(0, N)",
+    ("ssmax", "mass_range"): "{1}",
+    ("softpick", "mass_range"): "[0, 1)",  # 0 ≤ ReLU(u) ≤ |u|, ε > 0; 0 at x = 0, → 1 as one score grows
+    ("sigmoid_logn", "shift_effect"): "`sigmoid` with $b = c - \\log{\\left(N_{i} \\right)}$",  # no row form: read off the proof that the weights sum to 1
     ("softmax", "limit_uniform"): "\\frac{1}{N_{i}}",
     ("softmax1", "limit_uniform"): "$0$",
     ("softcap", "limit_uniform"): "\\frac{1}{N_{i}}",
@@ -248,7 +253,7 @@ def test_derivatives_are_shown_factored_and_their_signs_still_decided():
     soft = derive_property("softmax", "jacobian_offdiagonal")
     assert soft.verdict.status == P
     assert soft.latex_steps()[1][1] == ("\\frac{\\partial p_j}{\\partial x_k} = - \\frac{e^{x_{j} + x_{k}}}"
-                                        "{\\left(r + e^{x_{j}} + e^{x_{k}}\\right)^{2}}")
+                                        "{\\left(R + e^{x_{j}} + e^{x_{k}}\\right)^{2}}")
 
 
 @pytest.mark.parametrize("name, restated", [("softmax", True), ("ssmax", True), ("clipped", True),
@@ -260,3 +265,84 @@ def test_a_cancelled_k_bias_is_row_shift_invariance_under_a_substitution(name, r
     props = [p for _i, p, _s, _r in der.restates]
     assert props == (["shift_invariant"] if restated else [])
     assert der.verdict.status == (P if restated else R)
+
+
+def test_a_shared_entry_never_shows_one_normalizers_expression_for_another():
+    """sigmoid and sigmoid −log N are both proved by "both sides are the same expression", each of
+    its own: the document gives each its own entry (one entry showed sigmoid's for both)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "normalizers.md").read_text(encoding="utf-8")
+    entry = text.split('<a id="nrm-sigmoid-logn-shift-effect"></a>', 1)[1].split("<a id=", 1)[0]
+    assert entry.startswith("\n#### `sigmoid_logn`\n"), entry[:80]
+    assert "b = c - \\log{\\left(N_{i} \\right)}" in entry and "b \\mapsto b + c" not in entry
+
+
+def test_theown_score_bound_refuses_what_it_cannot_bound():
+    """p_j ≤ g(x_j) needs g ≥ 0 with g(−∞) = 0 and every product factor in [0, 1] for M_t ∈ {0, 1}:
+    weights made to break one condition each get no bound (and so no abstention from it)."""
+    import sympy as sp
+
+    from derive.model.attention import M, X, i, j, n
+    from derive.normalizers.bounds import own_score_bound
+
+    t = sp.Symbol("t", integer=True, positive=True)
+    sig = lambda e: 1 / (1 + sp.exp(-e))
+    prod = lambda f: sp.Product(f, (t, j + 1, n))
+    good = M[i, j] * sig(X[i, j]) * prod(1 - M[i, t] * sig(X[i, t]))
+    assert own_score_bound(good) is not None
+    for bad in (
+        M[i, j] * sig(X[i, j]) * prod(1 + M[i, t] * sig(X[i, t])),  # a factor above 1
+        M[i, j] * sig(X[i, j]) * prod(1 - 2 * M[i, t] * sig(X[i, t])),  # a factor below 0
+        M[i, j] * (1 + sig(X[i, j])) * prod(1 - M[i, t] * sig(X[i, t])),  # g(−∞) = 1
+        M[i, j] * (sig(X[i, j]) - sp.Rational(1, 2)) * prod(1 - M[i, t] * sig(X[i, t])),  # g < 0 somewhere
+        M[i, j] * sig(X[i, j] + X[i, 1]) * prod(1 - M[i, t] * sig(X[i, t])),  # g reads another score
+        sig(X[i, j]) * prod(1 - M[i, t] * sig(X[i, t])),  # a masked key would get a weight
+        M[i, j] * sig(X[i, j]),  # no product: other rules decide
+    ):
+        assert own_score_bound(bad) is None, bad
+
+
+def test_a_kink_certifies_nothing():
+    """θ(0) = 1/2 and sign(0) = 0 are SymPy's conventions, not derivatives: a grid point on a kink
+    of a max, an absolute value, a sign or a step is skipped."""
+    import sympy as sp
+
+    from derive.normalizers.calculus import XJ, XK, _on_kink
+
+    assert _on_kink(sp.Max(0, sp.exp(XJ) - 1) * XK, {XJ: 0, XK: 1})
+    assert _on_kink(sp.sign(sp.exp(XK) - 1), {XJ: 5, XK: 0})
+    assert _on_kink(sp.Abs(XJ - XK), {XJ: 2, XK: 2})
+    assert not _on_kink(sp.Max(0, sp.exp(XJ) - 1) * sp.Abs(sp.exp(XK) - 1), {XJ: -1, XK: 2})
+
+
+def test_a_row_of_two_keys_refutes_and_never_proves():
+    """softpick's row sums have terms |e^x − 1| ≥ 0 (not > 0): the model is a row of exactly two
+    keys, whose points refute (n = 2 in the witness) and whose signs prove nothing."""
+    from derive.normalizers.calculus import _derivatives
+    from derive.normalizers.registry import get
+
+    entry = get("softpick")
+    W, _, _, sjj, sjk = _derivatives(entry, params_for(entry))
+    assert W is not None and sjj is None and sjk is None
+    for prop in ("jacobian_diagonal", "jacobian_offdiagonal", "gradient_nonvanishing"):
+        der = derive_property("softpick", prop)
+        assert der.verdict.status == R and der.verdict.witness["instance"]["n"] == 2
+        assert der.verdict.witness["instance"]["x"][0] < 0  # inside the region where p_j ≡ 0
+
+
+@pytest.mark.parametrize("formula, decided", [
+    ("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1)", True),  # softpick with ε = 1: [0, 1)
+    ("2 * relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1)", False),  # φ > ψ for large scores
+    ("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)))", False),  # E = 0: a row of one key has mass 1
+    ("relu(exp(x_j) + 1) / (sum_t(abs(exp(x_t) + 1)) + 1)", False),  # φ never 0: mass 0 not attained
+    ("relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + 1) / 2", False),  # tends to 1/2, not 1
+])
+def test_the_ratio_range_rule_refuses_what_it_cannot_bound(formula, decided):
+    from derive.normalizers.bounds import ratio_mass_below_one
+    from derive.normalizers.formula import compile_weight
+    from derive.normalizers.registry import get, user_entry
+
+    entry = get(user_entry("t_range", compile_weight(formula)))
+    assert (ratio_mass_below_one(entry) is not None) is decided
+    assert (derive_property(entry.name, "mass_range").value_text() == "[0, 1)") is decided

@@ -132,7 +132,7 @@ def test_the_impl_rules_are_math_in_documents_and_read_aloud_on_the_terminal():
 
     aloud = plain_math(TOLERANCE_RULE)
     assert aloud.startswith("|y − p| ≤ abs + ulps · eps · (1 + κ) · |p|, where p is the exact weight")
-    assert "κ = 2 max_j |x_j| + max |θ| + (n − 1)" in aloud
+    assert "κ = 2 max_j |x_j| + max_a |a| + (n − 1)" in aloud  # a over the parameters (θ is not on the notation sheet)
     assert plain_math(KERNEL_TOLERANCE_RULE).startswith("|y − p| ≤ abs + ulps · eps · (1 + κ) · m per entry")
     RULES = rules()
     assert plain_math(RULES["softmax"].says) == ("no value (the formula has none with no allowed key: every sum "

@@ -73,7 +73,7 @@ def test_sources_named_by_the_issue_are_cited():
     assert "add_zero_attn" in text["normalizers.md"] and "Gemma 2" in text["normalizers.md"]
     assert re.search(r"Bondarenko et al\., 2023", text["normalizers.md"])
     assert "an article on Q and K biases (Q/K-bias article)" in text["qk-bias.md"]
-    assert "weights, article" in text["qk-bias.md"]  # the article's table beside the recomputed one
+    assert "The article's table (Q/K-bias article) has these scores" in text["qk-bias.md"]  # its table, recomputed
 
 
 @pytest.mark.parametrize("name", ["atlas.md", "normalizers.md", "softmax-one.md", "qk-bias.md", "kernels.md"])

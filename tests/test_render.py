@@ -64,7 +64,7 @@ def test_pipe_in_table_math_is_escaped():
         ("∂p⁽¹⁾_j/∂x_j", r"$\partial$$p^{(1)}_j/\partial x_j$"),
         ("s_star = 1 in tests/test_kernels.py", r"\texttt{s\_star} = 1 in \texttt{tests/test\_kernels.py}"),
         ("a − b", "a $-$ b"),
-        ("[see](#sec-2) and [other](other.md#x)", r"\hyperlink{sec-2}{see} and other"),
+        ("[see](#sec-2) and [other](other.md#x)", r"\hyperlink{sec-2}{see} and \href{other.pdf\#x}{other}"),
         ("math $a_b$ stays", "math $a_b$ stays"),
         ("**bold** and `code`", r"\textbf{bold} and \texttt{code}"),
         ("k⁰₁ → √d", r"k$^{0}_{1}$ $\to$ $\sqrt{d}$"),

@@ -59,9 +59,11 @@ def _why_second_row(va: Variant, vb: Variant, diff, name: str, cfg) -> str | Non
         f"{show.math(delta_form(d2, vb, name)) if d2 is not None else 'a term'}"
 
 
-def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
+def _why_scores(diff, name: str, norm: str, steps=(), mask="none", shifts: bool = False) -> str:
     """The reason a claim on the scores fails, from the difference the lemma examined: on the
-    allowed keys when the lemma restricted it there (its step says so)."""
+    allowed keys when the lemma restricted it there (its step says so). ``shifts``: the normalizer
+    is not shift-invariant, so a change that is the same for every key moves the weights too (a
+    counterexample on one key shows that, not the key-dependent part): the reason says both."""
     if diff is None:
         return f"changing {name} changes the weights"
     if diff == 0:
@@ -69,15 +71,18 @@ def _why_scores(diff, name: str, norm: str, steps=(), mask="none") -> str:
     where = f" on the keys the mask {mask} allows" if any(
         s.get("text") == ON_ALLOWED.format(mask=mask) for s in steps) else ""
     moving = key_terms(diff)
+    also = (f"; and {norm} is not shift-invariant, so even a change that is the same for every key of the row "
+            "moves the weights") if shifts else ""
     if moving != 0:
         if moving == diff:
-            return f"the score changes by a key-dependent term{where}: {show.math(diff)}"
+            return f"the score changes by a key-dependent term{where}: {show.math(diff)}{also}"
         # common factors pulled out when that is shorter: factor_terms takes out the terms' common
         # content only (j·m − i·m → (j − i)·m); a polynomial factorisation (sp.factor) can take
         # hours on a score such as c**4096·⟨q, k⟩
         factored = sp.factor_terms(diff)
         whole = factored if len(sp.Add.make_args(factored)) < len(sp.Add.make_args(diff)) else diff
-        return f"the score changes by {show.math(whole)}{where}, which depends on the key through {show.math(moving)}"
+        return (f"the score changes by {show.math(whole)}{where}, which depends on the key through "
+                f"{show.math(moving)}{also}")
     return f"the score changes by the row-constant term {show.math(diff)}{where}, and {norm} is not shift-invariant"
 
 
@@ -182,14 +187,28 @@ def invariant(ctx: Context, claim) -> Outcome:
     if delta is not None and lemma[3] is not None and delta != lemma[3]:
         lemma[2].append(step(f"the same, writing {fresh(name)} = {name} + Δ{name}", show.latex(delta)))
     lhs, rhs, mask, lemma = _sides(va, vb, va.weight(), vb.weight(), lemma)
-    why = _why_scores(delta, name, ctx.spec.normalizer, lemma[2], ctx.spec.mask) if va.same_mask(vb) else \
-        f"changing {name} changes the allowed keys"
+    shifts = va.same_mask(vb) and _shifts(ctx, delta)
+    why = _why_scores(delta, name, ctx.spec.normalizer, lemma[2], ctx.spec.mask, shifts) \
+        if va.same_mask(vb) else f"changing {name} changes the allowed keys"
     why = _why_second_row(va, vb, lemma[3], name, ctx.cfg) or why
     out = settle(claim.name, lhs, rhs, mask, ctx.cfg, lemma,
                  guards=va.guards + vb.guards, data=_tables(ctx, name), compared=(f"p_ij with {name}", f"p_ij with {fresh(name)}"),
                  why_refuted=why)
+    if shifts and out.status == REFUTED and out.witness and out.witness.get("n") == 1 and out.reason == why:
+        # one key has no other key to differ from: the instance shows the second reason, not the first
+        out.reason += " (the certified instance has one key, so what it shows is the second reason alone)"
     ctx._inv[name] = _mark(out, va, vb, name)
     return out
+
+
+def _shifts(ctx: Context, diff) -> bool:
+    """Is a key-dependent change of the scores also one the normalizer sees when it is the same for
+    every key (the normalizer is not shift-invariant: refuted)? Asked only for such a change."""
+    if diff is None or diff == 0 or key_terms(diff) == 0:
+        return False
+    out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, "shift_invariant",
+                           ctx.base.property_params, ctx.cfg)
+    return out.status == REFUTED
 
 
 def depends(ctx: Context, claim) -> Outcome:

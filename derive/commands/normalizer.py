@@ -45,7 +45,7 @@ def table(entry, params: dict, limit: float) -> dict:
     """{"normalizer", "title", "formula", "properties": [{property, title, verdict, value, reason, error}],
     "softmax_family", "fully_masked_row"}."""
     from derive.impl.masked import rule
-    from derive.normalizers.family import recognise
+    from derive.normalizers.family import recognise, row_ratio
     from derive.normalizers.properties import PROPERTIES, derive_property
     from derive.prove.timeout import TimeLimit, time_limit
     from derive.render.markup import plain_math
@@ -69,10 +69,13 @@ def table(entry, params: dict, limit: float) -> dict:
             rows.append({"property": prop, "title": plain_math(title), "verdict": "error", "value": "?",
                          "reason": error_text(info), "error": info})
     fam, why = recognise(entry)
+    ratio, how = row_ratio(entry) if fam is None else (None, "")
     family = {"member": fam is not None,
               "extra_logit": None if fam is None or fam.logit is None else str(fam.logit),
-              "kernel_forms": ["online", "split", "backward"] if fam is not None else [],
-              "why_not": plain_math(why) if why else ""}
+              "kernel_forms": ["online", "split", "backward"] if fam is not None else
+              ["online", "split"] if ratio is not None else [],
+              "why_not": plain_math(why) if why else "",
+              "ratio": plain_math(how) if ratio is not None else ""}
     masked = rule(entry)
     return {"normalizer": entry.name, "title": entry.title, "formula": entry.formula,
             "parameters": list(entry.params), "properties": rows, "softmax_family": family,
@@ -96,8 +99,10 @@ def markdown(t: dict) -> str:
         logit = fam["extra_logit"]
         lines += ["", "softmax family: " + ("no extra logit" if logit is None else f"extra logit σ = {logit}") +
                   "; kernel forms online, split and backward"]
+    elif fam["kernel_forms"]:
+        lines += ["", f"not of the softmax family; {fam['ratio']}: kernel forms online and split"]
     else:
-        lines += ["", f"not of the softmax family, so no online form: {fam['why_not']}"]
+        lines += ["", f"not of the softmax family, and no online form derived: {fam['why_not']}"]
     lines.append(f"row with no allowed key: {t['fully_masked_row']['gives']}")
     return "\n".join(lines) + "\n"
 

@@ -37,6 +37,8 @@ verdict is *refuted*; ``{value:NAME=(0, 1)}`` does the same for a value;
 
 from __future__ import annotations
 
+import dataclasses
+import contextlib
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -53,8 +55,8 @@ from derive.prove.rowconst import Classification, classify
 from derive.prove.verdict import PROVED, REFUTED, Verdict
 from derive.settings import DEFAULT, Settings
 
-__all__ = ["Classified", "Definitions", "Document", "Equation", "ExampleCheck", "Fact", "Figure", "Prose", "Refutation", "Section",
-           "Table"]
+__all__ = ["Box", "Classified", "Definitions", "Document", "Equation", "ExampleCheck", "Fact", "Figure", "Prose",
+           "Refutation", "Section", "Table"]
 
 # A reference from prose to a checked result: {verdict:NAME}, {verdict:NAME=STATUS},
 # {value:NAME}, {value:NAME=TEXT}. NAME has no braces, "=" or newline.
@@ -112,6 +114,16 @@ class Section:
 class Prose:
     text: str
     kind: str = "prose"
+
+
+@dataclass
+class Box:
+    """The start (``open``) or the end of a boxed group of blocks: the results box a document opens
+    with (:meth:`Document.results`), or the start of the appendix (``appendix``, no end)."""
+
+    kind: str  # "box" or "appendix"
+    title: str
+    edge: str = "open"  # open | close
 
 
 @dataclass
@@ -261,6 +273,38 @@ class Document:
         """
         rows = [[self.resolve(c) if isinstance(c, str) else c for c in r] for r in rows]
         self.blocks.append(Table(list(headers), rows, self.resolve(caption)))
+
+    @contextlib.contextmanager
+    def results(self, title: str = "Results"):
+        """The results box: the blocks added inside ``with doc.results():`` open the document, right
+        after its summary, whatever point of the module adds them (so the box can state what the
+        steps below proved, by name); set apart in a box."""
+        start = len(self.blocks)
+        self.blocks.append(Box("box", title, "open"))
+        yield
+        self.blocks.append(Box("box", title, "close"))
+        span = self.blocks[start:]
+        del self.blocks[start:]
+        self.blocks[0:0] = span
+
+    def appendix(self, title: str = "Appendix") -> None:
+        """Everything added after this is reference material: set after the References, in the PDF
+        on a new page under an appendix heading; not counted as the document's main text."""
+        if any(b.kind == "appendix" for b in self.blocks):
+            raise InputError(f"{self.slug}: the appendix is started twice")
+        self.blocks.append(Box("appendix", title))
+
+    def check_number(self, name: str) -> int | None:
+        """The number of the numeric check of the step ``name`` (as its badge prints it), None
+        when the step has none (its two sides are one expression); a name no step has is an error."""
+        for b in self.blocks:
+            if getattr(b, "name", None) == name and b.kind in _STEP_KINDS:
+                check = getattr(b, "check", None)
+                return None if check is None else next(k + 1 for k, c in enumerate(self.checks) if c is check)
+        for k, c in enumerate(self.checks):
+            if getattr(c, "name", None) == name:
+                return k + 1
+        raise InputError(f"{self.slug}: no step or check is named {name!r}")
 
     def definitions(self, pairs: Sequence[tuple], caption: str = "") -> None:
         """Notation defined once, as a displayed block ``name := expression`` (not a table of
@@ -430,7 +474,7 @@ class Document:
                 raise StepFailed(f"{self.slug}: {name}: could not classify {label}: {c.verdict.reason}")
             if expect is not None and c.label != expect[k]:
                 raise StepFailed(f"{self.slug}: {name}: {label} is {c.label}, not {expect[k]}")
-            out.append((label, c))
+            out.append((label, dataclasses.replace(c, expr=expr)))  # shown as written, notation folded
         self.timings.append((name, time.perf_counter() - t0, 0.0))
         step = Classified(name, out, index, why)
         self.blocks.append(step)

@@ -30,8 +30,21 @@ def _ref(key, authors, short, year, title, where, url=""):
 
 REFERENCES: dict[str, Reference] = dict([
     _ref("qkbias-article", "", "Q/K-bias article", "",
-         "Q bias and K bias in scaled dot-product attention (an article in Japanese)",
-         "Web article, the source of the worked example, its table and its eight checks"),
+         "Q bias and K bias in scaled dot-product attention (our description: the copy used here carries no title)",
+         "A web article in Japanese, the second of a series after one on Q, K, V and the KV cache, with a script "
+         "verify_attention_bias.py and its eight checks (run with Python 3.9.6) and the worked example's table; "
+         "its author, title and address are not known to this project, which has its text as a plain-text copy"),
+    _ref("offbyone-summary", "", "Japanese summary", "",
+         "A summary in Japanese of “Attention is off by one” and of its Hacker News discussion",
+         "Web page; author, title and address not known to this project, which has its text as a plain-text copy "
+         "(the source of the discussion's comments quoted here)"),
+    _ref("hn-offbyone", "Hacker News users", "Hacker News discussion", "2023",
+         "Discussion of “Attention is off by one”", "Hacker News",
+         "https://news.ycombinator.com/item?id=36851494"),
+    _ref("informer-softmax-one", "helloboge", "helloboge/Informer", "",
+         "models/softmax_one.py: softmax_one, which subtracts the row maximum and then adds 1 to the denominator",
+         "GitHub repository, commit 6ac165c",
+         "https://github.com/helloboge/Informer/blob/6ac165cc90eff2eca58bd5c5c33ba529a4ce676d/models/softmax_one.py"),
     _ref("vaswani2017", "A. Vaswani, N. Shazeer, N. Parmar, J. Uszkoreit, L. Jones, A. N. Gomez, Ł. Kaiser, "
          "I. Polosukhin", "Vaswani et al.", "2017", "Attention is all you need",
          "Advances in Neural Information Processing Systems 30", "https://arxiv.org/abs/1706.03762"),

@@ -81,6 +81,7 @@ from derive.impl.kernel_report import KernelReport
 from derive.impl.masked import CONVENTIONS
 from derive.impl.target import ImplRaised
 from derive.normalizers.family import kernel_form
+from derive.normalizers.registry import get, names
 from derive.render.markup import plain_math
 
 __all__ = ["DV", "FIXED_LISTS", "FORMS", "HEADS", "KERNEL_TOLERANCE_RULE",
@@ -101,10 +102,18 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     ``thin``: the interpreter list, decided by the parent (:func:`derive.impl.triton_env.interpreted`);
     ``contract``: what the kernel accepts (:mod:`derive.impl.contract`), tested inside."""
     facts = kernel_form(norm)
-    if not facts.checked:  # the texts are prose markup; this is a terminal line
+    if form not in facts.forms:  # the texts are prose markup; this is a terminal line
+        ratios = [n for n in names() if n not in extra_logits() and "online" in kernel_form(get(n)).forms]
+        if facts.ratio is not None:
+            raise InputError(f"--form {form} supports the normalizers of the softmax family "
+                             f"({', '.join(extra_logits())}); {norm.name} is a ratio of row sums, whose online "
+                             f"and split forms are checked (--form online, --form split), not its backward")
         raise InputError(f"--form {form} supports the normalizers of the softmax family "
-                         f"({', '.join(extra_logits())}); {norm.name} has no kernel form checked here: "
-                         f"{plain_math(facts.why)}")
+                         f"({', '.join(extra_logits())})" + (f" and, online and split, the ratios of row sums "
+                                                             f"({', '.join(ratios)})" if form != "backward" else "")
+                         + f"; {norm.name} has no kernel form checked here: {plain_math(facts.why)}")
+    if facts.ratio is not None and per_head:
+        raise InputError(f"--per-head passes a sink logit per head; {norm.name} is a ratio of row sums without one")
     fixed, free = {}, []
     for p in norm.params:
         if p not in target.param_kws:
@@ -137,6 +146,9 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
         if result.failure is not None and diagnosis is None:
             diagnosis = diagnose(checker, result.failure, tol)
     notes = [f"{d} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})" for d in skipped]
+    if facts.ratio is not None:
+        notes.append(f"{norm.name} is a ratio of row sums, not of the softmax family: out is compared with the "
+                     f"definition's exact weights; an lse, if returned, is not compared (it has no convention here)")
     if target.mutates:
         notes.append("the function modifies one of its input arrays in place (x, v or dout changed): callers "
                      "that reuse them will see them changed")
@@ -165,4 +177,12 @@ def check_kernel(target, norm, tols, params: dict, form: str, lse: str, cfg, per
     return KernelReport(target=target.name, normalizer=norm.name, title=norm.title, form=form, lse=lse,
                         api=target.api, params=fixed, free_params=tuple(free), results=results,
                         diagnosis=diagnosis, notes=notes, per_head=per_head,
-                        fixed_list="interpreter" if checker.thin else "full", contract=contract)
+                        fixed_list="interpreter" if checker.thin else "full", contract=contract,
+                        varied=_varied(checker))
+
+
+def _varied(checker) -> tuple:
+    """The fixed list's values of the free parameters: the sink values, or a ratio's own edge values."""
+    if checker.ratio is None or not checker.free_params:
+        return SINK_VALUES
+    return tuple(sorted({v for c in checker.param_sets() for p, v in c.items() if p in checker.free_params}))

@@ -20,7 +20,7 @@ from derive.impl.kernel_inputs import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXA
 from derive.impl.numbers import agree, agree_all, scaled, jnum, listed, round_to, shortest
 from derive.impl.target import ImplRaised
 from derive.impl.tolerance import Tolerance, kappa, kappas
-from derive.normalizers.family import kernel_sigma, logit_slope
+from derive.normalizers.family import kernel_form, kernel_sigma, logit_slope
 
 __all__ = ["Call", "KernelChecker", "KernelFailure", "KernelResult"]
 
@@ -152,6 +152,14 @@ class KernelChecker:
     def sigma(self, params: dict):
         return kernel_sigma(self.norm, params)
 
+    @property
+    def ratio(self):
+        """The normalizer's ratio of row sums when it is not of the softmax family
+        (:func:`derive.normalizers.family.row_ratio`): then ``out`` alone is compared, with the
+        definition's exact weights, and an lse returned is not (it has no convention there)."""
+        facts = kernel_form(self.norm)
+        return None if facts.checked else facts.ratio
+
     def slope(self, p: str, params: dict) -> float:
         """∂σ/∂p at ``params``: what the gradient of the extra logit is multiplied by in p's."""
         return logit_slope(self.norm, p, params)
@@ -159,6 +167,10 @@ class KernelChecker:
     def param_sets(self) -> list[dict]:
         if not self.free_params:
             return [dict(self.fixed_params)]
+        if self.ratio is not None:  # no extra logit to sweep: the parameters' own edge values, in their domain
+            from derive.impl.inputs import param_sets
+
+            return [{**self.fixed_params, **c} for c in param_sets(self.norm, self.free_params, "edge")]
         values = SINK_VALUES if self.contract is None else self.contract.sink_values(SINK_VALUES)
         return [{**self.fixed_params, **{p: s for p in self.free_params}} for s in values]
 
@@ -247,10 +259,34 @@ class KernelChecker:
     def _exact(self, call: Call, r: int) -> ExactRow:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
         key = (tuple(call.scores(r)), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
+        if self.ratio is not None:  # no extra logit: the parameters themselves tell the rows apart
+            key += tuple(sorted(call.row_params(r).items()))
+        if key not in self._cache and self.ratio is not None:
+            self._cache[key] = self._ratio_exact(call.scores(r), call.v[r], call.row_params(r))
         if key not in self._cache:
             self._cache[key] = exact_row(call.scores(r), call.v[r], call.row_sigma(r),
                                          None if g is None else g.tolist(), self.dps, call.dv, call.vkey(r))
         return self._cache[key]
+
+    def _ratio_exact(self, row, v, params: dict) -> ExactRow:
+        """out = Σ_t p_t v_t of a ratio of row sums, from the definition's exact weights (the
+        normalizer's reference, correct to ``dps`` digits; a key of score −∞ is masked), and the
+        magnitudes Σ_t |p_t v_tk|; no value where a weight has none (0/0 on a row with no key)."""
+        import mpmath
+
+        with mpmath.workdps(self.dps):
+            p = self.norm.reference([float(a) for a in row], [a != -INF for a in row], **params)
+            v = np.asarray(v, dtype=np.float64)
+            dv = v.shape[1] if v.ndim == 2 else DV
+            no_key = all(a == -INF for a in row)  # then out = 0 where the weights' formula has a value without keys
+            formula = self.norm.definition_of
+            if any(mpmath.isnan(w) for w in p) or (no_key and not (formula is not None and formula.defined_without_keys(
+                    **{k: mpmath.mpf(val) for k, val in params.items()}))):
+                return ExactRow(False, [math.nan] * dv, [0.0] * dv, {c: math.nan for c in ("natural", "base2",
+                                                                                            "kv-only")})
+            out = [float(mpmath.fsum(w * float(v[t, k]) for t, w in enumerate(p))) for k in range(dv)]
+            scale = [float(mpmath.fsum(abs(w * float(v[t, k])) for t, w in enumerate(p))) for k in range(dv)]
+        return ExactRow(True, out, scale, {c: math.nan for c in ("natural", "base2", "kv-only")})
 
     def run_call(self, call: Call, dtype: str) -> dict:
         x, v, third = call.args()
@@ -275,6 +311,10 @@ class KernelChecker:
             return None
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
         key = ("uniform", n, call.vkey(r), None if g is None else g.tobytes())
+        if self.ratio is not None:
+            key += tuple(sorted(call.row_params(r).items()))
+        if key not in self._cache and self.ratio is not None:
+            self._cache[key] = self._ratio_exact([0.0] * n, call.v[r], call.row_params(r))
         if key not in self._cache:
             self._cache[key] = exact_row([0.0] * n, call.v[r], None, None if g is None else g.tolist(), self.dps,
                                          call.dv, call.vkey(r))
@@ -489,8 +529,8 @@ class KernelChecker:
         # short rows with the budget, then long rows (65 to 1100 keys) with a quarter of it, at least one
         for long, count in ((False, budget), (True, max(1, budget // 4))):
             free = {p: param_strategy(self.norm, p) for p in self.free_params}
-            found = search(kernel_cases(self.form, free, HEADS if self.per_head else 1, long), fails,
-                           count)
+            found = search(kernel_cases(self.form, free, HEADS if self.per_head else 1, long,
+                                        SINK_VALUES if self.ratio is None else ()), fails, count)
             if aborted:
                 raise aborted[0]
             if found is not None:
@@ -509,6 +549,8 @@ class KernelChecker:
                     raise
                 result.stopped = f"it raised {exc} on {call.describe()}"
                 break
+            if self.ratio is not None:
+                got.pop("lse", None)  # no lse convention for a ratio of row sums: out alone is compared
             result.calls += 1
             n = call.x.shape[1]
             if self.form == "online" and n > 16 and call.third < n:
@@ -524,7 +566,7 @@ class KernelChecker:
                     raise InputError(f"{self.target.name} returned a gradient for {unknown[0]!r}, which is not a "
                                      f"parameter of {self.norm.name} (its parameters: "
                                      f"{', '.join(self.norm.params) or 'none'})")
-            if self.lse != "natural" and self.form != "backward" and "lse" not in got:
+            if self.ratio is None and self.lse != "natural" and self.form != "backward" and "lse" not in got:
                 raise InputError(f"--lse {self.lse} was given but {self.target.name} returns out only, "
                                  f"not (out, lse)")
             record_call(self, call, got, tol, result)  # every failing row, filed by class

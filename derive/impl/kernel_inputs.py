@@ -170,17 +170,18 @@ def split_counts(n: int, thin: bool = False) -> list[int]:
 
 
 @st.composite
-def kernel_cases(draw, form: str, free: dict, sets: int, long: bool = False):
+def kernel_cases(draw, form: str, free: dict, sets: int, long: bool = False, sinks: tuple = SINK_VALUES):
     """(rows of scores, block | splits | cotangent index, parameter sets), simplest first: short rows
     of any scores, or with ``long`` rows of SEARCH_LONG_N keys (drawn from a seed, scale and pattern,
     as the row form's) in real tile sizes or up to 64 splits. ``free``: parameter → its strategy
-    (:func:`derive.impl.inputs.param_strategy`)."""
+    (:func:`derive.impl.inputs.param_strategy`), mixed with the values ``sinks`` (a sink logit's;
+    none for a normalizer without one)."""
     if long:
         n = draw(st.sampled_from(SEARCH_LONG_N))
         third = {"online": st.sampled_from(LONG_BLOCKS), "split": st.integers(1, 64)}.get(form, st.integers(0, 1))
         third = draw(third)
         rows = [_long_row(draw, n, True) for _ in range(draw(st.integers(1, 3)))]
-        value = {p: st.one_of(st.sampled_from(SINK_VALUES), free[p]) for p in free}
+        value = {p: st.one_of(st.sampled_from(sinks), free[p]) if sinks else free[p] for p in free}
         return rows, third, [{p: draw(value[p]) for p in free} for _ in range(sets)]
     if form == "online":  # the partition first: full tiles of `block` keys and a partial last one
         third = draw(st.integers(1, SEARCH_MAX_BLOCK))
@@ -191,6 +192,6 @@ def kernel_cases(draw, form: str, free: dict, sets: int, long: bool = False):
         n, third = draw(st.integers(0, SEARCH_MAX_N)), draw(st.integers(0, 1))
     rows = [draw(score_rows(n, True))
             for _ in range(draw(st.integers(1, 3)))]
-    value = {p: st.one_of(st.sampled_from(SINK_VALUES), free[p]) for p in free}
+    value = {p: st.one_of(st.sampled_from(sinks), free[p]) if sinks else free[p] for p in free}
     return rows, third, [{p: draw(value[p]) for p in free} for _ in range(sets)]
 

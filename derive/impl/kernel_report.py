@@ -34,6 +34,7 @@ class KernelReport:
     per_head: bool = False
     fixed_list: str = "full"  # a key of FIXED_LISTS
     contract: object = None  # what the kernel accepts (derive.impl.contract)
+    varied: tuple = SINK_VALUES  # the fixed list's values of the free parameters (a ratio of row sums: its own)
 
     @property
     def failure(self) -> KernelFailure | None:
@@ -86,7 +87,7 @@ class KernelReport:
         lines.append(f"Called as `fn({sig})` ({self.api}); lse convention: {self.lse}.")
         lines.append(f"Fixed list: {FIXED_LISTS[self.fixed_list]}.")
         if self.free_params:
-            values = ", ".join(tex_num(s) for s in SINK_VALUES)
+            values = ", ".join(tex_num(s) for s in self.varied)
             lines.append(prose(f"Varied: ${', '.join(self.free_params)} \\in \\{{{values}\\}}$."))
         if self.per_head:
             names = ", ".join(sorted(set(self.params) | set(self.free_params)))

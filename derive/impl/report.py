@@ -25,7 +25,7 @@ __all__ = ["TOLERANCE_RULE", "Report"]
 TOLERANCE_RULE = (r"$\lvert y - p \rvert \le \mathrm{abs} + \mathrm{ulps} \cdot \mathrm{eps} \cdot (1 + \kappa) "
                   r"\cdot \lvert p \rvert$, where $p$ is the exact weight of the inputs as rounded to the dtype, "
                   r"eps the dtype's machine epsilon, abs its smallest normal number and "
-                  r"$\kappa = 2 \max_j \lvert x_j \rvert + \max \lvert \theta \rvert + (n - 1)$ ($\theta$ the "
+                  r"$\kappa = 2 \max_j \lvert x_j \rvert + \max_a \lvert a \rvert + (n - 1)$ ($a$ over the "
                   r"normalizer's parameters, the term 0 without them) the condition number of the weight "
                   r"($\lvert x_k \rvert + \max_j \lvert x_j \rvert$ for $\exp(x_k - \max x)$) plus the roundings "
                   r"of a sum of $n$ terms; where the formula's last step is a sum (under min, max, relu or abs) "

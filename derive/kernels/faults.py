@@ -53,9 +53,9 @@ from derive.normalizers.family import recognise
 from derive.prove.memo import memoized, simplifies_to_zero
 from derive.render.markup import plain_math
 
-__all__ = ["ADDS", "FAULTS", "GUARDS", "PARTS", "K", "KernelFault", "applies", "by_key", "faults_for"]
+__all__ = ["ADDS", "FAULTS", "GUARDS", "PARTS", "K", "UNDERFLOW_TEXT", "KernelFault", "applies", "by_key", "faults_for"]
 
-K = sp.Symbol("K", integer=True, positive=True)  # how many times a fault repeats the extra logit
+K = sp.Symbol("B", integer=True, positive=True)  # how many times a fault repeats the extra logit (B: a count of tiles)
 SINK_ONLY = {w: 0}  # a sink, softmax₁ or zero token: the extra key has value 0
 # two keys in two tiles of one key, each shift the running max
 TWO_TILES = {a: 1, n: 2, m: x[i, 1], m2: sp.Max(x[i, 1], x[i, 2])}
@@ -69,6 +69,29 @@ ADDS = ("combine", "tile", "empty", "masked")
 GUARDS = {"running_max": "underflow", "empty_split": "nan"}
 # where e^x underflows to 0 in float64: below ln of half the smallest subnormal (rounding to nearest)
 _UNDERFLOW = math.log(float(np.finfo(np.float64).smallest_subnormal)) - math.log(2.0)
+
+
+def _underflow(dtype, base2: bool, flushed: bool) -> int:
+    """The exponent below which e^x (2^x with ``base2``) is 0 in ``dtype``, rounded to an integer:
+    below the smallest normal number when subnormals are flushed to zero (as GPU kernels compiled
+    with fast math do), else below half the smallest subnormal (round to nearest)."""
+    f = np.finfo(dtype)
+    low = math.log2(float(f.tiny)) if flushed else math.log2(float(f.smallest_subnormal)) - 1
+    return round(low if base2 else low * math.log(2.0))
+
+
+def _minus(k: int) -> str:
+    return str(k).replace("-", "−")
+
+
+# the thresholds, read off numpy's finfo: float64 −745 (−708 flushed), float32 −104 (−87 flushed), …
+_U = {(dt, b2, fl): _minus(_underflow(dt, b2, fl)) for dt in (np.float64, np.float32) for b2 in (False, True)
+      for fl in (False, True)}
+UNDERFLOW_TEXT = (f"below about {_U[np.float64, False, False]} in float64 ({_U[np.float64, False, True]} with "
+                  f"subnormals flushed), {_U[np.float32, False, False]} in float32 ({_U[np.float32, False, True]} "
+                  f"flushed, as fast-math GPU kernels run); with exp2, in base-2 units, "
+                  f"{_U[np.float64, True, False]} ({_U[np.float64, True, True]}) and {_U[np.float32, True, False]} "
+                  f"({_U[np.float32, True, True]})")
 
 
 @dataclass(frozen=True)
@@ -154,15 +177,15 @@ _IDENTITY = {"logit": lambda s, m, K, c, log: s, "rescale": lambda r_ell, r_acc,
 
 FAULTS: tuple[KernelFault, ...] = (
     KernelFault("extra_per_tile", "online / split", ("online", "split"), "extra logit added per tile or per split",
-                r"adds $e^{\sigma - m}$ to $\ell$ (and $e^{\sigma - m} w$ to $\mathrm{acc}$) in every tile update, "
+                r"adds $e^{x^{*} - m}$ to $\ell$ (and $e^{x^{*} - m} v^{*}$ to $\mathrm{acc}$) in every tile update, "
                 "or in every split",
-                "the extra logit $K$ times, $K$ the number of tiles or splits",
-                r"seed it once ($m_0 = \sigma$, $\ell_0 = 1$, $\mathrm{acc}_0 = w$) or add it once at finalization / "
+                "the extra logit $B$ times, $B$ the number of tiles or splits",
+                r"seed it once ($m_0 = x^{*}$, $\ell_0 = 1$, $\mathrm{acc}_0 = v^{*}$) or add it once at finalization / "
                 "in the combine",
                 "logit", lambda s, m, K, c, log: s + log(K),  # K e^s: once per tile or split
                 fixed={K: 2}, assume=SINK_ONLY, adds=("tile",)),
     KernelFault("seeded_twice_empty_split", "split", ("split",), "extra logit seeded twice when a split is empty",
-                r"an empty split returns the seeded state $(\sigma, 1, w)$ instead of the empty state "
+                r"an empty split returns the seeded state $(x^{*}, 1, v^{*})$ instead of the empty state "
                 r"$(-\infty, 0, 0)$, "
                 "and the combine adds the extra logit as well",
                 "the extra logit twice",
@@ -171,22 +194,23 @@ FAULTS: tuple[KernelFault, ...] = (
                 "logit", lambda s, m, K, c, log: s + log(K),  # K = 1 + the empty splits
                 assume={**SINK_ONLY, K: 2}, adds=("combine", "empty")),
     KernelFault("missing_log2e", "base2", ("online", "split"), "log₂e missing on the extra logit",
-                r"computes $2^{x \log_2 e - m_2}$ for the keys but $2^{\sigma - m_2}$ for the extra logit",
-                r"the extra logit $\sigma \ln 2$ instead of $\sigma$",
-                r"seed with $2^{\sigma \log_2 e - m_2}$: pre-multiply the extra logit like the scores",
+                r"computes $2^{x \log_2 e - m_2}$ for the keys but $2^{x^{*} - m_2}$ for the extra logit",
+                r"the extra logit $x^{*} \ln 2$ instead of $x^{*}$",
+                r"seed with $2^{x^{*} \log_2 e - m_2}$: pre-multiply the extra logit like the scores",
                 "logit", lambda s, m, K, c, log: s * log(2),  # 2^{s − m₂} for e^{s − m}: the logit s ln 2
                 assume=SINK_ONLY),
     KernelFault("scale_on_extra", "online", ("online", "split"), "score scale applied to the extra logit",
-                r"multiplies the extra logit by the softmax scale $1/\sqrt{d}$ along with the raw scores $q \cdot k$",
-                r"the extra logit $\sigma/\sqrt{d}$ instead of $\sigma$",
+                r"multiplies the extra logit by the softmax scale $1/\sqrt{d}$ along with the raw scores "
+                r"$\langle q, k \rangle$",
+                r"the extra logit $x^{*}/\sqrt{d}$ instead of $x^{*}$",
                 "scale the raw scores only; the extra logit is already in score units",
                 "logit", lambda s, m, K, c, log: s * c,  # the score scale 1/√d on the extra logit
                 assume=SINK_ONLY),
     KernelFault("unshifted_extra", "finalize", ("online", "split"), "extra logit added unshifted at finalization",
-                r"finalizes $\ell + e^{\sigma}$ with $\ell = e^{-m} \sum_t e^{x_t}$, "
-                r"instead of $\ell + e^{\sigma - m}$",
-                r"an extra logit $\sigma + m$ ($m$ the running max) instead of $\sigma$",
-                r"add $e^{\sigma - m}$ (the extra logit shifted like the scores), or seed $m_0 = \sigma$, $\ell_0 = 1$",
+                r"finalizes $\ell + e^{x^{*}}$ with $\ell = e^{-m} \sum_t e^{x_t}$, "
+                r"instead of $\ell + e^{x^{*} - m}$",
+                r"an extra logit $x^{*} + m$ ($m$ the running max) instead of $x^{*}$",
+                r"add $e^{x^{*} - m}$ (the extra logit shifted like the scores), or seed $m_0 = x^{*}$, $\ell_0 = 1$",
                 "logit", lambda s, m, K, c, log: s + m,  # e^s added unshifted to ℓ = e^{−m} Σ
                 assume={w: 0, sigma: 0, n: 1, m: x[i, 1]}, sizes={"max_n": 1, "max_d": 1}),
     KernelFault("acc_not_rescaled", "online", ("online",), "accumulator not rescaled when the max grows",
@@ -203,34 +227,36 @@ FAULTS: tuple[KernelFault, ...] = (
     KernelFault("nan_empty_split", "split", ("split",), "an empty split's NaN poisons the merge",
                 r"an empty or fully masked split finalizes $o = \mathrm{acc}/\ell = 0/0 = \mathrm{NaN}$ and "
                 r"$\mathrm{lse} = -\infty$; the merge "
-                r"multiplies it by $e^{\mathrm{lse}_\sigma - \mathrm{lse}} = 0$, and "
+                r"multiplies it by $e^{\mathrm{lse}_r - \mathrm{lse}} = 0$, and "
                 r"$0 \cdot \mathrm{NaN} = \mathrm{NaN}$",
                 "NaN for the whole row",
                 r"give a split with $\ell = 0$ the output 0 (or skip it); use a finite shift when $m = -\infty$",
                 "ieee", ieee="IEEE NaN, section 7", guard="empty_split"),
     KernelFault("kv_only_lse_backward", "backward", ("backward",), "KV-only LSE used in the backward",
-                r"recomputes $P_j = e^{x_j - \mathrm{lse}_{KV}}$ with $\mathrm{lse}_{KV} = \log \sum_t e^{x_t}$, "
+                r"recomputes $p_j = e^{x_j - \mathrm{lse}_{KV}}$ with $\mathrm{lse}_{KV} = \log \sum_t e^{x_t}$, "
                 "without the extra logit",
                 "weights that sum to 1, as if there were no extra logit",
-                r"save and use the lse with the extra logit, $\mathrm{lse} = \log(e^{\sigma} + \sum_t e^{x_t})$",
+                r"save and use the lse with the extra logit, $\mathrm{lse} = \log(e^{x^{*}} + \sum_t e^{x_t})$",
                 "lse", lambda s, minus_inf: minus_inf, sizes={"max_d": 1}),
     KernelFault("extra_grad_missing", "backward", ("backward",), "gradient of the extra logit missing",
-                r"returns $\partial L/\partial \sigma = 0$ (the extra logit treated as a constant)",
-                r"0 instead of $-P_\sigma D$",
-                r"$\partial L/\partial \sigma = -P_\sigma D_i$ per row, with $P_\sigma = e^{\sigma - \mathrm{lse}_i}$, "
-                "summed over rows for a shared logit",
+                r"returns $\partial L/\partial x^{*} = 0$ (the extra logit treated as a constant)",
+                r"0 instead of $p_{*}(\langle \mathrm{dO}, v^{*} \rangle - D)$",
+                r"$\partial L/\partial x^{*} = p_{*}(\langle \mathrm{dO}_i, v^{*} \rangle - D_i)$ per row, with "
+                r"$p_{*} = e^{x^{*} - \mathrm{lse}_i}$ ($-p_{*} D_i$ for a sink: $v^{*} = 0$), summed over the rows "
+                "that share the logit",
                 "grad", lambda g, zero: zero, assume=SINK_ONLY, sizes={"max_d": 1}),
     KernelFault("extra_grad_sign", "backward", ("backward",), "gradient of the extra logit with the wrong sign",
-                r"returns $+P_\sigma D$",
+                r"returns the gradient negated, e.g. $+p_{*} D$ for a sink",
                 "the negative of the gradient",
-                r"$\partial L/\partial \sigma = -P_\sigma D_i$: raising the extra logit takes weight from every key",
+                r"$\partial L/\partial x^{*} = p_{*}(\langle \mathrm{dO}_i, v^{*} \rangle - D_i)$ per row ($-p_{*} D_i$ "
+                "for a sink: raising its logit takes weight from every key)",
                 "grad", lambda g, zero: -g, assume=SINK_ONLY, sizes={"max_d": 1}),
     KernelFault("guard_stored_as_max", "online", ("online",), "the −∞ guard stored as the running max",
                 r"exponentiates a fully masked tile against the stand-in 0 (the guard for $m = -\infty$) and "
                 r"then keeps 0 as the running max $m$",
-                r"exact in exact arithmetic (the invariant holds for any shift), but a later tile whose scores are "
-                rf"all below about ${_UNDERFLOW:.0f}$ underflows: $e^{{x - 0}} = 0$, so the row [−∞, −1000] in tiles "
-                r"of one key gives out 0 and lse $-\infty$",
+                r"exact in exact arithmetic (the invariant holds for any shift), but a later tile whose scores all "
+                rf"lie where $e^{{x}}$ underflows ({UNDERFLOW_TEXT}) gives 0: the row [−∞, −1000] in tiles "
+                r"of one key gives out 0 and lse $-\infty$ in float64",
                 r"use the stand-in for the exponents only and store $m_{b+1} = \max(m_b, \max_{\mathrm{tile}} x)$, "
                 r"$-\infty$ while nothing is allowed",
                 "ieee", ieee="IEEE underflow, section 7", guard="running_max"),

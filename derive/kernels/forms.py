@@ -39,7 +39,10 @@ __all__ = [
     "exact_out",
     "finalize_extra",
     "merge_pair",
+    "ratio_state",
+    "ratio_terms",
     "registry_forms",
+    "shift_in",
     "state",
     "tile_den",
     "tile_num",
@@ -48,8 +51,8 @@ __all__ = [
 
 x = ScalarBase("x")  # scaled scores x[i, t]
 v = VectorBase("v")  # values v[t]
-sigma = sp.Symbol("sigma", real=True)  # the extra logit
-w = VectorSymbol("w")  # the extra value
+sigma = sp.Symbol("x_star", real=True)  # the extra logit x* (the extra token's score; the name in code: sigma)
+w = VectorSymbol("v^*")  # the extra value v* (in code: w)
 LOG2E = 1 / sp.log(2)  # log₂ e, as kernels pre-multiply it into the scores
 
 # tile boundaries: after b tiles the keys 1..a_b are seen; tile b+1 is a_b+1 .. a_{b+1}
@@ -110,6 +113,66 @@ def exact_out(extra: bool = True) -> sp.Expr:
     return exact_num(extra) / exact_den(extra)
 
 
+# ---- ratios of row sums: p_j = M_j φ(x_j) / (E + Σ_t M_t ψ(x_t)) ------------------------------
+# (derive.normalizers.family.row_ratio reads φ, ψ and E off a normalizer's formula.) The running state
+# keeps ℓ = e^{−m}(E + Σ_{seen} M_t ψ_t) and acc = e^{−m} Σ_{seen} M_t φ_t v_t for any real m; the
+# proofs write the per-key terms as φ_t = φ(x_t), ψ_t = ψ(x_t), numbers of key t alone.
+
+phi = ScalarBase("varphi")  # φ_t: the per-key term of the numerator
+psi = ScalarBase("psi")  # ψ_t: of the denominator
+E = sp.Symbol("E", nonnegative=True)  # the constant of the denominator (E = e^{x*} in the softmax family)
+
+
+def ratio_state(upto, shift, lo=1) -> tuple[sp.Expr, sp.Expr]:
+    """(ℓ, acc) of the ratio form for keys lo..upto at the shift m (E entered at lo = 1, as the seed)."""
+    ell = sp.Sum(M[i, t] * psi[i, t] * sp.exp(-shift), (t, lo, upto))
+    acc = sp.Sum(M[i, t] * phi[i, t] * sp.exp(-shift) * v[t], (t, lo, upto))
+    return (E * sp.exp(-shift) + ell if lo == 1 else ell), acc
+
+
+def ratio_tile(lo, hi, shift) -> tuple[sp.Expr, sp.Expr]:
+    """One tile's (or split's) contribution to (ℓ, acc) at the shift m."""
+    return ratio_state(hi, shift, lo)
+
+
+def shift_in(expr: sp.Expr, y: sp.Symbol, shift: sp.Expr) -> sp.Expr:
+    """e^{−shift}·expr with the factor taken inside, as a kernel computes a per-key term without
+    overflow: into each exponential (e^{u}·e^{−m} = e^{u − m}), onto a term free of the score, through
+    sums and constant factors, and — positive homogeneity — into max, min and abs (ReLU). Where it
+    cannot go further it stays a factor. Nothing here is assumed: the documents prove the result
+    equal to e^{−shift}·expr."""
+    if not expr.has(y):
+        return expr * sp.exp(-shift) if expr != 0 else sp.S.Zero
+    if isinstance(expr, sp.exp):
+        return sp.exp(expr.args[0] - shift)
+    if isinstance(expr, sp.Add):
+        return sp.Add(*(shift_in(a, y, shift) for a in expr.args))
+    if isinstance(expr, sp.Mul):
+        own = [f for f in expr.args if f.has(y)]
+        if len(own) == 1:
+            return sp.Mul(*(f for f in expr.args if not f.has(y))) * shift_in(own[0], y, shift)
+    if isinstance(expr, (sp.Max, sp.Min)):
+        return type(expr)(*(shift_in(a, y, shift) for a in expr.args))
+    if isinstance(expr, sp.Abs):
+        return sp.Abs(shift_in(expr.args[0], y, shift))
+    return expr * sp.exp(-shift)
+
+
+def ratio_terms(ratio, y: sp.Symbol, shift: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(e^{−m}φ(y), e^{−m}ψ(y), e^{−m}E) as a kernel computes them (:func:`shift_in`)."""
+    return shift_in(ratio.a, y, shift), shift_in(ratio.b, y, shift), shift_in(ratio.extra, y, shift)
+
+
+def exponents(expr: sp.Expr, y: sp.Symbol) -> list[sp.Expr]:
+    """The exponents a running max must cover so that no e^{u − m} of ``expr`` (after
+    :func:`shift_in`) exceeds 1: each u of an exponential, and 0 for a term free of the score."""
+    out = [e.args[0] for e in expr.atoms(sp.exp) if e.has(y)]
+    terms = [a for f in sp.preorder_traversal(expr) if isinstance(f, sp.Add) for a in f.args]
+    if any(not a.has(y) and a != 0 for a in terms):
+        out.append(sp.S.Zero)
+    return out
+
+
 @dataclass(frozen=True)
 class Extra:
     """How a registered normalizer's extra logit and value instantiate (σ, w)."""
@@ -120,7 +183,7 @@ class Extra:
     text: str  # prose markup ($…$ math)
 
 
-_bv = VectorSymbol("v^*")  # the learned value (k*, v*: not the projection biases b_K, b_V)
+_bv = w  # the learned value v* is the extra value (k*, v*: not the projection biases b_K, b_V)
 
 
 @dataclass(frozen=True)

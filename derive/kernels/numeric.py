@@ -29,7 +29,7 @@ import numpy as np
 
 from derive.kernels.faults import by_key
 
-__all__ = ["backward", "online", "split"]
+__all__ = ["RatioKernel", "backward", "online", "split"]
 
 LOG2E = 1.0 / math.log(2.0)
 NEG = -math.inf
@@ -192,3 +192,110 @@ def backward(x, v, dout, extra=None, extra_value=None, fault=None, p_only=False)
         ds = float(np.exp(extra - (true_lse if p_only else lse))) * (float(g @ wv) - D)
     returned = _part(fault, "grad")
     return dx, dv, (ds if returned is None else returned(ds, 0.0))
+
+
+# ---- ratios of row sums (derive.normalizers.family.row_ratio): the same state, other per-key terms ----
+
+class RatioKernel:
+    """The online and split forms of a normalizer that is a ratio of row sums,
+    p_j = M_j φ(x_j)/(E + Σ_t M_t ψ(x_t)), in float64, run like a fused kernel: per tile the running
+    max m of the exponents the terms hold (:func:`derive.kernels.forms.exponents`), the state
+    ℓ = e^{−m}(Σ M ψ), acc = e^{−m} Σ M φ v rescaled by e^{m − m′}, each term computed as
+    :func:`derive.kernels.forms.shift_in` writes it (e^{−m}·relu(e^x − 1) = relu(e^{x − m} − e^{−m}));
+    E e^{−m} added once at finalization. An elementwise normalizer (ψ = 0) keeps no ℓ: its tiles add.
+    Scores are as the normalizer reads them (−inf marks a masked key); N is the row's allowed keys."""
+
+    def __init__(self, entry, params: dict | None = None):
+        import sympy as sp
+
+        from derive.kernels.forms import exponents, shift_in
+        from derive.model.attention import M as Mask
+        from derive.normalizers.family import YS, row_ratio
+
+        ratio, why = row_ratio(entry)
+        if ratio is None:
+            raise ValueError(f"{entry.name} has no ratio-of-row-sums form: {why}")
+        values = {sp.Symbol(p, real=True): float(v) for p, v in (params or {}).items()}
+        missing = [p for p in entry.params if sp.Symbol(p, real=True) not in values]
+        if missing:
+            raise ValueError(f"{entry.name} needs its parameters {missing}")
+        count, shift = sp.Symbol("N", positive=True), sp.Symbol("m", real=True)
+
+        def plain(e):
+            e = e.xreplace(values)
+            return e.replace(lambda a: isinstance(a, sp.Sum) and a.function.has(Mask), lambda a: count)
+
+        mods = [{"Max": np.maximum, "Min": np.minimum, "Abs": np.abs, "Heaviside": np.heaviside}, "numpy"]
+        make = lambda e: sp.lambdify((YS, shift, count), plain(e), modules=mods)  # noqa: E731
+        self.elementwise = ratio.b == 0
+        self.phi, self.psi, self.extra = (make(shift_in(part, YS, shift)) for part in (ratio.a, ratio.b, ratio.extra))
+        self.weight = make(ratio.a / ratio.extra) if self.elementwise else None
+        self.expo = [sp.lambdify((YS, count), plain(u), modules=mods) for u in exponents(ratio.a + ratio.b, YS)]
+
+    def _top(self, y, N) -> float:
+        return max((float(np.max(np.broadcast_to(f(y, N), y.shape))) for f in self.expo), default=0.0) if len(y) else NEG
+
+    def _tile(self, y, vals, N, m):
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.broadcast_to(np.asarray(self.phi(y, m, N), float), y.shape)
+            b = np.broadcast_to(np.asarray(self.psi(y, m, N), float), y.shape)
+        return float(b.sum()), a @ vals
+
+    def state(self, x, v, N):
+        """(m, ℓ, acc) of one chunk of keys (masked ones dropped), in one pass; m = −∞ for none."""
+        keep = x != NEG
+        y, vals = x[keep], v[keep]
+        if not len(y):
+            return NEG, 0.0, np.zeros(v.shape[1])
+        m = self._top(y, N)
+        ell, acc = self._tile(y, vals, N, m)
+        return m, ell, acc
+
+    def finalize(self, m, ell, acc, dv):
+        if self.elementwise:
+            return acc
+        with np.errstate(over="ignore"):
+            extra = float(self.extra(0.0, m if m > NEG else 0.0, 0.0))
+        total = ell + extra
+        return acc / total if total > 0 else np.full(dv, np.nan)
+
+    def online(self, x, v, block):
+        """out of one row streamed in tiles of ``block`` keys."""
+        x, v = np.asarray(x, float), np.asarray(v, float)
+        N, dv = float(np.sum(x != NEG)), v.shape[1]
+        if self.elementwise:  # tiles add
+            return sum((self._add(x[lo:lo + block], v[lo:lo + block], N) for lo in range(0, len(x), block)),
+                       np.zeros(dv))
+        m, ell, acc = NEG, 0.0, np.zeros(dv)
+        for lo in range(0, len(x), block):
+            mt, lt, at = self.state(x[lo:lo + block], v[lo:lo + block], N)
+            m, ell, acc = self.merge((m, ell, acc), (mt, lt, at))
+        return self.finalize(m, ell, acc, dv)
+
+    def _add(self, x, v, N):
+        """An elementwise normalizer's chunk: Σ_t M_t p_t v_t over its allowed keys."""
+        keep = x != NEG
+        p = np.broadcast_to(np.asarray(self.weight(x[keep], 0.0, N), float), (int(keep.sum()),))
+        return p @ v[keep]
+
+    def merge(self, s1, s2):
+        """Two states brought to the larger shift and added (the tile update and the split merge)."""
+        (m1, l1, a1), (m2, l2, a2) = s1, s2
+        m = max(m1, m2)
+        if m == NEG:
+            return NEG, 0.0, a1 + a2
+        r1, r2 = (math.exp(m1 - m) if m1 > NEG else 0.0), (math.exp(m2 - m) if m2 > NEG else 0.0)
+        return m, r1 * l1 + r2 * l2, r1 * a1 + r2 * a2
+
+    def split(self, x, v, splits):
+        """out of one row cut into ``splits`` chunks (numpy.array_split order), each reduced to its
+        state, the states merged, E added once."""
+        x, v = np.asarray(x, float), np.asarray(v, float)
+        N, dv = float(np.sum(x != NEG)), v.shape[1]
+        chunks = np.array_split(np.arange(len(x)), splits)
+        if self.elementwise:  # splits add
+            return sum((self._add(x[idx], v[idx], N) for idx in chunks), np.zeros(dv))
+        state = (NEG, 0.0, np.zeros(dv))
+        for idx in chunks:
+            state = self.merge(state, self.state(x[idx], v[idx], N))
+        return self.finalize(*state, dv)

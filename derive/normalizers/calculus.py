@@ -32,14 +32,17 @@ __all__ = ["gradient_nonvanishing", "jacobian_diagonal", "jacobian_offdiagonal",
 
 KEY = sp.Symbol("k", integer=True, positive=True)
 XJ, XK = sp.symbols("x_j x_k", real=True)
-R = sp.Symbol("r", nonnegative=True)
+R = sp.Symbol("R", nonnegative=True)  # the other allowed keys of the row (R on the notation sheet)
 # what r stands for in every formula of the three claims (the two-key model of the module docstring)
 _TWO_KEYS = ("; in the formulas below, $r \\ge 0$ stands for the terms of the row's sums that come from its "
              "other allowed keys")
 _GRID = list(itertools.product((0, -1, 2, 1), (0, 2, -1), (0, 1)))
 
 
-def two_key(entry, params) -> sp.Expr | None:
+def two_key(entry, params, pair: bool = False) -> sp.Expr | None:
+    """The two-key model of the module docstring; with ``pair``, the row of exactly two allowed keys
+    (n = 2, no r), which also takes sums whose terms are only ≥ 0 (softpick's |e^x − 1|): a row of
+    two keys is a row, so a point of it refutes, but what holds on it says nothing of longer rows."""
     W = canon_sums(weight(entry, params, key=j)).xreplace({M[i, j]: sp.S.One, M[i, KEY]: sp.S.One})
     ok = True
 
@@ -52,10 +55,10 @@ def two_key(entry, params) -> sp.Expr | None:
             return s
         y = sp.Symbol("y", real=True)
         Fy = F.xreplace({X[i, s.limits[0][0]]: y})
-        if Fy.is_positive is not True:
+        if Fy.is_positive is not True and not (pair and Fy.is_nonnegative is True):
             ok = False
             return s
-        return Fy.subs(y, XJ) + Fy.subs(y, XK) + R
+        return Fy.subs(y, XJ) + Fy.subs(y, XK) + (0 if pair else R)
 
     W = W.replace(lambda e: isinstance(e, sp.Sum), repl)
     if not ok:
@@ -76,10 +79,17 @@ def _derivatives(entry, params):
 
 def _compute_derivatives(entry, params):
     W = two_key(entry, params)
-    if W is None:
-        return None, None, None, None, None
+    if W is None:  # a row of two keys only: refutations at its points, no sign proved
+        W = two_key(entry, params, pair=True)
+        if W is None:
+            return None, None, None, None, None
+        _PAIR.add(entry.name)
+        return W, _derivative(W, XJ), _derivative(W, XK), None, None
     djj, djk = _derivative(W, XJ), _derivative(W, XK)
     return W, djj, djk, sign_of(djj), sign_of(djk)
+
+
+_PAIR: set = set()  # the entries whose derivatives are those of a row of exactly two keys
 
 
 def _derivative(W, var) -> sp.Expr:
@@ -113,8 +123,8 @@ _SIGNS: dict = {}
 
 
 def _compute_grid_sign(D, entry, params, point):
-    v, _ = _point_value(D, entry, params, point)
-    if v.has(sp.Heaviside):
+    v, subs = _point_value(D, entry, params, point)
+    if v.has(sp.Heaviside) or _on_kink(D, subs):
         return None  # on a kink: not certified
     if v == 0:
         return "0", v
@@ -124,9 +134,27 @@ def _compute_grid_sign(D, entry, params, point):
     return ("+" if f > 0 else "-"), v
 
 
+def _on_kink(D, subs) -> bool:
+    """Is the point where a step, a sign, an absolute value, a max or a min of ``D`` switches? There
+    the derivative SymPy wrote (θ(0) = 1/2, sign(0) = 0) is no derivative, and the point certifies
+    nothing (conservative: a kink of a term the derivative does not differentiate counts too)."""
+    at = {s_: sp.sympify(v) for s_, v in subs.items()}
+    for a in D.atoms(sp.Heaviside, sp.sign, sp.Abs):
+        if sp.simplify(a.args[0].xreplace(at)) == 0:
+            return True
+    for a in D.atoms(sp.Max, sp.Min):
+        vals = [sp.simplify(u.xreplace(at)) for u in a.args]
+        if len(set(vals)) < len(vals):
+            return True
+    return False
+
+
 def _search(D, entry, params, bad):
-    """A grid point where ``bad(value)`` holds, certified exactly; or None."""
+    """A grid point where ``bad(value)`` holds, certified exactly; or None. For a row of two keys
+    only (:data:`_PAIR`) the points with r = 0: a third key of score log r adds r to a row sum of e^x only."""
     for point in _GRID:
+        if entry.name in _PAIR and point[2] != 0:
+            continue
         found = _grid_sign(D, entry, params, point)
         if found is None:
             continue
@@ -172,8 +200,9 @@ def _sign_claim(entry, params, prop, which, want, claim) -> Derivation:
         return der
     D, sgn = (Djj, sjj) if which == "jj" else (Djk, sjk)
     label = "\\frac{\\partial p_j}{\\partial x_j}" if which == "jj" else "\\frac{\\partial p_j}{\\partial x_k}"
-    der.step("two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row", sp.Eq(shown("p_j"), W, evaluate=False),
-             setup=True)
+    der.step("a row of exactly two allowed keys $j, k$ (its terms are only $\\ge 0$: no model of longer rows)"
+             if entry.name in _PAIR else "two-key model: $x_j, x_k$ real, $r \\ge 0$ the rest of the row",
+             sp.Eq(shown("p_j"), W, evaluate=False), setup=True)
     der.step("derivative", sp.Eq(shown(label), D, evaluate=False))
     names = {"+": "> 0", "-": "< 0", "0": "= 0"}
     words = {"+": "positive", "-": "negative", "0": "0"}

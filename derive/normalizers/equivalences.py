@@ -1,9 +1,9 @@
 """Equivalences between attention with an extra token and a normalizer, with their conditions.
 
 The token model: row i attends to its n real keys k_t (values v_t, mask M) and to one
-extra token with key κ and value ν, always allowed. Its output is
+extra token with key k* and value v*, always allowed. Its output is
 
-    out_i = (e^{⟨q_i, κ⟩/√d}·ν + Σ_u M_u e^{s_u} v_u) / (e^{⟨q_i, κ⟩/√d} + Σ_t M_t e^{s_t}).
+    out_i = (e^{⟨q_i, k*⟩/√d}·v* + Σ_u M_u e^{x_u} v_u) / (e^{⟨q_i, k*⟩/√d} + Σ_t M_t e^{x_t}).
 
 Each :class:`Equivalence` states one claim with the condition it encodes (what κ, ν and
 the real keys are); :func:`decide_all` proves or refutes each with the generic
@@ -39,7 +39,7 @@ __all__ = [
 
 Q, K, V = VectorBase("q"), VectorBase("k"), VectorBase("v")
 B_K, B_V, P0, K_STAR, V_STAR = vector("b_K"), vector("b_V"), vector("p_0"), vector("k^*"), vector("v^*")
-KAPPA, NU = vector("kappa"), vector("nu")
+KAPPA, NU = K_STAR, V_STAR  # the extra token's key and value (k*, v* on the notation sheet)
 ZERO = sp.S.Zero
 
 
@@ -83,24 +83,16 @@ EQUIVALENCES = [
         "proved",
     ),
     Equivalence(
-        "K bias reaches the token",
-        "a token $x_0 = 0$ whose key picks up the K bias: $\\kappa = b_K$",
-        "violated: the token's score is $\\langle q_i, b_K \\rangle/\\sqrt{d} \\ne 0$ (real keys unbiased)",
-        lambda: token_output(B_K, ZERO),
-        lambda: normalizer_output("softmax1"),
-        "refuted",
-    ),
-    Equivalence(
         "positional term reaches the token",
-        "a positional embedding reaches the token's key: $\\kappa = p_0$",
-        "violated: the token's score is $\\langle q_i, p_0 \\rangle/\\sqrt{d}$, query-dependent",
+        "a positional embedding reaches the token's key: $k^{*} = p_0$",
+        "violated: the token's score is $\\langle q_i, p_0 \\rangle/\\sqrt{d}$, not 0 unless $q_i \\perp p_0$",
         lambda: token_output(P0, ZERO),
         lambda: normalizer_output("softmax1"),
         "refuted",
     ),
     Equivalence(
         "V bias reaches the token",
-        "the token's value picks up the V bias: $\\nu = b_V$",
+        "the token's value picks up the V bias: $v^{*} = b_V$",
         "violated: the output gains $b_V$ times the token's weight",
         lambda: token_output(ZERO, B_V),
         lambda: normalizer_output("softmax1"),
@@ -108,8 +100,8 @@ EQUIVALENCES = [
     ),
     Equivalence(
         "K bias on every key, token included",
-        "the K bias reaches the token and every real key alike: $\\kappa = b_K$, $k_t + b_K$",
-        "the common shift cancels: equal to softmax₁ of the *bias-free* scores",
+        "the K bias reaches the token and every real key alike: $k^{*} = b_K$, $k_t + b_K$",
+        "equal to softmax₁ of the *bias-free* scores: the bias shifts the whole row, the token's score included",
         lambda: token_output(B_K, ZERO, key_shift=B_K),
         lambda: normalizer_output("softmax1"),
         "proved",
@@ -133,7 +125,7 @@ EQUIVALENCES = [
     Equivalence(
         "learned key/value token",
         (
-            "add_bias_kv: a query-dependent sink $s^*_i = \\langle q_i, k^* \\rangle/\\sqrt{d}$ on the real keys "
+            "add_bias_kv: a query-dependent sink $x^{*}_i = \\langle q_i, k^{*} \\rangle/\\sqrt{d}$ on the real keys "
             "plus the token's own value"
         ),
         "the token's key k* and value v* are learned, appended after the projections",

@@ -37,6 +37,7 @@ from derive.normalizers.algebra import (
     tidy,
     weight,
 )
+from derive.normalizers.bounds import bounded_limit, limit_any_path, ratio_mass_range
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
 from derive.normalizers.registry import get, names
@@ -162,6 +163,23 @@ def weights_sum_to_one(entry, params) -> Derivation:
 
 def mass_range(entry, params) -> Derivation:
     """The exact set of values Σ_j p_j takes over all rows (non-empty allowed set)."""
+    der = _mass_range(entry, params)
+    if der.verdict.status != UNDECIDED:
+        return der
+    # No form of the weights gave the range; the mass may still be a constant: a proof that the
+    # weights of every row with an allowed key sum to 1 gives the range {1} whatever their shape.
+    total = weights_sum_to_one(entry, params)
+    if total.verdict.status == PROVED:
+        der.step("the weights of every row with an allowed key sum to 1 (proved)", total.equality)
+        der.verdict = Verdict(PROVED, "the mass is 1 for every row with an allowed key",
+                              method=f"sum of the weights = 1 ({total.verdict.method})")
+        der.value = "{1}"
+        return der
+    ratio_mass_range(entry, der)
+    return der
+
+
+def _mass_range(entry, params) -> Derivation:
     der = Derivation(entry.name, "mass_range", "the exact range of $\\sum_j p_j$ over all score rows", None)
     W = weight(entry, params)
     form = row_form(W)
@@ -309,7 +327,7 @@ def _limit_uniform(entry, params) -> Derivation:
     and it is a property of its own); each caller gets its own copy, which it may change."""
     key = (entry.name, entry.weight, tuple(sorted(params.items())))
     if key not in _UNIFORM:
-        _UNIFORM[key] = limits.limit_uniform(entry, params)
+        _UNIFORM[key] = bounded_limit(limits.limit_uniform(entry, params), entry, params, sp.S.Zero)
     out = copy.copy(_UNIFORM[key])
     out.steps = list(out.steps)
     return out
@@ -449,7 +467,11 @@ def _param_tex(name: str, param: str) -> str:
 def _assign(other: str, new: dict, own: str) -> str:
     """``sink`` with s = −c, or ``sink`` with s ↦ s − c when the entry keeps its own parameter."""
     arrow = "\\mapsto" if other == own else "="
-    return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in new.items())
+    # the row's allowed keys shown as N_i, as the limits show them (sigmoid −log N: b = c − log N_i)
+    t = sp.Symbol("t", integer=True, positive=True)
+    short = {k: canon_sums(sp.sympify(v)).subs(sp.Sum(M[i, t], (t, 1, n)), sp.Symbol("N_i", integer=True, positive=True))
+             for k, v in new.items()}
+    return f"`{other}` with " + ", ".join(f"${_param_tex(other, k)} {arrow} {tex(v)}$" for k, v in short.items())
 
 
 def stable_form(entry, params) -> Derivation:
@@ -502,7 +524,7 @@ PROPERTIES: dict[str, tuple[str, callable]] = {
     "can_abstain": ("abstention", can_abstain),
     "limit_uniform": ("limit, uniform path", _limit_uniform),
     "limit_iterated": ("iterated limit", limits.limit_iterated),
-    "limit_any_path": ("limit, any path", limits.limit_any_path),
+    "limit_any_path": ("limit, any path", limit_any_path),
     "ratio_identity": ("ratio identity", ratio_identity),
     "jacobian_diagonal": ("$\\partial p_j / \\partial x_j > 0$", calculus.jacobian_diagonal),
     "jacobian_offdiagonal": ("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),

@@ -268,12 +268,12 @@ register(
                     ("v_star", "the learned value v*")),
         ref_defaults={"s_star": 0.0},
         latex=r"\operatorname{kv}^{*}",
-        definition=r"p_j = \frac{e^{x_j}}{e^{s^*_i} + \sum_t e^{x_t}},\ s^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
+        definition=r"p_j = \frac{e^{x_j}}{e^{x^*_i} + \sum_t e^{x_t}},\ x^*_i = \langle q_i, k^* \rangle/\sqrt{d}",
         domain={"s_star": _sstar},
-        domain_text="$s^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
+        domain_text="$x^*_i = \\langle q_i, k^* \\rangle / \\sqrt{d}$ real, one per query row",
         sample={"s_star": 1},
         shift_effect=lambda c, p: ("bias_kv", {"s_star": p["s_star"] - c}),
-        note="weights of the real keys only; the learned token adds $e^{s^*_i} v^* / (e^{s^*_i} + \\sum_t e^{x_t})$ to the output",
+        note="weights of the real keys only; the learned token adds $e^{x^*_i} v^* / (e^{x^*_i} + \\sum_t e^{x_t})$ to the output",
     )
 )
 register(
@@ -330,7 +330,7 @@ register(
 
 
 _eps = sp.Symbol("epsilon", positive=True)
-_ss = sp.Symbol("s", real=True)
+_ss = sp.Symbol("lambda_ssmax", real=True)  # SSMax's scale s, shown λ (s is the sink logit: one symbol, one meaning)
 register(
     from_formula(
         "softpick", "softpick", "relu(exp(x_j) - 1) / (sum_t(abs(exp(x_t) - 1)) + eps)",
@@ -352,9 +352,9 @@ register(
         params=("s",),
         ref_defaults={"s": 1.0},
         latex=r"\operatorname{ssmax}_s",
-        definition=r"p_j = \frac{e^{s \log(N) x_j}}{\sum_t e^{s \log(N) x_t}} = \frac{N^{s x_j}}{\sum_t N^{s x_t}},\ N = \text{allowed keys}",
+        definition=r"p_j = \frac{e^{\lambda \log(N_i) x_j}}{\sum_t e^{\lambda \log(N_i) x_t}} = \frac{N_i^{\lambda x_j}}{\sum_t N_i^{\lambda x_t}},\ N_i = \text{allowed keys}",
         domain={"s": _ss},
-        domain_text="$s$ real (learned per head); $N$ the number of allowed keys of the row",
+        domain_text="$\\lambda$ (the parameter `s`) real, learned per head; $N_i$ the number of allowed keys of the row",
         sample={"s": 1},
     )
 )
@@ -363,8 +363,10 @@ register(
         "sigmoid_logn", "sigmoid attention with bias −log n", "sigmoid(x_j - log(n))",
         sources=("ramapuram2025",),
         latex=r"\sigma_{-\log N}",
-        definition=r"p_j = \sigma(x_j - \log N),\ N = \text{allowed keys}",
-        note="the bias $b = -\\log N$ recommended for sigmoid attention, with $N$ the row's allowed keys",
+        definition=r"p_j = \sigma(x_j - \log N_i),\ N_i = \text{allowed keys}",
+        note="the bias $b = -\\log N_i$ recommended for sigmoid attention, with $N_i$ the row's allowed keys",
+        # a shift c moves the bias −log N_i to c − log N_i: plain sigmoid, its bias fixed per row
+        shift_effect=lambda c, p: ("sigmoid", {"b": c - sp.log(allowed_keys())}),
     )
 )
 register(
@@ -381,9 +383,17 @@ register(
         "relu_n", "ReLU attention divided by n", "relu(x_j) / n",
         sources=("wortsman2023",),
         latex=r"\operatorname{ReLU}/N",
-        definition=r"p_j = \operatorname{ReLU}(x_j) / N,\ N = \text{allowed keys}",
+        definition=r"p_j = \operatorname{ReLU}(x_j) / N_i,\ N_i = \text{allowed keys}",
     )
 )
+
+
+def allowed_keys() -> sp.Expr:
+    """N_i, the number of keys row i may attend to, as the formula language reads ``n``."""
+    from derive.model.attention import n
+
+    r = sp.Symbol("r", integer=True, positive=True)
+    return sp.Sum(M[i, r], (r, 1, n))
 
 
 USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] tables, by registry name
@@ -391,11 +401,8 @@ USER: dict[str, Normalizer] = {}  # the normalizers of specs' [normalizer] table
 
 def user_entry(label: str, f) -> str:
     """The registry name of a spec's normalizer, the compiled formula ``f`` labelled ``label``:
-    a built-in entry with the same weight and parameters if there is one, or one loaded before
-    under the same label, else a new entry named ``label`` (``label#<digest of the definition>``
-    when taken). An entry loaded before under another label is not reused: a spec's report does
-    not depend on what else the process read (the normalizer of ``name = "differential"`` is
-    printed so even after an unnamed spec with the same weight). A formula
+    an entry with the same weight and parameters (built-in, or loaded before under this label) if there is one,
+    else a new entry named ``label`` (``label#<digest of the definition>`` when taken). A formula
     whose symbolic reading drops a subterm that may have no value (``0/x_j``) is never another
     entry: the two readings agree, the weights as written do not."""
     import hashlib
@@ -403,8 +410,10 @@ def user_entry(label: str, f) -> str:
     from derive.normalizers.partial import dropped
 
     mine = f.weight(lambda k: X[i, k])
-    mine_or_builtin = list(REGISTRY.values()) + [e for e in USER.values() if e.title == label]
-    for entry in mine_or_builtin if not dropped(f) else ():
+    # a built-in of the same weight, or a user entry loaded before under this label: another spec's
+    # label (a test's "t_differential") would name this spec's normalizer in its report
+    mine_before = [e for k, e in USER.items() if k == label or k.startswith(f"{label}#")]
+    for entry in list(REGISTRY.values()) + mine_before if not dropped(f) else ():
         if set(entry.params) != set(f.params):
             continue
         # the same parameters over the same domain (each a symbol with the declared sign)

@@ -131,5 +131,8 @@ def linear(latex: str) -> str:
 
 
 def cell_args(latex: str) -> str:
-    """``{whole}{linear}``: the arguments of ``\\fitcell`` for a formula in a table cell."""
-    return "{$" + latex + "$}{$" + linear(latex) + "$}"
+    """``{whole}{linear}``: the arguments of ``\\fitcell`` for a formula in a table cell. A fraction is
+    set at display size when the whole fits (a text-size \\frac in a cell is script size, too small to
+    read), else on one line as a/b."""
+    whole = ("\\displaystyle " + latex) if "\\frac" in latex else latex
+    return "{$" + whole + "$}{$" + linear(latex) + "$}"

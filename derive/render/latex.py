@@ -10,16 +10,13 @@ import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
 from derive.prove.memo import memoized
+from derive.render.notation import SYMBOLS
 
 __all__ = ["SYMBOLS", "DeriveLatexPrinter", "tex"]
 
-
-# Notation, one table: a symbol's name in the engine → how every document writes it. The soft
-# cap is c_cap (upright "cap"), never c: c is a common shift of the scores.
-SYMBOLS: dict[str, str] = {
-    "c_cap": r"c_{\mathrm{cap}}",
-    "s_star": r"s^{*}_{i}",  # bias_kv's parameter: the learned key's score ⟨q_i, k*⟩/√d
-}
+# SYMBOLS: a symbol's name in the engine → how every document writes it, read off the notation
+# sheet (derive.render.notation). The soft cap is c_cap (upright "cap"), never c: c is a common
+# shift of the scores.
 
 
 class DeriveLatexPrinter(LatexPrinter):
@@ -28,17 +25,29 @@ class DeriveLatexPrinter(LatexPrinter):
         return shown if shown is not None else super()._print_Symbol(expr, style=style)
 
     def _print_ExpBase(self, expr, exp=None):
-        # A fraction in an exponent is set on one line, ⟨q, k⟩/√d: a \frac there nests into an
-        # unreadable script-size fraction.
-        # So is one deeper in it, tanh(x/c_cap) (the folding printer writes short fractions a/b).
+        # An exponent that holds a fraction is set as exp(…) on the line, ⟨q, k⟩/√d at full size:
+        # as a superscript it would sit two levels deep at 6 pt. Short fractions inside it are
+        # written a/b (the folding printer).
         arg = expr.args[0]
         num, den = sp.fraction(arg) if arg.is_Mul else (arg, sp.S.One)
         inner = _FOLDING if self is not _FOLDING else self
-        if den == 1:
+        if den == 1 and not _holds_fraction(arg):
             return self._do_exponent(f"e^{{{inner._print(arg)}}}", exp)
-        top = rf"\left({inner._print(num)}\right)" if num.is_Add else inner._print(num)
-        bottom = rf"\left({inner._print(den)}\right)" if den.is_Add or den.is_Mul else inner._print(den)
-        return self._do_exponent(f"e^{{{top}/{bottom}}}", exp)
+        if den.is_Number and not num.is_Add and not _holds_fraction(num):  # e^{x/2}: short, one level up
+            return self._do_exponent(f"e^{{{inner._print(num)}/{inner._print(den)}}}", exp)
+        if den == 1:
+            body = inner._print(arg)
+        else:
+            top = rf"\left({inner._print(num)}\right)" if num.is_Add else inner._print(num)
+            bottom = rf"\left({inner._print(den)}\right)" if den.is_Add or den.is_Mul else inner._print(den)
+            body = f"{top}/{bottom}"
+        out = rf"\exp\left({body}\right)"
+        return out if exp is None else rf"{out}^{{{exp}}}"
+
+    def _print_Heaviside(self, expr, exp=None):
+        # the unit step is H (θ would clash with a parameter vector elsewhere)
+        out = rf"H\left({self._print(expr.args[0])}\right)"
+        return out if exp is None else f"{out}^{{{exp}}}"
 
     def _print_log(self, expr, exp=None):
         # a constant such as ln 2 is written as prose writes it; log(x) of an expression stays \log
@@ -85,6 +94,12 @@ class DeriveLatexPrinter(LatexPrinter):
         for var, lo, hi in limits:
             out += rf"\sum_{{{self._print(var)}={self._print(lo)}}}^{{{self._print(hi)}}} "
         return out + self.parenthesize(body, 45)
+
+
+def _holds_fraction(arg) -> bool:
+    """Does an exponent hold a fraction (a power −1 of something other than a number), e.g.
+    tanh(x/c) or x/√d inside a sum?"""
+    return any(p.exp.is_negative and not p.base.is_Number for p in arg.atoms(sp.Pow))
 
 
 def _is_dot(expr) -> bool:

@@ -249,7 +249,8 @@ _SUP = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ᵀⁿ", "0123456789+-()
 _SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉ᵢⱼₖₜ₊₋", "0123456789ijkt+-"))
 _TEXT_ONLY = {
     "—": "---", "–": "--", "…": r"\dots{}", "“": "``", "”": "''", "’": "'", "′": "'",
-    "✅": r"$\checkmark$", "✔": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "\u00a0": "~", "†": r"\textdagger{}",
+    "✅": r"$\checkmark$", "✔": r"$\checkmark$", "❌": r"$\times$", "❓": "?", "⊘": r"$\oslash$", "\u00a0": "~",
+    "†": r"\textdagger{}",
 }
 
 
@@ -348,8 +349,8 @@ def tex_math(latex: str) -> str:
 
 
 def to_tex(text: str, *, inline: bool = False, cell: bool = False) -> str:
-    """LaTeX for prose. ``[text](#anchor)`` links to a section, ``[text](other.md#x)`` keeps
-    its text only, numbered steps become ``enumerate``."""
+    """LaTeX for prose. ``[text](#anchor)`` links to a section, ``[text](other.md#x)`` to section x
+    of the other document's PDF (beside this one), numbered steps become ``enumerate``."""
     if not text:
         return text
     return _TexWriter(fit=cell).render(_tree(text, inline or cell)).strip("\n")
@@ -401,7 +402,11 @@ class _TexWriter:
                 return f"\\hyperlink{{{href[1:]}}}{{{label}}}"
             if re.match(r"https?://", href):
                 return f"\\href{{{href.replace('%', chr(92) + '%').replace('#', chr(92) + '#')}}}{{{label}}}"
-            return label  # another document's section: the text only
+            doc = re.fullmatch(r"([\w-]+)\.md(?:#([\w-]+))?", href)
+            if doc:  # another document: a link into its PDF, beside this one (hyperref: a GoToR action)
+                target = doc.group(1) + ".pdf" + (chr(92) + "#" + doc.group(2) if doc.group(2) else "")
+                return f"\\href{{{target}}}{{{label}}}"
+            return label  # any other file (a JSON, a module): the text only
         raise ValueError(f"prose markup: no LaTeX rendering for {t!r}")
 
 

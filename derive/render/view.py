@@ -19,6 +19,7 @@ from derive.render import prose
 from derive.render.breaking import cell_args, fit_args
 from derive.render.latex import SYMBOLS, tex
 from derive.render.markup import plain_math, tex_math
+from derive.render.notation import SHEET
 
 __all__ = ["CHECKS_NOTE", "assignment", "to_json", "view"]
 
@@ -151,6 +152,8 @@ def _block(b, target: str, numbers: dict) -> dict:
                    caption=_text(b.caption, target))
     elif b.kind == "figure":
         out.update(slug=b.slug, caption=_text(b.caption, target), alt=_alt(b.caption))
+    elif b.kind == "box":
+        out.update(title=_text(b.title, target), edge=b.edge)
     if target == "tex" and "math" in out:
         out["fit"] = fit_args(out["math"])
     return out
@@ -262,16 +265,21 @@ def _merge_repeats(blocks: list[dict]) -> list[dict]:
 
 
 def view(doc, target: str) -> dict:
-    """Template context for ``target`` in {"md", "tex"}."""
+    """Template context for ``target`` in {"md", "tex"}: the main text's blocks (the results box
+    first), then the appendix's (after the References), then the checks."""
     numbers = {id(c): k + 1 for k, c in enumerate(doc.checks)}
     wheres = {id(b.check): b.where for b in doc.blocks if getattr(b, "where", None) is not None}
+    cut = next((k for k, b in enumerate(doc.blocks) if b.kind == "appendix"), len(doc.blocks))
+    main, rest = doc.blocks[:cut], doc.blocks[cut + 1:]
     return {
         "slug": doc.slug,
         "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
         "rebuild": doc.rebuild or f"derive build {doc.source or 'proofs/' + doc.slug.replace('-', '_') + '.py'}",
         "title": _text(doc.title, target),
         "summary": _paragraphs(doc.summary, target),
-        "blocks": _merge_repeats([_block(b, target, numbers) for b in doc.blocks]),
+        "blocks": _merge_repeats([_block(b, target, numbers) for b in main]),
+        "appendix": _merge_repeats([_block(b, target, numbers) for b in rest]),
+        "appendix_title": _text(doc.blocks[cut].title, target) if cut < len(doc.blocks) else "Appendix",
         "version": __version__,
         "n_proved": sum(1 for b in doc.blocks if b.kind in ("equation", "chain", "classification")),
         "n_checks": len(doc.checks),
@@ -280,6 +288,7 @@ def view(doc, target: str) -> dict:
         **_check_table(doc.checks, target, wheres),
         "replay_note": replay_note(doc.seals(), target),
         "references": references(doc.cited, target),
+        "sym": {k.key: k.latex for k in SHEET},  # the notation sheet, for the templates' fixed sentences
     }
 
 
