@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from derive.impl import check_implementation
-from derive.impl.triton_env import imports_triton
+from derive.impl.run.triton_env import imports_triton
 
 BUDGET = 5.0
 FORM_BUDGET = 10.0  # per kernel-form check

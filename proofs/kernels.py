@@ -37,7 +37,7 @@ from derive.kernels.forms import (
     w,
     x,
 )
-from derive.impl.kernel import extra_logits
+from derive.impl.forms.kernel import extra_logits
 from derive.kernels.numeric import backward, online, split
 from derive.model.attention import M, i, n, t, u
 from derive.model.vectors import Dot

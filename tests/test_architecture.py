@@ -236,7 +236,7 @@ def test_the_imports_by_a_computed_name_are_these():
         "derive.lazy": "a package's names on first use; the scan reads each package's _EXPORTS table",
         "derive.cli": "derive.commands.<name>: the command floor itself",
         "derive.build": "PRELOAD, modules imported before forking the documents' processes (catalogues floor)",
-        "derive.impl.worker": "the user's implementation, in the child process",
+        "derive.impl.run.worker": "the user's implementation, in the child process",
         "derive.claims.provers": "a claim kind's prover, named in its record as derive.claims.provers:NAME "
                                  "or derive.claims.modifiers:NAME (the claims floor)",
     }

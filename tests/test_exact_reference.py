@@ -8,7 +8,7 @@ import mpmath
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.reference import exact_row
+from derive.impl.exact.row import exact_row
 from derive.normalizers.exact import CAP, Undecided
 from derive.normalizers.formula import compile_weight
 from derive.normalizers.registry import REGISTRY, from_formula
@@ -152,8 +152,8 @@ def test_the_three_references_give_one_softmax_row(sigma):
     and lse from one softmax-family row (derive/normalizers/exact_softmax.py): the same floats."""
     import numpy as np
 
-    from derive.impl.attention_exact import exact
-    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.impl.exact.attention import exact
+    from derive.impl.exact.kernel import exact_row as kernel_row
     from derive.normalizers.registry import get
 
     row = [1e-300, -3.5, 40.0, 0.125, -690.5]
@@ -179,8 +179,8 @@ def test_the_kernel_and_attention_references_raise_their_precision_for_huge_scor
     reference called such a row undefined (NaN out, lse −∞); raised until tight, it is not."""
     import numpy as np
 
-    from derive.impl.attention_exact import exact
-    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.impl.exact.attention import exact
+    from derive.impl.exact.kernel import exact_row as kernel_row
 
     ker = kernel_row([1e300, 0.0], np.eye(2), None, None, 30)
     assert ker.out == [1.0, 0.0] and ker.lse["natural"] == 1e300 and ker.defined
@@ -194,7 +194,7 @@ def test_the_kernel_and_attention_references_raise_their_precision_for_huge_scor
 def test_a_row_with_every_key_masked_and_no_extra_logit_has_no_value():
     import numpy as np
 
-    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.impl.exact.kernel import exact_row as kernel_row
 
     ker = kernel_row([-np.inf, -np.inf], np.eye(2), None, None, 30)
     assert not ker.defined and ker.lse["natural"] == -np.inf

@@ -13,8 +13,8 @@ import pytest
 
 from derive.cli import main
 from derive.impl import check_implementation
-from derive.impl.attention_cases import CLASSES, Case, arrays
-from derive.impl.attention_exact import allowed, exact, exact_dots
+from derive.impl.cases.attention import CLASSES, Case, arrays
+from derive.impl.exact.attention import allowed, exact, exact_dots
 from derive.impl.numbers import round_to
 from derive.kernels.layouts import parse_layout
 from tests.conftest import require_module
@@ -166,7 +166,7 @@ def test_scores_are_realised_exactly_in_float16_and_wider():
     for dtype in ("float16", "float32", "float64"):
         q, k, v, _, _ = arrays(case, 0.25, -math.inf, lambda a, d=dtype: round_to(a, d))
         dots, e = exact_dots(q[0, 0], k[0, 0])
-        from derive.impl.attention_cases import REALISED
+        from derive.impl.cases.attention import REALISED
         want = np.array([REALISED[r][:8] for r in range(8)])
         got = np.array([[int(x) * 2.0 ** e * 0.25 for x in row] for row in dots])
         assert np.array_equal(got, want), dtype
@@ -268,9 +268,9 @@ def test_the_search_finds_a_fault_at_a_key_length_the_fixed_list_does_not_have()
 def test_the_search_stays_inside_the_contract():
     from hypothesis import HealthCheck, given, settings
 
-    from derive.impl.attention_cases import Setup
-    from derive.impl.attention_search import drawn_cases
-    from derive.impl.contract import parse_contract
+    from derive.impl.cases.attention import Setup
+    from derive.impl.cases.attention_search import drawn_cases
+    from derive.impl.cases.contract import parse_contract
 
     c = parse_contract(["finite-sinks=-3:3", "block=mult16", "equal-head-dims", "no-fully-masked", "min-keys=4"])
     setup = Setup(extra="sinks", takes=frozenset({"sinks", "block", "mask", "scale"}), causal=False, start_q=None,

@@ -13,7 +13,7 @@ import pytest
 from derive.cli import main
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.check import Checker
+from derive.impl.judge.row import Checker
 from derive.normalizers.registry import get
 
 H = "tests.zoo.hostile:"
@@ -143,7 +143,7 @@ def test_the_worker_process_imports_neither_derive_nor_sympy():
 
 # -- derive's own documents: one worker for their examples, never one that misbehaved ---------------
 
-from derive.impl.target import load, one_worker  # noqa: E402
+from derive.impl.run.target import load, one_worker  # noqa: E402
 
 
 def _pid(spec):

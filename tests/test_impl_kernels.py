@@ -14,7 +14,7 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row,
+from derive.impl.forms.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row,
                                 split_counts)
 from derive.normalizers import get
 from derive.testing import assert_implements
@@ -325,7 +325,7 @@ def test_a_kernel_that_claims_the_interpreter_gets_the_full_list():
 
 
 def test_the_parent_decides_the_list_from_the_file_and_the_environment(monkeypatch):
-    from derive.impl.triton_env import defines_kernel, interpreted
+    from derive.impl.run.triton_env import defines_kernel, interpreted
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     online = "tests/zoo/triton_kernels/online.py:sink_online"

@@ -47,9 +47,9 @@ def test_kernel_faulty_past_its_first_query_tile_disagrees_on_the_fixed_list():
 def test_long_causal_and_window_draws_run_queries_up_to_the_last_key():
     from hypothesis import HealthCheck, given, settings
 
-    from derive.impl.attention_cases import Setup
-    from derive.impl.attention_search import drawn_cases
-    from derive.impl.contract import parse_contract
+    from derive.impl.cases.attention import Setup
+    from derive.impl.cases.attention_search import drawn_cases
+    from derive.impl.cases.contract import parse_contract
 
     seen = []
     for takes, start_q in ((frozenset({"causal", "scale"}), None), (frozenset({"causal", "scale", "start_q"}), None),

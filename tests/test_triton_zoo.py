@@ -21,7 +21,7 @@ import pytest
 
 from derive.cli import main
 from derive.impl import check_implementation
-from derive.impl.triton_env import VAR, child_env, imports_triton
+from derive.impl.run.triton_env import VAR, child_env, imports_triton
 from tests.conftest import require_module
 
 pytestmark = pytest.mark.triton
@@ -335,7 +335,7 @@ def test_a_numpy_target_that_loads_triton_gets_the_full_list(zoo, capsys, monkey
 # ---- child_env: no triton needed ----------------------------------------------------------------
 
 def test_child_env_flag_and_targets(monkeypatch, capsys):
-    import derive.impl.triton_env as te
+    import derive.impl.run.triton_env as te
 
     monkeypatch.delenv(VAR, raising=False)
     monkeypatch.setattr(te, "_cuda", lambda: False)

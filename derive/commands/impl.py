@@ -12,12 +12,12 @@ from pathlib import Path
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
-from derive.impl.attention import parse_kw
-from derive.impl.contract import GRAMMAR, ROW_FORM_ITEMS
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
-from derive.impl.target import DEFAULT_TIMEOUT
-from derive.impl.tolerance import DTYPES
-from derive.impl.triton_env import child_env
+from derive.impl.forms.attention import parse_kw
+from derive.impl.cases.contract import GRAMMAR, ROW_FORM_ITEMS
+from derive.impl.forms.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
+from derive.impl.run.target import DEFAULT_TIMEOUT
+from derive.impl.exact.tolerance import DTYPES
+from derive.impl.run.triton_env import child_env
 from derive.settings import DEFAULT
 
 HELP = "check a Python implementation against a normalizer's definition (runs your code)"

@@ -18,7 +18,7 @@ The parts (:data:`PARTS`):
 ``logit``   the extra logit a kernel adds to ℓ and acc, ``rewrite(s, m, K, c, log)``: from the
             true logit s, the shift m it is finalized at, the number K of tiles or splits that add
             it, the score scale c (the row form's faults of the extra logit use it too:
-            :mod:`derive.impl.faults`);
+            :mod:`derive.impl.faults.row`);
 ``rescale`` the factors the tile update multiplies ℓ and acc by, ``rewrite(r_ell, r_acc, one)``;
 ``lse``     the extra logit inside the lse the backward recomputes P from, ``rewrite(s, minus_inf)``;
 ``grad``    the gradient of the extra logit the backward returns, ``rewrite(g, zero)``;
@@ -29,7 +29,7 @@ The parts (:data:`PARTS`):
 What the numeric kernels need beyond the rewrite is data on the record too: ``adds``, where a
 kernel with a fault of the extra logit adds it (the count K its rewrite reads, one of
 :data:`ADDS` each), and ``guard``. :mod:`derive.kernels.numeric` reads nothing else, and the ways
-a diagnosis realizes a fault (``derive.impl.kernel_faults.variants``) are read off the same fields,
+a diagnosis realizes a fault (``derive.impl.faults.kernel.variants``) are read off the same fields,
 so a fault added as one record gets the numeric behaviour of its definition and is tried by
 ``derive impl --form``.
 
