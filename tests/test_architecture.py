@@ -133,6 +133,15 @@ FLOORS = (
     ("documents", ("derive.document",)),
     ("specs", ("derive.spec",)),  # the loader and the claim kinds
     ("claims", ("derive.claims",)),
+    # derive impl, its pipeline in order: the inputs (and the numbers every step prints), running the
+    # code, the exact reference, judging the outputs, the known faults, the reports, then the forms,
+    # the entry point and the document, which run them all (on the reports floor)
+    ("impl cases", ("derive.impl.numbers", "derive.impl.cases")),
+    ("impl run", ("derive.impl.run",)),
+    ("impl exact", ("derive.impl.exact",)),
+    ("impl judge", ("derive.impl.judge",)),
+    ("impl faults", ("derive.impl.faults",)),
+    ("impl report", ("derive.impl.report",)),
     ("reports", ("derive.report", "derive.impl")),
     ("catalogues", ("derive.atlas", "derive.build", "derive.testing", "derive.pytest_plugin")),
     ("commands", ("derive.commands", "derive.cli", "derive.__main__")),

@@ -13,8 +13,8 @@ import pytest
 
 from derive.cli import main
 from derive.impl import check_implementation
-from derive.impl.cases.attention import CLASSES, Case, arrays
-from derive.impl.exact.attention import allowed, exact, exact_dots
+from derive.impl.cases.attention import CLASSES, Case, allowed, arrays
+from derive.impl.exact.attention import exact, exact_dots
 from derive.impl.numbers import round_to
 from derive.kernels.layouts import parse_layout
 from tests.conftest import require_module

@@ -78,7 +78,7 @@ def test_an_expected_refutation_searches_first_and_finds_prove_equals_witness(mo
     prove_equal's, found without a proof attempt; a true identity is still proved."""
     import sympy as sp
 
-    from derive.impl import derivations as dv
+    from derive.impl.faults import derivations as dv
     from derive.prove.equality import prove_equal
 
     x = sp.Symbol("x", real=True)

@@ -115,7 +115,7 @@ def test_clipped_rows_near_the_clip_and_their_tolerance():
 
 
 def test_one_counterexample_type_for_every_form():
-    from derive.impl.forms.attention import Failure as AttentionFailure
+    from derive.impl.judge.attention import Failure as AttentionFailure
     from derive.impl.judge.row import Failure
     from derive.impl.judge.counterexample import Counterexample
     from derive.impl.judge.kernel import KernelFailure

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
-from derive.impl.forms.attention import parse_kw
+from derive.impl.run.roles import parse_kw
 from derive.impl.cases.contract import GRAMMAR, ROW_FORM_ITEMS
 from derive.impl.forms.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.run.target import DEFAULT_TIMEOUT

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from derive.impl.exact.attention import allowed
 from derive.impl.cases.contract import FINFO_MIN
 
-__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "cases", "with_dtype_mask"]
+__all__ = ["CLASSES", "Case", "Setup", "allowed", "arrays", "case_classes", "cases", "with_dtype_mask"]
 
 INF = math.inf
 
@@ -59,6 +58,19 @@ REALISED = (  # rows of 8 scores, realised exactly by a one-hot q
 )
 EXTREME_SINKS = (30.0, -30.0, 1e4, -1e4, -INF)
 ORDINARY_SINKS = (1.5, -2.0, 0.25)
+
+
+def allowed(M: int, N: int, start_q: int, causal: bool, window: int) -> np.ndarray:
+    """(M, N) bool: key j is visible to query i (position start_q + i) under causality and a window."""
+    pos = start_q + np.arange(M)[:, None]
+    j = np.arange(N)[None, :]
+    ok = np.ones((M, N), dtype=bool)
+    if causal:
+        ok &= j <= pos
+    if window:
+        ok &= j > pos - window
+    return ok
+
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,9 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from derive.errors import InputError
 from derive.impl.cases.attention import EXTREME_SINKS, ORDINARY_SINKS, Case, Setup, case_classes
-from derive.impl.cases.rows import search
-from derive.impl.run.target import ImplRaised
 
-__all__ = ["SEARCH_BLOCKS", "SEARCH_LONG_N", "SEARCH_MAX_N", "drawn_cases", "search_attention"]
+__all__ = ["SEARCH_BLOCKS", "SEARCH_LONG_N", "SEARCH_MAX_N", "drawn_cases"]
 
 INF = math.inf
 SEARCH_MAX_N = 20  # keys and queries of a short drawn call
@@ -98,37 +95,3 @@ def drawn_cases(draw, setup: Setup):
     case = Case("finite", B=B, H=H, M=M, N=N, D=D, Dv=Dv, start_q=start_q, causal=causal, window=window, mask=mask,
                 sinks=sinks, block=block, pattern=pattern, seed=seed, amp=amp)
     return replace(case, cls=case_classes(case, setup)[0])
-
-
-def search_attention(checker, tol, rounder, res, budget: int) -> None:
-    """Search ``budget`` drawn calls (and Hypothesis's shrinking) for a failing one; file the
-    simplest found under its classes, ``source`` "search"."""
-    aborted: list = []
-
-    def fails(case) -> bool:
-        if aborted:
-            return False
-        res.searched += 1
-        try:
-            fail = checker.run_case(case, tol, rounder)[0]
-        except ImplRaised:
-            return True  # shrunk like a failure; the call below raises it on the simplest case
-        except InputError as exc:  # the worker is gone, or bad output: no more calls
-            aborted.append(exc)
-            return False
-        return fail is not None
-
-    found = search(drawn_cases(checker.setup), fails, budget)
-    if aborted:
-        raise aborted[0]
-    if found is None:
-        return
-    try:
-        fail, rows, returned, _ = checker.run_case(found, tol, rounder)
-    except ImplRaised as exc:
-        raise InputError(f"{checker.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
-                         f"({found.describe()}), found by the search") from None
-    if fail is None:  # the function answered differently on the same call: no verdict on it
-        raise InputError(f"{checker.target.name} is not deterministic: the {tol.dtype} call {found.describe()} "
-                         f"failed once and passed when repeated; no verdict")
-    res.record(found, case_classes(found, checker.setup), fail, rows, returned, "search")

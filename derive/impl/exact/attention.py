@@ -33,7 +33,7 @@ from flint import arb, arf, ctx, fmpz_mat
 from derive.normalizers.exact_softmax import enclosed, extra_of, softmax_row
 from derive.impl.exact.tolerance import kappas
 
-__all__ = ["Exact", "allowed", "exact", "exact_dots"]
+__all__ = ["Exact", "exact", "exact_dots"]
 
 INF = math.inf
 
@@ -59,18 +59,6 @@ def exact_dots(q: np.ndarray, k: np.ndarray) -> tuple[list, int]:
     ki, ek = _as_ints(k)
     (M, d), N = qi.shape, ki.shape[0]
     return (fmpz_mat(M, d, qi.ravel().tolist()) * fmpz_mat(d, N, ki.T.ravel().tolist())).tolist(), eq + ek
-
-
-def allowed(M: int, N: int, start_q: int, causal: bool, window: int) -> np.ndarray:
-    """(M, N) bool: key j is visible to query i (position start_q + i) under causality and a window."""
-    pos = start_q + np.arange(M)[:, None]
-    j = np.arange(N)[None, :]
-    ok = np.ones((M, N), dtype=bool)
-    if causal:
-        ok &= j <= pos
-    if window:
-        ok &= j > pos - window
-    return ok
 
 
 @dataclass
