@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from derive.impl.judge.row import Checker, DtypeResult, grad_weights
-from derive.impl.exact.row import NoJacobian, exact_row, jacobian
+from derive.impl.exact.reference import NoJacobian, exact_row, jacobian
 from derive.impl.exact.tolerance import kappa, tolerance
 from derive.normalizers.registry import from_formula, get
 

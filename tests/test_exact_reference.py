@@ -8,7 +8,7 @@ import mpmath
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.exact.row import exact_row
+from derive.impl.exact.reference import exact_row
 from derive.normalizers.exact import CAP, Undecided
 from derive.normalizers.formula import compile_weight
 from derive.normalizers.registry import REGISTRY, from_formula
@@ -148,12 +148,11 @@ def test_a_correct_softpick_agrees_and_one_that_cancels_is_refuted():
 
 @pytest.mark.parametrize("sigma", [None, 0.0, 0.75])
 def test_the_three_references_give_one_softmax_row(sigma):
-    """The formula reference, the attention reference and the kernel reference take their weights
-    and lse from one softmax-family row (derive/normalizers/exact_softmax.py): the same floats."""
+    """The row form's reference (the formula), the attention reference and the kernel reference take
+    their weights and lse from one softmax-family row (derive/normalizers/exact_softmax.py): the same floats."""
     import numpy as np
 
-    from derive.impl.exact.attention import exact
-    from derive.impl.exact.kernel import exact_row as kernel_row
+    from derive.impl.exact.reference import exact_attention, kernel_row
     from derive.normalizers.registry import get
 
     row = [1e-300, -3.5, 40.0, 0.125, -690.5]
@@ -164,10 +163,11 @@ def test_the_three_references_give_one_softmax_row(sigma):
         norm, params = get("sink"), {"s": sigma}
     with mpmath.workdps(30):
         want = [float(v) for v in norm.reference(row, **params)]
-    att = exact(np.ones((1, 1, 1, 1)), np.array(row, dtype=float).reshape(1, 1, n, 1), np.eye(n).reshape(1, 1, n, n),
-                1.0, None, np.ones((1, n), dtype=bool), None if sigma is None else (sigma,), 30)
+    att = exact_attention(np.ones((1, 1, 1, 1)), np.array(row, dtype=float).reshape(1, 1, n, 1),
+                          np.eye(n).reshape(1, 1, n, n), 1.0, np.ones((1, 1, n), dtype=bool), None,
+                          None if sigma is None else (sigma,), 30)
     ker = kernel_row(row, np.eye(n), sigma, None, 30)
-    assert att.P[0, 0, 0].tolist() == want and ker.out == want
+    assert att.out[0, 0, 0].tolist() == want and ker.out == want  # v = I: out is the row of weights
     with mpmath.workdps(40):
         lse = mpmath.log((0 if sigma is None else mpmath.exp(sigma)) + mpmath.fsum(mpmath.exp(x) for x in row))
     assert att.lse[0, 0, 0] == ker.lse["natural"] == float(lse)
@@ -179,22 +179,21 @@ def test_the_kernel_and_attention_references_raise_their_precision_for_huge_scor
     reference called such a row undefined (NaN out, lse −∞); raised until tight, it is not."""
     import numpy as np
 
-    from derive.impl.exact.attention import exact
-    from derive.impl.exact.kernel import exact_row as kernel_row
+    from derive.impl.exact.reference import exact_attention, kernel_row
 
     ker = kernel_row([1e300, 0.0], np.eye(2), None, None, 30)
     assert ker.out == [1.0, 0.0] and ker.lse["natural"] == 1e300 and ker.defined
     sunk = kernel_row([1e300, 0.0], np.eye(2), 1e300, None, 30)
     assert sunk.out == [0.5, 0.0]  # the sink weighs as much as the first key
-    att = exact(np.ones((1, 1, 1, 1)), np.array([1e300, 0.0]).reshape(1, 1, 2, 1), np.eye(2).reshape(1, 1, 2, 2),
-                1.0, None, np.ones((1, 2), dtype=bool), None, 30)
-    assert att.P[0, 0, 0].tolist() == [1.0, 0.0] and att.lse[0, 0, 0] == 1e300
+    att = exact_attention(np.ones((1, 1, 1, 1)), np.array([1e300, 0.0]).reshape(1, 1, 2, 1),
+                          np.eye(2).reshape(1, 1, 2, 2), 1.0, np.ones((1, 1, 2), dtype=bool), None, None, 30)
+    assert att.out[0, 0, 0].tolist() == [1.0, 0.0] and att.lse[0, 0, 0] == 1e300
 
 
 def test_a_row_with_every_key_masked_and_no_extra_logit_has_no_value():
     import numpy as np
 
-    from derive.impl.exact.kernel import exact_row as kernel_row
+    from derive.impl.exact.reference import kernel_row
 
     ker = kernel_row([-np.inf, -np.inf], np.eye(2), None, None, 30)
     assert not ker.defined and ker.lse["natural"] == -np.inf

@@ -14,7 +14,7 @@ import pytest
 from derive.cli import main
 from derive.impl import check_implementation
 from derive.impl.cases.attention import CLASSES, Case, allowed, arrays
-from derive.impl.exact.attention import exact, exact_dots
+from derive.impl.exact.reference import exact_attention, exact_dots
 from derive.impl.numbers import round_to
 from derive.kernels.layouts import parse_layout
 from tests.conftest import require_module
@@ -153,7 +153,7 @@ def test_exact_reference_against_a_closed_form():
     q = np.array([[[[2.0, 0.0]]]])
     k = np.array([[[[3.0, 1.0], [0.0, 5.0]]]])
     v = np.array([[[[1.0], [-2.0]]]])
-    ex = exact(q, k, v, 0.5, None, allowed(1, 2, 0, False, 0), (1.0,), 30, g=np.array([[[[1.0]]]]))
+    ex = exact_attention(q, k, v, 0.5, allowed(1, 2, 0, False, 0)[None], None, (1.0,), 30, g=np.array([[[[1.0]]]]))
     den = math.exp(3) + 1 + math.e
     assert ex.out[0, 0, 0, 0] == pytest.approx((math.exp(3) - 2) / den, rel=1e-15)
     assert ex.lse[0, 0, 0] == pytest.approx(math.log(den), rel=1e-15)

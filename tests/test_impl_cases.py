@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.exact.kernel import exact_row
+from derive.impl.exact.reference import kernel_row
 from derive.impl.cases.kernel import LONG_ROWS, MIN_ROWS, blocks, lengths, rows_of, split_counts
 from derive.kernels import numeric
 
@@ -158,7 +158,7 @@ ADVERSARIAL = [
 def test_numeric_kernels_equal_the_definition_on_adversarial_rows(row, sigma):
     n = len(row)
     v = np.arange(3 * n, dtype=float).reshape(n, 3) / 4.0 - 1.0
-    ex = exact_row(row, v, sigma, None, 30)
+    ex = kernel_row(row, v, sigma, None, 30)
     x = np.array(row, dtype=float)
     got = [numeric.online(x, v, b, sigma, base2=b2) for b in (1, 2, max(1, n)) for b2 in (True, False)]
     got += [numeric.split(x, v, k, sigma) for k in (1, 2, n + 2)]

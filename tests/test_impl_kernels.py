@@ -14,7 +14,7 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.forms.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row,
+from derive.impl.forms.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, kernel_row,
                                 split_counts)
 from derive.normalizers import get
 from derive.testing import assert_implements
@@ -210,14 +210,14 @@ def test_a_missing_parameter_gradient_fails_and_is_a_note_only_when_not_asked_fo
 
 
 def test_exact_reference_edge_cases():
-    sink_empty = exact_row([], [], 1.5, None, 60)
+    sink_empty = kernel_row([], [], 1.5, None, 60)
     assert sink_empty.defined and sink_empty.out == [0.0, 0.0, 0.0] and sink_empty.lse["natural"] == 1.5
     assert sink_empty.lse["kv-only"] == -math.inf
-    assert exact_row([-math.inf, -math.inf], [[1, 2, 3], [4, 5, 6]], -math.inf, None, 60).defined is False
-    soft = exact_row([0.0, 0.0], [[1, 0, 0], [3, 0, 0]], None, [1.0, 0.0, 0.0], 60)
+    assert kernel_row([-math.inf, -math.inf], [[1, 2, 3], [4, 5, 6]], -math.inf, None, 60).defined is False
+    soft = kernel_row([0.0, 0.0], [[1, 0, 0], [3, 0, 0]], None, [1.0, 0.0, 0.0], 60)
     assert soft.out == [2.0, 0.0, 0.0] and soft.lse["natural"] == pytest.approx(math.log(2), rel=1e-16)
     assert soft.dx == [-0.5, 0.5]  # P_t(⟨g, v_t⟩ − D) = ½(1 − 2), ½(3 − 2)
-    big = exact_row([1e4], [[1, 0, 0]], 1e4, [1.0, 0.0, 0.0], 60)
+    big = kernel_row([1e4], [[1, 0, 0]], 1e4, [1.0, 0.0, 0.0], 60)
     assert big.out[0] == 0.5 and big.ds == -0.25  # −P_s·D = −½·½
 
 

@@ -142,7 +142,7 @@ def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
     comparison's scale is p + |τ|, the kink distance is read off the row, and the edge rows put
     the first weight exactly on the kink."""
     from derive.impl.cases.rows import special_rows
-    from derive.impl.exact.row import exact_row, kink_distance
+    from derive.impl.exact.reference import exact_row, kink_distance
 
     _, floor = entries
     ex = exact_row(floor, [0.0, 0.0], {"tau": 0.25}, 40)

@@ -23,7 +23,7 @@ from derive.impl.faults.row import variants
 from derive.impl.exact.masked import convention
 from derive.impl.numbers import shortest
 from derive.impl.cases.rows import PROBE_ROWS, param_sets
-from derive.impl.exact.row import exact_row
+from derive.impl.exact.reference import exact_row
 from derive.impl.exact.tolerance import Tolerance, kappa
 from derive.normalizers.exact import Undecided
 

@@ -564,7 +564,7 @@ def _applies(name: str, formula: str, fault: str) -> list[tuple]:
 
 
 def _changes(entry, fault, key, sets, numeric) -> bool:
-    from derive.impl.exact.row import exact_row
+    from derive.impl.exact.reference import exact_row
 
     rows = _DTYPE_ROWS if numeric == "dtype" else _SAMPLE_ROWS
     dtypes = ("float32", "float16") if numeric == "dtype" else ("float64",)

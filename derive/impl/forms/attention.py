@@ -11,7 +11,7 @@ does not take is a property of the kernel that the user states (``--causal``, ``
 
 derive builds q and k that realise its rows of scores exactly (:mod:`derive.impl.cases.attention`) and
 compares every output with the exact definition on the arrays actually passed
-(:mod:`derive.impl.exact.attention`). It does not stop at the first failure: every case belongs to one
+(:func:`derive.impl.exact.reference.exact_attention`). It does not stop at the first failure: every case belongs to one
 failure class, and the report lists each class that fails with its smallest counterexample,
 and the classes that pass. With ``--backward`` (torch functions) the gradients of ⟨out, g⟩ with
 respect to q, k, v and the sinks, by torch autograd in the child, are compared as well.

@@ -73,7 +73,7 @@ import math
 from derive.errors import InputError
 from derive.impl.judge.kernel import Call, KernelChecker, KernelFailure, KernelResult
 from derive.impl.faults.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis, diagnose, faulty_outputs
-from derive.impl.exact.kernel import ExactRow, exact_row
+from derive.impl.exact.reference import ExactRow, kernel_row
 from derive.impl.cases.kernel import (DV, FIXED_LISTS, FORMS, HEADS, LSE_CONVENTIONS, MAX_PARTS, ROWS,
                                        SEARCH_EXAMPLES, SETS_PER_PARTITION, SINK_VALUES, blocks, dout_row,
                                        extra_logits, split_counts, values)
@@ -86,8 +86,8 @@ from derive.render.markup import plain_math
 __all__ = ["DV", "FIXED_LISTS", "FORMS", "HEADS", "KERNEL_TOLERANCE_RULE",
            "LSE_CONVENTIONS", "MAX_PARTS", "ROWS", "SEARCH_EXAMPLES", "SETS_PER_PARTITION", "SINK_VALUES", "Call",
            "ExactRow", "KernelChecker", "KernelDiagnosis", "KernelFailure", "KernelReport", "KernelResult",
-           "blocks", "check_kernel", "diagnose", "dout_row", "exact_row", "extra_logits", "faulty_outputs",
-           "split_counts", "values"]
+           "blocks", "check_kernel", "diagnose", "dout_row", "extra_logits", "faulty_outputs",
+           "kernel_row", "split_counts", "values"]
 
 INF = math.inf
 MASKED_WORDS = {"nan": "NaN", "zeros": "zeros", "uniform": "uniform (the output of a row of equal scores)"}

@@ -1,5 +1,5 @@
 """The attention form's judge: one case run through the kernel and every output compared with
-the exact definition on the arrays passed (:mod:`derive.impl.exact.attention`); the fixed list
+the exact definition on the arrays passed (:func:`derive.impl.exact.reference.exact_attention`); the fixed list
 class by class, then the search (:mod:`derive.impl.cases.attention_search`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from derive.errors import InputError
 from derive.impl.cases.attention import Case, Setup, arrays, case_classes, with_dtype_mask
 from derive.impl.cases.attention_search import drawn_cases
 from derive.impl.cases.rows import search
-from derive.impl.exact.attention import exact
+from derive.impl.exact.reference import exact_attention
 from derive.impl.judge.classes import file_failure
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.run.target import ImplRaised
@@ -175,7 +175,12 @@ class AttentionChecker:
         if self.backward and self.api != "torch":
             raise InputError(f"--backward differentiates the function with torch autograd; {self.target.name} takes "
                              f"numpy arrays")
-        ex = exact(q, k, v, scale, mask, case.visible(), sinks, self.dps, g)
+        keep = np.broadcast_to(case.visible(), (case.B, case.M, case.N))
+        bias = None
+        if mask is not None:
+            keep = keep & (mask[:, 0] != -INF)
+            bias = np.where(keep, mask[:, 0], 0.0)
+        ex = exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g)
         returned = ", ".join(n for n in ("out", "lse", "dq", "dk", "dv", "dsinks") if n in got)
         fail = self.compare(case, got, ex, v, tol)
         vac = ex.defined & (tol.rel * (1.0 + ex.kappa) >= 1.0)  # Tolerance.vacuous, row by row

@@ -13,7 +13,7 @@ from derive.errors import InputError
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.judge.classes import admitted, prepare, record_call
 from derive.impl.cases.rows import param_strategy, search
-from derive.impl.exact.kernel import ExactRow, digest, exact_row
+from derive.impl.exact.reference import ExactRow, digest, kernel_row
 from derive.impl.cases.kernel import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
@@ -52,7 +52,7 @@ class Call:
         return x.tolist()
 
     def vkey(self, r: int) -> bytes:
-        """The digest of row r's values (:func:`derive.impl.exact.kernel.digest`), computed once."""
+        """The digest of row r's values (:func:`derive.impl.exact.reference.digest`), computed once."""
         if r not in self.vkeys:
             self.vkeys[r] = digest(self.v[r])
         return self.vkeys[r]
@@ -248,7 +248,7 @@ class KernelChecker:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
         key = (tuple(call.scores(r)), call.vkey(r), call.row_sigma(r), None if g is None else g.tobytes())
         if key not in self._cache:
-            self._cache[key] = exact_row(call.scores(r), call.v[r], call.row_sigma(r),
+            self._cache[key] = kernel_row(call.scores(r), call.v[r], call.row_sigma(r),
                                          None if g is None else g.tolist(), self.dps, call.dv, call.vkey(r))
         return self._cache[key]
 
@@ -276,7 +276,7 @@ class KernelChecker:
         g = call.third[r] if isinstance(call.third, np.ndarray) else None
         key = ("uniform", n, call.vkey(r), None if g is None else g.tobytes())
         if key not in self._cache:
-            self._cache[key] = exact_row([0.0] * n, call.v[r], None, None if g is None else g.tolist(), self.dps,
+            self._cache[key] = kernel_row([0.0] * n, call.v[r], None, None if g is None else g.tolist(), self.dps,
                                          call.dv, call.vkey(r))
         return self._cache[key]
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import mpmath
 import numpy as np
 
 from derive.errors import InputError
@@ -24,7 +23,7 @@ from derive.impl.exact.masked import convention, is_fully_masked
 from derive.impl.numbers import agree, round_to
 from derive.impl.cases.rows import (EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, param_strategy, search,
                                 special_rows)
-from derive.impl.exact.row import NoJacobian, exact_row, jacobian, kink_distance
+from derive.impl.exact.reference import NoJacobian, exact_row, gradient, jacobian, kink_distance
 from derive.impl.run.target import ImplRaised, Target
 from derive.impl.exact.tolerance import Tolerance, kappa
 
@@ -271,15 +270,9 @@ class Checker:
                     result.undecided_rows += 1
                     result.undecided_reason = result.undecided_reason or str(e)
             return None
-        c = grad_weights(len(row))
-        cmax = float(np.max(np.abs(c)))
-        with mpmath.workdps(self.dps):  # cᵀJ and the errors to dps digits: far inside every bound
-            exact = [mpmath.fsum(float(c[j]) * jac[j][k] for j in range(len(row))) for k in range(len(row))]
-            scale = [float(mpmath.fsum(abs(float(c[j]) * jac[j][k]) for j in range(len(row))))
-                     + abs(float(ex.values[k])) * cmax for k in range(len(row))]
-            bounds = [tol.abs + tol.rel * (1 + kappa) * s for s in scale]
-            beyond = [not math.isfinite(gv) or abs(gv - rv) > b for gv, rv, b in zip(grad, exact, bounds)]
-            ref = [float(rv) for rv in exact]
+        ref, scale = gradient(jac, grad_weights(len(row)), ex.values, self.dps)  # cᵀJ in arb, rounded once
+        bounds = [tol.abs + tol.rel * (1 + kappa) * s for s in scale]
+        beyond = [not math.isfinite(gv) or abs(gv - rv) > b for gv, rv, b in zip(grad, ref, bounds)]
         errs = [abs(gv - rv) if math.isfinite(gv) else math.inf for gv, rv in zip(grad, ref)]
         if result is not None:
             for e, b in zip(errs, bounds):
