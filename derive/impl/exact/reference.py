@@ -23,9 +23,10 @@ python-flint ``arb`` balls, rounded to the nearest float64 once at the end.
   hundred products.
 * **Attention** (:func:`exact_attention`): the scores x_ij = scale·⟨q_i, k_j⟩ + bias_ij of each
   query, the dot products exact (integer sums: in float64 where every partial sum is an integer
-  below 2^53, else in FLINT's integers), each row then a :func:`kernel_row` of the values of its
+  below 2^53, else in FLINT's integers: :mod:`derive.impl.exact.arith`), each row then a :func:`kernel_row` of the values of its
   kv head (h // groups), and dq_i = scale Σ_j dS_ij k_j, dk_j = scale Σ_i dS_ij q_i,
-  dv_j = Σ_i P_ij g_i, dσ_h = −Σ_{b,i} P_iσ D_i summed with ``math.fsum`` over the exact rows' terms.
+  dv_j = Σ_i P_ij g_i (compensated sums of the rows' exact terms, :func:`derive.impl.exact.arith.dot`), and
+  dσ_h = −Σ_{b,i} P_iσ D_i (``math.fsum``).
 
 Every ball starts at ``4·dps`` bits (at least 128) and is raised by
 :func:`~derive.normalizers.exact_softmax.enclosed` until the row is tight, so a row of scores of
@@ -40,15 +41,16 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-from flint import arb, arb_mat, arf, ctx, fmpz_mat
+from flint import arb, arb_mat, arf, ctx
 
 from derive.impl.cases.kernel import DV
+from derive.impl.exact.arith import binary, dot, exact_dots, float_scores, score
 from derive.impl.exact.tolerance import kappas
 from derive.normalizers.exact import Undecided
 from derive.normalizers.exact_softmax import enclosed, exps, extra_of, softmax_row
 
 __all__ = ["Attention", "Exact", "ExactRow", "NoJacobian", "digest", "exact_attention", "exact_dots", "exact_row",
-           "gradient", "jacobian", "kernel_row", "kink_distance"]
+           "gradient", "jacobian", "kernel_row", "kink_distance", "row_key"]
 
 INF = math.inf
 
@@ -206,15 +208,47 @@ class ExactRow:
     lse: dict  # convention → float (−inf for log 0)
     dx: list[float] = field(default_factory=list)
     dx_scale: list[float] = field(default_factory=list)
-    dv: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (n, dv)
-    dv_scale: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the weights P_t, each rounded once
+    g: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the cotangent
     ds: float = 0.0
     ds_scale: float = 0.0  # the magnitude of the terms of ds: of −P_σ·D and of −Σ_t dS_t alike
 
+    @property
+    def dv(self) -> np.ndarray:
+        """(n, dv): P_t g_k, one rounding of the product of two rounded numbers (formed when asked: a
+        row of 4096 keys and dv = 128 is half a million of them)."""
+        return np.outer(self.p, self.g) if self.p.size else np.zeros((0, 0))
 
-_GROUPS: dict = {}  # digest of a value matrix → its distinct rows and each key's row (the fixed inputs repeat)
-_MATS: dict = {}  # distinct value rows → (their arb matrix, that of their magnitudes): rows shifted share them
-_KEYS: dict = {}  # (scores, values) → the keys' exponentials and their sums: the same rows meet many sinks
+    @property
+    def dv_scale(self) -> np.ndarray:
+        return np.abs(self.dv)
+
+
+class _Cache(dict):
+    """A dict emptied when what it holds passes ``budget`` (in keys of rows: a row of 4096 keys
+    weighs 4096), so that rows of thousands of keys cannot fill the memory."""
+
+    def __init__(self, budget: int):
+        super().__init__()
+        self.budget, self.weight = budget, 0
+
+    def put(self, key, value, weight: int = 1):
+        if self.weight + weight > self.budget:
+            self.clear()
+            self.weight = 0
+        self.weight += weight
+        self[key] = value
+
+
+_GROUPS = _Cache(1 << 21)  # digest of a value matrix → its distinct rows and each key's row (the fixed inputs repeat)
+_MATS = _Cache(1 << 21)  # distinct value rows → (their arb matrix, that of their magnitudes): rows shifted share them
+_KEYS = _Cache(1 << 20)  # (scores, values) → the keys' exponentials and their sums: the same rows meet many sinks
+
+
+def row_key(row) -> bytes:
+    """What a row of float scores is known by in the caches (its length and its bytes' digest)."""
+    x = np.ascontiguousarray(row, dtype=np.float64)
+    return repr(x.shape).encode() + hashlib.blake2b(x.view(np.uint8), digest_size=16).digest()
 
 
 def digest(v: np.ndarray) -> bytes:
@@ -228,8 +262,6 @@ def _groups(v: np.ndarray, vkey: bytes):
     rows as an arb matrix, their magnitudes as one). Rows are told apart by their bytes first
     (−0.0 made 0.0, so rows equal as numbers are one), then the few distinct ones are sorted."""
     if vkey not in _GROUPS:
-        if len(_GROUPS) > 512:
-            _GROUPS.clear()
         c = np.ascontiguousarray(v + 0.0)
         if c.ndim == 2 and c.shape[0] and c.shape[1]:
             raw = c.view(np.dtype((np.void, c.itemsize * c.shape[1]))).ravel()
@@ -241,10 +273,8 @@ def _groups(v: np.ndarray, vkey: bytes):
             group = np.ravel(group)
         mkey = (rows.shape, rows.tobytes())
         if mkey not in _MATS:
-            if len(_MATS) > 512:
-                _MATS.clear()
-            _MATS[mkey] = (arb_mat(rows.tolist()), arb_mat(np.abs(rows).tolist()))
-        _GROUPS[vkey] = (rows, group, *_MATS[mkey])
+            _MATS.put(mkey, (arb_mat(rows.tolist()), arb_mat(np.abs(rows).tolist())), rows.size)
+        _GROUPS.put(vkey, (rows, group, *_MATS[mkey]), c.size)
     return _GROUPS[vkey]
 
 
@@ -265,16 +295,14 @@ def kernel_row(row, v, sigma, g, dps: int, dv: int | None = None, vkey: bytes | 
 
 def _keys(row, v, vkey, key):
     """(e^{x_t} per key, Σ_t e^{x_t}, Σ e^{x_t} per distinct value row, :func:`_groups` of v)."""
-    key = (tuple(row) if key is None else key, vkey, ctx.prec)
+    key = (row_key(row) if key is None else key, vkey, ctx.prec)
     if key not in _KEYS:
-        if len(_KEYS) > 2048:
-            _KEYS.clear()
         e = exps([x if isinstance(x, arb) else float(x) for x in row])
         groups = _groups(v, vkey) if len(row) else (np.zeros((0, v.shape[-1] if v.ndim == 2 else 0)), [], None, None)
         sums = [arb(0)] * len(groups[0])
         for t, q in enumerate(e):
             sums[groups[1][t]] += q
-        _KEYS[key] = (e, sum(e, arb(0)), sums, groups)
+        _KEYS.put(key, (e, sum(e, arb(0)), sums, groups), max(1, len(e)))
     return _KEYS[key]
 
 
@@ -320,8 +348,7 @@ def _exact(row, v, sigma, g, dv, vkey, key) -> ExactRow:
     res.dx = [_f(p[t] * gvd[j]) for t, j in enumerate(group.tolist())]
     pf = np.array([_f(q) for q in p])
     res.dx_scale = (pf * (gabs[group] + gs_f)).tolist()
-    res.dv = np.outer(pf, g)  # P_t g_k: one rounding of the product of two rounded numbers
-    res.dv_scale = np.abs(res.dv)
+    res.p, res.g = pf, g
     ps = sm.share(es)
     res.ds = _f(-ps * D)
     # ds = −P_σ D, which a kernel may compute as −Σ_t dS_t (docs/kernels.md §5): the terms of both
@@ -329,96 +356,7 @@ def _exact(row, v, sigma, g, dv, vkey, key) -> ExactRow:
     return res
 
 
-# ---- attention: the scores from q and k, exactly ------------------------------------------------------
-
-
-def _as_ints(a: np.ndarray) -> tuple[np.ndarray, int]:
-    """(an object array of Python ints, e): a == ints · 2^e exactly (a finite)."""
-    a = np.asarray(a, dtype=np.float64)
-    mant, exp = np.frexp(a)
-    m = (mant * 2.0**53).astype(np.int64)  # exact: a 53-bit mantissa
-    e = exp.astype(np.int64) - 53
-    nz = m != 0
-    base = int(e[nz].min()) if nz.any() else 0
-    ints = np.empty(a.shape, dtype=object)
-    for idx in np.ndindex(a.shape):
-        ints[idx] = int(m[idx]) << int(e[idx] - base) if m[idx] else 0
-    return ints, base
-
-
-def exact_dots(q: np.ndarray, k: np.ndarray) -> tuple[list, int]:
-    """⟨q_i, k_j⟩ for q (M, d), k (N, d) exactly: (M rows of N integers (flint fmpz), e), value ints · 2^e
-    (one integer matrix product in FLINT)."""
-    qi, eq = _as_ints(q)
-    ki, ek = _as_ints(k)
-    (M, d), N = qi.shape, ki.shape[0]
-    return (fmpz_mat(M, d, qi.ravel().tolist()) * fmpz_mat(d, N, ki.T.ravel().tolist())).tolist(), eq + ek
-
-
-def _low_bit(a: np.ndarray) -> int | None:
-    """The exponent of the lowest set bit over the nonzero entries of ``a`` (a == ints · 2^e, e that
-    exponent), None when every entry is 0."""
-    mant, exp = np.frexp(a)
-    nz = mant != 0
-    if not nz.any():
-        return None
-    m = (np.abs(mant[nz]) * 2.0**53).astype(np.int64)
-    tz = np.zeros(m.shape, dtype=np.int64)
-    for shift in (32, 16, 8, 4, 2, 1):  # trailing zeros, by halving
-        low = (m & ((1 << shift) - 1)) == 0
-        tz += np.where(low, shift, 0)
-        m = np.where(low, m >> shift, m)
-    return int((exp[nz].astype(np.int64) - 53 + tz).min())
-
-
-def float_scores(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray | None:
-    """scale·q·kᵀ for q (M, d), k (N, d) when float64 holds every score and every partial sum exactly
-    (the entries integers times a common power of two, the sums below 2^53, the scaled scores normal
-    or 0): the fast path of :func:`exact_attention`; else None."""
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k)) and math.isfinite(scale) and scale != 0):
-        return None
-    eq, ek = _low_bit(q), _low_bit(k)
-    if eq is None or ek is None:
-        return np.zeros((q.shape[0], k.shape[0]))
-    with np.errstate(over="ignore"):  # an entry 2^53 times its array's lowest bit or more: not the fast path
-        qi, ki = np.ldexp(q, -eq), np.ldexp(k, -ek)
-    if float(np.abs(qi).max()) * float(np.abs(ki).max()) * max(1, q.shape[1]) >= 2.0**53:
-        return None
-    dots = qi @ ki.T  # integers: every product and partial sum exact
-    num, den = float(scale).as_integer_ratio()
-    if den & (den - 1) or float(np.abs(dots).max()) * abs(num) >= 2.0**53:
-        return None
-    e = eq + ek - (den.bit_length() - 1)
-    out = np.ldexp(dots * num, e)
-    if np.any((out != 0) & (np.abs(out) < 2.0**-1022)) or not np.all(np.isfinite(out)):
-        return None
-    return out
-
-
-def _binary(value: float):
-    """A finite float as (m, e) with value == m · 2^e exactly; anything else as it is."""
-    if not math.isfinite(float(value)):
-        return value
-    num, den = float(value).as_integer_ratio()  # den is a power of two
-    return num, -(den.bit_length() - 1)
-
-
-def _score(dot: int, e: int, scale, bias) -> arb:
-    """scale · dot · 2^e (+ bias), exact: an arb of the exact binary product (``scale`` given as (m, e),
-    :func:`_binary`), the sum with a float bias at a precision that spans both."""
-    m, se = scale if isinstance(scale, tuple) else _binary(scale)
-    prod = int(dot) * m
-    x = arb(arf((prod, e + se)))
-    if not bias:
-        return x
-    bm, be = _binary(float(bias))
-    top = max(e + se + abs(prod).bit_length(), be + abs(bm).bit_length())
-    saved = ctx.prec
-    ctx.prec = max(saved, top - min(e + se, be) + 8)
-    try:
-        return x + arb(arf((bm, be)))
-    finally:
-        ctx.prec = saved
+# ---- attention: each query a row of its scores, exact (derive.impl.exact.arith) ----------------------
 
 
 @dataclass
@@ -432,24 +370,24 @@ class Attention:
     grads: dict | None = None  # name → (value, scale)
 
 
-_ROWS: dict = {}  # (a row's scores, its values, extra logit, cotangent, precision) → its ExactRow
+_ROWS = _Cache(1 << 22)  # (a row's scores, its values, extra logit, cotangent, precision) → its ExactRow
 
 
 def _row_of(key, xs, v, vkey, sig, g, dps):
     full = (key, vkey, sig, None if g is None else g.tobytes(), _prec(dps))
     if full not in _ROWS:
-        if len(_ROWS) > 8192:
-            _ROWS.clear()
-        _ROWS[full] = kernel_row(xs, v, sig, g, dps, v.shape[-1], vkey, key)
+        _ROWS.put(full, kernel_row(xs, v, sig, g, dps, v.shape[-1], vkey, key), max(1, len(xs)))
     return _ROWS[full]
 
 
-def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None) -> Attention:
+def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None) -> Attention:
     """The definition on q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv) (the values as passed, in
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
     or None, the finite additive mask added to the scores of the visible keys (finfo.min, −1e6), the
-    extra logit per head (a tuple of H floats, or None); with ``g`` (B, H, M, Dv) the gradients too."""
+    extra logit per head (a tuple of H floats, or None); with ``g`` (B, H, M, Dv) the gradients too.
+    ``judged`` (M,) bool: the queries computed (the others are left undefined; every one by default,
+    and every one is needed for the gradients of k and v)."""
     B, H, M, _ = q.shape
     Hkv, N, Dv = k.shape[1], k.shape[2], v.shape[3]
     groups = H // Hkv
@@ -463,7 +401,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None) 
     saved = ctx.prec
     ctx.prec = _prec(dps)
     try:
-        sc = _binary(scale)
+        sc = binary(scale)
         for b in range(B):
             vis = keep[b]
             add = None if bias is None else bias[b]
@@ -475,18 +413,21 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None) 
                 dots = None
                 sig = None if sigma is None else sigma[h]
                 for i in range(M):
+                    if judged is not None and not judged[i]:
+                        continue
                     biased = add is not None and bool(np.any((add[i] != 0) & vis[i]))
                     if fast is not None and not biased:
-                        xs = np.where(vis[i], fast[i], -INF).tolist()
-                        key = tuple(xs)
-                        rows[b, h, i] = xs
+                        row = np.where(vis[i], fast[i], -INF)
+                        key, xs = row_key(row), row.tolist()
+                        rows[b, h, i] = row
                     else:
                         if dots is None:
                             dots, e = exact_dots(q[b, h], k[b, kv])
-                        xs = [_score(dots[i][j], e, sc, None if add is None else add[i, j]) if vis[i, j] else -INF
+                        xs = [score(dots[i][j], e, sc, None if add is None else add[i, j]) if vis[i, j] else -INF
                               for j in range(N)]
-                        key = ("arb", tuple(int(d) for d in dots[i]), e, sc, tuple(vis[i].tolist()),
-                               None if add is None else tuple(add[i].tolist()))
+                        key = b"arb" + hashlib.blake2b(repr((dots[i], e, sc, vis[i].tobytes(),
+                                                             None if add is None else add[i].tobytes())).encode(),
+                                                       digest_size=16).digest()
                         rows[b, h, i] = [x if isinstance(x, float) else _f(x) for x in xs]
                     row = _row_of(key, xs, vv, vkey, sig, None if g is None else g[b, h, i], dps)
                     done[b, h, i] = row
@@ -505,51 +446,46 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None) 
     return res
 
 
-def _fsum_dot(w: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Σ_j w_ij a_jc for each i, c with math.fsum (one rounding per entry)."""
-    out = np.empty((w.shape[0], a.shape[1]))
-    for i in range(w.shape[0]):
-        out[i] = [math.fsum(terms) for terms in (w[i][:, None] * a).T.tolist()]  # row c: w_ij a_jc over j
-    return out
-
-
 def _grads(done: dict, q, k, defined, scale: float, groups: int) -> dict:
     B, H, M, _ = q.shape
     Hkv, N = k.shape[1], k.shape[2]
-    Dv = next(iter(done.values())).dv.shape[-1] if done and N else 0
+    row = next(iter(done.values()), None)
+    Dv = row.g.size if row is not None and row.g.size else 0
+    for r in done.values():
+        if r.g.size:
+            Dv = r.g.size
+            break
     dS = np.zeros((B, H, M, N))
     dSm = np.zeros((B, H, M, N))
-    dvp = np.zeros((B, H, M, N, Dv))  # P_ij g_i, per query
-    dvm = np.zeros((B, H, M, N, Dv))
+    P = np.zeros((B, H, M, N))
+    G = np.zeros((B, H, M, Dv))
     dsig = [[] for _ in range(H)]
     dsig_m = [[] for _ in range(H)]
-    for (b, h, i), row in done.items():
+    for (b, h, i), r in done.items():
         if not defined[b, h, i] or not N:
             continue
-        dS[b, h, i], dSm[b, h, i] = row.dx, row.dx_scale
-        dvp[b, h, i], dvm[b, h, i] = row.dv, row.dv_scale
-        dsig[h].append(row.ds)
-        dsig_m[h].append(row.ds_scale)
+        dS[b, h, i], dSm[b, h, i] = r.dx, r.dx_scale
+        P[b, h, i], G[b, h, i] = r.p, r.g
+        dsig[h].append(r.ds)
+        dsig_m[h].append(r.ds_scale)
     out = {"dq": (np.zeros(q.shape), np.zeros(q.shape)), "dk": (np.zeros(k.shape), np.zeros(k.shape)),
            "dv": (np.zeros(k.shape[:3] + (Dv,)), np.zeros(k.shape[:3] + (Dv,))), "dsinks": (np.zeros(H), np.zeros(H))}
     for b in range(B):
         for h in range(H):
             kv = h // groups
-            out["dq"][0][b, h] = scale * _fsum_dot(dS[b, h], k[b, kv])
-            out["dq"][1][b, h] = abs(scale) * _fsum_dot(dSm[b, h], np.abs(k[b, kv]))
+            out["dq"][0][b, h] = scale * dot(dS[b, h], k[b, kv])[0]
+            out["dq"][1][b, h] = abs(scale) * dot(dSm[b, h], np.abs(k[b, kv]))[1]
         for kv in range(Hkv):
             heads = range(kv * groups, (kv + 1) * groups)
             # dk_j = scale Σ_{h in the group, i} dS_hij q_hi; dv_j = Σ_{h, i} P_hij g_hi
             S = np.concatenate([dS[b, h] for h in heads], axis=0)  # (groups·M, N)
             Sm = np.concatenate([dSm[b, h] for h in heads], axis=0)
             Q = np.concatenate([q[b, h] for h in heads], axis=0)
-            out["dk"][0][b, kv] = scale * _fsum_dot(S.T, Q)
-            out["dk"][1][b, kv] = abs(scale) * _fsum_dot(Sm.T, np.abs(Q))
-            for j in range(N):
-                terms = np.concatenate([dvp[b, h, :, j] for h in heads], axis=0)  # (groups·M, Dv)
-                mags = np.concatenate([dvm[b, h, :, j] for h in heads], axis=0)
-                out["dv"][0][b, kv, j] = [math.fsum(c) for c in terms.T.tolist()]
-                out["dv"][1][b, kv, j] = [math.fsum(c) for c in mags.T.tolist()]
+            W = np.concatenate([P[b, h] for h in heads], axis=0)
+            Gs = np.concatenate([G[b, h] for h in heads], axis=0)
+            out["dk"][0][b, kv] = scale * dot(S.T, Q)[0]
+            out["dk"][1][b, kv] = abs(scale) * dot(Sm.T, np.abs(Q))[1]
+            out["dv"][0][b, kv], out["dv"][1][b, kv] = dot(W.T, Gs)
     for h in range(H):
         out["dsinks"][0][h] = math.fsum(dsig[h])
         out["dsinks"][1][h] = math.fsum(dsig_m[h])
