@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import re
 import contextlib
 import os
+import re
+import resource
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
+from derive.impl.cases.masks import parse_window
 from derive.impl.run.roles import parse_kw
 from derive.impl.cases.contract import GRAMMAR, ROW_FORM_ITEMS
 from derive.impl.forms.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
@@ -148,13 +151,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--out-layout", default=None, metavar="AXES", help="axes of out (default: --layout)")
     group.add_argument("--scale", type=float, default=None,
                        help="the softmax scale (default 1/sqrt(d)); passed when the function takes a scale keyword")
-    group.add_argument("--causal", action="store_true",
-                       help="the attention is causal (passed as causal=True when the function takes the flag)")
+    group.add_argument("--causal", nargs="?", const=True, default=False, choices=("top-left", "bottom-right"),
+                       metavar="ALIGN",
+                       help="the attention is causal (passed as causal=True when the function takes the flag, else "
+                            "stated); ALIGN says where the queries sit when M != N: top-left (query i at position i) "
+                            "or bottom-right (at N - M + i, FlashAttention's since 2.1)")
     group.add_argument("--start-q", default=None, metavar="N|end",
                        help="the position of the first query (causal, window): a number or end (N - M); "
                             "default: varied when the function takes start_q, else 0")
-    group.add_argument("--window", type=int, default=None, metavar="W",
-                       help="a sliding window of W keys (key j visible to the query at position p when j > p - W)")
+    group.add_argument("--window", default=None, metavar="W|L,R",
+                       help="a sliding window the kernel assumes: W keys (key j visible to the query at position p "
+                            "when j > p - W) or LEFT,RIGHT (p - LEFT <= j <= p + RIGHT, -1 for no bound)")
+    group.add_argument("--mask", default="additive", choices=("additive", "keep", "drop", "mask-mod", "block-mask"),
+                       help="how the function takes its mask: an additive bias (default; --mask-value on masked keys), "
+                            "a boolean mask of the keys kept (keep) or dropped (drop), a FlexAttention mask_mod or "
+                            "block mask")
+    group.add_argument("--gqa", action="store_true",
+                       help="k and v may have fewer heads than q (groups of 2, 4, 8 query heads per kv head; query "
+                            "head h reads kv head h // (H / Hkv))")
     group.add_argument("--mask-value", default=None, metavar="VALUE",
                        help="the additive mask value of a masked key: -inf (default), finfo-min or a number "
                             "such as -1e6")
@@ -211,7 +225,8 @@ def _params(pairs: list[str]) -> dict:
 def _attention(args) -> dict | None:
     given = {"layout": args.layout, "out_layout": args.out_layout, "scale": args.scale,
              "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
-             "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None}
+             "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None,
+             "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None}
     if args.form != "attention":
         return {k: v for k, v in given.items() if v is not None} or None
     start = args.start_q
@@ -220,19 +235,30 @@ def _attention(args) -> dict | None:
             start = int(start)
         except ValueError:
             raise InputError(f"--start-q expects a whole number or end, got {start!r}") from None
-    if args.window is not None and args.window < 1:
-        raise InputError(f"--window expects a number of keys >= 1, got {args.window}")
+    if args.window is not None:
+        try:
+            parse_window(args.window)
+        except ValueError as exc:
+            raise InputError(f"--window {args.window}: {exc}") from None
     if args.scale is not None and not (args.scale == args.scale and abs(args.scale) != float("inf")
                                        and args.scale != 0):
         raise InputError(f"--scale expects a finite nonzero number, got {args.scale!r}")
     return {"layout": args.layout or "bhnd", "out_layout": args.out_layout, "scale": args.scale,
             "causal": args.causal, "start_q": start, "window": args.window or 0,
-            "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw)}
+            "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw),
+            "mask": args.mask, "gqa": args.gqa}
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its ended child processes."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def run(args: argparse.Namespace) -> int:
     if args.output and not Path(args.output).parent.is_dir():  # before any user code runs
         raise InputError(f"--output {args.output}: no directory {Path(args.output).parent}")
+    wall, cpu = time.perf_counter(), _cpu()
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
                                   dim=args.dim, dtypes=args.dtype, examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
@@ -244,4 +270,7 @@ def run(args: argparse.Namespace) -> int:
         write_report(args.output, text)
     else:
         sys.stdout.write(text)
+    # the time goes to standard error: the report itself is deterministic, the same bytes on every run
+    sys.stderr.write(f"derive impl: checked in {time.perf_counter() - wall:.1f} s ({_cpu() - cpu:.1f} s of CPU, this "
+                     f"process and its child)\n")
     return report.exit_code()

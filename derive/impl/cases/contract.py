@@ -31,13 +31,18 @@ ITEMS: dict[str, str] = {  # the grammar: item → what it states (the documents
     "dtypes=D,D,...": "the kernel accepts only these dtypes (the others of --dtype are left out, with a note)",
     "equal-lengths": "(attention form) as many keys as queries",
     "equal-head-dims": "(attention form) the value head dimension is the key's",
+    "min-head-dim=N": "(attention form) the head dimensions d and dv are at least N (a smaller one is raised to N)",
+    "head-dim-multiple=N": "(attention form) the head dimensions are multiples of N (raised to the next one)",
+    "keys-multiple=N|block": "(attention form) every key length is a multiple of N, or of the tile size passed "
+                             "(raised to the next one)",
+    "queries-le-keys": "(attention form) no more queries than keys",
 }
 GRAMMAR = ", ".join(ITEMS)
 # the items that apply to the row form (fn(x) → weights: no tiles, splits, queries or head dimensions)
 ROW_FORM_ITEMS = ("finite-sinks", "finite-scores", "min-keys", "no-fully-masked", "dtypes")
 INF = math.inf
 FLAGS = {"finite-scores": "finite_scores", "no-fully-masked": "no_fully_masked", "equal-lengths": "equal_lengths",
-         "equal-head-dims": "equal_head_dims"}
+         "equal-head-dims": "equal_head_dims", "queries-le-keys": "queries_le_keys"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,10 @@ class Contract:
     dtypes: tuple | None = None
     equal_lengths: bool = False
     equal_head_dims: bool = False
+    min_head_dim: int = 0
+    head_dim_multiple: int = 1
+    keys_multiple: int | str = 0  # 0: any; N; or "block" (a multiple of the tile size passed)
+    queries_le_keys: bool = False
     items: tuple = field(default=())  # the items as given, in order
 
     @property
@@ -129,6 +138,15 @@ class Contract:
             out.append("as many keys as queries")
         if self.equal_head_dims:
             out.append("the value head dimension equals the key head dimension")
+        if self.min_head_dim:
+            out.append(f"head dimensions are at least {self.min_head_dim}")
+        if self.head_dim_multiple > 1:
+            out.append(f"head dimensions are multiples of {self.head_dim_multiple}")
+        if self.keys_multiple:
+            out.append("key lengths are multiples of " + ("the tile size" if self.keys_multiple == "block"
+                                                          else str(self.keys_multiple)))
+        if self.queries_le_keys:
+            out.append("no more queries than keys")
         return out
 
     def as_json(self) -> dict:
@@ -207,7 +225,8 @@ def parse_contract(items, known_dtypes=()) -> Contract:
             continue
         if not sep or not value:
             raise _bad(item, f"unknown item {item!r}" if name not in
-                       ("finite-sinks", "block", "splits", "min-keys", "dtypes") else f"{name} needs a value")
+                       ("finite-sinks", "block", "splits", "min-keys", "dtypes", "min-head-dim", "head-dim-multiple",
+                        "keys-multiple") else f"{name} needs a value")
         if name == "finite-sinks":
             kw["sinks"] = _range(item, value)
         elif name == "block":
@@ -230,6 +249,18 @@ def parse_contract(items, known_dtypes=()) -> Contract:
                 raise _bad(item, f"min-keys is a whole number, got {value!r}") from None
             if kw["min_keys"] < 0:
                 raise _bad(item, "min-keys is at least 0")
+        elif name in ("min-head-dim", "head-dim-multiple", "keys-multiple"):
+            if name == "keys-multiple" and value == "block":
+                kw["keys_multiple"] = "block"
+                continue
+            try:
+                number = int(value)
+            except ValueError:
+                raise _bad(item, f"{name} is a whole number{' or block' if name == 'keys-multiple' else ''}, "
+                                 f"got {value!r}") from None
+            if number < 1:
+                raise _bad(item, f"{name} is at least 1")
+            kw[name.replace("-", "_")] = number
         elif name == "dtypes":
             names = tuple(d.strip() for d in value.split(","))
             unknown = [d for d in names if known_dtypes and d not in known_dtypes]

@@ -5,12 +5,13 @@ class by class, then the search (:mod:`derive.impl.cases.attention_search`)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from derive.errors import InputError
 from derive.impl.cases.attention import Case, Setup, arrays, case_classes, with_dtype_mask
+from derive.impl.cases.masks import lower, window_arg
 from derive.impl.cases.attention_search import drawn_cases
 from derive.impl.cases.rows import search
 from derive.impl.exact.reference import exact_attention
@@ -18,7 +19,7 @@ from derive.impl.judge.classes import file_failure
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.run.target import ImplRaised
 
-__all__ = ["AttentionChecker", "DtypeResult", "Failure", "search_attention"]
+__all__ = ["AttentionChecker", "Coverage", "DtypeResult", "Failure", "search_attention"]
 
 INF = math.inf
 
@@ -62,6 +63,67 @@ def _n(v) -> str:
 
 
 @dataclass
+class Coverage:
+    """What the calls run had, read off the calls themselves (never what a list meant to have)."""
+
+    calls: int = 0
+    keys: set = field(default_factory=set)  # key lengths
+    queries: int = 0  # the most queries in a call
+    blocks: set = field(default_factory=set)  # tile sizes passed below the key length
+    splits: set = field(default_factory=set)  # split counts of 2 or more passed
+    groups: set = field(default_factory=set)  # query heads per kv head
+    head_dims: set = field(default_factory=set)
+    batches: int = 0
+    heads: int = 0
+    windows: set = field(default_factory=set)
+    masks: set = field(default_factory=set)
+    offsets: int = 0  # the largest start_q
+
+    def add(self, case: Case) -> None:
+        self.calls += 1
+        self.keys.add(case.N)
+        self.queries = max(self.queries, case.M)
+        if case.block and case.block < case.N:
+            self.blocks.add(case.block)
+        if case.splits >= 2:
+            self.splits.add(case.splits)
+        self.groups.add(case.groups)
+        self.head_dims.update((case.D, case.Dv))
+        self.batches, self.heads = max(self.batches, case.B), max(self.heads, case.H)
+        if case.window:
+            self.windows.add(tuple(case.window))
+        if case.mask:
+            self.masks.add(case.mask)
+        self.offsets = max(self.offsets, case.start_q)
+
+    def as_json(self) -> dict:
+        return {"calls": self.calls, "largest_keys": max(self.keys, default=0),
+                "keys_1024_or_more": sorted(n for n in self.keys if n >= 1024), "most_queries": self.queries,
+                "tiles": sorted(self.blocks), "splits": sorted(self.splits), "kv_groups": sorted(self.groups),
+                "head_dims": sorted(self.head_dims), "most_batches": self.batches, "most_heads": self.heads,
+                "largest_start_q": self.offsets}
+
+    def line(self) -> str:
+        """One sentence: what ran."""
+        keys = sorted(self.keys)
+        long = [n for n in keys if n >= 1024]
+        bits = [f"key lengths up to {max(keys, default=0)}" + (f" ({', '.join(map(str, long))} among them)"
+                                                               if long else ""),
+                f"up to {self.queries} queries", f"start_q up to {self.offsets}",
+                ("tiles of " + _span(self.blocks) + " keys") if self.blocks else "no tile size passed below a key length",
+                ("splits " + _span(self.splits)) if self.splits else "no split count of 2 or more passed",
+                "query heads per kv head " + ", ".join(map(str, sorted(self.groups))),
+                "head dimensions " + ", ".join(map(str, sorted(self.head_dims))),
+                f"batch up to {self.batches}, heads up to {self.heads}"]
+        return "; ".join(bits)
+
+
+def _span(values) -> str:
+    v = sorted(values)
+    return ", ".join(map(str, v)) if len(v) <= 6 else f"{v[0]} to {v[-1]} ({len(v)} sizes)"
+
+
+@dataclass
 class DtypeResult:
     dtype: str
     cases: int = 0
@@ -74,6 +136,7 @@ class DtypeResult:
     searched: int = 0  # calls the search made after the fixed list (with shrinking)
     vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
     vacuous_reason: str = ""  # why, for the first of them
+    coverage: Coverage = field(default_factory=Coverage)  # the fixed list's calls and the search's, as run
 
     @property
     def verdict(self) -> str:
@@ -89,6 +152,7 @@ class DtypeResult:
         self.vacuous_rows += vacuous[0]
         self.vacuous_reason = self.vacuous_reason or vacuous[1]
         self.returned = self.returned or returned
+        self.coverage.add(case)
         for cls in members:
             self.per_class[cls] = self.per_class.get(cls, 0) + 1
         if fail is not None:
@@ -102,6 +166,12 @@ def _uniform_ok(y, v, visible) -> bool:
         if keys.any() and np.allclose(y, v[keys].mean(axis=0), rtol=1e-2, atol=1e-3):
             return True
     return False
+
+
+def _first(bad: np.ndarray):
+    """The first index (C order) where ``bad`` holds, or None."""
+    hit = np.flatnonzero(bad)
+    return None if hit.size == 0 else np.unravel_index(int(hit[0]), bad.shape)
 
 
 @dataclass
@@ -124,27 +194,40 @@ class AttentionChecker:
         if "scale" in r:
             kw[r["scale"]] = float(scale)
         if "causal" in r:
-            kw[r["causal"]] = bool(case.causal)
+            kw[r["causal"]] = bool(case.causal) and "causal" not in self.setup.in_mask(case)
+        if "gqa" in r:
+            kw[r["gqa"]] = case.kv != case.H
         if "mask" in r and mask is not None:
-            kw[r["mask"]] = self.layout.mask_to_layout(mask)
+            if self.setup.mask_form in ("mask-mod", "block-mask"):  # built in the child from (B, 1, M, N)
+                kw[r["mask"]] = np.ascontiguousarray(mask)
+                kw["__mask_form__"] = [r["mask"], self.setup.mask_form]
+            else:
+                kw[r["mask"]] = self.layout.mask_to_layout(mask)
         if "sinks" in r and self.setup.extra == "sinks":
             kw[r["sinks"]] = np.array(sinks, dtype=np.float64)
             kw["__sinks__"] = r["sinks"]
         if "start_q" in r:
             kw[r["start_q"]] = int(case.start_q)
         if "window" in r:
-            kw[r["window"]] = int(case.window)
+            kw[r["window"]] = window_arg(case.window, self.setup.window_form)
         if "block" in r and case.block:
             kw[r["block"]] = int(case.block)
+        if "splits" in r and case.splits:
+            kw[r["splits"]] = int(case.splits)
         return kw
 
-    def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
+    def call(self, case: Case, tol, rounder):
+        """Run ``case``: (q, k, v, the cotangent, the mask argument, the reference's keep and bias,
+        the scale, the sinks as passed, what the kernel returned in canonical order)."""
         dtype = tol.dtype
         if self.api == "numpy" and not tol.numpy:
             raise InputError(f"dtype {dtype} needs a torch implementation; {self.target.name} takes numpy arrays")
         scale = self.scale if self.scale is not None else 1.0 / math.sqrt(case.D)
-        mval = with_dtype_mask(self.mask_value, dtype)
-        q, k, v, mask, g = arrays(case, scale, mval, rounder, grad=self.backward)
+        q, k, v, g = arrays(case, scale, rounder, grad=self.backward)
+        mask, bias = lower(case, self.setup.in_mask(case), self.setup.mask_form, with_dtype_mask(self.mask_value, dtype))
+        if mask is not None and mask.dtype != bool:
+            mask = rounder(mask)
+            bias = None if bias is None else rounder(bias)
         sinks = None if case.sinks is None else tuple(float(rounder(np.array(s))) for s in case.sinks)
         L, OL = self.layout, self.out_layout
         out_shape = OL.shape(case.B, case.H, case.M, case.Dv)
@@ -175,53 +258,96 @@ class AttentionChecker:
         if self.backward and self.api != "torch":
             raise InputError(f"--backward differentiates the function with torch autograd; {self.target.name} takes "
                              f"numpy arrays")
-        keep = np.broadcast_to(case.visible(), (case.B, case.M, case.N))
-        bias = None
-        if mask is not None:
-            keep = keep & (mask[:, 0] != -INF)
-            bias = np.where(keep, mask[:, 0], 0.0)
-        ex = exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g)
+        keep = self.reference_keep(case, mask, bias)
+        return q, k, v, g, keep, bias, scale, sinks, got
+
+    def reference_keep(self, case: Case, mask, bias) -> np.ndarray:
+        """(B, M, N): the keys the definition sees: every masked one, except those an additive mask
+        of a finite value masks (they stay, with that value added: ``bias``)."""
+        if bias is None:
+            return case.keep()
+        inside = self.setup.in_mask(case)
+        stated = replace(case, mask="", causal=case.causal and "causal" not in inside,
+                         window=case.window if "window" not in inside else ())
+        return stated.keep()
+
+    def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
+        q, k, v, g, keep, bias, scale, sinks, got = self.call(case, tol, rounder)
+        judged = case.judged()
+        ex = exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged)
         returned = ", ".join(n for n in ("out", "lse", "dq", "dk", "dv", "dsinks") if n in got)
-        fail = self.compare(case, got, ex, v, tol)
-        vac = ex.defined & (tol.rel * (1.0 + ex.kappa) >= 1.0)  # Tolerance.vacuous, row by row
+        fail = self.compare(case, got, ex, v, keep, tol)
+        if fail is not None and fail.what in ("out", "lse"):
+            fail.note = fail.note or self.alignment_hint(case, got, q, k, v, g, scale, sinks, tol)
+        vac = ex.defined & judged[None, None, :] & (tol.rel * (1.0 + ex.kappa) >= 1.0)  # Tolerance.vacuous
         first = next(iter(np.argwhere(vac)), None)
         vacuous = (0, "") if fail is not None or first is None else (
             int(vac.sum()), tol.vacuous_reason(float(ex.kappa[tuple(first)])))
-        return fail, case.B * case.H * case.M, returned, vacuous
+        return fail, case.B * case.H * int(judged.sum()), returned, vacuous
 
-    def compare(self, case: Case, got: dict, ex, v, tol) -> Failure | None:
+    def alignment_hint(self, case: Case, got, q, k, v, g, scale, sinks, tol) -> str:
+        """When a causal (or windowed) call with M ≠ N fails at the stated alignment and the kernel
+        places its queries itself (no start_q): does its output match the other alignment?"""
+        if case.M == case.N or not (case.causal or case.window) or "start_q" in self.roles:
+            return ""
+        if self.setup.in_mask(case):  # the mask argument itself carried the positions: nothing to realign
+            return ""
+        other = 0 if case.start_q == case.N - case.M else case.N - case.M
+        if other == case.start_q or other < 0:
+            return ""
+        alt = replace(case, start_q=other)
+        keep = alt.keep()
+        ex = exact_attention(q, k, v, scale, keep, None, sinks, self.dps, None, alt.judged())
+        if self.compare(alt, {n: a for n, a in got.items() if n in ("out", "lse")}, ex, v, keep, tol) is not None:
+            return ""
+        if other:
+            return ("its output matches the other causal alignment, bottom-right (query i at position N − M + i, as "
+                    "FlashAttention since 2.1 aligns it): if the kernel means that, state --causal bottom-right")
+        return ("its output matches the other causal alignment, top-left (query i at position i): if the kernel means "
+                "that, state --causal top-left (and no --start-q end)")
+
+    def compare(self, case: Case, got: dict, ex, v, keep, tol) -> Failure | None:
+        """The first entry (in the order b, h, i, c) that disagrees, of out, then lse, then the gradients."""
         OL = self.out_layout
         out = OL.from_layout(got["out"])
         lse = OL.from_layout(got["lse"], "bhn") if "lse" in got else None
-        vis = case.visible()
-        for b in range(case.B):
-            for h in range(case.H):
-                for i in range(case.M):
-                    row = ex.rows[b, h, i].tolist()
-                    kap = ex.kappa[b, h, i]
-                    y = out[b, h, i]
-                    if not ex.defined[b, h, i]:
-                        if not (np.all(y == 0) or np.all(np.isnan(y)) or _uniform_ok(y, v[b, h], vis[i])):
-                            return _fail(tol.dtype, case, "out", (b, h, i, 0), y[0], math.nan, INF, math.nan, row,
-                                           "every key is masked and there is no extra logit: out may be 0, NaN "
-                                           "or the mean of the values")
-                    else:
-                        for c in range(case.Dv):
-                            p, m = ex.out[b, h, i, c], ex.out_scale[b, h, i, c]
-                            bound = tol.bound(m, kap)
-                            err = abs(y[c] - p) if math.isfinite(y[c]) else INF
-                            if not err <= bound:
-                                return _fail(tol.dtype, case, "out", (b, h, i, c), y[c], p, err, bound, row)
-                    if lse is not None:
-                        p, yl = ex.lse[b, h, i], lse[b, h, i]
-                        if p == -INF:
-                            if not (math.isinf(yl) or math.isnan(yl)):
-                                return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, INF, 0.0, row)
-                        else:
-                            bound = tol.bound(max(1.0, abs(p)), kap)
-                            err = abs(yl - p) if math.isfinite(yl) else INF
-                            if not err <= bound:
-                                return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, err, bound, row)
+        judged = case.judged()[None, None, :]
+        kap = ex.kappa[..., None]
+        rel = tol.rel * (1.0 + kap)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.where(np.isfinite(out), np.abs(out - np.nan_to_num(ex.out)), INF)
+            bound = tol.abs + rel * np.abs(ex.out_scale)
+            bad_out = (ex.defined & judged)[..., None] & ~(err <= bound)
+        undefined = ~ex.defined & judged
+        for b, h, i in zip(*np.nonzero(undefined)):
+            y = out[b, h, i]
+            if not (np.all(y == 0) or np.all(np.isnan(y)) or _uniform_ok(y, v[b, h // case.groups], keep[b, i])):
+                bad_out[b, h, i, 0] = True
+        lse_bad = None
+        if lse is not None:
+            p = ex.lse
+            with np.errstate(invalid="ignore", over="ignore"):
+                lerr = np.where(np.isfinite(lse), np.abs(lse - np.where(np.isfinite(p), p, 0.0)), INF)
+                lbound = tol.abs + tol.rel * (1.0 + ex.kappa) * np.maximum(1.0, np.abs(np.where(np.isfinite(p), p, 0)))
+            lse_bad = judged & np.where(p == -INF, ~(np.isinf(lse) | np.isnan(lse)), ~(lerr <= lbound))
+        # the first failing row in order, out before lse within a row
+        rows_bad = bad_out.any(axis=-1) | (lse_bad if lse_bad is not None else False)
+        at = _first(rows_bad)
+        if at is not None:
+            b, h, i = (int(x) for x in at)
+            row = ex.rows[b, h, i].tolist()
+            if bad_out[b, h, i].any():
+                c = int(np.flatnonzero(bad_out[b, h, i])[0])
+                if not ex.defined[b, h, i]:
+                    return _fail(tol.dtype, case, "out", (b, h, i, 0), out[b, h, i, 0], math.nan, INF, math.nan, row,
+                                 "every key is masked and there is no extra logit: out may be 0, NaN or the mean "
+                                 "of the values")
+                return _fail(tol.dtype, case, "out", (b, h, i, c), out[b, h, i, c], ex.out[b, h, i, c],
+                             float(err[b, h, i, c]), float(bound[b, h, i, c]), row)
+            p, yl = ex.lse[b, h, i], lse[b, h, i]
+            if p == -INF:
+                return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, INF, 0.0, row)
+            return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, float(lerr[b, h, i]), float(lbound[b, h, i]), row)
         if ex.grads is None:
             return None
         return self.compare_grads(case, got, ex, tol)
@@ -229,19 +355,25 @@ class AttentionChecker:
     def compare_grads(self, case: Case, got: dict, ex, tol) -> Failure | None:
         L = self.layout
         kap_head = ex.kappa.max(axis=2)  # (B, H)
+        kap_kv = kap_head.reshape(case.B, case.kv, case.groups).max(axis=2)  # (B, Hkv): over the heads sharing it
         for name in ("dq", "dk", "dv"):
             value, scale = ex.grads[name]
             y = L.from_layout(got[name]) if name in got else np.zeros_like(value)
-            for idx in np.ndindex(value.shape):
-                b, h, t = idx[0], idx[1], idx[2]
-                if name == "dq" and not ex.defined[b, h, t]:
-                    continue
-                kap = ex.kappa[b, h, t] if name == "dq" else kap_head[b, h]
-                bound = tol.bound(scale[idx], kap)
-                err = abs(y[idx] - value[idx]) if math.isfinite(y[idx]) else INF
-                if not err <= bound:
-                    row = ex.rows[b, h, t].tolist() if name == "dq" else []
-                    return _fail(tol.dtype, case, name, idx, y[idx], value[idx], err, bound, row)
+            if y.shape != value.shape:
+                return _fail(tol.dtype, case, name, (0, 0, 0, 0), math.nan, value.flat[0], INF, 0.0, [],
+                             f"the gradient of {name[1:]} has shape {list(y.shape)}, not {list(value.shape)}")
+            kap = (ex.kappa if name == "dq" else kap_kv[:, :, None])[..., None]
+            with np.errstate(invalid="ignore", over="ignore"):
+                err = np.where(np.isfinite(y), np.abs(y - value), INF)
+                bound = tol.abs + tol.rel * (1.0 + kap) * np.abs(scale)
+                bad = ~(err <= bound)
+            if name == "dq":
+                bad &= ex.defined[..., None]
+            at = _first(bad)
+            if at is not None:
+                idx = tuple(int(x) for x in at)
+                row = ex.rows[idx[0], idx[1], idx[2]].tolist() if name == "dq" else []
+                return _fail(tol.dtype, case, name, idx, y[idx], value[idx], float(err[idx]), float(bound[idx]), row)
         if self.setup.extra == "sinks" and case.sinks is not None:
             value, scale = ex.grads["dsinks"]
             if "dsinks" not in got:

@@ -50,7 +50,7 @@ class AttentionReport:
             "examples": self.examples,
             "agrees": self.agrees, "verdict": self.verdict,
             "results": [{"dtype": r.dtype, "cases": r.cases, "rows": r.rows, "returned": r.returned,
-                         "searched": r.searched, "verdict": r.verdict}
+                         "searched": r.searched, "verdict": r.verdict, "coverage": r.coverage.as_json()}
                         | ({"vacuous_rows": r.vacuous_rows, "vacuous_reason": r.vacuous_reason}
                            if r.vacuous_rows else {}) | {
                          "classes": {cls: status(cls, r.failures, r.failed_in, r.per_class).replace(
@@ -84,6 +84,12 @@ class AttentionReport:
         for r in self.results:
             lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.searched} | {r.returned} | "
                          f"{'**disagrees**' if r.failures else '**undecided**' if r.vacuous_rows else 'agrees'} |")
+        lines.append("")
+        ran = {r.dtype: r.coverage.line() for r in self.results}
+        if len(set(ran.values())) == 1 and len(ran) > 1:
+            ran = {"every dtype": next(iter(ran.values()))}
+        for dtype, line in ran.items():
+            lines.append(f"What ran ({dtype}): {line}.")
         lines.append("")
         lines.extend(class_table(self.results, self.skipped))
         for r in self.results:

@@ -5,12 +5,15 @@ and hands it its own helpers (:func:`bind`), so one wording of exceptions and on
 conversion serve every form. Two requests:
 
 * ``("aprobe",)`` → ``("ok", info)``: the worker's target info plus ``signature``, the
-  function's parameters as ``[name, kind, has_default]`` (``None`` when it has no signature),
-  from which the parent decides which keywords to pass;
+  function's parameters as ``[name, kind, has_default, default_kind]`` (``None`` when it has no
+  signature; ``default_kind`` is ``pair`` for a default of two ints, a window_size), from which the
+  parent decides which keywords to pass;
 * ``("acall", q, k, v, kwargs, dtype, api, cot, out_shape, lse_shape)`` → ``("ok", names,
   *arrays)``: ``fn(q, k, v, **kwargs)`` with q, k, v (and every array in ``kwargs``: sinks, an
   additive mask) in ``dtype``, numpy or torch by ``api`` (``None``: numpy, then torch when numpy
-  raises; the api used is the name ``api:<name>`` in ``names``). The first value returned is
+  raises; the api used is the name ``api:<name>`` in ``names``); ``kwargs["__mask_form__"]``, when
+  given, is ``[name, "mask-mod" | "block-mask"]``: the boolean mask under ``name`` (B, 1, M, N) is
+  passed as a FlexAttention mask_mod or BlockMask built from it (torch). The first value returned is
   ``out`` of ``out_shape``; a second, of ``lse_shape``, is ``lse``. With ``cot`` (torch only) the
   gradients of ⟨out, cot⟩ with respect to q, k, v and the sinks (``dq``, ``dk``, ``dv``,
   ``dsinks``, each left out when autograd gives none), by torch autograd. ``("raised", text)`` or
@@ -38,14 +41,40 @@ def aprobe(target):
     except (TypeError, ValueError):
         signature = None
     else:
-        signature = [[p.name, p.kind.name, p.default is not inspect.Parameter.empty]
+        signature = [[p.name, p.kind.name, p.default is not inspect.Parameter.empty, _default_kind(p.default)]
                      for p in sig.parameters.values()]
     return ("ok", {**target.info(), "signature": signature})
+
+
+def _default_kind(value) -> str:
+    """``pair`` for a default of two numbers (a window_size=(-1, -1)), else ``""``."""
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(x, int) for x in value):
+        return "pair"
+    return ""
+
+
+def _flex(keep, form):
+    """A FlexAttention mask_mod (``mask-mod``) or BlockMask (``block-mask``) of a boolean mask
+    (B, 1, M, N), True where a key is kept."""
+    torch = H["_torch"]()
+    table = torch.as_tensor(np.asarray(keep, dtype=bool))
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return table[b, 0, q_idx, kv_idx]
+
+    if form == "mask-mod":
+        return mask_mod
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    B, _, M, N = table.shape
+    return create_block_mask(mask_mod, B, None, M, N, device="cpu")
 
 
 def _convert(api, a, dtype, grad=False):
     if not isinstance(a, np.ndarray):
         return a
+    if a.dtype == bool:  # a boolean mask stays boolean
+        return a.copy() if api == "numpy" else H["_torch"]().as_tensor(a)
     if api == "numpy":
         return a.astype(dtype)
     torch = H["_torch"]()
@@ -64,8 +93,11 @@ def _numpy_has(dtype) -> bool:
 def _run(target, api, q, k, v, kw, dtype, cot):
     grad = cot is not None
     args = [_convert(api, a, dtype, grad) for a in (q, k, v)]
+    flex = kw.get("__mask_form__")
     kwargs = {name: _convert(api, a, dtype, grad and name == kw.get("__sinks__"))
-              for name, a in kw.items() if name != "__sinks__"}
+              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__")}
+    if flex is not None:
+        kwargs[flex[0]] = _flex(kw[flex[0]], flex[1])
     before = [a.detach().clone() if hasattr(a, "detach") else a.copy() for a in args]
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

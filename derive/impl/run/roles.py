@@ -1,20 +1,23 @@
 """The roles of an attention kernel's keywords: which keyword of its signature takes the scale,
-the causal flag, the mask, the sinks, the decode offset, the window or the tile size."""
+the causal flag, the mask, the sinks, the decode offset, the window, the tile size or the split
+count; and whether its window keyword takes a (left, right) pair or a number of keys."""
 
 from __future__ import annotations
 
 from derive.errors import InputError
 
-__all__ = ["ROLE_NAMES", "parse_kw", "roles_of"]
+__all__ = ["ROLE_NAMES", "parse_kw", "roles_of", "window_form"]
 
 ROLE_NAMES: dict[str, tuple[str, ...]] = {  # role → the keyword names kernels use for it, in order of preference
     "scale": ("scale", "sm_scale", "softmax_scale", "scaling"),
     "causal": ("causal", "is_causal"),
-    "mask": ("mask", "attn_mask", "attention_mask"),
+    "mask": ("mask", "attn_mask", "attention_mask", "block_mask", "mask_mod"),
     "sinks": ("sinks", "sink", "s", "S"),
     "start_q": ("start_q", "q_offset", "start_pos"),
     "window": ("window", "sliding_window", "window_size", "bandwidth"),
     "block": ("block", "block_n", "BLOCK_N", "block_size"),
+    "splits": ("splits", "num_splits", "n_splits", "num_kv_splits"),
+    "gqa": ("enable_gqa",),  # True when k and v have fewer heads than q
 }
 
 
@@ -38,7 +41,7 @@ def roles_of(signature, names: dict, target: str) -> dict:
     if signature is None:
         raise InputError(f"{target} has no inspectable signature; wrap it in a one-line function "
                          f"def fn(q, k, v, *, scale, ...): return {target.split(':')[-1]}(...)")
-    params = [(n, kind, has_default) for n, kind, has_default in signature]
+    params = [(n, kind, has_default) for n, kind, has_default, *_ in signature]
     positional = [n for n, kind, _ in params if kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
     if len(positional) < 3 and not any(kind == "VAR_POSITIONAL" for _, kind, _ in params):
         raise InputError(f"{target} takes {len(positional)} positional arguments; --form attention calls "
@@ -66,3 +69,14 @@ def roles_of(signature, names: dict, target: str) -> dict:
                          f"default")
     return out
 
+
+
+def window_form(signature, roles: dict, stated: tuple) -> str:
+    """How the window keyword takes a window: ``pair`` (left, right) when its default is a pair of
+    ints (``window_size=(-1, -1)``) or the window stated with --window is a pair, else ``int`` (a
+    number of keys)."""
+    name = roles.get("window")
+    for n, _, _, *kind in signature or ():
+        if n == name and kind and kind[0] == "pair":
+            return "pair"
+    return "pair" if stated and stated[1] != -1 else "int"
