@@ -195,6 +195,7 @@ def test_a_missing_guard_fails_on_padding_that_masks_a_whole_tile():
     ("flash_fixed_1024", {"very-long"}),
     ("flash_from_key_1024", {"very-long"}),
     ("flash_fixed_tile4", {"very-long"}),
+    ("flash_key_4096", {"very-long"}),
 ])
 def test_faults_past_the_1024th_key_or_in_the_4th_tile_of_128(fn, classes):
     assert attention(Z + "flash_fixed").agrees

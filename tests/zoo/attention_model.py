@@ -22,6 +22,7 @@ Faulty (one production fault each):
   too): right up to 1024 keys;
 * ``flash_from_key_1024``: from the 1024th key on, reads the values of the key before;
 * ``flash_fixed_tile4``: the 4th tile of 128 keys (keys 384 to 511) reads its values one key late;
+* ``flash_key_4096``: the 4096th key (index 4095) is left out (a loop bound of 4095): right up to 4095 keys;
 * ``flash_block_256``: a tile buffer of 128 keys: with block = 256 the second half of each tile is
   never read;
 * ``flash_unguarded``: no −∞ guard: a tile of 64 keys masked before any visible key makes
@@ -108,6 +109,15 @@ def flash_fixed_1024(q, k, v, *, scale):
 def flash_from_key_1024(q, k, v, *, scale):
     """Faulty: from the 1024th key (index 1023) on, the values of the key before."""
     return _online(q, k, v, scale, 128, late=1023)
+
+
+def flash_key_4096(q, k, v, *, scale):
+    """Faulty: the key at index 4095 is never read."""
+    N = k.shape[2]
+    if N < 4096:
+        return _online(q, k, v, scale, 128)
+    keep = np.arange(N) != 4095
+    return _online(q, k[:, :, keep], v[:, :, keep], scale, 128)
 
 
 def flash_fixed_tile4(q, k, v, *, scale):

@@ -144,15 +144,17 @@ class DtypeResult:
         return "disagrees" if self.failures else "undecided" if self.vacuous_rows else "agrees"
 
     def record(self, case: Case, members: list, fail, rows: int, returned: str, source: str = "fixed list",
-               vacuous: tuple = (0, "")):
+               vacuous: tuple = (0, ""), ran: bool = True):
         """Count a case run in each class it belongs to; file its failure by RULE; count its rows
-        not judged (``vacuous``: how many, why)."""
+        not judged (``vacuous``: how many, why); ``ran``: add it to the coverage (a searched call is
+        added as it is drawn)."""
         self.cases += 1
         self.rows += rows - vacuous[0]
         self.vacuous_rows += vacuous[0]
         self.vacuous_reason = self.vacuous_reason or vacuous[1]
         self.returned = self.returned or returned
-        self.coverage.add(case)
+        if ran:
+            self.coverage.add(case)
         for cls in members:
             self.per_class[cls] = self.per_class.get(cls, 0) + 1
         if fail is not None:
@@ -423,6 +425,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
         if aborted:
             return False
         res.searched += 1
+        res.coverage.add(case)
         try:
             fail = checker.run_case(case, tol, rounder)[0]
         except ImplRaised:
@@ -445,4 +448,4 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
     if fail is None:  # the function answered differently on the same call: no verdict on it
         raise InputError(f"{checker.target.name} is not deterministic: the {tol.dtype} call {found.describe()} "
                          f"failed once and passed when repeated; no verdict")
-    res.record(found, case_classes(found, checker.setup), fail, rows, returned, "search")
+    res.record(found, case_classes(found, checker.setup), fail, rows, returned, "search", ran=False)

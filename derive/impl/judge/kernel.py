@@ -126,11 +126,36 @@ class KernelResult:
     stopped: str = ""  # the function raised on a later input after a failure: the list stopped there
     vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
     vacuous_reason: str = ""  # why, for the first of them
+    ran: dict = field(default_factory=lambda: {"keys": set(), "parts": set(), "dv": set(), "rows": 0})
 
     @property
     def verdict(self) -> str:
         """disagrees (a failure), undecided (none, but some row's comparison could not fail), or agrees."""
         return "disagrees" if self.failure else "undecided" if self.vacuous_rows else "agrees"
+
+    def note_call(self, call) -> None:
+        """What a call run had (its row length, tile size or split count, value dimension, rows)."""
+        n = call.x.shape[1]
+        self.ran["keys"].add(n)
+        if call.form in ("online", "split") and ((call.third < n) if call.form == "online" else call.third >= 2):
+            self.ran["parts"].add(int(call.third))
+        self.ran["dv"].add(call.dv)
+        self.ran["rows"] = max(self.ran["rows"], call.x.shape[0])
+
+    def ran_line(self, form: str) -> str:
+        """One sentence: what ran, read off the calls."""
+        keys, parts = sorted(self.ran["keys"]), sorted(self.ran["parts"])
+        unit = {"online": "keys", "split": "splits"}.get(form)
+        span = (", ".join(map(str, parts)) + f" {unit}" if len(parts) <= 8 else
+                f"{parts[0]} to {parts[-1]} {unit} ({len(parts)} sizes)")
+        bits = [f"rows of up to {max(keys, default=0)} keys ({len([n for n in keys if n])} lengths)"]
+        if form == "online":
+            bits.append(f"tiles of {span} below the row length" if parts else "no tile size below the row length")
+        elif form == "split":
+            bits.append(span if parts else "no split count of 2 or more")
+        bits += ["value dimensions " + ", ".join(map(str, sorted(self.ran["dv"]))),
+                 f"up to {self.ran['rows']} rows per call"]
+        return "; ".join(bits)
 
 
 
@@ -476,6 +501,7 @@ class KernelChecker:
             call = prepare(self, as_call(case), dtype)
             if call is None:
                 return False  # outside the contract
+            result.note_call(call)
             try:
                 return self.compare(call, self.run_call(call, dtype), tol, None) is not None
             except ImplRaised:
@@ -508,6 +534,7 @@ class KernelChecker:
                 result.stopped = f"it raised {exc} on {call.describe()}"
                 break
             result.calls += 1
+            result.note_call(call)
             n = call.x.shape[1]
             if self.form == "online" and n > 16 and call.third < n:
                 key = (n, repr(sorted((k, np.asarray(v).tobytes()) for k, v in call.params.items())), call.dv)

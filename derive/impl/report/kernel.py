@@ -63,6 +63,8 @@ class KernelReport:
                          "undefined_rows": r.undefined_rows, "returned": r.returned, "verdict": r.verdict,
                          "vacuous_rows": r.vacuous_rows, "vacuous_reason": r.vacuous_reason or None,
                          "max_ratio": float(f"{r.max_ratio:.3e}") if r.failure is None else None,
+                         "ran": {"largest_keys": max(r.ran["keys"], default=0), "partitions": sorted(r.ran["parts"]),
+                                 "value_dims": sorted(r.ran["dv"]), "most_rows_per_call": r.ran["rows"]},
                          "failure": None if r.failure is None else r.failure.as_json()} for r in self.results],
             "diagnosis": None if self.diagnosis is None else self.diagnosis.as_json(),
             "notes": list(self.notes),
@@ -99,6 +101,12 @@ class KernelReport:
         for r in self.results:
             verdict = "**disagrees**" if r.failure else "**undecided**" if r.vacuous_rows else "agrees"
             lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.searched} | {r.returned} | {verdict} |")
+        lines.append("")
+        ran = {r.dtype: r.ran_line(self.form) for r in self.results}
+        if len(set(ran.values())) == 1 and len(ran) > 1:
+            ran = {"every dtype": next(iter(ran.values()))}
+        for dtype, line in ran.items():
+            lines.append(f"What ran ({dtype}): {line}.")
         lines.append("")
         lines.extend(class_lines(self.results, self.contract))  # every failure class, not the first
         f = self.failure
