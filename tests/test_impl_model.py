@@ -256,3 +256,21 @@ def test_pytorch_sdpa_and_flex_attention_agree_through_their_own_signatures():
         report = attention(torch_zoo + fn, dtypes=("float32",), mask=form)
         assert report.agrees, report.to_markdown()
         assert {"causal", "masked", "padding", "window"} <= set(report.results[0].per_class)
+
+
+def test_the_kernel_forms_rows_of_1025_keys_are_calls_of_the_model():
+    """The kernel forms get rows projected from calls (the scores each query sees, −∞ where masked): the
+    same scores the attention reference forms from the call's q and k."""
+    from derive.impl.cases.attention import arrays, score_rows
+    from derive.impl.cases.kernel import LONG_ROWS, PROJECTED, lengths
+    from derive.impl.exact.reference import exact_attention
+
+    call = Case("very-long", H=2, Hkv=1, M=2, N=PROJECTED, D=64, causal=True, start_q=PROJECTED - 2)
+    rows = score_rows(call)
+    assert np.array_equal(np.array(LONG_ROWS[PROJECTED][:4]), rows)
+    q, k, v, _ = arrays(call, 1 / 8, lambda a: a)
+    ex = exact_attention(q, k, v, 1 / 8, call.keep(), None, None, 30)
+    assert np.array_equal(ex.rows.reshape(-1, PROJECTED), rows)
+    assert PROJECTED in lengths() and PROJECTED not in lengths(thin=True)
+    padded = np.array(LONG_ROWS[PROJECTED][8:12])
+    assert np.isinf(padded[:2, :256]).all() and np.isinf(padded[2:, :128]).all() and np.isfinite(padded[:, 256:]).all()

@@ -64,26 +64,36 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
 Attention kernels as written (--form attention; softmax, softmax1, sink): fn(q, k, v,
 **params) with q, k, v in --layout (bhnd by default; bnhd, nd, nhd, ...), returning out or
 (out, lse). Its keywords are read from its signature and passed by role (scale/sm_scale/
-scaling, causal, mask/attention_mask, sinks/S, start_q, sliding_window, block; --kw
-ROLE=NAME names another); --causal, --start-q, --window and --scale state what a kernel
-assumes without a keyword; --mask-value is the additive mask's value (-inf, finfo-min or a
-number); --backward adds dq, dk, dv and the sinks' gradient by torch autograd. q and k
-realise derive's scores exactly, and every output is compared with the exact definition on
-the arrays passed. Every class of input (finite, masked, extreme sinks, long rows, many
-tiles, late rows, decode offset, layouts, dv != d, ...) is run: the report lists each class
-that fails with its smallest counterexample, and the classes that pass; so do the online,
-split and backward forms. An input belongs to every class whose feature it has: it is shown
-under the first, and every other class it belongs to fails with it. When the fixed list
-passes, Hypothesis (derandomized) searches --examples drawn calls (default 20: batch, heads,
-lengths past 64, 128 and 256 keys, head dimensions, offsets, windows, masks, sinks, tile
-sizes, drawn scores) inside the contract and shrinks a failing one. --assume ITEM states a
-kernel's contract (finite-sinks=LO:HI, finite-scores, block=pow2, ...): derive tests inside
-it and prints what it assumed; the row form takes finite-sinks, finite-scores, min-keys,
-no-fully-masked and dtypes.
+scaling, causal/is_causal, mask/attn_mask/block_mask, sinks/S, start_q, sliding_window/
+window_size, block, num_splits, enable_gqa; --kw ROLE=NAME names another). Every call is one
+of a single model: batch, query heads and kv heads (--gqa: k and v with fewer heads, query
+head h reading kv head h // (H / Hkv)), queries at start_q + i, up to 4096 keys, the mask,
+the sinks, tiles of 1 to 256 keys and up to 64 splits where the kernel takes them. The mask
+is the model's, lowered to what the kernel takes: causality by its flag, or --causal
+[top-left|bottom-right] (where the queries sit when M != N; a hint names the other alignment
+when the output matches it), a window by its keyword as an int or a (left, right) pair, or
+--window W|L,R, and the rest through its mask argument in the form --mask names (additive,
+with --mask-value -inf, finfo-min or a number; keep; drop; mask-mod; block-mask); --start-q
+and --scale state what a kernel assumes without a keyword; --backward adds dq, dk, dv and the
+sinks' gradient by torch autograd. q and k realise derive's scores exactly, and every output
+is compared with the exact definition on the arrays passed. Every class of input (finite,
+masked, padding, extreme sinks, long and very long rows, tiles, splits, late rows, decode
+offset, windows, grouped kv heads, layouts, head dimensions, ...) is run: the report lists
+each class that fails with its smallest counterexample, the classes that pass, and what ran
+(largest key length, tiles, splits, groups); so do the online, split and backward forms. An
+input belongs to every class whose feature it has: it is shown under the first, and every
+other class it belongs to fails with it. When the fixed list passes, Hypothesis
+(derandomized) searches --examples drawn calls (default 20: batch, heads, kv-head groups,
+lengths past 64, 128, 256, 512 and 1024 keys, head dimensions, offsets, windows, masks,
+sinks, tile sizes, split counts, drawn scores) inside the contract and shrinks a failing one.
+--assume ITEM states a kernel's contract (finite-sinks=LO:HI, finite-scores, block=pow2,
+min-head-dim=64, keys-multiple=block, queries-le-keys, ...): derive tests inside it (raising
+head dimensions and key lengths to it) and prints what it assumed; the row form takes
+finite-sinks, finite-scores, min-keys, no-fully-masked and dtypes.
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list, 16 rows per call in
 batch and head layouts (n = 0 to 64 with tiles of 1 key to more than n, 1 to 2n + 3
-splits, every sink value from -inf to 1e4 on every partition; n = 200 and 1024 with
+splits, every sink value from -inf to 1e4 on every partition; n = 200, 1024 and 1025 with
 tiles of 16, 64, 128, 256 and n keys, 3, 8 and 64 splits and head dimensions 64 and
 128; ties split across tiles, fully masked tiles and splits, empty splits, scores up to
 +-1e4; under Triton's CPU interpreter, which pays per row and per tile, fewer tiles and

@@ -6,8 +6,8 @@ Hugging Face's ``repeat_kv`` do), M queries at positions start_q + i, N keys, he
 and dv, the mask (:mod:`derive.impl.cases.masks`: causal, a (left, right) window, a key mask),
 the sinks, the tile size and the split count the kernel takes, and the pattern its scores
 follow. The attention form passes it as q, k, v; its rows of scores (:func:`score_rows`) are
-what the row and kernel forms are given, and the rows of the kernel forms' list are calls of
-pattern ``rows`` here (:func:`arrays` realises them exactly).
+what the kernel forms are given (their rows of 1025 keys are such a projection), and the rows of
+the kernel forms' list are calls of pattern ``rows`` here (:func:`arrays` realises them exactly).
 
 Every case of the fixed list (:mod:`derive.impl.cases.fixed`) adds one feature to the simplest
 call; that feature is its class (:data:`CLASSES`), and it belongs to every other class whose
@@ -32,7 +32,7 @@ import numpy as np
 from derive.impl.cases.contract import FINFO_MIN
 from derive.impl.cases.masks import KEY_MASKS, keep, window_text
 
-__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "rows_realised", "with_dtype_mask"]
+__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "rows_realised", "score_rows", "with_dtype_mask"]
 
 INF = math.inf
 VERY_LONG = 1024  # keys from which a row is very long
@@ -290,6 +290,18 @@ def arrays(case: Case, scale: float, rounder, grad: bool = False):
         g = (((2 * i + 3 * c + b + 5 * h) % 5 - 2) / 2.0 + 0.25).astype(np.float64)
         g = np.broadcast_to(g, (B, H, M, Dv)).copy()
     return rounder(q), rounder(k), rounder(v), g
+
+
+def score_rows(case: Case) -> np.ndarray:
+    """The projection of a call on rows (B·H·M, N): each query's scores 1/√d · ⟨q_i, k_j⟩ (exact in
+    float64 for the dense and ramp patterns, small integers times a power of two when d is a power of
+    four), −∞ where its mask hides key j: what the row and kernel forms are given."""
+    scale = 1.0 / math.sqrt(case.D)
+    q, k, _, _ = arrays(case, scale, lambda a: a)
+    k = np.repeat(k, case.groups, axis=1)
+    x = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    x = np.where(case.keep()[:, None], x, -INF)
+    return x.reshape(-1, case.N)
 
 
 def with_dtype_mask(value: str, dtype: str) -> float:

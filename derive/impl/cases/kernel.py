@@ -43,9 +43,9 @@ HEADS = 2  # per-head parameters (--per-head): heads per call, each with its own
 # which fixed list a check used (KernelChecker.thin), in the report's words
 FIXED_LISTS = {
     "full": "the full list, every tile size (1, 2, 3, 16, 32, n and n + 1 keys) and split count (1, 2, 3, 8, "
-            "n, n + 1 and 2n + 3) with every sink value for n ≤ 64; for n = 200 and 1024 tiles of 16, 64, 128, "
-            "256 and n keys and 3, 8 and 64 splits, head dimensions 64 and 128, a sink value each in turn; "
-            "16 rows per call",
+            "n, n + 1 and 2n + 3) with every sink value for n ≤ 64; for n = 200, 1024 and 1025 (the last the "
+            "rows of calls of the attention model: dense, a ramp, padding) tiles of 16, 64, 128, 256 and n keys "
+            "and 3, 8 and 64 splits, head dimensions 64 and 128, a sink value each in turn; 16 rows per call",
     "interpreter": f"the interpreter list (the target runs under Triton's CPU interpreter), at most {MAX_PARTS} "
                    f"tiles or splits per row of up to 64 keys and the sink values spread over the tile sizes and "
                    f"split counts, "
@@ -104,7 +104,22 @@ def _long_rows(n: int) -> tuple[tuple[float, ...], ...]:
     )
 
 
-LONG_ROWS: dict[int, tuple[tuple[float, ...], ...]] = {n: _long_rows(n) for n in (200, 1024)}
+def _projected(n: int) -> tuple[tuple[float, ...], ...]:
+    """Rows of n keys projected from calls of the one call model (:func:`derive.impl.cases.attention.score_rows`):
+    the last queries of a causal call of dense scores over 2 query heads sharing a kv head, a ramp
+    to scores of about 140 (the running maximum grows in every tile), and two batches padded by 256
+    and 128 keys (whole tiles masked before the visible keys)."""
+    from derive.impl.cases.attention import Case, score_rows
+
+    calls = (Case("very-long", H=2, Hkv=1, M=2, N=n, D=64, causal=True, start_q=n - 2),
+             Case("very-long", H=2, M=2, N=n, D=64, pattern="ramp"),
+             Case("padding", B=2, M=2, N=n, D=64, mask="padding", pad=256))
+    return tuple(tuple(row) for c in calls for row in score_rows(c).tolist())
+
+
+PROJECTED = 1025  # the length of the rows projected from the call model: no multiple of any tile
+LONG_ROWS: dict[int, tuple[tuple[float, ...], ...]] = {**{n: _long_rows(n) for n in (200, 1024)},
+                                                       PROJECTED: _projected(PROJECTED)}
 
 
 def filler(n: int, k: int) -> tuple[float, ...]:
@@ -120,8 +135,9 @@ def rows_of(n: int) -> tuple[tuple[float, ...], ...]:
     return tuple(listed) + tuple(filler(n, k) for k in range(len(listed), MIN_ROWS))
 
 
-def lengths() -> list[int]:
-    return sorted(ROWS) + sorted(LONG_ROWS)
+def lengths(thin: bool = False) -> list[int]:
+    """The row lengths of the fixed list (the interpreter list: without the projected rows of 1025 keys)."""
+    return sorted(ROWS) + sorted(n for n in LONG_ROWS if not (thin and n == PROJECTED))
 
 
 def values(n: int, r: int, dv: int = DV) -> np.ndarray:

@@ -270,7 +270,9 @@ across tiles, a first tile or split with every key masked, a masked tile before 
 −1000 (a kernel that stores the −∞ guard as its running max underflows there), empty
 splits (splits > n), fully masked rows, scores up to ±1e4 and sink logits from −∞ to 1e4;
 then rows of 200 and 1024 keys (a maximum that grows in every tile, spikes past key 64 and
-past the 20th tile, masked first splits, masked blocks, large magnitudes) with the real
+past the 20th tile, masked first splits, masked blocks, large magnitudes) and of 1025 keys (no
+multiple of any tile: the rows of calls of the attention form's model, dense scores of two query
+heads sharing a kv head, a ramp, two batches padded by whole tiles) with the real
 tile sizes 64, 128 and 256 (and 16: 64 tiles), 3, 8 and 64 splits and head dimensions 64
 and 128. The exact values are computed in ball arithmetic (python-flint `arb`), summing
 keys with equal value rows first, so rows of 1024 keys cost milliseconds. For numpy and

@@ -234,10 +234,10 @@ class KernelChecker:
 
     def calls(self, dtype: str):
         """Every call of the check, simplest first: the short lengths with every partition (and,
-        in the full list, every sink value), then the long rows (n = 200, 1024) with the real
+        in the full list, every sink value), then the long rows (n = 200, 1024, 1025) with the real
         tile sizes, split counts and head dimensions, a sink value each in turn."""
         sets, cursor = self.param_sets(), 0
-        for n in lengths():
+        for n in lengths(self.thin):
             rows = rows_of(n)
             long = n in LONG_ROWS
             x = round_to(np.array(rows, dtype=np.float64).reshape(len(rows), n), dtype)
