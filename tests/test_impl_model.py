@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from derive.cli import main
+from derive.errors import InputError
 from derive.impl import check_implementation
 from derive.impl.cases.attention import Case, Setup, case_classes
 from derive.impl.cases.attention_search import drawn_cases
@@ -240,8 +241,10 @@ def test_a_kernel_asserting_d_at_least_64_needs_no_adapter(tmp_path):
                     "    assert q.shape[-1] >= 64 and q.shape[-1] % 64 == 0, 'head dim'\n"
                     "    return gqa(q, k, v, scale=scale)\n")
     report = attention(f"{code}:attend", assume=["min-head-dim=64", "head-dim-multiple=64"])
-    assert report.agrees and {c.D for c in []} == set()
-    assert "head dimensions are at least 64" in report.to_markdown()
+    assert report.agrees and report.results[0].coverage.as_json()["head_dims"] == [64, 128]
+    assert "head dimensions are at least 64; head dimensions are multiples of 64" in report.to_markdown()
+    with pytest.raises(InputError, match="raised AssertionError: head dim"):  # without it: d = 16 is valid
+        attention(f"{code}:attend")
 
 
 @pytest.mark.slow
@@ -261,12 +264,12 @@ def test_pytorch_sdpa_and_flex_attention_agree_through_their_own_signatures():
 def test_the_kernel_forms_rows_of_1025_keys_are_calls_of_the_model():
     """The kernel forms get rows projected from calls (the scores each query sees, −∞ where masked): the
     same scores the attention reference forms from the call's q and k."""
-    from derive.impl.cases.attention import arrays, score_rows
+    from derive.impl.cases.attention import arrays, call_rows
     from derive.impl.cases.kernel import LONG_ROWS, PROJECTED, lengths
     from derive.impl.exact.reference import exact_attention
 
     call = Case("very-long", H=2, Hkv=1, M=2, N=PROJECTED, D=64, causal=True, start_q=PROJECTED - 2)
-    rows = score_rows(call)
+    rows = call_rows(call)
     assert np.array_equal(np.array(LONG_ROWS[PROJECTED][:4]), rows)
     q, k, v, _ = arrays(call, 1 / 8, lambda a: a)
     ex = exact_attention(q, k, v, 1 / 8, call.keep(), None, None, 30)
@@ -274,3 +277,14 @@ def test_the_kernel_forms_rows_of_1025_keys_are_calls_of_the_model():
     assert PROJECTED in lengths() and PROJECTED not in lengths(thin=True)
     padded = np.array(LONG_ROWS[PROJECTED][8:12])
     assert np.isinf(padded[:2, :256]).all() and np.isinf(padded[2:, :128]).all() and np.isfinite(padded[:, 256:]).all()
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_a_triton_kernel_asserting_d_at_least_64_runs_inside_its_contract():
+    require_module("torch", "the Triton kernels take torch tensors")
+    require_module("triton", "the Triton zoo")
+    report = attention("tests/zoo/triton_kernels/attention.py:attention_d64", norm="sink", dtypes=("float32",),
+                       causal=True, assume=["min-head-dim=64", "head-dim-multiple=64"])
+    assert report.agrees, report.to_markdown()
+    assert report.results[0].coverage.as_json()["head_dims"] == [64, 128]

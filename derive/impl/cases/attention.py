@@ -5,7 +5,7 @@ query head h reads kv head h // (H / Hkv), as PyTorch's ``enable_gqa``, FlashAtt
 Hugging Face's ``repeat_kv`` do), M queries at positions start_q + i, N keys, head dimensions d
 and dv, the mask (:mod:`derive.impl.cases.masks`: causal, a (left, right) window, a key mask),
 the sinks, the tile size and the split count the kernel takes, and the pattern its scores
-follow. The attention form passes it as q, k, v; its rows of scores (:func:`score_rows`) are
+follow. The attention form passes it as q, k, v; its rows of scores (:func:`call_rows`) are
 what the kernel forms are given (their rows of 1025 keys are such a projection), and the rows of
 the kernel forms' list are calls of pattern ``rows`` here (:func:`arrays` realises them exactly).
 
@@ -32,7 +32,7 @@ import numpy as np
 from derive.impl.cases.contract import FINFO_MIN
 from derive.impl.cases.masks import KEY_MASKS, keep, window_text
 
-__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "rows_realised", "score_rows", "with_dtype_mask"]
+__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "call_rows", "rows_realised", "with_dtype_mask"]
 
 INF = math.inf
 VERY_LONG = 1024  # keys from which a row is very long
@@ -292,7 +292,7 @@ def arrays(case: Case, scale: float, rounder, grad: bool = False):
     return rounder(q), rounder(k), rounder(v), g
 
 
-def score_rows(case: Case) -> np.ndarray:
+def call_rows(case: Case) -> np.ndarray:
     """The projection of a call on rows (B·H·M, N): each query's scores 1/√d · ⟨q_i, k_j⟩ (exact in
     float64 for the dense and ramp patterns, small integers times a power of two when d is a power of
     four), −∞ where its mask hides key j: what the row and kernel forms are given."""

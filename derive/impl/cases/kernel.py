@@ -105,16 +105,16 @@ def _long_rows(n: int) -> tuple[tuple[float, ...], ...]:
 
 
 def _projected(n: int) -> tuple[tuple[float, ...], ...]:
-    """Rows of n keys projected from calls of the one call model (:func:`derive.impl.cases.attention.score_rows`):
+    """Rows of n keys projected from calls of the one call model (:func:`derive.impl.cases.attention.call_rows`):
     the last queries of a causal call of dense scores over 2 query heads sharing a kv head, a ramp
     to scores of about 140 (the running maximum grows in every tile), and two batches padded by 256
     and 128 keys (whole tiles masked before the visible keys)."""
-    from derive.impl.cases.attention import Case, score_rows
+    from derive.impl.cases.attention import Case, call_rows
 
     calls = (Case("very-long", H=2, Hkv=1, M=2, N=n, D=64, causal=True, start_q=n - 2),
              Case("very-long", H=2, M=2, N=n, D=64, pattern="ramp"),
              Case("padding", B=2, M=2, N=n, D=64, mask="padding", pad=256))
-    return tuple(tuple(row) for c in calls for row in score_rows(c).tolist())
+    return tuple(tuple(row) for c in calls for row in call_rows(c).tolist())
 
 
 PROJECTED = 1025  # the length of the rows projected from the call model: no multiple of any tile

@@ -53,7 +53,18 @@ def _long(n: int, start: float = 0.0) -> tuple[float, ...]:
     """A deterministic increasing ramp with a wobble: the maximum is in the last tile."""
     return tuple(float(round(start + 8.0 * k / n + 0.25 * math.sin(k), 6)) for k in range(n))
 
-# Always checked (after Hypothesis), simplest first.
+def _projected() -> tuple[tuple[float, ...], ...]:
+    """Rows projected from calls of the one call model (:func:`derive.impl.cases.attention.call_rows`):
+    a query behind 16 padded keys (a whole tile masked before the visible ones) and the last query of
+    a causal ramp of 24 keys."""
+    from derive.impl.cases.attention import Case, call_rows
+
+    calls = (Case("padding", M=1, N=40, mask="padding", pad=16),
+             Case("causal", M=1, N=24, causal=True, start_q=23, pattern="ramp"))
+    return tuple(tuple(row) for c in calls for row in call_rows(c).tolist())
+
+
+# Always checked (after Hypothesis), simplest first; the last two are rows of calls of the one call model.
 EDGE_ROWS: tuple[tuple[float, ...], ...] = (
     (0.0,), (1.0,), (-1.0,), (0.0, 0.0), (1.0, 1.0, 1.0), (2.0, -1.0, 0.5), (3.0, 1.0),
     (-INF,), (-INF, -INF, -INF), (0.0, -INF), (3.0, -INF, 1.0, -INF),
@@ -62,7 +73,7 @@ EDGE_ROWS: tuple[tuple[float, ...], ...] = (
     (1e3, 0.0, -1e3), (7.25, -3.5, 0.125, 9.0, -0.0625, 1.0, 2.0, -8.0),
     (25.0,), (30.0, 20.0), (35.0, -INF), (-30.0, -40.0), (60.0, 59.0),
     _long(40), _long(130, -4.0), _long(512, 20.0), _long(300)[:-1] + (-INF,),
-)
+) + _projected()
 
 # Rows on which diagnosis compares the implementation with each faulty form: they tell
 # the faulty forms apart (shift, sink, units, overflow, masking).

@@ -394,8 +394,9 @@ floats, the specials ±1e4, ±1e3, ±100, ±25, 30, 40, 60, a number in every de
 masked rows; then long rows of 17 to 512 keys (Gaussian, an increasing ramp, or a spike
 in the last tile) so that a row spans several tiles of the common block sizes 16, 32, 64
 and 128 — a tiled softmax that forgets to rescale its running sum fails there and only
-there. With torch, gradients are compared on short rows. Then fixed edge cases, and rows
-that put the first weight exactly on a kink of the normalizer's formula (a relu, abs, max or
+there. With torch, gradients are compared on short rows. Then fixed edge cases (among them
+two rows of calls of the attention form's model: a query behind a padded tile of 16 keys, the
+last query of a causal ramp), and rows that put the first weight exactly on a kink of the normalizer's formula (a relu, abs, max or
 min switching branch), and just beside it: for clipped softmax rows where (ζ − γ)p + γ is 0
 or 1. A parameter the function takes as a keyword is varied inside the normalizer's domain
 (ζ ≥ 1, γ ≤ 0, c > 0); `--param NAME=VALUE` fixes it, and is an error for a parameter the
