@@ -288,3 +288,40 @@ def test_a_triton_kernel_asserting_d_at_least_64_runs_inside_its_contract():
                        causal=True, assume=["min-head-dim=64", "head-dim-multiple=64"])
     assert report.agrees, report.to_markdown()
     assert report.results[0].coverage.as_json()["head_dims"] == [64, 128]
+
+
+def _one_query(scores, values, dtype="float32"):
+    """A call of one query over keys with the given scores (a one-hot q, k carrying the scores) and
+    values (dv = 1): (the checker's compare, the case, the exact reference, v, keep, tol)."""
+    from derive.impl.exact.tolerance import tolerance
+    from derive.impl.judge.attention import AttentionChecker
+    from derive.kernels.layouts import parse_layout
+
+    from derive.impl.exact.reference import exact_attention
+    n = len(scores)
+    case = Case("finite", M=1, N=n, D=1, Dv=1)
+    q = np.ones((1, 1, 1, 1))
+    k = np.array(scores, dtype=np.float64).reshape(1, 1, n, 1)
+    v = np.array(values, dtype=np.float64).reshape(1, 1, n, 1)
+    keep = np.ones((1, 1, n), dtype=bool)
+    L = parse_layout("bhnd")
+    checker = AttentionChecker(None, None, L, L, {}, setup_of(), 1.0, "-inf", False, 30)
+    ex = exact_attention(q, k, v, 1.0, keep, None, None, 30, None, np.ones(1, dtype=bool))
+    return checker, case, ex, v, keep, tolerance(dtype)
+
+
+def test_the_float32_floor_scales_with_the_values_a_flushed_subnormal_weight_multiplies():
+    """A weight of e^−88.4 ≈ 4·10⁻³⁹ (subnormal in float32) beside v = 3, the other key's value 0: the
+    exact out is 1.2·10⁻³⁸ > FLT_MIN. Flushing the weight to 0 (as SDPA's kernels may) is within the
+    floor FLT_MIN·Σ|v|; dropping a normal weight of e^−69 ≈ 10⁻³⁰ is not."""
+    checker, case, ex, v, keep, tol = _one_query([0.0, -88.4], [0.0, 3.0])
+    assert 1.18e-38 < ex.out[0, 0, 0, 0] < 1.3e-38
+    flushed = {"out": np.zeros((1, 1, 1, 1))}
+    assert checker.compare(case, flushed, ex, v, keep, tol) is None
+    checker, case, ex, v, keep, tol = _one_query([0.0, -69.0], [0.0, 3.0])
+    fail = checker.compare(case, {"out": np.zeros((1, 1, 1, 1))}, ex, v, keep, tol)
+    assert fail is not None and fail.what == "out" and fail.bounds[0] < 1e-32
+    # the floor is FLT_MIN·Σ|v|, not more: an error of 4·FLT_MIN beside Σ|v| = 3 fails
+    checker, case, ex, v, keep, tol = _one_query([0.0, -88.4], [0.0, 3.0])
+    off = {"out": np.full((1, 1, 1, 1), ex.out[0, 0, 0, 0] + 4 * 2.0**-126)}
+    assert checker.compare(case, off, ex, v, keep, tol) is not None

@@ -7,7 +7,9 @@ An output weight ``y`` agrees with the exact weight ``p`` when
 (x_j the row's finite scores, θ the normalizer's parameters such as a sink logit; the second
 term is 0 without parameters: ``_kappa`` in :mod:`derive.impl.judge.row` and ``diagnose``)
 where ``eps`` is the dtype's machine epsilon (one ulp at 1), ``abs`` is the dtype's
-smallest normal number (weights below it cannot be stored to full precision) and κ is the
+smallest normal number (weights below it cannot be stored to full precision; an entry that
+combines weights with values v_j has the floor ``abs`` · Σ|v_j|, :meth:`Tolerance.floor`: a
+subnormal weight of 4·10⁻³⁹ flushed to 0 beside v = 3 moves it by more than ``abs``) and κ is the
 condition number of a weight under a relative rounding of its inputs (|x_k| + max_j |x_j|
 for exp(x_k − m), at most twice max |x_j|) plus the n − 1 roundings of a sum of n terms
 (a tiled or sequential sum may lose that many): a backward-stable implementation may lose
@@ -72,6 +74,12 @@ class Tolerance:
     @property
     def rel(self) -> float:
         return self.ulps * self.eps
+
+    def floor(self, magnitude):
+        """The absolute floor of an entry combining values of total magnitude ``magnitude`` (Σ|v_j|
+        over the keys it weighs, a scalar or an array): each weight may be off by the smallest normal
+        number (a subnormal weight flushed to 0), so the entry by ``abs`` · Σ|v_j|; never below ``abs``."""
+        return self.abs * np.maximum(1.0, magnitude)
 
     def bound(self, exact: float, kappa: float) -> float:
         return self.abs + self.rel * (1.0 + kappa) * abs(exact)

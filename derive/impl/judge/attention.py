@@ -170,6 +170,14 @@ def _uniform_ok(y, v, visible) -> bool:
     return False
 
 
+def _magnitude(keep, v, groups: int) -> np.ndarray:
+    """(B, H, M, Dv): Σ_j |v_jc| over the keys each query sees (``keep`` (B, M, N), ``v`` (B, Hkv, N, Dv)),
+    what an entry of out combines (:meth:`derive.impl.exact.tolerance.Tolerance.floor`)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = keep[:, None].astype(np.float64) @ np.nan_to_num(np.abs(np.asarray(v, dtype=np.float64)))
+    return np.repeat(m, groups, axis=1)
+
+
 def _first(bad: np.ndarray):
     """The first index (C order) where ``bad`` holds, or None."""
     hit = np.flatnonzero(bad)
@@ -318,7 +326,7 @@ class AttentionChecker:
         rel = tol.rel * (1.0 + kap)
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.where(np.isfinite(out), np.abs(out - np.nan_to_num(ex.out)), INF)
-            bound = tol.abs + rel * np.abs(ex.out_scale)
+            bound = tol.floor(_magnitude(keep, v, case.groups)) + rel * np.abs(ex.out_scale)
             bad_out = (ex.defined & judged)[..., None] & ~(err <= bound)
         undefined = ~ex.defined & judged
         for b, h, i in zip(*np.nonzero(undefined)):
