@@ -140,8 +140,11 @@ def test_hf_eager_shape_with_a_one_line_adapter_and_finfo_min_masks():
                        dtypes=("float32", "bfloat16"))
     # nothing fails; but a row where every key carries finfo.min (the definition: softmax(finfo.min + s), of
     # condition κ = 2·|finfo.min|) and, in bfloat16, every row of κ ≥ 15 has a bound no output could exceed:
-    # those rows are not judged, so the verdict is undecided, not agrees
+    # those rows are not judged. float32 has judged rows in every class: it agrees, the 8 rows counted; in
+    # bfloat16 whole classes have none judged (the finite rows among them): undecided, not agrees
     assert report.verdict == "undecided" and report.exit_code() == 1 and not any(r.failures for r in report.results)
+    assert [r.verdict for r in report.results] == ["agrees", "undecided"]
+    assert "**Verdict: undecided**: no tested class fails, but in bfloat16 no row of finite rows (" in report.to_markdown()
     assert [(r.rows, r.vacuous_rows) for r in report.results] == [(823, 8), (11, 820)]
     assert report.results[0].vacuous_reason == (
         "at float32 the rounding bound for this row, κ = 6.80565e+38, is at least the value compared "
@@ -218,8 +221,9 @@ def test_cli_mask_value_minus_1e6_and_json(capsys):
     out = capsys.readouterr().out
     import json
     data = json.loads(out)
-    # the fully masked rows (every key at −1e6: κ ≈ 2·10⁶, so 64·2⁻²³·(1 + κ) ≥ 1) cannot fail: not judged
-    assert code == 1 and data["verdict"] == "undecided" and data["results"][0]["vacuous_rows"] > 0
+    # the fully masked rows (every key at −1e6: κ ≈ 2·10⁶, so 64·2⁻²³·(1 + κ) ≥ 1) cannot fail: not judged,
+    # counted; every class has judged rows, so it agrees
+    assert code == 0 and data["verdict"] == "agrees" and data["results"][0]["vacuous_rows"] > 0
     assert data["results"][0]["classes"]["masked"] == "passes"
     assert data["results"][0]["classes"]["causal"] == "passes"  # causality reaches it through its mask
     assert data["results"][0]["classes"]["decode"] == "not tested"

@@ -417,9 +417,13 @@ beside an unmasked key) sets none.
 
 Where ulps · eps · (1 + κ) ≥ 1 (the last column: from that κ on) the bound is at least the
 magnitude of every value it compares, so even an output of 0 passes: such a comparison cannot
-fail and is no evidence. A row like that is not judged. When nothing disagrees and some tested
-row was not judged, the verdict is **undecided** (exit 1), never agrees; the report counts those
-rows and says why. An output beyond even that bound still disagrees. Low-precision checks meet
+fail and is no evidence. A row like that is not judged, and neither is a row whose exact value no
+ball encloses. When nothing disagrees, a dtype agrees if every class of input that ran has judged
+rows (the rows of the row form are one class); the rows not judged are counted in a note with the
+reason. If a class has no judged row the verdict is **undecided** (exit 1), never agrees, and the
+report names the classes. An output beyond even that bound still disagrees. An entry of out that
+weighs values v_j has the absolute floor abs · Σ|v_j| (each weight may lose up to abs: a subnormal
+weight flushed to 0 beside v = 3 moves the entry by more than abs). Low-precision checks meet
 this often: in bfloat16 {_bf16_reach()}, is already out of reach, so check
 a kernel in float32 (or wider) as well.
 

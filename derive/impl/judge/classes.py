@@ -25,7 +25,7 @@ import numpy as np
 
 from derive.impl.numbers import listed, num
 
-__all__ = ["KERNEL_CLASSES", "RULE", "admitted", "cell", "class_lines", "file_failure", "prepare", "record_call",
+__all__ = ["KERNEL_CLASSES", "RULE", "admitted", "unjudged_classes", "verdict", "cell", "class_lines", "file_failure", "prepare", "record_call",
            "calls_classes", "row_class", "row_classes", "status"]
 
 INF = math.inf
@@ -211,12 +211,30 @@ def record_call(checker, call, got: dict, tol, result, source: str = "fixed list
     if vacuous:
         result.vacuous_rows += len(vacuous)
         result.vacuous_reason = result.vacuous_reason or tol.vacuous_reason(kaps[vacuous[0]])
+        for r in vacuous:
+            for cls in classes[r]:
+                result.class_unjudged[cls] = result.class_unjudged.get(cls, 0) + 1
     judged = [r for r in range(R) if not _outside(checker, call, r) and r not in vacuous]
     result.rows += len(judged)
     result.undefined_rows += sum(not checker.exact(call, r).defined for r in judged)
     for r in judged:
         for cls in classes[r]:
             result.class_rows[cls] = result.class_rows.get(cls, 0) + 1
+
+
+def unjudged_classes(judged: dict, unjudged: dict) -> list:
+    """The classes that had rows but none judged: every one of them was a row whose comparison could
+    not fail or whose exact value was out of reach (``judged``, ``unjudged``: class → rows)."""
+    return [cls for cls, n in unjudged.items() if n and not judged.get(cls, 0)]
+
+
+def verdict(failed: bool, judged: dict, unjudged: dict) -> str:
+    """The verdict of one dtype, for every form: disagrees on a failure; else agrees when every class
+    that had rows has judged rows (the rows not judged are counted in a note, they are no evidence
+    either way), undecided when a class has none (:func:`unjudged_classes`)."""
+    if failed:
+        return "disagrees"
+    return "undecided" if unjudged_classes(judged, unjudged) else "agrees"
 
 
 def _six(v) -> str:

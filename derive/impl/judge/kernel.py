@@ -11,7 +11,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.judge.counterexample import Counterexample
-from derive.impl.judge.classes import admitted, prepare, record_call
+from derive.impl.judge.classes import admitted, prepare, record_call, verdict
 from derive.impl.cases.rows import param_strategy, search
 from derive.impl.exact.reference import ExactRow, digest, kernel_row
 from derive.impl.cases.kernel import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
@@ -122,6 +122,7 @@ class KernelResult:
     block_ignored: list = field(default_factory=list)  # lengths whose output did not change with the block
     classes: dict = field(default_factory=dict)  # failure class → its first (smallest) failure
     class_rows: dict = field(default_factory=dict)  # class → rows judged (a row counts in each class)
+    class_unjudged: dict = field(default_factory=dict)  # class → rows whose bound could not fail
     failed_in: dict = field(default_factory=dict)  # failure class → the class its first failing row is filed under
     stopped: str = ""  # the function raised on a later input after a failure: the list stopped there
     vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
@@ -130,8 +131,9 @@ class KernelResult:
 
     @property
     def verdict(self) -> str:
-        """disagrees (a failure), undecided (none, but some row's comparison could not fail), or agrees."""
-        return "disagrees" if self.failure else "undecided" if self.vacuous_rows else "agrees"
+        """disagrees (a failure), undecided (none, but a class had no row whose comparison could fail), or
+        agrees (:func:`derive.impl.judge.classes.verdict`)."""
+        return verdict(self.failure is not None, self.class_rows, self.class_unjudged)
 
     def note_call(self, call) -> None:
         """What a call run had (its row length, tile size or split count, value dimension, rows)."""

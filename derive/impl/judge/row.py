@@ -18,7 +18,7 @@ import numpy as np
 
 from derive.errors import InputError
 from derive.impl.judge.counterexample import Counterexample
-from derive.impl.judge.classes import file_failure
+from derive.impl.judge.classes import file_failure, verdict
 from derive.impl.exact.masked import convention, is_fully_masked
 from derive.impl.numbers import agree, round_to
 from derive.impl.cases.rows import (EDGE_ROWS, MAX_N, cases, lead_ndim, param_sets, param_strategy, search,
@@ -115,11 +115,11 @@ class DtypeResult:
 
     @property
     def verdict(self) -> str:
-        """disagrees (a failure), undecided (none, but some row's exact value was out of reach: the
-        rows judged agree, the others are not evidence either way), or agrees."""
-        if self.failure is not None:
-            return "disagrees"
-        return "undecided" if self.undecided_rows or self.vacuous_rows else "agrees"
+        """disagrees (a failure), undecided (none, and no row judged: every one's exact value was out of
+        reach or its bound could not fail), or agrees: the rows judged agree, the others are counted in
+        a note (:func:`derive.impl.judge.classes.verdict`)."""
+        return verdict(self.failure is not None, {"rows": self.rows},
+                       {"rows": self.undecided_rows + self.vacuous_rows})
 
     def gradient_note(self) -> str:
         if not self.gradients:

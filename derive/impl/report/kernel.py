@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from derive.impl.judge.classes import class_lines
+from derive.impl.judge.classes import class_lines, unjudged_classes
 from derive.impl.judge.kernel import KernelFailure
 from derive.impl.faults.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis
 from derive.impl.cases.kernel import FIXED_LISTS, HEADS, SINK_VALUES
@@ -99,7 +99,7 @@ class KernelReport:
         lines.append("| dtype | calls | rows | searched | returned | result |")
         lines.append("|---|---|---|---|---|---|")
         for r in self.results:
-            verdict = "**disagrees**" if r.failure else "**undecided**" if r.vacuous_rows else "agrees"
+            verdict = r.verdict if r.verdict == "agrees" else f"**{r.verdict}**"
             lines.append(f"| {r.dtype} | {r.calls} | {r.rows} | {r.searched} | {r.returned} | {verdict} |")
         lines.append("")
         ran = {r.dtype: r.ran_line(self.form) for r in self.results}
@@ -112,7 +112,10 @@ class KernelReport:
         f = self.failure
         if f is None and self.verdict == "undecided":
             reason = next(r.vacuous_reason for r in self.results if r.vacuous_rows)
-            lines.append("**Verdict: undecided**: no tested input disagrees, but not every row could be judged ("
+            lines.append("**Verdict: undecided**: no tested input disagrees, but a class had no row that could be "
+                         "judged (" + ", ".join(c for r in self.results
+                                                for c in unjudged_classes(r.class_rows, r.class_unjudged))
+                         + "; not judged: "
                          + ", ".join(f"{r.vacuous_rows} rows in {r.dtype}" for r in self.results if r.vacuous_rows)
                          + f"): {reason}. Tolerance: " + prose(KERNEL_TOLERANCE_RULE))
         elif f is None:
@@ -120,7 +123,11 @@ class KernelReport:
                          "and the searched cases (evidence, not a proof). Tolerance: " + prose(KERNEL_TOLERANCE_RULE)
                          + " Here "
                          + "; ".join(f"{r.dtype}: {r.tolerance.ulps} ulps, abs {r.tolerance.abs:.3e}"
-                                     for r in self.results) + ".")
+                                     for r in self.results) + "." + (
+                             " Rows not judged, neither agreeing nor disagreeing ("
+                             + ", ".join(f"{r.vacuous_rows} in {r.dtype}" for r in self.results if r.vacuous_rows)
+                             + f"): {next(r.vacuous_reason for r in self.results if r.vacuous_rows)}; every class "
+                             "has judged rows." if any(r.vacuous_rows for r in self.results) else ""))
         else:
             found = next(r.source for r in self.results if r.failure is f)
             lines.append(f"**Verdict: disagrees** ({f.dtype}, {f.what}) on {f.call.describe()}"
