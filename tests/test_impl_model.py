@@ -325,3 +325,43 @@ def test_the_float32_floor_scales_with_the_values_a_flushed_subnormal_weight_mul
     checker, case, ex, v, keep, tol = _one_query([0.0, -88.4], [0.0, 3.0])
     off = {"out": np.full((1, 1, 1, 1), ex.out[0, 0, 0, 0] + 4 * 2.0**-126)}
     assert checker.compare(case, off, ex, v, keep, tol) is not None
+
+
+@pytest.mark.parametrize("fn,fault", [("sink_scaled", "scale_on_extra"), ("sink_log2e_missing", "missing_log2e"),
+                                      ("sink_unshifted", "unshifted_extra"), ("sink_per_tile", "extra_per_tile"),
+                                      ("sink_values_late", None), ("sink_right", "agrees")])
+def test_the_attention_form_names_the_catalogues_fault_and_its_fix(fn, fault):
+    """A fault of the extra logit is named from the one catalogue (the record the online and split forms
+    use), with its fix; a kernel wrong in another way is named no fault; the correct one agrees."""
+    from derive.kernels.faults import by_key
+
+    report = attention(Z + fn, norm="sink")
+    if fault == "agrees":
+        assert report.agrees, report.to_markdown()
+        return
+    fails = [f for r in report.results for f in r.failures.values()]
+    assert fails and not report.agrees
+    named = {x.key for f in fails for x in f.faults}
+    if fault is None:
+        assert named == set(), report.to_markdown()
+        return
+    assert named == {fault}, report.to_markdown()
+    assert f"matches the known fault **{by_key(fault).title}**" in report.to_markdown()
+    assert "Fix: " + by_key(fault).fix in report.to_markdown()
+
+
+def test_an_lse_laid_out_bhm_beside_an_out_bmhd_is_read_in_its_own_layout():
+    report = attention(Z + "flash_lse_bhm", layout="bnhd", lse_layout="bhn")
+    assert report.agrees and report.results[0].returned == "out, lse", report.to_markdown()
+    bad = attention(Z + "flash_lse_bhm_base2", layout="bnhd", lse_layout="bhn")
+    assert {f.what for r in bad.results for f in r.failures.values()} == {"lse"}
+    with pytest.raises(InputError, match="--lse-layout 'bhd': expected the axes of out without d"):
+        attention(Z + "flash_lse_bhm", layout="bnhd", lse_layout="bhd")
+
+
+def test_the_cli_takes_an_lse_layout(capsys):
+    code = main(["impl", Z + "flash_lse_bhm", "--as", "softmax", "--form", "attention", "--layout", "bnhd",
+                 "--lse-layout", "bhn", "--dtype", "float64", "--examples", "0"])
+    assert code == 0, capsys.readouterr()
+    code = main(["impl", Z + "flash_lse_bhm", "--as", "softmax", "--form", "row", "--lse-layout", "bhn"])
+    assert code == 2 and "--lse-layout" in capsys.readouterr().err

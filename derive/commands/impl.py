@@ -159,6 +159,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--layout", default=None, metavar="AXES",
                        help="axes of q, k, v from b, h, n, d (d last): bhnd (default), bnhd, nd, nhd, ...")
     group.add_argument("--out-layout", default=None, metavar="AXES", help="axes of out (default: --layout)")
+    group.add_argument("--lse-layout", default=None, metavar="AXES",
+                       help="axes of a returned lse, e.g. bhn beside an out of bnhd (default: out's without d)")
     group.add_argument("--scale", type=float, default=None,
                        help="the softmax scale (default 1/sqrt(d)); passed when the function takes a scale keyword")
     group.add_argument("--causal", nargs="?", const=True, default=False, choices=("top-left", "bottom-right"),
@@ -236,7 +238,8 @@ def _attention(args) -> dict | None:
     given = {"layout": args.layout, "out_layout": args.out_layout, "scale": args.scale,
              "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
              "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None,
-             "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None}
+             "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None,
+             "lse_layout": args.lse_layout}
     if args.form != "attention":
         return {k: v for k, v in given.items() if v is not None} or None
     start = args.start_q
@@ -256,7 +259,7 @@ def _attention(args) -> dict | None:
     return {"layout": args.layout or "bhnd", "out_layout": args.out_layout, "scale": args.scale,
             "causal": args.causal, "start_q": start, "window": args.window or 0,
             "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw),
-            "mask": args.mask, "gqa": args.gqa}
+            "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout}
 
 
 def _cpu() -> float:

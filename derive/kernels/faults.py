@@ -153,7 +153,7 @@ _IDENTITY = {"logit": lambda s, m, K, c, log: s, "rescale": lambda r_ell, r_acc,
 
 
 FAULTS: tuple[KernelFault, ...] = (
-    KernelFault("extra_per_tile", "online / split", ("online", "split"), "extra logit added per tile or per split",
+    KernelFault("extra_per_tile", "online / split", ("online", "split", "attention"), "extra logit added per tile or per split",
                 r"adds $e^{\sigma - m}$ to $\ell$ (and $e^{\sigma - m} w$ to $\mathrm{acc}$) in every tile update, "
                 "or in every split",
                 "the extra logit $K$ times, $K$ the number of tiles or splits",
@@ -170,19 +170,19 @@ FAULTS: tuple[KernelFault, ...] = (
                 "only the combine adds the extra logit",
                 "logit", lambda s, m, K, c, log: s + log(K),  # K = 1 + the empty splits
                 assume={**SINK_ONLY, K: 2}, adds=("combine", "empty")),
-    KernelFault("missing_log2e", "base2", ("online", "split"), "log₂e missing on the extra logit",
+    KernelFault("missing_log2e", "base2", ("online", "split", "attention"), "log₂e missing on the extra logit",
                 r"computes $2^{x \log_2 e - m_2}$ for the keys but $2^{\sigma - m_2}$ for the extra logit",
                 r"the extra logit $\sigma \ln 2$ instead of $\sigma$",
                 r"seed with $2^{\sigma \log_2 e - m_2}$: pre-multiply the extra logit like the scores",
                 "logit", lambda s, m, K, c, log: s * log(2),  # 2^{s − m₂} for e^{s − m}: the logit s ln 2
                 assume=SINK_ONLY),
-    KernelFault("scale_on_extra", "online", ("online", "split"), "score scale applied to the extra logit",
+    KernelFault("scale_on_extra", "online", ("online", "split", "attention"), "score scale applied to the extra logit",
                 r"multiplies the extra logit by the softmax scale $1/\sqrt{d}$ along with the raw scores $q \cdot k$",
                 r"the extra logit $\sigma/\sqrt{d}$ instead of $\sigma$",
                 "scale the raw scores only; the extra logit is already in score units",
                 "logit", lambda s, m, K, c, log: s * c,  # the score scale 1/√d on the extra logit
                 assume=SINK_ONLY),
-    KernelFault("unshifted_extra", "finalize", ("online", "split"), "extra logit added unshifted at finalization",
+    KernelFault("unshifted_extra", "finalize", ("online", "split", "attention"), "extra logit added unshifted at finalization",
                 r"finalizes $\ell + e^{\sigma}$ with $\ell = e^{-m} \sum_t e^{x_t}$, "
                 r"instead of $\ell + e^{\sigma - m}$",
                 r"an extra logit $\sigma + m$ ($m$ the running max) instead of $\sigma$",

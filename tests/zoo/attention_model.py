@@ -219,3 +219,67 @@ def drop_mask(q, k, v, *, scale, mask=None):
     if mask is not None:
         x = np.where(mask, -np.inf, x)
     return np.nan_to_num(_softmax_v(x, v))
+
+
+# ---- faults of the extra logit, named from the one catalogue (derive.kernels.faults) -------------------------
+
+
+def _sink_softmax(q, k, v, scale, sinks, logit):
+    """Attention with the extra logit logit(σ_h, m) per head, m the row's largest score: the faulty twins."""
+    x = q @ np.swapaxes(k, -1, -2) * scale
+    m = np.max(x, axis=-1, keepdims=True)
+    s = logit(np.asarray(sinks, dtype=np.float64).reshape(1, -1, 1, 1), m)
+    top = np.maximum(m, s)
+    e = np.exp(x - top)
+    return (e @ v) / (e.sum(axis=-1, keepdims=True) + np.exp(s - top))
+
+
+def sink_scaled(q, k, v, *, scale, sinks):
+    """Faulty: the score scale 1/√d applied to the sinks with the raw scores q·k."""
+    return _sink_softmax(q, k, v, scale, sinks, lambda s, m: s * scale)
+
+
+def sink_log2e_missing(q, k, v, *, scale, sinks):
+    """Faulty: exp2 of the scores times log₂e, but of the sink as it is (σ ln 2 in natural units)."""
+    return _sink_softmax(q, k, v, scale, sinks, lambda s, m: s * np.log(2.0))
+
+
+def sink_unshifted(q, k, v, *, scale, sinks):
+    """Faulty: e^σ added to ℓ = Σ e^(x − m) at finalization, unshifted (the logit σ + m)."""
+    return _sink_softmax(q, k, v, scale, sinks, lambda s, m: s + m)
+
+
+def sink_per_tile(q, k, v, *, scale, sinks, block=64):
+    """Faulty: an online kernel in tiles of ``block`` keys that adds the sink in every tile (K times)."""
+    tiles = max(1, -(-k.shape[-2] // block))
+    return _sink_softmax(q, k, v, scale, sinks, lambda s, m: s + np.log(tiles))
+
+
+def sink_right(q, k, v, *, scale, sinks, block=64):
+    """Correct: the same code with the logit as it is."""
+    return _sink_softmax(q, k, v, scale, sinks, lambda s, m: s + 0.0 * m)
+
+
+def sink_values_late(q, k, v, *, scale, sinks):
+    """Faulty, but no fault of the extra logit: the last key's value read from the key before."""
+    v = v.copy()
+    v[..., -1, :] = v[..., -2, :] if v.shape[-2] > 1 else v[..., -1, :]
+    return _sink_softmax(q, k, v, scale, sinks, lambda s, m: s + 0.0 * m)
+
+
+def flash_lse_bhm(q, k, v, softmax_scale=None):
+    """Correct, FlashAttention's layouts: q, k, v and out (B, M, H, d), the lse (B, H, M) beside them
+    (checked with ``--layout bnhd --lse-layout bhn``)."""
+    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    x = np.einsum("bmhd,bnhd->bhmn", q, k) * scale
+    top = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - top)
+    ell = e.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhmn,bnhd->bmhd", e / ell, v)
+    return out, (np.log(ell) + top)[..., 0]
+
+
+def flash_lse_bhm_base2(q, k, v, softmax_scale=None):
+    """Faulty: the lse (B, H, M) in base 2, as a kernel computing exp2 returns it unconverted."""
+    out, lse = flash_lse_bhm(q, k, v, softmax_scale)
+    return out, lse / np.log(2.0)

@@ -71,6 +71,17 @@ def _reach() -> str:
             f"keys before the visible ones")
 
 
+def _fault_table() -> str:
+    """Which forms' diagnosis tries each fault of the catalogue (its record's ``checked``)."""
+    from derive.kernels.faults import FAULTS
+
+    forms = ("online", "split", "backward", "attention")
+    lines = ["| fault | " + " | ".join(f"`--form {f}`" for f in forms) + " |", "|---|" + "---|" * len(forms)]
+    for f in FAULTS:
+        lines.append(f"| {f.title} | " + " | ".join("tried" if form in f.checked else "—" for form in forms) + " |")
+    return "\n".join(lines)
+
+
 def attention_section(directory: str, demote, ran: list | None = None) -> str:
     """The section, its example checked in ``directory``; ``demote`` moves the report's headings down;
     the check's report is appended to ``ran``."""
@@ -87,6 +98,7 @@ def attention_section(directory: str, demote, ran: list | None = None) -> str:
     roles = "\n".join(f"| {role} | " + ", ".join(f"`{n}`" for n in names) + " |" for role, names in ROLE_NAMES.items())
     items = "\n".join(f"| `{item}` | {text} |" for item, text in ITEMS.items())
     attention_classes = "\n".join(f"- {title}" for title in CLASSES.values())
+    fault_table = _fault_table()
     kernel_classes = "\n".join(f"{i}. {title}" for i, title in enumerate(KERNEL_CLASSES.values(), 1))
     long_n = ", ".join(str(n) for n in SEARCH_LONG_N[:-1]) + f" or {SEARCH_LONG_N[-1]}"
     row_items = ", ".join(f"`{i}`" for i in ROW_FORM_ITEMS)
@@ -187,6 +199,18 @@ above (a kv-head mapping h mod Hkv, a key loop that stops at 1024 keys, a fault 
 key or in the 4th tile of 128, a tile buffer too small for tiles of 256, a missing −∞ guard
 behind a padded tile, the other causal alignment, a window one key wide on its left), each beside
 its correct twin and checked through its own signature (`tests/test_impl_model.py`).
+
+### Known faults, in every form they apply to
+
+A fault is written once (`derive/kernels/faults.py`, refuted in [kernels.md](kernels.md)) and
+tried by the diagnosis of every form listed with it. In the attention form a failing call with an
+extra logit is compared with each fault of the extra logit as a model: the exact reference with
+the logit rewritten as the fault rewrites it (σ/√d, σ ln 2, σ + m with m the row's largest score,
+σ + ln K for K tiles), on the failing query of every batch and head. The fault is named, with its
+fix, only when its model matches the kernel's output there within the tolerance and differs from
+the definition on the failing row.
+
+{fault_table}
 
 A decode kernel with a learned sink, `review_attention.py`:
 

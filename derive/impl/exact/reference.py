@@ -385,7 +385,8 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
     or None, the finite additive mask added to the scores of the visible keys (finfo.min, −1e6), the
-    extra logit per head (a tuple of H floats, or None); with ``g`` (B, H, M, Dv) the gradients too.
+    extra logit per head (a tuple of H floats, or None; an array (B, H, M): one per row, as a faulty
+    kernel's diagnosis needs); with ``g`` (B, H, M, Dv) the gradients too.
     ``judged`` (M,) bool: the queries computed (the others are left undefined; every one by default,
     and every one is needed for the gradients of k and v)."""
     B, H, M, _ = q.shape
@@ -397,6 +398,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     defined = np.zeros((B, H, M), dtype=bool)
     kap = np.zeros((B, H, M))
     rows = np.full((B, H, M, N), -INF)
+    per_row = isinstance(sigma, np.ndarray)
     done: dict = {}  # (b, h, i) → ExactRow
     saved = ctx.prec
     ctx.prec = _prec(dps)
@@ -411,10 +413,13 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                 vkey = digest(vv)
                 fast = float_scores(q[b, h], k[b, kv], scale)
                 dots = None
-                sig = None if sigma is None else sigma[h]
+                sig = None if sigma is None or per_row else sigma[h]
+                sigs = [sig] * M
                 for i in range(M):
                     if judged is not None and not judged[i]:
                         continue
+                    if per_row:
+                        sig = sigs[i] = float(sigma[b, h, i])
                     biased = add is not None and bool(np.any((add[i] != 0) & vis[i]))
                     if fast is not None and not biased:
                         row = np.where(vis[i], fast[i], -INF)
@@ -436,8 +441,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                         defined[b, h, i] = True
                         out[b, h, i] = row.out
                         out_scale[b, h, i] = row.out_scale
-                params = {} if sig in (None, -INF) else {"sigma": sig}
-                kap[b, h] = kappas(rows[b, h], [params] * M)
+                kap[b, h] = kappas(rows[b, h], [{} if s in (None, -INF) else {"sigma": s} for s in sigs])
     finally:
         ctx.prec = saved
     res = Attention(out, out_scale, lse, defined, kap, rows)

@@ -32,6 +32,7 @@ from derive.impl.cases.masks import MASK_FORMS, parse_window, window_text
 from derive.impl.judge.attention import AttentionChecker
 from derive.impl.report.attention import AttentionReport
 from derive.impl.run.roles import ROLE_NAMES, parse_kw, roles_of, window_form
+from derive.impl.faults.attention import diagnose
 from derive.kernels.layouts import parse_layout
 
 __all__ = ["ALIGNMENTS", "ROLE_NAMES", "AttentionReport", "check_attention", "parse_kw"]
@@ -77,7 +78,7 @@ def _window(window) -> tuple:
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal,
                     start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
-                    gqa: bool = False) -> AttentionReport:
+                    gqa: bool = False, lse_layout: str | None = None) -> AttentionReport:
     known, extra = _extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
@@ -85,6 +86,12 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     OL = parse_layout(out_layout, "--out-layout") if out_layout else L
     if set(OL.axes) != set(L.axes):
         raise InputError(f"--out-layout {OL.axes} has other axes than --layout {L.axes}")
+    LL = None
+    if lse_layout:
+        want = OL.axes.replace("d", "")
+        if sorted(lse_layout) != sorted(want) or len(set(lse_layout)) != len(lse_layout):
+            raise InputError(f"--lse-layout {lse_layout!r}: expected the axes of out without d ({want}), in any order")
+        LL = parse_layout(lse_layout + "d", "--lse-layout")
     signature = target.extra.get("signature")
     roles = roles_of(signature, kw_names, target.name)
     if extra != "sinks":
@@ -137,7 +144,8 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
                   window_form=window_form(signature, roles, window), backward=backward)
     case_list = cases(setup)
-    checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps)
+    checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
+                               lse_layout=LL, diagnose=diagnose)
     results = []
     notes = []
     for tol in tols:

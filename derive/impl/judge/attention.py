@@ -15,7 +15,7 @@ from derive.impl.cases.masks import lower, window_arg
 from derive.impl.cases.attention_search import drawn_cases
 from derive.impl.cases.rows import search
 from derive.impl.exact.reference import exact_attention
-from derive.impl.judge.classes import file_failure
+from derive.impl.judge.classes import file_failure, verdict
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.run.target import ImplRaised
 
@@ -33,13 +33,14 @@ class Failure(Counterexample):
     where: tuple  # (b, h, i[, c]) or (h,) for dsinks
     row: list  # the scores of the failing row (for out, lse, dq): x_ij, −inf masked
     note: str = ""
+    faults: list = field(default_factory=list)  # the catalogue's faults whose model matches (derive.impl.faults)
     source: str = "fixed list"  # fixed list | search (Hypothesis, shrunk)
 
     def as_json(self) -> dict:
         return {"class": self.cls, "case": self.case.describe(), "what": self.what, "where": list(self.where),
                 "output": _j(self.output[0]), "exact": _j(self.exact[0]), "error": _j(self.errors[0]),
                 "bound": _j(self.bounds[0]), "row": [_j(x) for x in self.row], "note": self.note or None,
-                "source": self.source}
+                "source": self.source, "faults": [f.key for f in self.faults]}
 
 
 def _fail(dtype, case, what, where, y, p, error, bound, row, note="") -> Failure:
@@ -136,12 +137,15 @@ class DtypeResult:
     searched: int = 0  # calls the search made after the fixed list (with shrinking)
     vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
     vacuous_reason: str = ""  # why, for the first of them
+    class_rows: dict = field(default_factory=dict)  # class → rows judged (a case's rows count in each class)
+    class_unjudged: dict = field(default_factory=dict)  # class → rows not judged
     coverage: Coverage = field(default_factory=Coverage)  # the fixed list's calls and the search's, as run
 
     @property
     def verdict(self) -> str:
-        """disagrees (a failure), undecided (none, but some row's comparison could not fail), or agrees."""
-        return "disagrees" if self.failures else "undecided" if self.vacuous_rows else "agrees"
+        """disagrees (a failure), undecided (none, but a class had no row whose comparison could fail), or
+        agrees (:func:`derive.impl.judge.classes.verdict`)."""
+        return verdict(bool(self.failures), self.class_rows, self.class_unjudged)
 
     def record(self, case: Case, members: list, fail, rows: int, returned: str, source: str = "fixed list",
                vacuous: tuple = (0, ""), ran: bool = True):
@@ -157,6 +161,8 @@ class DtypeResult:
             self.coverage.add(case)
         for cls in members:
             self.per_class[cls] = self.per_class.get(cls, 0) + 1
+            self.class_rows[cls] = self.class_rows.get(cls, 0) + rows - vacuous[0]
+            self.class_unjudged[cls] = self.class_unjudged.get(cls, 0) + vacuous[0]
         if fail is not None:
             fail.cls, fail.source = members[0], source
             file_failure(self.failures, self.failed_in, members, fail)
@@ -197,6 +203,8 @@ class AttentionChecker:
     backward: bool
     dps: int
     api: str | None = None
+    lse_layout: object = None  # the layout of lse (its axes and d, d unused); None: out's without d
+    diagnose: object = None  # (checker, case, failure, q, k, v, keep, bias, scale, sinks, got, tol) → fault records
 
     def kwargs(self, case: Case, scale: float, mask, sinks) -> dict:
         kw = {}
@@ -241,7 +249,7 @@ class AttentionChecker:
         sinks = None if case.sinks is None else tuple(float(rounder(np.array(s))) for s in case.sinks)
         L, OL = self.layout, self.out_layout
         out_shape = OL.shape(case.B, case.H, case.M, case.Dv)
-        lse_shape = OL.lse_shape(case.B, case.H, case.M)
+        lse_shape = (self.lse_layout or OL).lse_shape(case.B, case.H, case.M)
         cot = None if g is None else OL.to_layout(g)
         reply = self.target.worker.request(
             ("acall", L.to_layout(q), L.to_layout(k), L.to_layout(v), self.kwargs(case, scale, mask, sinks), dtype,
@@ -289,6 +297,8 @@ class AttentionChecker:
         fail = self.compare(case, got, ex, v, keep, tol)
         if fail is not None and fail.what in ("out", "lse"):
             fail.note = fail.note or self.alignment_hint(case, got, q, k, v, g, scale, sinks, tol)
+            if self.diagnose is not None and not fail.note:
+                fail.faults = self.diagnose(self, case, fail, q, k, v, keep, bias, scale, sinks, got, tol)
         vac = ex.defined & judged[None, None, :] & (tol.rel * (1.0 + ex.kappa) >= 1.0)  # Tolerance.vacuous
         first = next(iter(np.argwhere(vac)), None)
         vacuous = (0, "") if fail is not None or first is None else (
@@ -320,7 +330,7 @@ class AttentionChecker:
         """The first entry (in the order b, h, i, c) that disagrees, of out, then lse, then the gradients."""
         OL = self.out_layout
         out = OL.from_layout(got["out"])
-        lse = OL.from_layout(got["lse"], "bhn") if "lse" in got else None
+        lse = (self.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got else None
         judged = case.judged()[None, None, :]
         kap = ex.kappa[..., None]
         rel = tol.rel * (1.0 + kap)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from derive.impl.cases.attention import CLASSES
 from derive.impl.judge.attention import Failure, _n
-from derive.impl.judge.classes import RULE, cell, status
+from derive.impl.judge.classes import RULE, cell, status, unjudged_classes
 
 __all__ = ["AttentionReport", "class_table"]
 
@@ -83,7 +83,7 @@ class AttentionReport:
         lines.append("|---|---:|---:|---:|---|---|")
         for r in self.results:
             lines.append(f"| {r.dtype} | {r.cases} | {r.rows} | {r.searched} | {r.returned} | "
-                         f"{'**disagrees**' if r.failures else '**undecided**' if r.vacuous_rows else 'agrees'} |")
+                         f"{r.verdict if r.verdict == 'agrees' else '**' + r.verdict + '**'} |")
         lines.append("")
         ran = {r.dtype: r.coverage.line() for r in self.results}
         if len(set(ran.values())) == 1 and len(ran) > 1:
@@ -98,8 +98,15 @@ class AttentionReport:
         own = sorted({c for r in self.results for c in r.failures}, key=list(CLASSES).index)
         also = sorted({c for r in self.results for c in r.failed_in} - set(own), key=list(CLASSES).index)
         undecided = next((r for r in self.results if r.verdict == "undecided"), None)
-        lines.append("**Verdict: " + ("agrees** on every tested class (evidence, not a proof)." if self.agrees else
-                                      "undecided**: no tested class fails, but not every row could be judged ("
+        unjudged = ", ".join(f"{r.vacuous_rows} rows in {r.dtype}" for r in self.results if r.vacuous_rows)
+        lines.append("**Verdict: " + ("agrees** on every tested class (evidence, not a proof)." + (
+            f" Rows not judged, neither agreeing nor disagreeing ({unjudged}): "
+            f"{next(r.vacuous_reason for r in self.results if r.vacuous_rows)}; every class has judged rows."
+            if unjudged else "") if self.agrees else
+                                      f"undecided**: no tested class fails, but in {undecided.dtype} no row of "
+                                      + "; ".join(CLASSES[c] for c in unjudged_classes(undecided.class_rows,
+                                                                                       undecided.class_unjudged))
+                                      + " could be judged ("
                                       + ", ".join(f"{r.vacuous_rows} rows in {r.dtype}" for r in self.results
                                                   if r.vacuous_rows)
                                       + f"): {undecided.vacuous_reason}." if undecided is not None
@@ -142,6 +149,9 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
              f"{found}: {f.case.describe()}.", "",
              f"- {f.what} at {where}: returned `{_n(f.output[0])}`, exact `{_n(f.exact[0])}`, error "
              f"`{_n(f.errors[0])}` (allowed `{_n(f.bounds[0])}`)"]
+    for fault in f.faults:
+        lines.append(f"- matches the known fault **{fault.title}**: {fault.does}; it computes {fault.computes}. "
+                     f"Fix: {fault.fix}")
     if f.row:
         shown = ", ".join(_n(x) for x in f.row[:12]) + (", ..." if len(f.row) > 12 else "")
         lines.append(f"- the row's scores scale·q·k + mask: `[{shown}]`")
