@@ -32,7 +32,7 @@ import numpy as np
 from derive.impl.cases.contract import FINFO_MIN
 from derive.impl.cases.masks import KEY_MASKS, keep, window_text
 
-__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "call_rows", "rows_realised", "with_dtype_mask"]
+__all__ = ["CLASSES", "Case", "Setup", "arrays", "case_classes", "call_rows", "with_dtype_mask"]
 
 INF = math.inf
 VERY_LONG = 1024  # keys from which a row is very long
@@ -96,6 +96,7 @@ class Case:
     splits: int = 0  # 0: no split count passed
     pad: int = 0  # padding: keys masked at the start of batch 0 (batch b: pad >> b); prefix, document: P
     sample: int = 0  # judge every sample-th query and the last 8 only (0: every query)
+    rows: tuple = field(default=(), repr=False)  # pattern rows: the M rows of N scores it realises
 
     @property
     def kv(self) -> int:
@@ -111,7 +112,7 @@ class Case:
 
     def given(self) -> np.ndarray:
         """(B, M, N): the keys of the realised rows that are not −∞ (the key mask ``given``)."""
-        rows = np.array(rows_realised(self.N, self.M, True), dtype=np.float64).reshape(self.M, self.N)
+        rows = np.array(self.rows, dtype=np.float64).reshape(self.M, self.N)
         return np.broadcast_to(np.isfinite(rows), (self.B, self.M, self.N)).copy()
 
     def judged(self) -> np.ndarray:
@@ -239,18 +240,6 @@ def case_classes(case: Case, setup: Setup) -> list[str]:
     return [case.cls] + out if case.cls != "finite" or not out else out
 
 
-def rows_realised(N: int, M: int, masked: bool) -> list[tuple]:
-    """The M rows of N scores a case of pattern ``rows`` realises: the kernel forms' rows of N keys
-    (:func:`derive.impl.cases.kernel.rows_of`), every one when ``masked`` (their −∞ keys masked), else
-    those without a masked key, in turn."""
-    from derive.impl.cases.kernel import rows_of
-
-    rows = list(rows_of(N))
-    if not masked:
-        rows = [r for r in rows if all(math.isfinite(x) for x in r)]
-    return [rows[i % len(rows)] for i in range(M)]
-
-
 def arrays(case: Case, scale: float, rounder, grad: bool = False):
     """(q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv), cotangent (B, H, M, Dv) or None) in
     canonical order, rounded to the dtype (the mask: :func:`derive.impl.cases.masks.lower`)."""
@@ -264,7 +253,7 @@ def arrays(case: Case, scale: float, rounder, grad: bool = False):
     c = np.arange(Dv)[None, None, None, :]
     if case.pattern in ("realised", "rows"):
         rows = (np.array([REALISED[r % len(REALISED)][:N] for r in range(M)], dtype=np.float64)
-                if case.pattern == "realised" else np.array(rows_realised(N, M, case.mask == "given"), dtype=np.float64))
+                if case.pattern == "realised" else np.array(case.rows, dtype=np.float64).reshape(M, N))
         rows = np.where(np.isfinite(rows), rows, 0.0)  # a masked score is the mask's: k carries 0 there
         q = np.zeros((B, H, M, D))
         k = np.zeros((B, K, N, D))

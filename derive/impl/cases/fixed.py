@@ -31,6 +31,18 @@ VERY_LONG_N = (1024, 1025, 2048, 4096)
 SAMPLE = 256  # a top-left causal call of 2048 keys or more: every 256th query and the last 8 judged
 
 
+def rows_realised(N: int, M: int, masked: bool) -> list[tuple]:
+    """The M rows of N scores a case of pattern ``rows`` realises: the kernel forms' rows of N keys
+    (:func:`derive.impl.cases.kernel.rows_of`), every one when ``masked`` (their −∞ keys masked), else
+    those without a masked key, in turn."""
+    from derive.impl.cases.kernel import rows_of
+
+    rows = list(rows_of(N))
+    if not masked:
+        rows = [r for r in rows if all(math.isfinite(x) for x in r)]
+    return [rows[i % len(rows)] for i in range(M)]
+
+
 def _sinks_for(setup: Setup, H: int, values=ORDINARY_SINKS):
     if setup.extra is None:
         return None
@@ -78,6 +90,8 @@ def fit(case: Case, setup: Setup) -> Case | None:
         return None
     if c.no_fully_masked and out.mask == "rows":
         return None
+    if out.pattern == "rows":
+        out = replace(out, rows=tuple(rows_realised(out.N, out.M, out.mask == "given")))
     return out
 
 
