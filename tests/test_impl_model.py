@@ -365,3 +365,12 @@ def test_the_cli_takes_an_lse_layout(capsys):
     assert code == 0, capsys.readouterr()
     code = main(["impl", Z + "flash_lse_bhm", "--as", "softmax", "--form", "row", "--lse-layout", "bhn"])
     assert code == 2 and "--lse-layout" in capsys.readouterr().err
+
+
+def test_repeated_dtype_options_add_up(capsys):
+    code = main(["impl", Z + "gqa", "--as", "softmax", "--form", "attention", "--gqa", "--dtype", "float64",
+                 "--dtype", "float32", "--examples", "0", "--format", "json"])
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["dtype"] for r in data["results"]] == ["float64", "float32"]

@@ -134,8 +134,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter of the normalizer, e.g. --param s=0.5 for sink")
     parser.add_argument("--dim", type=int, default=-1, help="the normalized axis (default -1)")
-    parser.add_argument("--dtype", nargs="+", default=list(DEFAULT_DTYPES), metavar="DTYPE",
-                        help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
+    parser.add_argument("--dtype", nargs="+", action="extend", default=None, metavar="DTYPE",
+                        help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)}); "
+                             f"repeated options add up")
     parser.add_argument("--examples", type=int, default=None,
                         help=f"Hypothesis examples per dtype (default {DEFAULT.examples}; in a kernel or the "
                              f"attention form, after the fixed list: {SEARCH_EXAMPLES}, and 0 runs the fixed list "
@@ -273,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--output {args.output}: no directory {Path(args.output).parent}")
     wall, cpu = time.perf_counter(), _cpu()
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
-                                  dim=args.dim, dtypes=args.dtype, examples=args.examples,
+                                  dim=args.dim, dtypes=list(dict.fromkeys(args.dtype or DEFAULT_DTYPES)),
+                                  examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
                                   env=child_env(args.triton_interpret, args.target), per_head=args.per_head,
                                   assume=args.assume, attention=_attention(args),
