@@ -109,7 +109,8 @@ A real attention kernel takes q, k and v, not rows of scores. `--form attention`
 it is written, `fn(q, k, v, **params)`, with q (…, M, d), k (…, N, d) and v (…, N, dv) in the
 layout `--layout` names (`bhnd` by default; `bnhd`, `nhd`, `hnd`, `nd`: b batch, h heads,
 n the sequence, d the head dimension, last), and checks `out` (the layout of q with dv, or
-`--out-layout`) and, when it returns `(out, lse)`, the natural log-sum-exp. The keywords
+`--out-layout`) and, when it returns `(out, lse)`, the natural log-sum-exp (in out's layout
+without d, or `--lse-layout`: `bhn` for FlashAttention's lse (B, H, M) beside an out (B, M, H, d)). The keywords
 the function takes are read from its signature and passed by role:
 
 | role | keyword names recognised (`--kw ROLE=NAME` names another) |
