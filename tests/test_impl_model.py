@@ -374,3 +374,12 @@ def test_repeated_dtype_options_add_up(capsys):
 
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and [r["dtype"] for r in data["results"]] == ["float64", "float32"]
+
+
+def test_softmax1_with_its_one_unshifted_is_named_in_the_attention_form():
+    from derive.kernels.faults import by_key
+
+    report = attention(Z + "softmax1_unshifted", norm="softmax1")
+    named = {x.key for r in report.results for f in r.failures.values() for x in f.faults}
+    assert not report.agrees and named == {"unshifted_extra"}, report.to_markdown()
+    assert "Fix: " + by_key("unshifted_extra").fix in report.to_markdown()

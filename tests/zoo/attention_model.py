@@ -283,3 +283,10 @@ def flash_lse_bhm_base2(q, k, v, softmax_scale=None):
     """Faulty: the lse (B, H, M) in base 2, as a kernel computing exp2 returns it unconverted."""
     out, lse = flash_lse_bhm(q, k, v, softmax_scale)
     return out, lse / np.log(2.0)
+
+
+def softmax1_unshifted(q, k, v, *, scale):
+    """Faulty softmax₁: the 1 of the denominator added beside Σ e^(x − m), unshifted (e^0, not e^(−m))."""
+    x = q @ np.swapaxes(k, -1, -2) * scale
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return (e @ v) / (e.sum(axis=-1, keepdims=True) + 1.0)
