@@ -160,6 +160,8 @@ def test_a_gqa_head_mapping_fault_fails_only_with_grouped_kv_heads():
     assert failing(bad) == {"gqa"}
     f = bad.results[0].failures["gqa"]
     assert f.case.describe().startswith("B = 1, H = 8, Hkv = 4 (groups of 2)") and f.where[1] >= 1
+    assert [x.key for x in f.faults] == ["gqa_head_mapping"]  # named, with its fix
+    assert "Fix: query head h reads kv head h // (H / Hkv)" in bad.to_markdown()
     # without --gqa k and v have every head: the fault is out of reach, and the report says so
     blind = attention(Z + "gqa_tiled_heads", norm="sink")
     assert blind.agrees and "--gqa not given" in blind.skipped["gqa"]
@@ -181,6 +183,15 @@ def test_a_window_pair_off_by_one_fails_in_the_window_class_only():
     bad = attention(Z + "bottom_right_window_off_by_one", layout="bnhd", causal="bottom-right", gqa=True)
     assert failing(bad) == {"window"}
     assert bad.results[0].failures["window"].case.window[0] >= 0
+    assert [x.key for x in bad.results[0].failures["window"].faults] == ["window_left_off_by_one"]
+
+
+def test_faults_of_the_call_are_not_named_for_other_faults():
+    """A kernel wrong in another way is named no fault of the call (nor of the extra logit)."""
+    bad = attention(Z + "flash_unguarded")
+    assert all(f.faults == [] for r in bad.results for f in r.failures.values()), bad.to_markdown()
+    late = attention(Z + "sink_values_late", norm="sink", gqa=False)
+    assert all(f.faults == [] for r in late.results for f in r.failures.values())
 
 
 def test_a_missing_guard_fails_on_padding_that_masks_a_whole_tile():

@@ -73,12 +73,15 @@ def _reach() -> str:
 
 def _fault_table() -> str:
     """Which forms' diagnosis tries each fault of the catalogue (its record's ``checked``)."""
+    from derive.impl.faults.attention import CALL_FAULTS
     from derive.kernels.faults import FAULTS
 
     forms = ("online", "split", "backward", "attention")
     lines = ["| fault | " + " | ".join(f"`--form {f}`" for f in forms) + " |", "|---|" + "---|" * len(forms)]
     for f in FAULTS:
         lines.append(f"| {f.title} | " + " | ".join("tried" if form in f.checked else "—" for form in forms) + " |")
+    for f in CALL_FAULTS:  # faults of the call itself: the attention form alone has kv heads and windows
+        lines.append(f"| {f.title} | " + " | ".join("tried" if form == "attention" else "—" for form in forms) + " |")
     return "\n".join(lines)
 
 

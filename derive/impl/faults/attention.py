@@ -8,6 +8,10 @@ tiles (of the block passed, or of a common block size), c the score scale. The m
 reference with σ′ per row, on the failing query of every batch and head; a fault is named only when
 its model matches the kernel's output within the tolerance on each of those rows and differs from
 the definition on the failing one, so a name never contradicts its counterexample.
+
+Faults of the call itself, which no other form has (its kv heads, its window), are written once
+here (:data:`CALL_FAULTS`): each is a model of what the faulty kernel reads instead, tried the same
+way.
 """
 
 from __future__ import annotations
@@ -17,9 +21,50 @@ import math
 import numpy as np
 
 from derive.impl.exact.reference import exact_attention
+from dataclasses import dataclass, replace
+
 from derive.kernels.faults import by_key, faults_for
 
-__all__ = ["diagnose"]
+__all__ = ["CALL_FAULTS", "CallFault", "diagnose"]
+
+
+@dataclass(frozen=True)
+class CallFault:
+    """A fault of the attention call (not of the normalizer's kernel form): ``model(case, k, v, keep)``
+    gives the (k, v, keep) the faulty kernel reads instead, or None where the fault changes nothing."""
+
+    key: str
+    title: str
+    does: str
+    computes: str
+    fix: str
+    model: object
+
+
+def _tiled_heads(case, k, v, keep):
+    if case.kv == case.H or case.kv == 1:
+        return None
+    heads = [h % case.kv for h in range(case.H)]
+    return k[:, heads], v[:, heads], keep
+
+
+def _window_wide(case, k, v, keep):
+    if not case.window or case.window[0] < 0:
+        return None
+    return k, v, replace(case, window=(case.window[0] + 1, case.window[1])).keep()
+
+
+CALL_FAULTS: tuple[CallFault, ...] = (
+    CallFault("gqa_head_mapping", "kv head h mod Hkv for query head h",
+              "query head h reads kv head h mod Hkv (k and v repeated with tile/repeat, not repeat_interleave)",
+              "attention over another kv head's keys and values for every query head past the first group",
+              "query head h reads kv head h // (H / Hkv): repeat_interleave(k, H // Hkv, dim=heads), as "
+              "PyTorch's enable_gqa and Hugging Face's repeat_kv do", _tiled_heads),
+    CallFault("window_left_off_by_one", "sliding window one key too wide on its left",
+              "keeps key p − left − 1 as well (a < where ≤ was meant, or left + 1 keys)",
+              "one more key in every row the window cuts",
+              "keep key j only when p − left ≤ j ≤ p + right", _window_wide),
+)
 
 _BLOCKS = (16, 32, 64, 128, 256)  # tile sizes a kernel that is passed none may use
 
@@ -51,7 +96,7 @@ def _model(key: str, case, ex, sinks, scale: float, i: int):
 
 def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got, tol) -> list:
     """The fault records whose model matches the kernel on the failing query (module docstring)."""
-    if sinks is None or fail.what not in ("out", "lse") or not case.M:
+    if fail.what not in ("out", "lse") or not case.M:
         return []
     b0, h0, i = (int(x) for x in fail.where[:3])
     judged = np.zeros(case.M, dtype=bool)
@@ -59,23 +104,32 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
     OL = checker.out_layout
     out = OL.from_layout(got["out"])
     lse = (checker.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got else None
-    right = exact_attention(q, k, v, scale, keep, bias, tuple(sinks), checker.dps, None, judged)
+    sig0 = None if sinks is None else tuple(sinks)
+    right = exact_attention(q, k, v, scale, keep, bias, sig0, checker.dps, None, judged)
     found = []
-    for key in faults_for(checker.norm, "attention"):
+    for f in CALL_FAULTS:
+        model = f.model(case, k, v, keep) if bias is None else None
+        if model is None:
+            continue
+        k2, v2, keep2 = model
+        ex = exact_attention(q, k2, v2, scale, keep2, None, sig0, checker.dps, None, judged)
+        if _matches(out, lse, ex, right, v2, keep2, case.H // k2.shape[1], tol, i, (b0, h0)):
+            found.append(f)
+    for key in faults_for(checker.norm, "attention") if sinks is not None else ():
         for _, sig in _model(key, case, right, sinks, scale, i):
             if np.array_equal(sig[:, :, i], np.broadcast_to(np.array(sinks, dtype=np.float64), sig[:, :, i].shape)):
                 continue  # the rewrite changes nothing here
             ex = exact_attention(q, k, v, scale, keep, bias, sig, checker.dps, None, judged)
-            if _matches(out, lse, ex, right, v, keep, case, tol, i, (b0, h0)):
+            if _matches(out, lse, ex, right, v, keep, case.groups, tol, i, (b0, h0)):
                 found.append(by_key(key))
                 break
     return found
 
 
-def _matches(out, lse, ex, right, v, keep, case, tol, i: int, failing) -> bool:
+def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:
     from derive.impl.judge.attention import _magnitude
 
-    floor = tol.floor(_magnitude(keep, v, case.groups))[:, :, i]
+    floor = tol.floor(_magnitude(keep, v, groups))[:, :, i]
     rel = tol.rel * (1.0 + ex.kappa[:, :, i])[..., None]
     defined = ex.defined[:, :, i]
     if not defined.any() or not defined[failing]:
