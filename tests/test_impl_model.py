@@ -394,3 +394,20 @@ def test_softmax1_with_its_one_unshifted_is_named_in_the_attention_form():
     named = {x.key for r in report.results for f in r.failures.values() for x in f.faults}
     assert not report.agrees and named == {"unshifted_extra"}, report.to_markdown()
     assert "Fix: " + by_key("unshifted_extra").fix in report.to_markdown()
+
+
+def test_the_dv_floor_scales_with_the_cotangents_a_flushed_subnormal_weight_multiplies():
+    from derive.impl.exact.reference import exact_attention
+    from derive.impl.judge.attention import _dv_magnitude
+
+    checker, case, _, v, keep, tol = _one_query([0.0, -88.4], [0.0, 3.0])
+    q, k = np.ones((1, 1, 1, 1)), np.array([0.0, -88.4]).reshape(1, 1, 2, 1)
+    g = np.full((1, 1, 1, 1), 3.0)
+    ex = exact_attention(q, k, v, 1.0, keep, None, None, 30, g, np.ones(1, dtype=bool))
+    got = {name: ex.grads[name][0].copy() for name in ("dq", "dk", "dv")}
+    assert 1.18e-38 < got["dv"][0, 0, 1, 0] < 1.3e-38
+    got["dv"][0, 0, 1, 0] = 0.0  # the weight e^−88.4 flushed to 0
+    assert checker.compare_grads(case, got, ex, tol) is not None  # against FLT_MIN alone: refused
+    assert checker.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, 1)) is None
+    got["dv"][0, 0, 1, 0] = -4 * 2.0**-126
+    assert checker.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, 1)) is not None

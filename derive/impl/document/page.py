@@ -423,7 +423,8 @@ rows (the rows of the row form are one class); the rows not judged are counted i
 reason. If a class has no judged row the verdict is **undecided** (exit 1), never agrees, and the
 report names the classes. An output beyond even that bound still disagrees. An entry of out that
 weighs values v_j has the absolute floor abs · Σ|v_j| (each weight may lose up to abs: a subnormal
-weight flushed to 0 beside v = 3 moves the entry by more than abs). Low-precision checks meet
+weight flushed to 0 beside v = 3 moves the entry by more than abs), an entry of dv the floor
+abs · Σ|g_i| over the queries that see its key; dq, dk and the sinks' gradient keep abs. Low-precision checks meet
 this often: in bfloat16 {_bf16_reach()}, is already out of reach, so check
 a kernel in float32 (or wider) as well.
 

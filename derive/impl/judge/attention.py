@@ -184,6 +184,14 @@ def _magnitude(keep, v, groups: int) -> np.ndarray:
     return np.repeat(m, groups, axis=1)
 
 
+def _dv_magnitude(keep, g, groups: int) -> np.ndarray:
+    """(B, Hkv, N, Dv): Σ |g_ic| over the queries of the heads sharing a kv head that see key j, what an
+    entry of dv combines with the weights P_ij (its floor, as :func:`_magnitude` for out)."""
+    m = np.swapaxes(keep, -1, -2)[:, None].astype(np.float64) @ np.abs(np.asarray(g, dtype=np.float64))  # (B, H, N, Dv)
+    B, H, N, Dv = m.shape
+    return m.reshape(B, H // groups, groups, N, Dv).sum(axis=2)
+
+
 def _first(bad: np.ndarray):
     """The first index (C order) where ``bad`` holds, or None."""
     hit = np.flatnonzero(bad)
@@ -294,7 +302,7 @@ class AttentionChecker:
         judged = case.judged()
         ex = exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged)
         returned = ", ".join(n for n in ("out", "lse", "dq", "dk", "dv", "dsinks") if n in got)
-        fail = self.compare(case, got, ex, v, keep, tol)
+        fail = self.compare(case, got, ex, v, keep, tol, g)
         if fail is not None and fail.what in ("out", "lse"):
             fail.note = fail.note or self.alignment_hint(case, got, q, k, v, g, scale, sinks, tol)
             if self.diagnose is not None and not fail.note:
@@ -326,7 +334,7 @@ class AttentionChecker:
         return ("its output matches the other causal alignment, top-left (query i at position i): if the kernel means "
                 "that, state --causal top-left (and no --start-q end)")
 
-    def compare(self, case: Case, got: dict, ex, v, keep, tol) -> Failure | None:
+    def compare(self, case: Case, got: dict, ex, v, keep, tol, g=None) -> Failure | None:
         """The first entry (in the order b, h, i, c) that disagrees, of out, then lse, then the gradients."""
         OL = self.out_layout
         out = OL.from_layout(got["out"])
@@ -370,9 +378,9 @@ class AttentionChecker:
             return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, float(lerr[b, h, i]), float(lbound[b, h, i]), row)
         if ex.grads is None:
             return None
-        return self.compare_grads(case, got, ex, tol)
+        return self.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, case.groups) if g is not None else None)
 
-    def compare_grads(self, case: Case, got: dict, ex, tol) -> Failure | None:
+    def compare_grads(self, case: Case, got: dict, ex, tol, dv_mag=None) -> Failure | None:
         L = self.layout
         kap_head = ex.kappa.max(axis=2)  # (B, H)
         kap_kv = kap_head.reshape(case.B, case.kv, case.groups).max(axis=2)  # (B, Hkv): over the heads sharing it
@@ -385,7 +393,8 @@ class AttentionChecker:
             kap = (ex.kappa if name == "dq" else kap_kv[:, :, None])[..., None]
             with np.errstate(invalid="ignore", over="ignore"):
                 err = np.where(np.isfinite(y), np.abs(y - value), INF)
-                bound = tol.abs + tol.rel * (1.0 + kap) * np.abs(scale)
+                floor = tol.floor(dv_mag) if name == "dv" and dv_mag is not None else tol.abs
+                bound = floor + tol.rel * (1.0 + kap) * np.abs(scale)
                 bad = ~(err <= bound)
             if name == "dq":
                 bad &= ex.defined[..., None]
