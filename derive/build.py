@@ -2,9 +2,10 @@
 
 ``proofs/NAME.py`` defines ``document() -> Document``. Building a module proves and
 cross-checks every step (a failing step raises :class:`~derive.errors.StepFailed` and the
-build exits 1), renders Markdown + JSON + SVG figures into ``docs/`` and LaTeX into ``build/``
-(with the figures as PDF unless ``--no-pdf`` or ``--check``), and compiles the PDF when
-``pdflatex`` is installed.
+build exits 1; an exception of derive's engine stops it as an internal error, exit 3; one the
+module's own code raises is bad input, exit 2), renders Markdown + JSON + SVG figures into
+``docs/`` and LaTeX into ``build/`` (with the figures as PDF unless ``--no-pdf`` or
+``--check``), and compiles the PDF when ``pdflatex`` is installed.
 """
 
 from __future__ import annotations
@@ -84,7 +85,19 @@ def _document(module, path: Path):
     """``module.document()``, every step checked (a step that fails raises as it is added)."""
     doc = module.document()
     doc.source = _display_path(path)
+    doc.rebuild = rebuild_command(path)
     return doc
+
+
+def rebuild_command(path: Path | None = None) -> str:
+    """The command that rebuilds the documents where they are built: ``python build_docs.py`` in a
+    project that has that script at its root (derive's own repository: the root above ``proofs/``
+    for a module ``path``, else the working directory), else ``derive build`` (with the module
+    ``path``, ``derive build proofs/my_variant.py``)."""
+    root = path.resolve().parent.parent if path is not None else Path.cwd()
+    if (root / "build_docs.py").is_file():
+        return "python build_docs.py"
+    return f"derive build {_display_path(path)}" if path is not None else "derive build"
 
 
 def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered, int, int]:
@@ -105,6 +118,31 @@ def _render_module(path: Path, figure_pdfs: bool = True) -> tuple[str, Rendered,
     if not isinstance(page, Rendered):
         page = Rendered(docs={k: v.encode() for k, v in page.items()})
     return path.stem, page, page.steps, page.checks
+
+
+def _failure(exc: Exception, path: Path) -> DeriveError:
+    """What an exception that ended the build of the module at ``path`` is: the module's own
+    mistake (raised by its code, or a syntax error in it: bad input, exit 2), else a failure of
+    derive's engine (:class:`~derive.errors.InternalError`, exit 3, never :class:`StepFailed`),
+    described here, in the process that built the document (a traceback does not travel)."""
+    from derive.errors import internal, where
+
+    here, line, tb = path.resolve(), None, exc.__traceback__
+    while tb is not None:  # the innermost frame that is the module's or derive's decides
+        name = tb.tb_frame.f_code.co_filename
+        if Path(name).resolve() == here:
+            line = tb.tb_lineno
+        elif name.startswith(str(Path(__file__).resolve().parent)):
+            line = None
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == here:
+        line = exc.lineno
+    if line is not None or not where(exc):
+        first = (str(exc).strip().splitlines() or [""])[0]
+        at = f", line {line}" if line is not None else ""
+        return InputError(f"{_display_path(path)}{at}: the module raised {type(exc).__name__}"
+                          + (f": {first}" if first else ""))
+    return internal(exc, f"building {_display_path(path)}")
 
 
 def _display_path(path: Path) -> str:
@@ -220,7 +258,12 @@ def _build_one(path: Path, cache: Path | None, figure_pdfs: bool):
     if hit is not None and figure_pdfs and not _has_figure_pdfs(hit[1]):
         hit = None  # stored by a build without PDFs: rebuilt, and stored again with them
     if hit is None:
-        result = _render_module(path, figure_pdfs)
+        try:
+            result = _render_module(path, figure_pdfs)
+        except DeriveError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the module's own mistake (exit 2) or the engine's (exit 3)
+            raise _failure(exc, path) from exc
         _cache_put(cache, key, result)
     else:
         result = hit
@@ -359,7 +402,8 @@ def build(paths: list[str] | None = None, *, docs: Path = Path("docs"), out: Pat
             _environ({progress.ENV: "1" if show_progress else "0", shared.ENV: shared_dir if parallel else None}):
         _build_all(modules, report, docs, out, check, pdf, have_pdflatex, log, jobs, cache)
     if not check and pdf and not have_pdflatex:
-        log("  pdflatex not found: wrote the .tex files, skipped the PDFs")
+        log("  pdflatex not found: wrote the .tex files, skipped the PDFs (for them, install a TeX "
+            "distribution that has pdflatex, such as TeX Live; --no-pdf builds without them)")
     report.seconds, report.cpu = time.perf_counter() - start, _cpu() - cpu0
     return report
 

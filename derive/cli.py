@@ -5,7 +5,10 @@ Only the module of the command being run is imported (``derive check`` must not 
 the renderer of ``derive build``); ``derive --help`` imports none: it lists each command with the
 ``HELP`` string read from its module's source.
 User mistakes (:class:`~derive.errors.InputError`) print one line per error and exit 2; no
-traceback is shown for them.
+traceback is shown for them. A failure of derive's own engine that ends a command
+(:class:`~derive.errors.InternalError`, or any exception derive did not expect) is never a
+verdict: one line ``derive: internal error: …`` with a request to report it, then the traceback
+for the report, and exit 3.
 """
 
 from __future__ import annotations
@@ -87,20 +90,38 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except UsageError as exc:
         module = available.get(argv[0]) if argv else None
-        if module is not None and hasattr(module, "report_usage_error"):
+        reported = module is not None and hasattr(module, "report_usage_error") and \
             module.report_usage_error(exc.message, argv[1:])
         exc.parser.print_usage(sys.stderr)
-        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        if not reported:  # an annotation on stdout already says it (--format github): once
+            print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)
     except InputError as exc:
-        for line in str(exc).splitlines() or [""]:  # several errors: one line each
-            print(f"derive: error: {line}", file=sys.stderr)
+        if not getattr(exc, "reported", False):  # (an annotation on stdout already says it: once)
+            for line in str(exc).splitlines() or [""]:  # several errors: one line each
+                print(f"derive: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("derive: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the engine failed: exit 3, never a verdict
+        _internal_error(exc)
+        return 3
+
+
+def _internal_error(exc: BaseException) -> None:
+    import traceback
+
+    from derive.errors import describe, error_text
+
+    # an InternalError made by derive.errors.internal already says what failed, and where
+    text = str(exc) if getattr(exc, "info", None) else error_text(describe(exc))
+    for line in text.splitlines() or [""]:
+        print(f"derive: {line}", file=sys.stderr)
+    print("the traceback, for the report:", file=sys.stderr)
+    traceback.print_exception(exc, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["repo_path", "repo_root"]
+__all__ = ["repo_files", "repo_path", "repo_root"]
 
 
 @lru_cache(maxsize=64)
@@ -40,3 +40,20 @@ def repo_path(file: str | Path) -> str:
             except ValueError:
                 continue
     return path.as_posix()
+
+
+def repo_files(root: Path, pattern: str) -> list[Path]:
+    """The files under ``root`` that match the git pathspec ``pattern`` (``*.derive.toml``), tracked
+    or not but never ignored, sorted; outside a repository, those ``Path.glob`` finds (``**/``
+    prepended)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", pattern],
+                              cwd=root, capture_output=True, check=False)
+    except (FileNotFoundError, OSError):
+        proc = None
+    if proc is None or proc.returncode != 0:
+        return sorted(p.resolve() for p in Path(root).glob(f"**/{pattern}") if p.is_file())
+    names = {name for name in proc.stdout.decode("utf-8", errors="replace").split("\0") if name}
+    return sorted((Path(root) / name).resolve() for name in names if (Path(root) / name).is_file())

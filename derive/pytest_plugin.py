@@ -4,6 +4,8 @@ Enable with ``-p derive.pytest_plugin`` (or the ``pytest11`` entry point
 ``derive = "derive.pytest_plugin"``). A claim passes when it gets its expected verdict, as
 ``derive check`` decides: ``NAME = { claim = "CLAIM", expect = "refuted" }`` (proved by default).
 A claim whose name ends in ``__refuted`` is expected to be refuted too (the older spelling).
+A claim on which derive's engine failed fails with :class:`~derive.errors.InternalError`, chained
+to the engine's exception and its traceback: never a pass, never an undecided verdict.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ class ClaimItem(pytest.Item):
 
         one = Spec(**{**self.spec.__dict__, "claims": tuple(c for c in self.spec.claims if c.name == self.claim)})
         (res,) = check_spec(one).claims
+        if res.is_error:
+            from derive.errors import InternalError
+
+            raise InternalError(f"{self.claim} = {res.claim!r}: {res.reason}") from res.exception
         want = "refuted" if self.claim.endswith("__refuted") and res.expected == "proved" else res.expected
         if res.verdict != want:
             raise ClaimFailed(res, want)

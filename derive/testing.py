@@ -9,9 +9,10 @@
         assert_implements(my_softmax1, "softmax1", dtypes=("float32", "float64"))
 
 ``assert_claims`` requires every claim of the spec to be *proved* (or to have the verdict
-given in ``allow``); the pytest plugin (:mod:`derive.pytest_plugin`) does the same for every
-``*.derive.toml`` file it collects. ``assert_implements`` runs the differential check of
-``derive impl`` and fails with its report.
+given in ``allow``); a claim on which derive's engine failed is never a pass: it raises
+:class:`~derive.errors.InternalError`, chained to the engine's exception. The pytest plugin
+(:mod:`derive.pytest_plugin`) does the same for every ``*.derive.toml`` file it collects.
+``assert_implements`` runs the differential check of ``derive impl`` and fails with its report.
 """
 
 from __future__ import annotations
@@ -24,13 +25,20 @@ def assert_claims(path, *, allow: dict | None = None) -> list:
     ``expect`` (proved by default), or the verdict ``allow`` gives it.
 
     ``allow`` maps a claim name to the verdict expected instead (e.g. ``{"k_bias": "refuted"}``).
-    Returns the claim results.
+    Returns the claim results. A claim on which the engine failed (no verdict) raises
+    :class:`~derive.errors.InternalError` from the engine's exception, whatever ``allow`` says.
     """
     from derive.claims.run import check_spec
+    from derive.errors import InternalError
     from derive.spec import load_spec
     from derive.render.markup import plain_math
 
     result = check_spec(load_spec(path))
+    failed = result.errors
+    if failed:
+        lines = [f"  {c.name} = {c.claim!r}: {c.reason}" for c in failed]
+        raise InternalError(f"{path}: the engine failed on {len(failed)} claim{'' if len(failed) == 1 else 's'}:\n"
+                            + "\n".join(lines)) from failed[0].exception
     allow = dict(allow or {})
     bad = []
     for c in result.claims:

@@ -41,10 +41,25 @@ def _witness_text(w: dict | None) -> str:
             head = "the entry's parameters " if key == "parameters" else ""
             shown = SHOWN_PARAM if key == "parameters" else {}
             parts.append(head + ", ".join(assignment(shown.get(k, k), v) for k, v in w[key].items()))
-    vals = f"; values {_number(w['lhs'])} vs {_number(w['rhs'])}" if "lhs" in w else ""
+    vals = ""
+    if "lhs" in w:
+        left, right = _sides(w)
+        names = w.get("compared") or ("left side", "right side")
+        vals = f"; values {left} ({names[0]}) vs {right} ({names[1]})"
+        if w.get("enclosures"):
+            vals += f" (certified at {w['enclosures']['bits']} bits)"
     if "derivative" in w:
         vals = f"; the derivative there is exactly {_number(format(w['derivative'], 'g'))}"
     return "Counterexample: " + "; ".join(parts) + vals + (f" ({w['note']})" if w.get("note") else "") + "."
+
+
+def _sides(w: dict) -> tuple[str, str]:
+    """The two values a counterexample compares: their certified enclosures (``0.786986042162 ±
+    1e-12``) where it has them, else the exact values it states."""
+    enc = w.get("enclosures")
+    if enc:
+        return _number(enc["lhs"]), _number(enc["rhs"])
+    return _number(w["lhs"]), _number(w["rhs"])
 
 
 def _number(value) -> str:
@@ -161,7 +176,11 @@ def document() -> Document:
 
     _derivations(doc, table)
     _numeric_checks(doc, table)
+    # each refutation's counterexample as the tables print it: the instance, the entry's
+    # parameters, the two values under their names (compared) and their certified enclosures
     doc.record("table", {f"{n}/{p}": {"verdict": d.verdict.status, "value": d.value_text(), "reason": d.verdict.reason}
+                         | ({"counterexample": d.verdict.witness}
+                            if d.verdict.status == "refuted" and d.verdict.witness else {})
                          for (n, p), d in sorted(table.items())})
     return doc
 
@@ -455,12 +474,18 @@ def _witnesses(groups: list[_Group]) -> tuple[str, list, bool]:
     common = [p for p in parts[0][0] if all(p in q[0] for q in parts)]
     note = ws[0].get("note") if all(w.get("note") == ws[0].get("note") for w in ws) else ""
     own, whole = [], False
+    names = {tuple(w.get("compared") or ()) for w in ws}
+    labels = names.pop() if len(names) == 1 and () not in names else None
     for (fixed, params, values), w in zip(parts, ws):
         rest = [p for p in fixed if p not in common]
         whole = whole or bool(rest)
+        if "lhs" in w and labels is None:  # the sides named in each row
+            names = w.get("compared") or ("left side", "right side")
+            values = "{} ({}) vs {} ({})".format(_sides(w)[0], names[0], _sides(w)[1], names[1])
         own.append(("; ".join([", ".join(rest)] * bool(rest) + [params] * bool(params)),
                     values + (f" ({w['note']})" if w.get("note") and not note else "")))
     head = "Certified counterexamples" + (f", each on {', '.join(common)}" if common else "")
+    head += f"; the values are {labels[0]} vs {labels[1]}" if labels else ""
     return head + (f" ({note})" if note else "") + ":", own, whole
 
 
@@ -468,7 +493,7 @@ def _witness_parts(w: dict) -> tuple[list[str], str, str]:
     """(the instance and indices as math spans, the entry's parameters, the values found)."""
     fixed = [assignment(k, v) for key in ("instance", "indices") for k, v in (w.get(key) or {}).items()]
     params = ", ".join(assignment(SHOWN_PARAM.get(k, k), v) for k, v in (w.get("parameters") or {}).items())
-    values = f"{_number(w['lhs'])} vs {_number(w['rhs'])}" if "lhs" in w else ""
+    values = "{} vs {}".format(*_sides(w)) if "lhs" in w else ""
     if "derivative" in w:
         values = f"the derivative is exactly {_number(format(w['derivative'], 'g'))}"
     return fixed, params, values

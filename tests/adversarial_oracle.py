@@ -101,6 +101,25 @@ N = {
     "far_shift": (lambda x, y, p: _sm([v + mp.exp(-2000) for v in x]), {}),
     "far_scale": (lambda x, y, p: _sm([v * (1 + mp.exp(-1500)) for v in x]), {}),
 }
+# the normalizers of the specs added for issue 30
+N.update({
+    "ratio_form": (lambda x, y, p: [1 / (1 + sum(mp.exp(u - v) for u in x)) for v in x], {}),
+    "clipped_signed": (lambda x, y, p: [min(1, max(0, (p["z"] - p["g"]) * w + p["g"])) for w in _sm(x)],
+                       {"z": POS, "g": NEG}),
+    "singular_score_factor": (lambda x, y, p: [w * (v ** 2 - 1) / ((v - 1) * (v + 1)) for w, v in zip(_sm(x), x)], {}),
+    "empty_condition_causal": (lambda x, y, p: [mp.exp(v) / sum(mp.exp(u) for b, u in enumerate(x) if b != a)
+                                                for a, v in enumerate(x)], {}),
+    "max_cond_causal": (lambda x, y, p: [mp.exp(v - max(x[:a + 1])) for a, v in enumerate(x)], {}),
+    "softmax_other_keys": (lambda x, y, p: [mp.exp(v) / (mp.exp(v) + sum(mp.exp(u) for b, u in enumerate(x) if b != a))
+                                            for a, v in enumerate(x)], {}),
+    "softmax_earlier_keys": (lambda x, y, p: [mp.exp(v) / (mp.exp(v) + sum(mp.exp(u) for u in x[:a]))
+                                              for a, v in enumerate(x)], {}),
+    "telescoping_exp": (lambda x, y, p: [(sum(mp.exp(u) for u in x[:a + 1]) - sum(mp.exp(u) for u in x[:a]))
+                                         / sum(mp.exp(u) for u in x) for a in range(len(x))], {}),
+    "uniform_weight": (lambda x, y, p: [mp.mpf(1) / len(x) for _ in x], {}),
+    "uniform_plus_one": (lambda x, y, p: [mp.mpf(1) / (len(x) + 1) for _ in x], {}),
+    "differential_one": (lambda x, y, p: [a - b for a, b in zip(_sm(x), _sm(y))], {}),
+})
 # rows of up to 9 keys (5 for the others) for the specs whose claims turn only at 7 keys
 NMAX = {"n_threshold_high": 9, "n_threshold_window6": 9, "n_threshold_window7": 9}
 # the spec files of the corpus whose normalizer is one of the above (the others are the same
@@ -133,6 +152,9 @@ SPEC_NORMALIZER = {
     "n_threshold_window6": "n_threshold_high", "n_threshold_window7": "n_threshold_high",
     "far_shift": "far_shift", "far_scale": "far_scale", "sink_positive_user": "sink_positive",
     "sink_plus_one_user": "sink_plus_one", "softcap_nonzero_user": "softcap_nonzero",
+    **{stem: stem for stem in ("ratio_form", "clipped_signed", "singular_score_factor", "empty_condition_causal",
+                               "max_cond_causal", "softmax_other_keys", "softmax_earlier_keys", "telescoping_exp",
+                               "uniform_weight", "uniform_plus_one", "differential_one")},
 }
 # the written formulas of the equivalent_to claims whose two sides are different formulas
 WRITTEN = {

@@ -43,6 +43,12 @@ def require_module(name: str, why: str):
     return pytest.importorskip(name, reason=f"{name} is not installed: {why}")
 
 
+def jsonschema():
+    """jsonschema (a test extra), which validates the reports against their schemas: skip without
+    it locally, saying how to install it; fail without it in CI."""
+    return require_module("jsonschema", "install the test extra: pip install 'derive[test]'")
+
+
 def run_derive(*argv: str, cwd=None) -> tuple[int, str, str]:
     """``derive ARGV`` run in this process from ``cwd``: (exit code, stdout, stderr).
 

@@ -57,17 +57,21 @@ def test_no_pinned_verdict_is_wrong():
 
 # Specs that once got a wrong verdict: each is checked on every run.
 REGRESSIONS = {
-    # can_abstain proved: SymPy took lim_{Z→0⁺} Z/(Z + a²) = 0, true only for a ≠ 0 (a = 0 is softmax)
-    "sign_aa_any": {"abst": "undecided", "sum1": "refuted", "shift": "refuted"},
-    # can_abstain proved: the uniform path's limit e^{−τ}/(N e^{−τ} + 1 − min(N − 1, 1)) → 0 holds for N = 1 only
-    "n1_trap": {"abst": "undecided", "sum1": "refuted", "shift": "refuted"},
-    # weights_sum_to_one refuted on a row of two keys, which causal_window(1) never makes
-    "nm1_one_key": {"sum1": "undecided"},
+    # can_abstain proved: SymPy took lim_{Z→0⁺} Z/(Z + a²) = 0, true only for a ≠ 0 (a = 0 is softmax);
+    # now refuted by that instance: at a = 0 a row's weights sum to 1
+    "sign_aa_any": {"abst": "refuted", "sum1": "refuted", "shift": "refuted"},
+    # can_abstain proved: the uniform path's limit e^{−τ}/(N e^{−τ} + 1 − min(N − 1, 1)) → 0 holds for N = 1 only;
+    # now refuted by a row of 2 keys, whose weights sum to 1
+    "n1_trap": {"abst": "refuted", "sum1": "refuted", "shift": "refuted"},
+    # weights_sum_to_one refuted on a row of two keys, which causal_window(1) never makes; now proved
+    # on the rows of one key the mask makes
+    "nm1_one_key": {"sum1": "proved"},
     # … and still refuted, on a row of the mask, where the mask does make such a row
     "nm1_causal": {"sum1": "refuted", "kb": "refuted"},
-    # weights_sum_to_one refuted on a row where n ≠ i, or a key after i: under causal n = i and t ≤ i
-    "n_over_i_causal": {"sum1": "undecided"},
-    "upto_i_causal": {"sum1": "undecided"},
+    # weights_sum_to_one refuted on a row where n ≠ i, or a key after i: under causal n = i and t ≤ i;
+    # now proved on the rows of causal (keys 1..i)
+    "n_over_i_causal": {"sum1": "proved"},
+    "upto_i_causal": {"sum1": "proved"},
     # equivalent_to refuted: s declared scalar here and scalar positive there were two parameters,
     # drawn apart (s = 0 on one side, 1 on the other); matched by name they are one
     "sink_any": {"pos": "proved", "off": "refuted"},
@@ -148,7 +152,8 @@ BAD_WEIGHTS = [
      "the condition compares t with an index expression (i, j, n, integers), e.g. t > j"),
     ("exp(x_j) / sum_t(exp(x_t), t > q)", 32, "'q' in a condition: compare t with i, j, n and integers only"),
     ("exp(1e401 * x_j)", 5, "number 1e401 is too large or too small (limit 1e±400)"),
-    ("1/0", 1, "the weight does not involve the scores: use x_j (key j) or x_t (in a reduction)"),
+    ("1/0", 1, "the weight has no real value on any of 8 sample rows (a division by zero, or a log or sqrt "
+               "of a negative number, whatever the scores)"),
     ("x_j / (n - n)", 1, "the weight has no real value on any of 8 sample rows (a division by zero, or a log or sqrt "
                          "of a negative number, whatever the scores)"),
     ("log(relu(x_j) - relu(x_j))", 1, "the weight has no real value on any of 8 sample rows (a division by zero, or a "

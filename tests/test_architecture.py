@@ -121,7 +121,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 FLOORS = (
     # no derive imports but among themselves: errors, settings, paths, the lazy re-exports, the
     # sandbox for user code, the wall-clock guard and the bibliography (data)
-    ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.paths", "derive.settings", "derive.shared",
+    ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.routes", "derive.paths", "derive.settings",
+                    "derive.shared",
                     "derive.floats", "derive.progress", "derive.sandbox", "derive.prove.timeout",
                     "derive.document.references")),
     ("model", ("derive.model",)),  # the row, the mask, vectors
@@ -247,7 +248,7 @@ def test_the_imports_by_a_computed_name_are_these():
         "derive.build": "PRELOAD, modules imported before forking the documents' processes (catalogues floor)",
         "derive.impl.run.worker": "the user's implementation, in the child process",
         "derive.claims.provers": "a claim kind's prover, named in its record as derive.claims.provers:NAME "
-                                 "or derive.claims.modifiers:NAME (the claims floor)",
+                                 "or derive.claims.modifiers:NAME or derive.claims.distance:NAME (the claims floor)",
     }
     found = {m for m, p in _modules().items() if "import_module(" in p.read_text(encoding="utf-8")}
     assert found == set(known)

@@ -73,12 +73,12 @@ def test_only_changes_are_reported(checked, repo):
     v, w, n = doc["specs"]
     assert [(c["name"], c["status"], c["old"], c["new"]) for c in v["changes"]] == [
         ("flips", "refuted", "proved", "refuted"), ("fixed", "fixed", "refuted", "proved")]
-    assert v["at_ref"] == "present" and v["unchanged"] == {"claims": 1, "proved": 1, "refuted": 0, "undecided": 0}
+    assert v["at_ref"] == "present" and v["unchanged"] == {"claims": 1, "proved": 1, "refuted": 0, "undecided": 0, "error": 0}
     assert v["changes"][0]["counterexample"]["d"] >= 1
     assert w["changes"] == [] and w["at_ref"] == "present"
     assert n["at_ref"] == "absent" and [c["status"] for c in n["changes"]] == ["proved"]
-    assert doc["unchanged"] == {"claims": 2, "proved": 2, "refuted": 0, "undecided": 0}
-    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0}
+    assert doc["unchanged"] == {"claims": 2, "proved": 2, "refuted": 0, "undecided": 0, "error": 0}
+    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0}
 
 
 def test_unchanged_text_is_not_proved_again(checked, repo):

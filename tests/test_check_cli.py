@@ -55,7 +55,8 @@ def test_deterministic(outputs):
 def test_json_schema(outputs):
     doc = json.loads(outputs["json"][1])
     assert set(doc) == {"version", "schema", "counts", "not_as_expected", "specs"}
-    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0}
+    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0}
+    assert doc["not_as_expected"] == 1  # k_bias_redundant expects proved (the default) and is refuted
     (spec,) = doc["specs"]
     assert {"file", "name", "counts", "claims"} <= set(spec)
     assert spec["counts"] == doc["counts"]
@@ -77,10 +78,10 @@ def test_json_schema(outputs):
 
 def validate_report(doc: dict) -> None:
     """``doc`` against the JSON Schema of the report (tests/check-report-schema.json, docs/spec.md)."""
-    import jsonschema
+    from tests.conftest import jsonschema
 
     schema = json.loads((ROOT / "tests" / "check-report-schema.json").read_text(encoding="utf-8"))
-    cls = jsonschema.validators.validator_for(schema)
+    cls = jsonschema().validators.validator_for(schema)
     cls.check_schema(schema)
     errors = sorted(cls(schema).iter_errors(doc), key=str)
     assert not errors, [e.message for e in errors[:5]]
@@ -125,7 +126,7 @@ def test_diff(tmp_path, capsys):
     new.write_text('name = "v2"\nscore = "dot(rope(q + b_q, i), rope(k + b_k, j))"\n' + body)
     assert main(["diff", str(old), str(new), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["counts"]["new"] == {"claims": 2, "proved": 1, "refuted": 1, "undecided": 0}
+    assert doc["counts"]["new"] == {"claims": 2, "proved": 1, "refuted": 1, "undecided": 0, "error": 0}
     assert doc["counts"]["old"]["refuted"] == 0
     rows = {r["name"]: r for r in doc["claims"]}
     assert rows["k"]["old"] == "proved" and rows["k"]["new"] == "refuted" and rows["k"]["changed"]

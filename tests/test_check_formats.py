@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 from derive.claims.result import ClaimResult
 from derive.claims.run import SpecResult, summary_line
 from derive.cli import main
@@ -18,6 +17,7 @@ from derive.spec.claim_kinds import KINDS
 from derive.report.sarif import to_sarif
 from derive.spec import parse_spec
 from derive.spec.load import CLAIM_ARGS
+from tests.conftest import jsonschema
 
 RULES = [k.name for k in KINDS]
 
@@ -37,7 +37,7 @@ b = "vector"
 
 def _validate(text: str) -> dict:
     doc = json.loads(text)
-    cls = jsonschema.validators.validator_for(SCHEMA)
+    cls = jsonschema().validators.validator_for(SCHEMA)
     cls.check_schema(SCHEMA)
     errors = sorted(cls(SCHEMA, format_checker=cls.FORMAT_CHECKER).iter_errors(doc), key=str)
     assert not errors, [e.message for e in errors[:5]]

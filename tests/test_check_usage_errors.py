@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from derive.cli import main
+from tests.conftest import jsonschema
 
 SCHEMA = json.loads((Path(__file__).parent / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
@@ -26,7 +26,7 @@ def test_a_bad_option_value_is_an_annotation_with_format_github(spec, capsys):
     assert main(["check", spec, "--format", "github", "--time-limit", "abc"]) == 2
     out, err = capsys.readouterr()
     assert out == "::error title=derive%3A bad input::derive check: argument --time-limit: invalid float value: 'abc'\n"
-    assert err.endswith("derive check: error: argument --time-limit: invalid float value: 'abc'\n")
+    assert err.startswith("usage: derive check ") and "error" not in err  # the annotation says it, once
     assert "usage: derive check" in err
 
 
@@ -35,7 +35,7 @@ def test_an_unknown_option_is_a_sarif_notification_and_a_summary(spec, tmp_path,
     assert main(["check", spec, "--format=sarif", "--summary", str(summary), "--bogus"]) == 2
     out, err = capsys.readouterr()
     log = json.loads(out)
-    jsonschema.validate(log, SCHEMA)
+    jsonschema().validate(log, SCHEMA)
     (inv,) = log["runs"][0]["invocations"]
     assert inv["executionSuccessful"] is False
     assert [n["message"]["text"] for n in inv["toolExecutionNotifications"]] == [

@@ -183,7 +183,9 @@ def test_hooks_manifest_is_valid():
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
     assert set(hooks) == {"derive-check", "derive-docs"}
     assert re.search(hooks["derive-check"]["files"], "specs/x.derive.toml")
-    assert not re.search(hooks["derive-check"]["files"], "pyproject.toml")
+    assert re.search(hooks["derive-check"]["files"], "specs/mods.py")  # a file a spec reads
+    assert not re.search(hooks["derive-check"]["files"], "README.md")
+    assert hooks["derive-check"]["entry"] == "derive check --changed"
     assert hooks["derive-docs"]["pass_filenames"] is False
     config = _readme_block("# .pre-commit-config.yaml")
     assert [h["id"] for h in yaml.safe_load(config)["repos"][0]["hooks"]] == ["derive-check", "derive-docs"]
@@ -268,3 +270,28 @@ def test_build_check_outside_a_repository_checks_derives_own_documents(tmp_path)
     proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False, env=_env())
     assert proc.returncode == 0, proc.stderr
     assert "6 documents" in proc.stderr and "nothing to check" not in proc.stderr
+
+
+def test_the_workflow_and_the_hook_run_on_every_kind_of_file_a_spec_reads(tmp_path):
+    """A pull request or a commit that touches only a file a spec reads (the other spec of an
+    equivalent_to, a score_mod module, a module it imports) runs the check: the README
+    workflow's paths and the hook's files take every file derive.spec.inputs returns."""
+    from fnmatch import fnmatch
+
+    from derive.spec.inputs import inputs
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "alibi.py").write_text("import helper\n", encoding="utf-8")
+    (tmp_path / "mods" / "helper.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "hand.toml").write_text('name = "h"\nscore = "dot(q, k)"\n', encoding="utf-8")
+    spec = tmp_path / "s.derive.toml"
+    spec.write_text('name = "s"\nscore_mod = "mods/alibi.py:f"\n[claims]\ne = \'equivalent_to("hand.toml")\'\n',
+                    encoding="utf-8")
+    read = [p.relative_to(tmp_path).as_posix() for p in (spec, *inputs(spec))]
+    assert read == ["s.derive.toml", "mods/alibi.py", "mods/helper.py", "hand.toml"]
+    paths = yaml.safe_load(_readme_block("# .github/workflows/derive.yml"))[True]["pull_request"]["paths"]
+    (hook,) = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+               if h["id"] == "derive-check"]
+    for name in read:
+        assert any(fnmatch(name, p) or fnmatch(name, p.removeprefix("**/")) for p in paths), name
+        assert re.search(hook["files"], name), name

@@ -119,3 +119,20 @@ def test_formula_weights_agree_with_the_oracle_and_the_exact_reference(text):
             with mpmath.workdps(80):
                 mid = mpmath.mpf(ball.mid().str(75, radius=False))
                 assert abs(mid - exact[k - 1]) <= float(ball.rad()) + 1e-40 * (1 + abs(mid)), (text, row, k, ball)
+
+
+def test_document_ids_have_no_entry_past_either_end_of_the_sequence():
+    """A label vector (document ids) is read only inside the drawn sequence: past its end numpy
+    would raise, before its start it would wrap around to the last position; both are no value
+    of the instance (it certifies nothing), never another position's id."""
+    import numpy as np
+
+    from derive.crosscheck.compiled import _entry
+    from derive.errors import Unsupported
+
+    labels = np.array([0.0, 3.0, 4.0])
+    assert _entry(labels, (2,), "ids", True) == 4.0
+    for k in (3, -1):
+        with pytest.raises(Unsupported, match=f"no entry at position \\({k},\\)"):
+            _entry(labels, (k,), "ids", True)
+    assert _entry(labels, (-1,), "T", False) == 4.0  # another table keeps numpy's indexing

@@ -369,11 +369,23 @@ def test_a_three_index_table_is_an_opaque_function_and_its_lookup_reads_the_real
 
 
 def test_a_function_used_as_document_ids_and_in_the_score_gets_no_inconsistent_counterexample():
-    """The score's ids(j) would be a drawn polynomial and the mask's ids a drawn label vector:
-    two different functions for one name, so no instance of both is searched."""
+    """The score's ids(j) and the mask's ids are one function: both read the one drawn label
+    vector (a polynomial for the score and labels for the mask would be two functions for one
+    name), so the counterexample lists the ids once and no function stand-in for them."""
     from derive.claims.run import check_spec
 
     spec = parse_spec('name = "x"\nscore = "dot(q, k) / sqrt(d) + ids(j)"\nmask = "document(ids)"\n'
                       '[symbols]\nids = "function"\n[claims]\nc = "equivalent(\'dot(q, k) / sqrt(d)\')"\n')
     (res,) = check_spec(spec).claims
-    assert (res.verdict, res.reason) == ("undecided", "no proof and no counterexample were found")
+    ce = res.counterexample
+    assert res.verdict == "refuted" and ce["functions"] is None and len(ce["values"]["ids"]) == ce["n"]
+    # replayed by hand: row i, the keys with the query's id, the score plus ids of the key's position j
+    import math
+
+    ids, i = ce["values"]["ids"], ce["indices"]["i"]
+    keys = [k for k in range(1, ce["n"] + 1) if ids[k - 1] == ids[i - 1]]
+    scores = {k: ids[k] if k < len(ids) else None for k in keys}
+    assert None not in scores.values()
+    total = sum(math.exp(s) for s in scores.values())
+    assert abs(math.exp(scores[ce["indices"]["j"]]) / total - ce["original"]) < 1e-5
+    assert abs(1 / len(keys) - ce["changed"]) < 1e-5

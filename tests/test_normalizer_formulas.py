@@ -101,11 +101,21 @@ HEAD = 'name = "a"\nscore = "dot(q, k)"\n[normalizer]\n'
     ("prod_t(x_t, t > k)", "f.toml: key 'normalizer.weight', column 17: 'k' in a condition"),
     ("sum_t(max_t(x_t))", "f.toml: key 'normalizer.weight', column 7: max_t inside sum_t"),
     ("exp(y_j)", "f.toml: key 'normalizer.weight', column 5: y_j is a score of the second row: give score2"),
-    ("2 * eps", "f.toml: key 'normalizer.weight', column 1: the weight does not involve the scores"),
+    ("1 / (n - n)", "f.toml: key 'normalizer.weight', column 1: the weight has no real value on any of 8 sample rows"),
 ])
 def test_a_bad_weight_is_an_error_with_file_key_and_column(weight, message):
     text = HEAD + f'weight = "{weight}"\n[symbols]\neps = "scalar positive"\n'
     assert _error(text).startswith(message)
+
+
+@pytest.mark.parametrize("weight", ["1 / n", "2 * eps", "exp(0 * x_j) / sum_t(exp(0 * x_t))"])
+def test_a_weight_free_of_the_scores_is_a_normalizer(weight):
+    """A constant weight (1/n: every allowed key the same weight) is a normalizer like any other,
+    as exp(0*x_j)/sum_t(exp(0*x_t)), which is 1/n too, always was."""
+    from derive.spec.load import parse_spec
+
+    spec = parse_spec(HEAD + f'weight = "{weight}"\n[symbols]\neps = "scalar positive"\n', "f.toml")
+    assert spec.normalizer
 
 
 def test_a_bad_normalizer_table_is_an_error():

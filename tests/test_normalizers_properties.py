@@ -61,8 +61,8 @@ NEW = {
     "ssmax": "PPPURPURRUUUPP",
     # σ(x - log N): elementwise in x, the bias depends on the row
     "sigmoid_logn": "RURUPPUURPRPRP",
-    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1
-    "stick_breaking": "RURUUUUURUUURP",
+    # σ(x_j)·Π_{t>j}(1 - σ(x_t)): the mass is 1 - Π(1 - σ) < 1; each weight is at most σ(x_j), so it abstains
+    "stick_breaking": "RURUPUUURUUURP",
     # ReLU(x)/N: 0 on every negative score, independent of the other scores
     "relu_n": "RURUPPUURRRRRP",
 }
@@ -178,9 +178,11 @@ def test_shift_counterexamples_recomputed_independently(table, name):
     with mpmath.workdps(50):
         shifted = float(ref([v + inst["c"] for v in row], mask, **params)[idx["j"] - 1])
         plain = float(ref(row, mask, **params)[idx["j"] - 1])
-    assert _within(shifted, w["enclosures"]["lhs"])
-    assert _within(plain, w["enclosures"]["rhs"])
-    assert shifted == pytest.approx(w["lhs"], rel=1e-5)
+    # the first side is the weight as it is, the second the weight after the shift: as labelled
+    assert w["compared"] == ["p_ij", "p_ij with c added to every score"]
+    assert _within(plain, w["enclosures"]["lhs"])
+    assert _within(shifted, w["enclosures"]["rhs"])
+    assert plain == pytest.approx(w["lhs"], rel=1e-5) and shifted == pytest.approx(w["rhs"], rel=1e-5)
     assert abs(shifted - plain) > 1e-3
 
 

@@ -124,8 +124,8 @@ def test_check_on_random_specs(src, norm, claim):
     t0 = time.time()
     res = check_spec(spec, DEFAULT_CHECK.merge(time_limit=1.0, witness_examples=50, examples=5))
     assert time.time() - t0 < 4 * 1.0 + 10
-    assert all(c.verdict in ("proved", "refuted", "undecided") for c in res.claims)
-    assert not any("engine failed" in c.reason for c in res.claims), [c.reason for c in res.claims]
+    assert all(c.verdict in ("proved", "refuted", "undecided") for c in res.claims), \
+        [c.reason for c in res.claims if c.is_error]
 
 
 @pytest.mark.slow

@@ -128,14 +128,17 @@ def test_a_name_the_variant_does_not_read_is_undecided_with_that_reason():
 
 
 def test_a_substitution_that_misses_a_part_is_never_a_proof(monkeypatch):
-    """A replacement that changes nothing (as a second, unseen path would) gives "undecided"."""
+    """A replacement that changes nothing although the variant involves the name (as a second,
+    unseen path would) is an engine fault: the error outcome, never a proof."""
     import derive.claims.substitute as sub
 
     monkeypatch.setattr(sub, "substitution", lambda spec, name, to: (lambda e: e))
     spec = parse_spec('name = "b"\nscore = "dot(q, k + b_k)"\n[symbols]\nb_k = "vector"\n[claims]\n'
                       'a = "invariant(b_k)"\nb = "output_invariant(k)"\n', "b.toml")
-    for verdict, reason in _verdicts(spec).values():
-        assert verdict == "undecided" and "replacing it changed no part of the variant" in reason
+    for name, (verdict, reason) in zip("ab", _verdicts(spec).values()):
+        assert verdict == "error", reason
+        assert reason.startswith(f"internal error: RuntimeError: replacing {'b_k' if name == 'a' else 'k'} changed "
+                                 "no part of the variant, although a part involves it (at derive/claims/provers.py:")
 
 
 def test_the_cross_check_of_a_proof_compares_the_original_with_the_changed_variant(monkeypatch):

@@ -39,8 +39,10 @@ PINNED = {
     "zero_over_score": {name: ("undecided", _why("x_j = 0", "0/x_j")) for name in ("shift", "sum1", "kb", "dep")},
     "zero_log": {name: ("undecided", _why("x_j ≤ 0", "log(x_j)")) for name in ("shift", "sum1", "eq")},
     "ratio_in_sum": {name: ("undecided", _why("x_t = 0", "x_t/x_t")) for name in ("shift", "sum1")},
+    # abstention is refuted where the weight has a value: p = 1 (p² softmax sums to 1 there)
     "power_of_log": {"shift": ("undecided", _why("p ≤ 0", "log(p)")),
-                     "abst": ("undecided", _why("p ≤ 0", "log(p)"))},
+                     "abst": ("refuted", "with p = 1, the weights of a row of 1 allowed key sum to 1 for every score "
+                                         "(proved), so they cannot all tend to 0")},
     "power_of_log_positive": {"shift": ("proved", "adding one constant to every score of a row leaves its weights "
                                                   "unchanged: the difference reduces to 0")},
     "softpick_total": {"kb": ("refuted", None), "sum1": ("refuted", None),
@@ -92,14 +94,17 @@ DROPPED = [
      [("max_t(x_t, t > j)", "the reduction max_t(x_t, t > j) has no term")]),
     ("x_j**-2 * x_j**3", {}, [("x_j**-2", "x_j = 0")]),
     # the reading keeps 1/x_t only in a sum over t > j: at the last key it has a value where x_1 = 0
-    ("exp(x_j) / sum_t(exp(x_t)/x_t, t > j) + sum_t(0/x_t)", {}, [("0/x_t", "x_t = 0")]),
+    # (and the sum over t > j has no term at the row's last key: e^x_j/0, whatever the scores)
+    ("exp(x_j) / sum_t(exp(x_t)/x_t, t > j) + sum_t(0/x_t)", {},
+     [("exp(x_j)/sum_t(exp(x_t)/x_t, t > j)",
+       "the reduction sum_t(exp(x_t)/x_t, t > j) has no term (a row where no allowed key t has t > j)"),
+      ("0/x_t", "x_t = 0")]),
     # kept by the reading: it has no value there either
     ("exp(2*log(p)) * exp(x_j) / sum_t(exp(x_t))", {"p": {"positive": True}}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) - 1)", {}, []),
     ("exp(x_j - max_t(x_t)) / (sum_t(exp(x_t)) * exp(-max_t(x_t)))", {}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) + a - abs(a))", {"a": {}}, []),
     ("relu(exp(x_j) - 1) / sum_t(abs(exp(x_t) - 1))", {}, []),
-    ("exp(x_j) / sum_t(exp(x_t), t <= i)", {}, []),
     ("1/(2*x_j)", {}, []),
     ("exp(x_j) + sum_t(x_t/x_j, t > j)", {}, []),  # both have a value at the last key, whatever x_j
     ("log(x_j) + sqrt(x_j)", {}, []),
@@ -118,12 +123,33 @@ DROPPED = [
     ("exp(x_j) / (log(j) * sum_t(exp(x_t)))", {}, [("exp(x_j)/(log(j)*sum_t(exp(x_t)))", "log(j) = 0")]),
     ("exp(x_j / a) / sum_t(exp(x_t / a))", {"a": {}}, [("x_j/a", "a = 0"), ("x_t/a", "a = 0")]),
     ("exp(x_j) * sqrt(n - 2) / sum_t(exp(x_t))", {}, [("sqrt(n - 2)", "n - 2 < 0")]),
+    # kept by the reading, but a reduction over a condition is 0 on a row where no allowed key meets
+    # it (a row of one key for t != j; every row whose allowed keys all come after i for t <= i)
+    ("exp(x_j) / sum_t(exp(x_t), t <= i)", {},
+     [("exp(x_j)/sum_t(exp(x_t), t <= i)",
+       "the reduction sum_t(exp(x_t), t <= i) has no term (a row where no allowed key t has t <= i)")]),
+    ("exp(x_j) / sum_t(exp(x_t), t != j)", {},
+     [("exp(x_j)/sum_t(exp(x_t), t != j)",
+       "the reduction sum_t(exp(x_t), t != j) has no term (a row where no allowed key t has t != j)")]),
+    # kept by the reading, but a proof cancels a factor that depends on the scores: no value at x_j = ±1
+    ("exp(x_j)*(x_j**2 - 1)/((x_j - 1)*(x_j + 1))/sum_t(exp(x_t))", {},
+     [("…/((x_j - 1)*(x_j + 1))", "x_j - 1 = 0, at x_j = 1; or x_j + 1 = 0, at x_j = -1")]),
+    ("(exp(2*x_j) - 1) / (exp(x_j) - 1) / sum_t(exp(x_t))", {},
+     [("(exp(2*x_j) - 1)/(exp(x_j) - 1)", "exp(x_j) - 1 = 0, at x_j = 0")]),
+    ("x_j / x_j**2 * exp(x_j) / sum_t(exp(x_t))", {}, [("x_j/x_j**2", "x_j = 0, at x_j = 0")]),
     # … and not when the factor is certainly in its domain, or the operand as a whole has a value
     ("exp(x_j / a) / sum_t(exp(x_t / a))", {"a": {"nonzero": True}}, []),
     ("exp(x_j) * sqrt(n - 1) / (n + 1) / sum_t(exp(x_t))", {}, []),
     ("exp(x_j) / (sum_t(exp(x_t)) + (n - 1) * (n - 2))", {}, []),
     ("exp(x_j) / (exp(x_j) + n - 1)", {}, []),
     ("exp(x_j) * log(j) / (i + j) / sum_t(exp(x_t))", {}, []),
+    # a factor of the scores that is never 0, or whose zeros are poles (a positive numerator), or
+    # that the numerator cannot cancel (no score in common): the reading keeps its domain
+    ("x_j**2 * exp(x_j) / ((1 + x_j**2) * sum_t(exp(x_t)))", {}, []),
+    ("exp(x_j) / (sum_t(exp(x_t)) - 1)", {}, []),
+    ("exp(x_j) / (exp(x_j) - 1)", {}, []),
+    ("exp(x_j) / (exp(x_j) + sum_t(exp(x_t), t != j))", {}, []),
+    ("exp(x_j) / sum_t(exp(x_t), t <= j)", {}, []),
 ]
 
 

@@ -20,7 +20,7 @@ def _check_one(path):
     from derive.spec import load_spec
 
     spec = load_spec(path)
-    return check_spec(spec, file=f"derive/atlas/{os.path.basename(path)}")
+    return check_spec(spec, file=f"derive/atlas/{os.path.basename(path)}").raise_errors()
 
 
 def check_atlas() -> list:

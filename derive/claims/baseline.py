@@ -15,33 +15,34 @@ Each claim's change gets a status:
 * ``proved`` — proved now, undecided or absent before;
 * ``changed`` — refuted before, undecided now, or the verdict is the same but the claim no longer
   meets its expectation (``expect``);
+* ``regressed`` — proved now, but the claim no longer meets its expectation (a claim with
+  ``expect = "refuted"`` that flips to proved): never ``fixed`` or ``proved``;
+* ``error`` — the engine failed on the claim now (no verdict: listed on every run, exit 3);
 * ``removed`` — the claim is gone (also every claim of a spec deleted since REF).
 
 A change fails the check when the claim's verdict now is not the one it expects (see
-:meth:`Baseline.failing`).
+:meth:`Baseline.failing`). An engine error at REF only counts as no verdict there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from derive.spec.claim_kinds import CLAIM_ARGS
 from derive.errors import InputError
 from derive.claims.counts import count_verdicts
 from derive.paths import repo_path, repo_root
+from derive.spec.inputs import inputs
 
-__all__ = ["Baseline", "SpecChanges", "check_against", "classify", "compare", "dependencies"]
+__all__ = ["Baseline", "SpecChanges", "check_against", "classify", "compare"]
 
-PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
-ORDER = (REFUTED, UNDECIDED, "changed", "fixed", PROVED, "removed")
-_REF_CLAIM = re.compile(r"\s*([A-Za-z_]\w*)\s*\(\s*([\"'])(.*)\2\s*\)\s*\Z", re.DOTALL)
+PROVED, REFUTED, UNDECIDED, ERROR = "proved", "refuted", "undecided", "error"
+ORDER = (ERROR, REFUTED, "regressed", UNDECIDED, "changed", "fixed", PROVED, "removed")
 
 
 def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -51,15 +52,17 @@ def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.C
         raise InputError("--baseline needs git, which is not installed") from None
 
 
-def verify_ref(ref: str, file: str) -> Path:
-    """The repository root of ``file``; exit 2 (InputError) unless ``ref`` names a commit of it."""
+def verify_ref(ref: str, file: str | None) -> Path:
+    """The repository root of ``file`` (None: of the working directory); exit 2 (InputError)
+    unless ``ref`` names a commit of it."""
     if not ref or ref.startswith("-"):
         raise InputError(f"--baseline: {ref!r} is not a git revision")
-    root = repo_root(file)
+    where = file if file is not None else "the working directory"
+    root = repo_root(file if file is not None else Path.cwd() / "-")
     if root is None:
-        raise InputError(f"--baseline: {file} is not in a git repository")
+        raise InputError(f"--baseline: {where} is not in a git repository")
     if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root).returncode != 0:
-        raise InputError(f"--baseline: unknown revision {ref!r} (in the repository of {file})")
+        raise InputError(f"--baseline: unknown revision {ref!r} (in the repository of {where})")
     return root
 
 
@@ -78,7 +81,10 @@ def compare(old, new) -> list[dict]:
 
 def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool = True) -> str | None:
     """The status of a claim whose verdict went from ``old`` to ``new`` (None: no change);
-    ``was_ok``/``is_ok``: whether it met its expectation before and now."""
+    ``was_ok``/``is_ok``: whether it met its expectation before and now. A claim proved now
+    that misses its expectation is ``regressed``, whatever it was before."""
+    if new == ERROR:
+        return ERROR
     if old == new:
         return "changed" if new is not None and was_ok and not is_ok else None
     if new is None:
@@ -87,62 +93,9 @@ def classify(old: str | None, new: str | None, was_ok: bool = True, is_ok: bool 
         return REFUTED
     if new == UNDECIDED:
         return "changed" if old == REFUTED else UNDECIDED
+    if not is_ok:
+        return "regressed"
     return "fixed" if old == REFUTED else PROVED
-
-
-def dependencies(path: Path, seen: set | None = None) -> list[Path]:
-    """Every file the spec at ``path`` refers to, transitively: the other specs of its claims
-    (``equivalent_to``, ``mask_equivalent``), the Python files of its modifiers and the local
-    modules those import."""
-    seen = set() if seen is None else seen
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return []
-    refs = [data[k] for k in ("score_mod", "mask_mod") if isinstance(data.get(k), str)]
-    claims = data.get("claims") if isinstance(data.get("claims"), dict) else {}
-    for value in claims.values():
-        text = value.get("claim") if isinstance(value, dict) else value
-        m = _REF_CLAIM.match(text) if isinstance(text, str) else None
-        if m and CLAIM_ARGS.get(m.group(1)) == "file":
-            refs.append(m.group(3).strip())
-    out = []
-    for ref in refs:
-        name = ref if ref.endswith(".toml") else ref.partition(":")[0]
-        dep = (path.parent / name).resolve()
-        if dep in seen:
-            continue
-        seen.add(dep)
-        out.append(dep)
-        if dep.suffix == ".toml":
-            out += dependencies(dep, seen)
-        elif dep.suffix == ".py":
-            out += _local_imports(dep, dep.parent, seen)
-    return out
-
-
-def _local_imports(module: Path, top: Path, seen: set) -> list[Path]:
-    """The Python files beside a modifier that it imports, transitively (its directory comes
-    first on the tracer's sys.path): ``import helper`` → ``helper.py`` or the ``helper`` package."""
-    import ast
-
-    try:
-        tree = ast.parse(module.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module}
-    out = []
-    for name in sorted(names):
-        first = top / name.split(".")[0]
-        files = [first.with_suffix(".py")] if first.with_suffix(".py").is_file() else \
-            sorted(first.rglob("*.py")) if first.is_dir() else []
-        for f in files:
-            f = f.resolve()
-            if f not in seen:
-                seen.add(f)
-                out += [f, *_local_imports(f, top, seen)]
-    return out
 
 
 def cache_key(path: Path) -> str:
@@ -151,7 +104,7 @@ def cache_key(path: Path) -> str:
     a renamed spec with the same inputs is not proved again)."""
     h = hashlib.sha256()
     path = path.resolve()
-    for p in (path, *dependencies(path)):
+    for p in (path, *inputs(path)):
         rel = os.path.relpath(p, path.parent) if p != path else ""
         try:
             content = p.read_bytes()
@@ -188,7 +141,7 @@ class Baseline:
 
     def failing(self, fail_on: str) -> bool:
         """A changed claim whose verdict now is not the expected one (an undecided one only with
-        ``--fail-on undecided``)."""
+        ``--fail-on undecided``; an engine error always)."""
         return any(c["fails"] and (c["new"] != UNDECIDED or fail_on == UNDECIDED)
                    for s in self.specs for c in s.changes)
 
@@ -213,7 +166,8 @@ def _changes(old, new) -> tuple[list[dict], dict]:
         rows.append({"name": row["name"], "claim": row["claim"], "status": status, "old": row["old"],
                      "new": row["new"], "expected": c.expected if c else None,
                      "fails": bool(c is not None and not c.as_expected), "reason": row["reason"],
-                     "counterexample": c.counterexample if c is not None else None})
+                     "counterexample": c.counterexample if c is not None else None,
+                     "error": c.error if c is not None else None})
     rows.sort(key=lambda r: ORDER.index(r["status"]))  # stable: file order within a status
     return rows, count_verdicts(same)
 
@@ -305,7 +259,8 @@ def check_against(ref: str, files: list[str], cfg) -> tuple[list, Baseline]:
 
     specs = load_specs(files)
     roots = [verify_ref(ref, f) for f in files]
-    snapshots = {r: _Snapshot(r, ref) for r in dict.fromkeys(roots)}
+    # no FILE (every spec deleted, say): the specs deleted since REF in the working directory's repository
+    snapshots = {r: _Snapshot(r, ref) for r in dict.fromkeys(roots or [verify_ref(ref, None)])}
     cache: dict = {}
     try:
         results = [_check(Path(f), f, cfg, cache, spec) for f, spec in zip(files, specs)]

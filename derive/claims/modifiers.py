@@ -25,43 +25,26 @@ import sympy as sp
 
 from derive.claims import show
 from derive.claims.core import expand, expanded_by, settle, two_keys
-from derive.claims.numeric import concrete_mask, interpretations
+from derive.claims.numeric import concrete_mask, ids_as_labels
 from derive.claims.result import Outcome, step
 from derive.crosscheck.witness import find_witness, witness_at
 from derive.errors import InputError
 from derive.model.masks import Mask, Undecidable, decide_same_keys, indicator, labelled, mask_side
-from derive.flex.spec import data_of, plain_score
-from derive.flex.tree import SCORE
+from derive.flex.spec import data_of
 from derive.model.tables import PerHead, concrete_data
 from derive.model.attention import i, j
-from derive.model.vectors import expand_dot
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.routes import sympy_gave_up
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 
-__all__ = ["decide_masks", "decreasing_in_distance", "equivalent_to", "mask_equivalent", "modifier", "row_constant",
+__all__ = ["decide_masks", "equivalent_to", "mask_equivalent", "row_constant",
            "same_mask"]
-
-E = sp.Symbol("e", nonnegative=True)  # the distance |i − j| as a real variable
-
 
 def _cond(mask):
     cond = getattr(mask, "condition", False)
     if cond is False:  # a plain string from an older caller
         return None if mask == "none" else j <= i
     return cond
-
-
-def modifier(spec, variant) -> sp.Expr | None:
-    """The score as a function of s = ⟨q_i, k_j⟩/√d, i, j (and parameters), or None when the
-    score involves the key's vector otherwise (then distance alone does not fix it)."""
-    if spec.flex is not None and spec.flex.score is not None:
-        return spec.flex.score.expr
-    dot = plain_score()
-    score = sp.expand(expand_dot(variant.score()))
-    f = sp.expand(score.subs(dot, SCORE))
-    if any(getattr(a, "base", None) is not None for a in f.atoms(sp.Indexed)):
-        return None
-    return f
 
 
 def _heads(spec) -> int:
@@ -84,80 +67,6 @@ def _allowed(mask, key, data: dict | None = None) -> sp.Expr:
     ind = indicator(_cond(mask), i, key)
     data = data or getattr(mask, "data", None)
     return labelled(concrete_data(ind, data, 0) if data else ind)
-
-
-def decreasing_in_distance(ctx, claim) -> Outcome:
-    spec = ctx.spec
-    f = modifier(spec, ctx.base)
-    if f is None:
-        return Outcome(UNDECIDED, "the score involves the keys' vectors beyond ⟨q_i, k_j⟩/√d, so the distance "
-                                  "alone does not fix it")
-    mask = spec.mask
-    side = mask_side(mask)
-    steps = [step("the score as a function of s = ⟨q_i, k_j⟩/√d, i and j", show.latex(f))]
-    proved, why = _monotone(f, side, steps)
-    if proved:
-        return Outcome(PROVED, why, steps)
-    wit = _violation(f, mask, _data(spec), _heads(spec), ctx.cfg)
-    if wit is not None:
-        return Outcome(REFUTED, "a farther allowed key gets a larger score", steps, witness=wit)
-    return Outcome(UNDECIDED, f"no proof ({why}) and no counterexample were found", steps)
-
-
-def _monotone(f, side, steps) -> tuple[bool, str]:
-    sides = {"past": (-1,), "future": (1,), None: (1, -1)}[side]
-    if side is None:
-        sym = sp.simplify(f.xreplace({j: i + E}) - f.xreplace({j: i - E}))
-        steps.append(step("f(i + e) − f(i − e), e ≥ 0 (both sides allowed)", show.latex(sym)))
-        if sym != 0:
-            return False, "the mask allows keys on both sides and the score is not symmetric in i − j"
-    for sgn in sides[:1]:
-        g = f.xreplace({j: i + sgn * E})
-        if g.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign, sp.floor, sp.ceiling):
-            # a derivative that is ≤ 0 on every piece says nothing about the jumps between pieces
-            steps.append(step("the score is not smooth in the distance (a branch, max, min or abs of it)",
-                              show.latex(g)))
-            return False, "the score is not smooth in the distance, so its derivative proves nothing"
-        dg = sp.simplify(sp.diff(g, E))
-        steps.append(step(f"d/de of the score at j = i {'+' if sgn > 0 else '−'} e, e ≥ 0", show.latex(dg)))
-        if dg.is_nonpositive:
-            where = "for every allowed key" if side is None else \
-                f"and the mask allows only keys {'before' if side == 'past' else 'after'} the query"
-            return True, f"the derivative in the distance is ≤ 0 {where}"
-        return False, "the sign of the derivative in the distance is not proved"
-    return False, ""
-
-
-def _violation(f, mask, data, heads, cfg) -> dict | None:
-    j1, j2 = sp.Symbol("j_1", integer=True, positive=True), sp.Symbol("j_2", integer=True, positive=True)
-    for head in range(heads):
-        g = concrete_data(f, data, head) if data else f
-        f1, f2 = g.xreplace({j: j1}), g.xreplace({j: j2})
-        guard = sp.Mul(_allowed(mask, j1), _allowed(mask, j2),
-                       sp.Piecewise((1, sp.Abs(i - j1) <= sp.Abs(i - j2)), (0, True)))
-        lhs = guard * sp.Max(0, f2 - f1)
-        wit = find_witness(lhs, sp.S.Zero, cfg=cfg)
-        if wit is None:
-            continue
-        from derive.crosscheck.evaluate import evaluate
-        from derive.crosscheck.witness import rounded
-
-        inst, env = wit["_instance"], wit["_env"]
-        for sym in sorted((f1 + f2).free_symbols - set(inst.scalars) - set(env), key=str):
-            if not sym.is_integer:  # cancels in the difference (s, for a bias): any value; 0 shown
-                inst.scalars[sym] = sp.S.Zero
-        near, far = (rounded(evaluate(x, inst, "arb", env, prec=128)) for x in (f1, f2))
-        values = {k: v for k, v in inst.describe().items() if k not in ("d", "n")}
-        if data:
-            values["head"] = head
-            for key, vals in data.items():
-                if isinstance(key, sp.Symbol) and key in f.free_symbols:
-                    values[key.name] = str(vals[min(head, len(vals) - 1)])
-        return {"d": wit["instance"]["d"], "n": wit["instance"]["n"], "mask": str(mask),
-                "indices": wit["indices"], "values": values, "functions": interpretations(g) or None,
-                "original": near, "changed": far, "enclosures": wit["enclosures"],
-                "compared": ["score at the nearer key j_1", "score at the farther key j_2"]}
-    return None
 
 
 def _other(ctx, claim):
@@ -305,33 +214,83 @@ def equivalent_to(ctx, claim) -> Outcome:
                                   "(a sign in one excludes the other's)", steps)
     lhs, rhs = lhs.xreplace(one), rhs.xreplace(one)
     guards = [(kind, g.xreplace(one)) for kind, g in va.guards + vb.guards]
+    if not lemma[0] and mstatus == PROVED and not data:
+        lemma = _one_key_lemma(va, vb, ma, one, steps) or _same_mask_lemma(va, vb, one, steps, ctx.cfg) or lemma
     if lemma[0]:
         return settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma,
                       compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
-    if data:
-        lhs = concrete_data(lhs, data_a, 0) if data_a else lhs
-        rhs = concrete_data(rhs, data_b, 0) if data_b else rhs
-    out = settle(claim.name, lhs, rhs, "none", ctx.cfg, None, guards=guards,
-                 why_refuted="the two variants give different weights",
-                 compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+    heads = max(_heads(ctx.spec), _heads(other)) if data else 1
+    if data and (_heads(ctx.spec) != _heads(other) and da and db):
+        heads = min(_heads(ctx.spec), _heads(other))  # a head past one side's tables is no head of that model
+    out, proved = None, []
+    for head in range(heads):  # every head of the model, on its tables' real entries
+        a = concrete_data(lhs, data_a, head) if data_a else lhs
+        b = concrete_data(rhs, data_b, head) if data_b else rhs
+        out = settle(claim.name, a, b, "none", ctx.cfg, None, guards=guards,
+                     why_refuted="the two variants give different weights" + (f" at head {head}" if data else ""),
+                     compared=("p_ij of this spec", f"p_ij of {claim.arg}"))
+        if out.status != PROVED:
+            break
+        proved.append(out)
+    if data and out.status == PROVED:
+        out = Outcome(PROVED, f"the weights agree at each of the model's {heads} heads (on the real entries of its "
+                              f"tables): {out.reason}", [s for o in proved for s in o.steps], check=out.check)
     out.steps = steps + out.steps
-    if out.status == PROVED and data:
-        return Outcome(UNDECIDED, "the weights agree for the first head's data only; no proof for every head",
-                       out.steps)
+    if data and out.status == REFUTED:
+        out.witness["values"]["head"] = head
     if out.status == PROVED and _no_proof(other):  # the other side's weight as written (this one's: see run)
         return Outcome(UNDECIDED, f"{claim.arg}: {_no_proof(other)}", out.steps)
     if out.status == REFUTED:
         out.witness["mask"] = f"{ma} / {mb}"
-        if data:
-            out.witness["values"]["head"] = 0
     return out
 
 
+def _same_mask_lemma(va, vb, one: dict, steps: list, cfg):
+    """With one mask for both, the weights compared as functions of the mask's table M (each key
+    allowed or not): equal as such, they are equal under this mask."""
+    from derive.claims.mask_rows import on_mask_rows
+    from derive.prove.equality import prove_zero
+
+    a, b = va.weight().xreplace(one), vb.weight().xreplace(one)
+    ok, how, _ = prove_zero(a - b, cfg)
+    if ok:
+        steps.append(step(f"the weights of both specs, with the allowed keys as a table M, reduce to one ({how})"))
+        return (True, "the masks are the same and the weights are equal for every table of allowed keys", steps, None)
+    parts = on_mask_rows(a - b, va.spec.mask)
+    if parts and all(prove_zero(p, cfg)[0] for p in parts):
+        steps.append(step(f"on the rows of the mask {va.spec.mask} every sum over the allowed keys is a sum over a "
+                          "range of keys; the weights of both specs reduce to one there"))
+        return (True, f"the masks are the same and the weights agree on every row of the mask {va.spec.mask}", steps,
+                None)
+    return None
+
+
+def _one_key_lemma(va, vb, mask, one: dict, steps: list):
+    """The weights of both specs on a row of one key, when their common mask allows key i alone in
+    every row (:mod:`derive.claims.one_key`): equal there, a proof for every row of the mask."""
+    from derive.claims.one_key import collapse, one_key_rows
+
+    if not one_key_rows(mask):
+        return None
+    a, b = collapse(va.weight()), collapse(vb.weight())
+    if a is None or b is None:
+        return None
+    a, b = a.xreplace(one), b.xreplace(one)
+    if sp.simplify(a - b) != 0:
+        return None
+    steps.append(step(f"the mask {mask} allows key i alone in every row; on a row of one key the weights are",
+                      show.latex(sp.Tuple(a, b))))
+    return (True, f"every row of the mask {mask} has one allowed key, and there the two specs' weights agree",
+            steps, None)
+
+
 def _no_proof(spec) -> str | None:
-    from derive.normalizers.partial import why_no_proof
+    from derive.normalizers.partial import over, why_no_proof
     from derive.normalizers.registry import get
 
-    return why_no_proof(get(spec.normalizer).definition_of)
+    binds = spec.binds()
+    named = {p: binds[name].obj for p, name in spec.norm_params().items() if name in binds}
+    return why_no_proof(over(get(spec.normalizer).definition_of, named), spec.mask)
 
 
 def one_symbol_per_name(a: sp.Expr, b: sp.Expr) -> tuple[dict, str]:
@@ -368,8 +327,10 @@ def _offsets(cond, side, dist, limit: int = 64) -> list | None:
             return None
         allowed = sp.Intersection(c.as_set(), sp.Range(0, limit + 1))
         values = list(allowed) if allowed.is_finite_set and isinstance(allowed, (sp.FiniteSet, sp.Range)) else None
-    except Exception:  # noqa: BLE001 - a set SymPy cannot form proves nothing
-        return None
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return None  # a set SymPy cannot form proves nothing
     if values is None or not values or max(values) >= limit:
         return None
     return [int(v) for v in values]
@@ -388,8 +349,15 @@ def row_constant(ctx, claim) -> Outcome:
     if ex is not None:
         steps.append(step(expanded_by(e_expr), show.latex(ex)))
         side = mask_side(mask)
+        from derive.model.masks import on_allowed_keys
+
+        same = on_allowed_keys(ex, mask) if side is None else None  # document(IDS): IDS(j − 1) = IDS(i − 1)
         if j not in ex.free_symbols:
             lemma = (True, "the expanded expression does not involve the key j", steps, None)
+        elif same is not None and j not in same.free_symbols:
+            steps.append(step(f"on the allowed keys of row i (mask {mask})", show.latex(same)))
+            lemma = (True, f"constant on the allowed keys of each row under the mask {mask} (not on all keys)",
+                     steps, None)
         elif side is not None:
             dist = sp.Symbol("e", integer=True, nonnegative=True)
             on = _on_side(ex, {j: i - dist if side == "past" else i + dist}, dist, ctx.cfg)
@@ -408,7 +376,8 @@ def row_constant(ctx, claim) -> Outcome:
                  evaluate=False)
     # EXPR is compared (and must be defined) only where both keys are allowed; the domain of a
     # key's term is demanded on the keys the mask allows
-    lhs, rhs = (sp.Piecewise((e_expr.xreplace({j: key}), both), (0, True)) for key in (one, two))
+    labelled_expr = ids_as_labels(e_expr, mask)  # a document's ids, read by EXPR too, as the mask's labels
+    lhs, rhs = (sp.Piecewise((labelled_expr.xreplace({j: key}), both), (0, True)) for key in (one, two))
     here = sp.Eq(_allowed(mask, j, _data(ctx.spec)), 1, evaluate=False)
     guards = [(kind, sp.Piecewise((g, here), (1, True)) if j in g.free_symbols else g) for kind, g in guards]
     out = settle(claim.name, lhs, rhs, "none", ctx.cfg, lemma, rows=False, guards=guards,
@@ -430,7 +399,10 @@ def _on_side(expr, sub: dict, dist, cfg):
         try:
             with time_limit(cfg.time_limit):
                 on = sp.simplify(on)
-        except (TimeLimit, Exception):  # noqa: BLE001 - a failed rewrite proves nothing
+        except TimeLimit:
             pass
+        except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+            if not sympy_gave_up(exc):
+                raise  # (a rewrite SymPy cannot finish proves nothing)
     return on
 

@@ -6,6 +6,7 @@ build the normalizer comparison table.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from derive.claims.result import Outcome, step
@@ -15,12 +16,14 @@ from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.markup import plain_math
 from derive.settings import Settings
 
-__all__ = ["PROPERTIES", "decide_property"]
+__all__ = ["PROPERTIES", "PROPERTY_INPUTS_APART", "decide_property"]
+
+# a normalizer property's counterexample lists its row of scores x (y), mask table M and shift c;
+# under these names when the spec declares one of those names itself
+PROPERTY_INPUTS_APART = {"x": "x_scores", "y": "y_scores", "c": "c_shift"}
 
 PROPERTIES = ("shift_invariant", "can_abstain", "weights_sum_to_one")
 _CACHE: dict = {}
-COMPARED = {"shift_invariant": ("p_ij", "p_ij with c added to every score"),
-            "weights_sum_to_one": ("Σ_j p_ij", "1")}
 
 
 def _decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
@@ -31,8 +34,7 @@ def _decide(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
             return decide(name, prop, **params)
     except TimeLimit:
         return Verdict(UNDECIDED, f"the normalizer property check hit the time limit ({4 * cfg.time_limit:g} s)")
-    except Exception as exc:  # noqa: BLE001 - a failure there is not a proof
-        return Verdict(UNDECIDED, f"the normalizer property check failed: {type(exc).__name__}")
+    # any other exception is an engine failure: it propagates to the claim, whose outcome is an error
 
 
 def decide_property(name: str, prop: str, params: dict, cfg: Settings) -> Verdict:
@@ -47,7 +49,7 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
     if key not in _CACHE:
         _CACHE[key] = _property_outcome(name, label, prop, params, cfg)
     out = _CACHE[key]
-    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check)
+    return Outcome(out.status, out.reason, list(out.steps), out.witness and dict(out.witness), out.check, out.fault)
 
 
 # What a verdict of each property means, said in words before the prover's own reason.
@@ -65,7 +67,7 @@ def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Setti
         v = replace(v, reason=f"{MEANING[prop, v.status]}: {v.reason}")
     steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({plain_math(v.method)})" if v.method else ""))]
     steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
-    witness = _uniform(v.witness) if v.witness else None
+    witness = _uniform(v.witness, name, params) if v.witness else None
     if v.status == PROVED:
         if witness:
             steps.append(step("certified example", data=witness))
@@ -75,18 +77,17 @@ def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Setti
                               "symbolic steps alone"))
             check = None
         if check is not None:
-            if check["verdict"] != "passed":
+            if check["verdict"] != "passed":  # two parts of the engine contradict each other (claims.run)
                 steps.append(step("numeric cross-check FAILED", data=check))
-                return Outcome(UNDECIDED, "the proof went through but the numeric cross-check failed; "
-                                          "please report this", steps, check=check)
+                return Outcome(UNDECIDED, "the proof went through but the numeric cross-check failed", steps,
+                               check=check, fault="the proof went through but the numeric cross-check failed on "
+                                                  + json.dumps(check.get("witness"), default=str))
             steps.append(step(f"numeric cross-check on random score tables: {check['examples']} instances, "
                               f"and {check['hypothesis_examples']} more searched by Hypothesis, agree within "
                               f"{tolerance_text(check['tolerance'])}"))
         return Outcome(PROVED, v.reason, steps, check=check)
-    if v.status == REFUTED:
-        if witness and prop in COMPARED:
-            witness["compared"] = list(COMPARED[prop])
-        return Outcome(REFUTED, v.reason, steps, witness=witness or None)
+    if v.status == REFUTED:  # can_abstain is refuted by a proof of its negation (the steps), never an instance
+        return Outcome(REFUTED, v.reason, steps, witness=None if prop == "can_abstain" else witness or None)
     return Outcome(UNDECIDED, v.reason, steps)
 
 
@@ -110,12 +111,29 @@ def _cross_check(name: str, prop: str, params: dict, cfg: Settings) -> dict | No
     return None
 
 
-def _uniform(w: dict) -> dict:
-    """A property witness in the counterexample layout of the other claims."""
+def _uniform(w: dict, name: str, params: dict) -> dict:
+    """A property witness in the counterexample layout of the other claims: the two sides in the
+    order the property compares them (``compared``), their certified enclosures, and every input,
+    the normalizer's parameters too (a declared one under its name, the normalizer's own as
+    ``NAME.PARAM``), so that the instance replays as printed."""
     if "instance" not in w:
         return {k: val for k, val in w.items() if not k.startswith("_")}
     inst = w["instance"]
-    return {"d": inst.get("d"), "n": inst.get("n"), "mask": w.get("mask", "none"),
-            "indices": w.get("indices", {}),
-            "values": {k: val for k, val in inst.items() if k not in ("d", "n")},
-            "functions": None, "original": w.get("lhs"), "changed": w.get("rhs")}
+    values = {k: val for k, val in inst.items() if k not in ("d", "n")}
+    own = list(values)  # the property's own inputs (x, M, c)
+    from derive.normalizers.registry import get
+
+    for p, val in (w.get("parameters") or {}).items():
+        shown = str(params[p]) if p in params else get(name).shown_parameter(p)
+        if shown in own:  # a declared parameter named like an input of the property (c, the shift)
+            values[PROPERTY_INPUTS_APART.get(shown, shown)] = values.pop(shown)
+            own[own.index(shown)] = PROPERTY_INPUTS_APART.get(shown, shown)
+        values[shown] = val
+    out = {"d": inst.get("d"), "n": inst.get("n"), "mask": w.get("mask", "none"),
+           "indices": w.get("indices", {}), "values": values,
+           "functions": None, "original": w.get("lhs"), "changed": w.get("rhs")}
+    if w.get("enclosures"):
+        out["enclosures"] = w["enclosures"]
+    if w.get("compared"):
+        out["compared"] = list(w["compared"])
+    return out

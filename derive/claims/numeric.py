@@ -23,6 +23,8 @@ from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.witness import rounded, find_witness
 from derive.model.attention import M, j
 from derive.model.vectors import Dot, VectorFunction, VectorSymbol
+from derive.errors import Unsupported
+from derive.routes import NO_VALUE
 from derive.settings import Settings
 
 __all__ = ["check_numeric", "same_sides", "concrete_mask", "find_certified", "instantiate", "interpretations", "mask_indicator",
@@ -120,7 +122,23 @@ def mask_indicator(mask, data: dict | None = None) -> sp.Expr | None:
 
 
 def _prepare(expr, mask, head=0):
-    return concrete_mask(instantiate(sp.sympify(expr)), mask, head=head)
+    return concrete_mask(instantiate(ids_as_labels(sp.sympify(expr), mask)), mask, head=head)
+
+
+def ids_as_labels(expr: sp.Expr, mask) -> sp.Expr:
+    """``expr`` with the document ids of a ``document(IDS)`` mask, wherever IDS(x) appears (the
+    score may read them too), as the label vector the mask's indicator reads: one stand-in for
+    IDS, so the mask and the score see the same ids (a claim holds for every table of ids)."""
+    from derive.model.masks import labelled
+
+    cond = getattr(mask, "condition", None)
+    if not isinstance(cond, sp.Eq) or getattr(mask, "data", None):
+        return expr
+    names = {type(a).__name__ for a in cond.args if isinstance(a, AppliedUndef) and len(a.args) == 1}
+    if not names:
+        return expr
+    return expr.replace(lambda e: isinstance(e, AppliedUndef) and type(e).__name__ in names,
+                        lambda e: labelled(e))
 
 
 def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = None,
@@ -131,7 +149,8 @@ def find_certified(lhs, rhs, mask: str, cfg: Settings, *, fixed: dict | None = N
     a, b = _prepare(lhs, mask, head), _prepare(rhs, mask, head)
     from derive.model.attention import LabelBase
 
-    used = {type(e).__name__ for e in sp.Tuple(sp.sympify(lhs), sp.sympify(rhs)).atoms(AppliedUndef)}
+    used = {type(e).__name__ for e in sp.Tuple(ids_as_labels(sp.sympify(lhs), mask),
+                                               ids_as_labels(sp.sympify(rhs), mask)).atoms(AppliedUndef)}
     if any(x.base.name in used for x in sp.Tuple(a, b).atoms(sp.Indexed) if isinstance(x.base, LabelBase)):
         return None  # one function both as document ids and in the scores: two stand-ins would disagree
     wit = find_witness(a, b, fixed=fixed, cfg=cfg, guards=[(kind, instantiate(g)) for kind, g in guards],
@@ -152,7 +171,7 @@ def row_values(witness: dict, which: int, mask: str) -> list | None:
         for key in range(1, inst.n + 1):
             env[j] = key
             out.append(rounded(evaluate(expr, inst, "arb", env, prec=128)))
-    except Exception:  # noqa: BLE001 - the row is shown for reading only
+    except NO_VALUE:  # a weight with no value here: the row is shown for reading only
         return None
     flat = [v for x in out for v in (x if isinstance(x, list) else [x])]
     return out if all(isinstance(v, float) and math.isfinite(v) for v in flat) else None
@@ -163,19 +182,25 @@ def same_sides(lhs, rhs) -> bool:
     numeric comparison of them could not fail (see :func:`~derive.crosscheck.check.same_computation`)."""
     try:
         return same_computation(instantiate(lhs), instantiate(rhs))
-    except Exception:  # noqa: BLE001 - no instance of the sides: check_numeric says so
+    except Unsupported:  # no instance of the sides: check_numeric says so
         return False
 
 
 def check_numeric(name: str, lhs, rhs, cfg: Settings) -> dict | None:
-    """Cross-check figures for a proved identity (random masks, d and n up to 8)."""
+    """Cross-check figures for a proved identity (random masks, d and n up to 8); ``{"verdict":
+    "not run", "reason"}`` when it cannot be evidence (both sides one expression: the comparison
+    could not fail, and cross_check refuses it) or hits the time limit; None when a term has no
+    numeric evaluation."""
+    if same_sides(lhs, rhs):  # e.g. x_t − x_j, whose shift by c cancels as it is built
+        return {"verdict": "not run", "reason": "both sides are one expression, so a numeric comparison could "
+                                                "not fail"}
     small = cfg.merge(max_d=min(cfg.max_d, 8), max_n=min(cfg.max_n, 8))
     try:
         with time_limit(cfg.time_limit):
             res = cross_check(name, instantiate(lhs), instantiate(rhs), small)
     except TimeLimit:
         return {"verdict": "not run", "reason": "stopped by the time limit"}
-    except Exception:  # noqa: BLE001
+    except Unsupported:  # a term the evaluator does not know: no numeric evaluation (the step says so)
         return None
     out = res.as_json()
     out.pop("kind", None)

@@ -8,7 +8,8 @@ import sympy as sp
 from derive.claims import show
 from derive.claims.core import ON_ALLOWED, expand, expanded_by, key_free, key_terms, scores_lemma, settle, two_keys
 from derive.claims.modifiers import row_constant as masked_row_constant
-from derive.claims.normalizer import decide_property, property_outcome
+from derive.claims.normalizer import PROPERTY_INPUTS_APART, decide_property, property_outcome
+from derive.normalizers.algebra import SIDES
 from derive.claims.result import Outcome, step
 from derive.claims.numeric import concrete_mask
 from derive.claims.substitute import mentions
@@ -115,9 +116,38 @@ def _pair(ctx: Context, name: str):
                                   f"nothing about {name}")
     va, vb = ctx.base, ctx.changed(name)
     if not va.reaches(vb):
-        return Outcome(UNDECIDED, f"the variant names {name}, but replacing it changed no part of the variant; "
-                                  "not decided (please report this)")
+        return _not_involved(va, name)
     return va, vb
+
+
+def _not_involved(va: Variant, name: str) -> Outcome:
+    """NAME is written in the spec, but the one substitution replaced nothing: every term that
+    involves it is exactly 0 as read (``(10**7 + 1 - 10**7 - 1) * dot(k, b)``), so both variants
+    are one expression and the claim holds for every value of NAME. Confirmed on the engine
+    objects themselves: if NAME's object does occur in a part, the substitution missed it, which
+    is an engine fault (raised, reported as an internal error), never a verdict."""
+    from sympy.core.function import AppliedUndef
+
+    from derive.model.vectors import VectorFunction
+
+    b = va.binds.get(name)
+    if b is None:  # a traced table the substitution did not reach
+        raise RuntimeError(f"replacing the table {name} changed no part of the variant")
+
+    def occurs(part) -> bool:
+        if isinstance(part, (tuple, list)):
+            return any(occurs(p) for p in part)
+        if not isinstance(part, sp.Basic):
+            return False
+        if b.kind == "function":
+            return any(type(e).__name__ == name for e in part.atoms(AppliedUndef, VectorFunction))
+        return part.has(b.obj)
+
+    if occurs(va.parts()):
+        raise RuntimeError(f"replacing {name} changed no part of the variant, although a part involves it")
+    return Outcome(PROVED, f"every term that involves {name} is exactly 0 as read, so no part of the variant "
+                           f"(score, value, mask, normalizer) depends on {name}",
+                   [step("score as read", show.latex(va.score_j))])
 
 
 def _sides(va: Variant, vb: Variant, lhs, rhs, lemma: tuple) -> tuple:
@@ -171,7 +201,7 @@ def depends(ctx: Context, claim) -> Outcome:
         steps = list(inv.steps) + [step(f"certified instance on which changing {name} changes a weight",
                                         data=inv.witness)]
         return Outcome(PROVED, inv.reason, steps)
-    return Outcome(UNDECIDED, inv.reason, inv.steps)
+    return Outcome(UNDECIDED, inv.reason, inv.steps, fault=inv.fault)
 
 
 def output_invariant(ctx: Context, claim) -> Outcome:
@@ -356,6 +386,8 @@ def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
     """``weights_sum_to_one`` refuted on a row the spec's mask never makes (a normalizer whose
     weights depend on the number of allowed keys, under a mask whose rows all have one key):
     the claim is about the spec's rows, so a counterexample is searched on its mask instead."""
+    if out.status == UNDECIDED and ctx.spec.mask != "none":
+        return _sum_to_one_on_mask_rows(ctx, claim, out)
     if out.status != REFUTED or _row_of_the_mask(ctx, out.witness):
         return out
     moved = _moved_to_the_mask(ctx, out.witness)
@@ -366,12 +398,46 @@ def _sum_to_one_on_the_mask(ctx: Context, claim, out: Outcome) -> Outcome:
     va = ctx.base
     mass = sp.Sum(va.weight(key=u), (u, 1, n))
     found = settle(claim.name, mass, sp.S.One, ctx.spec.mask, ctx.cfg, None, guards=va.guards, rows=False,
-                   data=_tables(ctx), why_refuted=out.reason, compared=("Σ_j p_ij", "1"))
+                   data=_tables(ctx), why_refuted=out.reason, compared=SIDES["weights_sum_to_one"])
     if found.status == REFUTED:
         return Outcome(REFUTED, out.reason, out.steps, witness=found.witness)
-    return Outcome(UNDECIDED, f"the weights of a row of {out.witness.get('n') if out.witness else 'some'} keys "
-                              f"need not sum to 1, but that row is not a row of the mask {ctx.spec.mask}, and no "
-                              "row of the mask was found whose weights do not sum to 1", out.steps)
+    if found.status == PROVED:  # true on every row the mask makes, though not on every row
+        return Outcome(PROVED, f"{found.reason}: the weights of every row of the mask {ctx.spec.mask} sum to 1 "
+                               f"(on {_instance_row(out.witness)}, which the mask never makes, they need not)",
+                       out.steps + found.steps, check=found.check)
+    return Outcome(UNDECIDED, f"the weights need not sum to 1 on {_instance_row(out.witness)}, which the mask "
+                              f"{ctx.spec.mask} never makes (it is not the set of keys the mask allows in that row), "
+                              "and no row of the mask was found whose weights do not sum to 1", out.steps)
+
+
+def _sum_to_one_on_mask_rows(ctx: Context, claim, out: Outcome) -> Outcome:
+    """``weights_sum_to_one`` undecided for every row (any allowed set), decided on the rows of the
+    spec's mask: proved or refuted there, else the property's verdict stands."""
+    from derive.model.attention import n, u
+
+    va = ctx.base
+    mass = sp.Sum(va.weight(key=u), (u, 1, n))
+    found = settle(claim.name, mass, sp.S.One, ctx.spec.mask, ctx.cfg, None, guards=va.guards, rows=False,
+                   data=_tables(ctx), why_refuted="the weights of a row of the mask need not sum to 1",
+                   compared=SIDES["weights_sum_to_one"])
+    if found.status == PROVED:
+        return Outcome(PROVED, f"{found.reason}: the weights of every row of the mask {ctx.spec.mask} sum to 1",
+                       out.steps + found.steps, check=found.check)
+    if found.status == REFUTED:
+        return Outcome(REFUTED, found.reason, out.steps + found.steps, witness=found.witness)
+    return out
+
+
+def _instance_row(witness: dict | None) -> str:
+    """The row of a normalizer property's counterexample, in words: row i = 1 with keys 1 and 2 allowed."""
+    try:
+        row = witness["indices"]["i"]
+        table = witness["values"].get("M", witness["values"].get("𝕄"))
+        keys = [k for k, a in enumerate(table[row - 1], 1) if a]
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return "a row of the property's instance"
+    listed = ", ".join(map(str, keys[:-1])) + (" and " if len(keys) > 1 else "") + str(keys[-1]) if keys else "none"
+    return f"row i = {row} with key{'s' * (len(keys) != 1)} {listed} allowed"
 
 
 def _normalizer_claim(prop: str):
@@ -385,9 +451,13 @@ def _normalizer_claim(prop: str):
         out = property_outcome(ctx.spec.normalizer, ctx.spec.normalizer_text, prop, ctx.base.property_params,
                                ctx.cfg)
         values = (out.witness or {}).get("values")
-        if values:  # the property's own mask table, listed apart from a declared M
-            shown = {str(k): str(v) for k, v in display_apart(set(ctx.spec.symbols)).items()}
-            out.witness["values"] = {shown.get(k, k): v for k, v in values.items()}
+        if values:  # the property's own inputs (mask table, scores, shift), listed apart from declared names
+            taken = set(ctx.spec.symbols)
+            shown = {str(k): str(v) for k, v in display_apart(taken).items()}
+            shown |= {k: v for k, v in PROPERTY_INPUTS_APART.items() if k in taken}
+            named = {str(v) for v in ctx.base.property_params.values()}  # the normalizer's declared parameters
+            own = [k for k in values if k in ("M", "x", "y", "c") and k not in named]
+            out.witness["values"] = {(shown.get(k, k) if k in own else k): v for k, v in values.items()}
         return out
 
     return prover

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.model.attention import i, j
+from derive.routes import sympy_gave_up
 
 __all__ = ["MAX_N", "empty_row"]
 
@@ -47,8 +48,10 @@ def _at(cond, row: int, key: int, data, head: int = 0) -> bool | None:
         c = concrete_data(c, data, head)
     try:
         c = sp.simplify(c) if c not in (sp.true, sp.false) else c
-    except Exception:  # noqa: BLE001 - a condition SymPy cannot settle decides nothing
-        return None
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return None  # a condition SymPy cannot settle decides nothing
     if c == sp.true:
         return True
     if c == sp.false:

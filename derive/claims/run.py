@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from derive.claims import show
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
+from derive.errors import InternalError
 from derive.prove.verdict import PROVED, UNDECIDED
 from derive.settings import Settings
 from derive.claims.counts import count_verdicts, summary_line
@@ -25,12 +26,25 @@ class SpecResult:
     claims: list[ClaimResult] = field(default_factory=list)
 
     @property
+    def errors(self) -> list[ClaimResult]:
+        """The claims on which the engine failed (the error outcome)."""
+        return [c for c in self.claims if c.is_error]
+
+    def raise_errors(self) -> SpecResult:
+        """This result, or :class:`~derive.errors.InternalError` (from the engine's exception) when
+        the engine failed on a claim: for a document, which renders verdicts only."""
+        if self.errors:
+            c = self.errors[0]
+            raise InternalError(f"{self.file}: claim {c.name} ({c.claim}): {c.reason}") from c.exception
+        return self
+
+    @property
     def all_proved(self) -> bool:
         return all(c.verdict == PROVED for c in self.claims)
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0}``"""
+        """``{"claims": 3, "proved": 2, "refuted": 1, "undecided": 0, "error": 0}``"""
         return count_verdicts(c.verdict for c in self.claims)
 
     @property
@@ -65,7 +79,7 @@ def check_spec(spec: Spec, cfg: Settings = DEFAULT_CHECK, file: str | None = Non
         return _check(spec, cfg, file)
 
 
-def _as_written(spec: Spec, kind: str, out):
+def _as_written(spec: Spec, claim, out):
     """No proof of a claim on the weights of a normalizer whose symbolic reading has a value where
     the formula as written has none (:mod:`derive.normalizers.partial`): the verdict that rests on
     such a proof becomes undecided, with the subterm named; a certified counterexample (searched
@@ -74,31 +88,58 @@ def _as_written(spec: Spec, kind: str, out):
     from derive.claims.result import Outcome
     from derive.spec.claim_kinds import by_name
 
+    kind = claim.kind
     verdict = by_name(kind).by_proof
+    if kind == "row_constant" and out.status == "proved":  # about its EXPR alone, which may have no value
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, expr=claim.node, parts=("EXPR",))
+        return out if why is None else Outcome(UNDECIDED, why, out.steps)
     if not verdict or out.status != verdict:
         return out
     why = _no_proof(spec)
+    if why is None and kind not in _OF_THE_NORMALIZER:
+        from derive.claims.score_domain import why_no_proof
+
+        why = why_no_proof(spec, outputs=kind.startswith("output_"), expr=claim.node)
     return out if why is None else Outcome(UNDECIDED, why, out.steps)
 
 
+# the claims about the normalizer alone, for every score (its properties) or about the mask alone:
+# a point where the spec's score has no value does not bear on them
+_OF_THE_NORMALIZER = ("shift_invariant", "can_abstain", "weights_sum_to_one", "mask_equivalent")
+
+
+
+
+def _shown(spec: Spec, witness: dict | None) -> dict | None:
+    """A counterexample as printed: the normalizer's own parameters by the names and values
+    docs/spec.md gives them (``clipped.zeta``, not the auxiliary ζ' ≥ 0 the search draws)."""
+    from derive.normalizers.registry import get
+
+    if not witness or not isinstance(witness.get("values"), dict):
+        return witness
+    return {**witness, "values": get(spec.normalizer).shown_parameters(witness["values"])}
 
 
 def _check(spec: Spec, cfg: Settings, file: str | None) -> SpecResult:
-    ctx = Context(spec, cfg)
     result = SpecResult(file or spec.file, spec.name, spec)
+    try:
+        ctx = Context(spec, cfg)
+    except Exception as exc:  # noqa: BLE001 - the engine failed on the variant itself: every claim says so
+        result.claims += [ClaimResult.failed(claim, exc) for claim in spec.claims]
+        return result
     for claim in spec.claims:
         try:
-            out = _as_written(spec, claim.kind, PROVERS[claim.kind](ctx, claim))
-        except RecursionError:
-            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             "the expression is too deep for the engine", expected=claim.expect))
-            continue
-        except Exception as exc:  # noqa: BLE001 - an engine failure is never a verdict
-            result.claims.append(ClaimResult(claim.name, claim.text, UNDECIDED,
-                                             f"the engine failed on this claim ({type(exc).__name__}); "
-                                             "please report it", expected=claim.expect))
+            out = _as_written(spec, claim, PROVERS[claim.kind](ctx, claim))
+            if out.fault and out.status == UNDECIDED:
+                raise InternalError(out.fault)
+        except Exception as exc:  # noqa: BLE001 - an engine failure is the error outcome, never a verdict
+            # (a RecursionError too: the parser bounds a spec's expressions at 40 levels, so one is
+            # the engine recursing without end or past Python's stack, not the input being too deep)
+            result.claims.append(ClaimResult.failed(claim, exc))
             continue
         result.claims.append(ClaimResult(claim.name, claim.text, out.status, out.reason,
-                                         out.witness if out.status == "refuted" else None,
+                                         _shown(spec, out.witness) if out.status == "refuted" else None,
                                          out.steps, out.check, claim.expect))
     return result

@@ -141,11 +141,11 @@ class Variant:
     def weight_domain(self, score_j: sp.Expr | None = None) -> list:
         """Guards that keep a counterexample where the normalizer's weight as written has a value,
         where its symbolic reading has a wider domain (:mod:`derive.normalizers.partial`)."""
-        from derive.normalizers.partial import domain
+        from derive.normalizers.partial import domain, over
         from derive.normalizers.registry import get
 
         second = None if self.score2_j is None else self.score2
-        return domain(get(self.spec.normalizer).definition_of, lambda x: self.score(x, score_j), score2=second,
+        return domain(over(get(self.spec.normalizer).definition_of, self.params), lambda x: self.score(x, score_j), score2=second,
                       params=self.params)
 
     def extra_weight(self) -> sp.Expr:

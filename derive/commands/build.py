@@ -7,9 +7,15 @@ import os
 import sys
 from pathlib import Path
 
-from derive.errors import StepFailed
+from derive.errors import InternalError, StepFailed
 
 HELP = "prove, cross-check and render derivation modules (default: every module in proofs/)"
+DESCRIPTION = """Prove, cross-check and render derivation modules (default: every module in proofs/).
+
+Exit code: 0 when every document was built (or, with --check, is current), 1 when a step does
+not hold (it is named, with a numeric witness) or, with --check, a document is stale, 2 for
+bad input (a module that defines no document(), or whose own code raises), 3 when derive's own
+engine failed while building (an internal error, not a failed step: please report it)."""
 
 
 def add_arguments(p) -> None:
@@ -34,7 +40,7 @@ def run(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    from derive.build import PdfFailed, build
+    from derive.build import PdfFailed, build, rebuild_command
 
     log("derive build" + (" --check" if args.check else ""))
     if args.check and args.if_modules and not args.modules and not any(Path("proofs").glob("[!_]*.py")):
@@ -56,12 +62,18 @@ def run(args) -> int:
     except StepFailed as exc:
         log(f"derive: step failed: {exc}")
         return 1
+    except InternalError as exc:  # derive's engine failed while building: not a failed step
+        log(f"derive: {exc}")
+        return 3
     except PdfFailed as exc:
         log(f"derive: {exc}")
         return 1
     if args.check and report.stale:
+        rebuild = rebuild_command()
+        if rebuild == "derive build" and args.modules:
+            rebuild += " " + " ".join(args.modules)
         for name in report.stale:
-            log(f"stale: {name} differs from what the build writes; run `python build_docs.py`")
+            log(f"stale: {name} differs from what the build writes; run `{rebuild}`")
         return 1
     cached = f", {report.cached} from the cache" if report.cached else ""
     decided = f"{report.decided} table claims decided, " if report.decided else ""

@@ -7,7 +7,8 @@ import json
 HELP = "compare the claim verdicts of two versions of a variant spec"
 DESCRIPTION = """Check both specs and list the claims whose verdict changes (or that appear or vanish).
 
-Exit code: 0 when no verdict changes, 1 when some do, 2 for bad input."""
+Exit code: 0 when no verdict changes, 1 when some do, 2 for bad input, 3 when derive's own
+engine failed on a claim of either spec (an internal error: no verdict; please report it)."""
 
 
 def add_arguments(parser) -> None:
@@ -24,7 +25,7 @@ def run(args) -> int:
     from derive.commands.check import check_files, settings_from, write
     from derive.claims.baseline import compare
     from derive.claims.run import summary_line
-    from derive.report.render import md_cell, reason_cell
+    from derive.report.render import md_cell, outcome, reason_cell
 
     old, new = check_files([args.old, args.new], settings_from(args))
     rows = compare(old, new)
@@ -35,7 +36,7 @@ def run(args) -> int:
                           indent=2, ensure_ascii=False) + "\n"
     else:
         def cell(v):
-            return f"{ICONS[v]} {v}" if v else "—"
+            return f"{ICONS[v]} {outcome(v)}" if v else "—"
         lines = [f"{summary_line(new.counts)} (before: {summary_line(old.counts)})", "",
                  f"### derive diff: {old.name} (`{args.old}`) → {new.name} (`{args.new}`)", "",
                  f"{len(changed)} of {len(rows)} claims change verdict.", "",
@@ -46,4 +47,6 @@ def run(args) -> int:
                          f"| {cell(r['new'])} | {reason_cell(r['reason'])} |")
         text = "\n".join(lines) + "\n"
     write(text, args.output)
+    if old.errors or new.errors:
+        return 3
     return 1 if changed else 0

@@ -120,8 +120,9 @@ Exit status: 0 the implementation agrees on every tested input, 1 it disagrees o
 undecided (a row could not be judged: its exact value out of reach, or its tolerance so
 wide that no output could fail it),
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
-raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape;
-an internal error of derive, which asks to be reported)."""
+raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape),
+3 an internal error of derive (its own engine failed: no verdict; the exception is named and
+asks to be reported)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,8 @@ table. Also says whether the normalizer is of the softmax family (and so has onl
 and backward kernel forms), and what it gives on a row with no allowed key.
 
 Each property is bounded by --time-limit (CPU seconds); one that hits it is undecided.
-Exit code: 0 (the table was made), 2 for bad input."""
+Exit code: 0 (the table was made), 2 for bad input, 3 when derive's own engine failed on some
+property (its row says "internal error" with the exception: no verdict; please report it)."""
 
 
 def add_arguments(parser) -> None:
@@ -41,7 +42,7 @@ def _entry(arg: str):
 
 
 def table(entry, params: dict, limit: float) -> dict:
-    """{"normalizer", "title", "formula", "properties": [{property, title, verdict, value, reason}],
+    """{"normalizer", "title", "formula", "properties": [{property, title, verdict, value, reason, error}],
     "softmax_family", "fully_masked_row"}."""
     from derive.impl.exact.masked import rule
     from derive.normalizers.family import recognise
@@ -55,13 +56,16 @@ def table(entry, params: dict, limit: float) -> dict:
             with time_limit(limit):
                 der = derive_property(entry.name, prop, **params)
             rows.append({"property": prop, "title": plain_math(title), "verdict": der.verdict.status,
-                         "value": plain_math(der.value_text()), "reason": der.verdict.reason})
+                         "value": plain_math(der.value_text()), "reason": der.verdict.reason, "error": None})
         except TimeLimit:
             rows.append({"property": prop, "title": plain_math(title), "verdict": "undecided", "value": "?",
-                         "reason": f"hit the time limit ({limit:g} s)"})
-        except Exception as exc:  # noqa: BLE001 - a prover's failure is no verdict
-            rows.append({"property": prop, "title": plain_math(title), "verdict": "undecided", "value": "?",
-                         "reason": f"the prover failed: {type(exc).__name__}"})
+                         "reason": f"hit the time limit ({limit:g} s)", "error": None})
+        except Exception as exc:  # noqa: BLE001 - the engine failed: this row is an error, never a verdict
+            from derive.errors import describe, error_text
+
+            info = describe(exc)
+            rows.append({"property": prop, "title": plain_math(title), "verdict": "error", "value": "?",
+                         "reason": error_text(info), "error": info})
     fam, why = recognise(entry)
     family = {"member": fam is not None,
               "extra_logit": None if fam is None or fam.logit is None else str(fam.logit),
@@ -74,14 +78,15 @@ def table(entry, params: dict, limit: float) -> dict:
                                  "undefined_where": plain_math(masked.unless)}}
 
 
-_MARK = {"proved": "✅", "refuted": "❌", "undecided": "❓"}
+_MARK = {"proved": "✅", "refuted": "❌", "undecided": "❓", "error": "💥"}
 
 
 def markdown(t: dict) -> str:
     lines = [f"### Normalizer `{t['normalizer']}`", "", f"weight: `{t['formula']}`", "",
              "| property | verdict | value | reason |", "|---|---|---|---|"]
     for r in t["properties"]:
-        cells = [r["title"], f"{_MARK[r['verdict']]} {r['verdict']}", r["value"], r["reason"]]
+        word = "internal error" if r["verdict"] == "error" else r["verdict"]
+        cells = [r["title"], f"{_MARK[r['verdict']]} {word}", r["value"], r["reason"]]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     fam = t["softmax_family"]
     if fam["member"]:
@@ -100,4 +105,4 @@ def run(args) -> int:
     entry, params = _entry(args.file)
     t = table(entry, params, args.time_limit)
     sys.stdout.write(json.dumps(t, indent=2, ensure_ascii=False) + "\n" if args.format == "json" else markdown(t))
-    return 0
+    return 3 if any(r["verdict"] == "error" for r in t["properties"]) else 0

@@ -24,7 +24,7 @@ from flint import arb
 
 from derive.crosscheck.instance import rope_matrix
 from derive.errors import Unsupported
-from derive.model.attention import M as _MASK, i as _ROW
+from derive.model.attention import LabelBase, M as _MASK, i as _ROW
 from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, Rot, VectorBase
 
@@ -70,6 +70,15 @@ def compiled(e: sp.Basic):
     f = _compile(e)
     f.tree, f.runs, f.generated = e, 0, None
     return f
+
+
+def _entry(table, idx: tuple, name: str, is_label: bool):
+    """``table[idx]``. A label vector (document ids, one per position of the drawn sequence)
+    has no entry past the sequence's ends: a position there is no value of this instance (numpy
+    would raise, or wrap a negative index around), so the instance certifies nothing."""
+    if is_label and not all(0 <= int(k) < size for k, size in zip(idx, table.shape)):
+        raise Unsupported(f"the document ids {name} have no entry at position {idx} of this instance")
+    return table[idx]
 
 
 def _compile(e: sp.Basic):
@@ -126,6 +135,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
         index_fs = tuple(_compile(a) for a in e.indices)
         base = e.base
         is_vector = isinstance(base, VectorBase)
+        is_label = isinstance(base, LabelBase)
         name = base.name
 
         if len(index_fs) == 1:
@@ -139,7 +149,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
                 k = int(first_f(ev, env))
                 if is_vector:
                     return np.asarray(ev.inst.families[name][k], dtype=float)
-                return float(ev.inst.tables[name][k])
+                return float(_entry(ev.inst.tables[name], (k,), name, is_label))
         elif len(index_fs) == 2:
             first_f, second_f = index_fs
 
@@ -149,7 +159,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
                 k = (int(first_f(ev, env)), int(second_f(ev, env)))
                 if is_vector:
                     return np.asarray(ev.inst.families[name][k[0]], dtype=float)
-                return float(ev.inst.tables[name][k])
+                return float(_entry(ev.inst.tables[name], k, name, is_label))
         else:
             indexed_float = None
 
@@ -163,7 +173,7 @@ def _compile_node(e: sp.Basic):  # noqa: C901 - one branch per node type
                 idx = tuple(index(g(ev, env)) for g in index_fs)
             if is_vector:
                 return ev.arr(ev.inst.families[name][idx[0]])
-            entry = ev.inst.tables[name][idx]
+            entry = _entry(ev.inst.tables[name], idx, name, is_label)
             return ev.num(entry if ev.mode == "arb" else float(entry))
         return indexed_float or indexed
     if isinstance(e, sp.Add):
@@ -327,6 +337,11 @@ def _compile_extremum(e: RowExtremum):
     lo_f, hi_f, skip_f, var = _compile(lo), _compile(hi), _compile(skip), canon(var)
 
     def extremum(ev, env):
+        if _MASK.name not in ev.inst.tables:
+            # the row's mask is implicit in the extremum (M[i, t], not one of its arguments): an
+            # expression whose mask was made concrete has no table M, and the extremum cannot know
+            # which keys that mask allows, so it has no value here (never a random table's keys)
+            raise Unsupported(f"the {e.word} over the allowed keys of a mask made concrete: its keys are not known")
         skip_v = ev.index(skip_f(ev, env))
         out = None
         for k in range(ev.index(lo_f(ev, env)), ev.index(hi_f(ev, env)) + 1):

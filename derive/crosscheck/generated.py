@@ -41,6 +41,7 @@ import sympy as sp
 
 from derive.crosscheck.compiled import canon
 from derive.model.vectors import Dot, VectorBase
+from derive.model.attention import LabelBase
 
 __all__ = ["generated"]
 
@@ -318,6 +319,8 @@ class _Writer:
         iteration of the loop that does, as a list of floats (``tolist``: the same doubles as
         ``float`` of each entry)."""
         rank, vector = len(e.indices), isinstance(e.base, VectorBase)
+        if isinstance(e.base, LabelBase):
+            raise _Unwritten("document ids, whose positions past the sequence the closures refuse")
         if rank not in (1, 2) or vector and rank != 1:
             raise _Unwritten("a table with more than two indices, or a vector family with two")
         key = ("family" if vector else "table", e.base.name, rank)

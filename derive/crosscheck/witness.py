@@ -20,15 +20,18 @@ same on a slow machine as on a fast one; the wall-clock limit is only a last gua
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
 import sympy as sp
 from flint import arb
+from hypothesis.errors import Unsatisfiable
 
 from derive.crosscheck.draws import LABEL_VALUES, MAX_D, MAX_N, VALUES, generate, satisfies
 from derive.crosscheck.draws import allowed as _allowed
@@ -36,6 +39,7 @@ from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.crosscheck.instances import Signature, first_index, mask_table, signature
 from derive.prove.timeout import TimeLimit, time_limit
+from derive.routes import NO_VALUE
 from derive.settings import DEFAULT, Settings
 
 __all__ = ["VALUES", "Certificate", "certify", "find_witness", "in_domain", "rounded", "satisfies", "show_ball",
@@ -71,8 +75,34 @@ def show_difference(cert: Certificate):
 
 
 def _wide() -> decimal.Context:
-    """A decimal context that formats any arb: exponents far beyond ±999999 (e^(−10⁷) ≈ 1.5e−4342945)."""
+    """A decimal context wide enough for the mantissas of :func:`_split` (exponents far beyond
+    ±999999: e^(−10⁷) ≈ 1.5e−4342945)."""
     return decimal.Context(prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+_E_NOTATION = re.compile(r"(.*[eE])([+-]?\d+)")
+_FAR = 10**6  # beyond this decimal exponent, arb's text is read as a mantissa and an offset
+
+
+def _split(text: str) -> tuple[Decimal, int]:
+    """arb's decimal text (``1.9176e-307…``) as (D, offset) with the value D·10^offset: arb's
+    exponents are unbounded (a weight e^(−10³⁰⁰) is about 10^(−4.3·10²⁹⁹)), Decimal's end near
+    ±10^18. The offset is 0 unless the exponent is beyond ±10^6; then D's exponent is ±1000, so
+    every format below writes D in e-notation and :func:`_shifted` moves its exponent back."""
+    m = _E_NOTATION.fullmatch(text)
+    k = int(m.group(2)) if m else 0
+    if abs(k) <= _FAR:
+        return Decimal(text), 0
+    offset = k - (1000 if k > 0 else -1000)
+    return Decimal(f"{m.group(1)}{k - offset}"), offset
+
+
+def _shifted(text: str, offset: int) -> str:
+    """A Decimal written in e-notation (``1.91760e-1000``), its exponent moved by ``offset``."""
+    if not offset:
+        return text
+    m = _E_NOTATION.fullmatch(text)
+    return f"{m.group(1)}{int(m.group(2)) + offset:+d}"
 
 
 def _balls(x) -> list:
@@ -89,12 +119,13 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
 
     Precision starts at 64 bits and is multiplied by 4 while the enclosure of the difference
     is too wide to tell (cancellation); it stops without a certificate when the enclosure is
-    tight around 0 at 256 bits or more (the sides agree to half the working precision, so a
-    relative difference below 2^-128 is not looked for) or at ``max_bits``.
+    tight around 0 at :func:`sure_bits` or more (256 bits, more for sides whose constants span
+    more: a difference of 1e-300 from a constant 1e-300 is looked for at 4096 bits) or at
+    ``max_bits``.
     ``budget`` (a one-element list of bits) is charged for every evaluation above 64 bits;
     once it is spent, no more precision is spent on anything.
     """
-    bits = START_BITS
+    bits, sure = START_BITS, sure_bits(lhs, rhs)
     while bits <= max_bits:
         if bits > START_BITS and budget is not None:
             if budget[0] < bits:
@@ -103,9 +134,7 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
         try:
             a = evaluate(lhs, inst, "arb", env, prec=bits)
             b = evaluate(rhs, inst, "arb", env, prec=bits)
-        except TimeLimit:
-            raise
-        except Exception:  # noqa: BLE001 - an instance that cannot be evaluated certifies nothing
+        except NO_VALUE:  # no value at this instance (or none enclosed): it certifies nothing
             return None
         xs, ys = _balls(a), _balls(b)
         if len(xs) != len(ys):
@@ -121,10 +150,29 @@ def certify(lhs, rhs, inst: Instance, env: dict, max_bits: int = MAX_BITS,
             scale = arb(1) + abs(x.mid()) + abs(y.mid())
             if not diff.is_finite() or not (diff.rad() <= scale * arb(2) ** (-(bits // 2))):
                 tight = False
-        if tight and bits >= SURE_BITS:
+        if tight and bits >= sure:
             return None
         bits *= 4
     return None
+
+
+def sure_bits(*exprs) -> int:
+    """The precision below which a ball tight around 0 is not yet taken as "equal here": 256 bits,
+    or twice the binary exponent of the sides' most extreme constant and 128 bits more (2^-400,
+    10^-300, e^-1000 or 10^300 in a score make differences of that size, which arb's unbounded
+    exponents can certify)."""
+    span = 0
+    for e in exprs:
+        if not isinstance(e, sp.Basic):
+            continue
+        for r in e.atoms(sp.Rational):
+            if r != 0:
+                span = max(span, abs(int(r.p).bit_length() - 1), int(r.q).bit_length() - 1)
+        for f in e.atoms(sp.exp):
+            c = f.args[0].as_coeff_Mul()[0]
+            if c.is_Number and c.is_finite:
+                span = max(span, int(abs(float(c)) * 1.4427) + 1)
+    return max(SURE_BITS, 2 * span + 128)
 
 
 def show_ball(x) -> str | list[str]:
@@ -143,17 +191,32 @@ def _show_ball(x: arb) -> str:
         return x.str(12, radius=True)
     if x.is_exact() and x.mid().is_zero():
         return "0"
-    mid = Decimal(x.mid().str(40, radius=False))
+    mid, offset = _split(x.mid().str(40, radius=False))
     if mid == 0:
-        return f"0 ± {Decimal(x.rad().str(3, radius=False)):.0e}"
+        return _wide_ball(x, mid, offset)
     exp10 = mid.adjusted() - 11
     unit = Decimal(1).scaleb(exp10)
-    if not x.rad() < arb(str(unit)) / 100:
-        return x.str(12, radius=True)
+    if not x.rad() < arb(f"1e{exp10 + offset}") / 100:
+        return _wide_ball(x, mid, offset)
     shown = mid.quantize(unit)
     if x.is_exact() and Decimal(shown) == mid:
-        return _plain_decimal(shown)
-    return f"{_plain_decimal(shown)} ± {unit:.0e}"
+        return _shifted(_plain_decimal(shown), offset)
+    return f"{_shifted(_plain_decimal(shown), offset)} ± {_shifted(f'{unit:.0e}', offset)}"
+
+
+def _wide_ball(x: arb, mid: Decimal, offset: int) -> str:
+    """A ball too wide for 12 digits, as ``m ± r`` all the same (never flint's ``[m +/- r]``, which
+    a reader of "m ± r" cannot read): m to 12 significant digits (0 when the midpoint is 0) and r
+    rounded up to 2, so that m ± r still contains the ball. ``mid``·10^``offset`` is the midpoint
+    (:func:`_split`)."""
+    m = Decimal(0) if mid == 0 else mid.quantize(Decimal(1).scaleb(mid.adjusted() - 11))
+    m_text = str(m) if not offset else _shifted(format(m, "e"), offset)
+    bound = abs(arb(m_text) - x.mid()) + x.rad()  # every point of the ball is within this of m
+    r, r_offset = _split(bound.upper().str(20, radius=False))
+    r = (r * Decimal("1.0001")).quantize(Decimal(1).scaleb((r * Decimal("1.0001")).adjusted() - 1),
+                                         rounding=decimal.ROUND_UP)
+    shown = _shifted(_plain_decimal(m), offset) if m != 0 else "0"
+    return f"{shown} ± {_shifted(f'{r:.1e}', r_offset)}"
 
 
 def _plain_decimal(d: Decimal) -> str:
@@ -179,9 +242,7 @@ def in_domain(guards, inst: Instance, env: dict, allowed=None) -> bool:
             try:
                 v = evaluate(arg, inst, "arb", here, prec=START_BITS)
                 v = v if isinstance(v, arb) else arb(v)
-            except TimeLimit:
-                raise
-            except Exception:  # noqa: BLE001 - not evaluable: not inside the domain
+            except NO_VALUE:  # no value here: not inside the domain
                 return False
             ok = {"positive": v > 0, "nonnegative": v >= 0, "nonzero": v.is_finite() and not v.contains(0)}[kind]
             if not ok:
@@ -193,9 +254,7 @@ def _allows(allowed, inst: Instance, env: dict) -> bool:
     """Is the key allowed? A mask that cannot be evaluated here allows it (the guard is then demanded)."""
     try:
         v = evaluate(allowed, inst, "arb", env, prec=START_BITS)
-    except TimeLimit:
-        raise
-    except Exception:  # noqa: BLE001
+    except NO_VALUE:  # a mask with no value here allows the key (the guard is then demanded)
         return True
     v = v if isinstance(v, arb) else arb(v)
     return not (v.is_exact() and v.mid().is_zero())
@@ -230,7 +289,7 @@ def _search(lhs, rhs, sig: Signature, fixed: dict, size: tuple[int, int], exampl
             cert = seen[_key((inst, env))]
     except TimeLimit:
         return None
-    except Exception:  # noqa: BLE001 - an evaluation failure is not a counterexample
+    except Unsatisfiable:  # no instance of this shape can be drawn: none found
         return None
     return (inst, env, cert) if cert else None
 
@@ -427,6 +486,64 @@ def _find(lhs, rhs, fixed: dict, cfg: Settings, max_d: int, max_n: int, guards: 
         found = _search(lhs, rhs, sig, fixed, size, max(1, cfg.witness_examples // 3), cfg, guards, allowed)
         if found is not None:
             return found
+    longer = _row_length_past(lhs, rhs, *(g for _, g in guards), allowed)
+    if longer > max_n:  # a threshold in the row length beyond the sizes above (relu(n − 6), a window of 7)
+        found = _search(lhs, rhs, dataclasses.replace(sig, min_n=longer), fixed, (max_d, longer),
+                        max(1, cfg.witness_examples // 3), cfg, guards, allowed)
+        if found is not None:
+            return found
+    return _scaled(lhs, rhs, sig, fixed, guards, allowed)
+
+
+LONGEST = 12  # rows searched at most, for a threshold in the row length
+
+
+def _row_length_past(*exprs) -> int:
+    """One more than the largest integer constant (up to LONGEST − 1) of the sides, the guards and
+    the mask: the row length past a threshold such as relu(n − 6) or causal_window(7)."""
+    ks = [abs(int(c)) for e in exprs if isinstance(e, sp.Basic) for c in e.atoms(sp.Integer)]
+    return min(LONGEST, max(ks, default=0) + 1)
+
+
+SCALE = 2 ** 64  # a constant beyond this (or within 1/this of 0) sets a scale no table value reaches
+
+
+def _scaled(lhs, rhs, sig, fixed: dict, guards: list, allowed):
+    """(instance, env, certificate) of an instance at the scale of the sides' most extreme
+    constant, or None: tanh(1e300·s) and tanh(2e300·s) differ only where |s| is about 1e-300 or
+    below, which no entry of the value table makes. Every entry is a small multiple of 1/C (C the
+    constant, or its reciprocal when it is tiny); a few sizes and patterns, judged like any
+    instance (inside the guards, certified)."""
+    from derive.crosscheck.instances import first_index
+
+    mags = {abs(r) for e in (lhs, rhs) if isinstance(e, sp.Basic) for r in e.atoms(sp.Rational)}
+    scales = sorted({1 / m if m > SCALE else m for m in mags if m > SCALE or 0 < m < sp.Rational(1, SCALE)})
+    if not scales or sig.tables or sig.labels or sig.masks:
+        return None
+    for small in scales[:2]:
+        for n in range(max(2, sig.min_n, max(fixed.values(), default=1)), 4):
+            for pattern in range(3):
+                vals = [small * (1 + (k + pattern) % 3) * (-1) ** (k // 3) for k in range(64)]
+                it = iter(vals)
+                inst = Instance(d=1, n=n)
+                for v in sig.vectors:
+                    inst.vectors[v] = np.array([next(it)], dtype=object)
+                for f in sig.families:
+                    fam = np.zeros((n + 1, 1), dtype=object)
+                    fam[1:, 0] = [sp.Integer(1 + r) if pattern == 0 and str(f) in ("k", "v") else next(it) for r in range(n)]
+                    inst.families[f] = fam
+                for sc in sig.scalars:
+                    ok = [v for v in (next(it), small, 1 / small, sp.S.One) if satisfies(sc, v)]
+                    if not ok:
+                        return None
+                    inst.scalars[sc] = ok[0]
+                env = {sc: n if k == 0 else first_index(sc) for k, sc in enumerate(sig.indices) if sc not in fixed}
+                env.update(fixed)
+                if not in_domain(guards, inst, env, allowed):
+                    continue
+                cert = certify(lhs, rhs, inst, env)
+                if cert is not None:
+                    return inst, env, cert
     return None
 
 
@@ -453,9 +570,12 @@ def rounded(x):
         return float(x)
     if not x.is_finite():
         return None
+    if x.contains(0) and not x.is_exact():  # a ball about 0: its midpoint is noise, its value 0 to the digits shown
+        return 0.0
     with decimal.localcontext(_wide()):
-        mid = Decimal(x.mid().str(30, radius=False))
-        f = float(mid)
+        mid, offset = _split(x.mid().str(30, radius=False))
+        f = float(mid) if not offset else math.nan
         if math.isfinite(f) and (f != 0 or mid == 0):
             return float(f"{f:.6g}")
-        return f"{mid:.6g}"  # beyond the range of float64 (too large, or too small to be told from 0): as text
+        # beyond the range of float64 (too large, or too small to be told from 0): as text
+        return _shifted(f"{mid:.6g}", offset)

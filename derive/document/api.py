@@ -225,6 +225,7 @@ class Document:
     checks: list = field(default_factory=list)
     data: dict = field(default_factory=dict)
     source: str = ""  # the module it was built from, set by the build
+    rebuild: str = ""  # the command that rebuilds it there, set by the build (derive.build.rebuild_command)
     timings: list = field(default_factory=list)  # (step, proof seconds, check seconds); never rendered
     facts: dict = field(default_factory=dict)  # name → Fact: what prose may refer to; never rendered
     cited: list = field(default_factory=list)  # keys of the works cited, in order of first citation

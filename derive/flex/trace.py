@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from derive.errors import InputError
+from derive.sandbox.child import INSTALL
 
 __all__ = ["CHILD", "DEFAULT_TIMEOUT", "Traced", "parse_ref", "trace"]
 
 CHILD = Path(__file__).with_name("child.py")
 DEFAULT_TIMEOUT = 60.0
 IMPORT_TIMEOUT = 300.0  # importing torch, before any user code runs
-NO_TORCH = "tracing a FlexAttention modifier needs torch: pip install 'derive[torch]' (or pip install torch)"
+NO_TORCH = f"tracing a FlexAttention modifier needs torch: {INSTALL['torch']}"
 
 
 @dataclass(frozen=True)

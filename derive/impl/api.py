@@ -6,7 +6,7 @@ import math
 
 from hypothesis.errors import Flaky
 
-from derive.errors import InputError
+from derive.errors import InputError, InternalError, internal
 from derive.impl.judge.row import Checker
 from derive.impl.faults.diagnose import diagnose
 from derive.impl.forms.attention import check_attention
@@ -15,7 +15,7 @@ from derive.impl.forms.kernel import FORMS, HEADS, LSE_CONVENTIONS, SEARCH_EXAMP
 from derive.impl.numbers import round_to
 from derive.impl.exact.masked import rule
 from derive.impl.report.row import Report
-from derive.impl.run.target import DEFAULT_TIMEOUT, ImplRaised, brief, load
+from derive.impl.run.target import DEFAULT_TIMEOUT, ImplRaised, load
 from derive.impl.exact.tolerance import DTYPES, tolerance
 from derive.impl.run.triton_env import interpreted
 from derive.normalizers.registry import get
@@ -126,11 +126,10 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
             report = _check(target, norm, tols, dict(params or {}), dim, examples, cfg, contract)
         report.to_markdown(), report.to_json()  # rendering is part of the engine: fail here, not later
         return report
-    except (InputError, KeyboardInterrupt):
+    except (InputError, InternalError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict
-        raise InputError(f"internal error in derive while checking {target.name} as {norm.name}: "
-                         f"{brief(exc)}; no verdict: please report this") from None
+    except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict (exit 3)
+        raise internal(exc, f"{target.name} as {norm.name}") from exc
     finally:
         target.close()
 
@@ -174,9 +173,8 @@ def _check(target, norm, tols, params, dim, examples, cfg, contract) -> Report:
         except Flaky:
             raise InputError(f"{target.name} is not deterministic: the same {tol.dtype} input gave "
                              f"different results on two calls; no verdict") from None
-        except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict
-            raise InputError(f"internal error in derive while checking {target.name} as {norm.name} "
-                             f"({tol.dtype}): {brief(exc)}; no verdict: please report this") from None
+        except Exception as exc:  # noqa: BLE001 - derive's own engine failed: never a verdict (exit 3)
+            raise internal(exc, f"{target.name} as {norm.name} ({tol.dtype})") from exc
     return Report(target=target.name, normalizer=norm.name, title=norm.title, params=fixed,
                   free_params=free, api=target.api, dim=dim, examples=examples, results=results,
                   diagnosis=diagnosis, keywords=_passed(target, free), warnings=_warnings(target),

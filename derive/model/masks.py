@@ -20,6 +20,7 @@ import re
 import sympy as sp
 
 from derive.model.attention import i, j
+from derive.routes import sympy_gave_up
 
 __all__ = ["Mask", "concrete", "indicator", "labelled", "mask_side", "parse_mask"]
 
@@ -160,7 +161,9 @@ def _integer_runs(rel, x) -> list[tuple]:
         return [(-_INF, _INF)] if rel == sp.true else []
     try:
         real = rel.as_set()
-    except Exception as exc:  # noqa: BLE001 - a set SymPy cannot form decides nothing
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
         raise Undecidable(f"no solution set for {rel}") from exc
     parts = real.args if isinstance(real, sp.Union) else (real,)
     runs = []
@@ -257,6 +260,24 @@ def decide_same_keys(ca, cb) -> tuple[bool, tuple | None, int]:
     return True, None, len(cd) * len(ci) * len(cj)
 
 
+def _same_label(expr: sp.Expr, mask) -> sp.Expr | None:
+    """Under ``document(IDS)`` (IDS(i − 1) = IDS(j − 1) on every allowed key) ``expr`` with each
+    IDS(j − 1) written IDS(i − 1): equal to it on every allowed key. None for another mask."""
+    from sympy.core.function import AppliedUndef
+
+    cond = getattr(mask, "condition", None)
+    if not isinstance(cond, sp.Eq) or getattr(mask, "data", None):
+        return None
+    a, b = cond.args
+    if not (isinstance(a, AppliedUndef) and isinstance(b, AppliedUndef) and a.func == b.func and len(a.args) == 1):
+        return None
+    at_key, at_query = (a, b) if j in a.free_symbols else (b, a)
+    if j not in at_key.free_symbols or j in at_query.free_symbols or at_key.xreplace({j: i}) != at_query:
+        return None
+    out = expr.xreplace({at_key: at_query})
+    return out if out != expr else None
+
+
 def on_allowed_keys(expr: sp.Expr, mask) -> sp.Expr | None:
     """``expr`` as it is on the keys ``mask`` allows, written in i and j; None when the mask allows
     keys on both sides of the query (nothing is gained) or every key.
@@ -265,6 +286,8 @@ def on_allowed_keys(expr: sp.Expr, mask) -> sp.Expr | None:
     the expression is expanded in e and written back with e = i − j, so |i − j| becomes i − j
     and j + |i − j| becomes i. The result equals ``expr`` on every allowed key (not beyond)."""
     side = mask_side(mask)
+    if side is None and j in expr.free_symbols:
+        return _same_label(expr, mask)
     if side is None or j not in expr.free_symbols:
         return None
     e = sp.Symbol("e", integer=True, nonnegative=True)

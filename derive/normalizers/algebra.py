@@ -26,6 +26,7 @@ from derive.prove.equality import prove_zero
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
+from derive.routes import NO_VALUE, sympy_gave_up
 from derive.settings import DEFAULT
 
 __all__ = [
@@ -93,8 +94,10 @@ def prove_congruent(a: sp.Expr, b: sp.Expr, depth: int = 6) -> tuple[bool, str]:
                 return ok, how
     try:
         ok, how, _ = prove_zero(a - b, CFG)
-    except Exception as exc:  # noqa: BLE001 - a SymPy internal error is "not proved", never a crash
-        ok, how = False, f"the simplifier failed: {type(exc).__name__}"
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        ok, how = False, f"the simplifier cannot take it ({type(exc).__name__})"
     if ok:
         return True, how
     if same_shape and not a.has(sp.Min, sp.Max, sp.Piecewise, sp.Heaviside):
@@ -107,7 +110,7 @@ def _differ(x: sp.Expr, y: sp.Expr) -> bool:
     :func:`quick_witness` tries)? False means only "not shown"."""
     try:
         return _quick_instance(x, y, signature(x, y), 0)[0] is not None
-    except Exception:  # noqa: BLE001 - an instance that cannot be drawn or evaluated shows nothing
+    except NO_VALUE:  # an instance that cannot be evaluated shows nothing
         return False
 
 
@@ -126,36 +129,102 @@ def _by_arguments(a, b, depth):
 _BY_ARGS = "argument by argument ("
 
 
+# What the two sides of each property's equation are, in the order they are compared: a
+# counterexample lists its two values under these names (prose markup), the first the left side.
+SIDES = {
+    "shift_invariant": ("p_ij", "p_ij with c added to every score"),
+    "shift_effect": ("p_ij with c added to every score", "p_ij of the normalizer the shift gives"),
+    "weights_sum_to_one": ("$\\sum_j p_{ij}$", "1"),
+    "ratio_identity": ("$p_{i1} / p_{i2}$", "$e^{x_{i1} - x_{i2}}$"),
+    "k_bias_cancels": ("p_ij with the key bias b_K", "p_ij without it"),
+    "can_abstain": ("p_i1 on a row of one key, whatever its score", "the limit 0 that abstention needs"),
+    "can_abstain_instance": ("the sum of the row's weights (or the one weight named), whatever the scores",
+                             "the limit 0 that abstention needs"),
+    "limit_any_path": ("the limits along the path x_A", "the limits along the path x_B"),
+    "stable_form": ("the overflow-free form", "the definition"),
+}
+
+
 def plain_witness(w: dict | None) -> dict | None:
     return None if w is None else {k: v for k, v in w.items() if not k.startswith("_")}
 
 
 def settle(
-    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, fixed: dict | None = None, sample: dict | None = None,
-    guards: list = (),
+    lhs: sp.Expr, rhs: sp.Expr, entry, params: dict, *, sides: tuple[str, str] = ("the left side", "the right side"),
+    fixed: dict | None = None,
+    sample: dict | None = None, guards: list = (),
 ) -> Verdict:
     """Prove ``lhs = rhs`` for symbolic parameters, else refute it with a certified instance at
     the entry's in-domain sample parameters (inside ``guards``, the domain of the weight as
     written where its reading has a wider one: see :mod:`derive.normalizers.partial`), else
-    undecided."""
+    undecided. ``sides`` names what ``lhs`` and ``rhs`` are (prose markup): a counterexample
+    lists its two values, and their enclosures, under these names (``compared``)."""
     values = sample if sample is not None else entry_sample_subs(entry, params)
     a, b = put_in(lhs, values), put_in(rhs, values)  # only evaluated numerically, in the witness search
     guards = [(kind, put_in(g, values)) for kind, g in guards]
     # a certified counterexample settles it: no proof can exist (the quick instances know no domain)
     w = None if guards else quick_witness(a, b, fixed)
+    at = values
     if w is None:
         ok, how = prove_congruent(lhs, rhs)
         if ok:
             return Verdict(PROVED, "the difference reduces to 0", method=how)
         w = find_witness(a, b, fixed=fixed, cfg=CFG, guards=guards)
+        if w is None and values and sample is None:  # another parameter value of the domain (a < 0 of a scalar a)
+            w, at = _at_other_values(lhs, rhs, entry, params, values, fixed, guards)
     else:
         how = "refuted before a proof was attempted"
     if w is not None:
         w = plain_witness(w)
-        if values:
-            w["parameters"] = sample_parameters(entry, params)
+        w["compared"] = list(sides)
+        if at:
+            w["parameters"] = sample_parameters(entry, params) if at is values else _named_values(params, at)
         return Verdict(REFUTED, "a certified instance where the two sides differ", method="counterexample", witness=w)
     return Verdict(UNDECIDED, f"no symbolic proof ({how}) and no counterexample found")
+
+
+def _at_other_values(lhs, rhs, entry, params: dict, sample: dict, fixed, guards) -> tuple:
+    """(witness, parameter values) of a counterexample at a parameter value other than the sample,
+    from the few :mod:`derive.normalizers.instances` tries; (None, None) when none is found."""
+    for at in assignments(entry, params):
+        if at == sample:
+            continue
+        gs = [(kind, put_in(g, at)) for kind, g in guards]
+        w = find_witness(put_in(lhs, at), put_in(rhs, at), fixed=fixed, cfg=CFG, guards=gs)
+        if w is not None:
+            return w, at
+    return None, None
+
+
+# parameter values tried for a refutation at other than the sample value, each kept where its domain allows
+CANDIDATES = (sp.Rational(1, 2), sp.S.Zero, sp.S.One, sp.S.NegativeOne, sp.Integer(2))
+MAX_COMBOS = 12  # parameter assignments tried
+
+
+def assignments(entry, params: dict):
+    """Parameter values to try: dicts symbol → value, the sample first, each inside the symbol's domain."""
+    from derive.crosscheck.witness import satisfies
+
+    syms = sorted({s for v in params.values() if isinstance(v, sp.Basic) for s in v.free_symbols}, key=str)
+    if not syms:
+        yield {}
+        return
+    sample = entry_sample_subs(entry, params)
+    choices = []
+    for s in syms:
+        vals = ([sample[s]] if s in sample else []) + [v for v in CANDIDATES if v != sample.get(s)]
+        choices.append([v for v in vals if satisfies(s, v)])
+    for combo in itertools.islice(itertools.product(*choices), MAX_COMBOS):
+        yield dict(zip(syms, combo))
+
+
+def _named_values(params: dict, at: dict) -> dict:
+    """The value of each parameter (by its name in the entry) under the symbol values ``at``."""
+    out = {}
+    for p, v in params.items():
+        if isinstance(v, sp.Basic) and v.free_symbols and not (v.free_symbols - set(at)):
+            out[p] = _num(v.xreplace(at))
+    return out
 
 
 def put_in(e: sp.Basic, values: dict) -> sp.Basic:
@@ -183,8 +252,9 @@ def proved_equal(lhs: sp.Expr, rhs: sp.Expr, entry, params: dict) -> bool:
     try:
         if sp.cancel(sp.expand(expand_dot(lhs - rhs), power_exp=True)) == 0:
             return True
-    except Exception:  # noqa: BLE001 - a SymPy failure proves nothing; settle decides
-        pass
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise  # (a form SymPy cannot cancel proves nothing; settle decides)
     return settle(lhs, rhs, entry, params).proved
 
 
@@ -266,8 +336,8 @@ class RowForm:
 
 @memoized
 def row_form(W: sp.Expr) -> RowForm | None:
-    sums = {canon_sums(s) for s in W.atoms(sp.Sum)}
     W = canon_sums(W)
+    sums = W.atoms(sp.Sum)  # of the canonical form: a sum's factors free of t are outside it
     if len(sums) != 1:
         return None
     (S,) = sums
@@ -321,7 +391,7 @@ def depends_on_score(R: sp.Expr, key=j) -> bool:
         return False
     try:
         return certify(at[0], at[1], Instance(d=1, n=1), {}) is not None
-    except Exception:  # noqa: BLE001 - a value that cannot be enclosed shows nothing
+    except NO_VALUE:  # a value that cannot be enclosed shows nothing
         return False
 
 
@@ -390,7 +460,7 @@ def _both_signs(expr: sp.Expr, symbols: int = 6) -> bool:
     for point in itertools.product(*values):
         try:
             v = evaluate(expr.xreplace(dict(zip(free, point))), Instance(d=1, n=1), "arb", {}, prec=64)
-        except Exception:  # noqa: BLE001 - a point where it has no value (or none enclosed) shows nothing
+        except NO_VALUE:  # a point where it has no value (or none enclosed) shows nothing
             continue
         seen |= {"+"} if v > 0 else {"-"} if v < 0 else set()  # arb: True only when certain
         if len(seen) == 2:

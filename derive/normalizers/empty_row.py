@@ -23,6 +23,7 @@ import sympy as sp
 
 from derive.normalizers.symbolic_walk import SYMPY_FUNCTIONS
 from derive.prove.memo import simplifies_to_zero
+from derive.routes import NO_VALUE, sympy_gave_up
 from derive.spec.parser import Binary, Name, Num, Unary
 
 __all__ = ["ALWAYS", "NEVER", "UNKNOWN", "Condition", "empty_row"]
@@ -105,8 +106,12 @@ def empty_row(formula, params: dict | None = None) -> tuple[str, list[Condition]
         _walk(formula.node, values, conds)
     except _Empty:
         return NEVER, []
-    except (ValueError, TypeError, ArithmeticError):  # SymPy could not form the value: nothing decided
+    except NO_VALUE:  # no value formed: nothing decided
         return UNKNOWN, []
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return UNKNOWN, []  # SymPy could not form the value: nothing decided
     open_ = []
     for c in conds:
         verdict = c.holds()

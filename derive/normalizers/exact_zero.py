@@ -26,6 +26,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.normalizers.symbolic_walk import SymbolicWalk
+from derive.routes import NO_VALUE, sympy_gave_up
 from derive.spec.parser import Binary, Name, Num, Unary, walk
 
 __all__ = ["MAX_NODES", "proved_zero", "unproved"]
@@ -100,8 +101,12 @@ def _decide(node, signs: tuple) -> bool:
     try:
         expr = _Convert(params).run(node)
         return expr == 0 or sp.simplify(expr) == 0
-    except (TypeError, ValueError, ArithmeticError, RecursionError, KeyError):
+    except NO_VALUE:  # no value here: not proved
         return False
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return False  # SymPy cannot form or simplify it here: not proved
 
 
 def unproved(reset: bool = False) -> list[str]:

@@ -202,8 +202,6 @@ def compile_weight(text: str, scalars: dict | None = None, score2: bool = False,
     scalars = dict(scalars or {})
     used: list[str] = []
     uses_y = _check(node, scalars, score2, None, used)
-    if not _mentions(node, ("x_j", "x_t", "y_j", "y_t")):
-        raise ExprError("the weight does not involve the scores: use x_j (key j) or x_t (in a reduction)", 1)
     defaults = {p: (defaults or {}).get(p, sp.Symbol(p, real=True, **scalars.get(p, {}))) for p in used}
     f = Formula(text, node, tuple(used), uses_y, defaults)
     _check_somewhere_defined(f, scalars)
@@ -367,6 +365,8 @@ def _sign(node, f: Formula) -> int:
     if isinstance(node, Binary) and node.op in ("*", "/"):
         return min(_sign(node.left, f), _sign(node.right, f))
     if isinstance(node, Binary) and node.op == "**":
+        if isinstance(node.right, Num) and node.right.text.isdigit() and int(node.right.text) % 2 == 0:
+            return max(_sign(node.left, f), _NONNEG)  # an even power of a real value
         return _sign(node.left, f)
     return 0
 
@@ -426,6 +426,12 @@ class _Symbolic(SymbolicWalk):
             lo = hi = e
         elif op == "!=":
             skip = e
+        # t runs over the row's keys 1..n: a bound the condition puts past either end (t > i - 3
+        # at row 1, t < n + 3) is clamped there, never a key 0, -1 or n + 1 of no row
+        if op in ("==", ">", ">="):
+            lo = lo if _at_least_one(lo) else sp.Max(1, lo)
+        if op in ("==", "<", "<="):
+            hi = hi if _at_most_n(hi) else sp.Min(n, hi)
         return op, lo, hi, skip
 
     def reduction(self, fn: str, args, build=None) -> sp.Expr:
@@ -437,15 +443,46 @@ class _Symbolic(SymbolicWalk):
             self.var = None
         op, lo, hi, skip = self.limits(args)
         at = lambda k: body.xreplace({t: k})  # noqa: E731
+        inside = op != "!=" or _at_least_one(skip) and _at_most_n(skip)  # the key skipped is a key of the row
         if fn == "sum_t":
             total = sp.Sum(M[i, t] * body, (t, lo, hi))
-            return total - M[i, skip] * at(skip) if op == "!=" else total
+            if op != "!=":
+                return total
+            if inside:
+                return total - M[i, skip] * at(skip)
+            return total - sp.Piecewise((M[i, skip] * at(skip), sp.And(skip >= 1, skip <= n)), (0, True))
         if fn == "prod_t":
             factor = 1 + M[i, t] * (body - 1)
             if op == "!=":
-                return sp.Product(factor, (t, 1, skip - 1)) * sp.Product(factor, (t, skip + 1, n))
+                if inside:
+                    return sp.Product(factor, (t, 1, skip - 1)) * sp.Product(factor, (t, skip + 1, n))
+                return (sp.Product(factor, (t, 1, sp.Min(n, skip - 1)))
+                        * sp.Product(factor, (t, sp.Max(1, skip + 1), n)))
             return sp.Product(factor, (t, lo, hi))
         return (RowMax if fn == "max_t" else RowMin)(body, t, lo, hi, skip)
+
+
+def _index_atoms(e: sp.Expr, at: sp.Expr, count: sp.Expr) -> sp.Expr:
+    """``e`` with each index it reads (i, the key) replaced by ``at(fresh)`` and each count of allowed
+    keys (a sum, 0..n) by ``count(fresh)``, fresh a nonnegative integer: the ranges written through
+    variables SymPy knows the sign of."""
+    fresh = lambda: sp.Dummy(integer=True, nonnegative=True)  # noqa: E731
+    e = sp.Integer(e) if isinstance(e, int) else e  # a concrete key
+    held = {c: sp.Dummy() for c in e.atoms(sp.Sum)}
+    e = e.xreplace(held)
+    swap = {s: at(fresh()) for s in e.free_symbols if s != n and s not in held.values()}
+    swap.update({d: count(fresh()) for d in held.values()})
+    return e.xreplace(swap)
+
+
+def _at_least_one(e: sp.Expr) -> bool:
+    """Is the index expression ``e`` (linear in i, j, n and the row's count) >= 1 at every key of every row?"""
+    return bool((_index_atoms(e, lambda a: 1 + a, lambda a: a) - 1).is_nonnegative)
+
+
+def _at_most_n(e: sp.Expr) -> bool:
+    """Is the index expression ``e`` <= n at every key of every row (every index at most n)?"""
+    return bool((n - _index_atoms(e, lambda a: n - a, lambda a: n - a)).is_nonnegative)
 
 
 class _Free(_Symbolic):

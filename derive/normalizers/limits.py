@@ -15,6 +15,7 @@ import sympy as sp
 from derive.model.attention import M, i, j, n, t
 from derive.normalizers.algebra import (
     CFG,
+    SIDES,
     Derivation,
     X,
     Z,
@@ -33,6 +34,7 @@ from derive.prove.memo import memoized, simplify
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.routes import NO_VALUE, sympy_gave_up
 
 __all__ = ["explicit_iterated", "limit_any_path", "limit_iterated", "limit_of", "limit_uniform", "path_limit",
            "rational_in_exponentials"]
@@ -198,8 +200,10 @@ def _sympy_limit(expr, var, point, direction):
     stores nothing: it depends on the machine, not on the expression."""
     try:
         return sp.limit(expr, var, point, direction)
-    except (NotImplementedError, ValueError, TypeError):
-        return None
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        return None  # a limit SymPy's algorithm cannot take (e.g. a comparison with NaN in gruntz)
 
 
 def limit_uniform(entry, params) -> Derivation:
@@ -447,7 +451,7 @@ def _certainly_differ(la: list, lb: list) -> bool:
     empty = Instance(d=1, n=1)
     try:
         return any(certify(sp.sympify(p), sp.sympify(q), empty, {}) is not None for p, q in zip(la, lb))
-    except Exception:  # noqa: BLE001 - a limit that cannot be enclosed proves nothing
+    except NO_VALUE:  # a limit that cannot be enclosed proves nothing
         return False
 
 
@@ -502,6 +506,7 @@ def limit_any_path(entry, params) -> Derivation:
             "indices": {"i": 1},
             "lhs": [float(v) for v in la],
             "rhs": [float(v) for v in lb],
+            "compared": list(SIDES["limit_any_path"]),
         }
         if sample:
             w["parameters"] = sample_parameters(entry, params)

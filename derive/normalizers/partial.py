@@ -23,14 +23,16 @@ weights: such a subterm is listed too (:attr:`Dropped.whole`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from derive.model.attention import X, i, j, t
 from derive.model.reductions import RowMax, RowMin
-from derive.normalizers.formula import REDUCTIONS, Y, Formula, _free, _safe, _Symbolic
+from derive.normalizers.formula import _POS, REDUCTIONS, Y, Formula, _free, _safe, _sign, _Symbolic
 from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
 
-__all__ = ["Dropped", "domain", "dropped", "text", "why_no_proof"]
+__all__ = ["Dropped", "domain", "dropped", "over", "text", "why_no_proof"]
 
 _CACHE: dict = {}
 # the guard kind (derive.crosscheck.witness.in_domain) that keeps an instance where the subterm has a value
@@ -45,12 +47,14 @@ class Dropped:
     the operand free of the row that may make it undefined whatever the scores (the subterm is
     then kept by the reading, but not by a proof that cancels the factor), else None."""
 
-    def __init__(self, node, operand, kind, inside, whole=None):
+    def __init__(self, node, operand, kind, inside, whole=None, where=None, condition=None):
         self.text, self.operand, self.kind, self.inside, self.whole = text(node), operand, kind, inside, whole
+        self.condition = condition  # a reduction's condition that may leave it without a term (t <= i)
         if isinstance(node, Binary) and len(self.text) > 40:  # the division or power, shortened
             self.text = f"…{node.op}{text(node.right, 21)}"
-        self.where = (_WHERE[kind].format(text(whole if whole is not None else operand)) if kind
-                      else f"the reduction {self.text} has no term")
+        self.scored = where is not None  # a factor that depends on the scores: undefined at some scores only
+        self.where = where or (_WHERE[kind].format(text(whole if whole is not None else operand)) if kind
+                               else f"the reduction {self.text} has no term")
 
 
 def dropped(f: Formula) -> tuple[Dropped, ...]:
@@ -70,7 +74,8 @@ def _dropped(f: Formula):
             continue
         inside = reduction is not None
         if isinstance(node, Call) and node.func in ("max_t", "min_t"):
-            if len(node.args) > 1 and not whole.has(RowMax, RowMin):  # without a condition it has key j
+            # without a condition it has key j, and so with one that holds at t = j (t <= j)
+            if len(node.args) > 1 and not _has_key_j(node.args[1]) and not whole.has(RowMax, RowMin):
                 yield Dropped(node, None, None, inside)
             continue
         op = node.args[0] if isinstance(node, Call) else node.right if node.op == "/" else node.left
@@ -84,10 +89,15 @@ def _dropped(f: Formula):
             kept = _kept(_reading(f, op, False, lambda k: X[i, k]), kind, whole)
         if not kept:
             yield Dropped(node, op, kind, inside)
-        else:
-            factor = _row_free_zero(op, kind, f)
-            if factor is not None:
-                yield Dropped(node, op, kind, inside, factor)
+            continue
+        factor = _row_free_zero(op, kind, f)
+        if factor is not None:
+            yield Dropped(node, op, kind, inside, factor)
+            continue
+        found = _score_zero(node, op, kind, inside, f)
+        if found is not None:
+            cond = found[0].args[1] if isinstance(found[0], Call) and found[0].func == "sum_t" else None
+            yield Dropped(node, op, kind, inside, found[0], where=found[1], condition=cond and text(cond))
 
 
 def _factors(node):
@@ -124,6 +134,92 @@ def _row_free_zero(op, kind: str, f: Formula):
         if ok is not True:
             return part
     return None
+
+
+def _score_zero(node, op, kind: str, inside: bool, f: Formula):
+    """A factor of the divisor ``op`` that depends on the scores and may be 0 where a proof could
+    give the weight a value, as (factor node, where the weight has no value), or None.
+
+    A reduction with a condition that may leave it without a term (``sum_t(exp(x_t), t != j)`` on a
+    row of one key, ``t < j`` at the row's first key; not ``t <= j``, which has key j) is 0 on
+    whole rows, whatever the scores. Any other factor that depends on the scores is harmless when
+    it is never 0 (its sign read off the tree; ``1 + x_j**2`` by SymPy's real zeros of it), when
+    the numerator is positive (the weight grows without bound next to the factor's zeros: no
+    rewriting of it has a value there), or when the numerator shares no score with it (no proof
+    cancels x_t against x_j, or a sum over the row against a function of x_j). Otherwise
+    (``(x_j**2 - 1)/((x_j - 1)*(x_j + 1))``, whose zeros a proof cancels) its zeros are named,
+    exactly where SymPy finds them all, and a factor whose zeros cannot be told is listed too."""
+    if kind != "nonzero":
+        return None
+
+    def read(nd):
+        return _reading_in(f, nd) if inside else _reading(f, nd, False, lambda k: X[i, k])
+
+    numerator = node.left if isinstance(node, Binary) and node.op == "/" else None
+    found = []
+    for part in _factors(op):
+        if _score_free(part) or _sign(part, f) == _POS:
+            continue
+        if isinstance(part, Call) and part.func == "sum_t" and len(part.args) > 1:
+            if not _has_key_j(part.args[1]):
+                return part, (f"the reduction {text(part)} has no term (a row where no allowed key t has "
+                              f"{text(part.args[1])})")
+            continue
+        if numerator is not None and (_sign(numerator, f) == _POS
+                                      or not _row_atoms(read(part)) & _row_atoms(read(numerator))):
+            continue  # a pole, or nothing to cancel against: the reading keeps the factor's zeros
+        zeros = _zeros(read(part), text(part), "x_t" if inside else "x_j")
+        if zeros != "":
+            found.append((part, zeros))
+    return (found[0][0], "; or ".join(z for _, z in found)) if found else None
+
+
+def _has_key_j(cond) -> bool:
+    """Does the condition hold at t = j (``t <= j``, ``t >= j``, ``t == j``), so that a reduction
+    over the allowed keys with it has key j's term?"""
+    if not (isinstance(cond, Binary) and cond.op in ("<=", ">=", "==")):
+        return False
+    sides = {(type(a).__name__, getattr(a, "id", None)) for a in (cond.left, cond.right)}
+    return sides == {("Name", "t"), ("Name", "j")}
+
+
+def _row_atoms(e: sp.Expr) -> set:
+    """The parts of ``e`` through which it depends on the row: each sum or product over it, and
+    each score outside them."""
+    out = set()
+    stack = [e]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, (sp.Sum, sp.Product)):
+            out.add(a)
+        elif isinstance(a, sp.Indexed) and a.base in (X, Y):
+            out.add(a)
+        else:
+            stack.extend(a.args)
+    return out
+
+
+def _zeros(g: sp.Expr, written: str, score: str) -> str:
+    """Where ``g`` (the reading of the factor ``written``, in the score x_j; ``score`` is how the
+    formula writes it) is 0, as text: "" when it is certainly never 0 (for real scores and every
+    parameter value of the domain), its real zeros when SymPy finds them all, else ``written = 0``
+    (not known)."""
+    if g.is_nonzero:
+        return ""
+    xj, unknown = X[i, j], f"{written} = 0"
+    if g.atoms(sp.Indexed) != {xj} or g.has(sp.Sum, sp.Product):
+        return unknown
+    v = sp.Dummy("v", real=True)
+    try:
+        found = sp.solveset(g.xreplace({xj: v}), v, sp.S.Reals)
+    except (NotImplementedError, ValueError, TypeError):  # SymPy cannot solve it: its zeros are not known
+        return unknown
+    if found is sp.S.EmptySet:
+        return ""
+    if isinstance(found, sp.FiniteSet) and not found.free_symbols:
+        at = " and ".join(f"{score} = {sp.sstr(p)}" for p in sorted(found, key=lambda p: float(p)))
+        return f"{written} = 0, at {at}"
+    return unknown
 
 
 def _reading_in(f: Formula, node) -> sp.Expr:
@@ -198,12 +294,32 @@ def _kept(operand: sp.Expr, kind: str, whole: sp.Expr) -> bool:
     return True
 
 
-def why_no_proof(f: Formula | None) -> str | None:
-    """The reason no claim on the weights of ``f`` is proved, or None when its reading drops nothing."""
+def over(f: Formula | None, params: dict | None) -> Formula | None:
+    """``f`` with the parameters ``params`` names as symbols (a spec's ``clipped(z, g)``: z and g
+    with their declared signs) in place of the formula's own, so that what may have no value is
+    judged over the domain the claims quantify over."""
+    given = {p: v for p, v in (params or {}).items() if isinstance(v, sp.Symbol) and p in f.defaults} if f else {}
+    if not given:
+        return f
+    return dataclasses.replace(f, defaults={**f.defaults, **given})
+
+
+def why_no_proof(f: Formula | None, mask=None) -> str | None:
+    """The reason no claim on the weights of ``f`` is proved, or None when its reading drops nothing.
+    With the spec's ``mask``: a reduction over ``t <= i`` has a term on every row of a mask whose
+    rows allow only keys up to i (causal, causal_window(W)): the row's allowed keys all have it."""
+    from derive.model.masks import mask_side
+
     lost = dropped(f) if f is not None else ()
+    if mask is not None and mask_side(mask) == "past":
+        lost = tuple(d for d in lost if d.condition not in ("t <= i", "i >= t"))
     if not lost:
         return None
     more = f" (and {len(lost) - 1} more such subterm{'s' if len(lost) > 2 else ''})" if len(lost) > 1 else ""
+    if lost[0].scored:
+        return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, but a proof "
+                "about it may cancel that factor or hold only on the other rows; derive proves claims only about the "
+                "weight as written, where it has a value")
     if lost[0].whole is not None:
         return (f"the weight as written has no value where {lost[0].where} ({lost[0].text}){more}, whatever the "
                 "scores, but a proof that cancels that factor has one there; derive proves claims only about the "

@@ -25,6 +25,7 @@ from derive.normalizers.algebra import (
     _plain_weight,
     X,
     Z,
+    SIDES,
     depends_on_score,
     elementwise,
     mass,
@@ -48,6 +49,7 @@ from derive.shared import once
 __all__ = ["PROPERTIES", "decide", "derive_property", "params_for"]
 
 C = sp.Symbol("c", real=True)  # a common shift of the row's scores
+
 Q, K = VectorBase("q"), VectorBase("k")
 B_K = vector("b_K")
 
@@ -65,7 +67,11 @@ def params_for(entry, given: dict | None = None) -> dict:
 
 
 def _check_domain(entry, name: str, expr: sp.Expr, value: sp.Expr) -> None:
-    """A concrete parameter must lie in the entry's domain (e.g. c > 0, ζ ≥ 1)."""
+    """A concrete parameter must lie in the entry's domain (e.g. c > 0, ζ ≥ 1). A declared
+    symbol (a spec's ``clipped(z, g)``) ranges over its own declared domain, as every declared
+    scalar does: the claims are about the formula for every value of it."""
+    if value.free_symbols:
+        return
     if not value.is_real:
         raise InputError(f"{entry.name}: parameter {name} must be a real number, got {value}")
     for sym in expr.free_symbols:
@@ -103,7 +109,7 @@ def shift_invariant(entry, params) -> Derivation:
     )
     shifted = _shifted_weight(entry, params)
     plain = weight(entry, params)
-    der.verdict = settle(shifted, plain, entry, params,
+    der.verdict = settle(plain, shifted, entry, params, sides=SIDES["shift_invariant"],
                          guards=_as_written(entry, params) + _as_written(entry, params, _shifted))
     der.equality = (shifted, plain)
     der.step("weight after a common shift $c$", shifted, setup=True)
@@ -127,7 +133,7 @@ def shift_effect(entry, params) -> Derivation:
     other, new = entry.shift_effect(C, params)
     target = get(other)
     rhs = weight(target, new)
-    der.verdict = settle(shifted, rhs, entry, params)
+    der.verdict = settle(shifted, rhs, entry, params, sides=SIDES["shift_effect"])
     der.equality = (shifted, rhs)
     pretty = _assign(other, new, entry.name)
     der.value = f"= {pretty}"
@@ -143,7 +149,8 @@ def weights_sum_to_one(entry, params) -> Derivation:
         entry.name, "weights_sum_to_one", "$\\sum_j p_j = 1$ for every row with a non-empty allowed set", None
     )
     T = mass(entry, params)
-    der.verdict = settle(T, sp.S.One, entry, params, guards=_as_written(entry, params))
+    der.verdict = settle(T, sp.S.One, entry, params, sides=SIDES["weights_sum_to_one"],
+                         guards=_as_written(entry, params))
     der.equality = (T, sp.S.One)
     # Shown with its own outer index u: the weights' inner sums run over t (canon_sums
     # renames every dummy to t, which reads as if the outer index were captured).
@@ -285,6 +292,10 @@ def can_abstain(entry, params) -> Derivation:
                               method="uniform path, limit")
         der.value = "yes"
         return der
+    from derive.normalizers.instances import abstention_rules
+
+    if abstention_rules(entry, params, der):
+        return der
     der.verdict = Verdict(UNDECIDED, "no rule for the infimum of the mass applies")
     der.value = "?"
     return der
@@ -328,13 +339,18 @@ def _one_key(name: str, make, params: tuple) -> sp.Expr:
 
 
 def _one_key_witness(entry, params, value) -> dict:
+    from derive.normalizers.algebra import sample_parameters
+
     return {
         "instance": {"d": 1, "n": 1, "M": [[1]], "x": [[0]]},
         "indices": {"i": 1},
-        "lhs": float(sp.N(value.subs(entry_sample(entry, params)) if isinstance(value, sp.Basic) else value)),
+        # the row's index is the instance's, i = 1 (a weight may read it: 1/i)
+        "lhs": float(sp.N(value.subs(entry_sample(entry, params)).subs(i, 1) if isinstance(value, sp.Basic)
+                          else value)),
         "rhs": 0.0,
+        "compared": list(SIDES["can_abstain"]),
         "note": "not every weight can tend to 0: the row's mass is bounded below by this value",
-    }
+    } | ({"parameters": sample_parameters(entry, params)} if sample_parameters(entry, params) else {})
 
 
 def entry_sample(entry, params):
@@ -351,7 +367,7 @@ def ratio_identity(entry, params) -> Derivation:
     allowed = {M[i, 1]: sp.S.One, M[i, 2]: sp.S.One}
     lhs = (weight(entry, params, key=1) / weight(entry, params, key=2)).xreplace(allowed)
     rhs = sp.exp(X[i, 1] - X[i, 2])
-    der.verdict = settle(canon_sums(lhs), rhs, entry, params)
+    der.verdict = settle(canon_sums(lhs), rhs, entry, params, sides=SIDES["ratio_identity"])
     der.equality = (lhs, rhs)
     der.step("ratio of the weights of keys 1 and 2 (both allowed)", lambda: tidy(canon_sums(lhs)), setup=True)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
@@ -370,7 +386,7 @@ def k_bias_cancels(entry, params) -> Derivation:
     )
     with_bias = weight(entry, params, lambda k: Dot(Q[i], K[k] + B_K) / sp.sqrt(d))
     without = weight(entry, params, lambda k: Dot(Q[i], K[k]) / sp.sqrt(d))
-    der.verdict = settle(with_bias, without, entry, params)
+    der.verdict = settle(with_bias, without, entry, params, sides=SIDES["k_bias_cancels"])
     der.equality = (with_bias, without)
     der.value = {"proved": "yes", "refuted": "no"}.get(der.verdict.status, "?")
     if der.verdict.proved and params == params_for(entry):
@@ -507,7 +523,8 @@ def derive_property(name: str, prop: str, **params) -> Derivation:
     key = (name, prop, tuple(sorted((k, str(v)) for k, v in params.items())))
     if key not in _CACHE:  # and once per build across the documents' processes
         _CACHE[key] = once(f"derive_property {key!r}",
-                           lambda: _defined_rows(entry, prop, PROPERTIES[prop][1](entry, params_for(entry, params))))
+                           lambda: _defined_rows(entry, prop, PROPERTIES[prop][1](entry, params_for(entry, params)),
+                                                      params))
     return _CACHE[key]
 
 
@@ -519,25 +536,28 @@ def _as_written(entry, params: dict, sc=None) -> list:
     """The guards that keep a counterexample where the weight as written has a value (scores
     ``sc``, default x[i, k]), when its symbolic reading has a wider domain (see
     :mod:`derive.normalizers.partial`)."""
-    from derive.normalizers.partial import domain
+    from derive.normalizers.partial import domain, over
 
-    return domain(entry.definition_of, sc or (lambda k: X[i, k]), params=params)
+    return domain(over(entry.definition_of, params), sc or (lambda k: X[i, k]), params=params)
 
 
-def _defined_rows(entry, prop: str, der: Derivation) -> Derivation:
+def _defined_rows(entry, prop: str, der: Derivation, params: dict) -> Derivation:
     """A verdict about the weight as written: where its symbolic reading dropped a subterm that
     may have no value, no proof (the reading has a value where the formula has none), and a
     refutation only by a counterexample certified inside the formula's domain; any other
     verdict is undecided for that reason (a reason read off the reading, such as "not
     shift-invariant" for the effect of a shift, would not be about the weight as written)."""
-    from derive.normalizers.partial import why_no_proof
+    from derive.normalizers.instances import instance_defined
+    from derive.normalizers.partial import over, why_no_proof
 
-    why = why_no_proof(entry.definition_of)
+    why = why_no_proof(over(entry.definition_of, params))
     v = der.verdict
     if why is None or v is None:
         return der
     if v.status == REFUTED and prop in _GUARDED and v.method == "counterexample":
         return der
+    if v.status == REFUTED and getattr(der, "instance", None) and instance_defined(entry, params, *der.instance):
+        return der  # refuted by an identity on a row where the weight as written has a value
     der.verdict, der.value = Verdict(UNDECIDED, why), "?"
     return der
 

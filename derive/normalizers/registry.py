@@ -99,6 +99,29 @@ class Normalizer:
         """The symbolic parameters, with their domain (e.g. c > 0 for a soft cap)."""
         return {p: self.domain.get(p, sp.Symbol(p, real=True)) for p in self.params}
 
+    def shown_parameter(self, p: str) -> str:
+        """How a counterexample names the entry's own parameter ``p`` when no spec name is given
+        for it: ``NAME.SYMBOL`` for a parameter that is one symbol (``softcap.c_cap``,
+        ``sigmoid.b``), ``NAME.p`` for one that is an expression in another (clipped's ζ = 1 + ζ',
+        ``clipped.zeta``) or a token's score (``bias_kv.s_star``); its value is the parameter's."""
+        sym = self.symbols()[p]
+        return f"{self.name}.{sym.name}" if isinstance(sym, sp.Symbol) and self.token is None else f"{self.name}.{p}"
+
+    def shown_parameters(self, values: dict) -> dict:
+        """``values`` (a counterexample's inputs) with each own parameter that is an expression in
+        other symbols (clipped's ζ' ≥ 0, ζ = 1 + ζ') given as the parameter's value under
+        :meth:`shown_parameter` instead of those symbols' values."""
+        out = dict(values)
+        for p, e in self.symbols().items():
+            if isinstance(e, sp.Symbol) or not e.free_symbols:
+                continue
+            keys = {f"{self.name}.{s.name}": s for s in e.free_symbols}
+            if not all(k in out and isinstance(out[k], (int, float)) for k in keys):
+                continue
+            value = e.xreplace({s: sp.nsimplify(out.pop(k)) for k, s in keys.items()})
+            out[self.shown_parameter(p)] = int(value) if value.is_integer else float(value)
+        return out
+
     def sample_values(self) -> dict[str, sp.Expr]:
         return {p: _exact(self.sample.get(p, 0)) for p in self.params}
 

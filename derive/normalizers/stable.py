@@ -17,7 +17,7 @@ import sympy as sp
 
 from derive.floats import bf16
 from derive.model.attention import M, i, j, n, t
-from derive.normalizers.algebra import _BY_ARGS, Derivation, X, display_subs, prove_congruent, settle, weight
+from derive.normalizers.algebra import _BY_ARGS, SIDES, Derivation, X, display_subs, prove_congruent, settle, weight
 from derive.normalizers.overflow import MSHIFT, Overflow, derive_overflow_free
 from derive.prove.verdict import PROVED, UNDECIDED, Verdict
 from derive.normalizers.registry import get
@@ -79,7 +79,8 @@ def prove_form(form: Overflow, entry, params) -> Verdict:
     for old, new, _ in form.rewrites:
         ok, how = prove_congruent(new, old)
         if not ok:
-            return settle(form.form, weight(entry, params), entry, params)
+            return settle(form.form, weight(entry, params), entry, params,
+                          sides=SIDES["stable_form"])
         how = how.removeprefix(_BY_ARGS).removesuffix(")") if how.startswith(_BY_ARGS) else how
         hows.append(how)
     return Verdict(PROVED, "each rewritten part reduces to the part of the definition it replaces",

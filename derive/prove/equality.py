@@ -17,12 +17,14 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.crosscheck.witness import find_witness
+from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, expand_dot
 from derive.prove.memo import memoized
 from derive.prove.sums import canon_sums
 from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.sum_merge import merge_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
+from derive.routes import sympy_gave_up
 from derive.settings import DEFAULT, Settings
 
 __all__ = ["normal_form", "prove_equal", "prove_zero"]
@@ -64,7 +66,8 @@ def _one_index(e: sp.Expr) -> sp.Expr:
 
 def _homogeneous(e: sp.Expr) -> sp.Expr:
     """A positive factor common to the arguments of max, min or abs taken out of it
-    (positive homogeneity: f(c·a, c·b) = c·f(a, b) for c > 0), then expanded again."""
+    (positive homogeneity: f(c·a, c·b) = c·f(a, b) for c > 0), and out of a row's max_t or min_t
+    with a term free of t (max_t(x_t + c) = c + max_t(x_t)), then expanded again."""
 
     def out(f):
         args = [sp.factor_terms(a) for a in f.args]
@@ -78,9 +81,18 @@ def _homogeneous(e: sp.Expr) -> sp.Expr:
         c = sp.Mul(*common)
         return c * f.func(*[a / c for a in args])
 
-    if not e.has(sp.Max, sp.Min, sp.Abs):
+    def row(r):  # max_t / min_t of a row: a term free of t added, a positive factor free of t taken out
+        body, var = sp.expand(r.body), r.var
+        add = sp.Add(*[a for a in sp.Add.make_args(body) if var not in a.free_symbols])
+        if add != 0:
+            return add + r.func(body - add, *r.args[1:])
+        c = sp.Mul(*[f for f in sp.Mul.make_args(sp.factor_terms(body)) if var not in f.free_symbols and f.is_positive])
+        return c * r.func(sp.factor_terms(body) / c, *r.args[1:]) if c != 1 else r
+
+    if not e.has(sp.Max, sp.Min, sp.Abs, RowExtremum):
         return e
     pulled = e.replace(lambda z: isinstance(z, (sp.Max, sp.Min, sp.Abs)), out)
+    pulled = pulled.replace(lambda z: isinstance(z, RowExtremum), row)
     return e if pulled == e else _expand(pulled)
 
 
@@ -92,11 +104,58 @@ def _simplify(e: sp.Expr) -> sp.Expr:
     try:
         if sp.cancel(e) == 0:
             return sp.S.Zero
-    except TimeLimit:
-        raise
-    except Exception:  # noqa: BLE001 - cancel cannot take every expression: simplify decides
-        pass
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise  # (cancel cannot take every expression: simplify decides)
     return sp.simplify(e)
+
+
+def _peeled(e: sp.Expr) -> sp.Expr:
+    """A key's mask factor put to 1 in what it multiplies (M·R(M) = M·R(1) and M² = M, M being 0 or 1:
+    e^{x_j}/(e^{x_j}(1 − M_j) + Σ_t M_t e^{x_t}) is softmax where key j is allowed), a sum over
+    1..b with one over 1..b − k of the same terms written as the shorter plus its last k terms
+    (Σ_{t≤j} − Σ_{t<j} = the term at j), every sum over one index, then simplified. Each step is an
+    equality. Where there is nothing to put to 1 or peel, ``e`` itself: it is the simplified form
+    of the pass before, and a second ``simplify`` of it would only spend the time limit."""
+    from derive.model.attention import M
+
+    def put_one(x, masks, bound):
+        """``x`` with each of ``masks`` put to 1, except inside a sum or product that binds its index."""
+        if isinstance(x, (sp.Sum, sp.Product)) and {v for v, *_ in x.limits} & bound:
+            return x
+        if x in masks:
+            return sp.S.One
+        if not x.args:
+            return x
+        args = [put_one(a, masks, bound) for a in x.args]
+        return x.func(*args) if any(a is not b for a, b in zip(args, x.args)) else x
+
+    def one(m: sp.Mul):
+        masks = {f for f in m.args if isinstance(f, sp.Indexed) and f.base == M}
+        if not masks:
+            return m
+        bound = {s for f in masks for s in f.free_symbols}
+        rest = put_one(sp.Mul(*[f for f in m.args if f not in masks]), masks, bound)
+        return sp.Mul(*masks) * rest
+
+    start = e
+    e = e.replace(lambda z: isinstance(z, sp.Mul), one)
+    sums = [x for x in e.atoms(sp.Sum) if len(x.limits) == 1]
+    put = {}
+    for a in sums:
+        for b in sums:
+            (ta, la, ha), (tb, lb, hb) = a.limits[0], b.limits[0]
+            k = sp.simplify(ha - hb)
+            if a is b or ta != tb or la != lb or a.function != b.function or not (k.is_Integer and 0 < k <= 3):
+                continue
+            put[a] = b + sp.Add(*[a.function.xreplace({ta: ha - m}) for m in range(int(k))])
+    squared = lambda z: (z.is_Pow and isinstance(z.base, sp.Indexed) and z.base.base == M  # noqa: E731
+                         and z.exp.is_Integer and z.exp > 0)
+    if e == start and not put and not e.find(squared):
+        return start  # nothing put to 1 or peeled: simplify has had this form already
+    e = sp.expand(e.xreplace(put))
+    e = e.replace(squared, lambda z: z.base)  # M² = M
+    return _simplify(canon_sums(e))
 
 
 _EXPANDING = r"expanding $\langle \cdot, \cdot \rangle$ by bilinearity and $\exp(a + b) = \exp(a) \exp(b)$"
@@ -107,6 +166,7 @@ _PASSES = (
     ("exponentials expanded (tanh, sinh, cosh written with exp) and cancelled", _exponentials),
     ("sums written over one index (a bound index renamed, factors free of it taken out)", _one_index),
     ("simplification (common factors cancelled)", _simplify),
+    ("the allowed key's mask factor put to 1, sums one term apart peeled, simplified", _peeled),
 )
 
 
@@ -167,21 +227,25 @@ def _normal_form(expr: sp.Expr, cfg: Settings) -> tuple[sp.Expr, str]:
         return expr, "identical once notation is unfolded"
     try:
         evaluated = _evaluated(expr)
-    except Exception:  # noqa: BLE001 - a class that cannot be rebuilt from its args: the passes decide
-        evaluated = expr
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
+        evaluated = expr  # a class that cannot be rebuilt from its args: the passes decide
     if evaluated == 0:  # a step written unevaluated, e.g. e^{c} X / (e^{c} Y) for X / Y
         return evaluated, "common factors cancelled"
     form = expr
     with time_limit(cfg.time_limit):
         for how, rewrite in _PASSES:
-            if rewrite is _simplify and sp.count_ops(form) > SIMPLIFY_OPS:
+            if rewrite in (_simplify, _peeled) and sp.count_ops(form) > SIMPLIFY_OPS:
                 return form, f"beyond the simplification budget ({SIMPLIFY_OPS} operations)"
             try:
                 out = rewrite(expr if rewrite in _SIDE else form)
             except TimeLimit:
                 raise
-            except Exception:  # noqa: BLE001 - a SymPy pass that fails proves nothing; try the next
-                continue
+            except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+                if not sympy_gave_up(exc):
+                    raise
+                continue  # a pass SymPy cannot take proves nothing; try the next
             if out == 0:
                 return out, _label(how, expr)
             if rewrite not in _SIDE:

@@ -25,6 +25,8 @@ from typing import TypeVar
 
 import sympy as sp
 
+from derive.routes import NO_VALUE, sympy_gave_up
+
 __all__ = ["memoized", "simplifies_to_zero", "simplify"]
 
 F = TypeVar("F", bound=Callable)
@@ -104,6 +106,10 @@ def _nonzero_at_a_point(expr) -> bool:
         values[sym] = val
     try:
         num = sp.N(expr.xreplace(values), 30, strict=True)
-    except Exception:  # noqa: BLE001 - no value there (or not to the digits asked): undecided here
+    except NO_VALUE:  # no value there (or not to the digits asked): undecided here
+        return False
+    except Exception as exc:  # noqa: BLE001 - narrowed: where SymPy gives up (derive.routes)
+        if not sympy_gave_up(exc):
+            raise
         return False
     return bool(num.is_Float and num.is_finite and num != 0)

@@ -238,6 +238,7 @@ def view(doc, target: str) -> dict:
     return {
         "slug": doc.slug,
         "source": doc.source or f"proofs/{doc.slug.replace('-', '_')}.py",
+        "rebuild": doc.rebuild or f"derive build {doc.source or 'proofs/' + doc.slug.replace('-', '_') + '.py'}",
         "title": _text(doc.title, target),
         "summary": _paragraphs(doc.summary, target),
         "blocks": _merge_repeats([_block(b, target, numbers) for b in doc.blocks]),

@@ -2,7 +2,8 @@
 
 Markdown: the summary line of the current verdicts, then per spec the claims whose verdict
 changed, then one line for the unchanged claims. JSON: the same as data. github: an error for
-each new refutation, a warning for each new undecided claim, a notice for each fixed one.
+each change that fails (a new refutation, a regression, an engine error), a warning for each new
+undecided claim, a notice for each fixed one.
 SARIF: the ordinary report with a ``baselineState`` on every result.
 """
 
@@ -14,8 +15,10 @@ from derive.prove.verdict import REFUTED, UNDECIDED
 
 __all__ = ["render_baseline"]
 
-TITLES = {REFUTED: "new refutation", UNDECIDED: "newly undecided", "changed": "refuted before, undecided now",
-          "fixed": "fixed", "proved": "newly proved", "removed": "claim removed"}
+TITLES = {"error": "internal error (no verdict)", REFUTED: "new refutation",
+          "regressed": "regression: no longer as expected", UNDECIDED: "newly undecided",
+          "changed": "refuted before, undecided now", "fixed": "fixed", "proved": "newly proved",
+          "removed": "claim removed"}
 AT_REF = {"absent": "not at {ref}: every claim is new", "invalid": "not a valid spec at {ref}: every claim is new",
           "deleted": "deleted since {ref}: every claim is removed"}
 
@@ -32,10 +35,10 @@ def _markdown(results: list, base) -> str:
     from derive import __version__
     from derive.claims.result import ICONS
     from derive.report.common import results_summary
-    from derive.report.render import expect_note_text, md_cell, one_line, reason_cell
+    from derive.report.render import expect_note_text, md_cell, one_line, outcome, reason_cell
 
     def cell(v):
-        return f"{ICONS[v]} {v}" if v else "—"
+        return f"{ICONS[v]} {outcome(v)}" if v else "—"
 
     n = len(base.statuses())
     lines = [results_summary(results), "",

@@ -46,7 +46,7 @@ def claim_level(claim) -> str | None:
     """``error`` for a claim whose verdict is not the expected one (``warning`` when it is merely
     undecided), ``note`` for a refuted or undecided claim that meets its expectation, None for a
     claim proved as expected."""
-    if not claim.as_expected:
+    if not claim.as_expected:  # an engine error is never as expected: an error
         return "warning" if claim.verdict == UNDECIDED else "error"
     return None if claim.verdict == PROVED else "note"
 
@@ -76,6 +76,8 @@ def claim_region(result, claim_name: str) -> dict:
 
 
 def claim_title(claim) -> str:
+    if claim.is_error:
+        return f"{claim.name}: internal error"
     if claim.as_expected and claim.expected != "proved":
         return f"{claim.name} is {claim.verdict} (as expected)"
     if not claim.as_expected and claim.expected != "proved":
@@ -88,6 +90,8 @@ def claim_message(claim, note: str = "", code: str = "`") -> str:
     expectation, reason, and the counterexample on its own line."""
     from derive.render.markup import plain_math
 
+    if claim.is_error:  # the reason says what failed, where, and asks for a report
+        return f"{code}{claim.claim}{code} has no verdict: {claim.reason}"
     expect = f" ({claim.miss})" if claim.expected != "proved" and not claim.as_expected else \
         " (as expected)" if claim.expected != "proved" else ""
     message = f"{code}{claim.claim}{code} is {claim.verdict}{expect}{note}: {plain_math(claim.reason)}"

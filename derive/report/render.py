@@ -8,14 +8,14 @@ import json
 import re
 from pathlib import Path
 
-from derive.claims.result import ICONS
-from derive.report.common import expectation_note, repo_path, results_summary, total_counts
+from derive.claims.result import ERROR, ICONS
+from derive.report.common import repo_path, results_summary, total_counts
 from derive.render.markup import gfm_escape, plain_math, tex_code, tex_text, to_gfm, to_tex
 
 __all__ = ["SCHEMA_VERSION", "environment", "one_line", "plain_reason", "reason_cell", "render", "short_reason",
            "to_json", "total_counts"]
 
-SCHEMA_VERSION = "2"  # "2": cross_check has no measured errors (machine-dependent digits)
+SCHEMA_VERSION = "3"  # "3": a claim may end in the error outcome; "2": cross_check has no measured errors
 
 
 def _template_dir() -> Path:
@@ -57,10 +57,16 @@ def plain_reason(reason: str) -> str:
     return plain_math(str(reason))
 
 
+def outcome(verdict: str | None) -> str:
+    """A claim's outcome in words: its verdict, or ``internal error`` (the engine failed on it)."""
+    return "internal error" if verdict == ERROR else verdict
+
+
 def expect_note_text(expected: str | None, verdict: str | None) -> str:
     """`` (as expected)`` or `` (expected refuted, got proved)`` after a verdict; nothing for a claim
-    that expects proved (the default) or is absent."""
-    if expected in (None, "proved") or verdict is None:
+    that expects proved (the default), is absent, or has no verdict (an internal error, which the
+    outcome says)."""
+    if expected in (None, "proved") or verdict in (None, ERROR):
         return ""
     return " (as expected)" if expected == verdict else f" (expected {expected}, got {verdict})"
 
@@ -118,7 +124,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell)
+    env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell, outcome=outcome)
     env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, ball=_ball, anchor=anchor)
     from derive.render.instance import instance_md, instance_tex, is_instance  # imports SymPy: only when rendering
 
@@ -161,9 +167,11 @@ def _hidden_step(step: dict, score: str | None, quiet: str | None, reason: str |
 def to_json(results: list) -> str:
     from derive import __version__
 
-    missed = expectation_note(c for r in results for c in r.claims)
+    # every claim whose outcome is not its expected verdict (a refuted claim that expects proved
+    # too: the summary line leaves that count out when every claim expects proved, the JSON does not)
+    missed = sum(not c.as_expected for r in results for c in r.claims)
     doc = {"version": __version__, "schema": SCHEMA_VERSION, "counts": total_counts(results),
-           "not_as_expected": missed or 0,
+           "not_as_expected": missed,
            "specs": [{**r.as_json(), "file": repo_path(r.file)} for r in results]}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 

@@ -10,8 +10,11 @@ scanning shows messages, not ``properties``). With a baseline, each result has a
 ``baselineState`` (``new``, ``unchanged``, ``updated``) and a claim that was refuted at the
 baseline and is not any more (fixed, removed, or its spec deleted) is an ``absent`` result.
 Bad input (exit 2) is a run without results whose invocation failed, with one
-``toolExecutionNotifications`` entry per error. The output validates against the official
-schema (``tests/sarif-schema-2.1.0.json``).
+``toolExecutionNotifications`` entry per error. A claim on which derive's engine failed (the
+error outcome, exit 3) is no result either: the invocation failed (``executionSuccessful:
+false``, ``exitCode`` 3) and has one notification per such claim, at the claim's line, with
+the exception (``exception.kind``, ``exception.message``, and where in derive it was raised).
+The output validates against the official schema (``tests/sarif-schema-2.1.0.json``).
 """
 
 from __future__ import annotations
@@ -145,10 +148,13 @@ def to_sarif(results: list, baseline: dict | None = None, gone: list | None = No
     """``baseline``: (repository path, claim name) -> the verdict at the baseline (absent: no such
     claim); ``gone``: claims refuted at the baseline that no longer exist (dicts with file, name,
     claim, why)."""
-    out = []
+    out, failed = [], []
     for r in results:
         path = repo_path(r.file)
         for c in r.claims:
+            if c.is_error:
+                failed.append(_engine_failure(r, c))
+                continue
             level = claim_level(c)
             before = baseline.get((path, c.name)) if baseline is not None else None
             if level:
@@ -160,7 +166,21 @@ def to_sarif(results: list, baseline: dict | None = None, gone: list | None = No
             elif baseline is not None and before == "refuted":
                 out.append(_result(r, c, "none", "absent"))
     out += [_absent(g) for g in gone or ()]
+    if failed:
+        return _document(out, {"executionSuccessful": False, "exitCode": 3, "toolExecutionNotifications": failed})
     return _document(out, {"executionSuccessful": True})
+
+
+def _engine_failure(result, claim) -> dict:
+    """The notification of a claim on which the engine failed (no verdict, no result)."""
+    info = claim.error or {}
+    return {"level": "error", "message": {"text": f"{claim.name} = {claim_message(claim, code='')}"},
+            "descriptor": {"id": "internal-error"},
+            "locations": [{"physicalLocation": {"artifactLocation": artifact(result.file),
+                                                "region": claim_region(result, claim.name)}}],
+            "exception": {"kind": info.get("type", ""), "message": info.get("message", "")},
+            "properties": {"spec": result.name, "claim": claim.name, "statement": claim.claim,
+                           "where": info.get("where", "")}}
 
 
 def error_sarif(problems: list) -> str:

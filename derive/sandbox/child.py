@@ -19,7 +19,7 @@ import sys
 import types
 from multiprocessing.connection import Connection
 
-__all__ = ["KINDS", "brief", "encode", "serve"]
+__all__ = ["INSTALL", "KINDS", "brief", "encode", "install_hint", "serve"]
 
 NAME = "derive_sandbox_child"  # the name a service imports these helpers by, in the child
 
@@ -31,6 +31,18 @@ def brief(exc: BaseException) -> str:
     if len(first) > 160:
         first = first[:157] + "..."
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+# How to install an optional dependency that derive, or the code it runs, may need: one wording
+# for every message that names a missing one (the child's, derive's own).
+INSTALL = {"torch": "pip install 'derive[torch]' (or pip install torch)", "triton": "pip install triton"}
+
+
+def install_hint(module: str | None) -> str:
+    """``; install it with: pip install …`` for a missing optional dependency (``torch.fx`` counts as
+    torch), "" for any other module."""
+    top = (module or "").split(".")[0]
+    return f"; install it with: {INSTALL[top]}" if top in INSTALL else ""
 
 
 KINDS = "biufc"  # the dtype kinds a reply's array may have: booleans and numbers, never objects
@@ -87,6 +99,6 @@ def _service(path: str):
 
 if __name__ == "__main__":
     helpers = types.ModuleType(NAME)
-    helpers.__dict__.update(brief=brief, encode=encode, serve=serve)
+    helpers.__dict__.update(brief=brief, encode=encode, serve=serve, install_hint=install_hint)
     sys.modules[NAME] = helpers
     serve(int(sys.argv[2]), int(sys.argv[3]), _service(sys.argv[1]).handle)

@@ -107,7 +107,7 @@ KINDS: tuple[ClaimKind, ...] = (
     ClaimKind("decreasing_in_distance", None,
               "for a fixed query i and a fixed s = ⟨q_i, k_j⟩/√d, the score is non-increasing in \\|i − j\\| "
               "over the allowed keys",
-              f"{_F}:decreasing_in_distance",
+              "derive.claims.distance:decreasing_in_distance",
               "A refutation comes with a query and two keys where the farther key scores higher.", ""),
     ClaimKind("equivalent_to", "file",
               "this variant and the spec OTHER.toml (path relative to this file) give the same weights: e.g. a "

@@ -19,6 +19,7 @@ from derive.model.tables import HEAD
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
 from derive.spec.domain import nowhere_real
 from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
+from derive.routes import NO_VALUE
 
 __all__ = [
     "BROKEN",
@@ -138,7 +139,7 @@ def _constant_zero(c: sp.Expr) -> bool:
 
     try:
         ball = evaluate(c, Instance(d=1, n=1), "arb", prec=256)
-    except Exception:  # noqa: BLE001 - a constant that cannot be enclosed is not known nonzero
+    except NO_VALUE:  # a constant that cannot be enclosed is not known nonzero
         return True
     return not ball.is_finite() or ball.contains(0)
 

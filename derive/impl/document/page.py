@@ -339,17 +339,19 @@ output. Whatever the code does, it cannot fake a verdict or corrupt the report:
 
 Exit 2 always comes with one line on standard error and nothing on standard output, so a
 CI gate that reads `--format json` never sees a truncated report or a zero exit from a
-function that exited early. An exception inside derive's own engine is also exit 2, with
-"please report this": it is never turned into a verdict.
+function that exited early. An exception inside derive's own engine is exit 3, an internal
+error that names the exception and where derive raised it and asks to be reported: it is
+never turned into a verdict.
 
 ## Threat model
 
 What derive guarantees against code that is hostile, not only wrong:
 
 - **The exit status is the verdict**, decided in derive's own process: 0 agrees, 1
-  disagrees or undecided, 2 no verdict. Nothing the child sends is taken as a verdict or a report: it
-  answers with arrays over a private pipe, which derive decodes without pickle and checks
-  against the shapes it asked for; anything else ends the check with exit 2.
+  disagrees or undecided, 2 no verdict, 3 no verdict because derive's own engine failed.
+  Nothing the child sends is taken as a verdict or a report: it answers with arrays over a
+  private pipe, which derive decodes without pickle and checks against the shapes it asked
+  for; anything else ends the check with exit 2.
 - **The child cannot set its own coverage.** Which inputs run — the full list or the
   interpreter's — is decided by derive from what it launched (the environment it gave the
   child and the target's source file, read, never imported), not from anything the child

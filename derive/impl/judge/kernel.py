@@ -421,6 +421,8 @@ class KernelChecker:
                 conv, bad = self.masked_convention(call, got, r, tol)
                 if conv is None:
                     y = np.ravel(got[bad][r])
+                    if bad == "lse":  # no weights, but an lse: log 0 = −∞ (no extra logit), not "no value"
+                        return fail(bad, r, y, [ex.lse[self.lse]], [INF], [0.0])
                     return fail(bad, r, y, [math.nan] * len(y), [INF] * len(y), [math.nan] * len(y))
                 if result is not None:
                     result.conventions[conv] = result.conventions.get(conv, 0) + 1

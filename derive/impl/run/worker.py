@@ -84,7 +84,7 @@ def _import(spec):
         else:
             module = importlib.import_module(where)
     except ModuleNotFoundError as exc:
-        return None, f"cannot import {spec!r}: no module named {exc.name!r}"
+        return None, f"cannot import {spec!r}: no module named {exc.name!r}{sandbox.install_hint(exc.name)}"
     except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
         return None, f"cannot import {spec!r}: importing it raised {brief(exc)}"
     obj = module
