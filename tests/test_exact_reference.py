@@ -200,17 +200,20 @@ def test_a_row_with_every_key_masked_and_no_extra_logit_has_no_value():
     assert kernel_row([-np.inf, -np.inf], np.eye(2), 0.0, None, 30).out == [0.0, 0.0]
 
 
-def test_rows_not_judged_make_the_verdict_undecided(null, tmp_path):
-    """A row whose exact value is out of reach is not evidence: with no failure the verdict is
-    'undecided' with exit code 1, never 'agrees'."""
+def test_rows_not_judged_are_counted_and_undecided_only_when_none_is_judged(null, tmp_path):
+    """A row whose exact value is out of reach is not evidence: it is counted in a note. With no
+    failure the verdict agrees when rows were judged, and is 'undecided' (exit 1) when none was."""
     code = tmp_path / "zeros.py"
     code.write_text("import numpy as np\n\ndef zeros(x):\n    return np.zeros_like(x)\n")
     report = check_implementation(f"{code}:zeros", "null", dtypes=("float64",), examples=5)
     r = report.results[0]
-    assert r.undecided_rows > 0 and r.failure is None
-    assert r.verdict == "undecided" and report.verdict == "undecided" and report.exit_code() == 1
-    assert report.summary().startswith(f"Undecided: {code}:zeros agrees with null on the {r.rows} rows judged, "
-                                       "but not every tested row could be judged. Rows not judged")
-    assert report.as_json()["verdict"] == "undecided"
-    assert report.as_json()["dtypes"][0]["verdict"] == "undecided"
-    assert "**Verdict: UNDECIDED.**" in report.to_markdown()
+    assert r.undecided_rows > 0 and r.failure is None and r.rows > 0
+    assert r.verdict == "agrees" and report.verdict == "agrees" and report.exit_code() == 0
+    assert f"Rows not judged, neither agreeing nor disagreeing ({r.undecided_rows} in float64)" in report.summary()
+    assert report.as_json()["dtypes"][0]["verdict"] == "agrees"
+    from derive.impl.judge.classes import verdict
+
+    # no row judged in a class that had rows: undecided; a failure: disagrees whatever else
+    assert verdict(False, {"rows": 0}, {"rows": 3}) == "undecided"
+    assert verdict(False, {"rows": 1}, {"rows": 3}) == "agrees"
+    assert verdict(True, {}, {}) == "disagrees"

@@ -133,7 +133,7 @@ def test_an_engine_failure_is_never_a_verdict(monkeypatch, capsys):
     assert (code, out) == (3, "")
     first, rest = err.split("\n", 1)
     assert re.fullmatch(r"derive: tests/zoo/softmax1_numpy.py:softmax1 as softmax1 \(float64\): internal error: "
-                        r"ZeroDivisionError: boom \(at derive/impl/\w+\.py:\d+ in \w+\); this is a fault in "
+                        r"ZeroDivisionError: boom \(at derive/impl/[\w/]+\.py:\d+ in \w+\); this is a fault in "
                         r"derive, not in the input: please report it", first), first
     assert rest.startswith("the traceback, for the report:\nTraceback (most recent call last):")
 
