@@ -239,8 +239,11 @@ def test_triton_tiled_kernel_with_sinks_and_its_skip_before_start_twin():
     assert good.agrees, good.to_markdown()
     assert "decode" in good.results[0].per_class
     bad = attention("tests/zoo/triton_kernels/attention.py:attention_skip_before_start", causal=True)
-    assert set(failing(bad)) == {"decode"}
-    assert failing(bad)["decode"].case.describe().startswith("B = 1, H = 1, 1 query, 5 keys")
+    # every failing call has queries after position 0 (a decode offset, or the last queries of a long causal
+    # call): filed under the call's own class first, and decode fails with them
+    r = bad.results[0]
+    assert "decode" in set(r.failures) | set(r.failed_in), bad.to_markdown()
+    assert all(f.case.start_q > 0 for f in r.failures.values())
 
 
 def test_required_keyword_of_no_known_role_is_named(capsys):
