@@ -1,6 +1,9 @@
 """Wall time of ``derive impl`` per implementation with the default settings.
 
-Target: a median under 5 s per implementation on a 2-core machine, torch import excluded;
+Target: a median under 5 s per implementation on a 2-core machine, torch import excluded; an
+attention-form check (:data:`ATTENTION_CASES`: calls of up to 4096 keys, both default dtypes, the
+default search) within 15 s of CPU for a numpy kernel and 30 s for PyTorch's SDPA, measured as CPU
+time (user + system, this process and its child), since the machine is shared;
 every kernel-form check (``--form online|split|backward``, :data:`FORM_CASES`, at the real
 sizes of the fixed list: rows of 1024 keys, tiles of 16 to 256 keys, 64 splits, head
 dimensions 64 and 128, 16 rows per call) under 10 s, real Triton kernels under the
@@ -10,7 +13,8 @@ machine is shared and the checks are CPU-bound.
 The implementation runs in a child process, which imports torch itself when the code uses
 it; that import is timed once (a fresh interpreter importing torch) and subtracted from
 the torch cases. Run from the repository root:
-``python benchmarks/bench_impl.py [TARGET NORMALIZER [NAME=VALUE ...]]``
+``python benchmarks/bench_impl.py [TARGET NORMALIZER [NAME=VALUE ...]]`` (``--attention``: the
+attention-form checks alone)
 (``--form FORM`` anywhere after them checks TARGET in that kernel form; a TARGET that imports
 triton runs under the interpreter in float32).
 """
@@ -27,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from derive.impl import check_implementation
-from derive.impl.triton_env import imports_triton
+from derive.impl.run.triton_env import imports_triton
 
 BUDGET = 5.0
 FORM_BUDGET = 10.0  # per kernel-form check
@@ -66,6 +70,36 @@ TRITON_CASES = (
 )
 
 
+# attention-form checks (default dtypes float64 and float32, the fixed list with calls of up to 4096 keys and the
+# default search), each against a budget of CPU seconds (this process and its child: the machine is shared, wall
+# time is not a measure there)
+ATTENTION_CASES = (
+    ("tests/zoo/attention_model.py:gqa", "sink", {"gqa": True}, 15.0),  # numpy, GQA, sinks
+    ("tests/zoo/attention_model.py:flash_block", "softmax", {}, 15.0),  # numpy, tiles of 1 to 256, a mask
+    ("tests/zoo/attention_torch.py:sdpa_torch", "softmax", {"gqa": True}, 30.0),  # PyTorch's own SDPA
+)
+ATTENTION = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": False, "start_q": None, "window": 0,
+             "mask_value": "-inf", "backward": False, "kw_names": {}}
+
+
+def attention_cases(torch_s: float | None) -> bool:
+    """Run ATTENTION_CASES; print each one's wall and CPU time; True when each is within its CPU budget."""
+    ok = True
+    for spec, norm, settings, budget in ATTENTION_CASES:
+        if "torch" in spec and torch_s is None:
+            continue
+        start, cpu = time.perf_counter(), cpu_seconds()
+        report = check_implementation(spec, norm, form="attention", attention={**ATTENTION, **settings})
+        elapsed, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+        cov = report.results[0].coverage.as_json()
+        within = cpu <= budget
+        ok = ok and within
+        print(f"{spec} as {norm}, --form attention: {report.verdict} in {elapsed:.2f} s wall, CPU {cpu:.2f} s "
+              f"(budget {budget:.0f} s CPU: {'OK' if within else 'TOO SLOW'}); {report.results[0].cases} calls per "
+              f"dtype, keys up to {cov['largest_keys']}")
+    return ok
+
+
 def torch_import_seconds() -> float | None:
     code = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -80,6 +114,8 @@ def cpu_seconds() -> float:
 
 def main(argv: list[str]) -> int:
     form = None
+    if argv == ["--attention"]:  # the attention-form checks alone
+        return 0 if attention_cases(torch_import_seconds()) else 1
     if "--form" in argv:
         k = argv.index("--form")
         form, argv = argv[k + 1], argv[:k] + argv[k + 2:]
@@ -129,6 +165,8 @@ def main(argv: list[str]) -> int:
         form_times.append(min(elapsed, cpu))
         print(f"{spec} as {norm}, --form {form}: {'agrees' if report.agrees else 'disagrees'} in {elapsed:.2f} s"
               f" (CPU {cpu:.2f} s" + ("; Triton interpreter, float32)" if interpreted[0] else ")"))
+    if len(argv) < 2 or "--attention" in argv:
+        ok = attention_cases(torch_s) and ok
     if form_times:
         form_ok = max(form_times) <= FORM_BUDGET
         ok = ok and form_ok

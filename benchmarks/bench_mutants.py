@@ -2,14 +2,20 @@
 kernels that it kills (target ≥ 99%).
 
 The originals are correct kernels of the zoo (:data:`ORIGINALS`): the online and split-KV
-forwards with a sink and the sink backward that tiles its keys by 64
-(``tests/zoo/mutation_kernels.py``), and the row softmax₁ (``tests/zoo/softmax1_numpy.py``).
+forwards with a sink and the sink backward that tiles its keys by 64, an attention kernel as
+written with grouped kv heads, a sink per head, an additive mask and tiles of 64 keys
+(``tests/zoo/mutation_kernels.py``, checked with ``--form attention --gqa``), and the row softmax₁
+(``tests/zoo/softmax1_numpy.py``).
 Mutants are made mechanically from each function's AST, one change each (:class:`Mutator`):
 + ↔ −, × ↔ ÷ (also in ``+=``), < ↔ ≤, > ↔ ≥, == ↔ !=, an integer bound of a ``range`` or a slice
 ± 1, a number replaced by 0, 1 or −∞ (and ``np.inf`` by 0), one operand of a binary operation
 dropped, max ↔ min. A mutant whose outputs equal the original's on random and edge inputs
 (:func:`behaviour`: short and long rows, masked and fully masked rows, extreme sinks, empty rows,
-several tile sizes and split counts, batch shapes) is equivalent and discarded; every other one is
+several tile sizes and split counts, batch shapes; for the attention kernel, calls with 1, 2 and 4
+query heads per kv head, key lengths around the tile of 64, a masked first tile, score spreads of
+thousands, every score near −1000 with −∞ or very negative sinks, and a row's output where the
+definition has none (every key masked, every sink −∞) compared by the convention it follows, 0,
+NaN or the mean of the values, as derive accepts them) is equivalent and discarded; every other one is
 checked with ``derive impl`` in its form (float64, the default search) and counts as killed when
 the verdict is "disagrees" (exit 1) or derive refuses it with an error on a valid input (exit 2:
 it raised, returned the wrong shape, NaN where a number is due...). The kill rate is
@@ -20,7 +26,12 @@ Run from the repository root: ``python benchmarks/bench_mutants.py [--limit N] [
 The machine is shared: the run takes about 15 s of wall time per mutant there.
 
 A full run (251 behaviour-changing mutants, 6 equivalent discarded; 30 min on a loaded 2-core
-machine) killed 250 (99.6%, 112 of them by an error on a valid input). The survivor changes the
+machine) killed 250 (99.6%, 112 of them by an error on a valid input). The attention kernel alone
+(``--only attention``): 88 behaviour-changing mutants, all killed (30 by an error on a valid input),
+9 equivalent: the tile of 64 made 1 (the same online softmax, other roundings), and changes that
+touch only a state no row reaches or wipes out — the initial running sum of a head whose sink is
+−∞ (0 → 1, > → ≥: the first visible key multiplies it by e^−∞ = 0), the shift of a row with no
+key so far (0 → 1), and the output guard ``ell > 0`` (ell is 0 or at least 1, e^0 of the top key). The survivor changes the
 row softmax₁'s default ``axis=-1`` to ``axis=0``: derive passes the axis explicitly, so it cannot
 see a default (the filter, calling ``fn(x)``, does).
 """
@@ -52,7 +63,10 @@ ORIGINALS = {
     "split": ("tests/zoo/mutation_kernels.py", "sink_split", "sink", "split"),
     "backward": ("tests/zoo/mutation_kernels.py", "sink_backward", "sink", "backward"),
     "row": ("tests/zoo/softmax1_numpy.py", "softmax1", "softmax1", "row"),
+    "attention": ("tests/zoo/mutation_kernels.py", "attention_gqa_sinks", "sink", "attention"),
 }
+ATTENTION = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": False, "start_q": None, "window": 0,
+             "mask_value": "-inf", "backward": False, "kw_names": {}, "gqa": True}  # derive impl --form attention --gqa
 TARGET = 0.99
 SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult}
 CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
@@ -199,8 +213,32 @@ def _load(source: str, directory: str, tag: str):
     return module, str(path)
 
 
+def _attention_inputs():
+    """Random and edge calls of an attention kernel: GQA groups of 1, 2 and 4, key lengths around the
+    tile of 64, a masked first tile, a fully masked row, extreme and −∞ sinks."""
+    rng = np.random.default_rng(20261202)
+    out = []
+    for B, H, Hkv, M, N in ((1, 1, 1, 3, 1), (2, 2, 2, 5, 5), (1, 4, 2, 3, 63), (2, 4, 1, 4, 64), (1, 4, 4, 2, 65),
+                            (1, 2, 1, 70, 129), (2, 4, 2, 3, 200)):
+        q = rng.standard_normal((B, H, M, 8)) * 2.0
+        k = rng.standard_normal((B, Hkv, N, 8))
+        v = rng.standard_normal((B, Hkv, N, 3))
+        mask = np.zeros((B, 1, M, N))
+        mask[0, 0, :, : min(N - 1, 64)] = -np.inf  # the first tile masked before a visible key
+        mask[-1, 0, -1, :] = -np.inf  # a fully masked row
+        low = np.full((B, 1, M, N), -1000.0)  # every score near −1000: e^x underflows unless shifted
+        for sinks in (np.linspace(-1.0, 1.0, H), np.full(H, 40.0), np.full(H, -np.inf), np.array([0.5, -np.inf] * H)[:H]):
+            out.append(((q, k, v), {"scale": 0.35, "sinks": sinks}))
+            out.append(((q * 30.0, k, v), {"scale": 0.35, "sinks": sinks, "mask": mask}))
+            out.append(((q * 300.0, k, v), {"scale": 0.35, "sinks": sinks}))  # score spreads of thousands
+            out.append(((q, k, v), {"scale": 0.35, "sinks": sinks - 1000.0, "mask": low}))
+    return out
+
+
 def _inputs(form: str):
     """Random and edge inputs of the form: (args, kwargs)."""
+    if form == "attention":
+        return _attention_inputs()
     rng = np.random.default_rng(20261201)
     out = []
     for n in (0, 1, 2, 3, 5, 17, 63, 64, 65, 129, 200):
@@ -235,14 +273,46 @@ def _flat(result) -> list:
     return [np.asarray(result, dtype=np.float64)]
 
 
-def behaviour(fn, inputs) -> list:
-    """fn's outputs on every input (an exception's type where it raises)."""
+def _undefined_as_zero(result, args, kw):
+    """An attention output with its rows of no value (every key masked, every sink −∞: 0/0) set to 0
+    where they follow an accepted convention (0, NaN, or the mean of the values over every key or
+    the visible ones), as ``derive impl`` accepts them: a mutant that differs from the original only
+    there computes the same definition."""
+    out = np.array(result, dtype=np.float64)
+    q, k, v = args
+    B, H, M, _ = q.shape
+    N, groups = k.shape[2], H // k.shape[1]
+    mask = kw.get("mask")
+    visible = np.ones((B, M, N), dtype=bool) if mask is None else np.isfinite(mask[:, 0])
+    for b in range(B):
+        for h in range(H):
+            if np.isfinite(kw["sinks"][h]):
+                continue
+            vals = v[b, h // groups]
+            for i in range(M):
+                if visible[b, i].any():
+                    continue
+                y = out[b, h, i]
+                means = [vals.mean(axis=0)] if N else []
+                if np.all(y == 0) or np.all(np.isnan(y)) or any(np.allclose(y, m, rtol=1e-9) for m in means):
+                    out[b, h, i] = 0.0
+    return [out]
+
+
+def behaviour(fn, inputs, form: str = "") -> list:
+    """fn's outputs on every input (an exception's type where it raises); in the attention form, rows
+    where the definition has no value are compared by the convention they follow
+    (:func:`_undefined_as_zero`)."""
     out = []
     with np.errstate(all="ignore"):
         for args, kw in inputs:
             signal.alarm(5)
             try:
-                out.append(_flat(fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args], **kw)))
+                result = fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args], **kw)
+                if form == "attention" and isinstance(result, np.ndarray) and result.shape[:3] == args[0].shape[:3]:
+                    out.append(_undefined_as_zero(result, args, kw))
+                    continue
+                out.append(_flat(result))
             except _Timeout:
                 out.append("timeout")
             except Exception as exc:  # noqa: BLE001 - a mutant may raise anything
@@ -261,7 +331,8 @@ def _same(a, b) -> bool:
 
 def verdict(path: str, name: str, norm: str, form: str) -> str:
     try:
-        report = check_implementation(f"{path}:{name}", norm, form=form, dtypes=("float64",))
+        report = check_implementation(f"{path}:{name}", norm, form=form, dtypes=("float64",),
+                                      attention=ATTENTION if form == "attention" else None)
     except InputError as exc:
         return "error: " + str(exc).splitlines()[0][:160]
     return "agrees" if report.agrees else "disagrees"
@@ -281,11 +352,11 @@ def main(argv=None) -> int:
             path, name, norm, form = ORIGINALS[key]
             original, _ = _load((ROOT / path).read_text(encoding="utf-8"), tmp, f"orig_{key}")
             inputs = _inputs(form)
-            base = behaviour(getattr(original, name), inputs)
+            base = behaviour(getattr(original, name), inputs, form)
             for k, (what, source) in enumerate(mutants(path, name)):
                 try:
                     module, _ = _load(source, tmp, f"probe_{key}_{k}")
-                    changed = not all(_same(a, b) for a, b in zip(base, behaviour(getattr(module, name), inputs)))
+                    changed = not all(_same(a, b) for a, b in zip(base, behaviour(getattr(module, name), inputs, form)))
                 except Exception:  # noqa: BLE001 - a mutant that does not even load changes behaviour
                     changed = True
                 if changed:

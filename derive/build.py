@@ -374,7 +374,7 @@ def _preload() -> None:
             pass
     # The templates every document renders through, compiled once here (each environment is
     # one per process), and the Markdown parser built, instead of once in every document.
-    from derive.impl.report import _template
+    from derive.impl.report.row import _template
     from derive.render.markup import _parser
     from derive.render.output import environment
     from derive.report.render import environment as report_environment

@@ -69,7 +69,7 @@ def assert_implements(fn, normalizer: str, *, params: dict | None = None, dim: i
     the parameters as arrays (H,), one per head, as ``--per-head`` does.
     """
     from derive.impl import DEFAULT_DTYPES, check_implementation
-    from derive.impl.target import DEFAULT_TIMEOUT
+    from derive.impl.run.target import DEFAULT_TIMEOUT
 
     report = check_implementation(fn, normalizer, params=params, dim=dim,
                                   dtypes=DEFAULT_DTYPES if dtypes is None else dtypes, examples=examples,

@@ -1,6 +1,6 @@
 """docs/impl-check.md: a faulty softmax₁ caught by ``derive impl``, as a reviewer sees it."""
 
-from derive.impl.document import render
+from derive.impl.document.page import render
 from derive.render import Rendered
 
 

@@ -134,6 +134,15 @@ FLOORS = (
     ("documents", ("derive.document",)),
     ("specs", ("derive.spec",)),  # the loader and the claim kinds
     ("claims", ("derive.claims",)),
+    # derive impl, its pipeline in order: the inputs (and the numbers every step prints), running the
+    # code, the exact reference, judging the outputs, the known faults, the reports, then the forms,
+    # the entry point and the document, which run them all (on the reports floor)
+    ("impl cases", ("derive.impl.numbers", "derive.impl.cases")),
+    ("impl run", ("derive.impl.run",)),
+    ("impl exact", ("derive.impl.exact",)),
+    ("impl judge", ("derive.impl.judge",)),
+    ("impl faults", ("derive.impl.faults",)),
+    ("impl report", ("derive.impl.report",)),
     ("reports", ("derive.report", "derive.impl")),
     ("catalogues", ("derive.atlas", "derive.build", "derive.testing", "derive.pytest_plugin")),
     ("commands", ("derive.commands", "derive.cli", "derive.__main__")),
@@ -237,7 +246,7 @@ def test_the_imports_by_a_computed_name_are_these():
         "derive.lazy": "a package's names on first use; the scan reads each package's _EXPORTS table",
         "derive.cli": "derive.commands.<name>: the command floor itself",
         "derive.build": "PRELOAD, modules imported before forking the documents' processes (catalogues floor)",
-        "derive.impl.worker": "the user's implementation, in the child process",
+        "derive.impl.run.worker": "the user's implementation, in the child process",
         "derive.claims.provers": "a claim kind's prover, named in its record as derive.claims.provers:NAME "
                                  "or derive.claims.modifiers:NAME or derive.claims.distance:NAME (the claims floor)",
     }

@@ -295,7 +295,7 @@ def test_derive_check_exits_3_and_every_format_shows_the_error(tmp_path, monkeyp
 def test_derive_impl_exits_3_when_the_exact_evaluation_raises(monkeypatch, capsys):
     """The exact ball evaluation of a weight formula (derive.normalizers.exact.adaptive, wherever
     it was imported) raises while derive impl checks a function: exit 3, no report."""
-    from derive.impl.check import Checker
+    from derive.impl.judge.row import Checker
     from derive.normalizers import exact
 
     real, armed, run = exact.adaptive, [False], Checker.run

@@ -12,9 +12,9 @@ import mpmath
 import numpy as np
 import pytest
 
-from derive.impl.check import Checker, DtypeResult, grad_weights
-from derive.impl.reference import NoJacobian, exact_row, jacobian
-from derive.impl.tolerance import kappa, tolerance
+from derive.impl.judge.row import Checker, DtypeResult, grad_weights
+from derive.impl.exact.reference import NoJacobian, exact_row, jacobian
+from derive.impl.exact.tolerance import kappa, tolerance
 from derive.normalizers.registry import from_formula, get
 
 ROW = [1e-300, -2e-300, 3e-300]

@@ -8,7 +8,7 @@ import mpmath
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.reference import exact_row
+from derive.impl.exact.reference import exact_row
 from derive.normalizers.exact import CAP, Undecided
 from derive.normalizers.formula import compile_weight
 from derive.normalizers.registry import REGISTRY, from_formula
@@ -148,12 +148,11 @@ def test_a_correct_softpick_agrees_and_one_that_cancels_is_refuted():
 
 @pytest.mark.parametrize("sigma", [None, 0.0, 0.75])
 def test_the_three_references_give_one_softmax_row(sigma):
-    """The formula reference, the attention reference and the kernel reference take their weights
-    and lse from one softmax-family row (derive/normalizers/exact_softmax.py): the same floats."""
+    """The row form's reference (the formula), the attention reference and the kernel reference take
+    their weights and lse from one softmax-family row (derive/normalizers/exact_softmax.py): the same floats."""
     import numpy as np
 
-    from derive.impl.attention_exact import exact
-    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.impl.exact.reference import exact_attention, kernel_row
     from derive.normalizers.registry import get
 
     row = [1e-300, -3.5, 40.0, 0.125, -690.5]
@@ -164,10 +163,11 @@ def test_the_three_references_give_one_softmax_row(sigma):
         norm, params = get("sink"), {"s": sigma}
     with mpmath.workdps(30):
         want = [float(v) for v in norm.reference(row, **params)]
-    att = exact(np.ones((1, 1, 1, 1)), np.array(row, dtype=float).reshape(1, 1, n, 1), np.eye(n).reshape(1, 1, n, n),
-                1.0, None, np.ones((1, n), dtype=bool), None if sigma is None else (sigma,), 30)
+    att = exact_attention(np.ones((1, 1, 1, 1)), np.array(row, dtype=float).reshape(1, 1, n, 1),
+                          np.eye(n).reshape(1, 1, n, n), 1.0, np.ones((1, 1, n), dtype=bool), None,
+                          None if sigma is None else (sigma,), 30)
     ker = kernel_row(row, np.eye(n), sigma, None, 30)
-    assert att.P[0, 0, 0].tolist() == want and ker.out == want
+    assert att.out[0, 0, 0].tolist() == want and ker.out == want  # v = I: out is the row of weights
     with mpmath.workdps(40):
         lse = mpmath.log((0 if sigma is None else mpmath.exp(sigma)) + mpmath.fsum(mpmath.exp(x) for x in row))
     assert att.lse[0, 0, 0] == ker.lse["natural"] == float(lse)
@@ -179,39 +179,41 @@ def test_the_kernel_and_attention_references_raise_their_precision_for_huge_scor
     reference called such a row undefined (NaN out, lse −∞); raised until tight, it is not."""
     import numpy as np
 
-    from derive.impl.attention_exact import exact
-    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.impl.exact.reference import exact_attention, kernel_row
 
     ker = kernel_row([1e300, 0.0], np.eye(2), None, None, 30)
     assert ker.out == [1.0, 0.0] and ker.lse["natural"] == 1e300 and ker.defined
     sunk = kernel_row([1e300, 0.0], np.eye(2), 1e300, None, 30)
     assert sunk.out == [0.5, 0.0]  # the sink weighs as much as the first key
-    att = exact(np.ones((1, 1, 1, 1)), np.array([1e300, 0.0]).reshape(1, 1, 2, 1), np.eye(2).reshape(1, 1, 2, 2),
-                1.0, None, np.ones((1, 2), dtype=bool), None, 30)
-    assert att.P[0, 0, 0].tolist() == [1.0, 0.0] and att.lse[0, 0, 0] == 1e300
+    att = exact_attention(np.ones((1, 1, 1, 1)), np.array([1e300, 0.0]).reshape(1, 1, 2, 1),
+                          np.eye(2).reshape(1, 1, 2, 2), 1.0, np.ones((1, 1, 2), dtype=bool), None, None, 30)
+    assert att.out[0, 0, 0].tolist() == [1.0, 0.0] and att.lse[0, 0, 0] == 1e300
 
 
 def test_a_row_with_every_key_masked_and_no_extra_logit_has_no_value():
     import numpy as np
 
-    from derive.impl.kernel_exact import exact_row as kernel_row
+    from derive.impl.exact.reference import kernel_row
 
     ker = kernel_row([-np.inf, -np.inf], np.eye(2), None, None, 30)
     assert not ker.defined and ker.lse["natural"] == -np.inf
     assert kernel_row([-np.inf, -np.inf], np.eye(2), 0.0, None, 30).out == [0.0, 0.0]
 
 
-def test_rows_not_judged_make_the_verdict_undecided(null, tmp_path):
-    """A row whose exact value is out of reach is not evidence: with no failure the verdict is
-    'undecided' with exit code 1, never 'agrees'."""
+def test_rows_not_judged_are_counted_and_undecided_only_when_none_is_judged(null, tmp_path):
+    """A row whose exact value is out of reach is not evidence: it is counted in a note. With no
+    failure the verdict agrees when rows were judged, and is 'undecided' (exit 1) when none was."""
     code = tmp_path / "zeros.py"
     code.write_text("import numpy as np\n\ndef zeros(x):\n    return np.zeros_like(x)\n")
     report = check_implementation(f"{code}:zeros", "null", dtypes=("float64",), examples=5)
     r = report.results[0]
-    assert r.undecided_rows > 0 and r.failure is None
-    assert r.verdict == "undecided" and report.verdict == "undecided" and report.exit_code() == 1
-    assert report.summary().startswith(f"Undecided: {code}:zeros agrees with null on the {r.rows} rows judged, "
-                                       "but not every tested row could be judged. Rows not judged")
-    assert report.as_json()["verdict"] == "undecided"
-    assert report.as_json()["dtypes"][0]["verdict"] == "undecided"
-    assert "**Verdict: UNDECIDED.**" in report.to_markdown()
+    assert r.undecided_rows > 0 and r.failure is None and r.rows > 0
+    assert r.verdict == "agrees" and report.verdict == "agrees" and report.exit_code() == 0
+    assert f"Rows not judged, neither agreeing nor disagreeing ({r.undecided_rows} in float64)" in report.summary()
+    assert report.as_json()["dtypes"][0]["verdict"] == "agrees"
+    from derive.impl.judge.classes import verdict
+
+    # no row judged in a class that had rows: undecided; a failure: disagrees whatever else
+    assert verdict(False, {"rows": 0}, {"rows": 3}) == "undecided"
+    assert verdict(False, {"rows": 1}, {"rows": 3}) == "agrees"
+    assert verdict(True, {}, {}) == "disagrees"

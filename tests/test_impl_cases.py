@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.kernel_exact import exact_row
-from derive.impl.kernel_inputs import LONG_ROWS, MIN_ROWS, blocks, lengths, rows_of, split_counts
+from derive.impl.exact.reference import kernel_row
+from derive.impl.cases.kernel import LONG_ROWS, MIN_ROWS, blocks, lengths, rows_of, split_counts
 from derive.kernels import numeric
 
 Z = "tests/zoo/kernels_cases.py:"
@@ -158,7 +158,7 @@ ADVERSARIAL = [
 def test_numeric_kernels_equal_the_definition_on_adversarial_rows(row, sigma):
     n = len(row)
     v = np.arange(3 * n, dtype=float).reshape(n, 3) / 4.0 - 1.0
-    ex = exact_row(row, v, sigma, None, 30)
+    ex = kernel_row(row, v, sigma, None, 30)
     x = np.array(row, dtype=float)
     got = [numeric.online(x, v, b, sigma, base2=b2) for b in (1, 2, max(1, n)) for b2 in (True, False)]
     got += [numeric.split(x, v, k, sigma) for k in (1, 2, n + 2)]
@@ -215,8 +215,8 @@ def test_a_kernel_that_ignores_the_block_is_warned_about():
 def test_the_search_draws_rows_of_1024_keys_and_64_splits():
     from hypothesis import find, settings
 
-    from derive.impl.inputs import param_strategy
-    from derive.impl.kernel_inputs import kernel_cases
+    from derive.impl.cases.rows import param_strategy
+    from derive.impl.cases.kernel import kernel_cases
     from derive.normalizers.registry import get
 
     case = find(kernel_cases("split", {"s": param_strategy(get("sink"), "s")}, 1, long=True), lambda c: len(c[0][0]) >= 1024 and c[1] == 64,

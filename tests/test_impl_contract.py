@@ -13,8 +13,8 @@ import pytest
 from derive.cli import main
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.contract import GRAMMAR, parse_contract
-from derive.impl.tolerance import DTYPES
+from derive.impl.cases.contract import GRAMMAR, parse_contract
+from derive.impl.exact.tolerance import DTYPES
 
 Z = "tests/zoo/kernels_contract.py:"
 NP = "tests/zoo/kernels_numpy.py:"

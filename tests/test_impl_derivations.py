@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from derive.impl.derivations import derive_fault
-from derive.impl.faults import variants
-from derive.impl.report import derivation_lines
+from derive.impl.faults.derivations import derive_fault
+from derive.impl.faults.row import variants
+from derive.impl.report.row import derivation_lines
 
 
 def _derive(fault: str, name: str, **want):
@@ -64,7 +64,7 @@ def test_no_derivation_for_a_pattern_only_fault():
 def test_the_half_floor_of_the_unshifted_one_is_stated_only_as_proved(monkeypatch):
     """impl-check says the faulty softmax₁'s weights sum to at least 1/2 only with the step proved."""
     import derive.prove.equality as equality
-    from derive.impl.document import _mass_floor
+    from derive.impl.document.page import _mass_floor
     from derive.prove.verdict import UNDECIDED, Verdict
 
     text = _mass_floor()
@@ -78,7 +78,7 @@ def test_an_expected_refutation_searches_first_and_finds_prove_equals_witness(mo
     prove_equal's, found without a proof attempt; a true identity is still proved."""
     import sympy as sp
 
-    from derive.impl import derivations as dv
+    from derive.impl.faults import derivations as dv
     from derive.prove.equality import prove_equal
 
     x = sp.Symbol("x", real=True)

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.check import Failure
-from derive.impl.diagnose import _pattern, _Probe
-from derive.impl.tolerance import tolerance
+from derive.impl.judge.row import Failure
+from derive.impl.faults.diagnose import _pattern, _Probe
+from derive.impl.exact.tolerance import tolerance
 from tests.test_impl_zoo import need_torch
 
 F64 = {"dtypes": ("float64",), "examples": 30}

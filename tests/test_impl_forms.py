@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.derivations import derive_fault
-from derive.impl.faults import variants
+from derive.impl.faults.derivations import derive_fault
+from derive.impl.faults.row import variants
 from derive.normalizers.registry import names
 
 Z = "tests/zoo/forms.py:"
@@ -46,7 +46,7 @@ def test_every_registered_normalizer_has_the_faults_its_formula_admits():
 
 def test_a_fault_of_the_extra_logit_is_the_kernel_forms_definition():
     """The row form's exp2 mix-up on the extra logit rewrites it with the kernel fault missing_log2e."""
-    from derive.impl.faults import faulty_formula
+    from derive.impl.faults.row import faulty_formula
     from derive.normalizers.registry import get
 
     fields = next(f for e, f, _ in variants("sink") if e.name == "exp2-units" and f["where"] == "sink logit"
@@ -165,8 +165,8 @@ def test_the_unshifted_terms_of_softpick_are_diagnosed():
 
 def test_the_overflow_free_fix_shifts_the_exponents_not_the_scores():
     """For softcap the exponent is c·tanh(x/c): the fix subtracts m from it, not from x."""
-    from derive.impl.derivations import derive_fault
-    from derive.impl.fault_texts import texts
+    from derive.impl.faults.derivations import derive_fault
+    from derive.impl.faults.texts import texts
 
     words = texts("softcap", "no-max-subtraction", ())
     assert words["fix"] == ("Subtract m = the largest exponent of the row from every exponent: "

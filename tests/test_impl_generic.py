@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.reference import jacobian
+from derive.impl.exact.reference import jacobian
 from derive.normalizers.registry import REGISTRY, from_formula
 
 
@@ -48,7 +48,7 @@ def test_the_jacobian_of_a_new_normalizer_is_derived(monkeypatch):
 
 
 def test_a_normalizer_without_a_formula_has_no_jacobian_to_judge():
-    from derive.impl.reference import NoJacobian
+    from derive.impl.exact.reference import NoJacobian
     from derive.normalizers.registry import Normalizer
 
     bare = Normalizer(name="bare", title="bare", params=(), weight=SIGMOID.weight, stable=SIGMOID.stable,

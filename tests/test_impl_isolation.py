@@ -14,7 +14,7 @@ import pytest
 from derive.cli import main
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.check import Checker
+from derive.impl.judge.row import Checker
 from derive.normalizers.registry import get
 
 H = "tests.zoo.hostile:"
@@ -133,7 +133,7 @@ def test_an_engine_failure_is_never_a_verdict(monkeypatch, capsys):
     assert (code, out) == (3, "")
     first, rest = err.split("\n", 1)
     assert re.fullmatch(r"derive: tests/zoo/softmax1_numpy.py:softmax1 as softmax1 \(float64\): internal error: "
-                        r"ZeroDivisionError: boom \(at derive/impl/\w+\.py:\d+ in \w+\); this is a fault in "
+                        r"ZeroDivisionError: boom \(at derive/impl/[\w/]+\.py:\d+ in \w+\); this is a fault in "
                         r"derive, not in the input: please report it", first), first
     assert rest.startswith("the traceback, for the report:\nTraceback (most recent call last):")
 
@@ -147,7 +147,7 @@ def test_the_worker_process_imports_neither_derive_nor_sympy():
 
 # -- derive's own documents: one worker for their examples, never one that misbehaved ---------------
 
-from derive.impl.target import load, one_worker  # noqa: E402
+from derive.impl.run.target import load, one_worker  # noqa: E402
 
 
 def _pid(spec):

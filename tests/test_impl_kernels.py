@@ -14,7 +14,7 @@ import pytest
 
 from derive.errors import InputError
 from derive.impl import check_implementation
-from derive.impl.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, exact_row,
+from derive.impl.forms.kernel import (FIXED_LISTS, MAX_PARTS, ROWS, SINK_VALUES, KernelChecker, blocks, kernel_row,
                                 split_counts)
 from derive.normalizers import get
 from derive.testing import assert_implements
@@ -126,9 +126,11 @@ def test_correct_torch_kernels_agree(fn, norm, form):
     need_torch()
     report = check_implementation(TORCH + fn, norm, form=form, dtypes=("float64", "float32", "bfloat16"))
     assert report.api == "torch"
-    # float64 and float32 agree; bfloat16 meets rows of κ ≥ 15, whose bound cannot fail: not judged, undecided
-    assert [r.verdict for r in report.results] == ["agrees", "agrees", "undecided"], report.to_markdown()
-    assert report.failure is None and report.verdict == "undecided" and report.exit_code() == 1
+    # bfloat16 meets rows of κ ≥ 15, whose bound cannot fail: not judged, counted in a note; every class
+    # has judged rows, so every dtype agrees
+    assert [r.verdict for r in report.results] == ["agrees", "agrees", "agrees"], report.to_markdown()
+    assert report.results[2].vacuous_rows > 0 and report.results[1].vacuous_rows == 0
+    assert report.failure is None and report.verdict == "agrees" and report.exit_code() == 0
 
 
 TORCH_FAULTY = [
@@ -210,14 +212,14 @@ def test_a_missing_parameter_gradient_fails_and_is_a_note_only_when_not_asked_fo
 
 
 def test_exact_reference_edge_cases():
-    sink_empty = exact_row([], [], 1.5, None, 60)
+    sink_empty = kernel_row([], [], 1.5, None, 60)
     assert sink_empty.defined and sink_empty.out == [0.0, 0.0, 0.0] and sink_empty.lse["natural"] == 1.5
     assert sink_empty.lse["kv-only"] == -math.inf
-    assert exact_row([-math.inf, -math.inf], [[1, 2, 3], [4, 5, 6]], -math.inf, None, 60).defined is False
-    soft = exact_row([0.0, 0.0], [[1, 0, 0], [3, 0, 0]], None, [1.0, 0.0, 0.0], 60)
+    assert kernel_row([-math.inf, -math.inf], [[1, 2, 3], [4, 5, 6]], -math.inf, None, 60).defined is False
+    soft = kernel_row([0.0, 0.0], [[1, 0, 0], [3, 0, 0]], None, [1.0, 0.0, 0.0], 60)
     assert soft.out == [2.0, 0.0, 0.0] and soft.lse["natural"] == pytest.approx(math.log(2), rel=1e-16)
     assert soft.dx == [-0.5, 0.5]  # P_t(⟨g, v_t⟩ − D) = ½(1 − 2), ½(3 − 2)
-    big = exact_row([1e4], [[1, 0, 0]], 1e4, [1.0, 0.0, 0.0], 60)
+    big = kernel_row([1e4], [[1, 0, 0]], 1e4, [1.0, 0.0, 0.0], 60)
     assert big.out[0] == 0.5 and big.ds == -0.25  # −P_s·D = −½·½
 
 
@@ -247,8 +249,8 @@ def test_the_full_list_crosses_every_sink_value_with_every_partition(form):
     assert len(got) == len(set(got)) and set(got) == want
     assert all(c.x.shape[0] == 16 for c in calls)  # 16 rows per call
     long = [(c.x.shape[1], c.third) for c in calls if c.x.shape[1] not in ROWS]  # each real size once
-    assert sorted(long) == sorted((n, t) for n in (200, 1024) for t in part(n))
-    assert sum(c.x.shape[0] for c in calls) == {"online": 4624, "split": 6144}[form]
+    assert sorted(long) == sorted((n, t) for n in (200, 1024, 1025) for t in part(n))
+    assert sum(c.x.shape[0] for c in calls) == {"online": 4704, "split": 6192}[form]
 
 
 @pytest.mark.parametrize("form", ["online", "split", "backward"])
@@ -325,7 +327,7 @@ def test_a_kernel_that_claims_the_interpreter_gets_the_full_list():
 
 
 def test_the_parent_decides_the_list_from_the_file_and_the_environment(monkeypatch):
-    from derive.impl.triton_env import defines_kernel, interpreted
+    from derive.impl.run.triton_env import defines_kernel, interpreted
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     online = "tests/zoo/triton_kernels/online.py:sink_online"
@@ -441,10 +443,12 @@ def test_a_hanging_kernel_is_stopped_at_the_timeout():
 def test_float16_numpy_kernels():
     # nothing fails, but rows of κ ≥ 127 (large scores or sinks) have a float16 bound no output could exceed
     split = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",))
-    assert split.failure is None and split.verdict == "undecided" and split.exit_code() == 1
+    assert split.failure is None and split.verdict == "agrees" and split.exit_code() == 0
     r = split.results[0]
-    assert (r.rows, r.vacuous_rows) == (4909, 1235) and r.vacuous_reason.startswith("at float16 the rounding bound")
-    assert "**Verdict: undecided**" in split.to_markdown() and split.as_json()["verdict"] == "undecided"
+    assert (r.rows, r.vacuous_rows) == (4909, 1283)  # the 48 rows of 1025 keys: κ ≥ 1025, out of reach in float16 and r.vacuous_reason.startswith("at float16 the rounding bound")
+    # every class has judged rows (the rows of 1025 keys are also judged in float64): agrees, with the note
+    assert "every class has judged rows" in split.to_markdown() and split.as_json()["verdict"] == "agrees"
+    assert not r.class_unjudged.keys() - r.class_rows.keys()
     bad = check_implementation(NP + "sink_online_extra_per_tile", "sink", form="online", dtypes=("float16",))
     assert [m.name for m in bad.diagnosis.matched] == ["extra_per_tile"]
 

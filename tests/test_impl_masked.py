@@ -1,4 +1,4 @@
-"""Fully masked rows: one rule for every normalizer, as data (derive.impl.masked).
+"""Fully masked rows: one rule for every normalizer, as data (derive.impl.exact.masked).
 
 Where the definition has a value there (softmax₁ and sinks: exactly 0), it is required;
 where it has none (softmax, clipped, softcap: 0/0), NaN, zeros and the uniform row of
@@ -12,7 +12,7 @@ import mpmath
 import pytest
 
 from derive.impl import check_implementation
-from derive.impl.masked import CONVENTIONS, rule, rules
+from derive.impl.exact.masked import CONVENTIONS, rule, rules
 from derive.normalizers.registry import REGISTRY, get
 from tests.test_impl_zoo import need_torch
 

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import derive.impl.kernel_faults as kernel_faults
-import derive.impl.kernel_inputs as kernel_inputs
+import derive.impl.faults.kernel as kernel_faults
+import derive.impl.cases.kernel as kernel_inputs
 import derive.kernels.forms as forms
 from derive.cli import main
 from derive.kernels import faults, numeric
@@ -40,7 +40,7 @@ VALUES = np.arange(14, dtype=float).reshape(7, 2) / 4 - 1
 
 
 def test_the_numeric_kernels_and_their_realizations_name_no_fault():
-    import derive.impl.kernel_diagnose as kernel_diagnose
+    import derive.impl.faults.kernel_diagnose as kernel_diagnose
 
     keys = [f.key for f in faults.FAULTS]
     for module in (numeric, kernel_faults, kernel_diagnose):
@@ -54,7 +54,9 @@ def test_the_numeric_kernels_and_their_realizations_name_no_fault():
 
 
 def test_the_realizations_of_each_fault_are_read_off_its_record():
-    got = {(form, f.key): kernel_faults.variants(form, f.key) for f in faults.FAULTS for form in f.checked}
+    # the attention form realizes a fault by its own model (derive.impl.faults.attention), not the numeric kernels
+    got = {(form, f.key): kernel_faults.variants(form, f.key) for f in faults.FAULTS for form in f.checked
+           if form != "attention"}
     scales = [{"scale": 1.0 / math.sqrt(d)} for d in (2, 4, 8, 16, 32, 64, 128, 256)]
     seeded_or_finalized = [{"base2": b, "finalize": fin} for fin in (False, True) for b in (True, False)]
     assert got == {

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from derive.impl.masked import derived_rule
-from derive.impl.reference import exact_row
+from derive.impl.exact.masked import derived_rule
+from derive.impl.exact.reference import exact_row
 from derive.normalizers.registry import from_formula
 
 NONE = "every sum over the keys is 0 and $n = 0$"

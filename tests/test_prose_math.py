@@ -125,9 +125,9 @@ def test_documents_write_math_as_math(path):
 
 
 def test_the_impl_rules_are_math_in_documents_and_read_aloud_on_the_terminal():
-    from derive.impl.kernel import KERNEL_TOLERANCE_RULE
-    from derive.impl.masked import rules
-    from derive.impl.report import TOLERANCE_RULE
+    from derive.impl.forms.kernel import KERNEL_TOLERANCE_RULE
+    from derive.impl.exact.masked import rules
+    from derive.impl.report.row import TOLERANCE_RULE
     from derive.render.markup import plain_math, to_gfm
 
     aloud = plain_math(TOLERANCE_RULE)

@@ -141,8 +141,8 @@ def test_floor_tolerance_and_kinks_come_from_its_formula(entries):
     """floor's last step is p − τ (cancels near τ) under a max (a kink at p = τ): the exact
     comparison's scale is p + |τ|, the kink distance is read off the row, and the edge rows put
     the first weight exactly on the kink."""
-    from derive.impl.inputs import special_rows
-    from derive.impl.reference import exact_row, kink_distance
+    from derive.impl.cases.rows import special_rows
+    from derive.impl.exact.reference import exact_row, kink_distance
 
     _, floor = entries
     ex = exact_row(floor, [0.0, 0.0], {"tau": 0.25}, 40)

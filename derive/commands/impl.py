@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import re
 import contextlib
 import os
+import re
+import resource
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
-from derive.impl.attention import parse_kw
-from derive.impl.contract import GRAMMAR, ROW_FORM_ITEMS
-from derive.impl.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
-from derive.impl.target import DEFAULT_TIMEOUT
-from derive.impl.tolerance import DTYPES
-from derive.impl.triton_env import child_env
+from derive.impl.cases.masks import parse_window
+from derive.impl.run.roles import parse_kw
+from derive.impl.cases.contract import GRAMMAR, ROW_FORM_ITEMS
+from derive.impl.forms.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
+from derive.impl.run.target import DEFAULT_TIMEOUT
+from derive.impl.exact.tolerance import DTYPES
+from derive.impl.run.triton_env import child_env
 from derive.settings import DEFAULT
 
 HELP = "check a Python implementation against a normalizer's definition (runs your code)"
@@ -61,26 +64,36 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
 Attention kernels as written (--form attention; softmax, softmax1, sink): fn(q, k, v,
 **params) with q, k, v in --layout (bhnd by default; bnhd, nd, nhd, ...), returning out or
 (out, lse). Its keywords are read from its signature and passed by role (scale/sm_scale/
-scaling, causal, mask/attention_mask, sinks/S, start_q, sliding_window, block; --kw
-ROLE=NAME names another); --causal, --start-q, --window and --scale state what a kernel
-assumes without a keyword; --mask-value is the additive mask's value (-inf, finfo-min or a
-number); --backward adds dq, dk, dv and the sinks' gradient by torch autograd. q and k
-realise derive's scores exactly, and every output is compared with the exact definition on
-the arrays passed. Every class of input (finite, masked, extreme sinks, long rows, many
-tiles, late rows, decode offset, layouts, dv != d, ...) is run: the report lists each class
-that fails with its smallest counterexample, and the classes that pass; so do the online,
-split and backward forms. An input belongs to every class whose feature it has: it is shown
-under the first, and every other class it belongs to fails with it. When the fixed list
-passes, Hypothesis (derandomized) searches --examples drawn calls (default 20: batch, heads,
-lengths past 64, 128 and 256 keys, head dimensions, offsets, windows, masks, sinks, tile
-sizes, drawn scores) inside the contract and shrinks a failing one. --assume ITEM states a
-kernel's contract (finite-sinks=LO:HI, finite-scores, block=pow2, ...): derive tests inside
-it and prints what it assumed; the row form takes finite-sinks, finite-scores, min-keys,
-no-fully-masked and dtypes.
+scaling, causal/is_causal, mask/attn_mask/block_mask, sinks/S, start_q, sliding_window/
+window_size, block, num_splits, enable_gqa; --kw ROLE=NAME names another). Every call is one
+of a single model: batch, query heads and kv heads (--gqa: k and v with fewer heads, query
+head h reading kv head h // (H / Hkv)), queries at start_q + i, up to 4096 keys, the mask,
+the sinks, tiles of 1 to 256 keys and up to 64 splits where the kernel takes them. The mask
+is the model's, lowered to what the kernel takes: causality by its flag, or --causal
+[top-left|bottom-right] (where the queries sit when M != N; a hint names the other alignment
+when the output matches it), a window by its keyword as an int or a (left, right) pair, or
+--window W|L,R, and the rest through its mask argument in the form --mask names (additive,
+with --mask-value -inf, finfo-min or a number; keep; drop; mask-mod; block-mask); --start-q
+and --scale state what a kernel assumes without a keyword; --backward adds dq, dk, dv and the
+sinks' gradient by torch autograd. q and k realise derive's scores exactly, and every output
+is compared with the exact definition on the arrays passed. Every class of input (finite,
+masked, padding, extreme sinks, long and very long rows, tiles, splits, late rows, decode
+offset, windows, grouped kv heads, layouts, head dimensions, ...) is run: the report lists
+each class that fails with its smallest counterexample, the classes that pass, and what ran
+(largest key length, tiles, splits, groups); so do the online, split and backward forms. An
+input belongs to every class whose feature it has: it is shown under the first, and every
+other class it belongs to fails with it. When the fixed list passes, Hypothesis
+(derandomized) searches --examples drawn calls (default 20: batch, heads, kv-head groups,
+lengths past 64, 128, 256, 512 and 1024 keys, head dimensions, offsets, windows, masks,
+sinks, tile sizes, split counts, drawn scores) inside the contract and shrinks a failing one.
+--assume ITEM states a kernel's contract (finite-sinks=LO:HI, finite-scores, block=pow2,
+min-head-dim=64, keys-multiple=block, queries-le-keys, ...): derive tests inside it (raising
+head dimensions and key lengths to it) and prints what it assumed; the row form takes
+finite-sinks, finite-scores, min-keys, no-fully-masked and dtypes.
 lse, when returned, is checked too: natural log by default, --lse base2 (log2) or
 --lse kv-only (without the extra logit). Inputs are a fixed adversarial list, 16 rows per call in
 batch and head layouts (n = 0 to 64 with tiles of 1 key to more than n, 1 to 2n + 3
-splits, every sink value from -inf to 1e4 on every partition; n = 200 and 1024 with
+splits, every sink value from -inf to 1e4 on every partition; n = 200, 1024 and 1025 with
 tiles of 16, 64, 128, 256 and n keys, 3, 8 and 64 splits and head dimensions 64 and
 128; ties split across tiles, fully masked tiles and splits, empty splits, scores up to
 +-1e4; under Triton's CPU interpreter, which pays per row and per tile, fewer tiles and
@@ -122,8 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a parameter of the normalizer, e.g. --param s=0.5 for sink")
     parser.add_argument("--dim", type=int, default=-1, help="the normalized axis (default -1)")
-    parser.add_argument("--dtype", nargs="+", default=list(DEFAULT_DTYPES), metavar="DTYPE",
-                        help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)})")
+    parser.add_argument("--dtype", nargs="+", action="extend", default=None, metavar="DTYPE",
+                        help=f"dtypes to test, of {', '.join(DTYPES)} (default: {' '.join(DEFAULT_DTYPES)}); "
+                             f"repeated options add up")
     parser.add_argument("--examples", type=int, default=None,
                         help=f"Hypothesis examples per dtype (default {DEFAULT.examples}; in a kernel or the "
                              f"attention form, after the fixed list: {SEARCH_EXAMPLES}, and 0 runs the fixed list "
@@ -147,15 +161,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--layout", default=None, metavar="AXES",
                        help="axes of q, k, v from b, h, n, d (d last): bhnd (default), bnhd, nd, nhd, ...")
     group.add_argument("--out-layout", default=None, metavar="AXES", help="axes of out (default: --layout)")
+    group.add_argument("--lse-layout", default=None, metavar="AXES",
+                       help="axes of a returned lse, e.g. bhn beside an out of bnhd (default: out's without d)")
     group.add_argument("--scale", type=float, default=None,
                        help="the softmax scale (default 1/sqrt(d)); passed when the function takes a scale keyword")
-    group.add_argument("--causal", action="store_true",
-                       help="the attention is causal (passed as causal=True when the function takes the flag)")
+    group.add_argument("--causal", nargs="?", const=True, default=False, choices=("top-left", "bottom-right"),
+                       metavar="ALIGN",
+                       help="the attention is causal (passed as causal=True when the function takes the flag, else "
+                            "stated); ALIGN says where the queries sit when M != N: top-left (query i at position i) "
+                            "or bottom-right (at N - M + i, FlashAttention's since 2.1)")
     group.add_argument("--start-q", default=None, metavar="N|end",
                        help="the position of the first query (causal, window): a number or end (N - M); "
                             "default: varied when the function takes start_q, else 0")
-    group.add_argument("--window", type=int, default=None, metavar="W",
-                       help="a sliding window of W keys (key j visible to the query at position p when j > p - W)")
+    group.add_argument("--window", default=None, metavar="W|L,R",
+                       help="a sliding window the kernel assumes: W keys (key j visible to the query at position p "
+                            "when j > p - W) or LEFT,RIGHT (p - LEFT <= j <= p + RIGHT, -1 for no bound)")
+    group.add_argument("--mask", default="additive", choices=("additive", "keep", "drop", "mask-mod", "block-mask"),
+                       help="how the function takes its mask: an additive bias (default; --mask-value on masked keys), "
+                            "a boolean mask of the keys kept (keep) or dropped (drop), a FlexAttention mask_mod or "
+                            "block mask")
+    group.add_argument("--gqa", action="store_true",
+                       help="k and v may have fewer heads than q (groups of 2, 4, 8 query heads per kv head; query "
+                            "head h reads kv head h // (H / Hkv))")
     group.add_argument("--mask-value", default=None, metavar="VALUE",
                        help="the additive mask value of a masked key: -inf (default), finfo-min or a number "
                             "such as -1e6")
@@ -212,7 +239,9 @@ def _params(pairs: list[str]) -> dict:
 def _attention(args) -> dict | None:
     given = {"layout": args.layout, "out_layout": args.out_layout, "scale": args.scale,
              "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
-             "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None}
+             "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None,
+             "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None,
+             "lse_layout": args.lse_layout}
     if args.form != "attention":
         return {k: v for k, v in given.items() if v is not None} or None
     start = args.start_q
@@ -221,21 +250,33 @@ def _attention(args) -> dict | None:
             start = int(start)
         except ValueError:
             raise InputError(f"--start-q expects a whole number or end, got {start!r}") from None
-    if args.window is not None and args.window < 1:
-        raise InputError(f"--window expects a number of keys >= 1, got {args.window}")
+    if args.window is not None:
+        try:
+            parse_window(args.window)
+        except ValueError as exc:
+            raise InputError(f"--window {args.window}: {exc}") from None
     if args.scale is not None and not (args.scale == args.scale and abs(args.scale) != float("inf")
                                        and args.scale != 0):
         raise InputError(f"--scale expects a finite nonzero number, got {args.scale!r}")
     return {"layout": args.layout or "bhnd", "out_layout": args.out_layout, "scale": args.scale,
             "causal": args.causal, "start_q": start, "window": args.window or 0,
-            "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw)}
+            "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw),
+            "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout}
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its ended child processes."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def run(args: argparse.Namespace) -> int:
     if args.output and not Path(args.output).parent.is_dir():  # before any user code runs
         raise InputError(f"--output {args.output}: no directory {Path(args.output).parent}")
+    wall, cpu = time.perf_counter(), _cpu()
     report = check_implementation(args.target, args.normalizer, params=_params(args.param),
-                                  dim=args.dim, dtypes=args.dtype, examples=args.examples,
+                                  dim=args.dim, dtypes=list(dict.fromkeys(args.dtype or DEFAULT_DTYPES)),
+                                  examples=args.examples,
                                   timeout=args.timeout, form=args.form, lse=args.lse,
                                   env=child_env(args.triton_interpret, args.target), per_head=args.per_head,
                                   assume=args.assume, attention=_attention(args),
@@ -245,4 +286,7 @@ def run(args: argparse.Namespace) -> int:
         write_report(args.output, text)
     else:
         sys.stdout.write(text)
+    # the time goes to standard error: the report itself is deterministic, the same bytes on every run
+    sys.stderr.write(f"derive impl: checked in {time.perf_counter() - wall:.1f} s ({_cpu() - cpu:.1f} s of CPU, this "
+                     f"process and its child)\n")
     return report.exit_code()

@@ -44,7 +44,7 @@ def _entry(arg: str):
 def table(entry, params: dict, limit: float) -> dict:
     """{"normalizer", "title", "formula", "properties": [{property, title, verdict, value, reason, error}],
     "softmax_family", "fully_masked_row"}."""
-    from derive.impl.masked import rule
+    from derive.impl.exact.masked import rule
     from derive.normalizers.family import recognise, row_ratio
     from derive.normalizers.properties import PROPERTIES, derive_property
     from derive.prove.timeout import TimeLimit, time_limit

@@ -7,17 +7,17 @@ import math
 from hypothesis.errors import Flaky
 
 from derive.errors import InputError, InternalError, internal
-from derive.impl.check import Checker
-from derive.impl.diagnose import diagnose
-from derive.impl.attention import check_attention
-from derive.impl.contract import parse_contract, row_form_contract
-from derive.impl.kernel import FORMS, HEADS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
+from derive.impl.judge.row import Checker
+from derive.impl.faults.diagnose import diagnose
+from derive.impl.forms.attention import check_attention
+from derive.impl.cases.contract import parse_contract, row_form_contract
+from derive.impl.forms.kernel import FORMS, HEADS, LSE_CONVENTIONS, SEARCH_EXAMPLES, check_kernel
 from derive.impl.numbers import round_to
-from derive.impl.masked import rule
-from derive.impl.report import Report
-from derive.impl.target import DEFAULT_TIMEOUT, ImplRaised, load
-from derive.impl.tolerance import DTYPES, tolerance
-from derive.impl.triton_env import interpreted
+from derive.impl.exact.masked import rule
+from derive.impl.report.row import Report
+from derive.impl.run.target import DEFAULT_TIMEOUT, ImplRaised, load
+from derive.impl.exact.tolerance import DTYPES, tolerance
+from derive.impl.run.triton_env import interpreted
 from derive.normalizers.registry import get
 from derive.settings import DEFAULT, Settings
 
@@ -55,15 +55,15 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
                          attention: dict | None = None, param_grad: bool = True):
     """Differentially test ``fn_or_spec`` (a callable or ``FILE.py:func``/``module:func``).
 
-    The function is imported and called only in a child process (:mod:`.target`), whose
+    The function is imported and called only in a child process (:mod:`derive.impl.run.target`), whose
     environment gets ``env`` on top of ours before it imports anything. ``form`` is ``row``
     (fn(x) → weights: a :class:`Report`) or a kernel form, ``online``, ``split`` or
-    ``backward`` (:mod:`.kernel`: a :class:`~derive.impl.kernel.KernelReport`); ``lse`` is the
+    ``backward`` (:mod:`derive.impl.forms.kernel`: a :class:`~derive.impl.forms.kernel.KernelReport`); ``lse`` is the
     convention of a returned log-sum-exp there (``natural``, ``base2`` or ``kv-only``). With
     ``per_head`` (kernel forms) the normalizer's parameters are passed as arrays of shape (H,),
     one per head, along the last leading axis of the scores (…, H, n). ``assume`` is the
-    contract (:mod:`.contract`, ``--assume`` items); ``attention`` the settings of the attention
-    form (:func:`derive.impl.attention.check_attention`: layout, scale, causal, ...).
+    contract (:mod:`derive.impl.cases.contract`, ``--assume`` items); ``attention`` the settings of the attention
+    form (:func:`derive.impl.forms.attention.check_attention`: layout, scale, causal, ...).
     ``param_grad=False``
     (``--no-param-grad``) leaves the gradient of the normalizer's parameters unchecked in the
     backward form; by default a backward that returns none disagrees.
@@ -72,8 +72,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     if form not in ("row", "attention") + FORMS:
         raise InputError(f"unknown --form {form!r}: expected one of row, attention, {', '.join(FORMS)}")
     if form != "attention" and attention:
-        raise InputError("--layout, --scale, --causal, --start-q, --window, --mask-value, --backward and --kw "
-                         "apply to --form attention")
+        raise InputError("--layout, --out-layout, --lse-layout, --scale, --causal, --start-q, --window, --mask, "
+                         "--mask-value, --gqa, --backward and --kw apply to --form attention")
     if lse not in LSE_CONVENTIONS:
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
     if per_head and form in ("row", "attention"):

@@ -18,7 +18,7 @@ The parts (:data:`PARTS`):
 ``logit``   the extra logit a kernel adds to ℓ and acc, ``rewrite(s, m, K, c, log)``: from the
             true logit s, the shift m it is finalized at, the number K of tiles or splits that add
             it, the score scale c (the row form's faults of the extra logit use it too:
-            :mod:`derive.impl.faults`);
+            :mod:`derive.impl.faults.row`);
 ``rescale`` the factors the tile update multiplies ℓ and acc by, ``rewrite(r_ell, r_acc, one)``;
 ``lse``     the extra logit inside the lse the backward recomputes P from, ``rewrite(s, minus_inf)``;
 ``grad``    the gradient of the extra logit the backward returns, ``rewrite(g, zero)``;
@@ -29,7 +29,7 @@ The parts (:data:`PARTS`):
 What the numeric kernels need beyond the rewrite is data on the record too: ``adds``, where a
 kernel with a fault of the extra logit adds it (the count K its rewrite reads, one of
 :data:`ADDS` each), and ``guard``. :mod:`derive.kernels.numeric` reads nothing else, and the ways
-a diagnosis realizes a fault (``derive.impl.kernel_faults.variants``) are read off the same fields,
+a diagnosis realizes a fault (``derive.impl.faults.kernel.variants``) are read off the same fields,
 so a fault added as one record gets the numeric behaviour of its definition and is tried by
 ``derive impl --form``.
 
@@ -176,7 +176,7 @@ _IDENTITY = {"logit": lambda s, m, K, c, log: s, "rescale": lambda r_ell, r_acc,
 
 
 FAULTS: tuple[KernelFault, ...] = (
-    KernelFault("extra_per_tile", "online / split", ("online", "split"), "extra logit added per tile or per split",
+    KernelFault("extra_per_tile", "online / split", ("online", "split", "attention"), "extra logit added per tile or per split",
                 r"adds $e^{x^{*} - m}$ to $\ell$ (and $e^{x^{*} - m} v^{*}$ to $\mathrm{acc}$) in every tile update, "
                 "or in every split",
                 "the extra logit $B$ times, $B$ the number of tiles or splits",
@@ -193,20 +193,20 @@ FAULTS: tuple[KernelFault, ...] = (
                 "only the combine adds the extra logit",
                 "logit", lambda s, m, K, c, log: s + log(K),  # K = 1 + the empty splits
                 assume={**SINK_ONLY, K: 2}, adds=("combine", "empty")),
-    KernelFault("missing_log2e", "base2", ("online", "split"), "log₂e missing on the extra logit",
+    KernelFault("missing_log2e", "base2", ("online", "split", "attention"), "log₂e missing on the extra logit",
                 r"computes $2^{x \log_2 e - m_2}$ for the keys but $2^{x^{*} - m_2}$ for the extra logit",
                 r"the extra logit $x^{*} \ln 2$ instead of $x^{*}$",
                 r"seed with $2^{x^{*} \log_2 e - m_2}$: pre-multiply the extra logit like the scores",
                 "logit", lambda s, m, K, c, log: s * log(2),  # 2^{s − m₂} for e^{s − m}: the logit s ln 2
                 assume=SINK_ONLY),
-    KernelFault("scale_on_extra", "online", ("online", "split"), "score scale applied to the extra logit",
+    KernelFault("scale_on_extra", "online", ("online", "split", "attention"), "score scale applied to the extra logit",
                 r"multiplies the extra logit by the softmax scale $1/\sqrt{d}$ along with the raw scores "
                 r"$\langle q, k \rangle$",
                 r"the extra logit $x^{*}/\sqrt{d}$ instead of $x^{*}$",
                 "scale the raw scores only; the extra logit is already in score units",
                 "logit", lambda s, m, K, c, log: s * c,  # the score scale 1/√d on the extra logit
                 assume=SINK_ONLY),
-    KernelFault("unshifted_extra", "finalize", ("online", "split"), "extra logit added unshifted at finalization",
+    KernelFault("unshifted_extra", "finalize", ("online", "split", "attention"), "extra logit added unshifted at finalization",
                 r"finalizes $\ell + e^{x^{*}}$ with $\ell = e^{-m} \sum_t e^{x_t}$, "
                 r"instead of $\ell + e^{x^{*} - m}$",
                 r"an extra logit $x^{*} + m$ ($m$ the running max) instead of $x^{*}$",

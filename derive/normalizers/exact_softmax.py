@@ -11,8 +11,7 @@ exact (floats, or balls the caller formed exactly). Three references take their 
 here: a formula's exact reference when it is of the family and its weight reads
 ``exp(x_j) / (E + sum_t(exp(x_t)))`` (:func:`softmax_extra`; :mod:`derive.normalizers.formula`, at
 an adaptive precision), and ``derive impl``'s
-attention and kernel references (:mod:`derive.impl.attention_exact`,
-:mod:`derive.impl.kernel_exact`, from ``4·dps`` bits, raised by :func:`enclosed` until the
+attention and kernel references (:mod:`derive.impl.exact.reference`, from ``4·dps`` bits, raised by :func:`enclosed` until the
 row is tight; the kernel one caches the terms of a row and sums them by value row).
 """
 

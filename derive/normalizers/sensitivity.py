@@ -1,6 +1,6 @@
 """Where a normalizer's formula cancels and where it is not differentiable, read off its tree.
 
-Both feed the exact comparison of ``derive impl`` (:mod:`derive.impl.reference`) and hold for
+Both feed the exact comparison of ``derive impl`` (:mod:`derive.impl.exact.reference`) and hold for
 any formula, built-in or user-defined:
 
 * :func:`scales` — per key, the magnitude a weight's rounding error is relative to: |p_j|,

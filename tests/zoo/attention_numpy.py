@@ -17,7 +17,10 @@ appended to the scores as an extra column and dropped after the softmax.
 * ``eager_chunked`` (correct) and ``eager_chunked_half``: the keys streamed in chunks of 128, each
   in two halves of 64 (online rescaling between them); the second forgets the second half of a
   final partial chunk, so it is right for N ≤ 64, N = 160 and every length whose last chunk has
-  at most 64 keys, and wrong for N = 65 to 128 or 193 to 256: only the search reaches those;
+  at most 64 keys, and wrong for N = 65 to 128 or 193 to 256 (the fixed list's 200 keys);
+* ``eager_chunked_short_tail``: forgets that second half only when it has fewer than 8 keys (a
+  remainder loop left out): wrong for N mod 128 in 65 to 71, a length the fixed list has not (200
+  keys leave 8): only the search reaches it;
 * ``eager_sink_shift``: shifts by the sink instead of the maximum (right for finite sinks in a
   moderate range: ``--assume finite-sinks=-20:20`` is its contract).
 """
@@ -135,7 +138,7 @@ def needs_temperature(q, k, v, *, scale, temperature):
     return eager(q, k, v, scale=scale / temperature)
 
 
-def _chunked(q, k, v, scale, mask, sinks, drop_half):
+def _chunked(q, k, v, scale, mask, sinks, drop_half, tail=128):
     B, H, M, _ = q.shape
     N = k.shape[2]
     m = np.full((B, H, M, 1), -np.inf)
@@ -147,7 +150,7 @@ def _chunked(q, k, v, scale, mask, sinks, drop_half):
     for start in range(0, N, 128):
         stop = min(N, start + 128)
         halves = [(start, min(stop, start + 64)), (start + 64, stop)]
-        if drop_half and stop == N and stop - start < 128:
+        if drop_half and stop == N and stop - start < 128 and stop - start - 64 < tail:
             halves = halves[:1]
         for a, b in halves:
             if a >= b:
@@ -174,3 +177,8 @@ def eager_chunked(q, k, v, *, scale, mask=None, sinks=None):
 def eager_chunked_half(q, k, v, *, scale, mask=None, sinks=None):
     """Faulty: the second half of a final partial chunk (keys 64 to 127 of it) is never read."""
     return _chunked(q, k, v, scale, mask, sinks, True)
+
+
+def eager_chunked_short_tail(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty: the second half of a final partial chunk is never read when it has fewer than 8 keys."""
+    return _chunked(q, k, v, scale, mask, sinks, True, tail=8)

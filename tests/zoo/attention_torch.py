@@ -15,6 +15,10 @@ one-line one.
 * ``sdpa_sink_detached``: faulty, the sinks enter as a constant (``S.detach()``): the forward is
   right and the sinks get no gradient (``--backward`` fails).
 * ``sdpa_window_off_by_one``: faulty, the window keeps one key too many.
+* ``sdpa_torch``: PyTorch's own ``scaled_dot_product_attention`` under its own keyword names (checked with
+  ``--gqa``: ``enable_gqa`` is passed where k and v have fewer heads).
+* ``flex``: PyTorch's FlexAttention with a block mask (``--mask block-mask``), and ``flex_mod``, the
+  same from a ``mask_mod`` (``--mask mask-mod``).
 """
 
 from __future__ import annotations
@@ -54,3 +58,27 @@ def eager_attention_forward(module, query, key, value, attention_mask, scaling, 
 
 
 def hf(q, k, v, *, attention_mask=None, scaling): return eager_attention_forward(None, q, k, v, attention_mask, scaling)[0]  # noqa: E501,E704
+
+
+def sdpa_torch(query, key, value, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """PyTorch's own scaled_dot_product_attention with its own keywords (a builtin has no signature
+    to read, so this def states it): additive or boolean attn_mask, is_causal aligned top-left,
+    enable_gqa."""
+    return torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, is_causal=is_causal,
+                                                            scale=scale, enable_gqa=enable_gqa)
+
+
+def flex(q, k, v, *, scale, block_mask=None):
+    """FlexAttention with a BlockMask (unfused on the CPU: it forms the scores as SDPA does)."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return flex_attention(q, k, v, block_mask=block_mask, scale=scale)
+
+
+def flex_mod(q, k, v, *, scale, mask_mod=None):
+    """FlexAttention from a mask_mod(b, h, q_idx, kv_idx), its block mask made here."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    B, _, M, _ = q.shape
+    block = None if mask_mod is None else create_block_mask(mask_mod, B, None, M, k.shape[2], device="cpu")
+    return flex(q, k, v, scale=scale, block_mask=block)

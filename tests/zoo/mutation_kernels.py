@@ -6,7 +6,10 @@ switches), as the originals of the mutation benchmark (``benchmarks/bench_mutant
 * ``sink_split``: the split-KV forward with a sink: ``splits`` parts of the keys, each an
   (out, lse) partial, merged with the sink's partial;
 * ``sink_backward``: the backward with a sink, the keys in tiles of 64: (dx, dv, {"s": ds}),
-  ds the sum over rows.
+  ds the sum over rows;
+* ``attention_gqa_sinks``: an attention kernel as written (``--form attention --gqa``): q (B, H, M, d),
+  k and v (B, Hkv, N, d) read by query head h at kv head h // (H / Hkv), one sink logit per head
+  seeding the running state, an additive mask (B, 1, M, N), the keys in tiles of 64.
 
 Scores x (..., n) with −inf for a masked key, values v (..., n, dv); s a scalar (or one per row).
 """
@@ -105,3 +108,30 @@ def sink_backward(x, v, dout, *, s):
             dV[r, lo:lo + block] = p[:, None] * G[r][None, :]
         ds = ds - np.exp(S[r] - lse) * D
     return dx.reshape(x.shape), dV.reshape(v.shape), {"s": ds}
+
+
+def attention_gqa_sinks(q, k, v, *, scale, sinks, mask=None):
+    B, H, M, D = q.shape
+    Hkv, N, Dv = k.shape[1], k.shape[2], v.shape[3]
+    groups = H // Hkv
+    block = 64
+    out = np.zeros((B, H, M, Dv))
+    for b in range(B):
+        for h in range(H):
+            kv = h // groups
+            m = np.full(M, float(sinks[h]))
+            ell = np.where(m > -np.inf, 1.0, 0.0)
+            acc = np.zeros((M, Dv))
+            for lo in range(0, N, block):
+                x = q[b, h].astype(np.float64) @ k[b, kv, lo:lo + block].astype(np.float64).T * scale
+                if mask is not None:
+                    x = x + mask[b, 0, :, lo:lo + block]
+                m_new = np.maximum(m, x.max(axis=1))
+                ref = np.where(m_new > -np.inf, m_new, 0.0)
+                alpha = np.exp(m - ref)
+                p = np.exp(x - ref[:, None])
+                ell = alpha * ell + p.sum(axis=1)
+                acc = alpha[:, None] * acc + p @ v[b, kv, lo:lo + block].astype(np.float64)
+                m = m_new
+            out[b, h] = np.where(ell[:, None] > 0, acc / np.where(ell > 0, ell, 1.0)[:, None], 0.0)
+    return out

@@ -9,7 +9,9 @@ by the sink: (m, l, acc) = (s·log₂e, 1, 0). Returns (out, lse), lse natural.
 
 ``attention`` is correct. Its faulty twin ``attention_skip_before_start`` starts the key loop at
 ``start_q`` instead of 0, as if the keys before the first query were not visible: right for
-prefill (start_q = 0), wrong for every decode call.
+prefill (start_q = 0), wrong for every decode call. ``attention_d64`` is ``attention`` behind the
+assertion of a kernel written for head dimensions of 64 and up, multiples of 64 (checked with
+``--assume min-head-dim=64 --assume head-dim-multiple=64``, no padding adapter).
 
 Checked with ``derive impl tests/zoo/triton_kernels/attention.py:attention --as sink --form
 attention --causal --dtype float32 --assume block=pow2`` (no adapter: the sinks, ``sm_scale``
@@ -96,3 +98,9 @@ def attention(q, k, v, sinks, sm_scale, start_q=0, causal=True):
 def attention_skip_before_start(q, k, v, sinks, sm_scale, start_q=0, causal=True):
     """Faulty: the key loop starts at start_q."""
     return _forward(q, k, v, sinks, sm_scale, start_q, causal, True)
+
+
+def attention_d64(q, k, v, sinks, sm_scale, start_q=0, causal=True):
+    """Correct, for head dimensions of 64 and its multiples only."""
+    assert q.shape[-1] >= 64 and q.shape[-1] % 64 == 0 and v.shape[-1] % 64 == 0, "head dimension"
+    return attention(q, k, v, sinks, sm_scale, start_q, causal)

@@ -1,0 +1,1 @@
+"""``docs/impl-check.md``: the checks of ``derive impl`` run while the document is built."""

@@ -1,0 +1,115 @@
+"""Tolerances per dtype, stated in ulps and in absolute terms.
+
+An output weight ``y`` agrees with the exact weight ``p`` when
+
+    |y − p| ≤ abs + ulps · eps · (1 + κ) · m_p,   κ = 2·max_j |x_j| + max |params| + (n − 1)
+
+(x_j the row's finite scores, θ the normalizer's parameters such as a sink logit; the second
+term is 0 without parameters: ``_kappa`` in :mod:`derive.impl.judge.row` and ``diagnose``)
+where ``eps`` is the dtype's machine epsilon (one ulp at 1), ``abs`` is the dtype's
+smallest normal number (weights below it cannot be stored to full precision; an entry that
+combines weights with values v_j has the floor ``abs`` · Σ|v_j|, :meth:`Tolerance.floor`: a
+subnormal weight of 4·10⁻³⁹ flushed to 0 beside v = 3 moves it by more than ``abs``) and κ is the
+condition number of a weight under a relative rounding of its inputs (|x_k| + max_j |x_j|
+for exp(x_k − m), at most twice max |x_j|) plus the n − 1 roundings of a sum of n terms
+(a tiled or sequential sum may lose that many): a backward-stable implementation may lose
+that many ulps, and no implementation can be required to do better. m_p is the magnitude
+of the weight, |p|, except where the definition's last step cancels (clipped softmax:
+|ζ − γ|·softmax(x)_k + |γ|: the magnitude of the terms of the last step, read off any
+formula by :mod:`derive.normalizers.sensitivity`). A NaN or an
+infinity where the exact value is finite never agrees.
+
+Where ulps · eps · (1 + κ) ≥ 1 the bound is at least m_p ≥ |p| for every entry of the row: an
+output of 0 (or anything between 0 and 2p) passes, so the comparison cannot fail and is no
+evidence. Such a row is *not judged* (:meth:`Tolerance.vacuous`): it counts towards an
+``undecided`` verdict, never towards ``agrees`` (in bfloat16 from κ ≥ 15 on, in float16 from
+κ ≥ 127). An output beyond even that bound still disagrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from derive.errors import InputError
+
+__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "kappas", "tolerance"]
+
+
+FAR_BELOW = 800.0  # a score this far below the row's top has weight below e^-800: it sets no condition
+
+
+def kappa(row, params: dict) -> float:
+    """The condition of a weight of ``row`` (see the module docstring). The max runs over the keys
+    that carry weight: a score more than FAR_BELOW under the row's top (a finite mask value such as
+    finfo.min beside an unmasked key) moves the weights by at most e^-800 · its magnitude under a
+    relative rounding, which the top's own term already covers; the n − 1 counts every finite key.
+    The rule is written once, in :func:`kappas`."""
+    return kappas([list(row)], [params])[0]
+
+
+def kappas(rows, params: list) -> list[float]:
+    """:func:`kappa` of every row of the 2-D array ``rows`` (row r with the parameters ``params[r]``),
+    the rows at once (scores as float64): 2·max|x| over the keys within FAR_BELOW of the row's top,
+    plus the largest |parameter|, plus the number of finite keys less one."""
+    x = np.asarray(rows, dtype=np.float64)
+    live = (x != -np.inf) & (x == x)
+    count = live.sum(axis=-1)
+    top = np.where(count > 0, np.max(np.where(live, x, -np.inf), axis=-1, initial=-np.inf), 0.0)
+    carrying = live & (x >= (top - FAR_BELOW)[:, None])
+    big = np.max(np.where(carrying, np.abs(x), 0.0), axis=-1, initial=0.0)
+    own = np.array([max((abs(v) for v in p.values()), default=0.0) for p in params], dtype=np.float64)
+    return (2 * big + own + np.maximum(count - 1, 0)).tolist()
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    dtype: str
+    ulps: int  # relative tolerance in units of eps
+    eps: float  # machine epsilon of the dtype (2^-mantissa bits)
+    abs: float  # absolute floor: the smallest normal number of the dtype
+    numpy: bool  # whether numpy has this dtype (bfloat16 needs torch)
+
+    @property
+    def rel(self) -> float:
+        return self.ulps * self.eps
+
+    def floor(self, magnitude):
+        """The absolute floor of an entry combining values of total magnitude ``magnitude`` (Σ|v_j|
+        over the keys it weighs, a scalar or an array): each weight may be off by the smallest normal
+        number (a subnormal weight flushed to 0), so the entry by ``abs`` · Σ|v_j|; never below ``abs``."""
+        return self.abs * np.maximum(1.0, magnitude)
+
+    def bound(self, exact: float, kappa: float) -> float:
+        return self.abs + self.rel * (1.0 + kappa) * abs(exact)
+
+    def vacuous(self, kappa: float) -> bool:
+        """The bound of a row of condition ``kappa`` is at least the magnitude of every value it
+        compares (ulps·eps·(1 + κ) ≥ 1): even an output of 0 passes, the comparison cannot fail."""
+        return self.rel * (1.0 + kappa) >= 1.0
+
+    def vacuous_reason(self, kappa: float) -> str:
+        """Why a row of condition ``kappa`` (:meth:`vacuous`) is not judged."""
+        return (f"at {self.dtype} the rounding bound for this row, κ = {kappa:g}, is at least the value "
+                f"compared (ulps·eps·(1 + κ) = {self.rel * (1.0 + kappa):g} ≥ 1): the comparison cannot fail")
+
+    def as_json(self) -> dict:
+        return {"dtype": self.dtype, "ulps": self.ulps, "rel": float(f"{self.rel:.3e}"),
+                "abs": float(f"{self.abs:.3e}")}
+
+
+TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance("float64", 64, 2.0**-52, 2.0**-1022, True),
+    "float32": Tolerance("float32", 64, 2.0**-23, 2.0**-126, True),
+    "float16": Tolerance("float16", 8, 2.0**-10, 2.0**-14, True),
+    "bfloat16": Tolerance("bfloat16", 8, 2.0**-7, 2.0**-126, False),
+}
+DTYPES = tuple(TOLERANCES)
+
+
+def tolerance(dtype: str) -> Tolerance:
+    try:
+        return TOLERANCES[dtype]
+    except KeyError:
+        raise InputError(f"unknown dtype {dtype!r}: expected one of {', '.join(DTYPES)}") from None

@@ -1,0 +1,149 @@
+"""The attention form's diagnosis: a failing call whose normalizer has an extra logit is compared
+with the faults of the one catalogue (:data:`derive.kernels.faults.FAULTS`) that apply to it in
+this form (:func:`derive.kernels.faults.faults_for`: those of the extra logit, ``checked`` with
+``attention``). A fault of the extra logit is a rewrite of the logit (``rewrite(s, m, K, c,
+log)``): the faulty kernel computes the definition with the logit σ′ = rewrite(σ, m, K, c) in
+place of σ, m the row's largest score (what an unshifted e^σ is added beside), K the number of
+tiles (of the block passed, or of a common block size), c the score scale. The model is the exact
+reference with σ′ per row, on the failing query of every batch and head; a fault is named only when
+its model matches the kernel's output within the tolerance on each of those rows and differs from
+the definition on the failing one, so a name never contradicts its counterexample.
+
+Faults of the call itself, which no other form has (its kv heads, its window), are written once
+here (:data:`CALL_FAULTS`): each is a model of what the faulty kernel reads instead, tried the same
+way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from derive.impl.exact.reference import exact_attention
+from dataclasses import dataclass, replace
+
+from derive.kernels.faults import by_key, faults_for
+
+__all__ = ["CALL_FAULTS", "CallFault", "diagnose"]
+
+
+@dataclass(frozen=True)
+class CallFault:
+    """A fault of the attention call (not of the normalizer's kernel form): ``model(case, k, v, keep)``
+    gives the (k, v, keep) the faulty kernel reads instead, or None where the fault changes nothing."""
+
+    key: str
+    title: str
+    does: str
+    computes: str
+    fix: str
+    model: object
+
+
+def _tiled_heads(case, k, v, keep):
+    if case.kv == case.H or case.kv == 1:
+        return None
+    heads = [h % case.kv for h in range(case.H)]
+    return k[:, heads], v[:, heads], keep
+
+
+def _window_wide(case, k, v, keep):
+    if not case.window or case.window[0] < 0:
+        return None
+    return k, v, replace(case, window=(case.window[0] + 1, case.window[1])).keep()
+
+
+CALL_FAULTS: tuple[CallFault, ...] = (
+    CallFault("gqa_head_mapping", "kv head h mod Hkv for query head h",
+              "query head h reads kv head h mod Hkv (k and v repeated with tile/repeat, not repeat_interleave)",
+              "attention over another kv head's keys and values for every query head past the first group",
+              "query head h reads kv head h // (H / Hkv): repeat_interleave(k, H // Hkv, dim=heads), as "
+              "PyTorch's enable_gqa and Hugging Face's repeat_kv do", _tiled_heads),
+    CallFault("window_left_off_by_one", "sliding window one key too wide on its left",
+              "keeps key p − left − 1 as well (a < where ≤ was meant, or left + 1 keys)",
+              "one more key in every row the window cuts",
+              "keep key j only when p − left ≤ j ≤ p + right", _window_wide),
+)
+
+_BLOCKS = (16, 32, 64, 128, 256)  # tile sizes a kernel that is passed none may use
+
+
+def _counts(case) -> list[int]:
+    """The numbers K of tiles a kernel adding the extra logit per tile may add it: of the block passed
+    (over every key, or the keys up to the last visible one), else of a common block size."""
+    blocks = (case.block,) if case.block else _BLOCKS
+    return sorted({max(1, -(-case.N // b)) for b in blocks} - {1}) or [2]
+
+
+def _model(key: str, case, ex, sinks, scale: float, i: int):
+    """(variant label, σ′ (B, H, M)) for each way the fault ``key`` realizes on query ``i``."""
+    f = by_key(key)
+    B, H, M = case.B, case.H, case.M
+    top = np.max(ex.rows[:, :, i, :], axis=-1, initial=-math.inf)  # (B, H): the row's largest score
+    counts = _counts(case) if "tile" in f.adds else [1]
+    out = []
+    for K in counts:
+        sig = np.full((B, H, M), -math.inf)
+        for b in range(B):
+            for h in range(H):
+                m = float(top[b, h]) if math.isfinite(top[b, h]) else 0.0
+                with np.errstate(all="ignore"):
+                    sig[b, h, i] = float(f.rewrite(float(sinks[h]), m, K, scale, math.log))
+        out.append((K, sig))
+    return out
+
+
+def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got, tol) -> list:
+    """The fault records whose model matches the kernel on the failing query (module docstring)."""
+    if fail.what not in ("out", "lse") or not case.M:
+        return []
+    b0, h0, i = (int(x) for x in fail.where[:3])
+    judged = np.zeros(case.M, dtype=bool)
+    judged[i] = True
+    OL = checker.out_layout
+    out = OL.from_layout(got["out"])
+    lse = (checker.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got else None
+    sig0 = None if sinks is None else tuple(sinks)
+    right = exact_attention(q, k, v, scale, keep, bias, sig0, checker.dps, None, judged)
+    found = []
+    for f in CALL_FAULTS:
+        model = f.model(case, k, v, keep) if bias is None else None
+        if model is None:
+            continue
+        k2, v2, keep2 = model
+        ex = exact_attention(q, k2, v2, scale, keep2, None, sig0, checker.dps, None, judged)
+        if _matches(out, lse, ex, right, v2, keep2, case.H // k2.shape[1], tol, i, (b0, h0)):
+            found.append(f)
+    for key in faults_for(checker.norm, "attention") if sinks is not None else ():
+        for _, sig in _model(key, case, right, sinks, scale, i):
+            if np.array_equal(sig[:, :, i], np.broadcast_to(np.array(sinks, dtype=np.float64), sig[:, :, i].shape)):
+                continue  # the rewrite changes nothing here
+            ex = exact_attention(q, k, v, scale, keep, bias, sig, checker.dps, None, judged)
+            if _matches(out, lse, ex, right, v, keep, case.groups, tol, i, (b0, h0)):
+                found.append(by_key(key))
+                break
+    return found
+
+
+def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:
+    from derive.impl.judge.attention import _magnitude
+
+    floor = tol.floor(_magnitude(keep, v, groups))[:, :, i]
+    rel = tol.rel * (1.0 + ex.kappa[:, :, i])[..., None]
+    defined = ex.defined[:, :, i]
+    if not defined.any() or not defined[failing]:
+        return False
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = floor + rel * np.abs(ex.out_scale[:, :, i])
+        y = out[:, :, i]
+        ok = np.where(defined[..., None], np.abs(y - np.nan_to_num(ex.out[:, :, i])) <= bound, True)
+        differs = np.abs(np.nan_to_num(right.out[failing + (i,)]) - ex.out[failing + (i,)]) > bound[failing]
+    if lse is not None:
+        p = ex.lse[:, :, i]
+        lbound = tol.abs + tol.rel * (1.0 + ex.kappa[:, :, i]) * np.maximum(1.0, np.abs(np.where(np.isfinite(p), p, 0)))
+        with np.errstate(invalid="ignore", over="ignore"):
+            lok = np.where(defined, np.abs(lse[:, :, i] - np.where(np.isfinite(p), p, 0.0)) <= lbound, True)
+        if not lok.all():
+            return False
+    return bool(ok.all() and differs.any())

@@ -1,0 +1,163 @@
+"""``derive impl --form attention``: an attention kernel with its real signature.
+
+The function is called as ``fn(q, k, v, **params)`` with q (…, M, d), k (…, N, d) and v
+(…, N, dv) in the layout given by ``--layout`` (:mod:`derive.kernels.layouts`; k and v with fewer
+heads than q under ``--gqa``), and returns ``out`` (the layout of q with dv) or ``(out, lse)``. The
+keywords it takes are found in its signature and matched to their roles by name
+(:data:`ROLE_NAMES`; ``--kw ROLE=NAME`` names one explicitly): the softmax scale, a causal flag, a
+mask, the sinks (one logit per head), the decode offset ``start_q``, a sliding window, a tile size
+and a split count. A role the kernel does not take is a property of the kernel that the user
+states (``--causal [top-left|bottom-right]``, ``--start-q``, ``--window W|L,R``, ``--scale``), is
+carried by its mask (:mod:`derive.impl.cases.masks`: the one mask, lowered to what the kernel
+takes, ``--mask``), or is not tested (the report says which classes that leaves out).
+
+The calls come from the one call model (:mod:`derive.impl.cases.attention`, the fixed list of
+:mod:`derive.impl.cases.fixed` and the search of :mod:`derive.impl.cases.attention_search`), inside
+the contract; every output is compared with the exact definition on the arrays actually passed
+(:func:`derive.impl.exact.reference.exact_attention`). It does not stop at the first failure:
+every case belongs to one failure class, and the report lists each class that fails with its
+smallest counterexample, the classes that pass, and what ran (the coverage, read off the calls).
+With ``--backward`` (torch functions) the gradients of ⟨out, g⟩ with respect to q, k, v and the
+sinks, by torch autograd in the child, are compared as well.
+"""
+
+from __future__ import annotations
+
+import math
+
+from derive.errors import InputError
+from derive.impl.cases.attention import Setup, with_dtype_mask
+from derive.impl.cases.fixed import cases
+from derive.impl.cases.masks import MASK_FORMS, parse_window, window_text
+from derive.impl.judge.attention import AttentionChecker
+from derive.impl.report.attention import AttentionReport
+from derive.impl.run.roles import ROLE_NAMES, parse_kw, roles_of, window_form
+from derive.impl.faults.attention import diagnose
+from derive.kernels.layouts import parse_layout
+
+__all__ = ["ALIGNMENTS", "ROLE_NAMES", "AttentionReport", "check_attention", "parse_kw"]
+
+INF = math.inf
+
+
+def _extra(norm) -> tuple[bool, object]:
+    """(supported, the extra logit: None, a number, or "sinks" for a parameter passed per head),
+    read off the normalizer's formula: a member of the softmax family with no value of its own
+    whose extra logit is none, a number or one parameter."""
+    from derive.normalizers.family import kernel_form
+
+    facts = kernel_form(norm)
+    if not facts.checked:
+        return False, None
+    if facts.logit is None or isinstance(facts.logit, float):
+        return True, facts.logit
+    return (True, "sinks") if isinstance(facts.logit, str) else (False, None)
+
+
+def _supported() -> list[str]:
+    from derive.normalizers.registry import REGISTRY
+
+    return [name for name, entry in REGISTRY.items() if _extra(entry)[0]]
+
+
+ALIGNMENTS = ("top-left", "bottom-right")
+
+
+def _window(window) -> tuple:
+    """--window as the model's (left, right): an int W is a window of W keys, a pair or "L,R" itself."""
+    if not window:
+        return ()
+    if isinstance(window, (tuple, list)):
+        window = ",".join(str(int(v)) for v in window)
+    try:
+        return parse_window(window)
+    except ValueError as exc:
+        raise InputError(f"--window {window}: {exc}") from None
+
+
+def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal,
+                    start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
+                    rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
+                    gqa: bool = False, lse_layout: str | None = None) -> AttentionReport:
+    known, extra = _extra(norm)
+    if not known:
+        raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
+    L = parse_layout(layout)
+    OL = parse_layout(out_layout, "--out-layout") if out_layout else L
+    if set(OL.axes) != set(L.axes):
+        raise InputError(f"--out-layout {OL.axes} has other axes than --layout {L.axes}")
+    LL = None
+    if lse_layout:
+        want = OL.axes.replace("d", "")
+        if sorted(lse_layout) != sorted(want) or len(set(lse_layout)) != len(lse_layout):
+            raise InputError(f"--lse-layout {lse_layout!r}: expected the axes of out without d ({want}), in any order")
+        LL = parse_layout(lse_layout + "d", "--lse-layout")
+    signature = target.extra.get("signature")
+    roles = roles_of(signature, kw_names, target.name)
+    if extra != "sinks":
+        roles.pop("sinks", None)  # an optional sinks keyword is left at its default
+    if extra == "sinks" and "sinks" not in roles:
+        raise InputError(f"--as {norm.name} passes one extra logit per head; {target.name} takes no sinks keyword "
+                         f"(one of {', '.join(ROLE_NAMES['sinks'])}, or name it with --kw sinks=NAME)")
+    if mask not in MASK_FORMS:
+        raise InputError(f"--mask {mask!r}: expected one of {', '.join(MASK_FORMS)}")
+    if mask_value not in ("-inf", "finfo-min"):
+        try:
+            value = float(mask_value)
+        except ValueError:
+            raise InputError(f"--mask-value {mask_value!r}: expected a number, -inf or finfo-min") from None
+        if math.isnan(value) or value > 0 or value == INF:
+            raise InputError(f"--mask-value {mask_value!r}: a masked key's additive value is negative")
+    if contract.finite_scores and float(with_dtype_mask(mask_value, "float64")) == -INF:
+        mask_value = "finfo-min"  # the contract: no −∞ reaches the kernel
+    align = causal if causal in ALIGNMENTS else None
+    if causal not in (False, True, None) + ALIGNMENTS:
+        raise InputError(f"--causal {causal!r}: expected no value, top-left or bottom-right")
+    if start_q is not None and start_q != "end" and start_q < 0:
+        raise InputError(f"--start-q {start_q}: a position is at least 0")
+    if align == "bottom-right":
+        if start_q not in (None, "end"):
+            raise InputError(f"--causal bottom-right places the queries at N − M; --start-q {start_q} contradicts it")
+        start_q = "end"
+    elif align == "top-left" and start_q == "end":
+        raise InputError("--causal top-left places the queries at 0; --start-q end contradicts it")
+    causal = bool(causal)
+    window = _window(window)
+    stated = []
+    if causal:
+        stated.append("causal" + (" (passed as " + roles["causal"] + "=True)" if "causal" in roles else "")
+                      + (f", aligned {align}" if align else ""))
+    if start_q is not None:
+        stated.append(f"queries start at position {'N − M' if start_q == 'end' else start_q}")
+    if window:
+        stated.append(f"sliding window (left, right) = {window_text(window)}")
+    if scale is not None:
+        stated.append(f"scale {scale!r}")
+    elif "scale" not in roles:
+        stated.append("the kernel's scale is 1/√d")
+    if "mask" in roles:
+        stated.append(f"masked keys carry {mask_value} in the additive mask" if mask == "additive" else
+                      f"the mask is {MASK_FORMS[mask]}")
+    if gqa:
+        stated.append("k and v may have fewer heads than q (query head h reads kv head h // (H / Hkv))")
+    setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
+                  has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
+                  window_form=window_form(signature, roles, window), backward=backward)
+    case_list = cases(setup)
+    checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
+                               lse_layout=LL, diagnose=diagnose)
+    results = []
+    notes = []
+    for tol in tols:
+        if not contract.dtype_ok(tol.dtype):
+            notes.append(f"{tol.dtype} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})")
+            continue
+        results.append(checker.run(tol, lambda a, d=tol.dtype: rounder(a, d), case_list, examples))
+    if not results:
+        raise InputError("no dtype of --dtype lies inside the contract: nothing to test")
+    if target.mutates:
+        notes.append("the function modifies one of its input arrays in place")
+    return AttentionReport(target=target.name, normalizer=norm.name, title=norm.title, layout=L.axes,
+                           out_layout=OL.axes, api=checker.api or target.api, roles=roles, stated=stated,
+                           contract=contract, skipped=dict(setup.skipped), results=results, backward=backward,
+                           notes=notes, examples=examples)

@@ -1,0 +1,1 @@
+"""Reports: what a check found, as Markdown and JSON (deterministic: no timings)."""

@@ -1,0 +1,174 @@
+"""The attention form's half of the child process (loaded by :mod:`derive.impl.run.worker`, never by derive).
+
+Like the worker it imports neither derive nor SymPy: the worker loads this file by its path
+and hands it its own helpers (:func:`bind`), so one wording of exceptions and one array
+conversion serve every form. Two requests:
+
+* ``("aprobe",)`` → ``("ok", info)``: the worker's target info plus ``signature``, the
+  function's parameters as ``[name, kind, has_default, default_kind]`` (``None`` when it has no
+  signature; ``default_kind`` is ``pair`` for a default of two ints, a window_size), from which the
+  parent decides which keywords to pass;
+* ``("acall", q, k, v, kwargs, dtype, api, cot, out_shape, lse_shape)`` → ``("ok", names,
+  *arrays)``: ``fn(q, k, v, **kwargs)`` with q, k, v (and every array in ``kwargs``: sinks, an
+  additive mask) in ``dtype``, numpy or torch by ``api`` (``None``: numpy, then torch when numpy
+  raises; the api used is the name ``api:<name>`` in ``names``); ``kwargs["__mask_form__"]``, when
+  given, is ``[name, "mask-mod" | "block-mask"]``: the boolean mask under ``name`` (B, 1, M, N) is
+  passed as a FlexAttention mask_mod or BlockMask built from it (torch). The first value returned is
+  ``out`` of ``out_shape``; a second, of ``lse_shape``, is ``lse``. With ``cot`` (torch only) the
+  gradients of ⟨out, cot⟩ with respect to q, k, v and the sinks (``dq``, ``dk``, ``dv``,
+  ``dsinks``, each left out when autograd gives none), by torch autograd. ``("raised", text)`` or
+  ``("bad", message)`` otherwise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import warnings
+
+import numpy as np
+
+H: dict = {}  # the worker's helpers: brief, Raised, _torch, _as_array, _same
+
+
+def bind(helpers: dict) -> None:
+    H.update(helpers)
+
+
+def aprobe(target):
+    try:
+        sig = inspect.signature(target.fn)
+    except (TypeError, ValueError):
+        signature = None
+    else:
+        signature = [[p.name, p.kind.name, p.default is not inspect.Parameter.empty, _default_kind(p.default)]
+                     for p in sig.parameters.values()]
+    return ("ok", {**target.info(), "signature": signature})
+
+
+def _default_kind(value) -> str:
+    """``pair`` for a default of two numbers (a window_size=(-1, -1)), else ``""``."""
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(x, int) for x in value):
+        return "pair"
+    return ""
+
+
+def _flex(keep, form):
+    """A FlexAttention mask_mod (``mask-mod``) or BlockMask (``block-mask``) of a boolean mask
+    (B, 1, M, N), True where a key is kept."""
+    torch = H["_torch"]()
+    table = torch.as_tensor(np.asarray(keep, dtype=bool))
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return table[b, 0, q_idx, kv_idx]
+
+    if form == "mask-mod":
+        return mask_mod
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    B, _, M, N = table.shape
+    return create_block_mask(mask_mod, B, None, M, N, device="cpu")
+
+
+def _convert(api, a, dtype, grad=False):
+    if not isinstance(a, np.ndarray):
+        return a
+    if a.dtype == bool:  # a boolean mask stays boolean
+        return a.copy() if api == "numpy" else H["_torch"]().as_tensor(a)
+    if api == "numpy":
+        return a.astype(dtype)
+    torch = H["_torch"]()
+    t = torch.tensor(np.asarray(a, dtype=np.float64), dtype=getattr(torch, dtype))
+    return t.requires_grad_(True) if grad else t
+
+
+def _numpy_has(dtype) -> bool:
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
+
+
+def _run(target, api, q, k, v, kw, dtype, cot):
+    grad = cot is not None
+    args = [_convert(api, a, dtype, grad) for a in (q, k, v)]
+    flex = kw.get("__mask_form__")
+    kwargs = {name: _convert(api, a, dtype, grad and name == kw.get("__sinks__"))
+              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__")}
+    if flex is not None:
+        kwargs[flex[0]] = _flex(kw[flex[0]], flex[1])
+    before = [a.detach().clone() if hasattr(a, "detach") else a.copy() for a in args]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            y = target.fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
+            raise H["Raised"](H["brief"](exc)) from None
+    return y, args, kwargs, before
+
+
+def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
+    first = None
+    for name in [api] if api else ["numpy", "torch"]:
+        if name == "torch" and not api and H["_torch"]() is None:
+            continue  # torch is imported only when numpy did not serve, and only if installed
+        if name == "numpy" and not api and not _numpy_has(dtype):
+            continue  # bfloat16: numpy has no such dtype, only torch can be called with it
+        try:
+            y, args, kwargs, before = _run(target, name, q, k, v, kw, dtype, cot if name == "torch" else None)
+        except H["Raised"] as exc:
+            first = first or exc
+            continue
+        # a function that returns torch tensors imported torch itself: no import needed to tell
+        torch = sys.modules.get("torch") if name == "numpy" else None
+        head = y[0] if isinstance(y, (tuple, list)) and y else y
+        if torch is not None and isinstance(head, torch.Tensor):  # a torch function given numpy arrays
+            continue
+        return _reply(name, y, args, kwargs, before, kw.get("__sinks__"), cot if name == "torch" else None,
+                      out_shape, lse_shape)
+    raise first
+
+
+def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape):
+    parts = tuple(y) if isinstance(y, (tuple, list)) else (y,)
+    if len(parts) not in (1, 2):
+        return ("bad", f"returned {len(parts)} values; expected out or (out, lse)")
+    names, arrays = [], []
+    for what, part, shape in zip(("out", "lse"), parts, (out_shape, lse_shape)):
+        arr, cplx, bad = H["_as_array"](part)
+        if bad is not None:
+            return ("bad", bad.replace("returned", f"returned as {what}").replace("weights", "values"))
+        if cplx:
+            return ("bad", f"returned a complex {what}")
+        if tuple(arr.shape) != tuple(shape):
+            return ("bad", f"returned {what} of shape {list(arr.shape)}; expected {list(shape)}"
+                           + (" (the second value returned is checked as the log-sum-exp; return out alone, "
+                              "or (out, lse))" if what == "lse" else ""))
+        names.append(what)
+        arrays.append(arr)
+    if cot is not None:
+        torch = H["_torch"]()
+        out = parts[0]
+        if not (isinstance(out, torch.Tensor) and out.requires_grad):
+            return ("bad", "returned an out that does not depend on q, k, v through torch autograd "
+                           "(--backward differentiates out with torch)")
+        wrt = [("dq", args[0]), ("dk", args[1]), ("dv", args[2])]
+        if sinks_kw is not None and isinstance(kwargs.get(sinks_kw), torch.Tensor):
+            wrt.append(("dsinks", kwargs[sinks_kw]))
+        try:
+            loss = (out.to(torch.float64) * torch.tensor(cot, dtype=torch.float64)).sum()
+            grads = torch.autograd.grad(loss, [t for _, t in wrt], allow_unused=True)
+        except Exception as exc:  # noqa: BLE001 - the user's backward raised
+            raise H["Raised"](H["brief"](exc)) from None
+        for (name, _), g in zip(wrt, grads):
+            if g is not None:
+                names.append(name)
+                arrays.append(g.detach().to(torch.float64).numpy())
+    mutated = any(not H["_same"](a, b) for a, b in zip(args, before))
+    names.append("api:" + api)
+    arrays.append(np.zeros(0))
+    if mutated:
+        names.append("mutated")
+        arrays.append(np.zeros(0))
+    return ("ok", names, *arrays)
