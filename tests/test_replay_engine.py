@@ -185,3 +185,14 @@ def test_every_certificate_of_the_adversarial_corpus_replays(tmp_path):
     corpus = sorted((ROOT / "tests" / "specs" / "adversarial").glob("*.toml"))
     _check(tmp_path, *corpus)
     assert main(["replay", str(tmp_path / "certs"), "--quiet"]) == 0
+
+
+def test_a_side_condition_over_a_sum_of_the_other_keys_is_checked_not_an_engine_error():
+    """A side condition's binders are named #b0, #b1, … to compare conditions; the checker read every
+    name starting with # as a de Bruijn index (int('b0')), so weights_sum_to_one of
+    e^{x_j}/(e^{x_j} + Σ_{t≠j} e^{x_t}) under causal ended in an internal error."""
+    from derive.claims.run import check_spec
+    from derive.spec import load_spec
+
+    got = check_spec(load_spec(ROOT / "tests" / "specs" / "adversarial" / "softmax_other_keys.toml"))
+    assert {c.name: (c.verdict, c.error) for c in got.claims}["sum1"] == ("proved", None)

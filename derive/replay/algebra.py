@@ -135,7 +135,7 @@ class Ring:
             self.terms.append(term)
             names = free(term) if term[0] == "sym" else frozenset().union(*map(self.names, parts))
             if binds:  # the de Bruijn index #0 is bound here; those further out move in by one
-                names = frozenset(x if x[0] != "#" else f"#{int(x[1:]) - 1}" for x in names if x != "#0")
+                names = frozenset(f"#{int(x[1:]) - 1}" if _bruijn(x) else x for x in names if x != "#0")
             self.frees.append(names)
             if vector:
                 self.vectors.add(k)
@@ -250,8 +250,13 @@ def _condition(ring: Ring, c, compared: list):
     return op, d.key
 
 
+def _bruijn(name: str) -> bool:
+    """A de Bruijn index #0, #1, … (a side condition's binders are named #b0, #b1, …: not indices)."""
+    return name[:1] == "#" and name[1:].isdigit()
+
+
 def _bind(body, v: str):
     """``body`` with the bound index ``v`` named #0 and the indices bound further out shifted."""
-    m = {n: ("sym", f"#{int(n[1:]) + 1}") for n in free(body) if n.startswith("#")}
+    m = {n: ("sym", f"#{int(n[1:]) + 1}") for n in free(body) if _bruijn(n)}
     m[v] = ("sym", "#0")
     return subst(body, m)
