@@ -78,7 +78,7 @@ def test_only_changes_are_reported(checked, repo):
     assert w["changes"] == [] and w["at_ref"] == "present"
     assert n["at_ref"] == "absent" and [c["status"] for c in n["changes"]] == ["proved"]
     assert doc["unchanged"] == {"claims": 2, "proved": 2, "refuted": 0, "undecided": 0, "error": 0}
-    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0}
+    assert doc["counts"] == {"claims": 5, "proved": 4, "refuted": 1, "undecided": 0, "error": 0, "replayed": 3}
 
 
 def test_unchanged_text_is_not_proved_again(checked, repo):

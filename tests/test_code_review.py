@@ -158,14 +158,14 @@ def test_action_script_globs_annotations_summary(tmp_path):
     proc, summary = _run_action_script(tmp_path, "specs/**/*.derive.toml\n  no-match-*.toml")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith(BAD_ANNOTATION.replace("file=bad", "file=specs/deep/bad"))
-    assert proc.stdout.endswith("\n2 claims: 1 proved, 1 refuted, 0 undecided\n")
-    assert summary.startswith("2 claims: 1 proved, 1 refuted, 0 undecided\n")
+    assert proc.stdout.endswith("\n2 claims: 1 proved, 1 refuted, 0 undecided; 1 of 1 proof replayed\n")
+    assert summary.startswith("2 claims: 1 proved, 1 refuted, 0 undecided; 1 of 1 proof replayed\n")
     sarif = json.loads(Path(proc.outputs["sarif"]).read_text(encoding="utf-8"))
     assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]] \
         == ["specs/deep/bad.derive.toml"]
     # overlapping patterns: each spec once
     proc, _ = _run_action_script(tmp_path, "specs/**/*.derive.toml specs/deep/*.toml ./specs/good.derive.toml")
-    assert proc.stdout.endswith("\n2 claims: 1 proved, 1 refuted, 0 undecided\n")
+    assert proc.stdout.endswith("\n2 claims: 1 proved, 1 refuted, 0 undecided; 1 of 1 proof replayed\n")
     proc, _ = _run_action_script(tmp_path, "specs/good.derive.toml")
     assert proc.returncode == 0, proc.stderr
     proc, _ = _run_action_script(tmp_path, "nothing/*.toml")
@@ -269,7 +269,7 @@ def test_build_check_outside_a_repository_checks_derives_own_documents(tmp_path)
     argv = [sys.executable, "-m", "derive", "build", "--check", "--no-pdf", "--docs", str(ROOT / "docs")]
     proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False, env=_env())
     assert proc.returncode == 0, proc.stderr
-    assert "6 documents" in proc.stderr and "nothing to check" not in proc.stderr
+    assert "7 documents" in proc.stderr and "nothing to check" not in proc.stderr
 
 
 def test_the_workflow_and_the_hook_run_on_every_kind_of_file_a_spec_reads(tmp_path):

@@ -21,26 +21,12 @@ from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, VectorBase, expand_dot, vector
 from derive.normalizers import calculus, limits, stable
 from derive.normalizers.algebra import (
-    Derivation,
-    _plain_weight,
-    X,
-    Z,
-    SIDES,
-    depends_on_score,
-    elementwise,
-    mass,
-    proved_equal,
-    row_form,
-    settle,
-    shown,
-    sign_of,
-    tidy,
-    weight,
-)
+    Derivation, _plain_weight, X, Z, SIDES, depends_on_score, elementwise, mass, proved_equal, row_form, settle,
+    shown, sign_of, tidy, weight)
 from derive.normalizers.bounds import bounded_limit, limit_any_path, ratio_mass_range
 from derive.normalizers.continuity import limit_at_infinity
 from derive.normalizers.overflow import MSHIFT
-from derive.normalizers.registry import get, names
+from derive.normalizers.registry import get
 from derive.prove.memo import memoized, simplify
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
@@ -604,7 +590,3 @@ def _defined_rows(entry, prop: str, der: Derivation, params: dict) -> Derivation
 def decide(name: str, prop: str, **params) -> Verdict:
     """Verdict on property ``prop`` of normalizer ``name`` (see :data:`PROPERTIES`)."""
     return derive_property(name, prop, **params).verdict
-
-
-def all_names() -> list[str]:
-    return names()

@@ -50,7 +50,7 @@ from derive.normalizers.exact import Undecided
 from derive.normalizers.exact_softmax import enclosed, exps, extra_of, softmax_row
 
 __all__ = ["Attention", "Exact", "ExactRow", "NoJacobian", "digest", "exact_attention", "exact_dots", "exact_row",
-           "gradient", "jacobian", "kernel_row", "kink_distance", "row_key"]
+           "gradient", "jacobian", "kernel_row", "kink_distance", "ratio_row", "row_key"]
 
 INF = math.inf
 
@@ -494,3 +494,24 @@ def _grads(done: dict, q, k, defined, scale: float, groups: int) -> dict:
         out["dsinks"][0][h] = math.fsum(dsig[h])
         out["dsinks"][1][h] = math.fsum(dsig_m[h])
     return out
+
+
+def ratio_row(norm, row, v, params: dict, dps: int) -> ExactRow:
+    """out = Σ_t p_t v_t of a ratio of row sums, from the definition's exact weights (the
+    normalizer's reference, correct to ``dps`` digits; a key of score −∞ is masked), and the
+    magnitudes Σ_t |p_t v_tk|; no value where a weight has none (0/0 on a row with no key)."""
+    import mpmath
+
+    with mpmath.workdps(dps):
+        p = norm.reference([float(a) for a in row], [a != -INF for a in row], **params)
+        v = np.asarray(v, dtype=np.float64)
+        dv = v.shape[1] if v.ndim == 2 else DV
+        no_key = all(a == -INF for a in row)  # then out = 0 where the weights' formula has a value without keys
+        formula = norm.definition_of
+        if any(mpmath.isnan(w) for w in p) or (no_key and not (formula is not None and formula.defined_without_keys(
+                **{k: mpmath.mpf(val) for k, val in params.items()}))):
+            return ExactRow(False, [math.nan] * dv, [0.0] * dv, {c: math.nan for c in ("natural", "base2",
+                                                                                        "kv-only")})
+        out = [float(mpmath.fsum(w * float(v[t, k]) for t, w in enumerate(p))) for k in range(dv)]
+        scale = [float(mpmath.fsum(abs(w * float(v[t, k])) for t, w in enumerate(p))) for k in range(dv)]
+    return ExactRow(True, out, scale, {c: math.nan for c in ("natural", "base2", "kv-only")})

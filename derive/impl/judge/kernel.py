@@ -13,7 +13,7 @@ from derive.errors import InputError
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.judge.classes import admitted, prepare, record_call, verdict
 from derive.impl.cases.rows import param_strategy, search
-from derive.impl.exact.reference import ExactRow, digest, kernel_row
+from derive.impl.exact.reference import ExactRow, digest, kernel_row, ratio_row
 from derive.impl.cases.kernel import (DV, HEADS, LONG_DV, LONG_ROWS, SEARCH_EXAMPLES, SETS_PER_PARTITION,
                                        SINK_VALUES, blocks, dout_row, kernel_cases, lengths, rows_of, split_counts,
                                        values)
@@ -296,24 +296,7 @@ class KernelChecker:
         return self._cache[key]
 
     def _ratio_exact(self, row, v, params: dict) -> ExactRow:
-        """out = Σ_t p_t v_t of a ratio of row sums, from the definition's exact weights (the
-        normalizer's reference, correct to ``dps`` digits; a key of score −∞ is masked), and the
-        magnitudes Σ_t |p_t v_tk|; no value where a weight has none (0/0 on a row with no key)."""
-        import mpmath
-
-        with mpmath.workdps(self.dps):
-            p = self.norm.reference([float(a) for a in row], [a != -INF for a in row], **params)
-            v = np.asarray(v, dtype=np.float64)
-            dv = v.shape[1] if v.ndim == 2 else DV
-            no_key = all(a == -INF for a in row)  # then out = 0 where the weights' formula has a value without keys
-            formula = self.norm.definition_of
-            if any(mpmath.isnan(w) for w in p) or (no_key and not (formula is not None and formula.defined_without_keys(
-                    **{k: mpmath.mpf(val) for k, val in params.items()}))):
-                return ExactRow(False, [math.nan] * dv, [0.0] * dv, {c: math.nan for c in ("natural", "base2",
-                                                                                            "kv-only")})
-            out = [float(mpmath.fsum(w * float(v[t, k]) for t, w in enumerate(p))) for k in range(dv)]
-            scale = [float(mpmath.fsum(abs(w * float(v[t, k])) for t, w in enumerate(p))) for k in range(dv)]
-        return ExactRow(True, out, scale, {c: math.nan for c in ("natural", "base2", "kv-only")})
+        return ratio_row(self.norm, row, v, params, self.dps)
 
     def run_call(self, call: Call, dtype: str) -> dict:
         x, v, third = call.args()
