@@ -98,10 +98,12 @@ def _document(module, path: Path):
 def rebuild_command(path: Path | None = None) -> str:
     """The command that rebuilds the documents where they are built: ``python build_docs.py`` in a
     project that has that script at its root (derive's own repository: the root above ``proofs/``
-    for a module ``path``, else the working directory), else ``derive build`` (with the module
-    ``path``, ``derive build proofs/my_variant.py``)."""
+    for a module ``path``, else the working directory) and for derive's own documents built from an
+    installed package (its shipped ``proofs/``: a page's header must not depend on where it was
+    built), else ``derive build`` (with the module ``path``, ``derive build proofs/my_variant.py``)."""
     root = path.resolve().parent.parent if path is not None else Path.cwd()
-    if (root / "build_docs.py").is_file():
+    shipped = path is not None and path.resolve().parent == _PACKAGE / "proofs"
+    if shipped or (root / "build_docs.py").is_file():
         return "python build_docs.py"
     return f"derive build {_display_path(path)}" if path is not None else "derive build"
 

@@ -87,6 +87,12 @@ def test_a_document_built_in_a_users_repository_names_derive_build(tmp_path, mon
     assert code == 1 and "stale: docs/demo.md differs from what the build writes; run `derive build " \
                           "proofs/demo.py`" in err
     assert rebuild_command(ROOT / "proofs" / "qk_bias.py") == "python build_docs.py"
+    # derive's own documents rendered from an installed package (no build_docs.py above its proofs/)
+    monkeypatch.setattr("derive.build._PACKAGE", tmp_path / "site-packages" / "derive")
+    shipped = tmp_path / "site-packages" / "derive" / "proofs" / "qk_bias.py"
+    shipped.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "proofs" / "qk_bias.py", shipped)
+    assert rebuild_command(shipped) == "python build_docs.py"
     for doc in (ROOT / "docs").glob("*.md"):
         first = doc.read_text(encoding="utf-8").splitlines()[0]
         assert "derive build" not in first, doc.name
