@@ -23,6 +23,7 @@ its value (default 0). Results: ``out`` and the natural, sink-inclusive ``lse``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -225,7 +226,11 @@ class RatioKernel:
             e = e.xreplace(values)
             return e.replace(lambda a: isinstance(a, sp.Sum) and a.function.has(Mask), lambda a: count)
 
-        mods = [{"Max": np.maximum, "Min": np.minimum, "Abs": np.abs, "Heaviside": np.heaviside}, "numpy"]
+        # SymPy 1.12 prints Max(a, b) as amax((a, b), axis=0), which fails when a is a scalar and
+        # b an array; later releases print reduce(maximum, [a, b]): both become elementwise here
+        elementwise = lambda f: lambda args, axis=0: functools.reduce(f, args)  # noqa: E731
+        mods = [{"Max": np.maximum, "Min": np.minimum, "Abs": np.abs, "Heaviside": np.heaviside,
+                 "amax": elementwise(np.maximum), "amin": elementwise(np.minimum)}, "numpy"]
         make = lambda e: sp.lambdify((YS, shift, count), plain(e), modules=mods)  # noqa: E731
         self.elementwise = ratio.b == 0
         self.phi, self.psi, self.extra = (make(shift_in(part, YS, shift)) for part in (ratio.a, ratio.b, ratio.extra))
