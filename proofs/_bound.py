@@ -13,7 +13,7 @@ def bound(doc: Document, *names_: str) -> str:
     """"✔ checks 5–9" for the steps or checks ``names_``, each of which must exist in ``doc`` with a
     verdict that holds (proved, passed, or refuted for a refutation); else the build stops. A step
     without a numeric check (its two sides are one expression) counts as "proved"."""
-    nums, proved = set(), False
+    nums = set()
     for name in names_:
         fact = doc.facts.get(name)
         if fact is None or fact.status not in ("proved", "passed", "refuted"):
@@ -23,9 +23,7 @@ def bound(doc: Document, *names_: str) -> str:
             k = doc.check_number(name)
         except InputError:  # a fact that names a step's result under another name (one formula for two entries)
             k = None
-        if k is None:
-            proved = True
-        else:
+        if k is not None:
             nums.add(k)
     runs, out = sorted(nums), []
     for k in runs:

@@ -14,7 +14,7 @@ import sympy as sp
 from derive.document.api import Document
 from derive.document.notation import notation
 from derive.kernels import backward as bw
-from derive.kernels.faults import FAULTS, K
+from derive.kernels.faults import FAULTS
 from derive.kernels.forms import (
     LOG2E,
     a,

@@ -238,5 +238,41 @@ def test_property_tables(entries, capsys):
     assert not t["fully_masked_row"]["defined"]
 
 
+# ---- a mask form ---------------------------------------------------------------------------
+
+
+def test_a_mask_form_is_one_entry(monkeypatch, tmp_path, capsys):
+    """``chunked(C)`` (a row sees the keys of its own chunk of C positions) added as one entry of
+    :data:`derive.model.masks.FORMS`: specs take it, ``derive check`` decides claims under it, an
+    unknown mask's message and did-you-mean hint list it, and the table of docs/spec.md has its row."""
+    from derive.model import masks
+    from derive.model.attention import i, j
+
+    chunked = masks.MaskForm("chunked", "C", "⌊(i − 1)/C⌋ = ⌊(j − 1)/C⌋: the keys of the row's own chunk",
+                             lambda c: sp.Eq(sp.floor((i - 1) / c), sp.floor((j - 1) / c)))
+    monkeypatch.setattr(masks, "FORMS", (*masks.FORMS, chunked))
+    spec = tmp_path / "chunked.derive.toml"
+    spec.write_text('name = "chunked"\nscore = "dot(q, k + b) / sqrt(d)"\nnormalizer = "softmax"\n'
+                    'mask = "chunked(4)"\n[symbols]\nb = "vector"\n[claims]\n'
+                    'sums = "weights_sum_to_one"\nkb = "invariant(b)"\nkb_matters = { claim = "depends(b)", expect = "refuted" }\n',
+                    encoding="utf-8")
+    code, out, err = _run(capsys, "check", str(spec), "--format", "json")
+    assert code == 0, err
+    verdicts = {c["name"]: c["verdict"] for c in json.loads(out)["specs"][0]["claims"]}
+    assert verdicts == {"sums": "proved", "kb": "proved", "kb_matters": "refuted"}
+    spec.write_text(spec.read_text(encoding="utf-8").replace("chunked(4)", "chunkd"), encoding="utf-8")
+    code, _, err = _run(capsys, "check", str(spec))
+    assert code == 2 and "unknown mask 'chunkd'; did you mean 'chunked'?" in err, err
+    assert "prefix_lm(P), document(IDS) or chunked(C))" in err
+    assert "| `chunked(C)` | ⌊(i − 1)/C⌋ = ⌊(j − 1)/C⌋: the keys of the row's own chunk |" in masks.table_markdown()
+
+
+def test_the_mask_table_of_the_spec_page_is_the_forms():
+    """docs/spec.md is written by hand, but its mask table is the one :data:`FORMS` prints."""
+    from derive.model.masks import table_markdown
+
+    assert table_markdown() in Path("docs/spec.md").read_text(encoding="utf-8")
+
+
 def test_the_entries_are_gone_after_the_test():
     assert HALF not in REGISTRY and FLOOR not in REGISTRY

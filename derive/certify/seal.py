@@ -16,7 +16,6 @@ from derive.certify import Outside
 from derive.replay import FORMAT, Malformed, Rejected, conditions, replay
 from derive.replay.definitions import Outside as Unreadable
 from derive.replay.definitions import unfold
-from derive.replay.algebra import Ring
 from derive.replay.terms import write
 
 __all__ = ["NOT_REPLAYED", "REPLAYED", "Seal", "seal"]

@@ -26,7 +26,7 @@ import sympy as sp
 from derive.certify.seal import REJECTED, certificate, outside, seal
 from derive.certify.sympy_terms import Outside, Terms, condition_term
 from derive.claims.result import Outcome
-from derive.model.attention import i, j, n
+from derive.model.attention import i, j
 
 # The keys a weight's scores and an output's sum are written over: names no declared symbol has
 T, U = (sp.Symbol(f"{s}#", integer=True, positive=True) for s in "tu")

@@ -9,7 +9,7 @@ from derive.claims.certify import certify
 from derive.claims.provers import PROVERS, Context
 from derive.claims.result import ClaimResult
 from derive.errors import InternalError
-from derive.prove.verdict import PROVED, UNDECIDED
+from derive.prove.verdict import UNDECIDED
 from derive.settings import Settings
 from derive.claims.counts import count_verdicts, summary_line
 from derive.spec.load import Spec
@@ -38,10 +38,6 @@ class SpecResult:
             c = self.errors[0]
             raise InternalError(f"{self.file}: claim {c.name} ({c.claim}): {c.reason}") from c.exception
         return self
-
-    @property
-    def all_proved(self) -> bool:
-        return all(c.verdict == PROVED for c in self.claims)
 
     @property
     def counts(self) -> dict[str, int]:

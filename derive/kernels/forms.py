@@ -130,11 +130,6 @@ def ratio_state(upto, shift, lo=1) -> tuple[sp.Expr, sp.Expr]:
     return (E * sp.exp(-shift) + ell if lo == 1 else ell), acc
 
 
-def ratio_tile(lo, hi, shift) -> tuple[sp.Expr, sp.Expr]:
-    """One tile's (or split's) contribution to (ℓ, acc) at the shift m."""
-    return ratio_state(hi, shift, lo)
-
-
 def shift_in(expr: sp.Expr, y: sp.Symbol, shift: sp.Expr) -> sp.Expr:
     """e^{−shift}·expr with the factor taken inside, as a kernel computes a per-key term without
     overflow: into each exponential (e^{u}·e^{−m} = e^{u − m}), onto a term free of the score, through

@@ -34,9 +34,6 @@ class Layout:
     def has_heads(self) -> bool:
         return "h" in self.axes
 
-    def _perm(self) -> list[int]:
-        return [CANONICAL.index(a) for a in self.axes]
-
     def to_layout(self, a: np.ndarray, canonical: str = CANONICAL) -> np.ndarray:
         """An array in ``canonical`` order ((B, H, n, d), or (B, H, n) for an lse) → the layout's
         order; an axis the layout lacks must have size 1 and is dropped."""
@@ -64,9 +61,6 @@ class Layout:
     def lse_shape(self, B: int, H: int, n: int) -> tuple:
         sizes = dict(zip(CANONICAL, (B, H, n)))
         return tuple(sizes[a] for a in self.axes if a != "d")
-
-    def mask_shape(self, B: int, M: int, N: int) -> tuple:
-        return ((B,) if self.has_batch else ()) + ((1,) if self.has_heads else ()) + (M, N)
 
     def mask_to_layout(self, m: np.ndarray) -> np.ndarray:
         """An additive mask (B, 1, M, N) → the mask shape of the layout."""

@@ -16,13 +16,15 @@ Positions are the engine's 1-based i, j (a mask_mod's 0-based q_idx is i − 1).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import sympy as sp
 
 from derive.model.attention import i, j
 from derive.routes import sympy_gave_up
 
-__all__ = ["Mask", "concrete", "indicator", "labelled", "mask_side", "parse_mask"]
+__all__ = ["FORMS", "Mask", "MaskForm", "concrete", "indicator", "labelled", "mask_side", "parse_mask", "table_markdown"]
 
 
 class Mask(str):
@@ -66,33 +68,70 @@ def concrete(mask, row=i, col=j, data: dict | None = None, head: int = 0) -> sp.
     return labelled(ind)
 
 
-_FORMS = {
-    "sliding_window": ("W", lambda w: sp.Abs(i - j) < w),
-    "causal_window": ("W", lambda w: sp.And(j <= i, i - j < w)),
-    "prefix_lm": ("P", lambda p: sp.Or(j <= p, j <= i)),
-}
+@dataclass(frozen=True)
+class MaskForm:
+    """One hand-written mask form: its name, its parameter (``None`` for a bare name), what it
+    allows in the words of ``docs/spec.md``'s mask table, and its condition on (i, j) given the
+    parameter (an integer, or for ``document`` the opaque table as a function). Everything that
+    lists the masks (the parser, the did-you-mean hint, the error message, the docs' table) reads
+    :data:`FORMS`."""
+
+    name: str
+    param: str | None
+    meaning: str
+    condition: Callable
+
+    @property
+    def spelled(self) -> str:
+        """``sliding_window(W)``: the form as a spec writes it, its parameter named."""
+        return self.name if self.param is None else f"{self.name}({self.param})"
+
+
+FORMS: tuple[MaskForm, ...] = (
+    MaskForm("none", None, "every key", lambda: None),
+    MaskForm("causal", None, "j ≤ i", lambda: j <= i),
+    MaskForm("sliding_window", "W", r"\|i − j\| < W", lambda w: sp.Abs(i - j) < w),
+    MaskForm("causal_window", "W", "j ≤ i and i − j < W", lambda w: sp.And(j <= i, i - j < w)),
+    MaskForm("prefix_lm", "P", "j ≤ P (the first P tokens, seen by every row) or j ≤ i",
+             lambda p: sp.Or(j <= p, j <= i)),
+    MaskForm("document", "IDS", "IDS(i − 1) = IDS(j − 1): IDS is the document id of each 0-based position, "
+             "an opaque table", lambda ids: sp.Eq(ids(i - 1), ids(j - 1))),
+)
 _FORM = re.compile(r"\s*([a-z_]+)\s*\(\s*([0-9]+)\s*\)\s*\Z")
 _DOC = re.compile(r"\s*document\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*\Z")
-HAND_WRITTEN = ("none", "causal") + tuple(f"{k}({v[0]})" for k, v in _FORMS.items()) + ("document(IDS)",)
+
+
+def names() -> tuple[str, ...]:
+    """The forms' names: what an unknown mask's did-you-mean hint chooses from."""
+    return tuple(f.name for f in FORMS)
 
 
 def parse_mask(text: str) -> Mask | str:
     """The mask named by ``text``; ``ValueError`` with the reason when it is not one."""
-    if text == "none":
-        return Mask("none", None)
-    if text == "causal":
-        return Mask("causal", j <= i)
+    by_name = {f.name: f for f in FORMS}
+    bare = by_name.get(text)
+    if bare is not None and bare.param is None:
+        return Mask(text, bare.condition())
     doc = _DOC.match(text)
     if doc:
         f = sp.Function(doc.group(1), real=True)
-        return Mask(f"document({doc.group(1)})", sp.Eq(f(i - 1), f(j - 1)))
+        return Mask(f"document({doc.group(1)})", by_name["document"].condition(f))
     m = _FORM.match(text)
-    if not m or m.group(1) not in _FORMS:
-        raise ValueError(f"unknown mask {text!r} (expected {', '.join(HAND_WRITTEN[:-1])} or {HAND_WRITTEN[-1]})")
+    form = by_name.get(m.group(1)) if m else None
+    if form is None or form.param is None or form.name == "document":
+        spelled = [f.spelled for f in FORMS]
+        raise ValueError(f"unknown mask {text!r} (expected {', '.join(spelled[:-1])} or {spelled[-1]})")
     width = int(m.group(2))
     if width < 1:
-        raise ValueError(f"{m.group(1)} needs a positive integer, got {width}")
-    return Mask(f"{m.group(1)}({width})", _FORMS[m.group(1)][1](sp.Integer(width)))
+        raise ValueError(f"{form.name} needs a positive integer, got {width}")
+    return Mask(f"{form.name}({width})", form.condition(sp.Integer(width)))
+
+
+def table_markdown() -> str:
+    """The mask table of ``docs/spec.md`` (its rows from :data:`FORMS`, then the traced mask_mod)."""
+    rows = [f"| `{f.spelled}` | {f.meaning} |" for f in FORMS]
+    return "\n".join(["| mask | allowed keys |", "|---|---|", *rows,
+                      '| `mask_mod = "FILE.py:NAME"` | what the traced `mask_mod` computes |'])
 
 
 def indicator(cond, row=i, col=j) -> sp.Expr:

@@ -31,13 +31,11 @@ from derive.spec.translate import (
     unknown_name,
 )
 
-__all__ = ["CLAIM_ARGS", "MASKS", "ClaimSpec", "Spec", "load_spec", "load_specs", "parse_spec"]
+__all__ = ["CLAIM_ARGS", "ClaimSpec", "Spec", "load_spec", "load_specs", "parse_spec"]
 
 TOP_KEYS = ("name", "description", "score", "score_mod", "score2", "normalizer", "mask", "mask_mod", "value",
             "symbols", "claims")
 NORMALIZER_KEYS = ("name", "weight")  # a user-defined normalizer: [normalizer] name = "…", weight = "…"
-MASKS = ("none", "causal")
-HAND_MASKS = ("none", "causal", "sliding_window", "causal_window", "prefix_lm", "document")
 MAX_FILE, MAX_ENTRIES, MAX_NAME = 64 * 1024, 64, 40
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CLAIM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*\Z", re.DOTALL)
@@ -258,14 +256,14 @@ def _flex_ref(text) -> str | None:
 
 
 def _mask(errs: _Errors, text: str) -> str:
-    from derive.model.masks import parse_mask
+    from derive.model.masks import names, parse_mask
 
     try:
         return parse_mask(text)
     except ValueError as exc:
         msg = str(exc)
         if not any(ch in text for ch in "()"):
-            msg = msg.replace(f"unknown mask {text!r}", f"unknown mask {text!r}{nearest(text, HAND_MASKS)}")
+            msg = msg.replace(f"unknown mask {text!r}", f"unknown mask {text!r}{nearest(text, names())}")
         errs.add("mask", msg)
         return "none"
 

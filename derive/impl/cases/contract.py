@@ -92,14 +92,6 @@ class Contract:
     def splits_ok(self, splits: int) -> bool:
         return self.splits is None or self.splits[0] <= splits <= self.splits[1]
 
-    def row_ok(self, row) -> bool:
-        """A row of scores (−∞ for a masked key) the kernel may receive, before masking is
-        rewritten by :meth:`masked_as`."""
-        row = [float(v) for v in row]
-        if len(row) < self.min_keys:
-            return False
-        return not (self.no_fully_masked and all(v == -INF for v in row))
-
     def dtype_ok(self, dtype: str) -> bool:
         return self.dtypes is None or dtype in self.dtypes
 

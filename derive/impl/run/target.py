@@ -101,7 +101,6 @@ class Target:
     takes_mask: bool = False
     param_kws: tuple[str, ...] = ()
     mutates: bool = False  # the function changed its input array in place (seen at least once)
-    complex_output: bool = False
     extra: dict = field(default_factory=dict)
     held: list = field(default_factory=list)  # keys of the value arrays the worker keeps (oldest first)
     shared: bool = False  # the worker goes back to one_worker()'s block when the check ends
@@ -126,7 +125,6 @@ class Target:
                              f"wrote to derive's private pipe); no verdict")
         _, y, g, notes = reply
         self.mutates |= notes["mutated"]
-        self.complex_output |= notes["complex"]
         return y, g
 
     def kcall(self, form: str, x: np.ndarray, v: np.ndarray, third, params: dict, dtype: str,
