@@ -267,12 +267,5 @@ def test_a_mask_form_is_one_entry(monkeypatch, tmp_path, capsys):
     assert "| `chunked(C)` | ⌊(i − 1)/C⌋ = ⌊(j − 1)/C⌋: the keys of the row's own chunk |" in masks.table_markdown()
 
 
-def test_the_mask_table_of_the_spec_page_is_the_forms():
-    """docs/spec.md is written by hand, but its mask table is the one :data:`FORMS` prints."""
-    from derive.model.masks import table_markdown
-
-    assert table_markdown() in Path("docs/spec.md").read_text(encoding="utf-8")
-
-
 def test_the_entries_are_gone_after_the_test():
     assert HALF not in REGISTRY and FLOOR not in REGISTRY

@@ -3,7 +3,7 @@
 A record holds the kind's name, the argument it takes, its meaning, the prover that decides it
 and the help text of its SARIF rule. Generated from it: the claim parsing of the spec loader
 (:data:`CLAIM_ARGS`), the dispatch to provers (``derive.claims.provers.PROVERS``), the claim table of
-``docs/spec.md`` (:func:`markdown_table`) and the SARIF rules (:mod:`derive.report.sarif`).
+``docs/spec.md`` (:func:`markdown_table`, written by :mod:`derive.spec.tables`) and the SARIF rules (:mod:`derive.report.sarif`).
 Claim kinds are part of the spec language, so the record lives with the loader; it imports
 nothing heavy, and names each prover as ``module:function``: text, which the claims (a floor
 above, :mod:`derive.claims.provers`) import on first use.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table", "with_table"]
+__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table"]
 
 # The verdicts a claim may be expected to have (``expect = "refuted"``); the first is the default.
 EXPECTATIONS = ("proved", "refuted", "undecided")
@@ -131,26 +131,9 @@ def by_name(kind: str) -> ClaimKind:
     return _BY_NAME[kind]
 
 
-BEGIN = "<!-- claim table: generated from derive/spec/claim_kinds.py by python -m derive.spec.claim_kinds -->"
-END = "<!-- end of the claim table -->"
-
-
 def markdown_table() -> str:
     """The claim table of docs/spec.md."""
     rows = ["| claim | meaning |", "|---|---|"]
     rows += [f"| `{k.usage}` | {k.meaning} |" for k in KINDS]
     return "\n".join(rows) + "\n"
 
-
-def with_table(text: str) -> str:
-    """``text`` (docs/spec.md) with the claim table between its markers rewritten."""
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + markdown_table() + text[end:]
-
-
-if __name__ == "__main__":  # rewrite the claim table of docs/spec.md (or of the file named)
-    import sys
-    from pathlib import Path
-
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/spec.md")
-    path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
