@@ -224,7 +224,7 @@ def _derivations(doc: Document, table: dict) -> None:
               "$p_{ij}$ is the normalizer's definition of section 1 with the mask applied (0 for a masked key); "
               "the proof and the numeric check use it written out.")
     seen: dict[str, tuple] = {}  # a display → (section number, anchor) where it was first shown
-    for k, (prop, (title, _)) in enumerate(PROPERTIES.items(), start=1):
+    for k, (prop, (title, *_)) in enumerate(PROPERTIES.items(), start=1):
         doc.section(f"A.{k}. {title}", anchor=f"nrm-prop-{prop.replace('_', '-')}", level=3)
         doc.prose(f"**Claim** (`{prop}`): {table[(names()[0], prop)].claim}.")
         exact: dict[tuple, list[str]] = {}
@@ -635,5 +635,5 @@ def _results(doc: Document, table: dict) -> None:
         )
         for topic, props in TOPICS.items():
             doc.prose(f"**{topic}**")
-            doc.table(["normalizer"] + [f"[{PROPERTIES[p][0]}](#nrm-prop-{p.replace('_', '-')})" for p in props],
+            doc.table(["normalizer"] + [f"[{PROPERTIES[p].title}](#nrm-prop-{p.replace('_', '-')})" for p in props],
                       [[f"`{c}`"] + [_table_cell(table[(c, p)]) for p in props] for c in names()])

@@ -141,12 +141,12 @@ def test_an_exception_in_a_property_check_is_an_error_row_of_the_table(monkeypat
     from derive.normalizers.registry import get
 
     _fresh(monkeypatch)
-    title, _ = properties.PROPERTIES[prop]
+    title = properties.PROPERTIES[prop].title
 
     def raising(entry, params):
         raise Injected(f"in the {prop} check")
 
-    monkeypatch.setitem(properties.PROPERTIES, prop, (title, raising))
+    monkeypatch.setitem(properties.PROPERTIES, prop, properties.Property(title, raising))
     rows = {r["property"]: r for r in table(get("sigmoid"), {}, 20.0)["properties"]}
     assert rows[prop]["verdict"] == "error"
     assert rows[prop]["error"]["type"] == "Injected" and rows[prop]["error"]["message"] == f"in the {prop} check"
@@ -164,23 +164,23 @@ def test_an_exception_in_a_property_check_is_the_error_outcome_of_its_claim(tmp_
     kind = next(k for k in KINDS if k.name == prop)  # the claim kind of the same name reads the property
     path = spec_for(tmp_path, kind, f"prop_{prop}")
     _fresh(monkeypatch)
-    title, _ = properties.PROPERTIES[prop]
+    title = properties.PROPERTIES[prop].title
 
     def raising(entry, params):
         raise Injected(f"in the {prop} check")
 
-    monkeypatch.setitem(properties.PROPERTIES, prop, (title, raising))
+    monkeypatch.setitem(properties.PROPERTIES, prop, properties.Property(title, raising))
     _error(check_spec(load_spec(path)), f"in the {prop} check")
 
 
 def test_derive_normalizer_exits_3_on_an_engine_error(monkeypatch, capsys):
-    title, _ = properties.PROPERTIES["can_abstain"]
+    title = properties.PROPERTIES["can_abstain"].title
 
     def raising(entry, params):
         raise AttributeError("'Mul' object has no attribute 'function'")
 
     _fresh(monkeypatch)
-    monkeypatch.setitem(properties.PROPERTIES, "can_abstain", (title, raising))
+    monkeypatch.setitem(properties.PROPERTIES, "can_abstain", properties.Property(title, raising))
     assert main(["normalizer", "softmax1", "--format", "json"]) == 3
     rows = {r["property"]: r for r in json.loads(capsys.readouterr().out)["properties"]}
     assert rows["can_abstain"]["verdict"] == "error"

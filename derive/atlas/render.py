@@ -182,19 +182,16 @@ def _gist(reason: str, normalizer: str) -> str:
     return re.sub(r"\s+([,;)])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;") or str(reason)
 
 
-# atlas claims that are properties of the normalizer alone, derived once in normalizers.md
-NORMALIZER_CLAIMS = ("shift_invariant", "can_abstain", "weights_sum_to_one")
-
-
 def _normalizer_links(results) -> dict:
     """(spec, claim) → a link to the normalizer's derivation, for claims that depend on it alone."""
     from derive.normalizers.table import anchor as nrm_anchor
+    from derive.spec.claim_kinds import NORMALIZER_PROPERTIES
 
     links = {}
     for r in results:
         name = r.spec.normalizer
         for c in r.claims:
-            if c.claim in NORMALIZER_CLAIMS:
+            if c.claim in NORMALIZER_PROPERTIES:  # derived once in normalizers.md
                 links[(r.name, c.name)] = f"[`{c.claim}`](normalizers.md#{nrm_anchor(name, c.claim)})"
     return links
 

@@ -15,6 +15,7 @@ from derive.prove.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.markup import plain_math
 from derive.settings import Settings
+from derive.spec.claim_kinds import NORMALIZER_PROPERTIES, by_name
 
 __all__ = ["PROPERTIES", "PROPERTY_INPUTS_APART", "decide_property"]
 
@@ -22,7 +23,7 @@ __all__ = ["PROPERTIES", "PROPERTY_INPUTS_APART", "decide_property"]
 # under these names when the spec declares one of those names itself
 PROPERTY_INPUTS_APART = {"x": "x_scores", "y": "y_scores", "c": "c_shift"}
 
-PROPERTIES = ("shift_invariant", "can_abstain", "weights_sum_to_one")
+PROPERTIES = NORMALIZER_PROPERTIES  # the claim kinds that are properties of the normalizer
 _CACHE: dict = {}
 
 
@@ -53,19 +54,11 @@ def property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settin
                    out.fault)
 
 
-# What a verdict of each property means, said in words before the prover's own reason.
-MEANING = {
-    ("shift_invariant", PROVED): "adding one constant to every score of a row leaves its weights unchanged",
-    ("shift_invariant", REFUTED): "adding one constant to every score of a row changes its weights",
-    ("weights_sum_to_one", PROVED): "the weights of every row sum to 1",
-    ("weights_sum_to_one", REFUTED): "the weights of a row need not sum to 1",
-}
-
-
 def _property_outcome(name: str, label: str, prop: str, params: dict, cfg: Settings) -> Outcome:
     v = decide_property(name, prop, params, cfg)
-    if (prop, v.status) in MEANING:
-        v = replace(v, reason=f"{MEANING[prop, v.status]}: {v.reason}")
+    said = {PROVED: by_name(prop).says_proved, REFUTED: by_name(prop).says_refuted}.get(v.status)
+    if said:
+        v = replace(v, reason=f"{said}: {v.reason}")
     steps = [step(f"{prop.replace('_', ' ')} of {label}: {v.reason}" + (f" ({plain_math(v.method)})" if v.method else ""))]
     steps += [s if isinstance(s, dict) else step(str(s)) for s in getattr(v, "steps", None) or []]
     witness = _uniform(v.witness, name, params) if v.witness else None

@@ -51,7 +51,7 @@ def table(entry, params: dict, limit: float) -> dict:
     from derive.render.markup import plain_math
 
     rows = []
-    for prop, (title, _) in PROPERTIES.items():
+    for prop, (title, *_) in PROPERTIES.items():
         try:
             with time_limit(limit):
                 der = derive_property(entry.name, prop, **params)

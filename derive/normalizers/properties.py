@@ -1,6 +1,6 @@
 """Properties of row normalizers, derived for every registry entry by generic provers.
 
-:data:`PROPERTIES` maps a property name to ``(title, prover)``; a prover takes a registry
+:data:`PROPERTIES` maps a property name to a :class:`Property` (title, prover, guarded); a prover takes a registry
 entry and its parameters (symbolic by default) and returns a :class:`Derivation` whose
 verdict is *proved* (a symbolic derivation went through), *refuted* (a certified
 counterexample, or a proved identity that contradicts the claim) or *undecided* (with
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Callable
+from typing import NamedTuple
 
 import sympy as sp
 
@@ -33,7 +35,7 @@ from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.latex import tex
 from derive.shared import once
 
-__all__ = ["PROPERTIES", "decide", "derive_property", "params_for"]
+__all__ = ["PROPERTIES", "Property", "decide", "derive_property", "params_for"]
 
 C = sp.Symbol("c", real=True)  # a common shift of the row's scores
 
@@ -502,21 +504,30 @@ def _shift_instance(entry, params, form: sp.Expr) -> tuple[str, str, bool] | Non
     return None
 
 
-PROPERTIES: dict[str, tuple[str, callable]] = {
-    "shift_invariant": ("row-shift invariance", shift_invariant),
-    "shift_effect": ("effect of a shift c", shift_effect),
-    "weights_sum_to_one": ("weights sum to 1", weights_sum_to_one),
-    "mass_range": ("range of $\\sum_j p_j$", mass_range),
-    "can_abstain": ("abstention", can_abstain),
-    "limit_uniform": ("limit, uniform path", _limit_uniform),
-    "limit_iterated": ("iterated limit", limits.limit_iterated),
-    "limit_any_path": ("limit, any path", limit_any_path),
-    "ratio_identity": ("ratio identity", ratio_identity),
-    "jacobian_diagonal": ("$\\partial p_j / \\partial x_j > 0$", calculus.jacobian_diagonal),
-    "jacobian_offdiagonal": ("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),
-    "gradient_nonvanishing": ("no zero-gradient region", calculus.gradient_nonvanishing),
-    "k_bias_cancels": ("K bias cancels", k_bias_cancels),
-    "stable_form": ("overflow-free form = definition", stable_form),
+class Property(NamedTuple):
+    """Its title in the tables, its prover (entry, parameters) → :class:`Derivation`, and whether
+    its counterexamples keep to the domain of the weight as written (see :func:`_defined_rows`)."""
+
+    title: str
+    prover: Callable
+    guarded: bool = False
+
+
+PROPERTIES: dict[str, Property] = {
+    "shift_invariant": Property("row-shift invariance", shift_invariant, guarded=True),
+    "shift_effect": Property("effect of a shift c", shift_effect),
+    "weights_sum_to_one": Property("weights sum to 1", weights_sum_to_one, guarded=True),
+    "mass_range": Property("range of $\\sum_j p_j$", mass_range),
+    "can_abstain": Property("abstention", can_abstain),
+    "limit_uniform": Property("limit, uniform path", _limit_uniform),
+    "limit_iterated": Property("iterated limit", limits.limit_iterated),
+    "limit_any_path": Property("limit, any path", limit_any_path),
+    "ratio_identity": Property("ratio identity", ratio_identity),
+    "jacobian_diagonal": Property("$\\partial p_j / \\partial x_j > 0$", calculus.jacobian_diagonal),
+    "jacobian_offdiagonal": Property("$\\partial p_j / \\partial x_k < 0$", calculus.jacobian_offdiagonal),
+    "gradient_nonvanishing": Property("no zero-gradient region", calculus.gradient_nonvanishing),
+    "k_bias_cancels": Property("K bias cancels", k_bias_cancels),
+    "stable_form": Property("overflow-free form = definition", stable_form),
 }
 
 
@@ -543,7 +554,7 @@ def _computed(entry, prop: str, given: dict) -> Derivation:
     from derive.normalizers.certify import certify_property
 
     values = params_for(entry, given)
-    der = _defined_rows(entry, prop, PROPERTIES[prop][1](entry, values), given)
+    der = _defined_rows(entry, prop, PROPERTIES[prop].prover(entry, values), given)
     if der.verdict is not None and der.verdict.proved:
         s = certify_property(entry, prop, values, der)
         if s.status == REJECTED:
@@ -551,10 +562,6 @@ def _computed(entry, prop: str, given: dict) -> Derivation:
         else:
             der.verdict = replace(der.verdict, seal=s)
     return der
-
-
-# the properties whose counterexample search keeps to the domain of the weight as written
-_GUARDED = ("shift_invariant", "weights_sum_to_one")
 
 
 def _as_written(entry, params: dict, sc=None) -> list:
@@ -579,7 +586,7 @@ def _defined_rows(entry, prop: str, der: Derivation, params: dict) -> Derivation
     v = der.verdict
     if why is None or v is None:
         return der
-    if v.status == REFUTED and prop in _GUARDED and v.method == "counterexample":
+    if v.status == REFUTED and PROPERTIES[prop].guarded and v.method == "counterexample":
         return der
     if v.status == REFUTED and getattr(der, "instance", None) and instance_defined(entry, params, *der.instance):
         return der  # refuted by an identity on a row where the weight as written has a value

@@ -58,7 +58,7 @@ def markdown(table: dict) -> str:
     """A plain Markdown table (properties × normalizers), for the benchmark and the CLI."""
     cols = names()
     lines = ["| property | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for prop, (title, _) in PROPERTIES.items():
+    for prop, (title, *_) in PROPERTIES.items():
         cells = [cell_text(table[(nm, prop)], link=False).replace("|", "\\|") for nm in cols]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "ClaimKind", "by_name", "markdown_table"]
+__all__ = ["CLAIM_ARGS", "EXPECTATIONS", "KINDS", "NORMALIZER_PROPERTIES", "ClaimKind", "by_name", "markdown_table"]
 
 # The verdicts a claim may be expected to have (``expect = "refuted"``); the first is the default.
 EXPECTATIONS = ("proved", "refuted", "undecided")
@@ -31,6 +31,13 @@ class ClaimKind:
     # not read them): a weight whose symbolic reading has a value where the formula has none
     # (derive.normalizers.partial) never gets it.
     by_proof: str = "proved"
+    # A property of the normalizer alone (with the mask's rows), decided by its property prover
+    # (derive.normalizers.properties) and derived once for every normalizer in docs/normalizers.md,
+    # where the atlas links it.
+    of_normalizer: bool = False
+    # What a proof and a refutation mean, said before the prover's own reason ("" : nothing said).
+    says_proved: str = ""
+    says_refuted: str = ""
 
     @property
     def usage(self) -> str:
@@ -91,19 +98,22 @@ KINDS: tuple[ClaimKind, ...] = (
               "the input is the spec's `score`, before anything the normalizer itself does to it (`softcap` caps "
               "its input, so a shift before the cap counts) — the row-shift invariance of `docs/normalizers.md`",
               f"{_P}:shift_invariant",
-              "A property of the normalizer alone (docs/normalizers.md)."),
+              "A property of the normalizer alone (docs/normalizers.md).", of_normalizer=True,
+              says_proved="adding one constant to every score of a row leaves its weights unchanged",
+              says_refuted="adding one constant to every score of a row changes its weights"),
     ClaimKind("can_abstain", None,
               "in every row (any non-empty allowed set) the scores can make every weight tend to 0 — the "
               "abstention of `docs/normalizers.md`; a total below 1 is not enough (a row whose weights sum to "
               "1/2 does not abstain)",
               f"{_P}:can_abstain",
-              "A property of the normalizer alone (docs/normalizers.md)."),
+              "A property of the normalizer alone (docs/normalizers.md).", of_normalizer=True),
     ClaimKind("weights_sum_to_one", None,
               "the weights of every row sum to 1; false when the mask can leave a row with no allowed key "
               "(its weights are all 0, see [Masks](#masks))",
               f"{_P}:weights_sum_to_one",
               "A property of the normalizer and the mask (docs/normalizers.md; a row with no allowed key "
-              "has weights 0)."),
+              "has weights 0).", of_normalizer=True,
+              says_proved="the weights of every row sum to 1", says_refuted="the weights of a row need not sum to 1"),
     ClaimKind("decreasing_in_distance", None,
               "for a fixed query i and a fixed s = ⟨q_i, k_j⟩/√d, the score is non-increasing in \\|i − j\\| "
               "over the allowed keys",
@@ -125,6 +135,7 @@ KINDS: tuple[ClaimKind, ...] = (
 
 CLAIM_ARGS: dict[str, str | None] = {k.name: k.arg for k in KINDS}
 _BY_NAME = {k.name: k for k in KINDS}
+NORMALIZER_PROPERTIES = tuple(k.name for k in KINDS if k.of_normalizer)
 
 
 def by_name(kind: str) -> ClaimKind:
