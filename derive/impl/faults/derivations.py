@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from derive.impl.faults.closed import SHIFT
 from derive.model.attention import X, i, j
 from derive.normalizers.registry import get
 from derive.crosscheck.witness import find_witness
@@ -26,9 +27,6 @@ from derive.prove.equality import prove_equal
 from derive.prove.verdict import REFUTED, Verdict
 
 __all__ = ["Derivation", "derive_fault"]
-
-SHIFT = sp.Symbol("m", real=True)
-
 
 @dataclass(frozen=True)
 class Derivation:
@@ -93,31 +91,6 @@ def _stand_ins(fields: dict) -> dict:
     return {M_: SHIFT, C_: c}
 
 
-def _closed(fault, p, fields: dict, syms: dict, c) -> tuple[sp.Expr, str] | None:
-    """The closed form a rewrite equals, by its kind: the definition at shifted scores, at a
-    changed parameter, at scaled scores (where every score is an exponent itself)."""
-    from derive.impl.faults.rewrite import exp_calls
-    from derive.spec.parser import Name
-
-    norm, name = p.entry, p.label
-    score = lambda k: X[i, k]  # noqa: E731
-    if fault.closed == "shift":
-        return norm.weight(lambda k: X[i, k] - SHIFT, j, **syms), f"{name}(x − m)"
-    if fault.closed == "sign":
-        q = fields["param"]
-        return norm.weight(score, j, **{**syms, q: -syms[q]}), f"{name}(x) with {q} → −{q}"
-    scores_only = all(isinstance(nd.args[0], Name) for nd in exp_calls(p.node, True))
-    if fault.closed in ("logit", "units") and fields.get("where", "sink logit") == "sink logit":
-        logits = [nd.args[0] for nd in exp_calls(p.node, False)]
-        if len(logits) == 1 and isinstance(logits[0], Name) and logits[0].id in syms:
-            q = logits[0].id
-            return norm.weight(score, j, **{**syms, q: syms[q] * c}), f"{name}(x) with {q}·{fields['c']}"
-        return None
-    if fault.closed == "units" and scores_only:
-        return norm.weight(lambda k: c * X[i, k], j, **syms), f"{name}({fields['c']}·x)"
-    return None
-
-
 def _at_text(values: dict) -> str:
     return ", ".join(f"{k} = {sp.sstr(v)}" for k, v in sorted(values.items()))
 
@@ -146,7 +119,7 @@ def derive_fault(fault: str, name: str, fields: tuple) -> Derivation | None:
         definition = norm.weight(lambda k: X[i, k], j, **syms)
         if f.numeric == "dtype":
             return written, definition, definition_label, definition
-        known = _closed(f, p, fd, syms, stand["__c"])
+        known = f.closed(p, fd, syms, stand["__c"]) if f.closed else None
         if known is None:  # a registered normalizer it equals, or the formula as written
             known_as = registered(form)
             return written, written, (f"{known_as}(x)" if known_as else text), definition

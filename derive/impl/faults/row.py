@@ -25,6 +25,7 @@ from functools import lru_cache
 import mpmath
 import sympy as sp
 
+from derive.impl.faults import closed as closed_forms
 from derive.impl.faults.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
 from derive.kernels.faults import by_key as kernel_fault
 from derive.normalizers.exact import Undecided
@@ -312,9 +313,9 @@ class Fault:
     in the implementation's dtype: a numerical fault, the same in exact arithmetic),
     ``masked-nan`` (the definition, NaN on a fully masked row) or ``mask-entered`` (a masked
     key enters the formula with score −∞). ``forms(parts)`` → the variants where it applies
-    (fields for the words and the stand-ins). ``closed(parts, fields)``: how the closed form
-    of the derivation is named, e.g. (``"shift"``, …); None: a registered normalizer it equals,
-    or the written formula itself."""
+    (fields for the words and the stand-ins). ``closed``: the closed form its derivation names
+    (:mod:`derive.impl.faults.closed`); None: a registered normalizer it equals, or the written
+    formula itself."""
 
     name: str
     title: str
@@ -323,7 +324,7 @@ class Fault:
     forms: Callable
     rewrite: Callable | None = None
     numeric: str = "exact"
-    closed: str | None = None
+    closed: Callable | None = None  # (parts, fields, syms, c) → (form, label): derive.impl.faults.closed
     fix_form: bool = False  # the fix is the overflow-free form (every term shifted by m), proved
 
 
@@ -399,7 +400,7 @@ FAULTS: tuple[Fault, ...] = (
           "x − max x, and so this result, unchanged, while {name}(x) changes ({name} is not shift-invariant).",
           "Shift the {term} too: use {shifted} in place of {term}{guard}.",
           lambda p: [{}, {"guarded": True}] if p.terms else [],  # NaN on a fully masked row, or m taken as 0
-          lambda p, f: _shift_scores(p.node), closed="shift", fix_form=True),
+          lambda p, f: _shift_scores(p.node), closed=closed_forms.shift, fix_form=True),
     Fault("extra-terms-dropped", "{closed} where {name} was meant: the {term} {is} missing",
           "It computes {closed}: the {term} of the definition {is} missing, so {effect}.",
           "Add the {term} back: {definition}.",
@@ -413,13 +414,13 @@ FAULTS: tuple[Fault, ...] = (
           "competes with, so its weights are those of {name} with the extra logit multiplied by {c}.",
           "Scale the extra logit exactly as the scores: apply 1/√d to q·kᵀ and concatenate the sink logit on the "
           "same side of that scaling everywhere (training and inference).",
-          _scale_forms, _logit_rewrite("scale_on_extra"), closed="logit"),
+          _scale_forms, _logit_rewrite("scale_on_extra"), closed=closed_forms.logit),
     Fault("exp2-units", "exp/exp2 unit mix-up: a factor {c} on the {where}{only}",
           "It mixes exp and exp2 units: a factor {c} appears on the {where}{only} ({why}). Its weights are those "
           "of the definition with the {where} multiplied by {c}.",
           "Use one unit everywhere: either exp(·) on every term, or exp2(· · log₂e) on every term (scores, maximum "
           "and extra logit alike).",
-          _exp2_forms, _exp2_rewrite, closed="units"),
+          _exp2_forms, _exp2_rewrite, closed=closed_forms.units),
     Fault("all-masked-nan", "NaN on a fully masked row, where {name} is 0",
           "On a row whose every score is masked (−∞) it returns NaN, but {name} of such a row is exactly 0{takes}. "
           "The NaN comes from m = max x = −∞, so x − m = −∞ − (−∞) = NaN.",
@@ -438,7 +439,7 @@ FAULTS: tuple[Fault, ...] = (
           "computes {name} at {param} → −{param}; the two agree only where {param} and −{param} give the same "
           "weights (e.g. {param} = 0).",
           "Use {param} with the sign of the definition: {definition}.",
-          _param_forms, _flip_sign, closed="sign"),
+          _param_forms, _flip_sign, closed=closed_forms.sign),
     Fault("softmax-for-elementwise", "softmax across the row where an elementwise {func} was meant",
           "It normalizes across the row (softmax of the argument of {func}), so the weights sum to 1 and depend "
           "on the other keys; {name} weighs each key on its own.",
@@ -481,6 +482,7 @@ FAULTS: tuple[Fault, ...] = (
           _when(lambda p: True), numeric="mask-entered"),
 )
 BY_NAME = {f.name: f for f in FAULTS}
+assert len(BY_NAME) == len(FAULTS), "two row faults share a name"
 
 
 def _masked_defined(p: Parts) -> bool:
