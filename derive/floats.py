@@ -1,4 +1,8 @@
-"""Rounding to a floating-point format: the one definition every part of derive uses.
+"""Floating-point formats: their facts (:data:`FORMATS`) and rounding to them, the one definition
+every part of derive uses.
+
+A format's facts are read off ``numpy.finfo`` (float16, float32, float64); bfloat16, which numpy
+lacks, is float32's exponent with 8 significant bits, its facts computed from that layout.
 
 bfloat16 is emulated with numpy (no torch needed): a value is rounded to float32 first, then
 to bfloat16's 8 significant bits, to nearest with ties to even, as torch converts a float64
@@ -7,9 +11,45 @@ to bfloat16's 8 significant bits, to nearest with ties to even, as torch convert
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["bf16", "round_to"]
+__all__ = ["DTYPES", "FORMATS", "Format", "bf16", "round_to"]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    precision: int  # significant bits, the implicit one included (53 for float64)
+    eps: float  # 2^(1 − precision): the gap between 1 and the next number
+    tiny: float  # the smallest normal number
+    smallest_subnormal: float
+    max: float  # the largest finite number (−max is finfo.min)
+    numpy: bool  # numpy has the type (bfloat16 is emulated, see bf16)
+
+    @property
+    def digits(self) -> int:
+        """Significant decimal digits that print every number of the format distinctly (17, 9, 5, 4)."""
+        return math.ceil(1 + self.precision * math.log10(2))
+
+
+def _from_numpy(name: str) -> Format:
+    f = np.finfo(name)
+    return Format(name, int(f.nmant) + 1, float(f.eps), float(f.tiny), float(f.smallest_subnormal), float(f.max),
+                  True)
+
+
+def _bfloat16() -> Format:
+    f32, p = np.finfo(np.float32), 8
+    return Format("bfloat16", p, 2.0 ** (1 - p), float(f32.tiny), float(f32.tiny) * 2.0 ** (1 - p),
+                  (2.0 - 2.0 ** (1 - p)) * 2.0 ** int(f32.maxexp - 1), False)
+
+
+FORMATS: dict[str, Format] = {**{n: _from_numpy(n) for n in ("float64", "float32", "float16")},
+                              "bfloat16": _bfloat16()}
+DTYPES = tuple(FORMATS)
 
 
 def bf16(a) -> np.ndarray:

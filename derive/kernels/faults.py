@@ -43,7 +43,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 import sympy as sp
 
 from derive.kernels import backward as bw
@@ -52,6 +51,7 @@ from derive.model.attention import d, i, n
 from derive.normalizers.family import recognise
 from derive.prove.memo import memoized, simplifies_to_zero
 from derive.render.markup import plain_math
+from derive.floats import FORMATS
 
 __all__ = ["ADDS", "FAULTS", "GUARDS", "PARTS", "K", "UNDERFLOW_TEXT", "KernelFault", "applies", "by_key", "faults_for"]
 
@@ -68,15 +68,15 @@ ADDS = ("combine", "tile", "empty", "masked")
 # and skipped by the merge (else 0/0 = NaN, and 0·NaN in the merge)
 GUARDS = {"running_max": "underflow", "empty_split": "nan"}
 # where e^x underflows to 0 in float64: below ln of half the smallest subnormal (rounding to nearest)
-_UNDERFLOW = math.log(float(np.finfo(np.float64).smallest_subnormal)) - math.log(2.0)
+_UNDERFLOW = math.log(FORMATS["float64"].smallest_subnormal) - math.log(2.0)
 
 
 def _underflow(dtype, base2: bool, flushed: bool) -> int:
     """The exponent below which e^x (2^x with ``base2``) is 0 in ``dtype``, rounded to an integer:
     below the smallest normal number when subnormals are flushed to zero (as GPU kernels compiled
     with fast math do), else below half the smallest subnormal (round to nearest)."""
-    f = np.finfo(dtype)
-    low = math.log2(float(f.tiny)) if flushed else math.log2(float(f.smallest_subnormal)) - 1
+    f = FORMATS[dtype]
+    low = math.log2(f.tiny) if flushed else math.log2(f.smallest_subnormal) - 1
     return round(low if base2 else low * math.log(2.0))
 
 
@@ -84,14 +84,14 @@ def _minus(k: int) -> str:
     return str(k).replace("-", "−")
 
 
-# the thresholds, read off numpy's finfo: float64 −745 (−708 flushed), float32 −104 (−87 flushed), …
-_U = {(dt, b2, fl): _minus(_underflow(dt, b2, fl)) for dt in (np.float64, np.float32) for b2 in (False, True)
+# the thresholds, read off the formats (numpy's finfo): float64 −745 (−708 flushed), float32 −104 (−87 flushed), …
+_U = {(dt, b2, fl): _minus(_underflow(dt, b2, fl)) for dt in ("float64", "float32") for b2 in (False, True)
       for fl in (False, True)}
-UNDERFLOW_TEXT = (f"below about {_U[np.float64, False, False]} in float64 ({_U[np.float64, False, True]} with "
-                  f"subnormals flushed), {_U[np.float32, False, False]} in float32 ({_U[np.float32, False, True]} "
+UNDERFLOW_TEXT = (f"below about {_U['float64', False, False]} in float64 ({_U['float64', False, True]} with "
+                  f"subnormals flushed), {_U['float32', False, False]} in float32 ({_U['float32', False, True]} "
                   f"flushed, as fast-math GPU kernels run); with exp2, in base-2 units, "
-                  f"{_U[np.float64, True, False]} ({_U[np.float64, True, True]}) and {_U[np.float32, True, False]} "
-                  f"({_U[np.float32, True, True]})")
+                  f"{_U['float64', True, False]} ({_U['float64', True, True]}) and {_U['float32', True, False]} "
+                  f"({_U['float32', True, True]})")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from derive.errors import InputError
+from derive.floats import FORMATS
 
 __all__ = ["GRAMMAR", "ITEMS", "ROW_FORM_ITEMS", "Contract", "parse_contract", "row_form_contract"]
 
@@ -145,8 +146,7 @@ class Contract:
         return {"items": list(self.items), "assumed": self.describe()}
 
 
-FINFO_MIN = {"float64": -1.7976931348623157e308, "float32": -3.4028234663852886e38,
-             "float16": -65504.0, "bfloat16": -3.3895313892515355e38}
+FINFO_MIN = {name: -f.max for name, f in FORMATS.items()}  # the most negative number of each dtype
 
 
 def _g(v: float) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from derive.errors import InputError
+from derive.floats import FORMATS
 
 __all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "kappas", "tolerance"]
 
@@ -99,12 +100,10 @@ class Tolerance:
                 "abs": float(f"{self.abs:.3e}")}
 
 
-TOLERANCES: dict[str, Tolerance] = {
-    "float64": Tolerance("float64", 64, 2.0**-52, 2.0**-1022, True),
-    "float32": Tolerance("float32", 64, 2.0**-23, 2.0**-126, True),
-    "float16": Tolerance("float16", 8, 2.0**-10, 2.0**-14, True),
-    "bfloat16": Tolerance("bfloat16", 8, 2.0**-7, 2.0**-126, False),
-}
+# ulps: 64 for the formats kernels compute in, 8 for the half formats (few digits to spare)
+_ULPS = {"float64": 64, "float32": 64, "float16": 8, "bfloat16": 8}
+TOLERANCES: dict[str, Tolerance] = {name: Tolerance(name, _ULPS[name], f.eps, f.tiny, f.numpy)
+                                    for name, f in FORMATS.items()}
 DTYPES = tuple(TOLERANCES)
 
 

@@ -329,11 +329,10 @@ class Fault:
 
 
 def _largest_exponents() -> str:
-    """ln of the largest finite number of each float dtype: where exp overflows, read off numpy."""
-    import numpy as np
+    """ln of the largest finite number of each float dtype: where exp overflows."""
+    from derive.floats import FORMATS
 
-    dtypes = ("float64", "float32", "float16")
-    return ", ".join(f"about {math.log(float(np.finfo(dt).max)):.1f} in {dt}" for dt in dtypes)
+    return ", ".join(f"about {math.log(FORMATS[dt].max):.1f} in {dt}" for dt in ("float64", "float32", "float16"))
 
 
 _LARGEST_EXPONENT = _largest_exponents()

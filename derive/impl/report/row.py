@@ -18,6 +18,7 @@ from derive.impl.faults.diagnose import Diagnosis
 from derive.impl.judge.classes import RULE, cell
 from derive.impl.exact.masked import CONVENTIONS, MaskedRule, is_fully_masked
 from derive.impl.numbers import err, jnum as _jnum, num
+from derive.floats import FORMATS
 
 __all__ = ["TOLERANCE_RULE", "Report"]
 
@@ -42,7 +43,6 @@ TOLERANCE_RULE = (r"$\lvert y - p \rvert \le \mathrm{abs} + \mathrm{ulps} \cdot 
 _TABLE_HEAD = {"weight": ("$x_k$", "implementation", "exact"),
                "gradient": ("$x_k$", r"autograd $\partial \langle c, y \rangle / \partial x_k$", r"derived $c^\top J$")}
 
-_DIGITS = {"float64": 17, "float32": 9, "float16": 5, "bfloat16": 4}
 
 
 @dataclass
@@ -203,7 +203,7 @@ class Report:
                                              if r.vacuous_rows else {})
 
     def _failure_json(self, f: Failure) -> dict:
-        dg = _DIGITS[f.dtype]
+        dg = FORMATS[f.dtype].digits
         return {
             "dtype": f.dtype,
             "kind": f.what,
@@ -230,7 +230,7 @@ class Report:
         f = self.failure
         rows = []
         if f is not None:
-            dg = _DIGITS[f.dtype]
+            dg = FORMATS[f.dtype].digits
             for k, x in enumerate(f.row):
                 rows.append({
                     "k": k, "x": num(x),
