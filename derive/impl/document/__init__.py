@@ -1,1 +1,0 @@
-"""``docs/impl-check.md``: the checks of ``derive impl`` run while the document is built."""
