@@ -1,23 +1,19 @@
-"""The atlas: one shipped spec per known attention variant (package data, ``*.derive.toml``)."""
+"""The atlas: one shipped spec per known attention variant (package data, ``*.derive.toml``), listed
+in order with its sources in ``atlas.toml``."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 __all__ = ["ATLAS_DIR", "ORDER", "PROPERTIES", "SOURCES", "spec_paths"]
 
 ATLAS_DIR = Path(__file__).resolve().parent
 
-ORDER = ("gpt2", "qwen2", "rope_bias_after", "alibi", "t5", "qk_norm", "softcap", "softmax1",
-         "gpt_oss_sinks", "zero_token", "sigmoid", "key_shift")
-
+_INDEX = tomllib.loads((ATLAS_DIR / "atlas.toml").read_text(encoding="utf-8"))["variant"]
+ORDER = tuple(v["spec"] for v in _INDEX)  # as docs/atlas.md lists them
 # spec → the works it follows (keys of derive.document.references); listed under References
-SOURCES = {
-    "gpt2": ("radford2019",), "qwen2": ("yang2024", "su2021"), "rope_bias_after": ("su2021",),
-    "alibi": ("press2022",), "t5": ("raffel2020",), "qk_norm": ("dehghani2023",), "softcap": ("gemma2-2024",),
-    "softmax1": ("miller2023",), "gpt_oss_sinks": ("gpt-oss2025", "su2021"), "zero_token": ("pytorch-mha",),
-    "sigmoid": ("ramapuram2025",), "key_shift": (),
-}
+SOURCES = {v["spec"]: tuple(v.get("sources", ())) for v in _INDEX}
 
 # column title → claim name used by every atlas spec that has the property
 PROPERTIES = {
