@@ -24,9 +24,12 @@ def template_dir() -> Path:
 
 
 @functools.cache
-def environment() -> jinja2.Environment:
-    """One environment per process: a template is compiled once (the build compiles the
-    documents' templates before it forks, see :data:`derive.build.PRELOAD`)."""
+def environment(reports: bool = False) -> jinja2.Environment:
+    """The Jinja environment of derive's templates, one per process and kind, so a template is
+    compiled once (the build compiles the documents' templates before it forks, see
+    :data:`derive.build.PRELOAD`): the documents' templates keep their whitespace as written, the
+    reports' (``check.md.j2``, ``impl-report.md.j2``, …) drop a block tag's line (``trim_blocks``,
+    ``lstrip_blocks``). :mod:`derive.report.render` adds the reports' filters."""
     import jinja2  # imported when a document is rendered, not by every command that loads derive
 
     return jinja2.Environment(
@@ -34,6 +37,8 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
+        trim_blocks=reports,
+        lstrip_blocks=reports,
     )
 
 

@@ -6,7 +6,6 @@ import functools
 
 import json
 import re
-from pathlib import Path
 
 from derive.claims.result import ERROR, ICONS
 from derive.report.common import repo_path, results_summary, total_counts
@@ -16,14 +15,6 @@ __all__ = ["SCHEMA_VERSION", "environment", "one_line", "plain_reason", "reason_
            "to_json", "total_counts"]
 
 SCHEMA_VERSION = "3"  # "3": a claim may end in the error outcome; "2": cross_check has no measured errors
-
-
-def _template_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent
-    for cand in (here / "templates", here.parent / "templates"):
-        if (cand / "check.md.j2").exists():
-            return cand
-    raise FileNotFoundError("the derive templates are missing (templates/check.md.j2)")
 
 
 def one_line(text: str, limit: int = 140) -> str:
@@ -118,12 +109,11 @@ def anchor(*parts: str) -> str:
 
 @functools.cache
 def environment() -> jinja2.Environment:
-    """One environment per process, so a report template is compiled once (the atlas renders 12)."""
-    import jinja2  # only the text formats need it: a JSON report does not pay for the import
+    """The reports' environment (:func:`derive.render.output.environment`) with their filters, once
+    per process, so a report template is compiled once (the atlas renders 12)."""
+    from derive.render.output import environment as templates  # Jinja: only the text formats need it
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False, trim_blocks=True, lstrip_blocks=True)
+    env = templates(reports=True)
     env.filters.update(repo_path=repo_path, expect_note=expect_note, md_cell=md_cell, outcome=outcome)
     env.filters.update(one_line=one_line, md_reason=_md_reason, reason_cell=reason_cell, tex_reason=_tex_reason, md_text=gfm_escape, md_prose=_md_prose, tex=tex_text, tex_code=tex_code, compact=_compact, ball=_ball, anchor=anchor)
     from derive.render.instance import instance_md, instance_tex, is_instance  # imports SymPy: only when rendering

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import jinja2
 
 from derive.render.markup import plain_math, to_gfm
-from derive.render.output import template_dir
+from derive.render.output import environment
 
 from derive.impl.judge.row import ROW_CLASSES, DtypeResult, Failure
 from derive.impl.faults.diagnose import Diagnosis
@@ -313,8 +313,5 @@ def derivation_lines(d: dict) -> list[str]:
 @functools.cache
 def _template() -> jinja2.Template:
     """``templates/impl-report.md.j2`` (shipped in the package as ``derive/templates``)."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
-                             undefined=jinja2.StrictUndefined)
-    return env.get_template("impl-report.md.j2")
+    return environment(reports=True).get_template("impl-report.md.j2")
 
