@@ -214,6 +214,7 @@ def _run(pairs, size, tmp_path):
     assert tally["claims"] >= 40 and tally["proved"] and tally["refuted"]
 
 
+@pytest.mark.slow
 def test_small_matrix(tmp_path):
     _run(SMALL, "small", tmp_path)
 

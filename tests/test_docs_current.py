@@ -1,8 +1,8 @@
 """The committed documents are what the build writes, byte for byte, on any machine.
 
 ``test_committed_docs_are_current`` builds every document (no PDF) into a temporary folder
-and compares each file with ``docs/``; it runs in the default test command. The slow tests
-build again in a subprocess with numpy's SIMD code paths switched off
+and compares each file with ``docs/``; it is slow (CI runs it, beside ``build_docs.py --check``). The
+other slow tests build again in a subprocess with numpy's SIMD code paths switched off
 (``NPY_DISABLE_CPU_FEATURES``) and OpenBLAS forced onto another kernel
 (``OPENBLAS_CORETYPE``), as on another x86 machine, and compare the same way: a document
 that printed a measured float64 error would differ there.
@@ -53,11 +53,13 @@ def fresh_docs(tmp_path_factory) -> Path:
     return out / "docs"
 
 
+@pytest.mark.slow
 def test_committed_docs_are_current(fresh_docs):
     problems = differences(fresh_docs)
     assert not problems, "run `python build_docs.py --no-pdf`:\n" + "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_every_certificate_of_the_documents_and_the_atlas_replays(fresh_docs):
     """The build writes each document's certificates (and the atlas's) to build/certificates/;
     derive replay checks them all in a fresh interpreter, with the checker alone."""

@@ -108,6 +108,7 @@ def test_sink_contract_keeps_the_sinks_class_inside_the_range():
     assert "Assumed (contract): sinks are finite and in [-20, 20]." in report.to_markdown()
 
 
+@pytest.mark.slow
 def test_torch_sdpa_shaped_kernel_needs_no_adapter_and_its_gradients_agree():
     require_module("torch", "torch kernels")
     report = attention(TORCH + "sdpa", layout="nhd", causal=True, backward=True, assume=["equal-lengths"])
@@ -117,6 +118,7 @@ def test_torch_sdpa_shaped_kernel_needs_no_adapter_and_its_gradients_agree():
     assert {"window", "causal", "layout", "long"} <= set(report.results[0].per_class)
 
 
+@pytest.mark.slow
 def test_torch_sink_without_gradient_fails_backward_with_a_note():
     require_module("torch", "torch kernels")
     report = attention(TORCH + "sdpa_sink_detached", layout="nhd", causal=True, backward=True,
@@ -128,12 +130,14 @@ def test_torch_sink_without_gradient_fails_backward_with_a_note():
     assert attention(TORCH + "sdpa_sink_detached", layout="nhd", causal=True, assume=["equal-lengths"]).agrees
 
 
+@pytest.mark.slow
 def test_torch_window_off_by_one_fails_only_the_window():
     require_module("torch", "torch kernels")
     report = attention(TORCH + "sdpa_window_off_by_one", layout="nhd", causal=True, assume=["equal-lengths"])
     assert set(failing(report)) == {"window"}
 
 
+@pytest.mark.slow
 def test_hf_eager_shape_with_a_one_line_adapter_and_finfo_min_masks():
     require_module("torch", "torch kernels")
     report = attention(TORCH + "hf", norm="softmax", out_layout="bnhd", mask_value="finfo-min",
@@ -215,6 +219,7 @@ def test_attention_flags_outside_the_attention_form_are_refused(capsys):
     assert code == 2 and "apply to --form attention" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_mask_value_minus_1e6_and_json(capsys):
     code = main(["impl", NP + "eager", "--as", "softmax", "--form", "attention", "--dtype", "float32",
                  "--mask-value", "-1e6", "--format", "json"])
@@ -264,6 +269,7 @@ def test_sinks_are_required_for_the_sink_normalizer(capsys):
     assert code == 2 and "takes no sinks keyword" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_search_finds_a_fault_at_a_key_length_the_fixed_list_does_not_have():
     # keys in chunks of 128 split in halves of 64; the faulty twins drop the second half of a final partial chunk:
     # eager_chunked_half always (the fixed list's rows of 200 keys show it), eager_chunked_short_tail only when

@@ -152,6 +152,7 @@ def test_finite_scores_passes_masked_keys_as_finfo_min():
     assert good.agrees, good.to_markdown()
 
 
+@pytest.mark.slow
 def test_every_class_is_listed_not_the_first_failure_only():
     report = check_implementation(Z + "sink_online_late_rows", "sink", form="online", dtypes=("float64",),
                                   per_head=True)

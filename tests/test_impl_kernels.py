@@ -182,6 +182,7 @@ def test_unshifted_one_out_only_is_caught_on_one_key():
     assert [m.name for m in report.diagnosis.matched] == ["unshifted_extra"]
 
 
+@pytest.mark.slow
 def test_lse_in_the_wrong_convention_says_which_flag():
     report = check_implementation(NP + "sink_online_base2_lse", "sink", form="online", dtypes=("float64",))
     assert not report.agrees and report.failure.what == "lse"
@@ -354,6 +355,7 @@ def test_extra_per_tile_named_where_a_row_of_no_key_is_nan():
     assert "NaN" not in md.split("Known kernel fault")[1].split("\n\n")[0]  # the diagnosis paragraph
 
 
+@pytest.mark.slow
 def test_assert_implements_with_a_form():
     report = assert_implements(NP + "sink_split", "sink", form="split", dtypes=("float64",))
     assert report.agrees
@@ -441,6 +443,7 @@ def test_a_hanging_kernel_is_stopped_at_the_timeout():
                              timeout=2)
 
 
+@pytest.mark.slow
 def test_float16_numpy_kernels():
     # nothing fails, but rows of κ ≥ 127 (large scores or sinks) have a float16 bound no output could exceed
     split = check_implementation(NP + "sink_split", "sink", form="split", dtypes=("float16",))
@@ -630,6 +633,7 @@ def test_the_search_budget_is_a_count():
     assert report.agrees and report.results[0].searched == 6
 
 
+@pytest.mark.slow
 def test_a_per_head_failure_names_the_head_of_the_failing_row():
     assert check_implementation(PH + "sink_online_first_head_only", "sink", form="online", dtypes=("float64",)).agrees
     report = check_implementation(PH + "sink_online_first_head_only", "sink", form="online", per_head=True,

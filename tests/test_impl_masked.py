@@ -74,6 +74,7 @@ def test_where_the_definition_has_a_value_it_is_required_and_said(fn, norm, para
                                          f"({sum(r.masked_rows for r in report.results)} such rows tested).")
 
 
+@pytest.mark.slow
 def test_a_value_no_convention_gives_is_a_disagreement():
     need_torch()
     report = check_implementation(Z + "softmax_wrong_masked", "softmax", **FAST)

@@ -167,6 +167,7 @@ def test_a_gqa_head_mapping_fault_fails_only_with_grouped_kv_heads():
     assert blind.agrees and "--gqa not given" in blind.skipped["gqa"]
 
 
+@pytest.mark.slow
 def test_the_alignment_of_a_causal_kernel_is_stated_and_the_other_one_is_named():
     good = attention(Z + "bottom_right", layout="bnhd", causal="bottom-right", gqa=True)
     assert good.agrees, good.to_markdown()

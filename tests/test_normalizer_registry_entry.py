@@ -59,6 +59,7 @@ def test_row_form_and_fault_diagnosis(entry, tmp_path):
     assert [m.name for m in bad.diagnosis.matched] == ["extra-logit-scaled"]
 
 
+@pytest.mark.slow
 def test_kernel_forms(entry, tmp_path):
     mod = _module(tmp_path)
     good = check_implementation(f"{mod}:online", NAME, form="online", dtypes=("float64",), examples=5)
@@ -89,6 +90,7 @@ def test_a_spec_names_the_new_entry_s_parameter(entry):
     assert Variant(spec).params == {"a": sp.Symbol("a0", real=True)}
 
 
+@pytest.mark.slow
 def test_impl_as_a_spec_file(tmp_path):
     """``--as FILE.toml``: a spec's formula of the softmax family gets the kernel forms, with its
     extra logit read off the formula; any other says why it has none."""

@@ -34,6 +34,7 @@ def _check(tmp_path, *files, certificates=True):
     return code, json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_the_removable_singularities_are_undecided_through_derive_check(tmp_path):
     code, report = _check(tmp_path, *sorted(REPLAY.glob("*.toml")))
     assert code == 0  # every claim expects undecided
@@ -42,6 +43,7 @@ def test_the_removable_singularities_are_undecided_through_derive_check(tmp_path
     assert not (tmp_path / "certs").exists() or not list((tmp_path / "certs").rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_the_checker_alone_keeps_them_undecided(monkeypatch):
     """With derive.normalizers.partial's guard off, SymPy proves them; their certificates do not replay."""
     import derive.claims.modifiers as modifiers

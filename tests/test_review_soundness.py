@@ -82,6 +82,7 @@ def test_a_declared_name_h_is_not_the_per_head_symbol_of_name(tmp_path):
         in str(exc.value)
 
 
+@pytest.mark.slow
 def test_a_declared_name_h_is_not_a_captured_per_head_table(tmp_path):
     _torch()
     from derive.errors import InputError
@@ -178,6 +179,7 @@ def diagonal_at_head_1(b, h, q_idx, kv_idx):
 """
 
 
+@pytest.mark.slow
 def test_the_score_and_the_mask_of_a_counterexample_are_of_one_head(tmp_path):
     # head 0: score 0 on every key; head 1: the score reads q, but each row allows only j = i, so
     # its one weight is 1. q changes nothing at any head. It was refuted with head 0's mask and

@@ -20,6 +20,7 @@ def attention(target, examples=0, **kw):
                                 attention=settings, examples=examples)
 
 
+@pytest.mark.slow
 def test_causal_flash_kernel_with_a_third_tile_fault_disagrees_on_the_fixed_list():
     good = attention(Z + "flash", causal=True)
     assert good.agrees and good.exit_code() == 0
@@ -69,6 +70,7 @@ def test_long_causal_and_window_draws_run_queries_up_to_the_last_key():
     assert seen
 
 
+@pytest.mark.slow
 def test_bfloat16_alone_does_not_agree_with_a_kernel_that_drops_keys_past_256():
     require_module("torch", "bfloat16 arrays need torch")
     report = check_implementation("tests/zoo/attention_review_torch.py:flash_two_tiles", "softmax", form="attention", dtypes=("bfloat16",),

@@ -2,6 +2,7 @@
 
 Each row is (score, normalizer, mask, symbols, claim, value, truth). A claim may be
 undecided, never wrong: a false claim must not be proved, a true one must not be refuted.
+The corpus runs in the slow lane (CI runs it); the default run checks only the table's size and balance.
 """
 
 from __future__ import annotations
@@ -180,11 +181,13 @@ def test_table_size_and_balance():
     assert 0.4 <= false / len(claims) <= 0.6
 
 
+@pytest.mark.slow
 def test_no_false_claim_proved_no_true_claim_refuted(verdicts):
     wrong = [v for v in verdicts if (v[4] == "proved" and not v[3]) or (v[4] == "refuted" and v[3])]
     assert not wrong, wrong
 
 
+@pytest.mark.slow
 def test_most_claims_decided(verdicts):
     decided = sum(1 for v in verdicts if v[4] != "undecided")
     print(f"\nsoundness suite: {decided} of {len(verdicts)} claims decided")

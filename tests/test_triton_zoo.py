@@ -315,6 +315,7 @@ def test_derive_impl_sets_the_interpreter_itself_without_a_gpu(zoo, capsys, monk
                    f"Triton's CPU interpreter (TRITON_INTERPRET=1; --triton-interpret says so explicitly)\n")
 
 
+@pytest.mark.slow
 def test_a_numpy_target_that_loads_triton_gets_the_full_list(zoo, capsys, monkeypatch):
     """Which fixed list applies is derive's own decision (the child started with the interpreter
     on and a Triton kernel defined in the target's file), never the child's report: a numpy kernel
