@@ -27,10 +27,8 @@ HALF, FLOOR = "halfsink", "floor"
 def entries(monkeypatch):
     """The two entries, each written once, in the registry for this test only."""
     half = from_formula(HALF, "softmax with half a sink logit", "exp(x_j) / (exp(s / 2) + sum_t(exp(x_t)))",
-                        params=("s",), domain={"s": sp.Symbol("s", real=True)}, sample={"s": 1},
                         ref_defaults={"s": 0.0})
     floor = from_formula(FLOOR, "softmax less a threshold", "max(0, exp(x_j) / sum_t(exp(x_t)) - tau)",
-                         params=("tau",), domain={"tau": sp.Symbol("tau", real=True)}, sample={"tau": 0},
                          ref_defaults={"tau": 0.0})
     for e in (half, floor):
         monkeypatch.setitem(REGISTRY, e.name, e)
@@ -269,3 +267,13 @@ def test_a_mask_form_is_one_entry(monkeypatch, tmp_path, capsys):
 
 def test_the_entries_are_gone_after_the_test():
     assert HALF not in REGISTRY and FLOOR not in REGISTRY
+
+
+def test_a_parameters_sign_is_stated_once():
+    """softmax with a temperature τ > 0: the sign is stated once (``scalars``); the entry's symbol,
+    its sample and the domain text follow from it, and the symbolic weight knows τ > 0."""
+    tau = from_formula("temperature", "softmax with a temperature", "exp(x_j / tau) / sum_t(exp(x_t / tau))",
+                       scalars={"tau": {"positive": True}})
+    assert tau.symbols()["tau"].is_positive and tau.sample == {"tau": 1} and tau.domain_text == "$tau$ positive"
+    signed = from_formula("signed", "sigmoid less a bias", "sigmoid(x_j - b)", scalars={"b": {"negative": True}})
+    assert signed.sample == {"b": -1} and signed.domain_text == "$b$ negative"

@@ -151,6 +151,17 @@ def unregister(name: str) -> None:
     REGISTRY.pop(name, None)
 
 
+def _sample_value(sym) -> int:
+    """A value inside the parameter's declared sign, for counterexamples (a refutation there
+    refutes the claim for every value; a claim true there and false elsewhere stays undecided)."""
+    return -1 if sym.is_negative else 1
+
+
+def _kind(sym) -> str:
+    return "positive" if sym.is_positive else "negative" if sym.is_negative else "nonzero" if sym.is_nonzero \
+        else "real"
+
+
 def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...] = (), domain: dict | None = None,
                  scalars: dict | None = None, ref_defaults: dict | None = None,
                  score2: bool = False, latex: str | None = None, definition: str | None = None,
@@ -159,7 +170,12 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
     its exact reference are the formula's. ``params``: the formula's scalars in the order the
     entry lists them (default: as they appear); ``domain``: param → symbol or expression over
     its range (the weight's default); ``scalars``: param → SymPy assumptions of the formula's
-    own symbol; ``ref_defaults``: the values a reference call leaves out."""
+    own symbol; ``ref_defaults``: the values a reference call leaves out.
+
+    What follows from a parameter's declared sign is derived, not retyped: a parameter with no
+    ``domain`` is the formula's own symbol (``scalars``: ``{"tau": {"positive": True}}`` gives
+    τ > 0), and unless given, its ``sample`` is a value of that sign and ``domain_text`` says
+    the sign ("$tau$ positive")."""
     from derive.normalizers.formula import compile_weight
 
     domain = dict(domain or {})
@@ -170,6 +186,11 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
     params = tuple(params) or f.params
     if set(params) != set(f.params):
         raise ValueError(f"{name}: the formula's parameters are {f.params}, the entry lists {params}")
+    for p in params:  # the formula's own symbol, with its declared sign
+        domain.setdefault(p, f.defaults[p])
+    signed = {p: domain[p] for p in params if isinstance(domain[p], sp.Symbol)}
+    fields.setdefault("sample", {p: _sample_value(s) for p, s in signed.items()})
+    fields.setdefault("domain_text", ", ".join(f"${p}$ {_kind(s)}" for p, s in signed.items()))
     ref_defaults = dict(ref_defaults or {})
 
     def weight(score, key=j, score2=None, **p):
@@ -429,21 +450,8 @@ def user_entry(label: str, f) -> str:
         key = f"{label}#{digest[:6]}"
     tex_name = "".join(ch for ch in label if ch.isalnum()) or "p"
     USER[key] = from_formula(key, label, f.text, compiled=f, domain=dict(f.defaults),
-                             latex=rf"\operatorname{{{tex_name}}}", score2=f.score2,
-                             domain_text=", ".join(f"${p}$ {_kind(v)}" for p, v in f.defaults.items()),
-                             sample={p: _sample_value(v) for p, v in f.defaults.items()}, note="defined in a spec")
+                             latex=rf"\operatorname{{{tex_name}}}", score2=f.score2, note="defined in a spec")
     return key
-
-
-def _sample_value(sym) -> int:
-    """A value inside the parameter's declared sign, for counterexamples (a refutation there
-    refutes the claim for every value; a claim true there and false elsewhere stays undecided)."""
-    return -1 if sym.is_negative else 1
-
-
-def _kind(sym) -> str:
-    return "positive" if sym.is_positive else "negative" if sym.is_negative else "nonzero" if sym.is_nonzero \
-        else "real"
 
 
 def on_use(read: Callable[[], object]) -> Callable[[], object]:
