@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from _impl_check_attention import attention_section  # proofs/_impl_check_attention.py
-from derive.document.references import citation, markdown_section
+from derive.references import citation, markdown_section
 from derive.impl.api import check_implementation
 from derive.impl.forms.kernel import FIXED_LISTS, KERNEL_TOLERANCE_RULE
 from derive.impl.exact.masked import CONVENTIONS, rules as masked_rules

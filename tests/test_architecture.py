@@ -123,8 +123,8 @@ FLOORS = (
     # sandbox for user code, the wall-clock guard and the bibliography (data)
     ("foundation", ("derive", "derive.lazy", "derive.errors", "derive.routes", "derive.paths", "derive.settings",
                     "derive.shared",
-                    "derive.floats", "derive.progress", "derive.sandbox", "derive.prove.timeout",
-                    "derive.document.references", "derive.replay")),
+                    "derive.floats", "derive.progress", "derive.sandbox", "derive.timeout",
+                    "derive.references", "derive.replay")),
     ("model", ("derive.model",)),  # the row, the mask, vectors
     ("numbers", ("derive.crosscheck",)),  # evaluation, instances, certified counterexamples
     ("proofs", ("derive.prove", "derive.certify")),  # verdicts: proved by rewriting (and its certificate), refuted by a counterexample
@@ -235,7 +235,7 @@ def test_the_scan_follows_a_package_init_lazy_names_and_relative_imports(tmp_pat
 
 def test_the_floors_see_an_import_up_a_floor():
     graph = {"derive.model.attention": {"derive.prove.equality"}, "derive.prove.equality": {"derive.model.vectors"},
-             "derive.crosscheck.witness": {"derive.prove.timeout"}, "derive.prove.timeout": set()}
+             "derive.crosscheck.witness": {"derive.timeout"}, "derive.timeout": set()}
     assert _upward(graph) == ["derive.model.attention (model) imports derive.prove.equality (proofs)"]
 
 

@@ -7,7 +7,7 @@ import sympy as sp
 from derive.claims import numeric
 from derive.crosscheck import check
 from derive.model.attention import ScalarBase, i, j
-from derive.prove.timeout import TimeLimit
+from derive.timeout import TimeLimit
 from derive.settings import DEFAULT
 
 x = ScalarBase("x")

@@ -6,7 +6,7 @@ import sympy as sp
 from derive.model.attention import M, ScalarBase, i, j, n, scale, softmax_weight, t
 from derive.model.vectors import Dot, VectorBase, expand_dot, vectors
 from derive.prove.equality import prove_equal
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.settings import DEFAULT
 

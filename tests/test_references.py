@@ -9,7 +9,7 @@ import pytest
 
 from derive.atlas import ORDER, SOURCES
 from derive.document.api import Document
-from derive.document.references import REFERENCES, citation, markdown_section
+from derive.references import REFERENCES, citation, markdown_section
 from derive.errors import InputError
 from derive.normalizers.registry import REGISTRY
 
@@ -33,7 +33,7 @@ def test_prose_citation_is_recorded_once_in_order_of_first_use():
 def test_unknown_citation_key_stops_the_build():
     doc = Document("demo", "Demo")
     with pytest.raises(InputError, match=r"demo: the citation \{cite:miler2023\} names 'miler2023', which "
-                                         r"derive/document/references.py does not list"):
+                                         r"derive/references.py does not list"):
         doc.prose("Off by one {cite:miler2023}.")
 
 

@@ -12,7 +12,7 @@ ATLAS_DIR = Path(__file__).resolve().parent
 
 _INDEX = tomllib.loads((ATLAS_DIR / "atlas.toml").read_text(encoding="utf-8"))["variant"]
 ORDER = tuple(v["spec"] for v in _INDEX)  # as docs/atlas.md lists them
-# spec → the works it follows (keys of derive.document.references); listed under References
+# spec → the works it follows (keys of derive.references); listed under References
 SOURCES = {v["spec"]: tuple(v.get("sources", ())) for v in _INDEX}
 
 # column title → claim name used by every atlas spec that has the property

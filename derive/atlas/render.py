@@ -198,7 +198,7 @@ def _normalizer_links(results) -> dict:
 
 def _references(results) -> str:
     """The works the variants follow, each with the variants that cite it."""
-    from derive.document.references import markdown_section
+    from derive.references import markdown_section
     from derive.report.render import anchor
 
     users: dict[str, list[str]] = {}

@@ -18,7 +18,7 @@ import sympy as sp
 
 from derive.claims import show
 from derive.prove.equality import prove_zero
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.claims.normalizer import decide_property
 from derive.crosscheck.witness import satisfies
 from derive.claims.numeric import (check_numeric, concrete_mask, find_certified, interpretations, row_values,

@@ -33,7 +33,7 @@ from derive.model.masks import Mask, Undecidable, decide_same_keys, indicator, l
 from derive.flex.spec import data_of
 from derive.model.tables import PerHead, concrete_data
 from derive.model.attention import i, j
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.routes import sympy_gave_up
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from derive.claims.result import Outcome, step
 from derive.crosscheck.check import tolerance_text
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.render.markup import plain_math
 from derive.settings import Settings

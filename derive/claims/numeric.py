@@ -17,7 +17,7 @@ import math
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.crosscheck.check import cross_check, same_computation
 from derive.crosscheck.evaluate import evaluate
 from derive.crosscheck.witness import rounded, find_witness

@@ -11,7 +11,7 @@ from sympy.printing.latex import LatexPrinter, greek_letters_set
 from sympy.printing.str import StrPrinter
 
 from derive.model.vectors import Dot, Rot
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 
 __all__ = ["apart", "latex", "math", "text"]
 

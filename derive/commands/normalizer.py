@@ -47,7 +47,7 @@ def table(entry, params: dict, limit: float) -> dict:
     from derive.impl.exact.masked import rule
     from derive.normalizers.family import recognise, row_ratio
     from derive.normalizers.properties import PROPERTIES, derive_property
-    from derive.prove.timeout import TimeLimit, time_limit
+    from derive.timeout import TimeLimit, time_limit
     from derive.render.markup import plain_math
 
     rows = []

@@ -38,7 +38,7 @@ from derive.crosscheck.draws import allowed as _allowed
 from derive.crosscheck.evaluate import Instance, evaluate
 from derive.crosscheck.hypothesis_env import no_local_constants
 from derive.crosscheck.instances import Signature, first_index, mask_table, signature
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.routes import NO_VALUE
 from derive.settings import DEFAULT, Settings
 

@@ -61,7 +61,7 @@ __all__ = ["Box", "Classified", "Definitions", "Document", "Equation", "ExampleC
 # A reference from prose to a checked result: {verdict:NAME}, {verdict:NAME=STATUS},
 # {value:NAME}, {value:NAME=TEXT}. NAME has no braces, "=" or newline.
 _REF = re.compile(r"\{(verdict|value):([^{}=\n]+?)(?:=([^{}\n]*))?\}")
-# A citation: {cite:KEY} or {cite:KEY1,KEY2}, keys of derive.document.references.REFERENCES.
+# A citation: {cite:KEY} or {cite:KEY1,KEY2}, keys of derive.references.REFERENCES.
 _CITE = re.compile(r"\{cite:([^{}\n]+)\}")
 _STEP_KINDS = ("equation", "chain", "refutation", "classification")
 
@@ -351,13 +351,13 @@ class Document:
         return _CITE.sub(self._cite, _REF.sub(sub, text)) if text else text
 
     def _cite(self, m: re.Match) -> str:
-        from derive.document.references import REFERENCES, citation
+        from derive.references import REFERENCES, citation
 
         keys = [k.strip() for k in m.group(1).split(",")]
         unknown = [k for k in keys if k not in REFERENCES]
         if unknown:
             raise InputError(f"{self.slug}: the citation {m.group(0)} names {', '.join(map(repr, unknown))}, "
-                             f"which derive/document/references.py does not list")
+                             f"which derive/references.py does not list")
         self.cited.extend(k for k in keys if k not in self.cited)
         return citation(keys)
 

@@ -31,7 +31,7 @@ from derive.normalizers.algebra import (
 )
 from derive.normalizers.continuity import limit_at_infinity
 from derive.prove.memo import memoized, simplify
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.prove.sums import canon_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.routes import NO_VALUE, sympy_gave_up

@@ -67,7 +67,7 @@ class Normalizer:
     shift_effect: Callable | None = None  # (c, params) → (entry name, params) claimed equal
     token: Token | None = None  # a token of its own (key and value vectors in a spec)
     note: str = ""
-    sources: tuple[str, ...] = ()  # keys of derive.document.references: where the normalizer comes from
+    sources: tuple[str, ...] = ()  # keys of derive.references: where the normalizer comes from
     # A composition p_j = M_j·outer(p'_j, **params) with p' the weights of entry ``inner``
     # (checked by the provers before use, never assumed).
     inner: str | None = None

@@ -21,7 +21,7 @@ from derive.model.reductions import RowExtremum
 from derive.model.vectors import Dot, expand_dot
 from derive.prove.memo import memoized
 from derive.prove.sums import canon_sums
-from derive.prove.timeout import TimeLimit, time_limit
+from derive.timeout import TimeLimit, time_limit
 from derive.prove.sum_merge import merge_sums
 from derive.prove.verdict import PROVED, REFUTED, UNDECIDED, Verdict
 from derive.routes import sympy_gave_up

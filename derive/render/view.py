@@ -294,7 +294,7 @@ def view(doc, target: str) -> dict:
 
 def references(keys, target: str) -> list[dict]:
     """The References section: the works cited, sorted by the name they are cited by, then year."""
-    from derive.document.references import entry, ordered
+    from derive.references import entry, ordered
 
     return [{**e, "text": _text(e["text"], target)} for e in map(entry, ordered(keys))]
 
