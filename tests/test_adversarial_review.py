@@ -49,8 +49,8 @@ def test_domain_of_auto_evaluated_roots_and_logs(score, symbols, claim, truth):
 
 
 def test_the_domain_is_read_before_sympy_rewrites_it():
-    from derive.spec.parser import parse
-    from derive.spec.translate import bindings, translate
+    from derive.language.parser import parse
+    from derive.language.translate import bindings, translate
     import sympy as sp
 
     binds = bindings({"x": "scalar", "y": "scalar"})

@@ -128,7 +128,7 @@ FLOORS = (
     ("model", ("derive.model",)),  # the row, the mask, vectors
     ("numbers", ("derive.crosscheck",)),  # evaluation, instances, certified counterexamples
     ("proofs", ("derive.prove", "derive.certify")),  # verdicts: proved by rewriting (and its certificate), refuted by a counterexample
-    ("language", ("derive.spec.parser", "derive.spec.domain", "derive.spec.translate", "derive.flex")),
+    ("language", ("derive.language", "derive.flex")),
     ("rendering", ("derive.render",)),  # LaTeX, Markdown, figures
     ("normalizers", ("derive.normalizers", "derive.kernels")),
     ("documents", ("derive.document",)),

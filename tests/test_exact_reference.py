@@ -12,7 +12,7 @@ from derive.impl.exact.reference import exact_row
 from derive.normalizers.exact import CAP, Undecided
 from derive.normalizers.formula import compile_weight
 from derive.normalizers.registry import REGISTRY, from_formula
-from derive.spec.parser import ExprError
+from derive.language.parser import ExprError
 
 Z = "tests/zoo/forms.py:"
 UNDECIDED = ("no ball up to 16384 bits of precision encloses the exact value tightly (a difference that cancels "

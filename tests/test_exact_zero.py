@@ -12,7 +12,7 @@ import pytest
 from derive.normalizers.exact import Undecided
 from derive.normalizers.exact_zero import proved_zero
 from derive.normalizers.formula import compile_weight
-from derive.spec.parser import parse
+from derive.language.parser import parse
 
 HEAD = ("no ball up to 16384 bits of precision encloses the exact value tightly (a difference that cancels to every "
         "digit, or a kink's sign that no precision decides)")

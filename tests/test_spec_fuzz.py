@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from derive.claims.run import DEFAULT_CHECK, check_spec
 from derive.errors import InputError
 from derive.spec import parse_spec
-from derive.spec.parser import ExprError, parse
+from derive.language.parser import ExprError, parse
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -14,8 +14,8 @@ from derive.cli import main
 from derive.errors import InputError
 from derive.model import attention as A
 from derive.spec import parse_spec
-from derive.spec.parser import ExprError, parse
-from derive.spec.translate import bindings, translate
+from derive.language.parser import ExprError, parse
+from derive.language.translate import bindings, translate
 
 
 def verdicts(src: str) -> dict:
@@ -403,7 +403,7 @@ def test_a_claim_true_for_positive_scalars_is_never_refuted():
 
 
 def test_scientific_notation_tokens_and_columns():
-    from derive.spec.parser import Binary, Name, Num
+    from derive.language.parser import Binary, Name, Num
 
     assert parse("1e-30 + 2.5E3*x") == Binary(
         "+", Num("1e-30", 1), Binary("*", Num("2.5E3", 9), Name("x", 15), 14), 7)

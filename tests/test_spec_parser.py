@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from derive.spec.parser import LIMITS, Binary, Call, ExprError, Name, Num, Unary, parse
+from derive.language.parser import LIMITS, Binary, Call, ExprError, Name, Num, Unary, parse
 
 
 def test_precedence_and_associativity():

@@ -130,7 +130,7 @@ def _poles(ctx, claim) -> set[str]:
     """The symbols whose zero is a pole of the score, score2, the claim's EXPR or (for a claim on
     the outputs) the value as written: a divisor that is one symbol, which every proof keeps
     (derive.claims.score_domain leaves no claim proved where a divisor's zero is not a pole)."""
-    from derive.spec.translate import translate
+    from derive.language.translate import translate
 
     spec, out = ctx.spec, set()
     value = spec.value if claim.kind.startswith("output") else None

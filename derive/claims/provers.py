@@ -365,7 +365,7 @@ def _position_free(name: str) -> bool:
     """The normalizer's weights depend on the allowed scores in key order and their number only:
     its formula names no position (i, j, or t in a condition)."""
     from derive.normalizers.registry import get
-    from derive.spec.parser import Name, parse, walk
+    from derive.language.parser import Name, parse, walk
 
     formula = get(name).formula
     return bool(formula) and not any(isinstance(nd, Name) and nd.id in ("i", "j", "t") for nd in walk(parse(formula)))

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.spec.domain import _signed
-from derive.spec.translate import translate
+from derive.language.domain import _signed
+from derive.language.translate import translate
 
 __all__ = ["why_no_proof"]
 

@@ -22,8 +22,8 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from derive.model.vectors import VectorFunction, vector_function
-from derive.spec.parser import Binary, Call, Name, Unary
-from derive.spec.translate import scalar_function
+from derive.language.parser import Binary, Call, Name, Unary
+from derive.language.translate import scalar_function
 
 __all__ = ["ZERO", "mentions", "names_in", "substitution"]
 
@@ -110,7 +110,7 @@ def mentions(spec) -> set[str]:
     out |= set(spec.norm_args)
     token = _token(spec)
     if token is not None:  # the token's score reads the spec's names (q)
-        from derive.spec.parser import parse
+        from derive.language.parser import parse
 
         out |= names_in(parse(token.score)) - {token.key[0]}
     doc = _DOC.match(str(spec.mask))

@@ -22,7 +22,7 @@ import sympy as sp
 
 from derive.model.attention import j, mixed_output
 from derive.spec.load import Spec
-from derive.spec.translate import translate
+from derive.language.translate import translate
 
 __all__ = ["Variant", "fresh", "internal_parameter"]
 
@@ -98,7 +98,7 @@ class Variant:
         extra = None
         token = entry.token
         if token is not None and given:
-            from derive.spec.parser import parse
+            from derive.language.parser import parse
 
             key, value = token.key[0], token.value[0]
             binds = {**self.binds, key: self.binds[given[key]]}

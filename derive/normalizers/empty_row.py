@@ -24,7 +24,7 @@ import sympy as sp
 from derive.normalizers.symbolic_walk import SYMPY_FUNCTIONS
 from derive.prove.memo import simplifies_to_zero
 from derive.routes import NO_VALUE, sympy_gave_up
-from derive.spec.parser import Binary, Name, Num, Unary
+from derive.language.parser import Binary, Name, Num, Unary
 
 __all__ = ["ALWAYS", "NEVER", "UNKNOWN", "Condition", "empty_row"]
 

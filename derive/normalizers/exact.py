@@ -33,7 +33,7 @@ import sympy as sp
 from flint import arb, ctx
 
 from derive.normalizers.exact_zero import proved_zero, unproved
-from derive.spec.parser import Binary, Call, ExprError, Name, Num, Unary, walk
+from derive.language.parser import Binary, Call, ExprError, Name, Num, Unary, walk
 
 __all__ = ["CAP", "REDUCTIONS", "Ball", "Undecided", "Undefined", "adaptive", "condition", "keyless", "require", "sign",
            "to_arb", "to_mpf"]

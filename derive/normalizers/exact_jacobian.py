@@ -27,7 +27,7 @@ from flint import arb
 
 from derive.normalizers.exact import (REDUCTIONS, Ball, Undefined, _Imprecise, _rational, adaptive, same, sign, tight,
                                       to_mpf)
-from derive.spec.parser import Binary, Call, Name, Num, Unary
+from derive.language.parser import Binary, Call, Name, Num, Unary
 
 __all__ = ["Dual", "NotDifferentiable", "jacobian"]
 

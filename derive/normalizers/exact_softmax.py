@@ -24,7 +24,7 @@ from flint import arb, ctx
 
 from derive.normalizers.exact import CAP, Undecided, tight
 from derive.normalizers.family import recognise_formula
-from derive.spec.parser import Binary, Call, Name, walk
+from derive.language.parser import Binary, Call, Name, walk
 
 __all__ = ["BITS", "SoftmaxRow", "enclosed", "exps", "extra_of", "softmax_extra", "softmax_row"]
 

@@ -27,7 +27,7 @@ import sympy as sp
 
 from derive.normalizers.symbolic_walk import SymbolicWalk
 from derive.routes import NO_VALUE, sympy_gave_up
-from derive.spec.parser import Binary, Name, Num, Unary, walk
+from derive.language.parser import Binary, Name, Num, Unary, walk
 
 __all__ = ["MAX_NODES", "proved_zero", "unproved"]
 

@@ -36,8 +36,8 @@ from derive.normalizers.exact import (REDUCTIONS, Ball, Undecided, Undefined, ad
                                       sign, to_arb, to_mpf)
 from derive.normalizers.exact_softmax import softmax_extra, softmax_row
 from derive.normalizers.symbolic_walk import SymbolicWalk
-from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse, walk
-from derive.spec.translate import nearest
+from derive.language.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary, parse, walk
+from derive.language.translate import nearest
 
 __all__ = ["FUNCTIONS", "REDUCTIONS", "Formula", "compile_weight"]
 
@@ -197,7 +197,7 @@ def compile_weight(text: str, scalars: dict | None = None, score2: bool = False,
                    defaults: dict | None = None) -> Formula:
     """Check ``text`` and return its :class:`Formula`. ``scalars``: the declared scalar names
     (name → SymPy assumptions); ``score2``: whether y_j / y_t (a second score row) exist.
-    Raises :class:`~derive.spec.parser.ExprError` with the column of the first error."""
+    Raises :class:`~derive.language.parser.ExprError` with the column of the first error."""
     node = parse(text)
     scalars = dict(scalars or {})
     used: list[str] = []
@@ -209,7 +209,7 @@ def compile_weight(text: str, scalars: dict | None = None, score2: bool = False,
 
 
 def _mentions(node, names) -> bool:
-    from derive.spec.parser import walk
+    from derive.language.parser import walk
 
     return any(isinstance(nd, Name) and nd.id in names for nd in walk(node))
 

@@ -30,7 +30,7 @@ import sympy as sp
 from derive.model.attention import M, X, i, j, n, t
 from derive.model.reductions import RowMax
 from derive.normalizers.formula import Y, _Symbolic
-from derive.spec.parser import Binary, Call, Name, Unary, walk
+from derive.language.parser import Binary, Call, Name, Unary, walk
 
 __all__ = ["MSHIFT", "Overflow", "derive_overflow_free"]
 

@@ -30,7 +30,7 @@ import sympy as sp
 from derive.model.attention import X, i, j, t
 from derive.model.reductions import RowMax, RowMin
 from derive.normalizers.formula import _POS, REDUCTIONS, Y, Formula, _free, _safe, _sign, _Symbolic
-from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
+from derive.language.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["Dropped", "domain", "dropped", "over", "text", "why_no_proof"]
 

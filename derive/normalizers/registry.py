@@ -219,7 +219,7 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
 def _scalar_names(formula: str) -> dict:
     """Every name of ``formula`` that is not part of the language: its parameters (real)."""
     from derive.normalizers.formula import FUNCTIONS, REDUCTIONS
-    from derive.spec.parser import Name, parse, walk
+    from derive.language.parser import Name, parse, walk
 
     reserved = {"x_j", "x_t", "y_j", "y_t", "n", "i", "j", "t", *FUNCTIONS, *REDUCTIONS}
     return {nd.id: {} for nd in walk(parse(formula)) if isinstance(nd, Name) and nd.id not in reserved}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import mpmath
 
 from derive.normalizers.exact import REDUCTIONS, Undecided, Undefined, keyless
-from derive.spec.parser import Binary, Call, Num, Unary, walk
+from derive.language.parser import Binary, Call, Num, Unary, walk
 
 __all__ = ["kink_distances", "kink_rows", "kinked", "scales"]
 

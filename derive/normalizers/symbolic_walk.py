@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.spec.parser import Binary, Call, Name, Num, Unary
+from derive.language.parser import Binary, Call, Name, Num, Unary
 
 __all__ = ["SYMPY_FUNCTIONS", "SymbolicWalk"]
 

@@ -1,8 +1,6 @@
-"""Variant specs: TOML loading, the expression parser, names and kinds.
+"""Variant specs: TOML loading, names and kinds (the expression language is :mod:`derive.language`).
 
-The loader's names are imported on first use: the expression parser (:mod:`derive.spec.parser`),
-which the normalizers' formula language is built on, is imported without the loader, which
-itself reads the normalizer registry.
+The loader's names are imported on first use: it reads the normalizer registry.
 """
 
 from derive.lazy import exports

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from derive.errors import InputError
 from derive.spec.claim_kinds import CLAIM_ARGS, EXPECTATIONS
-from derive.spec.parser import ExprError, Node, parse
+from derive.language.parser import ExprError, Node, parse
 from derive.spec.positions import key_positions
-from derive.spec.translate import (
+from derive.language.translate import (
     BROKEN,
     BUILTINS,
     DECLARABLE,
@@ -237,7 +237,7 @@ def _per_head_names(errs: _Errors, symbols: dict, per_head: set) -> None:
 
 def _domains(errs: _Errors, mask, binds: dict, nodes: list) -> None:
     """An expression defined in no row (its domain fails at a key every row allows) is bad input."""
-    from derive.spec.domain import undefined_on_diagonal
+    from derive.language.domain import undefined_on_diagonal
 
     for key, node in nodes:
         if node is None:
@@ -295,7 +295,7 @@ def _symbols(errs: _Errors, table: dict) -> tuple[dict[str, str], list[str]]:
 def _name_errors(node, binds: dict):
     """(message, column) for every undeclared name and unknown function of a parsed expression, in
     the order written: translation stops at its first error, these are all reported."""
-    from derive.spec.parser import Binary, Call, Name, Unary
+    from derive.language.parser import Binary, Call, Name, Unary
 
     if isinstance(node, Name):
         if node.id not in binds and node.id not in BUILTINS:
@@ -395,7 +395,7 @@ def _user_normalizer(errs: _Errors, table: dict, symbols: dict, score2: bool, fi
     :func:`derive.normalizers.registry.user_entry`); (its registry name, its parameters)."""
     from derive.normalizers.formula import compile_weight
     from derive.normalizers.registry import user_entry
-    from derive.spec.translate import SCALAR_ASSUMPTIONS
+    from derive.language.translate import SCALAR_ASSUMPTIONS
 
     ok = True
     for key in table:

@@ -38,7 +38,7 @@ def sign(p, fields: dict, syms: dict, c):
 def logit(p, fields: dict, syms: dict, c):
     """The definition with its one extra logit (a parameter) multiplied by c."""
     from derive.impl.faults.rewrite import exp_calls
-    from derive.spec.parser import Name
+    from derive.language.parser import Name
 
     if fields.get("where", "sink logit") != "sink logit":
         return None
@@ -53,7 +53,7 @@ def units(p, fields: dict, syms: dict, c):
     """A factor c on the extra logit (as :func:`logit`), or on every score where each score is an
     exponent itself: the definition at c·x."""
     from derive.impl.faults.rewrite import exp_calls
-    from derive.spec.parser import Name
+    from derive.language.parser import Name
 
     if fields.get("where", "sink logit") == "sink logit":
         return logit(p, fields, syms, c)

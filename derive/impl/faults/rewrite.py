@@ -1,7 +1,7 @@
 """Rewriting a normalizer's weight formula: the pieces the fault models are made of.
 
 A fault model (:mod:`derive.impl.faults.row`) is a transformation of a weight formula (the tree of
-:mod:`derive.spec.parser` that :mod:`derive.normalizers.formula` compiles): the scores shifted
+:mod:`derive.language.parser` that :mod:`derive.normalizers.formula` compiles): the scores shifted
 by a stand-in ``m`` that the terms free of the scores do not get, an exponential's argument
 multiplied by a unit factor, a clip or a cap dropped. This module finds those parts in a tree
 (:func:`extra_terms`, :func:`exp_calls`), rebuilds a tree with some replaced (:func:`replace`),
@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import sympy as sp
 
-from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
+from derive.language.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["SCORES", "exp_calls", "extra_terms", "formula_of", "has_score", "in_dtype", "replace", "show"]
 

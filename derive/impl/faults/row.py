@@ -29,7 +29,7 @@ from derive.impl.faults import closed as closed_forms
 from derive.impl.faults.rewrite import SCORES, exp_calls, extra_terms, formula_of, has_score, in_dtype, replace, show
 from derive.kernels.faults import by_key as kernel_fault
 from derive.normalizers.exact import Undecided
-from derive.spec.parser import Binary, Call, Name, Num, Unary, walk
+from derive.language.parser import Binary, Call, Name, Num, Unary, walk
 
 __all__ = ["FAULTS", "Fault", "Parts", "parts", "pretty", "variants"]
 

@@ -17,8 +17,8 @@ import sympy as sp
 from derive.model import attention as A
 from derive.model.tables import HEAD
 from derive.model.vectors import Dot, Rot, VectorBase, VectorSymbol, vector_function
-from derive.spec.domain import nowhere_real
-from derive.spec.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
+from derive.language.domain import nowhere_real
+from derive.language.parser import COMPARISONS, LIMITS, Binary, Call, ExprError, Name, Node, Num, Unary
 from derive.routes import NO_VALUE
 
 __all__ = [

@@ -41,7 +41,7 @@ _NEEDS = {"nonzero": "a divisor", "positive": "the argument of log", "nonnegativ
 
 def undefined_on_diagonal(guards: list, mask) -> str | None:
     """Why an expression is undefined in *every* row, or ``None``: a guard of its domain (see
-    :func:`derive.spec.translate.translate`) fails for every value at a key the mask allows in
+    :func:`derive.language.translate.translate`) fails for every value at a key the mask allows in
     every row — the key j = i (none, causal, the windows, prefix_lm, document(IDS), a mask_mod
     whose condition holds at j = i) or the first key j = 1 (none, causal, prefix_lm: every row
     sees it). Then no row's weights are defined: ``(i - j)/(i - j)`` under a causal mask, or
