@@ -25,7 +25,7 @@ import numpy as np
 
 from derive.impl.numbers import listed, num
 
-__all__ = ["KERNEL_CLASSES", "RULE", "admitted", "unjudged_classes", "verdict", "cell", "class_lines", "file_failure", "prepare", "record_call",
+__all__ = ["KERNEL_CLASSES", "RULE", "admitted", "unjudged_classes", "verdict", "cell", "class_lines", "file_failure", "overall", "prepare", "record_call",
            "calls_classes", "row_class", "row_classes", "status"]
 
 INF = math.inf
@@ -235,6 +235,13 @@ def verdict(failed: bool, judged: dict, unjudged: dict) -> str:
     if failed:
         return "disagrees"
     return "undecided" if unjudged_classes(judged, unjudged) else "agrees"
+
+
+def overall(verdicts) -> str:
+    """The verdict of a report from those of its dtypes (:func:`verdict`): disagrees if one does,
+    else undecided if one is, else agrees."""
+    verdicts = list(verdicts)
+    return next((v for v in ("disagrees", "undecided") if v in verdicts), "agrees")
 
 
 def _six(v) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from derive.impl.cases.attention import CLASSES
 from derive.impl.judge.attention import Failure, _n
-from derive.impl.judge.classes import RULE, cell, status, unjudged_classes
+from derive.impl.judge.classes import RULE, cell, overall, status, unjudged_classes
 
 __all__ = ["AttentionReport", "class_table"]
 
@@ -36,8 +36,7 @@ class AttentionReport:
 
     @property
     def verdict(self) -> str:
-        verdicts = [r.verdict for r in self.results]
-        return next((v for v in ("disagrees", "undecided") if v in verdicts), "agrees")
+        return overall(r.verdict for r in self.results)
 
     def exit_code(self) -> int:
         return 0 if self.agrees else 1

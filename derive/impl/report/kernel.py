@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from derive.impl.judge.classes import class_lines, unjudged_classes
+from derive.impl.judge.classes import class_lines, overall, unjudged_classes
 from derive.impl.judge.kernel import KernelFailure
 from derive.impl.faults.kernel_diagnose import KERNEL_TOLERANCE_RULE, KernelDiagnosis
 from derive.impl.cases.kernel import FIXED_LISTS, HEADS, SINK_VALUES
@@ -47,8 +47,7 @@ class KernelReport:
 
     @property
     def verdict(self) -> str:
-        verdicts = [r.verdict for r in self.results]
-        return next((v for v in ("disagrees", "undecided") if v in verdicts), "agrees")
+        return overall(r.verdict for r in self.results)
 
     def exit_code(self) -> int:
         return 0 if self.agrees else 1
