@@ -247,8 +247,13 @@ form the inputs Hypothesis draws are classed by their failing row (short finite,
 masked entries, long: disjoint), and a fixed row belongs to each of fully masked, some entries
 masked, extreme and long that it is. The first
 failure found is the one the report details and diagnoses, as before; the exit status is 1
-when any class fails. When the function raises on a later input after a failure, the list
-stops there and the report says so (the verdict stands).
+when any class fails. In the attention form a call on which the kernel raises, or whose process
+is killed by a signal, is that call's failure like a wrong output: the report shows the exception
+and the kernel's own line it came from (the error of a torch kernel, not that of the first call
+with numpy arrays), and every other call still runs, so a kernel that raises past 1024 keys or
+crashes in float32 is reported as failing there and passing the rest. In the row and kernel
+forms, when the function raises on a later input after a failure, the list stops there and the
+report says so (the verdict stands).
 
 ## Contracts: `--assume`
 

@@ -330,14 +330,14 @@ output. Whatever the code does, it cannot fake a verdict or corrupt the report:
 | your code… | derive |
 |---|---|
 | calls `sys.exit(n)` (at import or in a call) | exit 2: `… called sys.exit(n) while being imported` (or `while being called on …`) |
-| calls `os._exit`, crashes or is killed | exit 2: `the process running … ended with exit status …` / `was killed by SIGKILL` |
+| calls `os._exit`, crashes or is killed | exit 2: `the process running … ended with exit status …` / `was killed by SIGKILL`; in the attention form a call killed by a signal (SIGABRT, SIGSEGV, …) is the failure of that call's classes instead, the code is imported afresh and the other calls still run |
 | takes longer than `--timeout SECONDS` (default {DEFAULT_TIMEOUT:g}) for one import or one call | the child is killed; exit 2: `… did not finish within the timeout …` |
 | writes to file descriptor 1 (standard output) | exit 2: `… wrote to standard output (file descriptor 1) …` |
 | calls `print()` | allowed: it goes to standard error |
 | returns something that is not a numpy array or torch tensor of the input's shape | exit 2, naming the type or the shape received |
 | returns complex numbers | a disagreement (weights are real), stated once |
 | changes its input array in place | a one-line warning in the report |
-| raises on a valid input | exit 2, with the exception and the (shrunk) input |
+| raises on a valid input | exit 2, with the exception and the (shrunk) input; in the attention form the failure of that call's classes (the exception and the line of your code it came from), and the other calls still run |
 
 Exit 2 always comes with one line on standard error and nothing on standard output, so a
 CI gate that reads `--format json` never sees a truncated report or a zero exit from a

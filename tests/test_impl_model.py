@@ -255,8 +255,9 @@ def test_a_kernel_asserting_d_at_least_64_needs_no_adapter(tmp_path):
     report = attention(f"{code}:attend", assume=["min-head-dim=64", "head-dim-multiple=64"])
     assert report.agrees and report.results[0].coverage.as_json()["head_dims"] == [64, 128]
     assert "head dimensions are at least 64; head dimensions are multiples of 64" in report.to_markdown()
-    with pytest.raises(InputError, match="raised AssertionError: head dim"):  # without it: d = 16 is valid
-        attention(f"{code}:attend")
+    free = attention(f"{code}:attend")  # without it, d = 16 is valid: the assertion is the kernel's failure
+    assert free.verdict == "disagrees" and free.results[0].failures["finite"].what == "raised"
+    assert "- the kernel raised `AssertionError: head dim (at d64.py:6, in attend)`" in free.to_markdown()
 
 
 @pytest.mark.slow
@@ -412,3 +413,54 @@ def test_the_dv_floor_scales_with_the_cotangents_a_flushed_subnormal_weight_mult
     assert checker.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, 1)) is None
     got["dv"][0, 0, 1, 0] = -4 * 2.0**-126
     assert checker.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, 1)) is not None
+
+
+# ---- a raise or a crash is the failure of its input; the rest is still reported -------------------------
+
+BROKEN = "tests/zoo/attention_broken.py:"
+
+
+def test_a_kernel_raising_past_1024_keys_fails_there_and_passes_the_rest():
+    report = attention(BROKEN + "raises_past_1024", dtypes=("float64", "float32"))
+    assert report.verdict == "disagrees" and report.exit_code() == 1
+    for r in report.results:
+        assert set(r.failures) == {"very-long"}  # filed there; long rows and the rest fail with it
+        f = r.failures["very-long"]
+        assert (f.what, f.case.N) == ("raised", 1025)
+        assert f.note == "RuntimeError: at most 1024 keys, got 1025 (at attention_broken.py:29, in raises_past_1024)"
+        assert {"finite", "scores", "late", "layout"} <= {c for c in r.per_class if c not in r.failed_in}
+    md = report.to_markdown()
+    assert "| finite rows (one batch, one head, dense q and k, none of the features below) | passes (4) | passes (4) |" \
+        in md
+    assert "- the kernel raised `RuntimeError: at most 1024 keys, got 1025 (at attention_broken.py:29, in " \
+           "raises_past_1024)`" in md
+    assert report.as_json()["results"][0]["failures"]["very-long"]["what"] == "raised"
+
+
+def test_a_kernel_crashing_in_float32_is_reported_with_float64_agreeing():
+    report = attention(BROKEN + "aborts_in_float32", dtypes=("float64", "float32"))
+    f64, f32 = report.results
+    assert (f64.verdict, f32.verdict, report.verdict) == ("agrees", "disagrees", "disagrees")
+    assert f32.failures and all(f.what == "crashed" for f in f32.failures.values())
+    assert f32.failures["finite"].note == "the process running it was killed by SIGABRT"
+    assert "- the kernel crashed: the process running it was killed by SIGABRT" in report.to_markdown()
+
+
+def test_an_exit_or_a_hang_is_still_a_usage_error_and_no_verdict(tmp_path):
+    code = tmp_path / "leaves.py"
+    code.write_text("import sys, time\n\ndef exits(q, k, v, *, scale):\n    sys.exit(0)\n\n"
+                    "def hangs(q, k, v, *, scale):\n    time.sleep(60)\n")
+    with pytest.raises(InputError, match=r"exits called sys.exit\(0\) while being called in attention form"):
+        attention(f"{code}:exits")
+    with pytest.raises(InputError, match="did not finish within the timeout of 2 s"):
+        check_implementation(f"{code}:hangs", "softmax", form="attention", dtypes=("float64",), examples=0,
+                             timeout=2.0, attention={"layout": "bhnd", "out_layout": None, "scale": None,
+                                                     "causal": False, "start_q": None, "window": 0,
+                                                     "mask_value": "-inf", "backward": False, "kw_names": {}})
+
+
+def test_the_kernels_own_error_is_shown_when_numpy_arrays_make_it_raise_too():
+    require_module("torch", "a torch kernel")
+    report = attention("tests/zoo/attention_torch.py:needs_two_keys")
+    f = report.results[0].failures["finite"]
+    assert f.note.startswith("ValueError: this kernel needs two keys or more (at attention_torch.py:")

@@ -41,7 +41,9 @@ command that does is `derive check` on a spec with score_mod/mask_mod). Your cod
 prints the report: if it exits (sys.exit, os._exit), is killed, takes longer than
 --timeout seconds for one import or call, writes to file descriptor 1 (stdout), or
 returns something that is not an array of the input's shape, derive stops it and exits 2
-with one line saying what happened (print() output goes to stderr).
+with one line saying what happened (print() output goes to stderr). In the attention form a
+call on which the code raises or is killed by a signal is instead that call's failure (the
+exception and the line of your code it came from), and the other calls still run.
 
 TARGET is FILE.py:FUNCTION or package.module:FUNCTION. The function takes an array of
 scores (numpy or torch, detected) and returns the weights along --dim; it may also take
@@ -120,7 +122,7 @@ Exit status: 0 the implementation agrees on every tested input, 1 it disagrees o
 undecided (a row could not be judged: its exact value out of reach, or its tolerance so
 wide that no output could fail it),
 2 bad usage or no verdict (unknown normalizer, TARGET cannot be imported; the function
-raises on a valid input, exits, hangs, writes to stdout or returns a wrong type or shape),
+raises on a valid input (row and kernel forms), exits, hangs, writes to stdout or returns a wrong type or shape),
 3 an internal error of derive (its own engine failed: no verdict; the exception is named and
 asks to be reported)."""
 

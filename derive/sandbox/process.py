@@ -24,10 +24,20 @@ import numpy as np
 from derive.errors import InputError
 from derive.sandbox.child import KINDS
 
-__all__ = ["RUNNER", "Worker", "decode"]
+__all__ = ["RUNNER", "Crashed", "Worker", "decode"]
 
 RUNNER = Path(__file__).with_name("child.py")
 _BOOT = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+
+
+class Crashed(InputError):
+    """The child was killed by a signal while it ran the user's code (SIGABRT, SIGSEGV, ...): a
+    usage error where nothing else can be said, and a failure of the input it was given where a
+    check can name that input (the attention form: :mod:`derive.impl.judge.attention`)."""
+
+    def __init__(self, message: str, signal_name: str):
+        super().__init__(message)
+        self.signal = signal_name
 
 
 def _signal_name(num: int) -> str:
@@ -148,8 +158,8 @@ class Worker:
         self.relay()
         self.close()
         if code is not None and code < 0:
-            raise InputError(f"the process running {self.name} was killed by {_signal_name(-code)} while "
-                             f"{doing}; no verdict")
+            raise Crashed(f"the process running {self.name} was killed by {_signal_name(-code)} while "
+                             f"{doing}; no verdict", _signal_name(-code))
         raise InputError(f"the process running {self.name} ended with exit status {code} while {doing} "
                          f"(os._exit or a crash); no verdict")
 

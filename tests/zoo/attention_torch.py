@@ -19,6 +19,8 @@ one-line one.
   ``--gqa``: ``enable_gqa`` is passed where k and v have fewer heads).
 * ``flex``: PyTorch's FlexAttention with a block mask (``--mask block-mask``), and ``flex_mod``, the
   same from a ``mask_mod`` (``--mask mask-mod``).
+* ``needs_two_keys``: raises its own error on a call of one key; the first call (numpy arrays, to
+  detect the API) raises in ``torch.matmul`` too, and the report shows the kernel's error.
 """
 
 from __future__ import annotations
@@ -82,3 +84,10 @@ def flex_mod(q, k, v, *, scale, mask_mod=None):
     B, _, M, _ = q.shape
     block = None if mask_mod is None else create_block_mask(mask_mod, B, None, M, k.shape[2], device="cpu")
     return flex(q, k, v, scale=scale, block_mask=block)
+
+
+def needs_two_keys(q, k, v, *, scale):
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if k.shape[-2] < 2:
+        raise ValueError("this kernel needs two keys or more")
+    return torch.softmax(s, dim=-1) @ v

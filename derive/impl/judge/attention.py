@@ -18,6 +18,7 @@ from derive.impl.exact.reference import exact_attention
 from derive.impl.judge.classes import file_failure, verdict
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.run.target import ImplRaised
+from derive.sandbox.process import Crashed
 
 __all__ = ["AttentionChecker", "Coverage", "DtypeResult", "Failure", "search_attention"]
 
@@ -46,6 +47,12 @@ class Failure(Counterexample):
 def _fail(dtype, case, what, where, y, p, error, bound, row, note="") -> Failure:
     return Failure(dtype=dtype, cls=case.cls, case=case, what=what, where=where, output=[y], exact=[p],
                    errors=[error], bounds=[bound], row=row, note=note)
+
+
+def _broke(dtype, case, what: str, text: str) -> Failure:
+    """The failure of a case on which the kernel raised (``what`` "raised": ``text`` its exception)
+    or crashed ("crashed": the signal that killed it): no output, so nothing to compare."""
+    return _fail(dtype, case, what, (), math.nan, math.nan, INF, 0.0, [], text)
 
 
 def _j(v):
@@ -133,7 +140,6 @@ class DtypeResult:
     failures: dict = field(default_factory=dict)  # class → the first Failure filed under it (RULE)
     failed_in: dict = field(default_factory=dict)  # class → the class its first failing case is filed under
     returned: str = ""
-    stopped: str = ""  # the function raised on a later case after a failure
     searched: int = 0  # calls the search made after the fixed list (with shrinking)
     vacuous_rows: int = 0  # passing rows whose bound could not fail (Tolerance.vacuous): not judged
     vacuous_reason: str = ""  # why, for the first of them
@@ -421,6 +427,18 @@ class AttentionChecker:
                     return _fail(tol.dtype, case, "dsinks", (h,), y[h], value[h], err, bound, [])
         return None
 
+    def attempt(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
+        """:meth:`run_case`, with a raise or a crash of the kernel as the case's failure (a crash
+        restarts the worker, so the cases after it still run)."""
+        try:
+            return self.run_case(case, tol, rounder)
+        except ImplRaised as exc:
+            return _broke(tol.dtype, case, "raised", str(exc)), 0, "", (0, "")
+        except Crashed as exc:
+            self.target.restart()
+            return _broke(tol.dtype, case, "crashed", f"the process running it was killed by {exc.signal}"), 0, "", \
+                (0, "")
+
     def run(self, tol, rounder, case_list, budget: int = 0) -> DtypeResult:
         """The fixed list, every case; then, when every case passed, ``budget`` searched calls."""
         res = DtypeResult(tol.dtype)
@@ -428,24 +446,16 @@ class AttentionChecker:
             members = case_classes(case, self.setup)
             if all(cls in res.failed_in for cls in members):
                 continue  # every class of it already fails, with a smaller counterexample
-            try:
-                fail, rows, returned, vacuous = self.run_case(case, tol, rounder)
-            except ImplRaised as exc:
-                if res.failures:  # after a failure the verdict stands: say where the list stopped
-                    res.stopped = f"it raised {exc} on {case.describe()}"
-                    break
-                raise InputError(f"{self.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
-                                 f"({case.describe()})") from None
+            fail, rows, returned, vacuous = self.attempt(case, tol, rounder)
             res.record(case, members, fail, rows, returned, vacuous=vacuous)
-        if budget > 0 and not res.failures and not res.stopped:
+        if budget > 0 and not res.failures:
             search_attention(self, tol, rounder, res, budget)
         return res
 
 
-
 def search_attention(checker, tol, rounder, res, budget: int) -> None:
-    """Search ``budget`` drawn calls (and Hypothesis's shrinking) for a failing one; file the
-    simplest found under its classes, ``source`` "search"."""
+    """Search ``budget`` drawn calls (and Hypothesis's shrinking) for a failing one (a raise or a
+    crash counts); file the simplest found under its classes, ``source`` "search"."""
     aborted: list = []
 
     def fails(case) -> bool:
@@ -454,9 +464,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
         res.searched += 1
         res.coverage.add(case)
         try:
-            fail = checker.run_case(case, tol, rounder)[0]
-        except ImplRaised:
-            return True  # shrunk like a failure; the call below raises it on the simplest case
+            fail = checker.attempt(case, tol, rounder)[0]
         except InputError as exc:  # the worker is gone, or bad output: no more calls
             aborted.append(exc)
             return False
@@ -467,11 +475,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
         raise aborted[0]
     if found is None:
         return
-    try:
-        fail, rows, returned, _ = checker.run_case(found, tol, rounder)
-    except ImplRaised as exc:
-        raise InputError(f"{checker.target.name} raised {exc} on a valid {tol.dtype} input in attention form "
-                         f"({found.describe()}), found by the search") from None
+    fail, rows, returned, _ = checker.attempt(found, tol, rounder)
     if fail is None:  # the function answered differently on the same call: no verdict on it
         raise InputError(f"{checker.target.name} is not deterministic: the {tol.dtype} call {found.describe()} "
                          f"failed once and passed when repeated; no verdict")

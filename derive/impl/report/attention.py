@@ -130,9 +130,6 @@ def class_table(results, skipped) -> list[str]:
         lines += [RULE, ""]
     for cls, why in skipped.items():
         lines.append(f"- not tested, {CLASSES[cls]}: {why}")
-    for r in results:
-        if r.stopped:
-            lines.append(f"- the cases stopped early ({r.dtype}): {r.stopped}; the cases after it were not run")
     if skipped:
         lines.append("")
     return lines
@@ -145,9 +142,12 @@ def _failure_lines(dtype: str, f: Failure) -> list[str]:
     found = ("Smallest counterexample" if f.source == "fixed list" else
              "Counterexample found by the search (the simplest call Hypothesis shrank it to)")
     lines = [f"#### Fails: {CLASSES[f.cls]} ({dtype})", "",
-             f"{found}: {f.case.describe()}.", "",
-             f"- {f.what} at {where}: returned `{_n(f.output[0])}`, exact `{_n(f.exact[0])}`, error "
-             f"`{_n(f.errors[0])}` (allowed `{_n(f.bounds[0])}`)"]
+             f"{found}: {f.case.describe()}.", ""]
+    if f.what in ("raised", "crashed"):  # no output to compare: what happened is the failure
+        lines += [f"- the kernel raised `{f.note}`" if f.what == "raised" else f"- the kernel crashed: {f.note}", ""]
+        return lines
+    lines.append(f"- {f.what} at {where}: returned `{_n(f.output[0])}`, exact `{_n(f.exact[0])}`, error "
+                 f"`{_n(f.errors[0])}` (allowed `{_n(f.bounds[0])}`)")
     for fault in f.faults:
         lines.append(f"- matches the known fault **{fault.title}**: {fault.does}; it computes {fault.computes}. "
                      f"Fix: {fault.fix}")

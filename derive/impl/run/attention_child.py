@@ -23,7 +23,10 @@ conversion serve every form. Two requests:
 from __future__ import annotations
 
 import inspect
+import os
 import sys
+import traceback
+import types
 import warnings
 
 import numpy as np
@@ -104,12 +107,44 @@ def _run(target, api, q, k, v, kw, dtype, cot):
         try:
             y = target.fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
-            raise H["Raised"](H["brief"](exc)) from None
+            raise H["Raised"](H["brief"](exc) + _where(exc, target.fn)) from None
     return y, args, kwargs, before
 
 
+def _home(fn) -> str:
+    """The folder of the file ``fn`` is written in ("" for a builtin)."""
+    try:
+        path = inspect.getsourcefile(inspect.unwrap(fn))
+    except (TypeError, ValueError):
+        return ""
+    return os.path.dirname(os.path.abspath(path)) if path else ""
+
+
+def _where(exc, fn) -> str:
+    """`` (at FILE:LINE, in NAME)``: the last frame of the traceback in the kernel's own folder (else
+    the last frame below this file's call), so the report points at the kernel's line, not at
+    numpy's or torch's."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # the first is _run's call of fn
+    home = _home(fn)
+    own = [f for f in frames if home and os.path.abspath(f.filename).startswith(home + os.sep)]
+    f = (own or frames or [None])[-1]
+    return "" if f is None else f" (at {os.path.basename(f.filename)}:{f.lineno}, in {f.name})"
+
+
+def _uses_torch(fn) -> bool:
+    """Whether the module ``fn`` is defined in holds torch or something of it (``import torch``,
+    ``from torch.nn import functional as F``): a torch kernel, whose own error is the one to show
+    when numpy arrays made it raise too."""
+    module = sys.modules.get(getattr(inspect.unwrap(fn), "__module__", None) or "")
+    for value in vars(module).values() if module is not None else ():
+        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        if isinstance(name, str) and name.split(".")[0] == "torch":
+            return True
+    return False
+
+
 def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
-    first = None
+    first = None  # the numpy attempt's exception, unless the kernel is torch's and torch raised too
     for name in [api] if api else ["numpy", "torch"]:
         if name == "torch" and not api and H["_torch"]() is None:
             continue  # torch is imported only when numpy did not serve, and only if installed
@@ -118,7 +153,7 @@ def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
         try:
             y, args, kwargs, before = _run(target, name, q, k, v, kw, dtype, cot if name == "torch" else None)
         except H["Raised"] as exc:
-            first = first or exc
+            first = exc if first is None or (name == "torch" and _uses_torch(target.fn)) else first
             continue
         # a function that returns torch tensors imported torch itself: no import needed to tell
         torch = sys.modules.get("torch") if name == "numpy" else None

@@ -104,6 +104,14 @@ class Target:
     extra: dict = field(default_factory=dict)
     held: list = field(default_factory=list)  # keys of the value arrays the worker keeps (oldest first)
     shared: bool = False  # the worker goes back to one_worker()'s block when the check ends
+    loaded: tuple = ()  # how :func:`load` started it: what :meth:`restart` repeats
+
+    def restart(self) -> None:
+        """A new worker with the target imported afresh, after the last one crashed (its API as
+        detected before): the calls after a crash run as if the check had started there."""
+        self.stop()
+        fresh = load(*self.loaded)
+        self.worker, fresh.worker = fresh.worker, None
 
     def call(self, x: np.ndarray, dtype: str, dim: int, mask=None, params=None, grad=None):
         """Output as float64 numpy (and, with ``grad`` weights c, d⟨c, y⟩/dx).
@@ -225,6 +233,7 @@ def load(fn_or_spec, name: str, params: tuple[str, ...], dim: int, dtype: str,
         raise InputError(message if message.startswith("cannot") else f"{name} {message}")
     info = reply[1]
     return Target(name=name, worker=worker, shared=shared, api=info["api"],
+                  loaded=(fn_or_spec, name, params, dim, dtype, timeout, form, env, heads),
                   keywords=None if info["keywords"] is None else set(info["keywords"]),
                   dim_kw=info["dim_kw"], takes_mask=info["takes_mask"], param_kws=tuple(info["param_kws"]),
                   extra={"signature": info.get("signature")} if form == "attention" else {})
