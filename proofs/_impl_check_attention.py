@@ -12,12 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from derive.impl.api import check_implementation
-from derive.impl.forms.attention import ROLE_NAMES
+from derive.impl.forms.attention import ROLE_NAMES, kernel_extra
+from derive.impl.judge.attention import GENERIC_ENTRIES
+from derive.normalizers.registry import REGISTRY
 from derive.impl.cases.attention import CLASSES, Setup
 from derive.impl.cases.fixed import cases
 from derive.impl.cases.masks import KEY_MASKS, MASK_FORMS
 from derive.impl.cases.attention_search import SEARCH_LONG_N, SEARCH_MAX_N
 from derive.impl.cases.kernel import SEARCH_EXAMPLES
+from derive.impl.cases.rows import param_sets
 from derive.impl.cases.contract import ITEMS, ROW_FORM_ITEMS, parse_contract
 from derive.impl.judge.classes import KERNEL_CLASSES, RULE
 
@@ -99,6 +102,9 @@ def attention_section(directory: str, demote, ran: list | None = None) -> str:
     key_masks = "; ".join(KEY_MASKS[k] for k in ("keys", "rows", "padding", "prefix", "document"))
     mask_forms = "\n".join(f"| `{name}` | {text} |" for name, text in MASK_FORMS.items())
     roles = "\n".join(f"| {role} | " + ", ".join(f"`{n}`" for n in names) + " |" for role, names in ROLE_NAMES.items())
+    generic = ", ".join(f"`{name}`" for name, entry in REGISTRY.items() if kernel_extra(entry) == (True, "generic"))
+    pairs = f"2^{GENERIC_ENTRIES.bit_length() - 1}"
+    caps = ", ".join(f"{c['c']:g}" for c in param_sets(REGISTRY["softcap"], ("c",), "edge"))
     items = "\n".join(f"| `{item}` | {text} |" for item, text in ITEMS.items())
     attention_classes = "\n".join(f"- {title}" for title in CLASSES.values())
     fault_table = _fault_table()
@@ -126,6 +132,22 @@ takes it; the tile size and the split count are varied when it takes them. A req
 of no known role is an error (exit 2) that names it. With `--backward` (torch functions) the
 gradients of ⟨out, g⟩ with respect to q, k, v and the sinks are taken by torch autograd in the
 child and compared with the exact ones; a sink that gets no gradient fails.
+
+### Every normalizer
+
+The softmax family (softmax, softmax₁, the sinks, the zero token) is checked with its extra
+logit and its log-sum-exp, forward and backward. Every other normalizer, a user-defined one
+(`--as FILE.toml`) included, is checked forward: {generic}. Its parameters are keywords of the
+kernel, by their own name or the one `--kw PARAM=NAME` gives (FlashAttention's cap:
+`--kw c=softcap`); the calls take the entry's edge values in turn (softcap's c = {caps}), or
+the one `--param` fixes, which is also how a value built into the kernel is stated. Each output
+is compared with Σ_j p_j v_j, the weights p enclosed from the normalizer's formula in arb balls on
+the exact scores (a sum or product over the keys before or after the key, as in stick-breaking,
+costs one pass over the row); a call of more than {pairs} query–key pairs is judged on every k-th
+query and its last 8. A score transform such as soft-capping belongs to the normalizer: a kernel
+that caps q·k before the scale fails (`tests/zoo/attention_normalizers.py`). Refused, with the
+reason: a token with a value of its own (`bias_kv`: no keyword passes v*) and a second score
+(`y_j`: no kernel computes it).
 
 ### One call model
 

@@ -201,7 +201,9 @@ def test_layouts_round_trip(axes):
 
 @pytest.mark.parametrize("args, message", [
     (["--layout", "bxnd"], "--layout 'bxnd': a layout names the axes"),
-    (["--kw", "temperature=t"], "--kw 'temperature=t': expected ROLE=NAME"),
+    (["--kw", "temperature=t"], "--kw temperature=t: temperature is neither a role (scale, causal, mask, sinks, "
+                                "start_q, window, block, splits, gqa) nor a parameter of the normalizer"),
+    (["--kw", "scale=2x"], "--kw 'scale=2x': expected ROLE=NAME"),
     (["--assume", "finite-sinks=20:-20"], "--assume 'finite-sinks=20:-20': the range 20:-20 is empty"),
     (["--assume", "blocks=pow2"], "--assume 'blocks=pow2': unknown item 'blocks'"),
     (["--start-q", "later"], "--start-q expects a whole number or end"),

@@ -113,7 +113,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     try:
         if form == "attention":
             report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
-                                     examples=searched, thin=interpreted(env, fn_or_spec), **(attention or {}))
+                                     examples=searched, thin=interpreted(env, fn_or_spec), params=dict(params or {}),
+                                     **(attention or {}))
         elif form != "row":
             for tol in tols:
                 if target.api == "numpy" and not tol.numpy:

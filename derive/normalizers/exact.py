@@ -94,6 +94,15 @@ def keyless(node) -> bool:
     return not any(isinstance(nd, Name) and nd.id in ("j", "x_j", "y_j") for nd in walk(node))
 
 
+def _scanned(fn: str, args) -> bool:
+    """Is the reduction a sum or product over ``t OP j`` (OP one of < <= > >=) of a body free of the key,
+    which :meth:`Ball.scan` computes for every key in one pass?"""
+    if fn not in ("sum_t", "prod_t") or len(args) != 2 or not keyless(args[0]):
+        return False
+    op, other = condition(args[1])
+    return op in ("<", "<=", ">", ">=") and isinstance(other, Name) and other.id == "j"
+
+
 def to_arb(v) -> arb:
     """The exact ball of a float, an int or an mpmath number (every one is dyadic; ±∞ and NaN
     are arb's own)."""
@@ -245,6 +254,8 @@ class Ball:
         return {"exp": arb.exp, "abs": abs, "tanh": arb.tanh}[fn](x)
 
     def reduction(self, fn: str, args) -> arb:
+        if type(self)._reduction is Ball._reduction and _scanned(fn, args):  # balls, not a subclass's numbers
+            return self.scan(fn, args)
         key = (ctx.prec, id(args))
         if key in self.shared:
             value = self.shared[key]
@@ -257,6 +268,37 @@ class Ball:
             value = None
         if all(keyless(a) for a in args):
             self.shared[key] = value
+        if value is None:
+            raise Undefined
+        return value
+
+    def scan(self, fn: str, args) -> arb:
+        """A sum or product over the keys before or after the key (``t > j``, ``t <= j``, ...) of a body
+        free of the key: every key's value from one pass over the row (a running sum or product, from
+        the end for ``>``/``>=``), kept per row and precision, so a row costs n terms, not n² (stick-
+        breaking). A body with no value at some t leaves no value to every key whose range holds t."""
+        key = ("scan", ctx.prec, id(args))
+        if key not in self.shared:
+            op = condition(args[1])[0]
+            n = len(self.xs)
+            order = range(n, 0, -1) if op in (">", ">=") else range(1, n + 1)
+            table, acc, outer = {}, (_ZERO if fn == "sum_t" else arb(1)), self.var
+            for k in order:
+                if op in (">", "<"):
+                    table[k] = acc  # the keys strictly after (before) k
+                if self.allowed[k - 1] and acc is not None:
+                    self.var = k
+                    try:
+                        term = self.run(args[0])
+                        acc = acc + term if fn == "sum_t" else acc * term
+                    except Undefined:
+                        acc = None
+                    finally:
+                        self.var = outer
+                if op in (">=", "<="):
+                    table[k] = acc
+            self.shared[key] = table
+        value = self.shared[key][self.key]
         if value is None:
             raise Undefined
         return value

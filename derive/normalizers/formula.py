@@ -70,23 +70,26 @@ class Formula:
 
     # ---- the exact weights of one row -----------------------------------------------------
 
-    def reference(self, x, mask=None, y=None, row=None, **params) -> list:
+    def reference(self, x, mask=None, y=None, row=None, balls=False, **params) -> list:
         """The weights of a concrete row, correct to mpmath's current precision (arb balls at
         an adaptive precision, :mod:`derive.normalizers.exact`): 0 on a masked key, NaN where
         the formula has no real value. ``row`` is the query position i (default: the row
         length, the last row of a causal layout). On a row with no allowed key every weight is
         0 if the formula has a value for a key with every reduction empty (an extra term in the
         denominator), NaN if not (0/0). Raises :class:`~derive.normalizers.exact.Undecided`
-        when a weight cannot be enclosed tightly at the last precision."""
+        when a weight cannot be enclosed tightly at the last precision. With ``balls``, the weights
+        are the arb balls themselves (tight to mpmath's precision), None where one has no value."""
         size = len(x)
         xs, ys, allowed, i_pos, vals = self._row(x, mask, y, row, params)
         if not any(allowed):
             ok = self._defined_at(xs or [arb(0)], ys or [arb(0)], [False] * max(size, 1), i_pos, vals)
+            if balls:
+                return [_ZERO if ok else None for _ in range(size)]
             return [mpmath.mpf(0) if ok else mpmath.nan for _ in range(size)]
 
         matched, extra = softmax_extra(self)
         if matched:
-            return self._softmax(xs, ys, allowed, i_pos, vals, extra)
+            return self._softmax(xs, ys, allowed, i_pos, vals, extra, balls)
 
         def evaluate():
             out, shared = [], {}  # the reductions that do not depend on the key, computed once per row
@@ -100,9 +103,11 @@ class Formula:
                     out.append(None)
             return out
 
+        if balls:
+            return adaptive(evaluate)
         return [mpmath.nan if b is None else to_mpf(b) for b in adaptive(evaluate)]
 
-    def _softmax(self, xs, ys, allowed, i_pos, vals, extra_node) -> list:
+    def _softmax(self, xs, ys, allowed, i_pos, vals, extra_node, balls=False) -> list:
         """The weights of exp(x_j) / (E + sum_t(exp(x_t))), from the softmax-family row
         (:mod:`derive.normalizers.exact_softmax`): NaN on every allowed key where E has no value
         or the denominator is 0."""
@@ -120,8 +125,9 @@ class Formula:
 
         out = adaptive(evaluate)
         if out is None:
-            return [mpmath.nan if ok else mpmath.mpf(0) for ok in allowed]
-        return [to_mpf(b) for b in out]
+            return [None if ok else _ZERO for ok in allowed] if balls else [mpmath.nan if ok else mpmath.mpf(0)
+                                                                           for ok in allowed]
+        return out if balls else [to_mpf(b) for b in out]
 
     def _row(self, x, mask, y, row, params) -> tuple:
         """(scores, second scores, allowed, query position, parameters) of a concrete row, as exact balls."""

@@ -97,6 +97,7 @@ class Case:
     pad: int = 0  # padding: keys masked at the start of batch 0 (batch b: pad >> b); prefix, document: P
     sample: int = 0  # judge every sample-th query and the last 8 only (0: every query)
     rows: tuple = field(default=(), repr=False)  # pattern rows: the M rows of N scores it realises
+    params: tuple = ()  # a normalizer outside the softmax family: its parameter values, ((name, value), ...)
 
     @property
     def kv(self) -> int:
@@ -143,6 +144,7 @@ class Case:
             bits.append(KEY_MASKS[self.mask])
         if self.sinks is not None:
             bits.append("sinks = [" + ", ".join(_num(s) for s in self.sinks) + "]")
+        bits += [f"{name} = {_num(value)}" for name, value in self.params]
         if self.block:
             bits.append(f"block = {self.block}")
         if self.splits:

@@ -50,7 +50,7 @@ from derive.normalizers.exact import Undecided
 from derive.normalizers.exact_softmax import enclosed, exps, extra_of, softmax_row
 
 __all__ = ["Attention", "Exact", "ExactRow", "NoJacobian", "digest", "exact_attention", "exact_dots", "exact_row",
-           "gradient", "jacobian", "kernel_row", "kink_distance", "ratio_row", "row_key"]
+           "generic_row", "gradient", "jacobian", "kernel_row", "kink_distance", "ratio_row", "row_key"]
 
 INF = math.inf
 
@@ -212,6 +212,7 @@ class ExactRow:
     g: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the cotangent
     ds: float = 0.0
     ds_scale: float = 0.0  # the magnitude of the terms of ds: of −P_σ·D and of −Σ_t dS_t alike
+    undecided: str = ""  # why a weight could not be enclosed (the row is not judged), or ""
 
     @property
     def dv(self) -> np.ndarray:
@@ -380,7 +381,53 @@ def _row_of(key, xs, v, vkey, sig, g, dps):
     return _ROWS[full]
 
 
-def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None) -> Attention:
+def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None) -> ExactRow:
+    """out = Σ_t p_t v_t for any normalizer (one outside the softmax family, whose attention form has no
+    extra logit to pass): the weights p from ``norm.reference`` on the scores as given (floats, −∞
+    masked, or exact balls), enclosed to ``dps`` digits, summed per distinct value row in arb; the
+    magnitudes Σ_t |p_t v_tk|. No value where a weight has none (0/0 on a row with no key); where a
+    weight cannot be enclosed the row's ``undecided`` says why (it is not judged)."""
+    import mpmath
+
+    v = np.asarray(v, dtype=np.float64)
+    dv = v.shape[1] if v.ndim == 2 else DV
+    nan = {c: math.nan for c in ("natural", "base2", "kv-only")}
+    allowed = [not (isinstance(x, float) and x == -INF) for x in row]
+    xs = [x if ok else 0.0 for x, ok in zip(row, allowed)]
+    with mpmath.workdps(dps):
+        try:
+            p = norm.reference(xs, allowed, balls=True, **params)
+        except Undecided as exc:
+            res = ExactRow(True, [math.nan] * dv, [0.0] * dv, nan)
+            res.undecided = str(exc)
+            return res
+        if any(w is None for w in p):
+            return ExactRow(False, [math.nan] * dv, [0.0] * dv, nan)
+    if not row:
+        return ExactRow(True, [0.0] * dv, [0.0] * dv, nan)
+    old = ctx.prec
+    ctx.prec = _prec(dps)
+    try:
+        rows, group, rows_m, abs_m = _groups(v, digest(v) if vkey is None else vkey)
+        sums, mags = [arb(0)] * len(rows), [arb(0)] * len(rows)
+        for t, b in enumerate(p):
+            sums[group[t]] += b
+            mags[group[t]] += abs(b)
+        out_m, scale_m = arb_mat([sums]) * rows_m, arb_mat([mags]) * abs_m
+        return ExactRow(True, [_f(out_m[0, c]) for c in range(dv)], [_f(scale_m[0, c]) for c in range(dv)], nan)
+    finally:
+        ctx.prec = old
+
+
+def _generic_of(key, xs, v, vkey, norm, params, dps):
+    full = (key, vkey, norm.name, norm.formula, tuple(sorted((params or {}).items())), _prec(dps))
+    if full not in _ROWS:
+        _ROWS.put(full, generic_row(norm, xs, v, dict(params or {}), dps, vkey), max(1, len(xs)))
+    return _ROWS[full]
+
+
+def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None,
+                    norm=None, params=None) -> Attention:
     """The definition on q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv) (the values as passed, in
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
@@ -388,7 +435,9 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     extra logit per head (a tuple of H floats, or None; an array (B, H, M): one per row, as a faulty
     kernel's diagnosis needs); with ``g`` (B, H, M, Dv) the gradients too.
     ``judged`` (M,) bool: the queries computed (the others are left undefined; every one by default,
-    and every one is needed for the gradients of k and v)."""
+    and every one is needed for the gradients of k and v). ``norm`` (with its parameter values
+    ``params``): a normalizer outside the softmax family, each row then a :func:`generic_row` (no
+    extra logit, no lse, no gradients); a row it cannot enclose gets κ = ∞, so it is not judged."""
     B, H, M, _ = q.shape
     Hkv, N, Dv = k.shape[1], k.shape[2], v.shape[3]
     groups = H // Hkv
@@ -399,6 +448,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     kap = np.zeros((B, H, M))
     rows = np.full((B, H, M, N), -INF)
     per_row = isinstance(sigma, np.ndarray)
+    undecided = np.zeros((B, H, M), dtype=bool)
     done: dict = {}  # (b, h, i) → ExactRow
     saved = ctx.prec
     ctx.prec = _prec(dps)
@@ -434,14 +484,21 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                                                              None if add is None else add[i].tobytes())).encode(),
                                                        digest_size=16).digest()
                         rows[b, h, i] = [x if isinstance(x, float) else _f(x) for x in xs]
-                    row = _row_of(key, xs, vv, vkey, sig, None if g is None else g[b, h, i], dps)
+                    if norm is None:
+                        row = _row_of(key, xs, vv, vkey, sig, None if g is None else g[b, h, i], dps)
+                    else:
+                        row = _generic_of(key, xs, vv, vkey, norm, params, dps)
+                        if row.undecided:
+                            undecided[b, h, i] = True
                     done[b, h, i] = row
                     lse[b, h, i] = row.lse["natural"]
                     if row.defined:
                         defined[b, h, i] = True
                         out[b, h, i] = row.out
                         out_scale[b, h, i] = row.out_scale
-                kap[b, h] = kappas(rows[b, h], [{} if s in (None, -INF) else {"sigma": s} for s in sigs])
+                kap[b, h] = kappas(rows[b, h], [dict(params or {}) if norm is not None else {} if s in (None, -INF)
+                                                 else {"sigma": s} for s in sigs])
+        kap[undecided] = INF
     finally:
         ctx.prec = saved
     res = Attention(out, out_scale, lse, defined, kap, rows)

@@ -103,16 +103,17 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
     judged[i] = True
     OL = checker.out_layout
     out = OL.from_layout(got["out"])
-    lse = (checker.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got else None
+    lse = (checker.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got and checker.values is None \
+        else None
     sig0 = None if sinks is None else tuple(sinks)
-    right = exact_attention(q, k, v, scale, keep, bias, sig0, checker.dps, None, judged)
+    right = checker.exact(case, q, k, v, scale, keep, bias, sig0, None, judged)
     found = []
     for f in CALL_FAULTS:
         model = f.model(case, k, v, keep) if bias is None else None
         if model is None:
             continue
         k2, v2, keep2 = model
-        ex = exact_attention(q, k2, v2, scale, keep2, None, sig0, checker.dps, None, judged)
+        ex = checker.exact(case, q, k2, v2, scale, keep2, None, sig0, None, judged)
         if _matches(out, lse, ex, right, v2, keep2, case.H // k2.shape[1], tol, i, (b0, h0)):
             found.append(f)
     for key in faults_for(checker.norm, "attention") if sinks is not None else ():

@@ -35,20 +35,24 @@ from derive.impl.run.roles import ROLE_NAMES, parse_kw, roles_of, window_form
 from derive.impl.faults.attention import diagnose
 from derive.kernels.layouts import parse_layout
 
-__all__ = ["ALIGNMENTS", "ROLE_NAMES", "AttentionReport", "check_attention", "parse_kw"]
+__all__ = ["ALIGNMENTS", "ROLE_NAMES", "AttentionReport", "check_attention", "kernel_extra", "parse_kw"]
 
 INF = math.inf
 
 
-def _extra(norm) -> tuple[bool, object]:
-    """(supported, the extra logit: None, a number, or "sinks" for a parameter passed per head),
-    read off the normalizer's formula: a member of the softmax family with no value of its own
-    whose extra logit is none, a number or one parameter."""
+def kernel_extra(norm) -> tuple[bool, object]:
+    """(supported, the extra logit: None, a number, "sinks" for a parameter passed per head, or
+    "generic"), read off the normalizer's formula: a member of the softmax family with no value of
+    its own whose extra logit is none, a number or one parameter; any other normalizer whose
+    weights are all the output mixes (no token with a value of its own) is "generic": its
+    parameters are keywords of the kernel and its output is judged against the exact weights of
+    its definition (:func:`derive.impl.exact.reference.generic_row`)."""
     from derive.normalizers.family import kernel_form
 
     facts = kernel_form(norm)
     if not facts.checked:
-        return False, None
+        two = norm.definition_of is not None and norm.definition_of.score2  # y_j: a second score, no kernel passes it
+        return (False, None) if norm.extra_value or two else (True, "generic")
     if facts.logit is None or isinstance(facts.logit, float):
         return True, facts.logit
     return (True, "sinks") if isinstance(facts.logit, str) else (False, None)
@@ -57,7 +61,26 @@ def _extra(norm) -> tuple[bool, object]:
 def _supported() -> list[str]:
     from derive.normalizers.registry import REGISTRY
 
-    return [name for name, entry in REGISTRY.items() if _extra(entry)[0]]
+    return [name for name, entry in REGISTRY.items() if kernel_extra(entry)[0]]
+
+
+def _param_values(norm, given: dict, roles: dict, target: str) -> tuple[list, list]:
+    """The parameter sets the calls of a generic normalizer take in turn: --param's values, and for
+    the others the entry's edge values (:func:`derive.impl.cases.rows.param_sets`, as the kernel forms
+    take them); a parameter the kernel takes no keyword for must be given (its built-in value).
+    Also what the report states about them."""
+    from derive.impl.cases.rows import param_sets
+
+    for p in norm.params:
+        if p not in given and p not in roles:
+            raise InputError(f"--as {norm.name} has the parameter {p}; {target} takes no keyword {p}: name its "
+                             f"keyword with --kw {p}=NAME, or give the value the kernel uses with --param {p}=VALUE")
+    free = tuple(p for p in norm.params if p not in given)
+    sets = [{**{p: float(given[p]) for p in norm.params if p in given}, **c} for c in param_sets(norm, free, "edge")]
+    said = [f"{p} = " + ", ".join(dict.fromkeys(f"{c[p]:g}" for c in sets))
+            + (f" (passed as {roles[p]}=…)" if p in roles else " (built into the kernel: not passed)")
+            + (", in turn over the calls" if p in free and len(sets) > 1 else "") for p in norm.params]
+    return sets, said
 
 
 ALIGNMENTS = ("top-left", "bottom-right")
@@ -78,8 +101,8 @@ def _window(window) -> tuple:
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal,
                     start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
-                    gqa: bool = False, lse_layout: str | None = None) -> AttentionReport:
-    known, extra = _extra(norm)
+                    gqa: bool = False, lse_layout: str | None = None, params: dict | None = None) -> AttentionReport:
+    known, extra = kernel_extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
     L = parse_layout(layout)
@@ -93,7 +116,17 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
             raise InputError(f"--lse-layout {lse_layout!r}: expected the axes of out without d ({want}), in any order")
         LL = parse_layout(lse_layout + "d", "--lse-layout")
     signature = target.extra.get("signature")
-    roles = roles_of(signature, kw_names, target.name)
+    generic = extra == "generic"
+    roles = roles_of(signature, kw_names, target.name, tuple(norm.params) if generic else ())
+    if generic and backward:
+        raise InputError(f"--backward in the attention form compares the gradients of the softmax family; "
+                         f"{norm.name} is checked forward only (its row form checks its Jacobian)")
+    if params and not generic:
+        raise InputError(f"--param applies to --form attention only for a normalizer outside the softmax family; "
+                         f"{norm.name}'s " + ("sinks are drawn per head" if extra == "sinks" else "has none"))
+    values, said = _param_values(norm, dict(params or {}), roles, target.name) if generic else ({}, [])
+    if generic:
+        extra = None
     if extra != "sinks":
         roles.pop("sinks", None)  # an optional sinks keyword is left at its default
     if extra == "sinks" and "sinks" not in roles:
@@ -140,12 +173,13 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                       f"the mask is {MASK_FORMS[mask]}")
     if gqa:
         stated.append("k and v may have fewer heads than q (query head h reads kv head h // (H / Hkv))")
+    stated += said
     setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
                   window_form=window_form(signature, roles, window), backward=backward)
     case_list = cases(setup)
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
-                               lse_layout=LL, diagnose=diagnose)
+                               lse_layout=LL, diagnose=diagnose, values=values if generic else None)
     results = []
     notes = []
     for tol in tols:

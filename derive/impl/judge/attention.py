@@ -23,6 +23,9 @@ from derive.sandbox.process import Crashed
 __all__ = ["AttentionChecker", "Coverage", "DtypeResult", "Failure", "search_attention"]
 
 INF = math.inf
+# a normalizer outside the softmax family has its weights enclosed one by one (its formula in arb balls):
+# a call with more query-key pairs than this is judged on every sample-th query and the last 8 (Case.sample)
+GENERIC_ENTRIES = 1 << 18
 
 
 @dataclass(kw_only=True)
@@ -219,6 +222,27 @@ class AttentionChecker:
     api: str | None = None
     lse_layout: object = None  # the layout of lse (its axes and d, d unused); None: out's without d
     diagnose: object = None  # (checker, case, failure, q, k, v, keep, bias, scale, sinks, got, tol) → fault records
+    values: list | None = None  # a normalizer outside the softmax family: the parameter sets its calls take in turn
+
+    def with_params(self, case: Case, index: int) -> Case:
+        """``case`` with the parameter set of its turn (``index``), for a normalizer outside the
+        softmax family (:meth:`exact` then judges it by its definition's weights)."""
+        if self.values is None:
+            return case
+        case = replace(case, params=tuple(sorted(self.values[index % len(self.values)].items())))
+        entries = case.B * case.H * case.M * case.N
+        if entries > GENERIC_ENTRIES and not case.sample:  # judge every sample-th query and the last 8
+            rows = max(1, GENERIC_ENTRIES // (case.B * case.H * max(1, case.N)))
+            case = replace(case, sample=max(2, -(-case.M // rows)))
+        return case
+
+    def exact(self, case: Case, q, k, v, scale, keep, bias, sinks, g=None, judged=None):
+        """The definition on the arrays passed (:func:`exact_attention`): the softmax family by its
+        extra logit, any other normalizer by its weights at the case's parameter values."""
+        if self.values is None:
+            return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged)
+        return exact_attention(q, k, v, scale, keep, bias, None, self.dps, None, judged, norm=self.norm,
+                               params=dict(case.params))
 
     def kwargs(self, case: Case, scale: float, mask, sinks) -> dict:
         kw = {}
@@ -235,6 +259,9 @@ class AttentionChecker:
                 kw["__mask_form__"] = [r["mask"], self.setup.mask_form]
             else:
                 kw[r["mask"]] = self.layout.mask_to_layout(mask)
+        for p, value in case.params:
+            if p in r:
+                kw[r[p]] = float(value)
         if "sinks" in r and self.setup.extra == "sinks":
             kw[r["sinks"]] = np.array(sinks, dtype=np.float64)
             kw["__sinks__"] = r["sinks"]
@@ -306,7 +333,7 @@ class AttentionChecker:
     def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
         q, k, v, g, keep, bias, scale, sinks, got = self.call(case, tol, rounder)
         judged = case.judged()
-        ex = exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged)
+        ex = self.exact(case, q, k, v, scale, keep, bias, sinks, g, judged)
         returned = ", ".join(n for n in ("out", "lse", "dq", "dk", "dv", "dsinks") if n in got)
         fail = self.compare(case, got, ex, v, keep, tol, g)
         if fail is not None and fail.what in ("out", "lse"):
@@ -331,7 +358,7 @@ class AttentionChecker:
             return ""
         alt = replace(case, start_q=other)
         keep = alt.keep()
-        ex = exact_attention(q, k, v, scale, keep, None, sinks, self.dps, None, alt.judged())
+        ex = self.exact(alt, q, k, v, scale, keep, None, sinks, None, alt.judged())
         if self.compare(alt, {n: a for n, a in got.items() if n in ("out", "lse")}, ex, v, keep, tol) is not None:
             return ""
         if other:
@@ -344,7 +371,7 @@ class AttentionChecker:
         """The first entry (in the order b, h, i, c) that disagrees, of out, then lse, then the gradients."""
         OL = self.out_layout
         out = OL.from_layout(got["out"])
-        lse = (self.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got else None
+        lse = (self.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got and self.values is None else None
         judged = case.judged()[None, None, :]
         kap = ex.kappa[..., None]
         rel = tol.rel * (1.0 + kap)
@@ -442,7 +469,8 @@ class AttentionChecker:
     def run(self, tol, rounder, case_list, budget: int = 0) -> DtypeResult:
         """The fixed list, every case; then, when every case passed, ``budget`` searched calls."""
         res = DtypeResult(tol.dtype)
-        for case in case_list:
+        for index, case in enumerate(case_list):
+            case = self.with_params(case, index)
             members = case_classes(case, self.setup)
             if all(cls in res.failed_in for cls in members):
                 continue  # every class of it already fails, with a smaller counterexample
@@ -461,6 +489,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
     def fails(case) -> bool:
         if aborted:
             return False
+        case = checker.with_params(case, case.seed)  # a drawn call's own turn: the same when shrunk
         res.searched += 1
         res.coverage.add(case)
         try:
@@ -475,6 +504,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
         raise aborted[0]
     if found is None:
         return
+    found = checker.with_params(found, found.seed)
     fail, rows, returned, _ = checker.attempt(found, tol, rounder)
     if fail is None:  # the function answered differently on the same call: no verdict on it
         raise InputError(f"{checker.target.name} is not deterministic: the {tol.dtype} call {found.describe()} "

@@ -27,17 +27,20 @@ def parse_kw(pairs) -> dict:
     for pair in pairs or ():
         role, sep, name = str(pair).partition("=")
         role, name = role.strip(), name.strip()
-        if not sep or role not in ROLE_NAMES or not name.isidentifier():
-            raise InputError(f"--kw {pair!r}: expected ROLE=NAME, ROLE one of {', '.join(ROLE_NAMES)} and NAME the "
-                             f"keyword the function takes for it (e.g. --kw scale=softmax_scale)")
+        if not sep or not role.isidentifier() or not name.isidentifier():
+            raise InputError(f"--kw {pair!r}: expected ROLE=NAME, ROLE one of {', '.join(ROLE_NAMES)} or a parameter "
+                             f"of the normalizer, and NAME the keyword the function takes for it (e.g. --kw "
+                             f"scale=softmax_scale, --kw c=softcap)")
         if role in out:
             raise InputError(f"--kw {role} is given twice")
         out[role] = name
     return out
 
 
-def roles_of(signature, names: dict, target: str) -> dict:
-    """{role: keyword} for the keywords the function takes; an unknown required one is an error."""
+def roles_of(signature, names: dict, target: str, norm_params: tuple = ()) -> dict:
+    """{role: keyword} for the keywords the function takes; an unknown required one is an error.
+    ``norm_params``: the normalizer's parameters, each a role of its own (its keyword is its name, or
+    the one --kw names), present only where the function takes it."""
     if signature is None:
         raise InputError(f"{target} has no inspectable signature; wrap it in a one-line function "
                          f"def fn(q, k, v, *, scale, ...): return {target.split(':')[-1]}(...)")
@@ -50,6 +53,17 @@ def roles_of(signature, names: dict, target: str) -> dict:
                 if kind in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY") and n not in positional[:3]}
     varkw = any(kind == "VAR_KEYWORD" for _, kind, _ in params)  # fn(q, k, v, **params)
     out = {}
+    for role in names:
+        if role not in ROLE_NAMES and role not in norm_params:
+            raise InputError(f"--kw {role}={names[role]}: {role} is neither a role ({', '.join(ROLE_NAMES)}) nor a "
+                             f"parameter of the normalizer" + (f" ({', '.join(norm_params)})" if norm_params else ""))
+    for p in norm_params:
+        name = names.get(p, p)
+        if name in keywords or varkw and p in names:
+            out[p] = name
+        elif p in names:
+            raise InputError(f"--kw {p}={name}: {target} takes no keyword {name!r} "
+                             f"(its keywords: {', '.join(keywords) or 'none'})")
     for role, choices in ROLE_NAMES.items():
         if role in names:
             if names[role] not in keywords and not varkw:
