@@ -28,9 +28,8 @@ def classes(report) -> dict:
     return {cls: f for r in report.results for cls, f in r.failures.items()}
 
 
-CORRECT = [("softcap", "softcap", {"c": "softcap"}), ("sigmoid", "sigmoid", None),
-           ("stick_breaking", "stick_breaking", None)]
-CORRECT_SLOW = [("ssmax", "ssmax", None), ("softpick", "softpick", None), ("relu_n", "relu_n", None),
+CORRECT = [("sigmoid", "sigmoid", None), ("stick_breaking", "stick_breaking", None)]
+CORRECT_SLOW = [("softcap", "softcap", {"c": "softcap"}), ("ssmax", "ssmax", None), ("softpick", "softpick", None), ("relu_n", "relu_n", None),
                 ("temperature", TEMPERATURE, None)]
 
 
@@ -65,7 +64,8 @@ def test_the_parameters_take_the_entrys_edge_values_in_turn_and_the_report_says_
     ("softcap_before_scale", "softcap", {"c": "softcap"}, "finite", None),
     ("sigmoid_bias_dropped", "sigmoid", None, "finite", None),
     # log N of every key: right wherever no key of the row is masked
-    ("ssmax_all_keys", "ssmax", None, "scores", {"scores", "causal", "padding", "window"}),
+    pytest.param("ssmax_all_keys", "ssmax", None, "scores", {"scores", "causal", "padding", "window"},
+                 marks=pytest.mark.slow),
     # e^x − 1 unshifted: inf/inf from scores of about 710 (the realised rows reach 1e4)
     ("softpick_unshifted", "softpick", None, "scores", None),
 ])
@@ -110,6 +110,7 @@ def test_param_is_refused_for_the_softmax_family_whose_sinks_are_drawn(capsys):
            "drawn per head" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_parameter_built_into_the_kernel_is_given_with_param(tmp_path):
     code = tmp_path / "capped.py"
     code.write_text("import sys\nsys.path.insert(0, '.')\nfrom tests.zoo.attention_normalizers import softcap\n\n"

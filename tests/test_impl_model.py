@@ -459,6 +459,7 @@ def test_an_exit_or_a_hang_is_still_a_usage_error_and_no_verdict(tmp_path):
                                                      "mask_value": "-inf", "backward": False, "kw_names": {}})
 
 
+@pytest.mark.slow
 def test_the_kernels_own_error_is_shown_when_numpy_arrays_make_it_raise_too():
     require_module("torch", "a torch kernel")
     report = attention("tests/zoo/attention_torch.py:needs_two_keys")
