@@ -119,7 +119,10 @@ it is written, `fn(q, k, v, **params)`, with q (…, M, d), k (…, N, d) and v 
 layout `--layout` names (`bhnd` by default; `bnhd`, `nhd`, `hnd`, `nd`: b batch, h heads,
 n the sequence, d the head dimension, last), and checks `out` (the layout of q with dv, or
 `--out-layout`) and, when it returns `(out, lse)`, the natural log-sum-exp (in out's layout
-without d, or `--lse-layout`: `bhn` for FlashAttention's lse (B, H, M) beside an out (B, M, H, d)). The keywords
+without d, or `--lse-layout`: `bhn` for FlashAttention's lse (B, H, M) beside an out (B, M, H, d)), or,
+when the second value has the shape of the weights (q's layout with the keys last: (B, H, M, N) for
+`bhnd`, as an eager attention returns `(attn_output, attn_weights)`), every weight P_ij within the
+row form's bound (a renormalized or pre-mask weight fails). The keywords
 the function takes are read from its signature and passed by role:
 
 | role | keyword names recognised (`--kw ROLE=NAME` names another) |

@@ -310,3 +310,13 @@ def test_the_search_stays_inside_the_contract():
         assert case.N >= 4
 
     inside()
+
+
+def test_weights_returned_beside_out_are_checked_too():
+    good = attention(NP + "eager_with_weights", dtypes=("float64",))
+    assert good.agrees and good.results[0].returned == "out, weights", good.to_markdown()
+    bad = attention(NP + "eager_weights_renormalized", dtypes=("float64",))
+    f = failing(bad)["finite"]
+    assert (f.what, f.where, f.output) == ("weights", (0, 0, 0, 0), [1.0])
+    assert f.exact == [pytest.approx(math.exp(9.0) / (math.exp(9.0) + math.exp(1.5)), rel=1e-15)]
+    assert "- weights at b = 0, h = 0, i = 0, j = 0: returned `1.0`, exact `0.9994472213630764`" in bad.to_markdown()

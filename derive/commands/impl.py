@@ -65,8 +65,8 @@ comes in one call with leading dimensions: a function for one row (n,) must loop
                    (..., H, n): entry h the sum over the rows of head h).
 Attention kernels as written (--form attention; every normalizer but bias_kv, those outside the
 softmax family forward only, their parameters as keywords by name or --kw PARAM=NAME, with the
-entry's edge values in turn or --param's): fn(q, k, v, **params) with q, k, v in --layout (bhnd by default; bnhd, nd, nhd, ...), returning out or
-(out, lse). Its keywords are read from its signature and passed by role (scale/sm_scale/
+entry's edge values in turn or --param's): fn(q, k, v, **params) with q, k, v in --layout (bhnd by default; bnhd, nd, nhd, ...), returning out,
+(out, lse) or (out, weights) (the weights in q's layout with the keys last: checked too). Its keywords are read from its signature and passed by role (scale/sm_scale/
 scaling, causal/is_causal, mask/attn_mask/block_mask, sinks/S, start_q, sliding_window/
 window_size, block, num_splits, enable_gqa; --kw ROLE=NAME names another). Every call is one
 of a single model: batch, query heads and kv heads (--gqa: k and v with fewer heads, query

@@ -21,6 +21,10 @@ appended to the scores as an extra column and dropped after the softmax.
 * ``eager_chunked_short_tail``: forgets that second half only when it has fewer than 8 keys (a
   remainder loop left out): wrong for N mod 128 in 65 to 71, a length the fixed list has not (200
   keys leave 8): only the search reaches it;
+* ``eager_with_weights`` (correct) returns ``(out, weights)``, the weights (B, H, M, N) as an eager
+  attention returns them, the sinks' column dropped; its twin ``eager_weights_renormalized``
+  renormalizes the weights it returns to sum to 1 after dropping that column (out is right, the
+  weights are right without sinks only);
 * ``eager_sink_shift``: shifts by the sink instead of the maximum (right for finite sinks in a
   moderate range: ``--assume finite-sinks=-20:20`` is its contract).
 """
@@ -87,6 +91,31 @@ def eager_no_max(q, k, v, *, scale, mask=None, sinks=None):
     if sinks is not None:
         den = den + np.exp(np.asarray(sinks, dtype=scores.dtype)).reshape(1, -1, 1, 1)
     return (e / den) @ v
+
+
+def _weights(q, k, scale, mask, sinks):
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    if sinks is not None:
+        col = np.broadcast_to(np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1), scores.shape[:-1] + (1,))
+        scores = np.concatenate([scores, col], axis=-1)
+    top = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w[..., :-1] if sinks is not None else w
+
+
+def eager_with_weights(q, k, v, *, scale, mask=None, sinks=None):
+    """(out, weights), the weights in (B, H, M, N)."""
+    w = _weights(q, k, scale, mask, sinks)
+    return w @ v, w
+
+
+def eager_weights_renormalized(q, k, v, *, scale, mask=None, sinks=None):
+    """Faulty weights: renormalized to sum to 1 once the sinks' column is dropped (out is right)."""
+    w = _weights(q, k, scale, mask, sinks)
+    return w @ v, w / w.sum(axis=-1, keepdims=True)
 
 
 def eager_sink_shift(q, k, v, *, scale, mask=None, sinks=None):

@@ -213,6 +213,7 @@ class ExactRow:
     ds: float = 0.0
     ds_scale: float = 0.0  # the magnitude of the terms of ds: of −P_σ·D and of −Σ_t dS_t alike
     undecided: str = ""  # why a weight could not be enclosed (the row is not judged), or ""
+    w: list = field(default_factory=list)  # the weights P_t themselves, when asked for (a kernel returning them)
 
     @property
     def dv(self) -> np.ndarray:
@@ -280,7 +281,7 @@ def _groups(v: np.ndarray, vkey: bytes):
 
 
 def kernel_row(row, v, sigma, g, dps: int, dv: int | None = None, vkey: bytes | None = None,
-               key=None) -> ExactRow:
+               key=None, weights: bool = False) -> ExactRow:
     """The definition for one row (scores ``row``: floats, −∞ masked, or exact balls; values ``v``
     (n, dv), extra logit ``sigma``, cotangent ``g`` or None), from ``4·dps`` bits. ``vkey``:
     ``digest(v)``, when the caller has it; ``key``: what the row's scores are known by in the cache
@@ -289,7 +290,7 @@ def kernel_row(row, v, sigma, g, dps: int, dv: int | None = None, vkey: bytes | 
     ctx.prec = _prec(dps)
     v = np.asarray(v, dtype=np.float64)
     try:
-        return _exact(list(row), v, sigma, g, dv, digest(v) if vkey is None else vkey, key)
+        return _exact(list(row), v, sigma, g, dv, digest(v) if vkey is None else vkey, key, weights)
     finally:
         ctx.prec = old
 
@@ -314,7 +315,7 @@ def _softmax(row, v, vkey, key, sigma):
     return sm, [sm.share(q) for q in esums]
 
 
-def _exact(row, v, sigma, g, dv, vkey, key) -> ExactRow:
+def _exact(row, v, sigma, g, dv, vkey, key, weights=False) -> ExactRow:
     n = len(row)
     dv = v.shape[1] if v.ndim == 2 and n else (DV if dv is None else dv)
     sm, sums = enclosed(partial(_softmax, row, v, vkey, key, sigma))
@@ -335,6 +336,8 @@ def _exact(row, v, sigma, g, dv, vkey, key) -> ExactRow:
     out = [out_m[0, k] for k in range(dv)]
     scale = [scale_m[0, k] for k in range(dv)]
     res = ExactRow(True, [_f(o) for o in out], [_f(s) for s in scale], lse)
+    if weights:
+        res.w = [_f(q) for q in sm.weights()]
     if g is None:
         return res
     g = np.asarray(g, dtype=np.float64)
@@ -369,19 +372,20 @@ class Attention:
     kappa: np.ndarray  # (B, H, M): the condition of the row
     rows: np.ndarray  # (B, H, M, N) the scores as floats (−inf masked), for the report
     grads: dict | None = None  # name → (value, scale)
+    weights: np.ndarray | None = None  # (B, H, M, N) the weights P_ij, when asked for
 
 
 _ROWS = _Cache(1 << 22)  # (a row's scores, its values, extra logit, cotangent, precision) → its ExactRow
 
 
-def _row_of(key, xs, v, vkey, sig, g, dps):
-    full = (key, vkey, sig, None if g is None else g.tobytes(), _prec(dps))
+def _row_of(key, xs, v, vkey, sig, g, dps, weights=False):
+    full = (key, vkey, sig, None if g is None else g.tobytes(), _prec(dps), weights)
     if full not in _ROWS:
-        _ROWS.put(full, kernel_row(xs, v, sig, g, dps, v.shape[-1], vkey, key), max(1, len(xs)))
+        _ROWS.put(full, kernel_row(xs, v, sig, g, dps, v.shape[-1], vkey, key, weights), max(1, len(xs)))
     return _ROWS[full]
 
 
-def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None) -> ExactRow:
+def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None, weights: bool = False) -> ExactRow:
     """out = Σ_t p_t v_t for any normalizer (one outside the softmax family, whose attention form has no
     extra logit to pass): the weights p from ``norm.reference`` on the scores as given (floats, −∞
     masked, or exact balls), enclosed to ``dps`` digits, summed per distinct value row in arb; the
@@ -414,20 +418,23 @@ def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None)
             sums[group[t]] += b
             mags[group[t]] += abs(b)
         out_m, scale_m = arb_mat([sums]) * rows_m, arb_mat([mags]) * abs_m
-        return ExactRow(True, [_f(out_m[0, c]) for c in range(dv)], [_f(scale_m[0, c]) for c in range(dv)], nan)
+        res = ExactRow(True, [_f(out_m[0, c]) for c in range(dv)], [_f(scale_m[0, c]) for c in range(dv)], nan)
+        if weights:
+            res.w = [_f(b) for b in p]
+        return res
     finally:
         ctx.prec = old
 
 
-def _generic_of(key, xs, v, vkey, norm, params, dps):
-    full = (key, vkey, norm.name, norm.formula, tuple(sorted((params or {}).items())), _prec(dps))
+def _generic_of(key, xs, v, vkey, norm, params, dps, weights=False):
+    full = (key, vkey, norm.name, norm.formula, tuple(sorted((params or {}).items())), _prec(dps), weights)
     if full not in _ROWS:
-        _ROWS.put(full, generic_row(norm, xs, v, dict(params or {}), dps, vkey), max(1, len(xs)))
+        _ROWS.put(full, generic_row(norm, xs, v, dict(params or {}), dps, vkey, weights), max(1, len(xs)))
     return _ROWS[full]
 
 
 def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None,
-                    norm=None, params=None) -> Attention:
+                    norm=None, params=None, weights: bool = False) -> Attention:
     """The definition on q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv) (the values as passed, in
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
@@ -437,7 +444,8 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     ``judged`` (M,) bool: the queries computed (the others are left undefined; every one by default,
     and every one is needed for the gradients of k and v). ``norm`` (with its parameter values
     ``params``): a normalizer outside the softmax family, each row then a :func:`generic_row` (no
-    extra logit, no lse, no gradients); a row it cannot enclose gets κ = ∞, so it is not judged."""
+    extra logit, no lse, no gradients); a row it cannot enclose gets κ = ∞, so it is not judged. With
+    ``weights``, the weights P (B, H, M, N) too (NaN on a row without a value)."""
     B, H, M, _ = q.shape
     Hkv, N, Dv = k.shape[1], k.shape[2], v.shape[3]
     groups = H // Hkv
@@ -448,6 +456,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     kap = np.zeros((B, H, M))
     rows = np.full((B, H, M, N), -INF)
     per_row = isinstance(sigma, np.ndarray)
+    P = np.full((B, H, M, N), np.nan) if weights else None
     undecided = np.zeros((B, H, M), dtype=bool)
     done: dict = {}  # (b, h, i) → ExactRow
     saved = ctx.prec
@@ -485,9 +494,9 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                                                        digest_size=16).digest()
                         rows[b, h, i] = [x if isinstance(x, float) else _f(x) for x in xs]
                     if norm is None:
-                        row = _row_of(key, xs, vv, vkey, sig, None if g is None else g[b, h, i], dps)
+                        row = _row_of(key, xs, vv, vkey, sig, None if g is None else g[b, h, i], dps, weights)
                     else:
-                        row = _generic_of(key, xs, vv, vkey, norm, params, dps)
+                        row = _generic_of(key, xs, vv, vkey, norm, params, dps, weights)
                         if row.undecided:
                             undecided[b, h, i] = True
                     done[b, h, i] = row
@@ -496,12 +505,14 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                         defined[b, h, i] = True
                         out[b, h, i] = row.out
                         out_scale[b, h, i] = row.out_scale
+                        if weights and row.w:
+                            P[b, h, i] = row.w
                 kap[b, h] = kappas(rows[b, h], [dict(params or {}) if norm is not None else {} if s in (None, -INF)
                                                  else {"sigma": s} for s in sigs])
         kap[undecided] = INF
     finally:
         ctx.prec = saved
-    res = Attention(out, out_scale, lse, defined, kap, rows)
+    res = Attention(out, out_scale, lse, defined, kap, rows, weights=P)
     if g is not None:
         res.grads = _grads(done, q, k, defined, scale, groups)
     return res

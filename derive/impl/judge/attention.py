@@ -236,13 +236,14 @@ class AttentionChecker:
             case = replace(case, sample=max(2, -(-case.M // rows)))
         return case
 
-    def exact(self, case: Case, q, k, v, scale, keep, bias, sinks, g=None, judged=None):
+    def exact(self, case: Case, q, k, v, scale, keep, bias, sinks, g=None, judged=None, weights=False):
         """The definition on the arrays passed (:func:`exact_attention`): the softmax family by its
-        extra logit, any other normalizer by its weights at the case's parameter values."""
+        extra logit, any other normalizer by its weights at the case's parameter values; with
+        ``weights``, the weights P too (a kernel that returns them)."""
         if self.values is None:
-            return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged)
+            return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged, weights=weights)
         return exact_attention(q, k, v, scale, keep, bias, None, self.dps, None, judged, norm=self.norm,
-                               params=dict(case.params))
+                               params=dict(case.params), weights=weights)
 
     def kwargs(self, case: Case, scale: float, mask, sinks) -> dict:
         kw = {}
@@ -291,10 +292,11 @@ class AttentionChecker:
         L, OL = self.layout, self.out_layout
         out_shape = OL.shape(case.B, case.H, case.M, case.Dv)
         lse_shape = (self.lse_layout or OL).lse_shape(case.B, case.H, case.M)
+        w_shape = L.shape(case.B, case.H, case.M, case.N)  # the weights: q's layout, the keys last
         cot = None if g is None else OL.to_layout(g)
         reply = self.target.worker.request(
             ("acall", L.to_layout(q), L.to_layout(k), L.to_layout(v), self.kwargs(case, scale, mask, sinks), dtype,
-             self.api, cot, out_shape, lse_shape),
+             self.api, cot, out_shape, lse_shape, w_shape),
             f"being called in attention form on {dtype} inputs ({case.describe()})")
         if reply[0] == "raised":
             raise ImplRaised(reply[1], q)
@@ -333,10 +335,10 @@ class AttentionChecker:
     def run_case(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
         q, k, v, g, keep, bias, scale, sinks, got = self.call(case, tol, rounder)
         judged = case.judged()
-        ex = self.exact(case, q, k, v, scale, keep, bias, sinks, g, judged)
-        returned = ", ".join(n for n in ("out", "lse", "dq", "dk", "dv", "dsinks") if n in got)
+        ex = self.exact(case, q, k, v, scale, keep, bias, sinks, g, judged, weights="weights" in got)
+        returned = ", ".join(n for n in ("out", "lse", "weights", "dq", "dk", "dv", "dsinks") if n in got)
         fail = self.compare(case, got, ex, v, keep, tol, g)
-        if fail is not None and fail.what in ("out", "lse"):
+        if fail is not None and fail.what in ("out", "lse", "weights"):
             fail.note = fail.note or self.alignment_hint(case, got, q, k, v, g, scale, sinks, tol)
             if self.diagnose is not None and not fail.note:
                 fail.faults = self.diagnose(self, case, fail, q, k, v, keep, bias, scale, sinks, got, tol)
@@ -409,9 +411,39 @@ class AttentionChecker:
             if p == -INF:
                 return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, INF, 0.0, row)
             return _fail(tol.dtype, case, "lse", (b, h, i), yl, p, float(lerr[b, h, i]), float(lbound[b, h, i]), row)
+        if "weights" in got:
+            fail = self.compare_weights(case, got["weights"], ex, keep, tol)
+            if fail is not None:
+                return fail
         if ex.grads is None:
             return None
         return self.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, case.groups) if g is not None else None)
+
+    def compare_weights(self, case: Case, got, ex, keep, tol) -> Failure | None:
+        """The first weight P_ij (in the order b, h, i, j) outside abs + ulps·eps·(1 + κ)·|P_ij|, the row
+        form's bound; a row without a value (every key masked, no extra logit) may hold 0, NaN or the
+        uniform 1/n over its visible keys, as out may."""
+        w = self.layout.from_layout(got)
+        judged = case.judged()[None, None, :]
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.where(np.isfinite(w), np.abs(w - np.nan_to_num(ex.weights)), INF)
+            bound = tol.abs + tol.rel * (1.0 + ex.kappa[..., None]) * np.abs(np.nan_to_num(ex.weights))
+            bad = (ex.defined & judged)[..., None] & ~(err <= bound)
+        for b, h, i in zip(*np.nonzero(~ex.defined & judged)) if case.N else ():
+            y, vis = w[b, h, i], keep[b, i]
+            if not (np.all(y == 0) or np.all(np.isnan(y)) or (vis.any() and np.allclose(y[vis], 1.0 / vis.sum())
+                                                               and np.all(y[~vis] == 0))):
+                bad[b, h, i, 0] = True
+        at = _first(bad)
+        if at is None:
+            return None
+        b, h, i, j = (int(x) for x in at)
+        row = ex.rows[b, h, i].tolist()
+        if not ex.defined[b, h, i]:
+            return _fail(tol.dtype, case, "weights", (b, h, i, j), w[b, h, i, j], math.nan, INF, math.nan, row,
+                         "every key is masked and there is no extra logit: the weights may be 0, NaN or uniform")
+        return _fail(tol.dtype, case, "weights", (b, h, i, j), w[b, h, i, j], ex.weights[b, h, i, j],
+                     float(err[b, h, i, j]), float(bound[b, h, i, j]), row)
 
     def compare_grads(self, case: Case, got: dict, ex, tol, dv_mag=None) -> Failure | None:
         L = self.layout

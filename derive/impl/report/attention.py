@@ -136,7 +136,8 @@ def class_table(results, skipped) -> list[str]:
 
 
 def _failure_lines(dtype: str, f: Failure) -> list[str]:
-    where = ", ".join(f"{a} = {b}" for a, b in zip(("b", "h", "i", "c") if f.what not in ("dk", "dv", "dsinks")
+    where = ", ".join(f"{a} = {b}" for a, b in zip(("b", "h", "i", "j") if f.what == "weights" else
+                                                  ("b", "h", "i", "c") if f.what not in ("dk", "dv", "dsinks")
                                                   else (("h",) if f.what == "dsinks" else ("b", "h", "j", "c")),
                                                   f.where))
     found = ("Smallest counterexample" if f.source == "fixed list" else

@@ -8,13 +8,14 @@ conversion serve every form. Two requests:
   function's parameters as ``[name, kind, has_default, default_kind]`` (``None`` when it has no
   signature; ``default_kind`` is ``pair`` for a default of two ints, a window_size), from which the
   parent decides which keywords to pass;
-* ``("acall", q, k, v, kwargs, dtype, api, cot, out_shape, lse_shape)`` → ``("ok", names,
+* ``("acall", q, k, v, kwargs, dtype, api, cot, out_shape, lse_shape, w_shape)`` → ``("ok", names,
   *arrays)``: ``fn(q, k, v, **kwargs)`` with q, k, v (and every array in ``kwargs``: sinks, an
   additive mask) in ``dtype``, numpy or torch by ``api`` (``None``: numpy, then torch when numpy
   raises; the api used is the name ``api:<name>`` in ``names``); ``kwargs["__mask_form__"]``, when
   given, is ``[name, "mask-mod" | "block-mask"]``: the boolean mask under ``name`` (B, 1, M, N) is
   passed as a FlexAttention mask_mod or BlockMask built from it (torch). The first value returned is
-  ``out`` of ``out_shape``; a second, of ``lse_shape``, is ``lse``. With ``cot`` (torch only) the
+  ``out`` of ``out_shape``; a second is ``weights`` when it has ``w_shape`` (the layout of q with the
+  keys as its last axis), else ``lse`` of ``lse_shape``. With ``cot`` (torch only) the
   gradients of ⟨out, cot⟩ with respect to q, k, v and the sinks (``dq``, ``dk``, ``dv``,
   ``dsinks``, each left out when autograd gives none), by torch autograd. ``("raised", text)`` or
   ``("bad", message)`` otherwise.
@@ -143,7 +144,7 @@ def _uses_torch(fn) -> bool:
     return False
 
 
-def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
+def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape, w_shape=None):
     first = None  # the numpy attempt's exception, unless the kernel is torch's and torch raised too
     for name in [api] if api else ["numpy", "torch"]:
         if name == "torch" and not api and H["_torch"]() is None:
@@ -161,16 +162,26 @@ def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape):
         if torch is not None and isinstance(head, torch.Tensor):  # a torch function given numpy arrays
             continue
         return _reply(name, y, args, kwargs, before, kw.get("__sinks__"), cot if name == "torch" else None,
-                      out_shape, lse_shape)
+                      out_shape, lse_shape, w_shape)
     raise first
 
 
-def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape):
+def _second(part, lse_shape, w_shape) -> tuple:
+    """(name, shape) of a second value returned: the log-sum-exp, or the weights when it has their
+    shape (an eager attention's ``(attn_output, attn_weights)``)."""
+    shape = getattr(part, "shape", None)
+    if w_shape is not None and shape is not None and tuple(shape) == tuple(w_shape):
+        return "weights", w_shape
+    return "lse", lse_shape
+
+
+def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape, w_shape=None):
     parts = tuple(y) if isinstance(y, (tuple, list)) else (y,)
     if len(parts) not in (1, 2):
-        return ("bad", f"returned {len(parts)} values; expected out or (out, lse)")
+        return ("bad", f"returned {len(parts)} values; expected out, (out, lse) or (out, weights)")
     names, arrays = [], []
-    for what, part, shape in zip(("out", "lse"), parts, (out_shape, lse_shape)):
+    second = _second(parts[1], lse_shape, w_shape) if len(parts) == 2 else ("lse", lse_shape)
+    for what, part, shape in zip(("out", second[0]), parts, (out_shape, second[1])):
         arr, cplx, bad = H["_as_array"](part)
         if bad is not None:
             return ("bad", bad.replace("returned", f"returned as {what}").replace("weights", "values"))
@@ -178,8 +189,9 @@ def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape):
             return ("bad", f"returned a complex {what}")
         if tuple(arr.shape) != tuple(shape):
             return ("bad", f"returned {what} of shape {list(arr.shape)}; expected {list(shape)}"
-                           + (" (the second value returned is checked as the log-sum-exp; return out alone, "
-                              "or (out, lse))" if what == "lse" else ""))
+                           + (f" (the second value returned is checked as the log-sum-exp, or as the weights "
+                              f"when it has their shape {list(w_shape)}; return out alone, (out, lse) or "
+                              f"(out, weights))" if what == "lse" and w_shape is not None else ""))
         names.append(what)
         arrays.append(arr)
     if cot is not None:
