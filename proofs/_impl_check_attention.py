@@ -118,7 +118,9 @@ A real attention kernel takes q, k and v, not rows of scores. `--form attention`
 it is written, `fn(q, k, v, **params)`, with q (…, M, d), k (…, N, d) and v (…, N, dv) in the
 layout `--layout` names (`bhnd` by default; `bnhd`, `nhd`, `hnd`, `nd`: b batch, h heads,
 n the sequence, d the head dimension, last), and checks `out` (the layout of q with dv, or
-`--out-layout`) and, when it returns `(out, lse)`, the natural log-sum-exp (in out's layout
+`--out-layout`) and, when it returns `(out, lse)`, the log-sum-exp (natural, or in the units `--lse base2`
+or `--lse kv-only` state; an lse that fails and is another convention's on every row of its call is named
+with the flag that checks it; in out's layout
 without d, or `--lse-layout`: `bhn` for FlashAttention's lse (B, H, M) beside an out (B, M, H, d)), or,
 when the second value has the shape of the weights (q's layout with the keys last: (B, H, M, N) for
 `bhnd`, as an eager attention returns `(attn_output, attn_weights)`), every weight P_ij within the

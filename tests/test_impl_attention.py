@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from derive.cli import main
+from derive.errors import InputError
 from derive.impl import check_implementation
 from derive.impl.cases.attention import CLASSES, Case, arrays
 from derive.impl.cases.masks import positions_keep
@@ -28,13 +29,13 @@ def failing(report) -> dict:
     return {cls: f for r in report.results for cls, f in r.failures.items()}
 
 
-def attention(target, norm="sink", dtypes=("float32",), assume=(), examples=0, **kw):
+def attention(target, norm="sink", dtypes=("float32",), assume=(), examples=0, lse="natural", **kw):
     """The fixed list alone unless ``examples`` asks for the search (the tests of the search do)."""
     settings = {"layout": "bhnd", "out_layout": None, "scale": None, "causal": False, "start_q": None,
                 "window": 0, "mask_value": "-inf", "backward": False, "kw_names": {}}
     settings.update(kw)
     return check_implementation(target, norm, form="attention", dtypes=dtypes, assume=assume, attention=settings,
-                                examples=examples)
+                                examples=examples, lse=lse)
 
 
 def test_correct_numpy_kernel_agrees_in_every_class_it_can_reach():
@@ -320,3 +321,24 @@ def test_weights_returned_beside_out_are_checked_too():
     assert (f.what, f.where, f.output) == ("weights", (0, 0, 0, 0), [1.0])
     assert f.exact == [pytest.approx(math.exp(9.0) / (math.exp(9.0) + math.exp(1.5)), rel=1e-15)]
     assert "- weights at b = 0, h = 0, i = 0, j = 0: returned `1.0`, exact `0.9994472213630764`" in bad.to_markdown()
+
+
+def test_an_lse_in_base_2_is_checked_with_lse_base2_and_named_without_it():
+    assert attention(NP + "eager_lse_base2", dtypes=("float64",), lse="base2").agrees
+    natural = attention(NP + "eager_lse_base2", dtypes=("float64",))
+    f = failing(natural)["finite"]
+    assert (f.what, f.output, f.exact) == ("lse", [pytest.approx(9.000552931475362 / math.log(2), rel=1e-14)],
+                                           [pytest.approx(9.000552931475362, rel=1e-15)])
+    assert f.note == ("the lse returned is the base2 log-sum-exp (log₂(e^σ + Σ e^x)) on every row of this call, not "
+                      "the natural one: if that is the convention meant, check it with --lse base2")
+    kv_only = attention(NP + "eager_lse_base2", dtypes=("float64",), lse="kv-only")
+    assert failing(kv_only)["finite"].note.endswith("check it with --lse base2")
+
+
+def test_lse_units_are_refused_for_a_normalizer_without_an_lse():
+    with pytest.raises(InputError, match="--lse base2: sigmoid has no log-sum-exp"):
+        check_implementation("tests/zoo/attention_normalizers.py:sigmoid", "sigmoid", form="attention",
+                             dtypes=("float64",), examples=0, lse="base2",
+                             attention={"layout": "bhnd", "out_layout": None, "scale": None, "causal": False,
+                                        "start_q": None, "window": 0, "mask_value": "-inf", "backward": False,
+                                        "kw_names": {}})

@@ -405,7 +405,7 @@ def test_cli_exit_codes_and_json():
     bad = _cli(NP + "softmax_online_acc_not_rescaled", "--as", "softmax", "--form", "online", "--dtype", "float32")
     assert bad.returncode == 1 and "`acc_not_rescaled`" in bad.stdout
     usage = _cli(NP + "softmax1_backward", "--as", "softmax1", "--form", "backward", "--lse", "base2")
-    assert usage.returncode == 2 and "--lse base2 applies to --form online or split" in usage.stderr
+    assert usage.returncode == 2 and "--lse base2 applies to --form online, split or attention" in usage.stderr
     assert "Traceback" not in usage.stderr
     nonsense = _cli(NP + "softmax1_split", "--as", "softmax1", "--form", "diagonal")
     assert nonsense.returncode == 2

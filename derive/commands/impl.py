@@ -151,7 +151,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the calling convention: row (default: fn(x) -> weights) or a kernel form, "
                              "online fn(x, v, block), split fn(x, v, splits), backward fn(x, v, dout)")
     parser.add_argument("--lse", choices=LSE_CONVENTIONS, default="natural",
-                        help="the convention of a returned lse (--form online/split): natural (default), "
+                        help="the convention of a returned lse (--form online/split/attention): natural (default), "
                              "base2, kv-only")
     parser.add_argument("--per-head", action="store_true",
                         help="kernel forms: pass the normalizer's parameters as arrays of shape (H,), one per head, "

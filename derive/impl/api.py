@@ -79,8 +79,8 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
     if per_head and form in ("row", "attention"):
         raise InputError(f"--per-head applies to a kernel form (--form online, split or backward), not {form}"
                          + (" (the attention form passes the sinks per head always)" if form == "attention" else ""))
-    if lse != "natural" and form in ("row", "backward", "attention"):
-        raise InputError(f"--lse {lse} applies to --form online or split, not {form}")
+    if lse != "natural" and form in ("row", "backward"):
+        raise InputError(f"--lse {lse} applies to --form online, split or attention, not {form}")
     if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                               for k, v in env.items())):
         raise InputError(f"env must map names to strings (e.g. {{'TRITON_INTERPRET': '1'}}), got {env!r}")
@@ -114,7 +114,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
         if form == "attention":
             report = check_attention(target, norm, tols, cfg, contract=contract, rounder=round_to,
                                      examples=searched, thin=interpreted(env, fn_or_spec), params=dict(params or {}),
-                                     **(attention or {}))
+                                     lse=lse, **(attention or {}))
         elif form != "row":
             for tol in tols:
                 if target.api == "numpy" and not tol.numpy:

@@ -211,3 +211,22 @@ def eager_chunked_half(q, k, v, *, scale, mask=None, sinks=None):
 def eager_chunked_short_tail(q, k, v, *, scale, mask=None, sinks=None):
     """Faulty: the second half of a final partial chunk is never read when it has fewer than 8 keys."""
     return _chunked(q, k, v, scale, mask, sinks, True, tail=8)
+
+
+def eager_lse_base2(q, k, v, *, scale, mask=None, sinks=None):
+    """(out, lse₂): the log-sum-exp in base 2 (log₂ Σ, a Triton kernel's units), the sinks included."""
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    if sinks is not None:
+        col = np.broadcast_to(np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1), scores.shape[:-1] + (1,))
+        scores = np.concatenate([scores, col], axis=-1)
+    top = np.max(scores, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0)
+    total = np.exp(scores - top).sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = (top + np.log(total))[..., 0] / np.log(2.0)
+    w = np.exp(scores - top) / np.where(total > 0, total, 1)
+    if sinks is not None:
+        w = w[..., :-1]
+    return w @ v, lse

@@ -21,6 +21,8 @@ __all__ = ["DV", "FIXED_LISTS", "FORMS", "HEADS", "LONG_DV", "LONG_ROWS", "LSE_C
 INF = math.inf
 FORMS = ("online", "split", "backward")
 LSE_CONVENTIONS = ("natural", "base2", "kv-only")
+LSE_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)",  # each convention in words
+             "kv-only": "ln Σ e^x, without the extra logit"}
 LOG2E = 1.0 / math.log(2.0)
 
 

@@ -434,7 +434,7 @@ def _generic_of(key, xs, v, vkey, norm, params, dps, weights=False):
 
 
 def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None,
-                    norm=None, params=None, weights: bool = False) -> Attention:
+                    norm=None, params=None, weights: bool = False, lse_units: str = "natural") -> Attention:
     """The definition on q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv) (the values as passed, in
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
@@ -445,7 +445,8 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     and every one is needed for the gradients of k and v). ``norm`` (with its parameter values
     ``params``): a normalizer outside the softmax family, each row then a :func:`generic_row` (no
     extra logit, no lse, no gradients); a row it cannot enclose gets κ = ∞, so it is not judged. With
-    ``weights``, the weights P (B, H, M, N) too (NaN on a row without a value)."""
+    ``weights``, the weights P (B, H, M, N) too (NaN on a row without a value). ``lse_units``: the
+    convention of ``lse`` (natural, base2, kv-only: :class:`ExactRow`'s)."""
     B, H, M, _ = q.shape
     Hkv, N, Dv = k.shape[1], k.shape[2], v.shape[3]
     groups = H // Hkv
@@ -500,7 +501,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                         if row.undecided:
                             undecided[b, h, i] = True
                     done[b, h, i] = row
-                    lse[b, h, i] = row.lse["natural"]
+                    lse[b, h, i] = row.lse[lse_units]
                     if row.defined:
                         defined[b, h, i] = True
                         out[b, h, i] = row.out

@@ -10,7 +10,7 @@ import numpy as np
 from derive.impl.faults.diagnose import Diagnosis, Match
 from derive.impl.judge.kernel import Call, KernelChecker, KernelFailure
 from derive.impl.faults.kernel import by_key, faults_for, faulty_outputs, other_extras, variants
-from derive.impl.cases.kernel import LSE_CONVENTIONS, extra_logits, values
+from derive.impl.cases.kernel import LSE_CONVENTIONS, LSE_WORDS, extra_logits, values
 from derive.impl.numbers import agree_all, round_to, scaled
 from derive.impl.run.target import ImplRaised
 from derive.impl.exact.tolerance import Tolerance, kappa
@@ -251,7 +251,7 @@ def _pattern(checker, failure, seen, tol) -> list[str]:
         for conv in LSE_CONVENTIONS:
             if conv != checker.lse and _lse_matches(checker, seen, conv, tol):
                 flag = "the default" if conv == "natural" else f"--lse {conv}"
-                lines.append(f"The lse returned is the {conv} log-sum-exp ({_CONV_WORDS[conv]}) on every probe "
+                lines.append(f"The lse returned is the {conv} log-sum-exp ({LSE_WORDS[conv]}) on every probe "
                              f"row, not the {checker.lse} one: if that is the convention meant, check it with "
                              f"{flag}.")
                 break
@@ -283,6 +283,4 @@ KERNEL_TOLERANCE_RULE = (  # prose markup: the document shows the math, the term
     r"$0/0$) the outputs follow one convention of the row form, NaN, zeros or uniform (the output of a row "
     r"of equal scores), with an lse of $\pm\infty$, NaN or below $-10^4$, and the report says which.")
 
-_CONV_WORDS = {"natural": "ln(e^σ + Σ e^x)", "base2": "log₂(e^σ + Σ e^x)",
-               "kv-only": "ln Σ e^x, without the extra logit"}
 

@@ -101,7 +101,8 @@ def _window(window) -> tuple:
 def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | None, scale, causal,
                     start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
-                    gqa: bool = False, lse_layout: str | None = None, params: dict | None = None) -> AttentionReport:
+                    gqa: bool = False, lse_layout: str | None = None, params: dict | None = None,
+                    lse: str = "natural") -> AttentionReport:
     known, extra = kernel_extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
@@ -178,8 +179,13 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
                   window_form=window_form(signature, roles, window), backward=backward)
     case_list = cases(setup)
+    if lse != "natural":
+        if generic:
+            raise InputError(f"--lse {lse}: {norm.name} has no log-sum-exp (only the softmax family has one)")
+        stated.append("a returned lse is " + ("in base 2, log₂ of the row's sum" if lse == "base2" else
+                                             "of the keys alone, without the extra logit"))
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
-                               lse_layout=LL, diagnose=diagnose, values=values if generic else None)
+                               lse_layout=LL, diagnose=diagnose, values=values if generic else None, lse_units=lse)
     results = []
     notes = []
     for tol in tols:

@@ -13,6 +13,7 @@ from derive.errors import InputError
 from derive.impl.cases.attention import Case, Setup, arrays, case_classes, with_dtype_mask
 from derive.impl.cases.masks import lower, window_arg
 from derive.impl.cases.attention_search import drawn_cases
+from derive.impl.cases.kernel import LSE_CONVENTIONS, LSE_WORDS
 from derive.impl.cases.rows import search
 from derive.impl.exact.reference import exact_attention
 from derive.impl.judge.classes import file_failure, verdict
@@ -223,6 +224,7 @@ class AttentionChecker:
     lse_layout: object = None  # the layout of lse (its axes and d, d unused); None: out's without d
     diagnose: object = None  # (checker, case, failure, q, k, v, keep, bias, scale, sinks, got, tol) → fault records
     values: list | None = None  # a normalizer outside the softmax family: the parameter sets its calls take in turn
+    lse_units: str = "natural"  # a returned lse: natural, base2 (log₂) or kv-only (the keys without the extra logit)
 
     def with_params(self, case: Case, index: int) -> Case:
         """``case`` with the parameter set of its turn (``index``), for a normalizer outside the
@@ -241,7 +243,8 @@ class AttentionChecker:
         extra logit, any other normalizer by its weights at the case's parameter values; with
         ``weights``, the weights P too (a kernel that returns them)."""
         if self.values is None:
-            return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged, weights=weights)
+            return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged, weights=weights,
+                                   lse_units=self.lse_units)
         return exact_attention(q, k, v, scale, keep, bias, None, self.dps, None, judged, norm=self.norm,
                                params=dict(case.params), weights=weights)
 
@@ -338,6 +341,8 @@ class AttentionChecker:
         ex = self.exact(case, q, k, v, scale, keep, bias, sinks, g, judged, weights="weights" in got)
         returned = ", ".join(n for n in ("out", "lse", "weights", "dq", "dk", "dv", "dsinks") if n in got)
         fail = self.compare(case, got, ex, v, keep, tol, g)
+        if fail is not None and fail.what == "lse":
+            fail.note = self.lse_hint(case, got, q, k, v, keep, bias, scale, sinks, tol)
         if fail is not None and fail.what in ("out", "lse", "weights"):
             fail.note = fail.note or self.alignment_hint(case, got, q, k, v, g, scale, sinks, tol)
             if self.diagnose is not None and not fail.note:
@@ -347,6 +352,19 @@ class AttentionChecker:
         vacuous = (0, "") if fail is not None or first is None else (
             int(vac.sum()), tol.vacuous_reason(float(ex.kappa[tuple(first)])))
         return fail, case.B * case.H * int(judged.sum()), returned, vacuous
+
+    def lse_hint(self, case: Case, got, q, k, v, keep, bias, scale, sinks, tol) -> str:
+        """When the lse fails: is it another convention's (base 2, or without the extra logit) on every
+        row of the call? Then say which, and the flag that checks it."""
+        for conv in LSE_CONVENTIONS:
+            if conv == self.lse_units:
+                continue
+            ex = exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, None, case.judged(), lse_units=conv)
+            if self.compare(case, {n: got[n] for n in ("out", "lse")}, ex, v, keep, tol) is None:
+                flag = "the default" if conv == "natural" else f"--lse {conv}"
+                return (f"the lse returned is the {conv} log-sum-exp ({LSE_WORDS[conv]}) on every row of this call, "
+                        f"not the {self.lse_units} one: if that is the convention meant, check it with {flag}")
+        return ""
 
     def alignment_hint(self, case: Case, got, q, k, v, g, scale, sinks, tol) -> str:
         """When a causal (or windowed) call with M ≠ N fails at the stated alignment and the kernel
