@@ -136,7 +136,8 @@ position of the first query: a decode call has start_q = N − M) is varied when
 takes it; the tile size and the split count are varied when it takes them. A required keyword
 of no known role is an error (exit 2) that names it. With `--backward` (torch functions) the
 gradients of ⟨out, g⟩ with respect to q, k, v and the sinks are taken by torch autograd in the
-child and compared with the exact ones; a sink that gets no gradient fails.
+child (`.backward()` into the inputs, so a kernel under a reentrant `torch.utils.checkpoint` works)
+and compared with the exact ones; a sink that gets no gradient fails.
 
 ### Every normalizer
 

@@ -342,3 +342,11 @@ def test_lse_units_are_refused_for_a_normalizer_without_an_lse():
                              attention={"layout": "bhnd", "out_layout": None, "scale": None, "causal": False,
                                         "start_q": None, "window": 0, "mask_value": "-inf", "backward": False,
                                         "kw_names": {}})
+
+
+@pytest.mark.slow
+def test_a_reentrant_checkpointed_kernel_gets_its_gradients_checked():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "checkpointed", norm="softmax", dtypes=("float64",), backward=True)
+    assert report.agrees, report.to_markdown()
+    assert report.results[0].returned == "out, dq, dk, dv"

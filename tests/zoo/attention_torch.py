@@ -19,6 +19,8 @@ one-line one.
   ``--gqa``: ``enable_gqa`` is passed where k and v have fewer heads).
 * ``flex``: PyTorch's FlexAttention with a block mask (``--mask block-mask``), and ``flex_mod``, the
   same from a ``mask_mod`` (``--mask mask-mod``).
+* ``checkpointed``: softmax attention under ``torch.utils.checkpoint`` in its reentrant form, which
+  refuses ``torch.autograd.grad`` (``--backward`` takes the gradients with ``.backward()``).
 * ``needs_two_keys``: raises its own error on a call of one key; the first call (numpy arrays, to
   detect the API) raises in ``torch.matmul`` too, and the report shows the kernel's error.
 """
@@ -91,3 +93,13 @@ def needs_two_keys(q, k, v, *, scale):
     if k.shape[-2] < 2:
         raise ValueError("this kernel needs two keys or more")
     return torch.softmax(s, dim=-1) @ v
+
+
+def _softmax_attention(q, k, v, scale):
+    return torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * scale, dim=-1) @ v
+
+
+def checkpointed(q, k, v, *, scale):
+    from torch.utils.checkpoint import checkpoint
+
+    return checkpoint(_softmax_attention, q, k, v, scale, use_reentrant=True)

@@ -203,9 +203,10 @@ def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape, w_
         wrt = [("dq", args[0]), ("dk", args[1]), ("dv", args[2])]
         if sinks_kw is not None and isinstance(kwargs.get(sinks_kw), torch.Tensor):
             wrt.append(("dsinks", kwargs[sinks_kw]))
-        try:
+        try:  # .backward() into the leaves, not autograd.grad: a reentrant torch.utils.checkpoint accepts only it
             loss = (out.to(torch.float64) * torch.tensor(cot, dtype=torch.float64)).sum()
-            grads = torch.autograd.grad(loss, [t for _, t in wrt], allow_unused=True)
+            loss.backward()
+            grads = [t.grad for _, t in wrt]
         except Exception as exc:  # noqa: BLE001 - the user's backward raised
             raise H["Raised"](H["brief"](exc)) from None
         for (name, _), g in zip(wrt, grads):
