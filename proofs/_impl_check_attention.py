@@ -134,7 +134,9 @@ the function takes are read from its signature and passed by role:
 The scale is `--scale` (default 1/√d); the sinks are one logit per query head; `start_q` (the
 position of the first query: a decode call has start_q = N − M) is varied when the function
 takes it; the tile size and the split count are varied when it takes them. A required keyword
-of no known role is an error (exit 2) that names it. With `--backward` (torch functions) the
+of no known role is an error (exit 2) that names it, unless `--set NAME=VALUE` gives it one value
+for every call (a number, true, false, none or a word, read by that grammar, never evaluated: a
+dropout of 0.0, a training flag). With `--backward` (torch functions) the
 gradients of ⟨out, g⟩ with respect to q, k, v and the sinks are taken by torch autograd in the
 child (`.backward()` into the inputs, so a kernel under a reentrant `torch.utils.checkpoint` works)
 and compared with the exact ones; a sink that gets no gradient fails.

@@ -350,3 +350,27 @@ def test_a_reentrant_checkpointed_kernel_gets_its_gradients_checked():
     report = attention(TORCH + "checkpointed", norm="softmax", dtypes=("float64",), backward=True)
     assert report.agrees, report.to_markdown()
     assert report.results[0].returned == "out, dq, dk, dv"
+
+
+def test_a_required_keyword_of_no_role_takes_a_fixed_value_with_set(capsys):
+    code = main(["impl", NP + "needs_temperature", "--as", "softmax", "--form", "attention", "--dtype", "float64",
+                 "--examples", "0", "--set", "temperature=1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "temperature = 1 on every call (--set)" in out
+    code = main(["impl", NP + "needs_temperature", "--as", "softmax", "--form", "attention", "--dtype", "float64",
+                 "--examples", "0", "--set", "temperature=2.0"])
+    assert code == 1 and "temperature = 2.0 on every call (--set)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value, message", [
+    ("temperature=1+1", "--set 'temperature=1+1': VALUE is a number, true, false, none or a word"),
+    ("temperature", "--set 'temperature': expected NAME=VALUE"),
+    ("scale=2", "--set scale=…: scale is the keyword of the role scale, which derive passes itself"),
+    ("tau=1", "--set tau=…: tests/zoo/attention_numpy.py:needs_temperature takes no keyword 'tau'"),
+    ("__import__('os')=1", "--set \"__import__('os')=1\": expected NAME=VALUE"),
+])
+def test_set_values_are_read_by_a_grammar_and_checked_against_the_signature(capsys, value, message):
+    code = main(["impl", NP + "needs_temperature", "--as", "softmax", "--form", "attention", "--dtype", "float64",
+                 "--examples", "0", "--set", value])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and message in err, err

@@ -15,7 +15,7 @@ from pathlib import Path
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
 from derive.impl.cases.masks import parse_window
-from derive.impl.run.roles import parse_kw
+from derive.impl.run.roles import parse_fixed, parse_kw
 from derive.impl.cases.contract import GRAMMAR, ROW_FORM_ITEMS
 from derive.impl.forms.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.run.target import DEFAULT_TIMEOUT
@@ -191,6 +191,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "such as -1e6")
     group.add_argument("--backward", action="store_true",
                        help="also check dq, dk, dv and the sinks' gradient by torch autograd (torch functions)")
+    group.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="fixed",
+                       help="a keyword passed with the same value on every call, for a parameter of no role (a "
+                            "dropout of 0.0, a training flag): VALUE a number, true, false, none or a word")
     group.add_argument("--kw", action="append", default=[], metavar="ROLE=NAME",
                        help="the keyword the function takes for a role (scale, causal, mask, sinks, start_q, window, "
                             "block), when its name is not one derive knows")
@@ -244,7 +247,7 @@ def _attention(args) -> dict | None:
              "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
              "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None,
              "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None,
-             "lse_layout": args.lse_layout}
+             "lse_layout": args.lse_layout, "fixed": args.fixed or None}
     if args.form != "attention":
         return {k: v for k, v in given.items() if v is not None} or None
     start = args.start_q
@@ -264,7 +267,7 @@ def _attention(args) -> dict | None:
     return {"layout": args.layout or "bhnd", "out_layout": args.out_layout, "scale": args.scale,
             "causal": args.causal, "start_q": start, "window": args.window or 0,
             "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw),
-            "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout}
+            "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout, "fixed": parse_fixed(args.fixed)}
 
 
 def _cpu() -> float:

@@ -102,7 +102,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                     start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
                     gqa: bool = False, lse_layout: str | None = None, params: dict | None = None,
-                    lse: str = "natural") -> AttentionReport:
+                    lse: str = "natural", fixed: dict | None = None) -> AttentionReport:
     known, extra = kernel_extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
@@ -118,7 +118,8 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         LL = parse_layout(lse_layout + "d", "--lse-layout")
     signature = target.extra.get("signature")
     generic = extra == "generic"
-    roles = roles_of(signature, kw_names, target.name, tuple(norm.params) if generic else ())
+    fixed = dict(fixed or {})
+    roles = roles_of(signature, kw_names, target.name, tuple(norm.params) if generic else (), fixed)
     if generic and backward:
         raise InputError(f"--backward in the attention form compares the gradients of the softmax family; "
                          f"{norm.name} is checked forward only (its row form checks its Jacobian)")
@@ -175,6 +176,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     if gqa:
         stated.append("k and v may have fewer heads than q (query head h reads kv head h // (H / Hkv))")
     stated += said
+    stated += [f"{name} = {value!r} on every call (--set)" for name, value in fixed.items()]
     setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
                   window_form=window_form(signature, roles, window), backward=backward)
@@ -185,7 +187,8 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         stated.append("a returned lse is " + ("in base 2, log₂ of the row's sum" if lse == "base2" else
                                              "of the keys alone, without the extra logit"))
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
-                               lse_layout=LL, diagnose=diagnose, values=values if generic else None, lse_units=lse)
+                               lse_layout=LL, diagnose=diagnose, values=values if generic else None, lse_units=lse,
+                               fixed=fixed)
     results = []
     notes = []
     for tol in tols:

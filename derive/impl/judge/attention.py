@@ -225,6 +225,7 @@ class AttentionChecker:
     diagnose: object = None  # (checker, case, failure, q, k, v, keep, bias, scale, sinks, got, tol) → fault records
     values: list | None = None  # a normalizer outside the softmax family: the parameter sets its calls take in turn
     lse_units: str = "natural"  # a returned lse: natural, base2 (log₂) or kv-only (the keys without the extra logit)
+    fixed: dict = field(default_factory=dict)  # keyword → the value --set passes on every call
 
     def with_params(self, case: Case, index: int) -> Case:
         """``case`` with the parameter set of its turn (``index``), for a normalizer outside the
@@ -249,7 +250,7 @@ class AttentionChecker:
                                params=dict(case.params), weights=weights)
 
     def kwargs(self, case: Case, scale: float, mask, sinks) -> dict:
-        kw = {}
+        kw = dict(self.fixed)
         r = self.roles
         if "scale" in r:
             kw[r["scale"]] = float(scale)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from derive.errors import InputError
 
-__all__ = ["ROLE_NAMES", "parse_kw", "roles_of", "window_form"]
+__all__ = ["ROLE_NAMES", "parse_fixed", "parse_kw", "roles_of", "window_form"]
 
 ROLE_NAMES: dict[str, tuple[str, ...]] = {  # role → the keyword names kernels use for it, in order of preference
     "scale": ("scale", "sm_scale", "softmax_scale", "scaling"),
@@ -37,7 +37,43 @@ def parse_kw(pairs) -> dict:
     return out
 
 
-def roles_of(signature, names: dict, target: str, norm_params: tuple = ()) -> dict:
+_WORDS = {"true": True, "false": False, "none": None}
+
+
+def parse_fixed(pairs) -> dict:
+    """``--set NAME=VALUE`` items → {keyword: value}: VALUE an integer, a decimal number, true, false,
+    none (any case) or a word (letters, digits, _ . -), passed as a str. Read by this grammar alone,
+    never evaluated."""
+    out = {}
+    for pair in pairs or ():
+        name, sep, text = str(pair).partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or not name.isidentifier() or not text:
+            raise InputError(f"--set {pair!r}: expected NAME=VALUE, NAME the keyword and VALUE a number, true, false, "
+                             f"none or a word (e.g. --set dropout=0.0)")
+        if name in out:
+            raise InputError(f"--set {name} is given twice")
+        if text.lower() in _WORDS:
+            out[name] = _WORDS[text.lower()]
+            continue
+        try:
+            out[name] = int(text)
+            continue
+        except ValueError:
+            pass
+        try:
+            out[name] = float(text)
+            continue
+        except ValueError:
+            pass
+        if not all(c.isalnum() or c in "_.-" for c in text):
+            raise InputError(f"--set {pair!r}: VALUE is a number, true, false, none or a word of letters, digits, "
+                             f"_ . and -")
+        out[name] = text
+    return out
+
+
+def roles_of(signature, names: dict, target: str, norm_params: tuple = (), fixed=()) -> dict:
     """{role: keyword} for the keywords the function takes; an unknown required one is an error.
     ``norm_params``: the normalizer's parameters, each a role of its own (its keyword is its name, or
     the one --kw names), present only where the function takes it."""
@@ -76,11 +112,19 @@ def roles_of(signature, names: dict, target: str, norm_params: tuple = ()) -> di
             hit = choices[0]  # its first name; the optional features (causal, mask, ...) only by --kw
         if hit is not None:
             out[role] = hit
-    unknown = [n for n, has_default in keywords.items() if not has_default and n not in out.values()]
+    for name in fixed:
+        if name not in keywords and not varkw:
+            raise InputError(f"--set {name}=…: {target} takes no keyword {name!r} (its keywords: "
+                             f"{', '.join(keywords) or 'none'})")
+        if name in out.values():
+            role = next(r for r, n in out.items() if n == name)
+            raise InputError(f"--set {name}=…: {name} is the keyword of the role {role}, which derive passes itself")
+    unknown = [n for n, has_default in keywords.items()
+               if not has_default and n not in out.values() and n not in fixed]
     if unknown:
         raise InputError(f"{target} has a required parameter {unknown[0]!r} that is none of the roles derive passes "
-                         f"({', '.join(ROLE_NAMES)}): name its role with --kw ROLE={unknown[0]}, or give it a "
-                         f"default")
+                         f"({', '.join(ROLE_NAMES)}): name its role with --kw ROLE={unknown[0]}, give it a value "
+                         f"with --set {unknown[0]}=VALUE, or give it a default")
     return out
 
 
