@@ -136,7 +136,10 @@ position of the first query: a decode call has start_q = N − M) is varied when
 takes it; the tile size and the split count are varied when it takes them. A required keyword
 of no known role is an error (exit 2) that names it, unless `--set NAME=VALUE` gives it one value
 for every call (a number, true, false, none or a word, read by that grammar, never evaluated: a
-dropout of 0.0, a training flag). With `--backward` (torch functions) the
+dropout of 0.0, a training flag). The kernel may be a factory's product, `FILE:make()` (derive
+calls `make` once, in the child, and checks the `nn.Module` or bound method it returns), or a
+`torch.autograd.Function`'s `Class.apply`, whose keywords derive passes in their places in
+`forward`'s signature (apply takes none), so its own backward is what `--backward` checks. With `--backward` (torch functions) the
 gradients of ⟨out, g⟩ with respect to q, k, v and the sinks are taken by torch autograd in the
 child (`.backward()` into the inputs, so a kernel under a reentrant `torch.utils.checkpoint` works)
 and compared with the exact ones; a sink that gets no gradient fails.

@@ -374,3 +374,25 @@ def test_set_values_are_read_by_a_grammar_and_checked_against_the_signature(caps
                  "--examples", "0", "--set", value])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and message in err, err
+
+
+SIG = "tests/zoo/attention_signatures.py:"
+
+
+def test_a_factory_returning_a_module_or_a_bound_method_is_checked_as_what_it_returns():
+    require_module("torch", "torch kernels")
+    for target in ("make()", "make_bound()"):
+        report = attention(SIG + target, norm="softmax", dtypes=("float64",))
+        assert report.agrees and report.roles == {"scale": "scale"}, report.to_markdown()
+    with pytest.raises(InputError, match=r"cannot import '.*attention_signatures.py:nothere\(\)': .* has no attribute "
+                                         r"'nothere'"):
+        attention(SIG + "nothere()", norm="softmax")
+
+
+@pytest.mark.slow
+def test_an_autograd_function_apply_is_called_positionally_and_its_backward_checked():
+    require_module("torch", "torch kernels")
+    good = attention(SIG + "Softmax.apply", norm="softmax", dtypes=("float64",), causal=True, backward=True)
+    assert good.agrees and good.roles == {"causal": "causal", "scale": "scale"}, good.to_markdown()
+    bad = attention(SIG + "SoftmaxNoDk.apply", norm="softmax", dtypes=("float64",), causal=True, backward=True)
+    assert {f.what for f in failing(bad).values()} == {"dk"}, bad.to_markdown()

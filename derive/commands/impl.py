@@ -45,7 +45,9 @@ with one line saying what happened (print() output goes to stderr). In the atten
 call on which the code raises or is killed by a signal is instead that call's failure (the
 exception and the line of your code it came from), and the other calls still run.
 
-TARGET is FILE.py:FUNCTION or package.module:FUNCTION. The function takes an array of
+TARGET is FILE.py:FUNCTION or package.module:FUNCTION (FUNCTION may be Class.method, a
+torch.autograd.Function's Class.apply, or make() for a factory that derive calls once, in the
+child, and checks what it returns: an nn.Module or a bound method). The function takes an array of
 scores (numpy or torch, detected) and returns the weights along --dim; it may also take
 `dim`/`axis`, `mask` (bool, True = allowed) and the normalizer's parameters as keywords.
 

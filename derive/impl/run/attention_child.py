@@ -39,9 +39,27 @@ def bind(helpers: dict) -> None:
     H.update(helpers)
 
 
+def _applied(fn):
+    """The ``torch.autograd.Function`` subclass whose ``apply`` ``fn`` is, or None."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, type) and getattr(fn, "__name__", "") == "apply" and "forward" in vars(owner):
+        return owner
+    return None
+
+
+def _signature(fn):
+    """``fn``'s signature; for ``SomeFunction.apply`` of a ``torch.autograd.Function`` (``*args``), that of
+    its ``forward`` without ``ctx``."""
+    owner = _applied(fn)
+    if owner is None:
+        return inspect.signature(fn)
+    sig = inspect.signature(owner.forward)
+    return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+
 def aprobe(target):
     try:
-        sig = inspect.signature(target.fn)
+        sig = _signature(target.fn)
     except (TypeError, ValueError):
         signature = None
     else:
@@ -103,13 +121,24 @@ def _run(target, api, q, k, v, kw, dtype, cot):
     if flex is not None:
         kwargs[flex[0]] = _flex(kw[flex[0]], flex[1])
     before = [a.detach().clone() if hasattr(a, "detach") else a.copy() for a in args]
+    call_args, call_kwargs = _positional(target.fn, args, kwargs)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            y = target.fn(*args, **kwargs)
+            y = target.fn(*call_args, **call_kwargs)
         except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
             raise H["Raised"](H["brief"](exc) + _where(exc, target.fn)) from None
     return y, args, kwargs, before
+
+
+def _positional(fn, args, kwargs):
+    """(args, kwargs) to call ``fn`` with: as they are, except for ``Function.apply`` of a
+    ``torch.autograd.Function``, which takes no keyword: every keyword goes in its place in
+    ``forward``'s order (after q, k, v), a parameter not passed at its default."""
+    if _applied(fn) is None:
+        return args, kwargs
+    rest = list(_signature(fn).parameters.values())[3:]
+    return list(args) + [kwargs.get(p.name, p.default) for p in rest], {}
 
 
 def _home(fn) -> str:

@@ -71,6 +71,8 @@ def _import(spec):
         except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
             return None, f"cannot import the function in the worker process: {brief(exc)}"
     where, _, attr = spec.rpartition(":")
+    factory = attr.endswith("()")  # FILE:make(): the callable make() returns (a bound method, an nn.Module)
+    attr = attr[:-2] if factory else attr
     try:
         if where.endswith(".py") or os.sep in where or "/" in where:
             path = os.path.abspath(where)
@@ -94,6 +96,13 @@ def _import(spec):
         obj = getattr(obj, part)
     if not callable(obj):
         return None, f"cannot import {spec!r}: {attr} is not callable"
+    if factory:
+        try:
+            obj = obj()
+        except Exception as exc:  # noqa: BLE001 - the user's factory failed
+            return None, f"cannot build {spec!r}: calling {attr}() raised {brief(exc)}"
+        if not callable(obj):
+            return None, f"cannot build {spec!r}: {attr}() returned {type(obj).__name__}, which is not callable"
     return obj, None
 
 
