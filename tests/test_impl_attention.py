@@ -396,3 +396,24 @@ def test_an_autograd_function_apply_is_called_positionally_and_its_backward_chec
     assert good.agrees and good.roles == {"causal": "causal", "scale": "scale"}, good.to_markdown()
     bad = attention(SIG + "SoftmaxNoDk.apply", norm="softmax", dtypes=("float64",), causal=True, backward=True)
     assert {f.what for f in failing(bad).values()} == {"dk"}, bad.to_markdown()
+
+
+def test_an_eager_attention_reading_its_module_is_checked_with_no_adapter():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "gpt_oss_eager", gqa=True, out_layout="bnhd")
+    assert report.agrees, report.to_markdown()
+    assert report.roles == {"mask": "attention_mask", "module": "module", "scale": "scaling"}
+    assert report.results[0].returned == "out, weights" and "gqa" in report.results[0].per_class
+    assert "Called as `fn(module, q, k, v, attention_mask=… (mask), scaling=… (scale))`" in report.to_markdown()
+    tiled = attention(TORCH + "gpt_oss_eager_tiled_kv", gqa=True, out_layout="bnhd")
+    assert [fault.key for fault in failing(tiled)["gqa"].faults] == ["gqa_head_mapping"]
+
+
+@pytest.mark.slow
+def test_an_eager_attention_reading_its_sinks_from_its_module_gets_the_sinks_gradient():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "gpt_oss_eager", gqa=True, out_layout="bnhd", backward=True)
+    assert report.agrees, report.to_markdown()
+    assert report.results[0].returned == "out, weights, dq, dk, dv, dsinks"
+    # its fully masked rows with a sink of −∞ are NaN: dk, dv and dsinks are not judged on that call, dq is
+    assert "on 1 call a row without a value (every key masked, no finite extra logit) returned NaN" in report.notes[0]

@@ -19,6 +19,12 @@ one-line one.
   ``--gqa``: ``enable_gqa`` is passed where k and v have fewer heads).
 * ``flex``: PyTorch's FlexAttention with a block mask (``--mask block-mask``), and ``flex_mod``, the
   same from a ``mask_mod`` (``--mask mask-mod``).
+* ``gpt_oss_eager``: shaped like a model library's eager attention with learned sinks,
+  ``(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs)``, reading the sinks,
+  the kv-head groups and the training flag from its module (derive passes one, with the call's
+  values), returning ``(attn_output in (B, n, H, d), attn_weights)``; checked with ``--gqa
+  --out-layout bnhd`` and no adapter. ``gpt_oss_eager_tiled_kv`` repeats the kv heads with
+  ``repeat`` (head h reads kv head h mod Hkv), not ``repeat_interleave``.
 * ``checkpointed``: softmax attention under ``torch.utils.checkpoint`` in its reentrant form, which
   refuses ``torch.autograd.grad`` (``--backward`` takes the gradients with ``.backward()``).
 * ``needs_two_keys``: raises its own error on a call of one key; the first call (numpy arrays, to
@@ -103,3 +109,31 @@ def checkpointed(q, k, v, *, scale):
     from torch.utils.checkpoint import checkpoint
 
     return checkpoint(_softmax_attention, q, k, v, scale, use_reentrant=True)
+
+
+def _repeat_kv(x, groups, interleave=True):
+    if groups == 1:
+        return x
+    return x.repeat_interleave(groups, dim=1) if interleave else x.repeat(1, groups, 1, 1)
+
+
+def _gpt_oss(module, query, key, value, attention_mask, scaling, dropout, interleave):
+    key = _repeat_kv(key, module.num_key_value_groups, interleave)
+    value = _repeat_kv(value, module.num_key_value_groups, interleave)
+    logits = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        logits = logits + attention_mask[:, :, :, : key.shape[-2]]
+    sinks = module.sinks.reshape(1, -1, 1, 1).expand(query.shape[0], -1, query.shape[-2], -1)
+    combined = torch.cat([logits, sinks], dim=-1)
+    combined = combined - combined.max(dim=-1, keepdim=True).values
+    probs = torch.softmax(combined, dim=-1, dtype=combined.dtype)
+    weights = torch.nn.functional.dropout(probs[..., :-1], p=dropout, training=module.training)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def gpt_oss_eager(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    return _gpt_oss(module, query, key, value, attention_mask, scaling, dropout, True)
+
+
+def gpt_oss_eager_tiled_kv(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    return _gpt_oss(module, query, key, value, attention_mask, scaling, dropout, False)

@@ -113,22 +113,30 @@ def _numpy_has(dtype) -> bool:
 
 
 def _run(target, api, q, k, v, kw, dtype, cot):
+    """Call the kernel: (what it returned, q, k, v as passed, its keywords, copies of q, k, v, the
+    sinks tensor it got (a keyword's, or its module's) or None)."""
     grad = cot is not None
     args = [_convert(api, a, dtype, grad) for a in (q, k, v)]
     flex = kw.get("__mask_form__")
     kwargs = {name: _convert(api, a, dtype, grad and name == kw.get("__sinks__"))
-              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__")}
+              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__", "__module__")}
     if flex is not None:
         kwargs[flex[0]] = _flex(kw[flex[0]], flex[1])
+    sinks = kwargs.get(kw["__sinks__"]) if "__sinks__" in kw else None
+    lead = []
+    if "__module__" in kw:  # fn(module, q, k, v, ...): the module first, with the call's attributes
+        attrs = {name: _convert(api, a, dtype, grad and name == "sinks") for name, a in kw["__module__"].items()}
+        lead = [types.SimpleNamespace(**attrs)]
+        sinks = attrs.get("sinks", sinks)
     before = [a.detach().clone() if hasattr(a, "detach") else a.copy() for a in args]
-    call_args, call_kwargs = _positional(target.fn, args, kwargs)
+    call_args, call_kwargs = _positional(target.fn, lead + args, kwargs)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             y = target.fn(*call_args, **call_kwargs)
         except Exception as exc:  # noqa: BLE001 - reported as the implementation raising
             raise H["Raised"](H["brief"](exc) + _where(exc, target.fn)) from None
-    return y, args, kwargs, before
+    return y, args, kwargs, before, sinks
 
 
 def _positional(fn, args, kwargs):
@@ -181,7 +189,7 @@ def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape, w_shape=No
         if name == "numpy" and not api and not _numpy_has(dtype):
             continue  # bfloat16: numpy has no such dtype, only torch can be called with it
         try:
-            y, args, kwargs, before = _run(target, name, q, k, v, kw, dtype, cot if name == "torch" else None)
+            y, args, kwargs, before, sinks = _run(target, name, q, k, v, kw, dtype, cot if name == "torch" else None)
         except H["Raised"] as exc:
             first = exc if first is None or (name == "torch" and _uses_torch(target.fn)) else first
             continue
@@ -190,8 +198,7 @@ def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape, w_shape=No
         head = y[0] if isinstance(y, (tuple, list)) and y else y
         if torch is not None and isinstance(head, torch.Tensor):  # a torch function given numpy arrays
             continue
-        return _reply(name, y, args, kwargs, before, kw.get("__sinks__"), cot if name == "torch" else None,
-                      out_shape, lse_shape, w_shape)
+        return _reply(name, y, args, before, sinks, cot if name == "torch" else None, out_shape, lse_shape, w_shape)
     raise first
 
 
@@ -204,7 +211,7 @@ def _second(part, lse_shape, w_shape) -> tuple:
     return "lse", lse_shape
 
 
-def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape, w_shape=None):
+def _reply(api, y, args, before, sinks, cot, out_shape, lse_shape, w_shape=None):
     parts = tuple(y) if isinstance(y, (tuple, list)) else (y,)
     if len(parts) not in (1, 2):
         return ("bad", f"returned {len(parts)} values; expected out, (out, lse) or (out, weights)")
@@ -230,8 +237,8 @@ def _reply(api, y, args, kwargs, before, sinks_kw, cot, out_shape, lse_shape, w_
             return ("bad", "returned an out that does not depend on q, k, v through torch autograd "
                            "(--backward differentiates out with torch)")
         wrt = [("dq", args[0]), ("dk", args[1]), ("dv", args[2])]
-        if sinks_kw is not None and isinstance(kwargs.get(sinks_kw), torch.Tensor):
-            wrt.append(("dsinks", kwargs[sinks_kw]))
+        if isinstance(sinks, torch.Tensor):
+            wrt.append(("dsinks", sinks))
         try:  # .backward() into the leaves, not autograd.grad: a reentrant torch.utils.checkpoint accepts only it
             loss = (out.to(torch.float64) * torch.tensor(cot, dtype=torch.float64)).sum()
             loss.backward()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from derive.errors import InputError
 
-__all__ = ["ROLE_NAMES", "parse_fixed", "parse_kw", "roles_of", "window_form"]
+__all__ = ["MODULE", "MODULE_ATTRS", "ROLE_NAMES", "parse_fixed", "parse_kw", "roles_of", "window_form"]
 
 ROLE_NAMES: dict[str, tuple[str, ...]] = {  # role → the keyword names kernels use for it, in order of preference
     "scale": ("scale", "sm_scale", "softmax_scale", "scaling"),
@@ -38,6 +38,18 @@ def parse_kw(pairs) -> dict:
 
 
 _WORDS = {"true": True, "false": False, "none": None}
+
+# A function whose first parameter is ``module`` (a model library's eager attention,
+# ``eager_attention_forward(module, query, key, value, attention_mask, scaling, ...)``) reads some of
+# the call from its module: derive passes an object with these attributes, as the call has them.
+MODULE = "module"
+MODULE_ATTRS = {
+    "sinks": "the sinks, one logit per query head (a torch tensor that gets its gradient)",
+    "num_key_value_groups": "query heads per kv head (H / Hkv)",
+    "training": "False (no dropout)",
+    "scaling": "the scale",
+    "is_causal": "whether the call is causal",
+}
 
 
 def parse_fixed(pairs) -> dict:
@@ -82,6 +94,10 @@ def roles_of(signature, names: dict, target: str, norm_params: tuple = (), fixed
                          f"def fn(q, k, v, *, scale, ...): return {target.split(':')[-1]}(...)")
     params = [(n, kind, has_default) for n, kind, has_default, *_ in signature]
     positional = [n for n, kind, _ in params if kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+    module = positional[:1] == [MODULE]  # fn(module, q, k, v, ...): the module is derive's (MODULE_ATTRS)
+    if module:
+        params = [p for p in params if p[0] != MODULE]
+        positional = positional[1:]
     if len(positional) < 3 and not any(kind == "VAR_POSITIONAL" for _, kind, _ in params):
         raise InputError(f"{target} takes {len(positional)} positional arguments; --form attention calls "
                          f"fn(q, k, v, **params)")
@@ -108,7 +124,7 @@ def roles_of(signature, names: dict, target: str, norm_params: tuple = (), fixed
             out[role] = names[role]
             continue
         hit = next((n for n in choices if n in keywords), None)
-        if hit is None and varkw and role in ("scale", "sinks"):  # **params: what the definition needs, by
+        if hit is None and varkw and role in ("scale", "sinks") and not (module and role == "sinks"):  # **params: what the definition needs, by
             hit = choices[0]  # its first name; the optional features (causal, mask, ...) only by --kw
         if hit is not None:
             out[role] = hit
@@ -119,6 +135,8 @@ def roles_of(signature, names: dict, target: str, norm_params: tuple = (), fixed
         if name in out.values():
             role = next(r for r, n in out.items() if n == name)
             raise InputError(f"--set {name}=…: {name} is the keyword of the role {role}, which derive passes itself")
+    if module:
+        out["module"] = MODULE
     unknown = [n for n, has_default in keywords.items()
                if not has_default and n not in out.values() and n not in fixed]
     if unknown:
