@@ -155,7 +155,7 @@ the one `--param` fixes, which is also how a value built into the kernel is stat
 is compared with Σ_j p_j v_j, the weights p enclosed from the normalizer's formula in arb balls on
 the exact scores (a sum or product over the keys before or after the key, as in stick-breaking,
 costs one pass over the row); a call of more than {pairs} query–key pairs is judged on every k-th
-query and its last 8. A score transform such as soft-capping belongs to the normalizer: a kernel
+query, its first 8 and its last 8 (the report says on how many calls). A score transform such as soft-capping belongs to the normalizer: a kernel
 that caps q·k before the scale fails (`tests/zoo/attention_normalizers.py`). Refused, with the
 reason: a token with a value of its own (`bias_kv`: no keyword passes v*) and a second score
 (`y_j`: no kernel computes it).

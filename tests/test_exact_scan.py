@@ -54,3 +54,11 @@ def test_the_scan_is_used_and_makes_a_long_stick_breaking_row_linear():
     assert len(calls) == 40
     # p_j = σ(x_j) Π_{t > j} σ(−x_t): the last key's weight is σ(x_n) alone
     assert float(w[-1]) == pytest.approx(1 / (1 + mpmath.e ** -9.5), rel=1e-15)
+
+
+def test_a_scan_evaluates_no_term_that_no_key_uses():
+    # the term at t = 1 (t > j) and at t = n (t < j) belongs to no key's range: its imprecision (a kink
+    # that no precision decides, here at x_t = 1/2) must not make the row undecided
+    for formula, row in (("sigmoid(x_j) * prod_t(1 + sqrt(abs(tanh(x_t) - tanh(1/2))), t > j)", [0.5, 1.0, 2.0]),
+                         ("sigmoid(x_j) * sum_t(1 + sqrt(abs(tanh(x_t) - tanh(1/2))), t < j)", [1.0, 2.0, 0.5])):
+        assert _weights(formula, row, None, True) == _weights(formula, row, None, False)

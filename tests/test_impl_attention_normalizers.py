@@ -127,3 +127,36 @@ def test_a_parameter_built_into_the_kernel_is_given_with_param(tmp_path):
                                                                 "mask_value": "-inf", "backward": False,
                                                                 "kw_names": {}})
     assert wrong.verdict == "disagrees"
+
+
+def test_a_weight_of_the_query_position_is_judged_at_each_querys_position():
+    assert attention("by_position", "tests/normalizer_specs/position.toml").agrees
+    wrong = attention("by_key_count", "tests/normalizer_specs/position.toml", dtypes=("float64",))
+    f = classes(wrong)["finite"]
+    assert (f.where[:3], f.case.M, f.case.N) == ((0, 0, 0), 2, 2)  # query 0 (i = 1) divided by N = 2
+
+
+def test_rows_whose_condition_overflows_are_not_judged_rather_than_failed():
+    # --mask-value finfo-min in float64: a fully masked row has κ = ∞ and every weight 0 (its bound was NaN)
+    report = attention("sigmoid", "sigmoid", dtypes=("float64",), mask_value="finfo-min")
+    assert report.agrees, report.to_markdown()
+    assert report.results[0].vacuous_rows > 0
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"b": float("nan")}, "--param b=nan: a parameter's value is a finite number"),
+    ({"b": float("inf")}, "--param b=inf: a parameter's value is a finite number"),
+])
+def test_a_parameter_value_is_finite(params, message):
+    with pytest.raises(InputError, match=message):
+        attention("sigmoid", "sigmoid", params=params)
+
+
+def test_a_parameter_that_would_take_a_roles_keyword_is_refused(tmp_path):
+    spec = tmp_path / "scaled.toml"
+    spec.write_text('name = "a parameter named scale"\nscore = "dot(q, k) / sqrt(d)"\n[normalizer]\nname = "scaled"\n'
+                    'weight = "sigmoid(x_j * scale)"\n[symbols]\nscale = "scalar positive"\n[claims]\n'
+                    'sum1 = "weights_sum_to_one"\n')
+    with pytest.raises(InputError, match="its parameter scale would be passed as scale=…, the keyword of the role "
+                                         "scale; name the parameter's keyword with --kw scale=NAME"):
+        attention("relu_n", str(spec))

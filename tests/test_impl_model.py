@@ -112,7 +112,7 @@ def test_a_top_left_causal_kernel_without_start_q_sees_long_rows_through_late_qu
     long = [c for c in cases(setup) if c.cls == "very-long"]
     assert [(c.M, c.N, c.sample) for c in long] == [(1024, 1024, 0), (1025, 1025, 256), (2048, 2048, 256),
                                                      (4096, 4096, 256)]
-    assert long[-1].judged().sum() == 4096 // 256 + 8 - 1  # every 256th query, the last 8 (one of them both)
+    assert long[-1].judged().sum() == 8 + 4096 // 256 + 8 - 1  # the first 8, every 256th, the last 8 (one both)
     bottom = [c for c in cases(setup_of(causal=True, start_q="end")) if c.cls == "very-long"]
     assert all(c.M == 4 and c.start_q == c.N - 4 for c in bottom)
 
@@ -444,6 +444,12 @@ def test_a_kernel_crashing_in_float32_is_reported_with_float64_agreeing():
     assert f32.failures and all(f.what == "crashed" for f in f32.failures.values())
     assert f32.failures["finite"].note == "the process running it was killed by SIGABRT"
     assert "- the kernel crashed: the process running it was killed by SIGABRT" in report.to_markdown()
+
+
+def test_a_kernel_that_never_returns_gives_no_verdict():
+    with pytest.raises(InputError, match=r"aborts_in_float32 crashed on every call \(B = 1, H = 1, 1 query, 1 key, "
+                                         r"d = 16, float32, the first\): no output was compared; no verdict"):
+        attention(BROKEN + "aborts_in_float32", dtypes=("float32",))
 
 
 def test_an_exit_or_a_hang_is_still_a_usage_error_and_no_verdict(tmp_path):

@@ -283,10 +283,14 @@ class Ball:
             n = len(self.xs)
             order = range(n, 0, -1) if op in (">", ">=") else range(1, n + 1)
             table, acc, outer = {}, (_ZERO if fn == "sum_t" else arb(1)), self.var
+            keys = [k for k in range(1, n + 1) if self.allowed[k - 1]]
+            lo, hi = (keys[0], keys[-1]) if keys else (n + 1, 0)
+            # the term at t is evaluated only where an allowed key's range holds it, as term by term
+            used = {">": lambda t: lo < t, ">=": lambda t: lo <= t, "<": lambda t: hi > t, "<=": lambda t: hi >= t}[op]
             for k in order:
                 if op in (">", "<"):
                     table[k] = acc  # the keys strictly after (before) k
-                if self.allowed[k - 1] and acc is not None:
+                if self.allowed[k - 1] and acc is not None and used(k):
                     self.var = k
                     try:
                         term = self.run(args[0])

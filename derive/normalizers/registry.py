@@ -196,9 +196,9 @@ def from_formula(name: str, title: str, formula: str, *, params: tuple[str, ...]
     def weight(score, key=j, score2=None, **p):
         return f.weight(score, key, score2, **{k: v for k, v in p.items() if k in f.params})
 
-    def reference(x, mask=None, y=None, balls=False, **p):
+    def reference(x, mask=None, y=None, balls=False, row=None, **p):
         vals = {**ref_defaults, **{k: v for k, v in p.items() if k in f.params}}
-        return f.reference(x, mask, y, balls=balls, **vals)
+        return f.reference(x, mask, y, row=row, balls=balls, **vals)
 
     if definition is None:
         from derive.render.latex import tex

@@ -7,7 +7,8 @@ Correct: ``softcap`` (the cap on the scaled scores, before the mask, as FlashAtt
 ``softcap``), ``sigmoid`` (bias ``b``), ``ssmax`` (the scores scaled by s·log n, n the row's allowed
 keys), ``softpick`` (shifted by max(0, max x): finite on scores of 1e4), ``relu_n``,
 ``stick_breaking`` (in log space), ``temperature`` (the user-defined normalizer of
-``tests/normalizer_specs/temperature.toml``).
+``tests/normalizer_specs/temperature.toml``), ``by_position`` (``position.toml``: sigmoid(x_j) / i, i
+the query's position + 1; its twin ``by_key_count`` divides by N, right for the last query only).
 
 Faulty, each right on some calls only:
 
@@ -121,3 +122,16 @@ def stick_breaking(q, k, v, *, scale, mask=None):
 
 def temperature(q, k, v, *, scale, tau, mask=None):
     return _softmax_mix(_masked(_scores(q, k, scale) / tau, mask), v)
+
+
+def by_position(q, k, v, *, scale, mask=None):
+    """The weight sigmoid(x_j) / i of ``tests/normalizer_specs/position.toml``, i = the query's position + 1."""
+    s = _masked(_scores(q, k, scale), mask)
+    i = np.arange(1, s.shape[-2] + 1, dtype=s.dtype)[:, None]
+    return ((1.0 / (1.0 + np.exp(-s))) / i) @ v
+
+
+def by_key_count(q, k, v, *, scale, mask=None):
+    """Faulty: divides by the number of keys N for every query, not by its position + 1."""
+    s = _masked(_scores(q, k, scale), mask)
+    return ((1.0 / (1.0 + np.exp(-s))) / s.shape[-1]) @ v

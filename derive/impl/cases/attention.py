@@ -95,7 +95,7 @@ class Case:
     Hkv: int = 0  # kv heads (0: as many as query heads)
     splits: int = 0  # 0: no split count passed
     pad: int = 0  # padding: keys masked at the start of batch 0 (batch b: pad >> b); prefix, document: P
-    sample: int = 0  # judge every sample-th query and the last 8 only (0: every query)
+    sample: int = 0  # judge the first 8 queries, every sample-th and the last 8 only (0: every query)
     rows: tuple = field(default=(), repr=False)  # pattern rows: the M rows of N scores it realises
     params: tuple = ()  # a normalizer outside the softmax family: its parameter values, ((name, value), ...)
 
@@ -121,7 +121,7 @@ class Case:
         i = np.arange(self.M)
         if not self.sample:
             return np.ones(self.M, dtype=bool)
-        return (i % self.sample == self.sample - 1) | (i >= self.M - 8)
+        return (i < 8) | (i % self.sample == self.sample - 1) | (i >= self.M - 8)
 
     def describe(self) -> str:
         heads = f"H = {self.H}" + (f", Hkv = {self.kv} (groups of {self.groups})" if self.kv != self.H else "")
@@ -159,7 +159,7 @@ class Case:
         elif self.pattern == "drawn":
             bits.append(f"q, k, v drawn from seed {self.seed} (q in steps of {self.amp / 8:g})")
         if self.sample:
-            bits.append(f"every {self.sample}th query and the last 8 judged")
+            bits.append(f"the first 8 queries, every {self.sample}th and the last 8 judged")
         return ", ".join(bits)
 
 

@@ -9,7 +9,7 @@ under the stated causal alignment, windows as an int or a (left, right) pair, pa
 whole tiles before the visible keys, a prefix-LM and a document mask (the model's own), and the
 kernel forms' rows of 64, 200 and 1024 keys realised exactly. Where a causal kernel has no
 ``start_q`` and aligns its queries top-left, a long row is seen only by late queries: those calls
-have as many queries as keys and judge every 256th query and the last 8 (``Case.sample``).
+have as many queries as keys and judge the first 8 queries, every 256th and the last 8 (``Case.sample``).
 
 Each case is fitted to the contract (:func:`fit`): head dimensions raised to its minimum and
 multiple, key lengths to its multiple; a case the contract rules out otherwise (a sink, a tile
@@ -28,7 +28,7 @@ __all__ = ["VERY_LONG_N", "cases", "fit"]
 
 INF = math.inf
 VERY_LONG_N = (1024, 1025, 2048, 4096)
-SAMPLE = 256  # a top-left causal call of 2048 keys or more: every 256th query and the last 8 judged
+SAMPLE = 256  # a top-left causal call of 2048 keys or more: the first 8 queries, every 256th and the last 8 judged
 
 
 def rows_realised(N: int, M: int, masked: bool) -> list[tuple]:
@@ -98,7 +98,7 @@ def fit(case: Case, setup: Setup) -> Case | None:
 def _long(setup: Setup, N: int, M: int = 4, **kw) -> dict:
     """A long call of N keys (and ``kw``): a few queries at the end of the keys, or, for a causal kernel
     that aligns top-left and takes no start_q (its late queries alone see the long row), as many as
-    keys (every SAMPLE-th and the last 8 judged past VERY_LONG keys; with --backward, whose gradients
+    keys (the first 8, every SAMPLE-th and the last 8 judged past VERY_LONG keys; with --backward, whose gradients
     of k and v need every query, at most VERY_LONG keys)."""
     if setup.causal and setup.start_q is None and "start_q" not in setup.takes or setup.contract.equal_lengths:
         if setup.backward:

@@ -385,12 +385,14 @@ def _row_of(key, xs, v, vkey, sig, g, dps, weights=False):
     return _ROWS[full]
 
 
-def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None, weights: bool = False) -> ExactRow:
+def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None, weights: bool = False,
+                position: int | None = None) -> ExactRow:
     """out = Σ_t p_t v_t for any normalizer (one outside the softmax family, whose attention form has no
     extra logit to pass): the weights p from ``norm.reference`` on the scores as given (floats, −∞
     masked, or exact balls), enclosed to ``dps`` digits, summed per distinct value row in arb; the
     magnitudes Σ_t |p_t v_tk|. No value where a weight has none (0/0 on a row with no key); where a
-    weight cannot be enclosed the row's ``undecided`` says why (it is not judged)."""
+    weight cannot be enclosed the row's ``undecided`` says why (it is not judged). ``position``: the
+    query's index i in the formula (1-based: the query at position p is i = p + 1)."""
     import mpmath
 
     v = np.asarray(v, dtype=np.float64)
@@ -400,7 +402,7 @@ def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None,
     xs = [x if ok else 0.0 for x, ok in zip(row, allowed)]
     with mpmath.workdps(dps):
         try:
-            p = norm.reference(xs, allowed, balls=True, **params)
+            p = norm.reference(xs, allowed, balls=True, row=position, **params)
         except Undecided as exc:
             res = ExactRow(True, [math.nan] * dv, [0.0] * dv, nan)
             res.undecided = str(exc)
@@ -426,15 +428,16 @@ def generic_row(norm, row, v, params: dict, dps: int, vkey: bytes | None = None,
         ctx.prec = old
 
 
-def _generic_of(key, xs, v, vkey, norm, params, dps, weights=False):
-    full = (key, vkey, norm.name, norm.formula, tuple(sorted((params or {}).items())), _prec(dps), weights)
+def _generic_of(key, xs, v, vkey, norm, params, dps, weights=False, position=None):
+    full = (key, vkey, norm.name, norm.formula, tuple(sorted((params or {}).items())), _prec(dps), weights, position)
     if full not in _ROWS:
-        _ROWS.put(full, generic_row(norm, xs, v, dict(params or {}), dps, vkey, weights), max(1, len(xs)))
+        _ROWS.put(full, generic_row(norm, xs, v, dict(params or {}), dps, vkey, weights, position), max(1, len(xs)))
     return _ROWS[full]
 
 
 def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None,
-                    norm=None, params=None, weights: bool = False, lse_units: str = "natural") -> Attention:
+                    norm=None, params=None, weights: bool = False, lse_units: str = "natural",
+                    start_q: int = 0) -> Attention:
     """The definition on q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv) (the values as passed, in
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
@@ -446,7 +449,8 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
     ``params``): a normalizer outside the softmax family, each row then a :func:`generic_row` (no
     extra logit, no lse, no gradients); a row it cannot enclose gets κ = ∞, so it is not judged. With
     ``weights``, the weights P (B, H, M, N) too (NaN on a row without a value). ``lse_units``: the
-    convention of ``lse`` (natural, base2, kv-only: :class:`ExactRow`'s)."""
+    convention of ``lse`` (natural, base2, kv-only: :class:`ExactRow`'s). ``start_q``: the position of the
+    first query (a formula's i is the query's position plus 1)."""
     B, H, M, _ = q.shape
     Hkv, N, Dv = k.shape[1], k.shape[2], v.shape[3]
     groups = H // Hkv
@@ -497,7 +501,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                     if norm is None:
                         row = _row_of(key, xs, vv, vkey, sig, None if g is None else g[b, h, i], dps, weights)
                     else:
-                        row = _generic_of(key, xs, vv, vkey, norm, params, dps, weights)
+                        row = _generic_of(key, xs, vv, vkey, norm, params, dps, weights, start_q + i + 1)
                         if row.undecided:
                             undecided[b, h, i] = True
                     done[b, h, i] = row

@@ -61,7 +61,8 @@ def kappas(rows, params: list) -> list[float]:
     carrying = live & (x >= (top - FAR_BELOW)[:, None])
     big = np.max(np.where(carrying, np.abs(x), 0.0), axis=-1, initial=0.0)
     own = np.array([max((abs(v) for v in p.values()), default=0.0) for p in params], dtype=np.float64)
-    return (2 * big + own + np.maximum(count - 1, 0)).tolist()
+    with np.errstate(over="ignore"):  # 2·max|x| past float64's range (finfo.min masks): κ = ∞, a row not judged
+        return (2 * big + own + np.maximum(count - 1, 0)).tolist()
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
 
 
 def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:
-    from derive.impl.judge.attention import _magnitude
+    from derive.impl.judge.attention import _magnitude, relative
 
     floor = tol.floor(_magnitude(keep, v, groups))[:, :, i]
     rel = tol.rel * (1.0 + ex.kappa[:, :, i])[..., None]
@@ -137,7 +137,7 @@ def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) ->
     if not defined.any() or not defined[failing]:
         return False
     with np.errstate(invalid="ignore", over="ignore"):
-        bound = floor + rel * np.abs(ex.out_scale[:, :, i])
+        bound = floor + relative(rel, ex.out_scale[:, :, i])
         y = out[:, :, i]
         ok = np.where(defined[..., None], np.abs(y - np.nan_to_num(ex.out[:, :, i])) <= bound, True)
         differs = np.abs(np.nan_to_num(right.out[failing + (i,)]) - ex.out[failing + (i,)]) > bound[failing]

@@ -29,7 +29,7 @@ from derive.errors import InputError
 from derive.impl.cases.attention import Setup, with_dtype_mask
 from derive.impl.cases.fixed import cases
 from derive.impl.cases.masks import MASK_FORMS, parse_window, window_text
-from derive.impl.judge.attention import AttentionChecker
+from derive.impl.judge.attention import GENERIC_ENTRIES, AttentionChecker
 from derive.impl.report.attention import AttentionReport
 from derive.impl.run.roles import ROLE_NAMES, parse_kw, roles_of, window_form
 from derive.impl.faults.attention import diagnose
@@ -126,6 +126,14 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     if params and not generic:
         raise InputError(f"--param applies to --form attention only for a normalizer outside the softmax family; "
                          f"{norm.name}'s " + ("sinks are drawn per head" if extra == "sinks" else "has none"))
+    for p in norm.params if generic else ():
+        clash = next((r for r in ROLE_NAMES if roles.get(r) == roles.get(p, object())), None)
+        if clash:
+            raise InputError(f"--as {norm.name}: its parameter {p} would be passed as {roles[p]}=…, the keyword of the "
+                             f"role {clash}; name the parameter's keyword with --kw {p}=NAME")
+    for name, value in (params or {}).items():
+        if not math.isfinite(float(value)):
+            raise InputError(f"--param {name}={value}: a parameter's value is a finite number")
     values, said = _param_values(norm, dict(params or {}), roles, target.name) if generic else ({}, [])
     if generic:
         extra = None
@@ -198,6 +206,16 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         results.append(checker.run(tol, lambda a, d=tol.dtype: rounder(a, d), case_list, examples))
     if not results:
         raise InputError("no dtype of --dtype lies inside the contract: nothing to test")
+    failures = [f for r in results for f in r.failures.values()]
+    if failures and all(f.what in ("raised", "crashed") for f in failures) and not any(r.rows for r in results):
+        broke = failures[0]  # no call of any dtype returned (a wrong device, a missing extension): no verdict
+        raise InputError(f"{target.name} {'raised ' + broke.note if broke.what == 'raised' else 'crashed'} on every "
+                         f"call ({broke.case.describe()}, {broke.dtype}, the first): no output was compared; no "
+                         f"verdict")
+    for dtype, count in checker.sampled.items():
+        notes.append(f"{dtype}: {count} call{'s' if count > 1 else ''} of more than {GENERIC_ENTRIES} query–key pairs "
+                     f"{'were' if count > 1 else 'was'} judged on the first 8 queries, every k-th and the last 8 "
+                     f"(the weights of {norm.name} are enclosed one by one)")
     for dtype, count in checker.nan_calls.items():
         notes.append(f"{dtype}: on {count} call{'s' if count > 1 else ''} a row without a value (every key masked, "
                      f"no finite extra logit) returned NaN, a convention the forward may take; its NaN reaches the gradient "

@@ -25,7 +25,8 @@ __all__ = ["AttentionChecker", "Coverage", "DtypeResult", "Failure", "search_att
 
 INF = math.inf
 # a normalizer outside the softmax family has its weights enclosed one by one (its formula in arb balls):
-# a call with more query-key pairs than this is judged on every sample-th query and the last 8 (Case.sample)
+# a call with more query-key pairs than this is judged on its first 8 queries, every sample-th and the last 8
+# (Case.sample)
 GENERIC_ENTRIES = 1 << 18
 
 
@@ -202,6 +203,14 @@ def _dv_magnitude(keep, g, groups: int) -> np.ndarray:
     return m.reshape(B, H // groups, groups, N, Dv).sum(axis=2)
 
 
+def relative(rel, magnitude):
+    """The relative part of a bound, ``rel · |magnitude|``, infinite where ``rel`` is (κ = ∞: a row whose
+    exact value could not be enclosed, or whose condition overflows, is not judged) even beside a
+    magnitude of 0, where the product would be NaN and fail every output."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(rel), INF, rel * np.abs(magnitude))
+
+
 def _first(bad: np.ndarray):
     """The first index (C order) where ``bad`` holds, or None."""
     hit = np.flatnonzero(bad)
@@ -227,6 +236,7 @@ class AttentionChecker:
     lse_units: str = "natural"  # a returned lse: natural, base2 (log₂) or kv-only (the keys without the extra logit)
     fixed: dict = field(default_factory=dict)  # keyword → the value --set passes on every call
     nan_calls: dict = field(default_factory=dict)  # dtype → calls whose dk, dv, dsinks were not judged (a NaN row)
+    sampled: dict = field(default_factory=dict)  # dtype → calls of a generic normalizer judged on some queries only
 
     def with_params(self, case: Case, index: int) -> Case:
         """``case`` with the parameter set of its turn (``index``), for a normalizer outside the
@@ -235,7 +245,7 @@ class AttentionChecker:
             return case
         case = replace(case, params=tuple(sorted(self.values[index % len(self.values)].items())))
         entries = case.B * case.H * case.M * case.N
-        if entries > GENERIC_ENTRIES and not case.sample:  # judge every sample-th query and the last 8
+        if entries > GENERIC_ENTRIES and not case.sample:  # the first 8 queries, every sample-th and the last 8
             rows = max(1, GENERIC_ENTRIES // (case.B * case.H * max(1, case.N)))
             case = replace(case, sample=max(2, -(-case.M // rows)))
         return case
@@ -248,7 +258,7 @@ class AttentionChecker:
             return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged, weights=weights,
                                    lse_units=self.lse_units)
         return exact_attention(q, k, v, scale, keep, bias, None, self.dps, None, judged, norm=self.norm,
-                               params=dict(case.params), weights=weights)
+                               params=dict(case.params), weights=weights, start_q=case.start_q)
 
     def kwargs(self, case: Case, scale: float, mask, sinks) -> dict:
         kw = dict(self.fixed)
@@ -404,7 +414,7 @@ class AttentionChecker:
         rel = tol.rel * (1.0 + kap)
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.where(np.isfinite(out), np.abs(out - np.nan_to_num(ex.out)), INF)
-            bound = tol.floor(_magnitude(keep, v, case.groups)) + rel * np.abs(ex.out_scale)
+            bound = tol.floor(_magnitude(keep, v, case.groups)) + relative(rel, ex.out_scale)
             bad_out = (ex.defined & judged)[..., None] & ~(err <= bound)
         undefined = ~ex.defined & judged
         for b, h, i in zip(*np.nonzero(undefined)):
@@ -458,7 +468,7 @@ class AttentionChecker:
         judged = case.judged()[None, None, :]
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.where(np.isfinite(w), np.abs(w - np.nan_to_num(ex.weights)), INF)
-            bound = tol.abs + tol.rel * (1.0 + ex.kappa[..., None]) * np.abs(np.nan_to_num(ex.weights))
+            bound = tol.abs + relative(tol.rel * (1.0 + ex.kappa[..., None]), np.nan_to_num(ex.weights))
             bad = (ex.defined & judged)[..., None] & ~(err <= bound)
         for b, h, i in zip(*np.nonzero(~ex.defined & judged)) if case.N else ():
             y, vis = w[b, h, i], keep[b, i]
@@ -491,7 +501,7 @@ class AttentionChecker:
             with np.errstate(invalid="ignore", over="ignore"):
                 err = np.where(np.isfinite(y), np.abs(y - value), INF)
                 floor = tol.floor(dv_mag) if name == "dv" and dv_mag is not None else tol.abs
-                bound = floor + tol.rel * (1.0 + kap) * np.abs(scale)
+                bound = floor + relative(tol.rel * (1.0 + kap), scale)
                 bad = ~(err <= bound)
             if name == "dq":
                 bad &= ex.defined[..., None]
@@ -512,7 +522,7 @@ class AttentionChecker:
             for h in range(case.H):
                 if not all(ex.defined[:, h].ravel()):
                     continue
-                bound = tol.abs + tol.rel * (1 + kap_head[:, h].max()) * scale[h]
+                bound = tol.abs + float(relative(tol.rel * (1 + kap_head[:, h].max()), scale[h]))
                 err = abs(y[h] - value[h]) if math.isfinite(y[h]) else INF
                 if not err <= bound:
                     return _fail(tol.dtype, case, "dsinks", (h,), y[h], value[h], err, bound, [])
@@ -521,9 +531,14 @@ class AttentionChecker:
     def attempt(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
         """:meth:`run_case`, with a raise or a crash of the kernel as the case's failure (a crash
         restarts the worker, so the cases after it still run)."""
+        if self.values is not None and case.sample:
+            self.sampled[tol.dtype] = self.sampled.get(tol.dtype, 0) + 1
         try:
             return self.run_case(case, tol, rounder)
         except ImplRaised as exc:
+            if str(exc).startswith("MemoryError"):  # the machine's limit, not the kernel's definition
+                raise InputError(f"{self.target.name} ran out of memory ({exc}) on a {tol.dtype} call "
+                                 f"({case.describe()}); no verdict") from None
             return _broke(tol.dtype, case, "raised", str(exc)), 0, "", (0, "")
         except Crashed as exc:
             self.target.restart()
@@ -553,7 +568,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
     def fails(case) -> bool:
         if aborted:
             return False
-        case = checker.with_params(case, case.seed)  # a drawn call's own turn: the same when shrunk
+        case = checker.with_params(case, case.N + case.M + case.seed)  # its own turn: the same when shrunk
         res.searched += 1
         res.coverage.add(case)
         try:
@@ -568,7 +583,7 @@ def search_attention(checker, tol, rounder, res, budget: int) -> None:
         raise aborted[0]
     if found is None:
         return
-    found = checker.with_params(found, found.seed)
+    found = checker.with_params(found, found.N + found.M + found.seed)
     fail, rows, returned, _ = checker.attempt(found, tol, rounder)
     if fail is None:  # the function answered differently on the same call: no verdict on it
         raise InputError(f"{checker.target.name} is not deterministic: the {tol.dtype} call {found.describe()} "
