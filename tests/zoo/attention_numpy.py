@@ -93,13 +93,19 @@ def eager_no_max(q, k, v, *, scale, mask=None, sinks=None):
     return (e / den) @ v
 
 
-def _weights(q, k, scale, mask, sinks):
+def _logits(q, k, scale, mask, sinks):
+    """scale·q·kᵀ + mask, with the sinks as a last column when given."""
     scores = (q @ np.swapaxes(k, -1, -2)) * scale
     if mask is not None:
         scores = scores + mask
     if sinks is not None:
         col = np.broadcast_to(np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1), scores.shape[:-1] + (1,))
         scores = np.concatenate([scores, col], axis=-1)
+    return scores
+
+
+def _weights(q, k, scale, mask, sinks):
+    scores = _logits(q, k, scale, mask, sinks)
     top = np.max(scores, axis=-1, keepdims=True)
     e = np.exp(scores - np.where(np.isfinite(top), top, 0))
     w = e / e.sum(axis=-1, keepdims=True)
@@ -215,12 +221,7 @@ def eager_chunked_short_tail(q, k, v, *, scale, mask=None, sinks=None):
 
 def eager_lse_base2(q, k, v, *, scale, mask=None, sinks=None):
     """(out, lse₂): the log-sum-exp in base 2 (log₂ Σ, a Triton kernel's units), the sinks included."""
-    scores = (q @ np.swapaxes(k, -1, -2)) * scale
-    if mask is not None:
-        scores = scores + mask
-    if sinks is not None:
-        col = np.broadcast_to(np.asarray(sinks, dtype=scores.dtype).reshape(1, -1, 1, 1), scores.shape[:-1] + (1,))
-        scores = np.concatenate([scores, col], axis=-1)
+    scores = _logits(q, k, scale, mask, sinks)
     top = np.max(scores, axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
     total = np.exp(scores - top).sum(axis=-1, keepdims=True)

@@ -58,11 +58,7 @@ class Softmax(torch.autograd.Function):
         return dq, dk, dv, None, None
 
 
-class SoftmaxNoDk(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, scale, causal=False):
-        return _forward(ctx, q, k, v, scale, causal)
-
+class SoftmaxNoDk(Softmax):
     @staticmethod
     def backward(ctx, g):
         dq, _, dv = _backward(ctx, g)

@@ -42,9 +42,10 @@ def bind(helpers: dict) -> None:
 def _applied(fn):
     """The ``torch.autograd.Function`` subclass whose ``apply`` ``fn`` is, or None."""
     owner = getattr(fn, "__self__", None)
-    if isinstance(owner, type) and getattr(fn, "__name__", "") == "apply" and "forward" in vars(owner):
-        return owner
-    return None
+    if not (isinstance(owner, type) and getattr(fn, "__name__", "") == "apply"):
+        return None
+    torch_function = any(c.__name__ == "Function" and c.__module__.startswith("torch.autograd") for c in owner.__mro__)
+    return owner if torch_function else None
 
 
 def _signature(fn):
