@@ -156,7 +156,10 @@ is compared with Σ_j p_j v_j, the weights p enclosed from the normalizer's form
 the exact scores (a sum or product over the keys before or after the key, as in stick-breaking,
 costs one pass over the row); a call of more than {pairs} query–key pairs is judged on every k-th
 query, its first 8 and its last 8 (the report says on how many calls). A score transform such as soft-capping belongs to the normalizer: a kernel
-that caps q·k before the scale fails (`tests/zoo/attention_normalizers.py`). Refused, with the
+that caps q·k before the scale fails (`tests/zoo/attention_normalizers.py`). A formula may use the
+query's index i (its position + 1) and the key's j: ALiBi with one slope m for every head is the
+user-defined `exp(x_j + m * (j - i)) / sum_t(exp(x_t + m * (t - i)))`; a slope per head is not yet
+expressible (the parameters are one set per call). Refused, with the
 reason: a token with a value of its own (`bias_kv`: no keyword passes v*) and a second score
 (`y_j`: no kernel computes it).
 

@@ -160,3 +160,10 @@ def test_a_parameter_that_would_take_a_roles_keyword_is_refused(tmp_path):
     with pytest.raises(InputError, match="its parameter scale would be passed as scale=…, the keyword of the role "
                                          "scale; name the parameter's keyword with --kw scale=NAME"):
         attention("relu_n", str(spec))
+
+
+def test_alibi_with_one_slope_is_a_user_defined_normalizer_of_the_positions():
+    assert attention("alibi", "tests/normalizer_specs/alibi.toml", dtypes=("float64",)).agrees
+    flipped = attention("alibi_flipped", "tests/normalizer_specs/alibi.toml", dtypes=("float64",))
+    f = classes(flipped)["finite"]
+    assert f.case.describe() == "B = 1, H = 1, 2 queries, 2 keys, d = 16, m = 1.5"  # one key: i − j = 0 = j − i

@@ -8,7 +8,8 @@ Correct: ``softcap`` (the cap on the scaled scores, before the mask, as FlashAtt
 keys), ``softpick`` (shifted by max(0, max x): finite on scores of 1e4), ``relu_n``,
 ``stick_breaking`` (in log space), ``temperature`` (the user-defined normalizer of
 ``tests/normalizer_specs/temperature.toml``), ``by_position`` (``position.toml``: sigmoid(x_j) / i, i
-the query's position + 1; its twin ``by_key_count`` divides by N, right for the last query only).
+the query's position + 1; its twin ``by_key_count`` divides by N, right for the last query only),
+``alibi`` (``alibi.toml``: one slope m, the bias m·(j − i); its twin ``alibi_flipped`` adds m·(i − j)).
 
 Faulty, each right on some calls only:
 
@@ -135,3 +136,18 @@ def by_key_count(q, k, v, *, scale, mask=None):
     """Faulty: divides by the number of keys N for every query, not by its position + 1."""
     s = _masked(_scores(q, k, scale), mask)
     return ((1.0 / (1.0 + np.exp(-s))) / s.shape[-1]) @ v
+
+
+def alibi(q, k, v, *, scale, m, mask=None):
+    """ALiBi with one slope (``tests/normalizer_specs/alibi.toml``): m·(j − i) added to the score of key
+    j for the query at position i."""
+    s = _scores(q, k, scale)
+    M, N = s.shape[-2:]
+    return _softmax_mix(_masked(s + m * (np.arange(N)[None, :] - np.arange(M)[:, None]), mask), v)
+
+
+def alibi_flipped(q, k, v, *, scale, m, mask=None):
+    """Faulty: m·(i − j), the distance's sign flipped (right on one key only)."""
+    s = _scores(q, k, scale)
+    M, N = s.shape[-2:]
+    return _softmax_mix(_masked(s + m * (np.arange(M)[:, None] - np.arange(N)[None, :]), mask), v)
