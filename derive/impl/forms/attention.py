@@ -126,11 +126,6 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     if params and not generic:
         raise InputError(f"--param applies to --form attention only for a normalizer outside the softmax family; "
                          f"{norm.name}'s " + ("sinks are drawn per head" if extra == "sinks" else "has none"))
-    for p in norm.params if generic else ():
-        clash = next((r for r in ROLE_NAMES if roles.get(r) == roles.get(p, object())), None)
-        if clash:
-            raise InputError(f"--as {norm.name}: its parameter {p} would be passed as {roles[p]}=…, the keyword of the "
-                             f"role {clash}; name the parameter's keyword with --kw {p}=NAME")
     for name, value in (params or {}).items():
         if not math.isfinite(float(value)):
             raise InputError(f"--param {name}={value}: a parameter's value is a finite number")
@@ -139,6 +134,11 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
         extra = None
     if extra != "sinks":
         roles.pop("sinks", None)  # an optional sinks keyword is left at its default
+    for p in norm.params if generic else ():
+        clash = next((r for r in ROLE_NAMES if roles.get(r) == roles.get(p, object())), None)
+        if clash:
+            raise InputError(f"--as {norm.name}: its parameter {p} would be passed as {roles[p]}=…, the keyword of the "
+                             f"role {clash}; name the parameter's keyword with --kw {p}=NAME")
     if extra == "sinks" and "sinks" not in roles and "module" not in roles:
         raise InputError(f"--as {norm.name} passes one extra logit per head; {target.name} takes no sinks keyword "
                          f"(one of {', '.join(ROLE_NAMES['sinks'])}, or name it with --kw sinks=NAME)")
