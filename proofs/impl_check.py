@@ -279,8 +279,9 @@ tile sizes 64, 128 and 256 (and 16: 64 tiles), 3, 8 and 64 splits and head dimen
 and 128. The exact values are computed in ball arithmetic (python-flint `arb`), summing
 keys with equal value rows first, so rows of 1024 keys cost milliseconds. For numpy and
 torch targets (and Triton on a GPU) it is {FIXED_LISTS["full"]}. When derive started the
-child with Triton's CPU interpreter on and the target's own file defines a Triton kernel
-(see *Triton kernels without a GPU* below) it is {FIXED_LISTS["interpreter"]}: the
+child with Triton's CPU interpreter on and the target's own source defines a Triton kernel (its
+file, or a file of its folder it imports: a wrapper beside its kernels; read, never imported; see
+*Triton kernels without a GPU* below) it is {FIXED_LISTS["interpreter"]}: the
 interpreter runs one program per row, one after the other, and pays milliseconds per row
 and per tile. derive decides this in its own process from what it launched, never from
 anything the child reports, so a numpy kernel gets the full list whatever its module

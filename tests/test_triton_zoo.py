@@ -23,7 +23,7 @@ import pytest
 
 from derive.cli import main
 from derive.impl import check_implementation
-from derive.impl.run.triton_env import VAR, child_env, imports_triton
+from derive.impl.run.triton_env import VAR, child_env, defines_kernel, imports_triton
 from tests.conftest import require_module
 
 pytestmark = pytest.mark.triton
@@ -385,3 +385,25 @@ def test_without_the_interpreter_the_kernel_cannot_run_here(zoo, capsys, monkeyp
     code, out, err = impl(capsys, f"{KERNELS}:softmax", "--as", "softmax", *QUICK)
     assert (code, out) == (2, "")
     assert err.startswith(f"derive: error: {KERNELS}:softmax raised RuntimeError: 0 active drivers")
+
+
+def test_a_wrapper_beside_its_triton_kernels_is_seen_through_its_imports(tmp_path):
+    """A torch wrapper whose Triton kernels live in a file of its folder (or below) that it imports: read
+    through its imports, never imported; a file it does not import, or one outside its folder, is not."""
+    kernels = "import triton\n\n\n@triton.jit\ndef _attend(x):\n    pass\n"
+    (tmp_path / "kernels.py").write_text(kernels)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "inner.py").write_text(kernels)
+    (tmp_path / "wrapper.py").write_text("from kernels import _attend\n\ndef attend(q, k, v):\n    return q\n")
+    (tmp_path / "relative.py").write_text("from .pkg import inner\n\ndef attend(q, k, v):\n    return q\n")
+    (tmp_path / "through.py").write_text("import wrapper\n\ndef attend(q, k, v):\n    return q\n")
+    (tmp_path / "alone.py").write_text("import numpy\n\ndef attend(q, k, v):\n    return q\n")
+    before = set(sys.modules)
+    for name in ("wrapper", "relative", "through"):
+        assert imports_triton(f"{tmp_path / name}.py:attend") and defines_kernel(f"{tmp_path / name}.py:attend"), name
+    assert not imports_triton(f"{tmp_path}/alone.py:attend") and not defines_kernel(f"{tmp_path}/alone.py:attend")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up.py").write_text("from ..kernels import _attend\n\ndef attend(q, k, v):\n    return q\n")
+    assert not defines_kernel(f"{tmp_path}/sub/up.py:attend")  # outside its own folder: not followed
+    assert not {m for m in set(sys.modules) - before if m in ("kernels", "wrapper", "pkg", "triton")}

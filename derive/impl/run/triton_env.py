@@ -7,14 +7,16 @@ runs the real kernel code on CPU tensors.
 
 ``child_env(True, target)`` sets it (``derive impl --triton-interpret``). Without the flag
 it is set anyway, with a one-line note on standard error, when the target's source file
-imports ``triton`` (found by reading the file, never by importing it) and torch reports
+imports ``triton`` (found by reading the file and the files of its folder it imports, never by
+importing them) and torch reports
 no CUDA device, since a Triton kernel cannot run there otherwise. A value the user already
 exported is left alone.
 
 Which fixed list a kernel-form check uses is decided here too, in derive's own process, from
 what it launched and never from anything the child reports (:func:`interpreted`): the
 interpreter list only when the child was started with the interpreter on *and* the target's
-own source file defines a Triton kernel (a function decorated with ``triton.jit``,
+own source defines a Triton kernel (its file, or a file of its folder it imports: a function
+decorated with ``triton.jit``,
 ``triton.autotune`` or ``triton.heuristics``, found by reading the file). A numpy kernel gets
 the full list whatever its module imports, and code that claims the interpreter (loading a
 module named triton, setting the variable at import) changes nothing.
@@ -47,11 +49,9 @@ def child_env(triton_interpret: bool, target=None) -> dict:
 
 
 def imports_triton(target) -> bool:
-    """Whether the source file of ``target`` has an ``import triton…``/``from triton… import``."""
-    tree = _tree(target)
-    if tree is None:
-        return False
-    for node in ast.walk(tree):
+    """Whether the source of ``target`` (:func:`_trees`: its file and the files of its folder it imports)
+    has an ``import triton…``/``from triton… import``."""
+    for node in (n for tree in _trees(target) for n in ast.walk(tree)):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "triton" for a in node.names):
             return True
         if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "triton":
@@ -72,11 +72,13 @@ def interpreted(env: dict | None, target) -> bool:
 
 
 def defines_kernel(target) -> bool:
-    """Whether the source file of ``target`` defines a function decorated with ``triton.jit``
-    (or ``jit`` imported from triton, ``triton.autotune``, ``triton.heuristics``), read, never imported."""
-    tree = _tree(target)
-    if tree is None:
-        return False
+    """Whether the source of ``target`` (:func:`_trees`: its file and the files of its folder it imports, a
+    wrapper beside its kernels) defines a function decorated with ``triton.jit`` (or ``jit`` imported
+    from triton, ``triton.autotune``, ``triton.heuristics``), read, never imported."""
+    return any(_defines_kernel(tree) for tree in _trees(target))
+
+
+def _defines_kernel(tree) -> bool:
     from_triton = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                    and not node.level and (node.module or "").split(".")[0] == "triton" for a in node.names}
     triton_names = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
@@ -94,14 +96,52 @@ def defines_kernel(target) -> bool:
     return False
 
 
-def _tree(target):
-    path = _source(target)
-    if path is None:
-        return None
+def _parse(path: Path):
     try:
-        return ast.parse(Path(path).read_bytes(), filename=str(path))
+        return ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return None  # the child reports an unreadable module when it imports it
+
+
+FOLLOWED = 32  # files of the target's folder read at most, following its imports
+
+
+def _trees(target) -> list:
+    """The syntax trees of ``target``'s source file and of the files in its folder (and below) that it
+    imports, directly or through one another (``from .kernels import …``, ``import kernels``, ``from pkg
+    import mod``): a wrapper and the kernels it calls in a file beside it. Read, never imported."""
+    path = _source(target)
+    if path is None:
+        return []
+    first = Path(path).resolve()
+    home = first.parent
+    trees, todo, seen = [], [first], set()
+    while todo and len(seen) < FOLLOWED:
+        file = todo.pop(0)
+        if file in seen:
+            continue
+        seen.add(file)
+        tree = _parse(file)
+        if tree is None:
+            continue
+        trees.append(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted = [(home, a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = file.parent if node.level else home
+                for _ in range(max(0, node.level - 1)):
+                    base = base.parent
+                mod = node.module or ""
+                wanted = ([(base, mod)] if mod else []) + [(base, f"{mod}.{a.name}".lstrip(".")) for a in node.names]
+            else:
+                continue
+            for base, name in wanted:
+                stem = base.joinpath(*name.split("."))
+                for candidate in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
+                    if candidate.is_file() and home in candidate.resolve().parents:
+                        todo.append(candidate.resolve())
+    return trees
 
 
 def _label(target) -> str:
