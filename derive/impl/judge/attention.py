@@ -281,7 +281,7 @@ class AttentionChecker:
         if "sinks" in r and self.setup.extra == "sinks":
             kw[r["sinks"]] = np.array(sinks, dtype=np.float64)
             kw["__sinks__"] = r["sinks"]
-        if "module" in r:  # fn(module, q, k, v, ...): the attributes of derive.impl.run.roles.MODULE_ATTRS
+        if "module" in r:  # fn(module, q, k, v, ...) (derive.impl.run.roles.MODULE): the module's attributes
             kw["__module__"] = {"num_key_value_groups": case.groups, "training": False, "scaling": float(scale),
                                 "is_causal": bool(case.causal)}
             if self.setup.extra == "sinks" and "sinks" not in r and sinks is not None:

@@ -65,7 +65,7 @@ class AttentionReport:
     def to_markdown(self, math: bool = False) -> str:
         del math
         kws = ", ".join(f"{name}=… ({role})" for role, name in sorted(self.roles.items()) if role != "module")
-        first = "module, " if "module" in self.roles else ""  # derive's module: derive.impl.run.roles.MODULE_ATTRS
+        first = "module, " if "module" in self.roles else ""  # derive's module: derive.impl.run.roles.MODULE
         lines = [f"### derive impl --form attention: `{self.target}` as {self.title}", "",
                  f"Called as `fn({first}q, k, v{', ' + kws if kws else ''})` ({self.api}); layout {self.layout}"
                  + (f", out in {self.out_layout}" if self.out_layout != self.layout else "")

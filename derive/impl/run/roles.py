@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from derive.errors import InputError
 
-__all__ = ["MODULE", "MODULE_ATTRS", "ROLE_NAMES", "parse_fixed", "parse_kw", "roles_of", "window_form"]
+__all__ = ["MODULE", "ROLE_NAMES", "parse_fixed", "parse_kw", "roles_of", "window_form"]
 
 ROLE_NAMES: dict[str, tuple[str, ...]] = {  # role → the keyword names kernels use for it, in order of preference
     "scale": ("scale", "sm_scale", "softmax_scale", "scaling"),
@@ -41,15 +41,9 @@ _WORDS = {"true": True, "false": False, "none": None}
 
 # A function whose first parameter is ``module`` (a model library's eager attention,
 # ``eager_attention_forward(module, query, key, value, attention_mask, scaling, ...)``) reads some of
-# the call from its module: derive passes an object with these attributes, as the call has them.
+# the call from its module: derive passes an object with the call's values
+# (:meth:`derive.impl.judge.attention.AttentionChecker.kwargs` writes them, once).
 MODULE = "module"
-MODULE_ATTRS = {
-    "sinks": "the sinks, one logit per query head (a torch tensor that gets its gradient)",
-    "num_key_value_groups": "query heads per kv head (H / Hkv)",
-    "training": "False (no dropout)",
-    "scaling": "the scale",
-    "is_causal": "whether the call is causal",
-}
 
 
 def parse_fixed(pairs) -> dict:
@@ -94,7 +88,7 @@ def roles_of(signature, names: dict, target: str, norm_params: tuple = (), fixed
                          f"def fn(q, k, v, *, scale, ...): return {target.split(':')[-1]}(...)")
     params = [(n, kind, has_default) for n, kind, has_default, *_ in signature]
     positional = [n for n, kind, _ in params if kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
-    module = positional[:1] == [MODULE]  # fn(module, q, k, v, ...): the module is derive's (MODULE_ATTRS)
+    module = positional[:1] == [MODULE]  # fn(module, q, k, v, ...): the module is derive's
     if module:
         params = [p for p in params if p[0] != MODULE]
         positional = positional[1:]
