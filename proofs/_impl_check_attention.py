@@ -246,9 +246,15 @@ A fault is written once (`derive/kernels/faults.py`, refuted in [kernels.md](ker
 tried by the diagnosis of every form listed with it. In the attention form a failing call with an
 extra logit is compared with each fault of the extra logit as a model: the exact reference with
 the logit rewritten as the fault rewrites it (σ/√d, σ ln 2, σ + m with m the row's largest score,
-σ + ln K for K tiles), on the failing query of every batch and head. The fault is named, with its
-fix, only when its model matches the kernel's output there within the tolerance and differs from
-the definition on the failing row.
+σ + ln K for K tiles), on the failing query of every batch and head. A fault of a guard left out
+(no −∞ guard on the shift) is modelled by the catalogue's numeric kernel with that guard left out,
+run on the exact scores of the failing query in tiles of the block passed (else of 16 to 256
+keys): NaN where it gives NaN. A fault of the sink's gradient is its rewrite of the exact gradient
+(0, or negated), compared on every head, and a gradient autograd never reached is the missing one.
+Faults of the call itself (the kv-head mapping, the window's edge, keys past a loop bound: after
+the last whole tile, at a power of two, at N − 1) are models of what the kernel reads instead. The
+fault is named, with its fix, only when its model matches the kernel's output there within the
+tolerance and differs from the definition on the failing row.
 
 {fault_table}
 

@@ -49,10 +49,12 @@ _WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", 
           "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
 # the faults shown by running the numeric kernels (no formula to refute); the build fails if the fault
 # table's IEEE faults are others
-_IEEE = {"nan_empty_split": "the NaN of an empty split", "guard_stored_as_max": "the underflow of a stored −∞ guard"}
+_IEEE = {"nan_empty_split": "the NaN of an empty split", "guard_stored_as_max": "the underflow of a stored −∞ guard",
+         "missing_neg_inf_guard": "the NaN of a masked first tile without the guard"}
 assert {f.key for f in FAULTS if f.part == "ieee"} == set(_IEEE), "name the IEEE faults in the kernels document"
 EMPTY_SPLITS = "split-KV with empty and fully masked splits"
 LATE_TILE = "the row [−∞, −1000] in tiles of one key"
+MASKED_TILE = "the row [−∞, −∞, 0.5] in tiles of two keys"
 
 
 def count(k: int) -> str:
@@ -124,7 +126,7 @@ def faults(doc: Document, Dn) -> dict:
         "the numeric kernels of the appendix and in the diagnosis of `derive impl --form`, and decides which "
         "normalizers the fault applies to. Each formula is compared with the correct one on the simplest instance "
         "whose two sides ball arithmetic proves different; "
-        f"{' and '.join(_IEEE.values())} are shown by running them (appendix)."
+        f"{', '.join(list(_IEEE.values())[:-1])} and {list(_IEEE.values())[-1]} are shown by running them (appendix)."
     )
     lK = lambda upto, shift, k: k * sp.exp(sigma - shift) + tile_den(1, upto, shift)  # noqa: E731
     doc.prose("**Fault 1, derived.** A kernel that adds the extra token in every tile update keeps "
@@ -313,6 +315,7 @@ FIX_EVIDENCE = {  # fault → the steps and checks that prove its fix (the per-n
     "extra_grad_missing": ("gradient of the extra logit",),
     "extra_grad_sign": ("gradient of the extra logit",),
     "guard_stored_as_max": (LATE_TILE,),
+    "missing_neg_inf_guard": (MASKED_TILE,),
 }
 assert set(FIX_EVIDENCE) == {f.key for f in FAULTS}, "every fault's fix cites its proof"
 
@@ -359,7 +362,7 @@ def results(doc: Document, fault_steps: dict) -> None:
               "wrong (section 6: what each computes, refuted by a certified counterexample or shown by a run), and "
               "the fix of each, proved for every normalizer it applies to (appendix A.1):")
     doc.table(["fault", "fix", "evidence"], rows,
-              caption=f"Fault 12: the underflow sets in {UNDERFLOW_TEXT}.")
+              caption=f"Fault {[f.key for f in FAULTS].index('guard_stored_as_max') + 1}: the underflow sets in {UNDERFLOW_TEXT}.")
     doc.prose("**Beyond the family** (section 7): softpick, SSMax, the soft cap, sigmoid attention with or without "
               "the bias $-\\log N_i$ and ReLU/$N_i$ have a running state of their own, proved, and `derive impl "
               "--form online|split` checks kernels of them; clipped softmax and stick-breaking get none, for the "
@@ -451,6 +454,15 @@ def runs(doc: Document) -> None:
     if not (np.all(poor == 0) and poor_lse == -np.inf):
         raise AssertionError("storing the guard as the running max must underflow on [−inf, −1000]")
     rows.append(["online, guard kept", "the row $[-\\infty, -1000]$, tiles of one key", f"check {len(doc.checks)}"])
+    first = np.array([-np.inf, -np.inf, 0.5])
+    kept, kept_lse = online(first, vs[:3], 2, None)
+    unguarded, unguarded_lse = online(first, vs[:3], 2, None, fault="missing_neg_inf_guard")
+    doc.example_check(MASKED_TILE, [*kept, kept_lse], [*vs[2], 0.5],
+                      detail="out = v₃, lse = 0.5: a fully masked first tile leaves the state alone")
+    if not (np.all(np.isnan(unguarded)) and np.isnan(unguarded_lse)):
+        raise AssertionError("without the −∞ guard a fully masked first tile must give NaN")
+    rows.append(["online, masked first tile", "the row $[-\\infty, -\\infty, 0.5]$, tiles of two keys",
+                 f"check {len(doc.checks)}"])
     g = np.round(rng.normal(size=3), 3)
     keep = np.isfinite(xs)
     dx, dv, ds = backward(xs[keep], vs[keep], g, s)
@@ -467,10 +479,15 @@ def runs(doc: Document) -> None:
     rows.append(["backward", "$\\mathrm{dS}$ and $\\partial L/\\partial s$ against central differences, step "
                  "$10^{-6}$ (tolerance $10^{-6}$)", f"check {len(doc.checks)}"])
     doc.table(["form", "run", "evidence"], rows)
-    doc.prose(f"Without the guards the same kernels show faults 8 and 12: the 9 splits give "
-              f"{', '.join(str(v_) for v_ in bad)} for the whole row ($0 \\cdot \\mathrm{{NaN}} = \\mathrm{{NaN}}$), "
-              f"and storing the guard 0 as the running max gives out = {', '.join(str(float(v_)) for v_ in poor)} "
-              "and lse $= -\\infty$ on $[-\\infty, -1000]$, since $e^{-1000 - 0}$ underflows.")
+    num = {f.key: k for k, f in enumerate(FAULTS, 1)}
+    doc.prose(f"Without the guards the same kernels show faults {num['nan_empty_split']}, "
+              f"{num['guard_stored_as_max']} and {num['missing_neg_inf_guard']}: the 9 splits give "
+              f"{', '.join(str(v_) for v_ in bad)} for the whole row ($0 \\cdot \\mathrm{{NaN}} = \\mathrm{{NaN}}$); "
+              f"storing the guard 0 as the running max gives out = {', '.join(str(float(v_)) for v_ in poor)} "
+              "and lse $= -\\infty$ on $[-\\infty, -1000]$, since $e^{-1000 - 0}$ underflows; and exponentiating "
+              "against $m = -\\infty$ gives out = "
+              f"{', '.join(str(float(v_)) for v_ in unguarded)} on $[-\\infty, -\\infty, 0.5]$ in tiles of two keys, "
+              "since $e^{-\\infty - (-\\infty)}$ is NaN.")
     doc.record("row", {"x": [None if not np.isfinite(v_) else float(v_) for v_ in xs], "v": vs.tolist(), "sink": s,
                        "dout": g.tolist()})
     _ratio_runs(doc, rng)

@@ -183,14 +183,16 @@ def _online(doc: Document) -> None:
     lf, af = finalize_extra(*state(n, mB, extra=False), mB, mf)
     doc.equation(af / lf, OUT(), name="extra token at finalization",
                  why="Rescale the state to $m_f$ and add $e^{x^{*} - m_f}$ and $e^{x^{*} - m_f} v^{*}$ once.")
+    num = {f.key: k for k, f in enumerate(FAULTS, 1)}
     doc.prose(
         "**Fully masked tiles.** The step holds for any mask, so a tile whose keys are all masked adds nothing. "
         "The danger is numeric: with $m_b = -\\infty$ (nothing allowed yet, no extra token) the exponent "
-        "$x_t - m_{b+1}$ of a masked key is $-\\infty - (-\\infty)$, NaN. Kernels exponentiate against a finite "
+        f"$x_t - m_{{b+1}}$ of a masked key is $-\\infty - (-\\infty)$, NaN (fault {num['missing_neg_inf_guard']}). "
+        "Kernels exponentiate against a finite "
         "stand-in (0 when $m_{b+1} = -\\infty$, as FlashAttention-2 does) for the exponents only and keep the "
         "stored maximum at $-\\infty$; the tile then adds $e^{-\\infty} = 0$ and the state stays as it was. Storing "
         "the stand-in as the maximum is exact in exact arithmetic, but a later tile whose scores lie where "
-        "$e^{x}$ underflows returns 0 (fault 12)."
+        f"$e^{{x}}$ underflows returns 0 (fault {num['guard_stored_as_max']})."
     )
     doc.prose("**Fully masked rows.** With an extra token the row attends to it alone: $\\mathrm{out} = v^{*}$ and "
               "$\\mathrm{lse} = x^{*}$. Without one the definition has no value; kernels return $\\mathrm{out} = 0$ "

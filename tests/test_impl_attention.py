@@ -127,8 +127,20 @@ def test_torch_sink_without_gradient_fails_backward_with_a_note():
     fails = failing(report)
     assert "finite" in fails and fails["finite"].what == "dsinks"
     assert "no gradient reached the sinks" in fails["finite"].note
+    assert [x.key for x in fails["finite"].faults] == ["extra_grad_missing"]
     # the forward alone is right
     assert attention(TORCH + "sdpa_sink_detached", layout="nhd", causal=True, assume=["equal-lengths"]).agrees
+
+
+def test_a_negated_sink_gradient_is_named_with_its_fix():
+    require_module("torch", "torch kernels")
+    report = attention(TORCH + "sdpa_sink_grad_sign", layout="nhd", causal=True, backward=True,
+                       assume=["equal-lengths"])
+    fails = failing(report)
+    assert fails and all(f.what == "dsinks" and [x.key for x in f.faults] == ["extra_grad_sign"]
+                         for f in fails.values()), report.to_markdown()
+    assert fails["finite"].output[0] == pytest.approx(-fails["finite"].exact[0])  # the counterexample shows the sign
+    assert "gradient of the extra logit with the wrong sign" in report.to_markdown()
 
 
 @pytest.mark.slow

@@ -73,6 +73,7 @@ FAULTY = [
     ("sink_online_scale_on_extra", "sink", "online", "scale_on_extra"),
     ("softmax1_online_unshifted_one", "softmax1", "online", "unshifted_extra"),
     ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
+    ("softmax_online_unguarded", "softmax", "online", "missing_neg_inf_guard"),
     ("softmax1_online_sum_not_rescaled", "softmax1", "online", "sum_not_rescaled"),
     # the extra logit added once at finalization instead of seeded: the same faults, named (the two above
     # by default)
@@ -137,6 +138,7 @@ TORCH_FAULTY = [
     # by default in test_float16_numpy_kernels (the same kernel, the same fault named, in float16)
     pytest.param("sink_online_extra_per_tile", "sink", "online", "extra_per_tile", marks=SLOW),
     ("softmax_online_acc_not_rescaled", "softmax", "online", "acc_not_rescaled"),
+    ("softmax_online_unguarded", "softmax", "online", "missing_neg_inf_guard"),
     ("sink_split_nan_empty", "sink", "split", "nan_empty_split"),
     ("sink_backward_grad_sign", "sink", "backward", "extra_grad_sign"),
 ]
@@ -470,9 +472,10 @@ def test_a_fully_masked_tile_without_the_guard_is_caught():
     report = check_implementation(NP + "softmax_online_unguarded", "softmax", form="online", dtypes=("float64",))
     f = report.failure
     row = f.call.x[f.row].tolist()
-    assert report.diagnosis.matched == [] and any(math.isnan(y) for y in f.output)
+    assert [m.name for m in report.diagnosis.matched] == ["missing_neg_inf_guard"]
+    assert any(math.isnan(y) for y in f.output)
     assert row[:f.call.third] == [-math.inf] * f.call.third and any(v > -math.inf for v in row)  # a masked first tile
-    assert "It returns NaN or ±inf where the definition is finite." in report.to_markdown()
+    assert "**Known kernel fault: no −∞ guard on the shift** (`missing_neg_inf_guard`" in report.to_markdown()
 
 
 def test_a_kernel_that_changes_its_input_is_named_in_a_note():

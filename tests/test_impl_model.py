@@ -190,7 +190,8 @@ def test_a_window_pair_off_by_one_fails_in_the_window_class_only():
 def test_faults_of_the_call_are_not_named_for_other_faults():
     """A kernel wrong in another way is named no fault of the call (nor of the extra logit)."""
     bad = attention(Z + "flash_unguarded")
-    assert all(f.faults == [] for r in bad.results for f in r.failures.values()), bad.to_markdown()
+    assert all([x.key for x in f.faults] == ["missing_neg_inf_guard"] for r in bad.results
+               for f in r.failures.values()), bad.to_markdown()
     late = attention(Z + "sink_values_late", norm="sink", gqa=False)
     assert all(f.faults == [] for r in late.results for f in r.failures.values())
 
@@ -201,20 +202,23 @@ def test_a_missing_guard_fails_on_padding_that_masks_a_whole_tile():
     assert "padding" in failing(bad)
     f = bad.results[0].failures["padding"]
     assert f.case.pad == 64 and f.where[0] == 0  # batch 0: its first tile of 64 keys fully masked
+    assert [x.key for x in f.faults] == ["missing_neg_inf_guard"]
+    assert "Fix: while m = −∞ exponentiate against a finite stand-in (0)" in bad.to_markdown()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fn, classes", [
-    ("flash_fixed_1024", {"very-long"}),
-    ("flash_from_key_1024", {"very-long"}),
-    ("flash_fixed_tile4", {"very-long"}),
-    ("flash_key_4096", {"very-long"}),
+@pytest.mark.parametrize("fn, classes, named", [
+    ("flash_fixed_1024", {"very-long"}, ["keys_past_bound_dropped"]),  # N = 1025: the keys from 1024 on
+    ("flash_from_key_1024", {"very-long"}, []),  # values of the key before: no fault of the catalogue
+    ("flash_fixed_tile4", {"very-long"}, []),
+    ("flash_key_4096", {"very-long"}, ["keys_past_bound_dropped"]),  # N = 4096: a loop bound of N − 1
 ])
-def test_faults_past_the_1024th_key_or_in_the_4th_tile_of_128(fn, classes):
+def test_faults_past_the_1024th_key_or_in_the_4th_tile_of_128(fn, classes, named):
     assert attention(Z + "flash_fixed").agrees
     bad = attention(Z + fn)
     assert failing(bad) == classes, bad.to_markdown()
-    assert bad.results[0].failures["very-long"].case.N >= 1024
+    f = bad.results[0].failures["very-long"]
+    assert f.case.N >= 1024 and [x.key for x in f.faults] == named
 
 
 @pytest.mark.slow

@@ -291,14 +291,15 @@ def test_split_fault_variants_count_the_extra_logit_as_real_kernels_do():
 # ---- a fault is one transformation, listed where it changes the normalizer's form ----------------
 
 APPLIES = {  # read off each registered formula; softmax has no extra logit, softmax₁'s is 0 (no parameter)
-    "softmax": {"online": ("acc_not_rescaled", "sum_not_rescaled", "guard_stored_as_max"),
+    "softmax": {"online": ("acc_not_rescaled", "sum_not_rescaled", "guard_stored_as_max",
+                           "missing_neg_inf_guard"),
                 "split": ("nan_empty_split",), "backward": ()},
     "softmax1": {"online": ("extra_per_tile", "unshifted_extra", "acc_not_rescaled", "sum_not_rescaled",
-                            "guard_stored_as_max"),
+                            "guard_stored_as_max", "missing_neg_inf_guard"),
                  "split": ("extra_per_tile", "seeded_twice_empty_split", "unshifted_extra", "nan_empty_split"),
                  "backward": ("kv_only_lse_backward",)},
     "sink": {"online": ("extra_per_tile", "missing_log2e", "scale_on_extra", "unshifted_extra", "acc_not_rescaled",
-                        "sum_not_rescaled", "guard_stored_as_max"),
+                        "sum_not_rescaled", "guard_stored_as_max", "missing_neg_inf_guard"),
              "split": ("extra_per_tile", "seeded_twice_empty_split", "missing_log2e", "scale_on_extra",
                        "unshifted_extra", "nan_empty_split"),
              "backward": ("kv_only_lse_backward", "extra_grad_missing", "extra_grad_sign")},

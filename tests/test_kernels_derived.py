@@ -69,8 +69,9 @@ def test_the_realizations_of_each_fault_are_read_off_its_record():
         ("split", "nan_empty_split"): [{}], ("backward", "kv_only_lse_backward"): [{}, {"p_only": True}],
         ("backward", "extra_grad_missing"): [{}], ("backward", "extra_grad_sign"): [{}],
         ("online", "guard_stored_as_max"): [{"base2": True}, {"base2": False}],
+        ("online", "missing_neg_inf_guard"): [{"base2": True}, {"base2": False}],
     }
-    assert [f.key for f in faults.FAULTS if f.shows_nan] == ["nan_empty_split"]
+    assert [f.key for f in faults.FAULTS if f.shows_nan] == ["nan_empty_split", "missing_neg_inf_guard"]
 
 
 def _record(key: str, part: str, rewrite=None, **more) -> faults.KernelFault:

@@ -63,10 +63,11 @@ PARTS = ("logit", "rescale", "lse", "grad", "ieee")
 # where a kernel may add the extra logit; K counts the places: once in the combine (or at finalization),
 # once per tile or split with a key, per split without a key, per tile or split whose keys are all masked
 ADDS = ("combine", "tile", "empty", "masked")
-# the IEEE guards of the numeric forms, each with what leaving it out shows: the −∞ stand-in used for the
-# exponents only, never stored as the running max (else an underflow); a split with ℓ = 0 finalized to (0, −∞)
-# and skipped by the merge (else 0/0 = NaN, and 0·NaN in the merge)
-GUARDS = {"running_max": "underflow", "empty_split": "nan"}
+# the IEEE guards of the numeric forms, each with what leaving it out shows: a finite stand-in for the shift
+# while the running max is −∞ (else e^{−∞ − (−∞)} = NaN); the stand-in used for the exponents only, never
+# stored as the running max (else an underflow); a split with ℓ = 0 finalized to (0, −∞) and skipped by the
+# merge (else 0/0 = NaN, and 0·NaN in the merge)
+GUARDS = {"finite_shift": "nan", "running_max": "underflow", "empty_split": "nan"}
 # where e^x underflows to 0 in float64: below ln of half the smallest subnormal (rounding to nearest)
 _UNDERFLOW = math.log(FORMATS["float64"].smallest_subnormal) - math.log(2.0)
 
@@ -238,14 +239,14 @@ FAULTS: tuple[KernelFault, ...] = (
                 "weights that sum to 1, as if there were no extra logit",
                 r"save and use the lse with the extra logit, $\mathrm{lse} = \log(e^{x^{*}} + \sum_t e^{x_t})$",
                 "lse", lambda s, minus_inf: minus_inf, sizes={"max_d": 1}),
-    KernelFault("extra_grad_missing", "backward", ("backward",), "gradient of the extra logit missing",
+    KernelFault("extra_grad_missing", "backward", ("backward", "attention"), "gradient of the extra logit missing",
                 r"returns $\partial L/\partial x^{*} = 0$ (the extra logit treated as a constant)",
                 r"0 instead of $p_{*}(\langle \mathrm{dO}, v^{*} \rangle - D)$",
                 r"$\partial L/\partial x^{*} = p_{*}(\langle \mathrm{dO}_i, v^{*} \rangle - D_i)$ per row, with "
                 r"$p_{*} = e^{x^{*} - \mathrm{lse}_i}$ ($-p_{*} D_i$ for a sink: $v^{*} = 0$), summed over the rows "
                 "that share the logit",
                 "grad", lambda g, zero: zero, assume=SINK_ONLY, sizes={"max_d": 1}),
-    KernelFault("extra_grad_sign", "backward", ("backward",), "gradient of the extra logit with the wrong sign",
+    KernelFault("extra_grad_sign", "backward", ("backward", "attention"), "gradient of the extra logit with the wrong sign",
                 r"returns the gradient negated, e.g. $+p_{*} D$ for a sink",
                 "the negative of the gradient",
                 r"$\partial L/\partial x^{*} = p_{*}(\langle \mathrm{dO}_i, v^{*} \rangle - D_i)$ per row ($-p_{*} D_i$ "
@@ -260,6 +261,14 @@ FAULTS: tuple[KernelFault, ...] = (
                 r"use the stand-in for the exponents only and store $m_{b+1} = \max(m_b, \max_{\mathrm{tile}} x)$, "
                 r"$-\infty$ while nothing is allowed",
                 "ieee", ieee="IEEE underflow, section 7", guard="running_max"),
+    KernelFault("missing_neg_inf_guard", "online", ("online", "attention"), "no −∞ guard on the shift",
+                r"exponentiates a tile against the running max $m$ while $m = -\infty$: a tile whose keys are all "
+                r"masked, before any visible key, computes $e^{-\infty - (-\infty)}$",
+                r"NaN for every row whose first tile is fully masked (padding, a window, a document mask, a "
+                "bottom-right causal row), though the row has visible keys",
+                r"while $m = -\infty$ exponentiate against a finite stand-in (0), so a fully masked tile adds "
+                r"$e^{-\infty} = 0$ and leaves the state as it is; keep storing $m = -\infty$",
+                "ieee", ieee="IEEE NaN, section 7", guard="finite_shift"),
 )
 assert all(f.part in PARTS and (f.rewrite is None) == (f.part == "ieee") == (f.guard in GUARDS)
            and set(f.adds) <= set(ADDS) for f in FAULTS)

@@ -12,8 +12,8 @@ the backward uses; the extra logit's gradient returned), or for an IEEE fault th
 :data:`~derive.kernels.faults.GUARDS` its record names, left out. No fault is named here.
 
 Scores ``x`` are raw (the kernel multiplies them by ``scale``); −inf marks a masked key. The
-−∞ guard (a finite stand-in for the shift while nothing is allowed) is used for the exponents
-only and never stored as the running max (guard ``running_max``): storing it makes the
+−∞ guard (a finite stand-in for the shift while nothing is allowed: guard ``finite_shift``; without
+it a fully masked first tile computes e^{−∞ − (−∞)} = NaN) is used for the exponents only and never stored as the running max (guard ``running_max``): storing it makes the
 row [−∞, −1000] in tiles of one key underflow to out 0, lse −∞. A split with ℓ = 0 (no key, or
 every key masked) is finalized to out 0, lse −∞ and skipped by the merge (guard ``empty_split``):
 without it, o = 0/0 = NaN and the merge's 0·NaN makes the row NaN.
@@ -120,9 +120,10 @@ def online(x, v, block, extra=None, extra_value=None, scale=1.0, base2=True, fau
         m_new = max(m, float(np.max(u)))
         # the guard: exponents against a finite stand-in (0 when nothing is allowed yet), so a fully masked
         # tile adds e^{−∞} = 0 and leaves the state as it is; the stored running max stays m_new (−∞ there)
-        shift = m_new if m_new > NEG else 0.0
-        alpha = float(ex(m - shift)) if m > NEG else 0.0
-        p = ex(u - shift)
+        shift = m_new if m_new > NEG or not _guarded(fault, "finite_shift") else 0.0
+        with np.errstate(invalid="ignore"):  # without the guard: e^{−∞ − (−∞)} = NaN
+            alpha = float(ex(m - shift)) if m > NEG or shift == NEG else 0.0
+            p = ex(u - shift)
         # the fault's factors while there is a state to rescale (a seed of logit −∞ has none: α = 0 drops it)
         r_ell, r_acc = ((_part(fault, "rescale") if m > NEG else None) or _kept)(alpha, alpha, 1.0)
         ell = r_ell * ell + p.sum()

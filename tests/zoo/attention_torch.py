@@ -14,6 +14,8 @@ one-line one.
   :func:`hf` adapter and ``--out-layout bnhd``.
 * ``sdpa_sink_detached``: faulty, the sinks enter as a constant (``S.detach()``): the forward is
   right and the sinks get no gradient (``--backward`` fails).
+* ``sdpa_sink_grad_sign``: faulty, the sinks' gradient comes back negated (a hand-written backward's
+  sign): the forward is right.
 * ``sdpa_window_off_by_one``: faulty, the window keeps one key too many.
 * ``sdpa_torch``: PyTorch's own ``scaled_dot_product_attention`` under its own keyword names (checked with
   ``--gqa``: ``enable_gqa`` is passed where k and v have fewer heads).
@@ -50,6 +52,22 @@ def sdpa(Q, K, V, S, sm_scale, sliding_window=0):
 
 def sdpa_sink_detached(Q, K, V, S, sm_scale, sliding_window=0):
     return sdpa(Q, K, V, S.detach(), sm_scale, sliding_window)
+
+
+class _Negated(torch.autograd.Function):
+    """The identity forward, a hand-written backward with its sign flipped."""
+
+    @staticmethod
+    def forward(ctx, s):
+        return s.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g
+
+
+def sdpa_sink_grad_sign(Q, K, V, S, sm_scale, sliding_window=0):
+    return sdpa(Q, K, V, _Negated.apply(S), sm_scale, sliding_window)
 
 
 def sdpa_window_off_by_one(Q, K, V, S, sm_scale, sliding_window=0):

@@ -24,13 +24,16 @@ def _online(x, v, block, sigma, fault=None):
             u = torch.cat([u, torch.full(lead + (1,), sigma, dtype=x.dtype)], -1)
             vals = torch.cat([vals, torch.zeros(lead + (1, dv), dtype=x.dtype)], -2)
         m_new = torch.maximum(m, u.amax(-1))
-        shift = torch.where(m_new == NEG, torch.zeros_like(m_new), m_new)  # a fully masked tile
+        shift = m_new if fault == "missing_neg_inf_guard" else \
+            torch.where(m_new == NEG, torch.zeros_like(m_new), m_new)  # a fully masked tile
         alpha = torch.exp(m - shift)
         p = torch.exp(u - shift[..., None])
         ell = alpha * ell + p.sum(-1)
         a = torch.where(m > NEG, torch.ones_like(alpha), alpha) if fault == "acc_not_rescaled" else alpha
         acc = a[..., None] * acc + (p[..., None] * vals).sum(-2)
         m = m_new
+    if fault == "missing_neg_inf_guard":  # unguarded throughout: acc/ℓ as it comes
+        return acc / ell[..., None], m + torch.log(ell)
     ok = ell > 0
     out = torch.where(ok[..., None], acc / torch.where(ok, ell, 1.0)[..., None], torch.zeros_like(acc))
     lse = torch.where(ok, m + torch.log(torch.where(ok, ell, 1.0)), torch.full_like(m, NEG))
@@ -116,6 +119,11 @@ def sink_backward(x, v, dout, *, s):
 
 def sink_online_extra_per_tile(x, v, block, *, s):
     return _online(x, v, block, s, fault="extra_per_tile")
+
+
+def softmax_online_unguarded(x, v, block):
+    """No −∞ guard: a fully masked tile before any visible key exponentiates against m = −∞."""
+    return _online(x, v, block, None, fault="missing_neg_inf_guard")
 
 
 def softmax_online_acc_not_rescaled(x, v, block):

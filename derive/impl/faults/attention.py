@@ -31,7 +31,8 @@ __all__ = ["CALL_FAULTS", "CallFault", "diagnose"]
 @dataclass(frozen=True)
 class CallFault:
     """A fault of the attention call (not of the normalizer's kernel form): ``model(case, k, v, keep)``
-    gives the (k, v, keep) the faulty kernel reads instead, or None where the fault changes nothing."""
+    gives the (k, v, keep) the faulty kernel reads instead (a list of them: the ways it may realize),
+    or None where the fault changes nothing."""
 
     key: str
     title: str
@@ -46,6 +47,19 @@ def _tiled_heads(case, k, v, keep):
         return None
     heads = [h % case.kv for h in range(case.H)]
     return k[:, heads], v[:, heads], keep
+
+
+def _keys_dropped(case, k, v, keep):
+    """The keys from L on never read, for each bound L a loop may stop at: the last whole tile of the
+    block passed (else of a common size), a hard-coded power of two, or N − 1."""
+    blocks = (case.block,) if case.block else _BLOCKS
+    bounds = {case.N - 1} | {case.N // b * b for b in blocks} | {1 << p for p in range(4, 16)}
+    out = []
+    for bound in sorted(b for b in bounds if 0 < b < case.N):
+        kept = keep.copy()
+        kept[..., bound:] = False
+        out.append((k, v, kept))
+    return out
 
 
 def _window_wide(case, k, v, keep):
@@ -64,6 +78,11 @@ CALL_FAULTS: tuple[CallFault, ...] = (
               "keeps key p − left − 1 as well (a < where ≤ was meant, or left + 1 keys)",
               "one more key in every row the window cuts",
               "keep key j only when p − left ≤ j ≤ p + right", _window_wide),
+    CallFault("keys_past_bound_dropped", "keys past a loop bound never read",
+              "stops its key loop before the last key: after the last whole tile (N // BLOCK tiles, the partial "
+              "one dropped), at a hard-coded length, or at N − 1",
+              "attention over the keys before the bound only",
+              "loop over ceil(N / BLOCK) tiles up to N itself, masking the keys past N in the last tile", _keys_dropped),
 )
 
 _BLOCKS = (16, 32, 64, 128, 256)  # tile sizes a kernel that is passed none may use
@@ -94,8 +113,11 @@ def _model(key: str, case, ex, sinks, scale: float, i: int):
     return out
 
 
-def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got, tol) -> list:
-    """The fault records whose model matches the kernel on the failing query (module docstring)."""
+def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got, tol, ex=None) -> list:
+    """The fault records whose model matches the kernel on the failing query (module docstring), or
+    for the sinks' gradient on every head (``ex``: the exact reference with its gradients)."""
+    if fail.what == "dsinks" and ex is not None:
+        return _grad_faults(checker, got, ex, tol, int(fail.where[0]))
     if fail.what not in ("out", "lse") or not case.M:
         return []
     b0, h0, i = (int(x) for x in fail.where[:3])
@@ -109,14 +131,19 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
     right = checker.exact(case, q, k, v, scale, keep, bias, sig0, None, judged)
     found = []
     for f in CALL_FAULTS:
-        model = f.model(case, k, v, keep) if bias is None else None
-        if model is None:
+        models = f.model(case, k, v, keep) if bias is None else None
+        for k2, v2, keep2 in [models] if isinstance(models, tuple) else models or ():
+            ex = checker.exact(case, q, k2, v2, scale, keep2, None, sig0, None, judged)
+            if _matches(out, lse, ex, right, v2, keep2, case.H // k2.shape[1], tol, i, (b0, h0)):
+                found.append(f)
+                break
+    for key in faults_for(checker.norm, "attention"):
+        if by_key(key).part == "ieee":
+            if _ieee_matches(key, case, right, v, sinks, out, keep, tol, i, (b0, h0)):
+                found.append(by_key(key))
             continue
-        k2, v2, keep2 = model
-        ex = checker.exact(case, q, k2, v2, scale, keep2, None, sig0, None, judged)
-        if _matches(out, lse, ex, right, v2, keep2, case.H // k2.shape[1], tol, i, (b0, h0)):
-            found.append(f)
-    for key in faults_for(checker.norm, "attention") if sinks is not None else ():
+        if sinks is None or by_key(key).part != "logit":
+            continue
         for _, sig in _model(key, case, right, sinks, scale, i):
             if np.array_equal(sig[:, :, i], np.broadcast_to(np.array(sinks, dtype=np.float64), sig[:, :, i].shape)):
                 continue  # the rewrite changes nothing here
@@ -126,6 +153,64 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
                 found.append(by_key(key))
                 break
     return found
+
+
+def _grad_faults(checker, got, ex, tol, failing: int) -> list:
+    """The faults of the extra logit's gradient (part ``grad``: its rewrite of the exact gradient)
+    whose model gives the kernel's sink gradient on every judged head and differs from the exact one
+    on the failing head."""
+    value = ex.grads["dsinks"][0]
+    y = np.ravel(got["dsinks"]).astype(np.float64) if "dsinks" in got else np.zeros_like(value)  # none: 0
+    if y.shape != value.shape:
+        return []
+    bounds = checker.dsinks_bounds(ex, tol)
+    found = []
+    for key in faults_for(checker.norm, "attention"):
+        f = by_key(key)
+        if f.part != "grad":
+            continue
+        model = np.array([float(f.rewrite(float(g), 0.0)) for g in value])
+        judged = np.isfinite(bounds)
+        with np.errstate(invalid="ignore"):
+            close = np.abs(y - model) <= bounds
+        if "dsinks" not in got:  # no gradient at all: the fault whose model is none (0)
+            if not np.any(model):
+                found.append(f)
+        elif close[judged].all() and abs(model[failing] - value[failing]) > bounds[failing]:
+            found.append(f)
+    return found
+
+
+def _ieee_matches(key: str, case, right, v, sinks, out, keep, tol, i: int, failing) -> bool:
+    """An IEEE fault (a guard left out): the numeric kernel of the catalogue with that guard left out
+    (:func:`derive.kernels.numeric.online`), run on the exact scores of query ``i`` of every batch and
+    head in tiles of the block passed (else of each common size), gives the kernel's output on every
+    defined row — NaN where it is NaN — and differs from the definition on the failing one."""
+    from derive.impl.judge.attention import _magnitude, relative
+    from derive.kernels.numeric import online
+
+    floor = tol.floor(_magnitude(keep, v, case.groups))[:, :, i]
+    rel = tol.rel * (1.0 + right.kappa[:, :, i])[..., None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = floor + relative(rel, right.out_scale[:, :, i])
+    defined = right.defined[:, :, i]
+    if not defined[failing]:
+        return False
+    y = out[:, :, i]
+    for block in (case.block,) if case.block else _BLOCKS:
+        model = np.empty_like(right.out[:, :, i])
+        for b in range(case.B):
+            for h in range(case.H):
+                extra = None if sinks is None else float(sinks[h])
+                model[b, h] = online(right.rows[b, h, i], v[b, h // case.groups], block, extra, base2=False,
+                                     fault=key)[0]
+        with np.errstate(invalid="ignore", over="ignore"):
+            nan = np.isnan(model)
+            close = np.where(nan, np.isnan(y), np.abs(y - np.nan_to_num(model)) <= bound)
+            differs = nan[failing].any() or bool(np.any(np.abs(model[failing] - right.out[failing]) > bound[failing]))
+        if differs and np.where(defined[..., None], close, True).all():
+            return True
+    return False
 
 
 def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:

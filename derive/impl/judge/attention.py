@@ -364,6 +364,8 @@ class AttentionChecker:
             fail.note = fail.note or self.alignment_hint(case, got, q, k, v, g, scale, sinks, tol)
             if self.diagnose is not None and not fail.note:
                 fail.faults = self.diagnose(self, case, fail, q, k, v, keep, bias, scale, sinks, got, tol)
+        if fail is not None and fail.what == "dsinks" and self.diagnose is not None:
+            fail.faults = self.diagnose(self, case, fail, q, k, v, keep, bias, scale, sinks, got, tol, ex)
         vac = ex.defined & judged[None, None, :] & (tol.rel * (1.0 + ex.kappa) >= 1.0)  # Tolerance.vacuous
         first = next(iter(np.argwhere(vac)), None)
         vacuous = (0, "") if fail is not None or first is None else (
@@ -511,7 +513,7 @@ class AttentionChecker:
                 row = ex.rows[idx[0], idx[1], idx[2]].tolist() if name == "dq" else []
                 return _fail(tol.dtype, case, name, idx, y[idx], value[idx], float(err[idx]), float(bound[idx]), row)
         if self.setup.extra == "sinks" and case.sinks is not None and not rows_only:
-            value, scale = ex.grads["dsinks"]
+            value = ex.grads["dsinks"][0]
             if "dsinks" not in got:
                 return _fail(tol.dtype, case, "dsinks", (0,), math.nan, value[0], INF, 0.0, [],
                                "no gradient reached the sinks (autograd gave none)")
@@ -519,14 +521,20 @@ class AttentionChecker:
             if y.shape != value.shape:
                 return _fail(tol.dtype, case, "dsinks", (0,), math.nan, value[0], INF, 0.0, [],
                                f"the sinks' gradient has shape {list(y.shape)}, not [{case.H}]")
+            bounds = self.dsinks_bounds(ex, tol)
             for h in range(case.H):
-                if not all(ex.defined[:, h].ravel()):
-                    continue
-                bound = tol.abs + float(relative(tol.rel * (1 + kap_head[:, h].max()), scale[h]))
                 err = abs(y[h] - value[h]) if math.isfinite(y[h]) else INF
-                if not err <= bound:
-                    return _fail(tol.dtype, case, "dsinks", (h,), y[h], value[h], err, bound, [])
+                if math.isfinite(bounds[h]) and not err <= bounds[h]:
+                    return _fail(tol.dtype, case, "dsinks", (h,), y[h], value[h], err, float(bounds[h]), [])
         return None
+
+    @staticmethod
+    def dsinks_bounds(ex, tol) -> np.ndarray:
+        """The bound of each head's sink gradient (∞: a head with a row of no value, not judged)."""
+        value, scale = ex.grads["dsinks"]
+        kap_head = ex.kappa.max(axis=(0, 2))  # (H,): over the batches and rows
+        return np.array([tol.abs + float(relative(tol.rel * (1 + kap_head[h]), scale[h])) if ex.defined[:, h].all()
+                         else INF for h in range(len(value))])
 
     def attempt(self, case: Case, tol, rounder) -> tuple[Failure | None, int, str, tuple]:
         """:meth:`run_case`, with a raise or a crash of the kernel as the case's failure (a crash
