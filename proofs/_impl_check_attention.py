@@ -117,8 +117,10 @@ def attention_section(directory: str, demote, ran: list | None = None) -> str:
 A real attention kernel takes q, k and v, not rows of scores. `--form attention` calls it as
 it is written, `fn(q, k, v, **params)`, with q (…, M, d), k (…, N, d) and v (…, N, dv) in the
 layout `--layout` names (`bhnd` by default; `bnhd`, `nhd`, `hnd`, `nd`: b batch, h heads,
-n the sequence, d the head dimension, last), and checks `out` (the layout of q with dv, or
-`--out-layout`) and, when it returns `(out, lse)`, the log-sum-exp (natural, or in the units `--lse base2`
+n the sequence, d the head dimension, last; `g` right after `h` splits q's heads by kv head, q
+(n, Hkv, G, d) beside k and v (n, Hkv, d) for `nhgd`, query head h·G + g reading kv head h), and
+checks `out` (the layout of q with dv, or `--out-layout`, where the head axes may be merged with d
+at the end: `bn(hd)` for an (B, n, H·d) out, `n(hgd)`) and, when it returns `(out, lse)`, the log-sum-exp (natural, or in the units `--lse base2`
 or `--lse kv-only` state; an lse that fails and is another convention's on every row of its call is named
 with the flag that checks it; in out's layout
 without d, or `--lse-layout`: `bhn` for FlashAttention's lse (B, H, M) beside an out (B, M, H, d)), or,
@@ -136,7 +138,9 @@ position of the first query: a decode call has start_q = N − M) is varied when
 takes it; the tile size and the split count are varied when it takes them. A required keyword
 of no known role is an error (exit 2) that names it, unless `--set NAME=VALUE` gives it one value
 for every call (a number, true, false, none or a word, read by that grammar, never evaluated: a
-dropout of 0.0, a training flag). The kernel may be a factory's product, `FILE:make()` (derive
+dropout of 0.0, a training flag; `@dtype` is the call's dtype, a `torch.dtype` in a torch call).
+`--tensor NAME` passes a role's or `--set`'s keyword as a 0-d tensor of the call's API, int32 for
+a whole number: an offset `start_q` that a kernel reads on its device. The kernel may be a factory's product, `FILE:make()` (derive
 calls `make` once, in the child, and checks the `nn.Module` or bound method it returns), or a
 `torch.autograd.Function`'s `Class.apply`, whose keywords derive passes in their places in
 `forward`'s signature (apply takes none), so its own backward is what `--backward` checks. With `--backward` (torch functions) the

@@ -375,7 +375,8 @@ def test_a_required_keyword_of_no_role_takes_a_fixed_value_with_set(capsys):
 
 
 @pytest.mark.parametrize("value, message", [
-    ("temperature=1+1", "--set 'temperature=1+1': VALUE is a number, true, false, none or a word"),
+    ("temperature=1+1", "--set 'temperature=1+1': VALUE is a number, true, false, none, @dtype or a word"),
+    ("temperature=@float", "--set 'temperature=@float': VALUE is a number, true, false, none, @dtype or a word"),
     ("temperature", "--set 'temperature': expected NAME=VALUE"),
     ("scale=2", "--set scale=…: scale is the keyword of the role scale, which derive passes itself"),
     ("tau=1", "--set tau=…: tests/zoo/attention_numpy.py:needs_temperature takes no keyword 'tau'"),
@@ -386,6 +387,34 @@ def test_set_values_are_read_by_a_grammar_and_checked_against_the_signature(caps
                  "--examples", "0", "--set", value])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and message in err, err
+
+
+def test_an_offset_passed_as_an_int32_tensor_and_a_dtype_parameter_need_no_adapter(capsys):
+    require_module("torch", "torch kernels")
+    base = ["impl", "--as", "softmax", "--form", "attention", "--dtype", "float64", "--dtype", "float32",
+            "--examples", "0"]
+    assert main(base + [TORCH + "decode_tensor_offset", "--causal", "--tensor", "start_q"]) == 0
+    out = capsys.readouterr().out
+    assert "start_q is passed as a 0-d tensor (int32 for a whole number) (--tensor)" in out
+    assert "start_q up to 0" not in out  # the offsets were varied: the kernel takes start_q
+    assert main(base + [TORCH + "decode_tensor_offset", "--causal"]) == 2
+    assert "raised TypeError: start_q must be an int32 tensor, got int (at attention_torch.py:" in capsys.readouterr().err
+    assert main(base + [TORCH + "accumulate_in", "--set", "dtype=@dtype"]) == 0
+    assert "dtype = the call dtype on every call (--set)" in capsys.readouterr().out
+    assert main(base + [TORCH + "accumulate_in"]) == 2
+    assert "give it a value with --set dtype=VALUE (@dtype: the call's dtype)" in capsys.readouterr().err
+    assert main(base + [TORCH + "accumulate_in", "--set", "dtype=@dtype", "--tensor", "block"]) == 2
+    assert "--tensor block: tests/zoo/attention_torch.py:accumulate_in is passed no keyword block (--tensor names a " \
+           "keyword of a role or of --set: dtype, scale)" in capsys.readouterr().err
+
+
+def test_a_tensor_keyword_is_a_0d_array_of_the_calls_api():
+    from derive.impl.run.attention_child import _tensor
+
+    got = _tensor("numpy", 7, "float32")
+    assert got.shape == () and got.dtype == np.int32 and int(got) == 7
+    assert _tensor("numpy", 0.5, "float32").dtype == np.float32
+    assert _tensor("numpy", (3, -1), "float64").tolist() == [3, -1]
 
 
 SIG = "tests/zoo/attention_signatures.py:"

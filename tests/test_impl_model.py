@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from derive.cli import main
 from derive.errors import InputError
@@ -404,7 +405,7 @@ def test_softmax1_with_its_one_unshifted_is_named_in_the_attention_form():
 
 def test_the_dv_floor_scales_with_the_cotangents_a_flushed_subnormal_weight_multiplies():
     from derive.impl.exact.reference import exact_attention
-    from derive.impl.judge.attention import _dv_magnitude
+    from derive.impl.exact.tolerance import dv_magnitude
 
     checker, case, _, v, keep, tol = _one_query([0.0, -88.4], [0.0, 3.0])
     q, k = np.ones((1, 1, 1, 1)), np.array([0.0, -88.4]).reshape(1, 1, 2, 1)
@@ -414,9 +415,9 @@ def test_the_dv_floor_scales_with_the_cotangents_a_flushed_subnormal_weight_mult
     assert 1.18e-38 < got["dv"][0, 0, 1, 0] < 1.3e-38
     got["dv"][0, 0, 1, 0] = 0.0  # the weight e^−88.4 flushed to 0
     assert checker.compare_grads(case, got, ex, tol) is not None  # against FLT_MIN alone: refused
-    assert checker.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, 1)) is None
+    assert checker.compare_grads(case, got, ex, tol, dv_magnitude(keep, g, 1)) is None
     got["dv"][0, 0, 1, 0] = -4 * 2.0**-126
-    assert checker.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, 1)) is not None
+    assert checker.compare_grads(case, got, ex, tol, dv_magnitude(keep, g, 1)) is not None
 
 
 # ---- a raise or a crash is the failure of its input; the rest is still reported -------------------------
@@ -475,3 +476,65 @@ def test_the_kernels_own_error_is_shown_when_numpy_arrays_make_it_raise_too():
     report = attention("tests/zoo/attention_torch.py:needs_two_keys")
     f = report.results[0].failures["finite"]
     assert f.note.startswith("ValueError: this kernel needs two keys or more (at attention_torch.py:")
+
+
+# ---- layouts with a group axis and merged heads ---------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st_layout=st.sampled_from(
+    [("bhnd", "--layout"), ("bnhd", "--layout"), ("nhgd", "--layout"), ("bnhgd", "--layout"), ("hgnd", "--layout"),
+     ("bn(hd)", "--out-layout"), ("n(hgd)", "--out-layout"), ("bn(hgd)", "--out-layout")]),
+       kv=st.integers(1, 3), groups=st.sampled_from([1, 2, 4]))
+def test_a_layout_round_trips_and_a_group_axis_orders_query_heads_by_kv_head(st_layout, kv, groups):
+    from derive.kernels.layouts import parse_layout
+
+    L = parse_layout(*st_layout)
+    H = kv * groups
+    a = np.arange(2 * H * 3 * 5, dtype=np.float64).reshape(2, H, 3, 5) if "b" in L.axes else \
+        np.arange(H * 3 * 5, dtype=np.float64).reshape(1, H, 3, 5)
+    y = L.to_layout(a, groups=groups)
+    assert y.shape == L.shape(a.shape[0], H, 3, 5, groups)
+    assert np.array_equal(L.from_layout(y, groups=groups, heads=H), a)
+    if "g" in L.axes and not L.flat:  # query head h·G + g sits at (kv head h, member g)
+        at = {x: i for i, x in enumerate(L.axes)}
+        pick = [0] * y.ndim
+        pick[at["h"]], pick[at["g"]] = kv - 1, groups - 1
+        pick[at["n"]], pick[at["d"]] = 2, 4
+        if "b" in at:
+            pick[at["b"]] = 0
+        assert y[tuple(pick)] == a[0, H - 1, 2, 4]
+    assert L.kv.axes == L.axes.replace("g", "")
+
+
+@pytest.mark.parametrize("text, flag, says", [
+    ("bn(hd)", "--layout", "g right after h splits q's heads by kv head (nhgd)."),
+    ("nghd", "--layout", "g right after h"),
+    ("bnh(d)", "--out-layout", "An output may merge its head axes with d at the end: bn(hd), n(hgd)."),
+    ("b(nhd)", "--out-layout", "An output may merge its head axes with d at the end"),
+])
+def test_a_layout_outside_the_grammar_is_refused_with_what_is_expected(text, flag, says):
+    from derive.kernels.layouts import parse_layout
+
+    with pytest.raises(InputError) as err:
+        parse_layout(text, flag)
+    assert str(err.value).startswith(f"{flag} {text!r}: a layout names the axes") and says in str(err.value)
+
+
+def test_an_output_with_the_heads_merged_is_read_through_out_layout():
+    good = attention(Z + "flat_heads", layout="bnhd", out_layout="bn(hd)")
+    assert good.agrees, good.to_markdown()
+    assert "layout bnhd, out in bn(hd)" in good.to_markdown()
+    with pytest.raises(InputError) as err:
+        attention(Z + "flat_heads", layout="bnhd")
+    assert "returned out of shape [1, 1, 16]; expected [1, 1, 1, 16] (its last axis holds the heads and the head " \
+           "dimension merged: state --out-layout with them in parentheses, e.g. bn(hd))" in str(err.value)
+
+
+@pytest.mark.slow
+def test_a_group_axis_layout_with_sinks_per_query_head_needs_no_adapter():
+    kw = {"layout": "nhgd", "out_layout": "n(hgd)", "gqa": True, "causal": True}
+    good = attention(Z + "grouped_axis", norm="sink", assume=["equal-lengths"], **kw)
+    assert good.agrees, good.to_markdown()
+    bad = attention(Z + "grouped_axis_wrong_group", norm="sink", assume=["equal-lengths"], **kw)
+    assert failing(bad) == {"gqa"}, bad.to_markdown()

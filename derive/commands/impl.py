@@ -164,8 +164,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"takes {', '.join(ROW_FORM_ITEMS)}")
     group = parser.add_argument_group("--form attention: fn(q, k, v, **params)")
     group.add_argument("--layout", default=None, metavar="AXES",
-                       help="axes of q, k, v from b, h, n, d (d last): bhnd (default), bnhd, nd, nhd, ...")
-    group.add_argument("--out-layout", default=None, metavar="AXES", help="axes of out (default: --layout)")
+                       help="axes of q, k, v from b, h, n, d (d last): bhnd (default), bnhd, nd, nhd, ...; g "
+                            "right after h splits q's heads by kv head, (n, Hkv, G, d) for nhgd (k, v without g)")
+    group.add_argument("--out-layout", default=None, metavar="AXES",
+                       help="axes of out (default: --layout); the head axes merged with d at the end for an "
+                            "(B, n, H*d) out: bn(hd), n(hgd)")
     group.add_argument("--lse-layout", default=None, metavar="AXES",
                        help="axes of a returned lse, e.g. bhn beside an out of bnhd (default: out's without d)")
     group.add_argument("--scale", type=float, default=None,
@@ -195,7 +198,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="also check dq, dk, dv and the sinks' gradient by torch autograd (torch functions)")
     group.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="fixed",
                        help="a keyword passed with the same value on every call, for a parameter of no role (a "
-                            "dropout of 0.0, a training flag): VALUE a number, true, false, none or a word")
+                            "dropout of 0.0, a training flag): VALUE a number, true, false, none, a word, or "
+                            "@dtype for the call's dtype (torch.float32 in a torch call)")
+    group.add_argument("--tensor", action="append", default=[], metavar="NAME",
+                       help="pass the keyword NAME (a role's, e.g. start_q, or --set's) as a 0-d tensor of the "
+                            "call's API, int32 for a whole number (repeatable)")
     group.add_argument("--kw", action="append", default=[], metavar="ROLE=NAME",
                        help="the keyword the function takes for a role (scale, causal, mask, sinks, start_q, window, "
                             "block), when its name is not one derive knows")
@@ -249,7 +256,7 @@ def _attention(args) -> dict | None:
              "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
              "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None,
              "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None,
-             "lse_layout": args.lse_layout, "fixed": args.fixed or None}
+             "lse_layout": args.lse_layout, "fixed": args.fixed or None, "tensors": args.tensor or None}
     if args.form != "attention":
         return {k: v for k, v in given.items() if v is not None} or None
     start = args.start_q
@@ -269,7 +276,8 @@ def _attention(args) -> dict | None:
     return {"layout": args.layout or "bhnd", "out_layout": args.out_layout, "scale": args.scale,
             "causal": args.causal, "start_q": start, "window": args.window or 0,
             "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw),
-            "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout, "fixed": parse_fixed(args.fixed)}
+            "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout, "fixed": parse_fixed(args.fixed),
+            "tensors": tuple(args.tensor)}
 
 
 def _cpu() -> float:

@@ -13,7 +13,10 @@ Correct:
 * ``bottom_right`` causal (a flag) aligned bottom-right (query i at position N − M + i), in the
   FlashAttention layout (B, N, H, d) with GQA, ``softmax_scale`` and ``window_size=(left, right)``;
 * ``top_left`` causal aligned top-left (query i at position i), as PyTorch's ``is_causal``;
-* ``keep_mask`` / ``drop_mask``: a boolean mask, True where a key is kept / dropped.
+* ``keep_mask`` / ``drop_mask``: a boolean mask, True where a key is kept / dropped;
+* ``flat_heads``: (B, n, H, d) in, the heads merged in an (B, n, H·d) out (``--out-layout bn(hd)``);
+* ``grouped_axis``: q as (n, Hkv, G, d) beside k and v as (n, Hkv, d) (``--layout nhgd``), a sink per
+  query head, the out flattened to (n, H·d) (``--out-layout n(hgd)``).
 
 Faulty (one production fault each):
 
@@ -29,6 +32,7 @@ Faulty (one production fault each):
   e^(−∞ − (−∞)) = NaN;
 * ``bottom_right_window_off_by_one``: keeps key p − left − 1 too (the left edge of the window one key
   wide);
+* ``grouped_axis_wrong_group``: reads the sinks as (G, Hkv), the other order of the query heads;
 * ``top_left`` is the other alignment's kernel: checked as bottom-right it fails, and the report
   says its output matches top-left.
 """
@@ -290,3 +294,32 @@ def softmax1_unshifted(q, k, v, *, scale):
     x = q @ np.swapaxes(k, -1, -2) * scale
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     return (e @ v) / (e.sum(axis=-1, keepdims=True) + 1.0)
+
+
+def flat_heads(q, k, v, *, scale):
+    """(B, n, H, d) inputs and an (B, n, H·d) output: the heads concatenated for an output projection."""
+    s = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    w /= w.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhqk,bkhd->bqhd", w, v)
+    return out.reshape(out.shape[0], out.shape[1], -1)
+
+
+def grouped_axis(Q, K, V, S, sm_scale):
+    """Causal; q as (n, Hkv, G, d) and k, v as (n, Hkv, d), one sink per query head as (Hkv·G,), the out
+    flattened to (n, Hkv·G·d): the group-axis layout of a reference attention with learned sinks."""
+    n, Hkv, G, d = Q.shape
+    s = np.einsum("qhgd,khd->hgqk", Q, K) * sm_scale
+    s = np.where(np.tri(n, K.shape[0], dtype=bool), s, -np.inf)  # causal over n queries and n keys
+    sink = np.broadcast_to(S.reshape(Hkv, G, 1, 1), (Hkv, G, n, 1))
+    x = np.concatenate([s, sink], axis=-1)
+    w = np.exp(x - x.max(axis=-1, keepdims=True))
+    w = (w / w.sum(axis=-1, keepdims=True))[..., :-1]
+    out = np.einsum("hgqk,khd->qhgd", w, V)
+    return out.reshape(n, -1)
+
+
+def grouped_axis_wrong_group(Q, K, V, S, sm_scale):
+    """Faulty: the sinks indexed as (G, Hkv), the other order of the query heads."""
+    n, Hkv, G, d = Q.shape
+    return grouped_axis(Q, K, V, np.ascontiguousarray(S.reshape(G, Hkv).T).reshape(-1), sm_scale)

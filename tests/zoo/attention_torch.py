@@ -29,6 +29,8 @@ one-line one.
   ``repeat`` (head h reads kv head h mod Hkv), not ``repeat_interleave``.
 * ``checkpointed``: softmax attention under ``torch.utils.checkpoint`` in its reentrant form, which
   refuses ``torch.autograd.grad`` (``--backward`` takes the gradients with ``.backward()``).
+* ``decode_tensor_offset``: causal from ``start_q``, which must be an int32 tensor (``--tensor start_q``);
+  ``accumulate_in``: a required ``dtype`` (``--set dtype=@dtype``).
 * ``needs_two_keys``: raises its own error on a call of one key; the first call (numpy arrays, to
   detect the API) raises in ``torch.matmul`` too, and the report shows the kernel's error.
 """
@@ -155,3 +157,19 @@ def gpt_oss_eager(module, query, key, value, attention_mask, scaling, dropout=0.
 
 def gpt_oss_eager_tiled_kv(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
     return _gpt_oss(module, query, key, value, attention_mask, scaling, dropout, False)
+
+
+def decode_tensor_offset(q, k, v, *, scale, start_q):
+    """Causal with the queries at start_q + i, the offset an int32 tensor (as a kernel reading it on the
+    device takes it); it refuses a Python int."""
+    if not (isinstance(start_q, torch.Tensor) and start_q.dtype == torch.int32):
+        raise TypeError(f"start_q must be an int32 tensor, got {type(start_q).__name__}")
+    M, N = q.shape[-2], k.shape[-2]
+    keep = torch.arange(N)[None, :] <= (torch.arange(M) + start_q)[:, None]
+    return torch.softmax((q @ k.transpose(-2, -1) * scale).masked_fill(~keep, float("-inf")), dim=-1) @ v
+
+
+def accumulate_in(q, k, v, *, scale, dtype):
+    """Computes in float64 and returns in ``dtype``, a required torch.dtype with no role."""
+    w = torch.softmax(q.double() @ k.double().transpose(-2, -1) * scale, dim=-1)
+    return (w @ v.double()).to(dtype)

@@ -28,6 +28,7 @@ evidence. Such a row is *not judged* (:meth:`Tolerance.vacuous`): it counts towa
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,8 @@ import numpy as np
 from derive.errors import InputError
 from derive.floats import FORMATS
 
-__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "kappa", "kappas", "tolerance"]
+__all__ = ["DTYPES", "TOLERANCES", "Tolerance", "dv_magnitude", "kappa", "kappas", "magnitude", "relative",
+           "tolerance"]
 
 
 FAR_BELOW = 800.0  # a score this far below the row's top has weight below e^-800: it sets no condition
@@ -113,3 +115,29 @@ def tolerance(dtype: str) -> Tolerance:
         return TOLERANCES[dtype]
     except KeyError:
         raise InputError(f"unknown dtype {dtype!r}: expected one of {', '.join(DTYPES)}") from None
+
+
+# ---- the magnitudes an entry combines, and the relative part of its bound -------------------------
+
+def magnitude(keep, v, groups: int) -> np.ndarray:
+    """(B, H, M, Dv): Σ_j |v_jc| over the keys each query sees (``keep`` (B, M, N), ``v`` (B, Hkv, N, Dv)),
+    what an entry of out combines (:meth:`derive.impl.exact.tolerance.Tolerance.floor`)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = keep[:, None].astype(np.float64) @ np.nan_to_num(np.abs(np.asarray(v, dtype=np.float64)))
+    return np.repeat(m, groups, axis=1)
+
+
+def dv_magnitude(keep, g, groups: int) -> np.ndarray:
+    """(B, Hkv, N, Dv): Σ |g_ic| over the queries of the heads sharing a kv head that see key j, what an
+    entry of dv combines with the weights P_ij (its floor, as :func:`magnitude` for out)."""
+    m = np.swapaxes(keep, -1, -2)[:, None].astype(np.float64) @ np.abs(np.asarray(g, dtype=np.float64))  # (B, H, N, Dv)
+    B, H, N, Dv = m.shape
+    return m.reshape(B, H // groups, groups, N, Dv).sum(axis=2)
+
+
+def relative(rel, magnitude):
+    """The relative part of a bound, ``rel · |magnitude|``, infinite where ``rel`` is (κ = ∞: a row whose
+    exact value could not be enclosed, or whose condition overflows, is not judged) even beside a
+    magnitude of 0, where the product would be NaN and fail every output."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(rel), math.inf, rel * np.abs(magnitude))

@@ -17,12 +17,12 @@ way.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from derive.impl.exact.reference import exact_attention
-from dataclasses import dataclass, replace
-
+from derive.impl.exact.tolerance import magnitude, relative
 from derive.kernels.faults import by_key, faults_for
 
 __all__ = ["CALL_FAULTS", "CallFault", "diagnose"]
@@ -82,7 +82,8 @@ CALL_FAULTS: tuple[CallFault, ...] = (
               "stops its key loop before the last key: after the last whole tile (N // BLOCK tiles, the partial "
               "one dropped), at a hard-coded length, or at N − 1",
               "attention over the keys before the bound only",
-              "loop over ceil(N / BLOCK) tiles up to N itself, masking the keys past N in the last tile", _keys_dropped),
+              "loop over ceil(N / BLOCK) tiles up to N itself, masking the keys past N in the last tile",
+              _keys_dropped),
 )
 
 _BLOCKS = (16, 32, 64, 128, 256)  # tile sizes a kernel that is passed none may use
@@ -124,9 +125,9 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
     judged = np.zeros(case.M, dtype=bool)
     judged[i] = True
     OL = checker.out_layout
-    out = OL.from_layout(got["out"])
-    lse = (checker.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got and checker.values is None \
-        else None
+    out = OL.from_layout(got["out"], groups=case.groups, heads=case.H)
+    lse = None if "lse" not in got or checker.values is not None else \
+        (checker.lse_layout or OL).from_layout(got["lse"], "bhn", case.groups)
     sig0 = None if sinks is None else tuple(sinks)
     right = checker.exact(case, q, k, v, scale, keep, bias, sig0, None, judged)
     found = []
@@ -186,10 +187,9 @@ def _ieee_matches(key: str, case, right, v, sinks, out, keep, tol, i: int, faili
     (:func:`derive.kernels.numeric.online`), run on the exact scores of query ``i`` of every batch and
     head in tiles of the block passed (else of each common size), gives the kernel's output on every
     defined row — NaN where it is NaN — and differs from the definition on the failing one."""
-    from derive.impl.judge.attention import _magnitude, relative
     from derive.kernels.numeric import online
 
-    floor = tol.floor(_magnitude(keep, v, case.groups))[:, :, i]
+    floor = tol.floor(magnitude(keep, v, case.groups))[:, :, i]
     rel = tol.rel * (1.0 + right.kappa[:, :, i])[..., None]
     with np.errstate(invalid="ignore", over="ignore"):
         bound = floor + relative(rel, right.out_scale[:, :, i])
@@ -214,9 +214,8 @@ def _ieee_matches(key: str, case, right, v, sinks, out, keep, tol, i: int, faili
 
 
 def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:
-    from derive.impl.judge.attention import _magnitude, relative
 
-    floor = tol.floor(_magnitude(keep, v, groups))[:, :, i]
+    floor = tol.floor(magnitude(keep, v, groups))[:, :, i]
     rel = tol.rel * (1.0 + ex.kappa[:, :, i])[..., None]
     defined = ex.defined[:, :, i]
     if not defined.any() or not defined[failing]:

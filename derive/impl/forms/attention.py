@@ -31,7 +31,7 @@ from derive.impl.cases.fixed import cases
 from derive.impl.cases.masks import MASK_FORMS, parse_window, window_text
 from derive.impl.judge.attention import GENERIC_ENTRIES, AttentionChecker
 from derive.impl.report.attention import AttentionReport
-from derive.impl.run.roles import ROLE_NAMES, parse_kw, roles_of, window_form
+from derive.impl.run.roles import DTYPE, ROLE_NAMES, parse_kw, roles_of, window_form
 from derive.impl.faults.attention import diagnose
 from derive.kernels.layouts import parse_layout
 
@@ -102,14 +102,14 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                     start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
                     gqa: bool = False, lse_layout: str | None = None, params: dict | None = None,
-                    lse: str = "natural", fixed: dict | None = None) -> AttentionReport:
+                    lse: str = "natural", fixed: dict | None = None, tensors=()) -> AttentionReport:
     known, extra = kernel_extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
     L = parse_layout(layout)
     OL = parse_layout(out_layout, "--out-layout") if out_layout else L
     if set(OL.axes) != set(L.axes):
-        raise InputError(f"--out-layout {OL.axes} has other axes than --layout {L.axes}")
+        raise InputError(f"--out-layout {OL.text} has other axes than --layout {L.text}")
     LL = None
     if lse_layout:
         want = OL.axes.replace("d", "")
@@ -184,7 +184,14 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
     if gqa:
         stated.append("k and v may have fewer heads than q (query head h reads kv head h // (H / Hkv))")
     stated += said
-    stated += [f"{name} = {value!r} on every call (--set)" for name, value in fixed.items()]
+    stated += [f"{name} = {'the call dtype' if value == DTYPE else repr(value)} on every call (--set)"
+               for name, value in fixed.items()]
+    passed = set(roles.values()) | set(fixed)
+    for name in tensors:
+        if name not in passed:
+            raise InputError(f"--tensor {name}: {target.name} is passed no keyword {name} (--tensor names a keyword "
+                             f"of a role or of --set: {', '.join(sorted(passed)) or 'none'})")
+    stated += [f"{name} is passed as a 0-d tensor (int32 for a whole number) (--tensor)" for name in tensors]
     setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
                   window_form=window_form(signature, roles, window), backward=backward)
@@ -196,7 +203,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                                              "of the keys alone, without the extra logit"))
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
                                lse_layout=LL, diagnose=diagnose, values=values if generic else None, lse_units=lse,
-                               fixed=fixed)
+                               fixed=fixed, tensors=tuple(tensors))
     results = []
     notes = []
     for tol in tols:
@@ -222,7 +229,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                      f"of every key and of the sinks through autograd, so there only dq was judged")
     if target.mutates:
         notes.append("the function modifies one of its input arrays in place")
-    return AttentionReport(target=target.name, normalizer=norm.name, title=norm.title, layout=L.axes,
-                           out_layout=OL.axes, api=checker.api or target.api, roles=roles, stated=stated,
+    return AttentionReport(target=target.name, normalizer=norm.name, title=norm.title, layout=L.text,
+                           out_layout=OL.text, api=checker.api or target.api, roles=roles, stated=stated,
                            contract=contract, skipped=dict(setup.skipped), results=results, backward=backward,
                            notes=notes, examples=examples)

@@ -16,6 +16,7 @@ from derive.impl.cases.attention_search import drawn_cases
 from derive.impl.cases.kernel import LSE_CONVENTIONS, LSE_WORDS
 from derive.impl.cases.rows import search
 from derive.impl.exact.reference import exact_attention
+from derive.impl.exact.tolerance import dv_magnitude, magnitude, relative
 from derive.impl.judge.classes import file_failure, verdict
 from derive.impl.judge.counterexample import Counterexample
 from derive.impl.run.target import ImplRaised
@@ -187,30 +188,6 @@ def _uniform_ok(y, v, visible) -> bool:
     return False
 
 
-def _magnitude(keep, v, groups: int) -> np.ndarray:
-    """(B, H, M, Dv): Σ_j |v_jc| over the keys each query sees (``keep`` (B, M, N), ``v`` (B, Hkv, N, Dv)),
-    what an entry of out combines (:meth:`derive.impl.exact.tolerance.Tolerance.floor`)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        m = keep[:, None].astype(np.float64) @ np.nan_to_num(np.abs(np.asarray(v, dtype=np.float64)))
-    return np.repeat(m, groups, axis=1)
-
-
-def _dv_magnitude(keep, g, groups: int) -> np.ndarray:
-    """(B, Hkv, N, Dv): Σ |g_ic| over the queries of the heads sharing a kv head that see key j, what an
-    entry of dv combines with the weights P_ij (its floor, as :func:`_magnitude` for out)."""
-    m = np.swapaxes(keep, -1, -2)[:, None].astype(np.float64) @ np.abs(np.asarray(g, dtype=np.float64))  # (B, H, N, Dv)
-    B, H, N, Dv = m.shape
-    return m.reshape(B, H // groups, groups, N, Dv).sum(axis=2)
-
-
-def relative(rel, magnitude):
-    """The relative part of a bound, ``rel · |magnitude|``, infinite where ``rel`` is (κ = ∞: a row whose
-    exact value could not be enclosed, or whose condition overflows, is not judged) even beside a
-    magnitude of 0, where the product would be NaN and fail every output."""
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isinf(rel), INF, rel * np.abs(magnitude))
-
-
 def _first(bad: np.ndarray):
     """The first index (C order) where ``bad`` holds, or None."""
     hit = np.flatnonzero(bad)
@@ -235,6 +212,7 @@ class AttentionChecker:
     values: list | None = None  # a normalizer outside the softmax family: the parameter sets its calls take in turn
     lse_units: str = "natural"  # a returned lse: natural, base2 (log₂) or kv-only (the keys without the extra logit)
     fixed: dict = field(default_factory=dict)  # keyword → the value --set passes on every call
+    tensors: tuple = ()  # keywords passed as 0-d tensors of the call's API (--tensor): an offset as an int32 tensor
     nan_calls: dict = field(default_factory=dict)  # dtype → calls whose dk, dv, dsinks were not judged (a NaN row)
     sampled: dict = field(default_factory=dict)  # dtype → calls of a generic normalizer judged on some queries only
 
@@ -294,6 +272,8 @@ class AttentionChecker:
             kw[r["block"]] = int(case.block)
         if "splits" in r and case.splits:
             kw[r["splits"]] = int(case.splits)
+        if self.tensors:
+            kw["__tensors__"] = [name for name in self.tensors if name in kw]
         return kw
 
     def call(self, case: Case, tol, rounder):
@@ -310,12 +290,14 @@ class AttentionChecker:
             bias = None if bias is None else rounder(bias)
         sinks = None if case.sinks is None else tuple(float(rounder(np.array(s))) for s in case.sinks)
         L, OL = self.layout, self.out_layout
-        out_shape = OL.shape(case.B, case.H, case.M, case.Dv)
-        lse_shape = (self.lse_layout or OL).lse_shape(case.B, case.H, case.M)
-        w_shape = L.shape(case.B, case.H, case.M, case.N)  # the weights: q's layout, the keys last
-        cot = None if g is None else OL.to_layout(g)
+        G = case.groups  # a layout with a group axis g splits the query heads by it
+        out_shape = OL.shape(case.B, case.H, case.M, case.Dv, G)
+        lse_shape = (self.lse_layout or OL).lse_shape(case.B, case.H, case.M, G)
+        w_shape = L.shape(case.B, case.H, case.M, case.N, G)  # the weights: q's layout, the keys last
+        cot = None if g is None else OL.to_layout(g, groups=G)
         reply = self.target.worker.request(
-            ("acall", L.to_layout(q), L.to_layout(k), L.to_layout(v), self.kwargs(case, scale, mask, sinks), dtype,
+            ("acall", L.to_layout(q, groups=G), L.kv.to_layout(k), L.kv.to_layout(v),
+             self.kwargs(case, scale, mask, sinks), dtype,
              self.api, cot, out_shape, lse_shape, w_shape),
             f"being called in attention form on {dtype} inputs ({case.describe()})")
         if reply[0] == "raised":
@@ -409,14 +391,15 @@ class AttentionChecker:
     def compare(self, case: Case, got: dict, ex, v, keep, tol, g=None) -> Failure | None:
         """The first entry (in the order b, h, i, c) that disagrees, of out, then lse, then the gradients."""
         OL = self.out_layout
-        out = OL.from_layout(got["out"])
-        lse = (self.lse_layout or OL).from_layout(got["lse"], "bhn") if "lse" in got and self.values is None else None
+        out = OL.from_layout(got["out"], groups=case.groups, heads=case.H)
+        lse = None if "lse" not in got or self.values is not None else \
+            (self.lse_layout or OL).from_layout(got["lse"], "bhn", case.groups)
         judged = case.judged()[None, None, :]
         kap = ex.kappa[..., None]
         rel = tol.rel * (1.0 + kap)
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.where(np.isfinite(out), np.abs(out - np.nan_to_num(ex.out)), INF)
-            bound = tol.floor(_magnitude(keep, v, case.groups)) + relative(rel, ex.out_scale)
+            bound = tol.floor(magnitude(keep, v, case.groups)) + relative(rel, ex.out_scale)
             bad_out = (ex.defined & judged)[..., None] & ~(err <= bound)
         undefined = ~ex.defined & judged
         for b, h, i in zip(*np.nonzero(undefined)):
@@ -459,14 +442,14 @@ class AttentionChecker:
         nan_rows = bool(np.any(undefined & np.isnan(out).any(axis=-1)))
         if nan_rows and ex.grads is not None:
             self.nan_calls[tol.dtype] = self.nan_calls.get(tol.dtype, 0) + 1
-        return self.compare_grads(case, got, ex, tol, _dv_magnitude(keep, g, case.groups) if g is not None else None,
+        return self.compare_grads(case, got, ex, tol, dv_magnitude(keep, g, case.groups) if g is not None else None,
                                   rows_only=nan_rows)
 
     def compare_weights(self, case: Case, got, ex, keep, tol) -> Failure | None:
         """The first weight P_ij (in the order b, h, i, j) outside abs + ulps·eps·(1 + κ)·|P_ij|, the row
         form's bound; a row without a value (every key masked, no extra logit) may hold 0, NaN or the
         uniform 1/n over its visible keys, as out may."""
-        w = self.layout.from_layout(got)
+        w = self.layout.from_layout(got, groups=case.groups)
         judged = case.judged()[None, None, :]
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.where(np.isfinite(w), np.abs(w - np.nan_to_num(ex.weights)), INF)
@@ -495,7 +478,7 @@ class AttentionChecker:
         kap_kv = kap_head.reshape(case.B, case.kv, case.groups).max(axis=2)  # (B, Hkv): over the heads sharing it
         for name in ("dq",) if rows_only else ("dq", "dk", "dv"):
             value, scale = ex.grads[name]
-            y = L.from_layout(got[name]) if name in got else np.zeros_like(value)
+            y = (L if name == "dq" else L.kv).from_layout(got[name], groups=case.groups) if name in got else 0 * value
             if y.shape != value.shape:
                 return _fail(tol.dtype, case, name, (0, 0, 0, 0), math.nan, value.flat[0], INF, 0.0, [],
                              f"the gradient of {name[1:]} has shape {list(y.shape)}, not {list(value.shape)}")

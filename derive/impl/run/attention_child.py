@@ -105,6 +105,16 @@ def _convert(api, a, dtype, grad=False):
     return t.requires_grad_(True) if grad else t
 
 
+def _tensor(api, value, dtype):
+    """``value`` (a number, a flag or a pair of them) as an array of the call's API: int32 for whole
+    numbers, the call's dtype otherwise."""
+    whole = all(isinstance(x, (bool, int, np.integer)) for x in np.ravel(np.asarray(value, dtype=object)))
+    if api == "torch":
+        torch = H["_torch"]()
+        return torch.tensor(value, dtype=torch.int32 if whole else getattr(torch, dtype))
+    return np.asarray(value, dtype=np.int32 if whole else dtype)
+
+
 def _numpy_has(dtype) -> bool:
     try:
         np.dtype(dtype)
@@ -120,7 +130,12 @@ def _run(target, api, q, k, v, kw, dtype, cot):
     args = [_convert(api, a, dtype, grad) for a in (q, k, v)]
     flex = kw.get("__mask_form__")
     kwargs = {name: _convert(api, a, dtype, grad and name == kw.get("__sinks__"))
-              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__", "__module__")}
+              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__", "__module__", "__tensors__")}
+    for name in kw.get("__tensors__", ()):  # --tensor NAME: a 0-d tensor, int32 for a whole number
+        kwargs[name] = _tensor(api, kwargs[name], dtype)
+    for name, a in kwargs.items():
+        if isinstance(a, str) and a == "@dtype":  # --set NAME=@dtype: the call's dtype, as its API writes it
+            kwargs[name] = getattr(H["_torch"](), dtype) if api == "torch" else np.dtype(dtype)
     if flex is not None:
         kwargs[flex[0]] = _flex(kw[flex[0]], flex[1])
     sinks = kwargs.get(kw["__sinks__"]) if "__sinks__" in kw else None
@@ -225,7 +240,11 @@ def _reply(api, y, args, before, sinks, cot, out_shape, lse_shape, w_shape=None)
         if cplx:
             return ("bad", f"returned a complex {what}")
         if tuple(arr.shape) != tuple(shape):
+            merged = what == "out" and arr.ndim == len(shape) - 1 and tuple(arr.shape[:-1]) == tuple(shape[:-2]) \
+                and arr.shape[-1] == shape[-2] * shape[-1]
             return ("bad", f"returned {what} of shape {list(arr.shape)}; expected {list(shape)}"
+                           + (" (its last axis holds the heads and the head dimension merged: state --out-layout "
+                              "with them in parentheses, e.g. bn(hd))" if merged else "")
                            + (f" (the second value returned is checked as the log-sum-exp, or as the weights "
                               f"when it has their shape {list(w_shape)}; return out alone, (out, lse) or "
                               f"(out, weights))" if what == "lse" and w_shape is not None else ""))

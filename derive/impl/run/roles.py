@@ -46,21 +46,28 @@ _WORDS = {"true": True, "false": False, "none": None}
 MODULE = "module"
 
 
+DTYPE = "@dtype"  # --set NAME=@dtype: the call's dtype, as the call's API writes a dtype (torch.float32)
+
+
 def parse_fixed(pairs) -> dict:
     """``--set NAME=VALUE`` items → {keyword: value}: VALUE an integer, a decimal number, true, false,
-    none (any case) or a word (letters, digits, _ . -), passed as a str. Read by this grammar alone,
-    never evaluated."""
+    none (any case), ``@dtype`` (the call's dtype, as a ``torch.dtype`` for a torch call and a numpy
+    dtype for numpy: :data:`DTYPE`) or a word (letters, digits, _ . -), passed as a str. Read by this
+    grammar alone, never evaluated."""
     out = {}
     for pair in pairs or ():
         name, sep, text = str(pair).partition("=")
         name, text = name.strip(), text.strip()
         if not sep or not name.isidentifier() or not text:
             raise InputError(f"--set {pair!r}: expected NAME=VALUE, NAME the keyword and VALUE a number, true, false, "
-                             f"none or a word (e.g. --set dropout=0.0)")
+                             f"none, @dtype or a word (e.g. --set dropout=0.0)")
         if name in out:
             raise InputError(f"--set {name} is given twice")
         if text.lower() in _WORDS:
             out[name] = _WORDS[text.lower()]
+            continue
+        if text == DTYPE:
+            out[name] = DTYPE
             continue
         try:
             out[name] = int(text)
@@ -73,8 +80,8 @@ def parse_fixed(pairs) -> dict:
         except ValueError:
             pass
         if not all(c.isalnum() or c in "_.-" for c in text):
-            raise InputError(f"--set {pair!r}: VALUE is a number, true, false, none or a word of letters, digits, "
-                             f"_ . and -")
+            raise InputError(f"--set {pair!r}: VALUE is a number, true, false, none, @dtype or a word of letters, "
+                             f"digits, _ . and -")
         out[name] = text
     return out
 
@@ -136,7 +143,7 @@ def roles_of(signature, names: dict, target: str, norm_params: tuple = (), fixed
     if unknown:
         raise InputError(f"{target} has a required parameter {unknown[0]!r} that is none of the roles derive passes "
                          f"({', '.join(ROLE_NAMES)}): name its role with --kw ROLE={unknown[0]}, give it a value "
-                         f"with --set {unknown[0]}=VALUE, or give it a default")
+                         f"with --set {unknown[0]}=VALUE (@dtype: the call's dtype), or give it a default")
     return out
 
 
