@@ -140,7 +140,11 @@ of no known role is an error (exit 2) that names it, unless `--set NAME=VALUE` g
 for every call (a number, true, false, none or a word, read by that grammar, never evaluated: a
 dropout of 0.0, a training flag; `@dtype` is the call's dtype, a `torch.dtype` in a torch call).
 `--tensor NAME` passes a role's or `--set`'s keyword as a 0-d tensor of the call's API, int32 for
-a whole number: an offset `start_q` that a kernel reads on its device. The kernel may be a factory's product, `FILE:make()` (derive
+a whole number: an offset `start_q` that a kernel reads on its device. `--device cuda` makes the
+torch inputs (and the sinks, masks and cotangents) on the GPU, while the exact reference is
+computed on the CPU as always; `--device cpu`, the default, runs the same code path, which is how
+the tests run it, and a test marked `cuda` runs it on a GPU wherever torch finds one (without
+one, `--device cuda` is an error, exit 2, no verdict). The kernel may be a factory's product, `FILE:make()` (derive
 calls `make` once, in the child, and checks the `nn.Module` or bound method it returns), or a
 `torch.autograd.Function`'s `Class.apply`, whose keywords derive passes in their places in
 `forward`'s signature (apply takes none), so its own backward is what `--backward` checks. With `--backward` (torch functions) the

@@ -458,3 +458,28 @@ def test_an_eager_attention_reading_its_sinks_from_its_module_gets_the_sinks_gra
     assert report.results[0].returned == "out, weights, dq, dk, dv, dsinks"
     # its fully masked rows with a sink of −∞ are NaN: dk, dv and dsinks are not judged on that call, dq is
     assert "on 1 call a row without a value (every key masked, no finite extra logit) returned NaN" in report.notes[0]
+
+
+def test_device_cpu_runs_the_same_path_and_cuda_without_a_gpu_gives_no_verdict(capsys):
+    torch = require_module("torch", "torch kernels")
+    base = ["impl", TORCH + "sdpa_torch", "--as", "softmax", "--form", "attention", "--gqa", "--dtype", "float32",
+            "--examples", "0"]
+    assert main(base + ["--device", "cpu"]) == 0
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: test_device_cuda_agrees_where_a_gpu_is runs there")
+    assert main(base + ["--device", "cuda"]) == 2
+    out, err = capsys.readouterr()
+    assert "--device cuda: torch finds no CUDA device on this machine" in err and "no verdict" in err
+    assert main(["impl", NP + "eager", "--as", "sink", "--form", "attention", "--device", "tpu"]) == 2
+    assert "argument --device: invalid choice: 'tpu'" in capsys.readouterr().err
+
+
+@pytest.mark.cuda
+def test_device_cuda_agrees_where_a_gpu_is(capsys):
+    torch = require_module("torch", "torch kernels")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    code = main(["impl", TORCH + "sdpa_torch", "--as", "softmax", "--form", "attention", "--gqa", "--device", "cuda",
+                 "--dtype", "float32", "--dtype", "float64", "--examples", "0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "its inputs are torch tensors on cuda (--device)" in out

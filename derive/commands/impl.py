@@ -200,6 +200,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="a keyword passed with the same value on every call, for a parameter of no role (a "
                             "dropout of 0.0, a training flag): VALUE a number, true, false, none, a word, or "
                             "@dtype for the call's dtype (torch.float32 in a torch call)")
+    group.add_argument("--device", default=None, choices=("cpu", "cuda"),
+                       help="the torch device of the kernel's inputs (default cpu); the exact reference is computed "
+                            "on the CPU either way")
     group.add_argument("--tensor", action="append", default=[], metavar="NAME",
                        help="pass the keyword NAME (a role's, e.g. start_q, or --set's) as a 0-d tensor of the "
                             "call's API, int32 for a whole number (repeatable)")
@@ -256,7 +259,8 @@ def _attention(args) -> dict | None:
              "causal": args.causal or None, "start_q": args.start_q, "window": args.window,
              "mask_value": args.mask_value, "backward": args.backward or None, "kw_names": args.kw or None,
              "mask": None if args.mask == "additive" else args.mask, "gqa": args.gqa or None,
-             "lse_layout": args.lse_layout, "fixed": args.fixed or None, "tensors": args.tensor or None}
+             "lse_layout": args.lse_layout, "fixed": args.fixed or None, "tensors": args.tensor or None,
+             "device": args.device}
     if args.form != "attention":
         return {k: v for k, v in given.items() if v is not None} or None
     start = args.start_q
@@ -277,7 +281,7 @@ def _attention(args) -> dict | None:
             "causal": args.causal, "start_q": start, "window": args.window or 0,
             "mask_value": args.mask_value or "-inf", "backward": args.backward, "kw_names": parse_kw(args.kw),
             "mask": args.mask, "gqa": args.gqa, "lse_layout": args.lse_layout, "fixed": parse_fixed(args.fixed),
-            "tensors": tuple(args.tensor)}
+            "tensors": tuple(args.tensor), "device": args.device or "cpu"}
 
 
 def _cpu() -> float:

@@ -73,7 +73,7 @@ def check_implementation(fn_or_spec, normalizer: str, *, params: dict | None = N
         raise InputError(f"unknown --form {form!r}: expected one of row, attention, {', '.join(FORMS)}")
     if form != "attention" and attention:
         raise InputError("--layout, --out-layout, --lse-layout, --scale, --causal, --start-q, --window, --mask, "
-                         "--mask-value, --gqa, --backward, --kw, --set and --tensor apply to --form attention")
+                         "--mask-value, --gqa, --backward, --kw, --set, --tensor and --device apply to --form attention")
     if lse not in LSE_CONVENTIONS:
         raise InputError(f"unknown --lse {lse!r}: expected one of {', '.join(LSE_CONVENTIONS)}")
     if per_head and form in ("row", "attention"):

@@ -84,6 +84,7 @@ def _param_values(norm, given: dict, roles: dict, target: str) -> tuple[list, li
 
 
 ALIGNMENTS = ("top-left", "bottom-right")
+DEVICES = ("cpu", "cuda")  # --device: where torch inputs are made
 
 
 def _window(window) -> tuple:
@@ -102,7 +103,8 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                     start_q, window, mask_value: str, backward: bool, kw_names: dict, contract,
                     rounder, examples: int = 0, thin: bool = False, mask: str = "additive",
                     gqa: bool = False, lse_layout: str | None = None, params: dict | None = None,
-                    lse: str = "natural", fixed: dict | None = None, tensors=()) -> AttentionReport:
+                    lse: str = "natural", fixed: dict | None = None, tensors=(),
+                    device: str = "cpu") -> AttentionReport:
     known, extra = kernel_extra(norm)
     if not known:
         raise InputError(f"--form attention supports the normalizers {', '.join(_supported())}; not {norm.name}")
@@ -192,6 +194,10 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
             raise InputError(f"--tensor {name}: {target.name} is passed no keyword {name} (--tensor names a keyword "
                              f"of a role or of --set: {', '.join(sorted(passed)) or 'none'})")
     stated += [f"{name} is passed as a 0-d tensor (int32 for a whole number) (--tensor)" for name in tensors]
+    if device not in DEVICES:
+        raise InputError(f"--device {device!r}: expected one of {', '.join(DEVICES)}")
+    if device != "cpu":
+        stated.append(f"its inputs are torch tensors on {device} (--device); the exact reference is computed on the CPU")
     setup = Setup(extra=extra, takes=frozenset(roles), causal=causal, start_q=start_q, window=window, thin=thin,
                   has_batch=L.has_batch, has_heads=L.has_heads, contract=contract, gqa=gqa, mask_form=mask,
                   window_form=window_form(signature, roles, window), backward=backward)
@@ -203,7 +209,7 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                                              "of the keys alone, without the extra logit"))
     checker = AttentionChecker(target, norm, L, OL, roles, setup, scale, mask_value, backward, cfg.mp_dps,
                                lse_layout=LL, diagnose=diagnose, values=values if generic else None, lse_units=lse,
-                               fixed=fixed, tensors=tuple(tensors))
+                               fixed=fixed, tensors=tuple(tensors), device=device)
     results = []
     notes = []
     for tol in tols:

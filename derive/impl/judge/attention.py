@@ -213,6 +213,7 @@ class AttentionChecker:
     lse_units: str = "natural"  # a returned lse: natural, base2 (log₂) or kv-only (the keys without the extra logit)
     fixed: dict = field(default_factory=dict)  # keyword → the value --set passes on every call
     tensors: tuple = ()  # keywords passed as 0-d tensors of the call's API (--tensor): an offset as an int32 tensor
+    device: str = "cpu"  # the torch device of the kernel's inputs (--device); the exact reference stays on the CPU
     nan_calls: dict = field(default_factory=dict)  # dtype → calls whose dk, dv, dsinks were not judged (a NaN row)
     sampled: dict = field(default_factory=dict)  # dtype → calls of a generic normalizer judged on some queries only
 
@@ -274,6 +275,8 @@ class AttentionChecker:
             kw[r["splits"]] = int(case.splits)
         if self.tensors:
             kw["__tensors__"] = [name for name in self.tensors if name in kw]
+        if self.device != "cpu":
+            kw["__device__"] = self.device
         return kw
 
     def call(self, case: Case, tol, rounder):

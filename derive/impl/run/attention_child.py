@@ -80,7 +80,7 @@ def _flex(keep, form):
     """A FlexAttention mask_mod (``mask-mod``) or BlockMask (``block-mask``) of a boolean mask
     (B, 1, M, N), True where a key is kept."""
     torch = H["_torch"]()
-    table = torch.as_tensor(np.asarray(keep, dtype=bool))
+    table = torch.as_tensor(np.asarray(keep, dtype=bool), device=DEVICE[0])
 
     def mask_mod(b, h, q_idx, kv_idx):
         return table[b, 0, q_idx, kv_idx]
@@ -90,18 +90,21 @@ def _flex(keep, form):
     from torch.nn.attention.flex_attention import create_block_mask
 
     B, _, M, N = table.shape
-    return create_block_mask(mask_mod, B, None, M, N, device="cpu")
+    return create_block_mask(mask_mod, B, None, M, N, device=DEVICE[0])
+
+
+DEVICE = ["cpu"]  # the torch device of the current call's inputs (--device); the reference stays on the CPU
 
 
 def _convert(api, a, dtype, grad=False):
     if not isinstance(a, np.ndarray):
         return a
     if a.dtype == bool:  # a boolean mask stays boolean
-        return a.copy() if api == "numpy" else H["_torch"]().as_tensor(a)
+        return a.copy() if api == "numpy" else H["_torch"]().as_tensor(a, device=DEVICE[0])
     if api == "numpy":
         return a.astype(dtype)
     torch = H["_torch"]()
-    t = torch.tensor(np.asarray(a, dtype=np.float64), dtype=getattr(torch, dtype))
+    t = torch.tensor(np.asarray(a, dtype=np.float64), dtype=getattr(torch, dtype), device=DEVICE[0])
     return t.requires_grad_(True) if grad else t
 
 
@@ -111,7 +114,7 @@ def _tensor(api, value, dtype):
     whole = all(isinstance(x, (bool, int, np.integer)) for x in np.ravel(np.asarray(value, dtype=object)))
     if api == "torch":
         torch = H["_torch"]()
-        return torch.tensor(value, dtype=torch.int32 if whole else getattr(torch, dtype))
+        return torch.tensor(value, dtype=torch.int32 if whole else getattr(torch, dtype), device=DEVICE[0])
     return np.asarray(value, dtype=np.int32 if whole else dtype)
 
 
@@ -130,7 +133,7 @@ def _run(target, api, q, k, v, kw, dtype, cot):
     args = [_convert(api, a, dtype, grad) for a in (q, k, v)]
     flex = kw.get("__mask_form__")
     kwargs = {name: _convert(api, a, dtype, grad and name == kw.get("__sinks__"))
-              for name, a in kw.items() if name not in ("__sinks__", "__mask_form__", "__module__", "__tensors__")}
+              for name, a in kw.items() if not (name.startswith("__") and name.endswith("__"))}
     for name in kw.get("__tensors__", ()):  # --tensor NAME: a 0-d tensor, int32 for a whole number
         kwargs[name] = _tensor(api, kwargs[name], dtype)
     for name, a in kwargs.items():
@@ -198,6 +201,15 @@ def _uses_torch(fn) -> bool:
 
 
 def acall(target, q, k, v, kw, dtype, api, cot, out_shape, lse_shape, w_shape=None):
+    DEVICE[0] = kw.get("__device__", "cpu")
+    if DEVICE[0] != "cpu":  # --device cuda: torch inputs on that device, or no call at all
+        torch = H["_torch"]()
+        if torch is None or not torch.cuda.is_available():
+            return ("bad", f"--device {DEVICE[0]}: " + ("torch is not installed" if torch is None else
+                                                        "torch finds no CUDA device on this machine"))
+        if api == "numpy":
+            return ("bad", f"--device {DEVICE[0]} makes torch tensors; the kernel is a numpy function")
+        api = "torch"
     first = None  # the numpy attempt's exception, unless the kernel is torch's and torch raised too
     for name in [api] if api else ["numpy", "torch"]:
         if name == "torch" and not api and H["_torch"]() is None:
@@ -260,7 +272,7 @@ def _reply(api, y, args, before, sinks, cot, out_shape, lse_shape, w_shape=None)
         if isinstance(sinks, torch.Tensor):
             wrt.append(("dsinks", sinks))
         try:  # .backward() into the leaves, not autograd.grad: a reentrant torch.utils.checkpoint accepts only it
-            loss = (out.to(torch.float64) * torch.tensor(cot, dtype=torch.float64)).sum()
+            loss = (out.to(torch.float64) * torch.tensor(cot, dtype=torch.float64, device=out.device)).sum()
             loss.backward()
             grads = [t.grad for _, t in wrt]
         except Exception as exc:  # noqa: BLE001 - the user's backward raised
@@ -268,7 +280,7 @@ def _reply(api, y, args, before, sinks, cot, out_shape, lse_shape, w_shape=None)
         for (name, _), g in zip(wrt, grads):
             if g is not None:
                 names.append(name)
-                arrays.append(g.detach().to(torch.float64).numpy())
+                arrays.append(g.detach().to(torch.float64).cpu().numpy())
     mutated = any(not H["_same"](a, b) for a, b in zip(args, before))
     names.append("api:" + api)
     arrays.append(np.zeros(0))

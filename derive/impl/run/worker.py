@@ -211,7 +211,7 @@ def _as_array(y):
 def _same(a, b) -> bool:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
-        a, b = a.detach().to(torch.float64).numpy(), b.to(torch.float64).numpy()
+        a, b = a.detach().to(torch.float64).cpu().numpy(), b.to(torch.float64).cpu().numpy()
     a, b = np.asarray(a), np.asarray(b)
     # equal entry by entry is the common answer, found in one pass; NaN = NaN only when it is not
     return bool(np.array_equal(a, b) or np.array_equal(a, b, equal_nan=True))
