@@ -152,6 +152,11 @@ def _vacuous_from(t) -> str:
     return f"κ ≥ {_vacuous_at(t):.4g}"
 
 
+def _sums() -> str:
+    """The weight of a sum's rounding in κ per half dtype (Tolerance.sums), as powers of two."""
+    return ", ".join(f"2^{round(math.log2(t.sums))} in {t.dtype}" for t in TOLERANCES.values() if t.sums != 1.0)
+
+
 def _bf16_reach() -> str:
     """The smallest bfloat16 rows out of reach: n keys (κ ≥ n − 1) or one score x (κ ≥ 2|x|)."""
     k = _vacuous_at(TOLERANCES["bfloat16"])
@@ -418,7 +423,11 @@ function does not take (the value could not be passed to it).
 κ is the condition number of the definition at that row, so large scores and long rows
 get the slack a backward-stable implementation needs, and no more. Its max runs over the keys
 that carry weight: a score more than {FAR_BELOW:g} below the row's top (a finite mask value
-beside an unmasked key) sets none.
+beside an unmasked key) sets none. Its n − 1 counts the roundings of a sum in the precision the sum
+accumulates in: in the attention form float16 and bfloat16 kernels are judged as summing in float32,
+as fused kernels and PyTorch's attention do, so the n − 1 is weighed by float32's eps over the dtype's
+({_sums()}) and rows of thousands of keys stay judged; `--assume half-accumulation` states a kernel that
+sums in the half precision itself (weight 1). The row and kernel forms weigh it 1 in every dtype.
 
 Where ulps · eps · (1 + κ) ≥ 1 (the last column: from that κ on) the bound is at least the
 magnitude of every value it compares, so even an output of 0 passes: such a comparison cannot

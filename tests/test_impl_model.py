@@ -112,8 +112,8 @@ def test_a_top_left_causal_kernel_without_start_q_sees_long_rows_through_late_qu
     setup = setup_of(causal=True)
     long = [c for c in cases(setup) if c.cls == "very-long"]
     assert [(c.M, c.N, c.sample) for c in long] == [(1024, 1024, 0), (1025, 1025, 256), (2048, 2048, 256),
-                                                     (4096, 4096, 256)]
-    assert long[-1].judged().sum() == 8 + 4096 // 256 + 8 - 1  # the first 8, every 256th, the last 8 (one both)
+                                                     (4096, 4096, 256), (1025, 1025, 256)]
+    assert long[3].judged().sum() == 8 + 4096 // 256 + 8 - 1  # the first 8, every 256th, the last 8 (one both)
     bottom = [c for c in cases(setup_of(causal=True, start_q="end")) if c.cls == "very-long"]
     assert all(c.M == 4 and c.start_q == c.N - 4 for c in bottom)
 
@@ -538,3 +538,34 @@ def test_a_group_axis_layout_with_sinks_per_query_head_needs_no_adapter():
     assert good.agrees, good.to_markdown()
     bad = attention(Z + "grouped_axis_wrong_group", norm="sink", assume=["equal-lengths"], **kw)
     assert failing(bad) == {"gqa"}, bad.to_markdown()
+
+
+def test_half_precision_long_rows_are_judged_as_summing_in_float32():
+    """κ's n − 1 roundings of a sum are float32's in float16 and bfloat16 (fused kernels and PyTorch's
+    attention accumulate there), so rows of 1024 keys and more are judged; the small-score call of the
+    fixed list gives bfloat16 judged long rows too; --assume half-accumulation restores the half sums."""
+    from derive.impl.exact.tolerance import TOLERANCES, kappas
+
+    row = [[0.5] * 4096]
+    assert kappas(row, [{}]) == [4096.0]  # 2·0.5 + 4095
+    f16, bf16 = TOLERANCES["float16"], TOLERANCES["bfloat16"]
+    assert f16.sums == 2.0 ** -13 and bf16.sums == 2.0 ** -16 and TOLERANCES["float32"].sums == 1.0
+    assert kappas(row, [{}], f16.sums) == [1.0 + 4095 * 2.0 ** -13]
+    assert not f16.vacuous(kappas(row, [{}], f16.sums)[0]) and f16.own_sums().sums == 1.0
+    small = [c for c in cases(setup_of()) if c.cls == "very-long" and c.pattern == "drawn"]
+    assert [(c.N, c.D, c.amp) for c in small] == [(1025, 64, 1.0)]
+
+
+def test_a_float16_kernel_summing_in_float16_is_judged_with_its_own_sums_when_stated(tmp_path):
+    require_module("torch", "torch kernels")
+    sdpa = "tests/zoo/attention_torch.py:sdpa_torch"
+    report = attention(sdpa, dtypes=("float16", "bfloat16"), gqa=True)
+    assert report.agrees, report.to_markdown()
+    assert all(r.per_class["very-long"] for r in report.results)
+    md = report.to_markdown()
+    assert "float16 and bfloat16 are judged as summing in float32, as fused kernels and PyTorch's attention do " \
+           "(--assume half-accumulation for a kernel that sums in them)" in md
+    own = attention(sdpa, dtypes=("float16",), gqa=True, assume=["half-accumulation"])
+    assert own.verdict == "undecided" and "in float16 no row of very long rows (1024 keys or more); padding" in \
+        own.to_markdown()
+    assert "in float16 and bfloat16 the kernel sums in that precision" in own.to_markdown()

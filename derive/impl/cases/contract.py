@@ -37,13 +37,16 @@ ITEMS: dict[str, str] = {  # the grammar: item → what it states (the documents
     "keys-multiple=N|block": "(attention form) every key length is a multiple of N, or of the tile size passed "
                              "(raised to the next one)",
     "queries-le-keys": "(attention form) no more queries than keys",
+    "half-accumulation": "(attention form) in float16 and bfloat16 the kernel sums in that precision (by default "
+                         "it is judged as summing in float32, as fused kernels and PyTorch's attention do)",
 }
 GRAMMAR = ", ".join(ITEMS)
 # the items that apply to the row form (fn(x) → weights: no tiles, splits, queries or head dimensions)
 ROW_FORM_ITEMS = ("finite-sinks", "finite-scores", "min-keys", "no-fully-masked", "dtypes")
 INF = math.inf
 FLAGS = {"finite-scores": "finite_scores", "no-fully-masked": "no_fully_masked", "equal-lengths": "equal_lengths",
-         "equal-head-dims": "equal_head_dims", "queries-le-keys": "queries_le_keys"}
+         "equal-head-dims": "equal_head_dims", "queries-le-keys": "queries_le_keys",
+         "half-accumulation": "half_accumulation"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Contract:
     head_dim_multiple: int = 1
     keys_multiple: int | str = 0  # 0: any; N; or "block" (a multiple of the tile size passed)
     queries_le_keys: bool = False
+    half_accumulation: bool = False
     items: tuple = field(default=())  # the items as given, in order
 
     @property
@@ -140,6 +144,8 @@ class Contract:
                                                           else str(self.keys_multiple)))
         if self.queries_le_keys:
             out.append("no more queries than keys")
+        if self.half_accumulation:
+            out.append("in float16 and bfloat16 the kernel sums in that precision")
         return out
 
     def as_json(self) -> dict:

@@ -437,13 +437,14 @@ def _generic_of(key, xs, v, vkey, norm, params, dps, weights=False, position=Non
 
 def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, judged=None,
                     norm=None, params=None, weights: bool = False, lse_units: str = "natural",
-                    start_q: int = 0) -> Attention:
+                    start_q: int = 0, sums: float = 1.0) -> Attention:
     """The definition on q (B, H, M, D), k (B, Hkv, N, D), v (B, Hkv, N, Dv) (the values as passed, in
     float64; query head h reads kv head h // (H / Hkv)): ``keep`` (B, M, N) bool, the keys each query
     may see (causality, a window, a boolean or −∞ mask: everything the case masks), ``bias`` (B, M, N)
     or None, the finite additive mask added to the scores of the visible keys (finfo.min, −1e6), the
     extra logit per head (a tuple of H floats, or None; an array (B, H, M): one per row, as a faulty
     kernel's diagnosis needs); with ``g`` (B, H, M, Dv) the gradients too.
+    ``sums``: the weight of a sum's rounding in κ (:attr:`derive.impl.exact.tolerance.Tolerance.sums`).
     ``judged`` (M,) bool: the queries computed (the others are left undefined; every one by default,
     and every one is needed for the gradients of k and v). ``norm`` (with its parameter values
     ``params``): a normalizer outside the softmax family, each row then a :func:`generic_row` (no
@@ -513,7 +514,7 @@ def exact_attention(q, k, v, scale: float, keep, bias, sigma, dps: int, g=None, 
                         if weights and row.w:
                             P[b, h, i] = row.w
                 kap[b, h] = kappas(rows[b, h], [dict(params or {}) if norm is not None else {} if s in (None, -INF)
-                                                 else {"sigma": s} for s in sigs])
+                                                 else {"sigma": s} for s in sigs], sums)
         kap[undecided] = INF
     finally:
         ctx.prec = saved

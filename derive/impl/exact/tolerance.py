@@ -13,7 +13,11 @@ subnormal weight of 4·10⁻³⁹ flushed to 0 beside v = 3 moves it by more tha
 condition number of a weight under a relative rounding of its inputs (|x_k| + max_j |x_j|
 for exp(x_k − m), at most twice max |x_j|) plus the n − 1 roundings of a sum of n terms
 (a tiled or sequential sum may lose that many): a backward-stable implementation may lose
-that many ulps, and no implementation can be required to do better. m_p is the magnitude
+that many ulps, and no implementation can be required to do better. A sum's roundings are in the
+precision it accumulates in: float32 for float16 and bfloat16 inputs, as fused kernels and
+PyTorch's own attention sum (:attr:`Tolerance.sums` weighs the n − 1 by float32's eps over the
+dtype's; the attention form's ``--assume half-accumulation`` states a kernel summing in its own
+half precision). m_p is the magnitude
 of the weight, |p|, except where the definition's last step cancels (clipped softmax:
 |ζ − γ|·softmax(x)_k + |γ|: the magnitude of the terms of the last step, read off any
 formula by :mod:`derive.normalizers.sensitivity`). A NaN or an
@@ -52,10 +56,11 @@ def kappa(row, params: dict) -> float:
     return kappas([list(row)], [params])[0]
 
 
-def kappas(rows, params: list) -> list[float]:
+def kappas(rows, params: list, sums: float = 1.0) -> list[float]:
     """:func:`kappa` of every row of the 2-D array ``rows`` (row r with the parameters ``params[r]``),
     the rows at once (scores as float64): 2·max|x| over the keys within FAR_BELOW of the row's top,
-    plus the largest |parameter|, plus the number of finite keys less one."""
+    plus the largest |parameter|, plus the number of finite keys less one, weighed by ``sums`` (a
+    sum accumulated in a wider precision: :attr:`Tolerance.sums`)."""
     x = np.asarray(rows, dtype=np.float64)
     live = (x != -np.inf) & (x == x)
     count = live.sum(axis=-1)
@@ -64,7 +69,7 @@ def kappas(rows, params: list) -> list[float]:
     big = np.max(np.where(carrying, np.abs(x), 0.0), axis=-1, initial=0.0)
     own = np.array([max((abs(v) for v in p.values()), default=0.0) for p in params], dtype=np.float64)
     with np.errstate(over="ignore"):  # 2·max|x| past float64's range (finfo.min masks): κ = ∞, a row not judged
-        return (2 * big + own + np.maximum(count - 1, 0)).tolist()
+        return (2 * big + own + sums * np.maximum(count - 1, 0)).tolist()
 
 
 @dataclass(frozen=True)
@@ -74,10 +79,21 @@ class Tolerance:
     eps: float  # machine epsilon of the dtype (2^-mantissa bits)
     abs: float  # absolute floor: the smallest normal number of the dtype
     numpy: bool  # whether numpy has this dtype (bfloat16 needs torch)
+    acc_eps: float = 0.0  # machine epsilon of the precision sums accumulate in (0: the dtype's own)
 
     @property
     def rel(self) -> float:
         return self.ulps * self.eps
+
+    @property
+    def sums(self) -> float:
+        """The weight of one rounding of a sum in κ: the accumulating precision's eps over the dtype's
+        (float32's for the half types, 1 for the others)."""
+        return (self.acc_eps or self.eps) / self.eps
+
+    def own_sums(self) -> "Tolerance":
+        """The tolerance of a kernel that sums in the dtype itself (``--assume half-accumulation``)."""
+        return Tolerance(self.dtype, self.ulps, self.eps, self.abs, self.numpy)
 
     def floor(self, magnitude):
         """The absolute floor of an entry combining values of total magnitude ``magnitude`` (Σ|v_j|
@@ -105,7 +121,10 @@ class Tolerance:
 
 # ulps: 64 for the formats kernels compute in, 8 for the half formats (few digits to spare)
 _ULPS = {"float64": 64, "float32": 64, "float16": 8, "bfloat16": 8}
-TOLERANCES: dict[str, Tolerance] = {name: Tolerance(name, _ULPS[name], f.eps, f.tiny, f.numpy)
+# the half formats accumulate in float32 (fused kernels, PyTorch's attention and numpy's float16 sums do)
+_ACC = {"float16": "float32", "bfloat16": "float32"}
+TOLERANCES: dict[str, Tolerance] = {name: Tolerance(name, _ULPS[name], f.eps, f.tiny, f.numpy,
+                                                    FORMATS[_ACC[name]].eps if name in _ACC else 0.0)
                                     for name, f in FORMATS.items()}
 DTYPES = tuple(TOLERANCES)
 

@@ -149,7 +149,7 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
             if np.array_equal(sig[:, :, i], np.broadcast_to(np.array(sinks, dtype=np.float64), sig[:, :, i].shape)):
                 continue  # the rewrite changes nothing here
             ex = exact_attention(q, k, v, scale, keep, bias, sig, checker.dps, None, judged,
-                                 lse_units=checker.lse_units)
+                                 lse_units=checker.lse_units, sums=checker.sums)
             if _matches(out, lse, ex, right, v, keep, case.groups, tol, i, (b0, h0)):
                 found.append(by_key(key))
                 break

@@ -212,6 +212,13 @@ def check_attention(target, norm, tols, cfg, *, layout: str, out_layout: str | N
                                fixed=fixed, tensors=tuple(tensors), device=device)
     results = []
     notes = []
+    halves = [t.dtype for t in tols if t.sums != 1.0]
+    if contract.half_accumulation:
+        tols = [t.own_sums() for t in tols]
+    elif halves:
+        notes.append(f"{' and '.join(halves)} {'are' if len(halves) > 1 else 'is'} judged as summing in float32, as "
+                     f"fused kernels and PyTorch's attention do (--assume half-accumulation for a kernel that sums in "
+                     f"{'them' if len(halves) > 1 else 'it'})")
     for tol in tols:
         if not contract.dtype_ok(tol.dtype):
             notes.append(f"{tol.dtype} was not tested: outside the contract (dtypes {', '.join(contract.dtypes)})")

@@ -214,6 +214,7 @@ class AttentionChecker:
     fixed: dict = field(default_factory=dict)  # keyword → the value --set passes on every call
     tensors: tuple = ()  # keywords passed as 0-d tensors of the call's API (--tensor): an offset as an int32 tensor
     device: str = "cpu"  # the torch device of the kernel's inputs (--device); the exact reference stays on the CPU
+    sums: float = 1.0  # the weight of a sum's rounding in κ at the dtype being run (Tolerance.sums)
     nan_calls: dict = field(default_factory=dict)  # dtype → calls whose dk, dv, dsinks were not judged (a NaN row)
     sampled: dict = field(default_factory=dict)  # dtype → calls of a generic normalizer judged on some queries only
 
@@ -235,9 +236,9 @@ class AttentionChecker:
         ``weights``, the weights P too (a kernel that returns them)."""
         if self.values is None:
             return exact_attention(q, k, v, scale, keep, bias, sinks, self.dps, g, judged, weights=weights,
-                                   lse_units=self.lse_units)
+                                   lse_units=self.lse_units, sums=self.sums)
         return exact_attention(q, k, v, scale, keep, bias, None, self.dps, None, judged, norm=self.norm,
-                               params=dict(case.params), weights=weights, start_q=case.start_q)
+                               params=dict(case.params), weights=weights, start_q=case.start_q, sums=self.sums)
 
     def kwargs(self, case: Case, scale: float, mask, sinks) -> dict:
         kw = dict(self.fixed)
@@ -542,6 +543,7 @@ class AttentionChecker:
     def run(self, tol, rounder, case_list, budget: int = 0) -> DtypeResult:
         """The fixed list, every case; then, when every case passed, ``budget`` searched calls."""
         res = DtypeResult(tol.dtype)
+        self.sums = tol.sums
         for index, case in enumerate(case_list):
             case = self.with_params(case, index)
             members = case_classes(case, self.setup)
