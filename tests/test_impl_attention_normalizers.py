@@ -30,7 +30,7 @@ def classes(report) -> dict:
 
 CORRECT = [("sigmoid", "sigmoid", None), ("stick_breaking", "stick_breaking", None)]
 CORRECT_SLOW = [("softcap", "softcap", {"c": "softcap"}), ("ssmax", "ssmax", None), ("softpick", "softpick", None), ("relu_n", "relu_n", None),
-                ("temperature", TEMPERATURE, None)]
+                ("temperature", TEMPERATURE, None), ("clipped", "clipped", None), ("sigmoid_logn", "sigmoid_logn", None)]
 
 
 @pytest.mark.parametrize("fn, norm, kw", CORRECT + [pytest.param(*c, marks=pytest.mark.slow) for c in CORRECT_SLOW])
@@ -68,6 +68,11 @@ def test_the_parameters_take_the_entrys_edge_values_in_turn_and_the_report_says_
                  marks=pytest.mark.slow),
     # e^x − 1 unshifted: inf/inf from scores of about 710 (the realised rows reach 1e4)
     ("softpick_unshifted", "softpick", None, "scores", None),
+    # the stretch without the clip: a masked key gets γ < 0, a large weight more than 1
+    pytest.param("clipped_unclipped", "clipped", None, "finite", None, marks=pytest.mark.slow),
+    # log N of every key: right on rows with no masked key (the layouts' second batch is padded)
+    pytest.param("sigmoid_logn_all_keys", "sigmoid_logn", None, "scores", {"scores", "causal", "window", "layout",
+                                                                             "padding"}, marks=pytest.mark.slow),
 ])
 def test_each_faulty_kernel_fails_where_its_bug_lives(fn, norm, kw, first, failing):
     report = attention(fn, norm, dtypes=("float64",), kw=kw)

@@ -9,7 +9,8 @@ keys), ``softpick`` (shifted by max(0, max x): finite on scores of 1e4), ``relu_
 ``stick_breaking`` (in log space), ``temperature`` (the user-defined normalizer of
 ``tests/normalizer_specs/temperature.toml``), ``by_position`` (``position.toml``: sigmoid(x_j) / i, i
 the query's position + 1; its twin ``by_key_count`` divides by N, right for the last query only),
-``alibi`` (``alibi.toml``: one slope m, the bias m·(j − i); its twin ``alibi_flipped`` adds m·(i − j)).
+``alibi`` (``alibi.toml``: one slope m, the bias m·(j − i); its twin ``alibi_flipped`` adds m·(i − j)),
+``clipped`` (clipped softmax, ζ and γ) and ``sigmoid_logn`` (σ(x_j − log n), n the row's allowed keys).
 
 Faulty, each right on some calls only:
 
@@ -18,7 +19,9 @@ Faulty, each right on some calls only:
 * ``ssmax_all_keys``: scales by log N, N every key of the call, not the row's allowed keys (right
   on rows with no masked key);
 * ``softpick_unshifted``: exponentiates the scores as they are (inf/inf = NaN from scores of
-  about 710).
+  about 710);
+* ``clipped_unclipped``: the stretch (ζ − γ)·p + γ without the clip to [0, 1];
+* ``sigmoid_logn_all_keys``: log N of every key of the call (right on rows with no masked key).
 """
 
 from __future__ import annotations
@@ -151,3 +154,37 @@ def alibi_flipped(q, k, v, *, scale, m, mask=None):
     s = _scores(q, k, scale)
     M, N = s.shape[-2:]
     return _softmax_mix(_masked(s + m * (np.arange(M)[:, None] - np.arange(N)[None, :]), mask), v)
+
+
+def _softmax_weights(s):
+    top = np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def clipped(q, k, v, *, scale, zeta, gamma, mask=None):
+    """Clipped softmax: min(1, max(0, (ζ − γ)·softmax(x) + γ)); a masked key has softmax 0, so weight max(0, γ) = 0."""
+    p = _softmax_weights(_masked(_scores(q, k, scale), mask))
+    return np.clip((zeta - gamma) * p + gamma, 0.0, 1.0) @ v
+
+
+def clipped_unclipped(q, k, v, *, scale, zeta, gamma, mask=None):
+    """Faulty: the stretch without the clip (right where no weight leaves [0, 1]: ζ = 1, γ = 0)."""
+    p = _softmax_weights(_masked(_scores(q, k, scale), mask))
+    return ((zeta - gamma) * p + gamma) @ v
+
+
+def sigmoid_logn(q, k, v, *, scale, mask=None):
+    """σ(x_j − log n), n the row's allowed keys."""
+    x = _scores(q, k, scale)
+    n = _allowed(x, mask)
+    s = _masked(x, mask) - np.log(np.maximum(n, 1))
+    return (1.0 / (1.0 + np.exp(-s))) @ v
+
+
+def sigmoid_logn_all_keys(q, k, v, *, scale, mask=None):
+    """Faulty: log N of every key of the call, not the row's allowed keys (right on unmasked rows)."""
+    x = _scores(q, k, scale)
+    s = _masked(x, mask) - np.log(x.shape[-1])
+    return (1.0 / (1.0 + np.exp(-s))) @ v
