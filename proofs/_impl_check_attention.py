@@ -144,7 +144,10 @@ a whole number: an offset `start_q` that a kernel reads on its device. `--device
 torch inputs (and the sinks, masks and cotangents) on the GPU, while the exact reference is
 computed on the CPU as always; `--device cpu`, the default, runs the same code path, which is how
 the tests run it, and a test marked `cuda` runs it on a GPU wherever torch finds one (without
-one, `--device cuda` is an error, exit 2, no verdict). The kernel may be a factory's product, `FILE:make()` (derive
+one, `--device cuda` is an error, exit 2, no verdict). The kernel may be installed code named by its import path, `PACKAGE.MODULE:FUNC` (a builtin
+without an inspectable signature, such as `torch.nn.functional:scaled_dot_product_attention`, is
+read from the signature on its docstring's first line, parsed and never evaluated), a factory's
+product, `FILE:make()` (derive
 calls `make` once, in the child, and checks the `nn.Module` or bound method it returns), or a
 `torch.autograd.Function`'s `Class.apply`, whose keywords derive passes in their places in
 `forward`'s signature (apply takes none), so its own backward is what `--backward` checks. With `--backward` (torch functions) the

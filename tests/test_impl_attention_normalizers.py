@@ -64,13 +64,13 @@ def test_the_parameters_take_the_entrys_edge_values_in_turn_and_the_report_says_
     ("softcap_before_scale", "softcap", {"c": "softcap"}, "finite", None),
     ("sigmoid_bias_dropped", "sigmoid", None, "finite", None),
     # log N of every key: right wherever no key of the row is masked
-    pytest.param("ssmax_all_keys", "ssmax", None, "scores", {"scores", "causal", "padding", "window"},
+    pytest.param("ssmax_all_keys", "ssmax", None, "scores", {"scores", "causal", "padding", "window", "layout"},
                  marks=pytest.mark.slow),
     # e^x − 1 unshifted: inf/inf from scores of about 710 (the realised rows reach 1e4)
     ("softpick_unshifted", "softpick", None, "scores", None),
     # the stretch without the clip: a masked key gets γ < 0, a large weight more than 1
     pytest.param("clipped_unclipped", "clipped", None, "finite", None, marks=pytest.mark.slow),
-    # log N of every key: right on rows with no masked key (the layouts' second batch is padded)
+    # log N of every key: right on rows with no masked key (the layouts' call masks some keys)
     pytest.param("sigmoid_logn_all_keys", "sigmoid_logn", None, "scores", {"scores", "causal", "window", "layout",
                                                                              "padding"}, marks=pytest.mark.slow),
 ])

@@ -569,3 +569,62 @@ def test_a_float16_kernel_summing_in_float16_is_judged_with_its_own_sums_when_st
     assert own.verdict == "undecided" and "in float16 no row of very long rows (1024 keys or more); padding" in \
         own.to_markdown()
     assert "in float16 and bfloat16 the kernel sums in that precision" in own.to_markdown()
+
+
+# ---- installed code by import path -------------------------------------------------------------------------
+
+
+def test_a_builtin_states_its_signature_in_its_docstring_which_is_parsed_not_run():
+    from derive.impl.run.attention_child import _doc_signature
+
+    def sdpa(*args, **kwargs):
+        return None
+
+    sdpa.__doc__ = ("sdpa(query, key, value, attn_mask=None, dropout_p=0.0,\n        is_causal=False, scale=None, *, "
+                    "enable_gqa=False) -> Tensor:\n\n    Computes attention.")
+    sig = _doc_signature(sdpa)
+    assert [(p.name, p.kind.name, p.default) for p in sig.parameters.values()] == [
+        ("query", "POSITIONAL_OR_KEYWORD", sig.empty), ("key", "POSITIONAL_OR_KEYWORD", sig.empty),
+        ("value", "POSITIONAL_OR_KEYWORD", sig.empty), ("attn_mask", "POSITIONAL_OR_KEYWORD", None),
+        ("dropout_p", "POSITIONAL_OR_KEYWORD", 0.0), ("is_causal", "POSITIONAL_OR_KEYWORD", False),
+        ("scale", "POSITIONAL_OR_KEYWORD", None), ("enable_gqa", "KEYWORD_ONLY", False)]
+    sdpa.__doc__ = "sdpa(q, k, v, scale=__import__('os').system('exit 3'))\n"
+    assert _doc_signature(sdpa).parameters["scale"].default is ...  # present, never evaluated
+    sdpa.__doc__ = "other(q, k, v)\n"
+    assert _doc_signature(sdpa) is None  # another function's signature is not taken
+    sdpa.__doc__ = "sdpa(q, k, v\n"
+    assert _doc_signature(sdpa) is None
+
+
+def test_a_causal_flag_goes_alone_when_the_call_passes_no_mask():
+    """A kernel with a causal flag and a mask argument but no window keyword (PyTorch's SDPA) gets its
+    window through the mask only when the call has one, and its causal flag alone otherwise (SDPA refuses
+    both at once)."""
+    setup = setup_of(takes=("scale", "causal", "mask"), causal=True)
+    plain = next(c for c in cases(setup) if c.cls == "headdim")
+    assert not plain.mask and not plain.window and setup.in_mask(plain) == ()
+    windowed = next(c for c in cases(setup) if c.cls == "window")
+    assert setup.in_mask(windowed) == ("causal", "window")
+
+
+@pytest.mark.slow
+def test_pytorch_sdpa_by_its_import_path_agrees_forward_and_backward():
+    require_module("torch", "torch kernels")
+    report = attention("torch.nn.functional:scaled_dot_product_attention", dtypes=("float64", "float32"), gqa=True,
+                       causal="top-left", backward=True)
+    assert report.agrees, report.to_markdown()
+    assert report.roles == {"causal": "is_causal", "gqa": "enable_gqa", "mask": "attn_mask", "scale": "scale"}
+    assert report.results[0].returned == "out, dq, dk, dv"
+    assert {"gqa", "causal", "padding", "window", "very-long"} <= set(report.results[0].per_class)
+
+
+def test_a_call_whose_every_row_has_no_value_still_has_the_gradient_shapes():
+    """Every query of a causal call behind padding sees only masked keys: no row has a value, so none
+    carries a cotangent; the exact gradient of v keeps v's head dimension (it was 0 wide: an internal error)."""
+    from derive.impl.exact.reference import exact_attention
+
+    B, H, M, N, D = 1, 1, 2, 4, 3
+    q, k, v = np.ones((B, H, M, D)), np.ones((B, H, N, D)), np.ones((B, H, N, 5))
+    keep = np.zeros((B, M, N), dtype=bool)
+    ex = exact_attention(q, k, v, 0.5, keep, None, None, 30, g=np.ones((B, H, M, 5)))
+    assert not ex.defined.any() and ex.grads["dv"][0].shape == (B, H, N, 5)

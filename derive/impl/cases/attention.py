@@ -205,10 +205,12 @@ class Setup:
 
     def in_mask(self, case) -> tuple:
         """The parts of ``case``'s mask the kernel takes through its mask argument: those it has no keyword
-        for, and causality too when the call has a key mask (a causal flag beside a mask is refused by
-        some kernels, PyTorch's among them; the mask carries both)."""
-        causal = self.causal_by == "mask" or (self.causal_by == "flag" and bool(case.mask) and "mask" in self.takes)
-        return tuple(p for p, inside in (("causal", causal), ("window", self.window_by == "mask")) if inside)
+        for (a window only when the call has one), and causality too when the call passes a mask at all (a
+        causal flag beside a mask is refused by some kernels, PyTorch's among them; the mask carries both)."""
+        window = bool(case.window) and self.window_by == "mask"
+        causal = self.causal_by == "mask" or (self.causal_by == "flag" and (bool(case.mask) or window)
+                                               and "mask" in self.takes)
+        return tuple(p for p, inside in (("causal", causal), ("window", window)) if inside)
 
 
 def case_classes(case: Case, setup: Setup) -> list[str]:

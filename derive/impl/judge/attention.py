@@ -482,7 +482,8 @@ class AttentionChecker:
         kap_kv = kap_head.reshape(case.B, case.kv, case.groups).max(axis=2)  # (B, Hkv): over the heads sharing it
         for name in ("dq",) if rows_only else ("dq", "dk", "dv"):
             value, scale = ex.grads[name]
-            y = (L if name == "dq" else L.kv).from_layout(got[name], groups=case.groups) if name in got else 0 * value
+            lay = L if name == "dq" else L.kv
+            y = lay.from_layout(got[name], groups=case.groups) if name in got else np.zeros_like(value)
             if y.shape != value.shape:
                 return _fail(tol.dtype, case, name, (0, 0, 0, 0), math.nan, value.flat[0], INF, 0.0, [],
                              f"the gradient of {name[1:]} has shape {list(y.shape)}, not {list(value.shape)}")

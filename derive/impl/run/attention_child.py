@@ -53,9 +53,54 @@ def _signature(fn):
     its ``forward`` without ``ctx``."""
     owner = _applied(fn)
     if owner is None:
-        return inspect.signature(fn)
+        try:
+            return inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = _doc_signature(fn)  # a builtin (torch's scaled_dot_product_attention) states it in its docstring
+            if sig is None:
+                raise
+            return sig
     sig = inspect.signature(owner.forward)
     return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+
+def _doc_signature(fn):
+    """The signature a builtin writes as the first line of its docstring, ``name(a, b, c=None, *, d=0)
+    -> T``, parsed (``ast``, never evaluated: a default is read with ``literal_eval``, else kept as
+    unknown) when the name is the function's own; None when there is none."""
+    import ast
+
+    name, doc = getattr(fn, "__name__", ""), inspect.getdoc(fn) or ""
+    if not name or not doc.startswith(name + "("):
+        return None
+    depth, end = 0, None
+    for at, ch in enumerate(doc[len(name):], len(name)):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            end = at
+            break
+    try:
+        args = ast.parse(f"def f{doc[len(name):end + 1]}: pass").body[0].args
+    except (SyntaxError, TypeError, ValueError):
+        return None
+
+    def default(node):
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            return ...  # present, but not a literal
+
+    P = inspect.Parameter
+    positional = args.posonlyargs + args.args
+    pos_defaults = [P.empty] * (len(positional) - len(args.defaults)) + [default(d) for d in args.defaults]
+    params = [P(a.arg, P.POSITIONAL_ONLY if k < len(args.posonlyargs) else P.POSITIONAL_OR_KEYWORD, default=dflt)
+              for k, (a, dflt) in enumerate(zip(positional, pos_defaults))]
+    params += [P(a.arg, P.KEYWORD_ONLY, default=P.empty if d is None else default(d))
+               for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    try:
+        return inspect.Signature(params)
+    except ValueError:
+        return None
 
 
 def aprobe(target):
