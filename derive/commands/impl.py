@@ -15,7 +15,7 @@ from pathlib import Path
 from derive.errors import InputError
 from derive.impl import DEFAULT_DTYPES, check_implementation
 from derive.impl.cases.masks import parse_window
-from derive.impl.run.roles import parse_fixed, parse_kw
+from derive.impl.run.roles import DEVICES, parse_fixed, parse_kw
 from derive.impl.cases.contract import GRAMMAR, ROW_FORM_ITEMS
 from derive.impl.forms.kernel import FORMS, LSE_CONVENTIONS, SEARCH_EXAMPLES
 from derive.impl.run.target import DEFAULT_TIMEOUT
@@ -200,7 +200,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="a keyword passed with the same value on every call, for a parameter of no role (a "
                             "dropout of 0.0, a training flag): VALUE a number, true, false, none, a word, or "
                             "@dtype for the call's dtype (torch.float32 in a torch call)")
-    group.add_argument("--device", default=None, choices=("cpu", "cuda"),
+    group.add_argument("--device", default=None, choices=DEVICES,
                        help="the torch device of the kernel's inputs (default cpu); the exact reference is computed "
                             "on the CPU either way")
     group.add_argument("--tensor", action="append", default=[], metavar="NAME",

@@ -31,8 +31,8 @@ __all__ = ["CALL_FAULTS", "CallFault", "diagnose"]
 @dataclass(frozen=True)
 class CallFault:
     """A fault of the attention call (not of the normalizer's kernel form): ``model(case, k, v, keep)``
-    gives the (k, v, keep) the faulty kernel reads instead (a list of them: the ways it may realize),
-    or None where the fault changes nothing."""
+    gives the (k, v, keep) the faulty kernel reads instead, one for each way it may realize (none where the
+    fault changes nothing)."""
 
     key: str
     title: str
@@ -44,9 +44,9 @@ class CallFault:
 
 def _tiled_heads(case, k, v, keep):
     if case.kv == case.H or case.kv == 1:
-        return None
+        return []
     heads = [h % case.kv for h in range(case.H)]
-    return k[:, heads], v[:, heads], keep
+    return [(k[:, heads], v[:, heads], keep)]
 
 
 def _keys_dropped(case, k, v, keep):
@@ -64,8 +64,8 @@ def _keys_dropped(case, k, v, keep):
 
 def _window_wide(case, k, v, keep):
     if not case.window or case.window[0] < 0:
-        return None
-    return k, v, replace(case, window=(case.window[0] + 1, case.window[1])).keep()
+        return []
+    return [(k, v, replace(case, window=(case.window[0] + 1, case.window[1])).keep())]
 
 
 CALL_FAULTS: tuple[CallFault, ...] = (
@@ -132,8 +132,7 @@ def diagnose(checker, case, fail, q, k, v, keep, bias, scale: float, sinks, got,
     right = checker.exact(case, q, k, v, scale, keep, bias, sig0, None, judged)
     found = []
     for f in CALL_FAULTS:
-        models = f.model(case, k, v, keep) if bias is None else None
-        for k2, v2, keep2 in [models] if isinstance(models, tuple) else models or ():
+        for k2, v2, keep2 in f.model(case, k, v, keep) if bias is None else ():
             ex = checker.exact(case, q, k2, v2, scale, keep2, None, sig0, None, judged)
             if _matches(out, lse, ex, right, v2, keep2, case.H // k2.shape[1], tol, i, (b0, h0)):
                 found.append(f)
@@ -171,13 +170,14 @@ def _grad_faults(checker, got, ex, tol, failing: int) -> list:
         if f.part != "grad":
             continue
         model = np.array([float(f.rewrite(float(g), 0.0)) for g in value])
-        judged = np.isfinite(bounds)
-        with np.errstate(invalid="ignore"):
-            close = np.abs(y - model) <= bounds
         if "dsinks" not in got:  # no gradient at all: the fault whose model is none (0)
             if not np.any(model):
                 found.append(f)
-        elif close[judged].all() and abs(model[failing] - value[failing]) > bounds[failing]:
+            continue
+        judged = np.isfinite(bounds)
+        with np.errstate(invalid="ignore"):
+            close = np.abs(y - model) <= bounds
+        if close[judged].all() and abs(model[failing] - value[failing]) > bounds[failing]:
             found.append(f)
     return found
 
@@ -189,10 +189,7 @@ def _ieee_matches(key: str, case, right, v, sinks, out, keep, tol, i: int, faili
     defined row — NaN where it is NaN — and differs from the definition on the failing one."""
     from derive.kernels.numeric import online
 
-    floor = tol.floor(magnitude(keep, v, case.groups))[:, :, i]
-    rel = tol.rel * (1.0 + right.kappa[:, :, i])[..., None]
-    with np.errstate(invalid="ignore", over="ignore"):
-        bound = floor + relative(rel, right.out_scale[:, :, i])
+    bound = _bound(tol, keep, v, case.groups, right, i)
     defined = right.defined[:, :, i]
     if not defined[failing]:
         return False
@@ -213,15 +210,20 @@ def _ieee_matches(key: str, case, right, v, sinks, out, keep, tol, i: int, faili
     return False
 
 
-def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:
-
-    floor = tol.floor(magnitude(keep, v, groups))[:, :, i]
+def _bound(tol, keep, v, groups: int, ex, i: int) -> np.ndarray:
+    """The bound of out on query ``i`` (B, H, Dv), the judge's: the floor of the values it weighs and the
+    relative part of the reference ``ex``'s magnitudes and condition."""
     rel = tol.rel * (1.0 + ex.kappa[:, :, i])[..., None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        return tol.floor(magnitude(keep, v, groups))[:, :, i] + relative(rel, ex.out_scale[:, :, i])
+
+
+def _matches(out, lse, ex, right, v, keep, groups: int, tol, i: int, failing) -> bool:
     defined = ex.defined[:, :, i]
     if not defined.any() or not defined[failing]:
         return False
+    bound = _bound(tol, keep, v, groups, ex, i)
     with np.errstate(invalid="ignore", over="ignore"):
-        bound = floor + relative(rel, ex.out_scale[:, :, i])
         y = out[:, :, i]
         ok = np.where(defined[..., None], np.abs(y - np.nan_to_num(ex.out[:, :, i])) <= bound, True)
         differs = np.abs(np.nan_to_num(right.out[failing + (i,)]) - ex.out[failing + (i,)]) > bound[failing]

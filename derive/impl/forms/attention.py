@@ -31,7 +31,7 @@ from derive.impl.cases.fixed import cases
 from derive.impl.cases.masks import MASK_FORMS, parse_window, window_text
 from derive.impl.judge.attention import GENERIC_ENTRIES, AttentionChecker
 from derive.impl.report.attention import AttentionReport
-from derive.impl.run.roles import DTYPE, ROLE_NAMES, parse_kw, roles_of, window_form
+from derive.impl.run.roles import DEVICES, DTYPE, ROLE_NAMES, parse_kw, roles_of, window_form
 from derive.impl.faults.attention import diagnose
 from derive.kernels.layouts import parse_layout
 
@@ -84,7 +84,6 @@ def _param_values(norm, given: dict, roles: dict, target: str) -> tuple[list, li
 
 
 ALIGNMENTS = ("top-left", "bottom-right")
-DEVICES = ("cpu", "cuda")  # --device: where torch inputs are made
 
 
 def _window(window) -> tuple:

@@ -19,6 +19,7 @@ from derive.impl.exact.reference import exact_attention
 from derive.impl.exact.tolerance import dv_magnitude, magnitude, relative
 from derive.impl.judge.classes import file_failure, verdict
 from derive.impl.judge.counterexample import Counterexample
+from derive.impl.run.roles import DTYPE
 from derive.impl.run.target import ImplRaised
 from derive.sandbox.process import Crashed
 
@@ -276,6 +277,7 @@ class AttentionChecker:
             kw[r["splits"]] = int(case.splits)
         if self.tensors:
             kw["__tensors__"] = [name for name in self.tensors if name in kw]
+        kw["__dtypes__"] = [name for name, value in self.fixed.items() if value == DTYPE]  # --set NAME=@dtype
         if self.device != "cpu":
             kw["__device__"] = self.device
         return kw

@@ -13,7 +13,9 @@ conversion serve every form. Two requests:
   additive mask) in ``dtype``, numpy or torch by ``api`` (``None``: numpy, then torch when numpy
   raises; the api used is the name ``api:<name>`` in ``names``); ``kwargs["__mask_form__"]``, when
   given, is ``[name, "mask-mod" | "block-mask"]``: the boolean mask under ``name`` (B, 1, M, N) is
-  passed as a FlexAttention mask_mod or BlockMask built from it (torch). The first value returned is
+  passed as a FlexAttention mask_mod or BlockMask built from it (torch); ``kwargs["__tensors__"]`` names
+  keywords passed as 0-d arrays of the api, ``kwargs["__dtypes__"]`` keywords given the call's dtype,
+  ``kwargs["__device__"]`` the torch device of every tensor made. The first value returned is
   ``out`` of ``out_shape``; a second is ``weights`` when it has ``w_shape`` (the layout of q with the
   keys as its last axis), else ``lse`` of ``lse_shape``. With ``cot`` (torch only) the
   gradients of ⟨out, cot⟩ with respect to q, k, v and the sinks (``dq``, ``dk``, ``dv``,
@@ -181,9 +183,8 @@ def _run(target, api, q, k, v, kw, dtype, cot):
               for name, a in kw.items() if not (name.startswith("__") and name.endswith("__"))}
     for name in kw.get("__tensors__", ()):  # --tensor NAME: a 0-d tensor, int32 for a whole number
         kwargs[name] = _tensor(api, kwargs[name], dtype)
-    for name, a in kwargs.items():
-        if isinstance(a, str) and a == "@dtype":  # --set NAME=@dtype: the call's dtype, as its API writes it
-            kwargs[name] = getattr(H["_torch"](), dtype) if api == "torch" else np.dtype(dtype)
+    for name in kw.get("__dtypes__", ()):  # --set NAME=@dtype: the call's dtype, as its API writes it
+        kwargs[name] = getattr(H["_torch"](), dtype) if api == "torch" else np.dtype(dtype)
     if flex is not None:
         kwargs[flex[0]] = _flex(kw[flex[0]], flex[1])
     sinks = kwargs.get(kw["__sinks__"]) if "__sinks__" in kw else None

@@ -47,6 +47,7 @@ MODULE = "module"
 
 
 DTYPE = "@dtype"  # --set NAME=@dtype: the call's dtype, as the call's API writes a dtype (torch.float32)
+DEVICES = ("cpu", "cuda")  # --device: where the torch inputs of a call are made
 
 
 def parse_fixed(pairs) -> dict:
